@@ -1,0 +1,658 @@
+#include "gpu/device.h"
+
+#include <webgpu/webgpu.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "gpu/pipeline_cache.h"
+#include "gpu/webgpu_util.h"
+#include "wgi/error.h"
+
+namespace wgi::gpu {
+
+std::string_view to_string(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::Vulkan:
+      return "vulkan";
+    case BackendKind::SwiftShader:
+      return "swiftshader";
+    case BackendKind::Gles:
+      return "gles";
+  }
+  return "?";
+}
+
+BackendKind parse_backend(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "vulkan") return BackendKind::Vulkan;
+  if (lower == "swiftshader") return BackendKind::SwiftShader;
+  if (lower == "gles") return BackendKind::Gles;
+  throw Error("unknown backend '" + std::string(name) + "': expected vulkan, swiftshader or gles");
+}
+
+namespace {
+
+std::string lower_case(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string backend_type_name(WGPUBackendType type) {
+  switch (type) {
+    case WGPUBackendType_Null:
+      return "Null";
+    case WGPUBackendType_WebGPU:
+      return "WebGPU";
+    case WGPUBackendType_D3D11:
+      return "D3D11";
+    case WGPUBackendType_D3D12:
+      return "D3D12";
+    case WGPUBackendType_Metal:
+      return "Metal";
+    case WGPUBackendType_Vulkan:
+      return "Vulkan";
+    case WGPUBackendType_OpenGL:
+      return "OpenGL";
+    case WGPUBackendType_OpenGLES:
+      return "OpenGLES";
+    default:
+      return "Undefined";
+  }
+}
+
+std::string adapter_type_name(WGPUAdapterType type) {
+  switch (type) {
+    case WGPUAdapterType_DiscreteGPU:
+      return "discrete GPU";
+    case WGPUAdapterType_IntegratedGPU:
+      return "integrated GPU";
+    case WGPUAdapterType_CPU:
+      return "CPU";
+    default:
+      return "unknown";
+  }
+}
+
+// Standard feature names (webgpu.h enum values). Dawn-specific values are printed in hex: their numbering in
+// our header may not match the library (see docs/architecture.md).
+std::string feature_name(WGPUFeatureName f) {
+  switch (f) {
+    case WGPUFeatureName_CoreFeaturesAndLimits:
+      return "core-features-and-limits";
+    case WGPUFeatureName_DepthClipControl:
+      return "depth-clip-control";
+    case WGPUFeatureName_Depth32FloatStencil8:
+      return "depth32float-stencil8";
+    case WGPUFeatureName_TextureCompressionBC:
+      return "texture-compression-bc";
+    case WGPUFeatureName_TextureCompressionBCSliced3D:
+      return "texture-compression-bc-sliced-3d";
+    case WGPUFeatureName_TextureCompressionETC2:
+      return "texture-compression-etc2";
+    case WGPUFeatureName_TextureCompressionASTC:
+      return "texture-compression-astc";
+    case WGPUFeatureName_TextureCompressionASTCSliced3D:
+      return "texture-compression-astc-sliced-3d";
+    case WGPUFeatureName_TimestampQuery:
+      return "timestamp-query";
+    case WGPUFeatureName_IndirectFirstInstance:
+      return "indirect-first-instance";
+    case WGPUFeatureName_ShaderF16:
+      return "shader-f16";
+    case WGPUFeatureName_RG11B10UfloatRenderable:
+      return "rg11b10ufloat-renderable";
+    case WGPUFeatureName_BGRA8UnormStorage:
+      return "bgra8unorm-storage";
+    case WGPUFeatureName_Float32Filterable:
+      return "float32-filterable";
+    case WGPUFeatureName_Float32Blendable:
+      return "float32-blendable";
+    case WGPUFeatureName_ClipDistances:
+      return "clip-distances";
+    case WGPUFeatureName_DualSourceBlending:
+      return "dual-source-blending";
+    case WGPUFeatureName_Subgroups:
+      return "subgroups";
+    case WGPUFeatureName_TextureFormatsTier1:
+      return "texture-formats-tier1";
+    case WGPUFeatureName_TextureFormatsTier2:
+      return "texture-formats-tier2";
+    case WGPUFeatureName_PrimitiveIndex:
+      return "primitive-index";
+    case WGPUFeatureName_TextureComponentSwizzle:
+      return "texture-component-swizzle";
+    default: {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "0x%05x", static_cast<unsigned>(f));
+      return buf;
+    }
+  }
+}
+
+// Sets environment variables for the duration of one adapter request and restores them afterwards, so that
+// trying SwiftShader does not change what the rest of the process sees.
+class ScopedEnv {
+ public:
+  void set(const char* name, const std::string& value) {
+    const char* old = std::getenv(name);
+    saved_.push_back({name, old != nullptr, old ? old : ""});
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->had_value) {
+        setenv(it->name, it->value.c_str(), 1);
+      } else {
+        unsetenv(it->name);
+      }
+    }
+  }
+
+ private:
+  struct Saved {
+    const char* name;
+    bool had_value;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
+
+struct AdapterRequest {
+  bool done = false;
+  WGPUAdapter adapter = nullptr;
+  std::string message;
+};
+
+struct DeviceRequest {
+  bool done = false;
+  WGPUDevice device = nullptr;
+  std::string message;
+};
+
+void spin_until(WGPUInstance instance, const bool& done) {
+  for (int spins = 0; !done; ++spins) {
+    wgpuInstanceProcessEvents(instance);
+    if (done) break;
+    // Short waits (a small dispatch, a map) spin; long ones back off to not burn a core.
+    if (spins < 2000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+WGPUAdapter request_adapter(WGPUInstance instance, const WGPURequestAdapterOptions& options,
+                            std::string& message) {
+  AdapterRequest request;
+  WGPURequestAdapterCallbackInfo callback = {};
+  callback.mode = WGPUCallbackMode_AllowProcessEvents;
+  callback.callback = [](WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView msg, void* user,
+                         void*) {
+    auto* r = static_cast<AdapterRequest*>(user);
+    r->adapter = status == WGPURequestAdapterStatus_Success ? adapter : nullptr;
+    r->message = to_std_string(msg);
+    r->done = true;
+  };
+  callback.userdata1 = &request;
+  wgpuInstanceRequestAdapter(instance, &options, callback);
+  spin_until(instance, request.done);
+  message = request.message;
+  return request.adapter;
+}
+
+AdapterInfo read_adapter_info(WGPUAdapter adapter, WGPUBackendType& backend_type, WGPUAdapterType& type) {
+  WGPUAdapterInfo info = {};
+  AdapterInfo out;
+  if (wgpuAdapterGetInfo(adapter, &info) != WGPUStatus_Success) {
+    throw Error("wgpuAdapterGetInfo failed");
+  }
+  out.backend = backend_type_name(info.backendType);
+  out.adapter_type = adapter_type_name(info.adapterType);
+  out.vendor = to_std_string(info.vendor);
+  out.architecture = to_std_string(info.architecture);
+  out.device = to_std_string(info.device);
+  out.description = to_std_string(info.description);
+  out.vendor_id = info.vendorID;
+  out.device_id = info.deviceID;
+  out.subgroup_min_size = info.subgroupMinSize;
+  out.subgroup_max_size = info.subgroupMaxSize;
+  backend_type = info.backendType;
+  type = info.adapterType;
+  wgpuAdapterInfoFreeMembers(info);
+  return out;
+}
+
+std::string describe(const AdapterInfo& info) {
+  std::string s = info.device.empty() ? "(unnamed adapter)" : info.device;
+  if (!info.description.empty() && info.description != info.device) s += " [" + info.description + "]";
+  s += " on " + info.backend + ", " + info.adapter_type;
+  return s;
+}
+
+bool matches_filter(const AdapterInfo& info, const std::string& filter) {
+  std::string needle = lower_case(filter);
+  for (const std::string* field : {&info.vendor, &info.device, &info.description, &info.architecture}) {
+    if (lower_case(*field).find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Whether the Vulkan loader has any driver manifest to load. Asking Dawn when there is none only makes it
+// print loader warnings, so the automatic order skips Vulkan then.
+bool vulkan_driver_manifests_present() {
+  for (const char* var : {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"}) {
+    if (const char* v = std::getenv(var); v && *v) return true;
+  }
+  std::vector<std::string> dirs = {"/etc/vulkan/icd.d", "/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d",
+                                   "/usr/local/etc/vulkan/icd.d"};
+  for (const char* var : {"XDG_DATA_DIRS", "XDG_CONFIG_DIRS"}) {
+    if (const char* v = std::getenv(var); v && *v) {
+      std::string list = v;
+      for (size_t start = 0; start <= list.size();) {
+        size_t end = list.find(':', start);
+        if (end == std::string::npos) end = list.size();
+        if (end > start) dirs.push_back(list.substr(start, end - start) + "/vulkan/icd.d");
+        start = end + 1;
+      }
+    }
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    dirs.push_back(std::string(home) + "/.local/share/vulkan/icd.d");
+  }
+  std::error_code ec;
+  for (const auto& dir : dirs) {
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".json") return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+class DeviceFactory {
+ public:
+  static std::shared_ptr<Device> create(const DeviceOptions& options);
+
+ private:
+  // Tries one backend. On success fills `device` and returns true; otherwise records why in `attempt`.
+  static bool try_backend(Device& device, BackendKind kind, bool explicit_choice,
+                          const std::optional<std::string>& filter, SelectionAttempt& attempt);
+  static void create_device(Device& device, WGPUAdapter adapter);
+};
+
+std::shared_ptr<Device> Device::create(const DeviceOptions& options) { return DeviceFactory::create(options); }
+
+std::shared_ptr<Device> DeviceFactory::create(const DeviceOptions& options) {
+  std::optional<BackendKind> backend = options.backend;
+  if (!backend) {
+    if (const char* env = std::getenv("WGI_BACKEND"); env && *env) backend = parse_backend(env);
+  }
+  std::optional<std::string> filter = options.adapter_filter;
+  if (!filter) {
+    if (const char* env = std::getenv("WGI_ADAPTER"); env && *env) filter = std::string(env);
+  }
+  std::vector<BackendKind> order;
+  if (backend) {
+    order = {*backend};
+  } else {
+    order = {BackendKind::Vulkan, BackendKind::SwiftShader, BackendKind::Gles};
+  }
+
+  std::shared_ptr<Device> device(new Device());
+  for (BackendKind kind : order) {
+    SelectionAttempt attempt{kind, false, ""};
+    bool ok = false;
+    try {
+      ok = try_backend(*device, kind, backend.has_value(), filter, attempt);
+    } catch (const Error& e) {
+      attempt.detail = e.what();
+    }
+    attempt.accepted = ok;
+    device->selection_log_.push_back(attempt);
+    if (ok) return device;
+  }
+  std::string message = "no usable WebGPU adapter found";
+  if (backend) message += " (WGI_BACKEND/backend option = " + std::string(to_string(*backend)) + ")";
+  if (filter) message += " matching WGI_ADAPTER='" + *filter + "'";
+  message += ". Tried:";
+  for (const auto& a : device->selection_log_) {
+    message += "\n  " + std::string(to_string(a.backend)) + ": " + a.detail;
+  }
+  message += "\nDawn's Null backend is never used: it would silently produce zeros.";
+  throw Error(message);
+}
+
+bool DeviceFactory::try_backend(Device& device, BackendKind kind, bool explicit_choice,
+                                const std::optional<std::string>& filter, SelectionAttempt& attempt) {
+  ScopedEnv env;
+  WGPURequestAdapterOptions options = {};
+  options.powerPreference = WGPUPowerPreference_HighPerformance;
+  options.featureLevel = WGPUFeatureLevel_Core;
+  WGPUBackendType wanted = WGPUBackendType_Vulkan;
+  if (kind == BackendKind::SwiftShader) {
+    const char* override_icd = std::getenv("WGI_SWIFTSHADER_ICD");
+    std::string icd = override_icd && *override_icd ? override_icd : "/usr/lib/chromium/vk_swiftshader_icd.json";
+    if (!std::filesystem::exists(icd)) {
+      attempt.detail = "SwiftShader Vulkan ICD not found at " + icd +
+                       " (install Debian's chromium package, run scripts/setup, or set WGI_SWIFTSHADER_ICD)";
+      return false;
+    }
+    // The Vulkan loader reads these when Dawn creates its VkInstance during the adapter request.
+    env.set("VK_DRIVER_FILES", icd);
+    env.set("VK_ICD_FILENAMES", icd);
+    // Not forceFallbackAdapter: this Dawn build then looks only for its own (absent) SwiftShader.
+  } else if (kind == BackendKind::Gles) {
+    if (!std::getenv("EGL_PLATFORM")) setenv("EGL_PLATFORM", "surfaceless", 0);
+    wanted = WGPUBackendType_OpenGLES;
+    options.featureLevel = WGPUFeatureLevel_Compatibility;
+  }
+  options.backendType = wanted;
+
+  if (kind == BackendKind::Vulkan && !vulkan_driver_manifests_present()) {
+    attempt.detail = "no Vulkan driver installed (no ICD manifest in the loader's search path)";
+    return false;
+  }
+
+  WGPUInstanceDescriptor instance_desc = {};
+  WGPUInstance instance = wgpuCreateInstance(&instance_desc);
+  if (!instance) {
+    attempt.detail = "wgpuCreateInstance failed";
+    return false;
+  }
+  std::string message;
+  WGPUAdapter adapter = request_adapter(instance, options, message);
+  if (!adapter) {
+    attempt.detail = "no adapter" + (message.empty() ? std::string() : ": " + message);
+    wgpuInstanceRelease(instance);
+    return false;
+  }
+  WGPUBackendType backend_type = WGPUBackendType_Undefined;
+  WGPUAdapterType adapter_type = WGPUAdapterType_Unknown;
+  AdapterInfo info = read_adapter_info(adapter, backend_type, adapter_type);
+  std::string reject;
+  if (backend_type != wanted) {
+    reject = "Dawn returned " + describe(info) + ", not the " + backend_type_name(wanted) + " backend asked for";
+  } else if (kind == BackendKind::SwiftShader && lower_case(info.vendor + info.device + info.description)
+                                                        .find("swiftshader") == std::string::npos) {
+    reject = "expected SwiftShader, got " + describe(info);
+  } else if (kind == BackendKind::Vulkan && !explicit_choice && adapter_type == WGPUAdapterType_CPU) {
+    reject = "only a CPU Vulkan adapter (" + describe(info) + "); the automatic order wants a real GPU first";
+  } else if (filter && !matches_filter(info, *filter)) {
+    reject = describe(info) + " does not match WGI_ADAPTER='" + *filter + "'";
+  }
+  if (!reject.empty()) {
+    attempt.detail = reject;
+    wgpuAdapterRelease(adapter);
+    wgpuInstanceRelease(instance);
+    return false;
+  }
+  info.compatibility_mode = kind == BackendKind::Gles;
+  device.instance_ = instance;
+  device.adapter_ = adapter;
+  device.adapter_info_ = info;
+  device.backend_ = kind;
+  try {
+    create_device(device, adapter);
+  } catch (const Error& e) {
+    attempt.detail = "adapter " + describe(info) + " found but the device could not be created: " + e.what();
+    wgpuAdapterRelease(adapter);
+    wgpuInstanceRelease(instance);
+    device.adapter_ = nullptr;
+    device.instance_ = nullptr;
+    return false;
+  }
+  attempt.detail = describe(info);
+  return true;
+}
+
+void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
+  // Ask for the adapter's maximum limits: compatibility-level devices otherwise start with small defaults
+  // (e.g. 128 invocations per workgroup).
+  WGPULimits adapter_limits = WGPU_LIMITS_INIT;
+  if (wgpuAdapterGetLimits(adapter, &adapter_limits) != WGPUStatus_Success) {
+    throw Error("wgpuAdapterGetLimits failed");
+  }
+  std::vector<WGPUFeatureName> wanted;
+  for (WGPUFeatureName f : {WGPUFeatureName_ShaderF16, WGPUFeatureName_Subgroups, WGPUFeatureName_TimestampQuery}) {
+    if (wgpuAdapterHasFeature(adapter, f)) wanted.push_back(f);
+  }
+
+  WGPUDeviceDescriptor desc = {};
+  desc.label = to_string_view("wgi");
+  desc.requiredFeatureCount = wanted.size();
+  desc.requiredFeatures = wanted.data();
+  desc.requiredLimits = &adapter_limits;
+  desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  desc.deviceLostCallbackInfo.callback = [](WGPUDevice const*, WGPUDeviceLostReason reason, WGPUStringView msg,
+                                            void* user, void*) {
+    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    static_cast<Device*>(user)->report_device_lost(to_std_string(msg));
+  };
+  desc.deviceLostCallbackInfo.userdata1 = &device;
+  desc.uncapturedErrorCallbackInfo.callback = [](WGPUDevice const*, WGPUErrorType type, WGPUStringView msg,
+                                                 void* user, void*) {
+    std::string kind = type == WGPUErrorType_Validation    ? "validation error"
+                       : type == WGPUErrorType_OutOfMemory ? "out of memory"
+                       : type == WGPUErrorType_Internal    ? "internal error"
+                                                           : "error";
+    static_cast<Device*>(user)->report_error("WebGPU " + kind + ": " + to_std_string(msg));
+  };
+  desc.uncapturedErrorCallbackInfo.userdata1 = &device;
+
+  DeviceRequest request;
+  WGPURequestDeviceCallbackInfo callback = {};
+  callback.mode = WGPUCallbackMode_AllowProcessEvents;
+  callback.callback = [](WGPURequestDeviceStatus status, WGPUDevice dev, WGPUStringView msg, void* user, void*) {
+    auto* r = static_cast<DeviceRequest*>(user);
+    r->device = status == WGPURequestDeviceStatus_Success ? dev : nullptr;
+    r->message = to_std_string(msg);
+    r->done = true;
+  };
+  callback.userdata1 = &request;
+  wgpuAdapterRequestDevice(adapter, &desc, callback);
+  spin_until(device.instance_, request.done);
+  if (!request.device) throw Error("requestDevice failed: " + request.message);
+  device.device_ = request.device;
+  device.queue_ = wgpuDeviceGetQueue(request.device);
+
+  WGPULimits granted = WGPU_LIMITS_INIT;
+  if (wgpuDeviceGetLimits(request.device, &granted) != WGPUStatus_Success) {
+    throw Error("wgpuDeviceGetLimits failed");
+  }
+  Limits& l = device.capabilities_.limits;
+  l.max_buffer_size = granted.maxBufferSize;
+  l.max_storage_buffer_binding_size = granted.maxStorageBufferBindingSize;
+  l.max_uniform_buffer_binding_size = granted.maxUniformBufferBindingSize;
+  l.max_storage_buffers_per_shader_stage = granted.maxStorageBuffersPerShaderStage;
+  l.max_bind_groups = granted.maxBindGroups;
+  l.max_bindings_per_bind_group = granted.maxBindingsPerBindGroup;
+  l.min_storage_buffer_offset_alignment = granted.minStorageBufferOffsetAlignment;
+  l.min_uniform_buffer_offset_alignment = granted.minUniformBufferOffsetAlignment;
+  l.max_compute_workgroup_storage_size = granted.maxComputeWorkgroupStorageSize;
+  l.max_compute_invocations_per_workgroup = granted.maxComputeInvocationsPerWorkgroup;
+  l.max_compute_workgroup_size_x = granted.maxComputeWorkgroupSizeX;
+  l.max_compute_workgroup_size_y = granted.maxComputeWorkgroupSizeY;
+  l.max_compute_workgroup_size_z = granted.maxComputeWorkgroupSizeZ;
+  l.max_compute_workgroups_per_dimension = granted.maxComputeWorkgroupsPerDimension;
+
+  WGPUSupportedFeatures features = {};
+  wgpuDeviceGetFeatures(request.device, &features);
+  for (size_t i = 0; i < features.featureCount; ++i) {
+    device.granted_feature_names_.push_back(feature_name(features.features[i]));
+  }
+  wgpuSupportedFeaturesFreeMembers(features);
+  Features& f = device.capabilities_.features;
+  f.shader_f16 = wgpuDeviceHasFeature(request.device, WGPUFeatureName_ShaderF16);
+  f.subgroups = wgpuDeviceHasFeature(request.device, WGPUFeatureName_Subgroups);
+  f.timestamp_query = wgpuDeviceHasFeature(request.device, WGPUFeatureName_TimestampQuery);
+  device.capabilities_.compatibility_mode = device.adapter_info_.compatibility_mode;
+  device.pipelines_ = std::make_unique<PipelineCache>(device);
+}
+
+Device::~Device() {
+  destroying_ = true;
+  pipelines_.reset();
+  zero_buffer_.reset();
+  staging_.reset();
+  if (queue_) wgpuQueueRelease(queue_);
+  if (device_) {
+    wgpuDeviceDestroy(device_);
+    wgpuDeviceRelease(device_);
+  }
+  if (adapter_) wgpuAdapterRelease(adapter_);
+  if (instance_) {
+    wgpuInstanceProcessEvents(instance_);
+    wgpuInstanceRelease(instance_);
+  }
+}
+
+void Device::report_error(std::string message) {
+  std::lock_guard lock(error_mutex_);
+  pending_errors_.push_back(std::move(message));
+}
+
+void Device::report_device_lost(std::string message) {
+  if (destroying_) return;
+  std::lock_guard lock(error_mutex_);
+  lost_ = true;
+  pending_errors_.push_back("WebGPU device lost: " + message);
+}
+
+void Device::check_errors() {
+  std::vector<std::string> errors;
+  {
+    std::lock_guard lock(error_mutex_);
+    if (lost_ && pending_errors_.empty()) throw Error("WebGPU device lost earlier; create a new one");
+    errors.swap(pending_errors_);
+  }
+  if (errors.empty()) return;
+  std::string message = errors.front();
+  for (size_t i = 1; i < errors.size(); ++i) message += "\n" + errors[i];
+  throw Error(message);
+}
+
+void Device::wait_until(const bool& done) { spin_until(instance_, done); }
+
+Buffer Device::create_buffer(uint64_t size, std::string_view label, BufferUsage usage) {
+  uint64_t rounded = std::max<uint64_t>(16, (size + 15) / 16 * 16);
+  if (rounded > limits().max_buffer_size) {
+    throw Error("buffer '" + std::string(label) + "' of " + std::to_string(size) +
+                " bytes exceeds the device's maxBufferSize of " + std::to_string(limits().max_buffer_size));
+  }
+  WGPUBufferDescriptor desc = {};
+  desc.label = to_string_view(label);
+  desc.size = rounded;
+  switch (usage) {
+    case BufferUsage::Storage:
+      desc.usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+      break;
+    case BufferUsage::Uniform:
+      desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+      break;
+    case BufferUsage::Readback:
+      desc.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+      break;
+  }
+  WGPUBuffer handle = wgpuDeviceCreateBuffer(device_, &desc);
+  check_errors();
+  if (!handle) throw Error("could not create buffer '" + std::string(label) + "'");
+  return Buffer(handle, rounded, usage);
+}
+
+void Device::upload(const Buffer& buffer, uint64_t offset, std::span<const std::byte> data) {
+  if (data.empty()) return;
+  if (offset % 4 != 0) throw Error("upload offset " + std::to_string(offset) + " is not a multiple of 4");
+  if (offset + data.size() > buffer.size()) {
+    throw Error("upload of " + std::to_string(data.size()) + " bytes at offset " + std::to_string(offset) +
+                " overruns a buffer of " + std::to_string(buffer.size()) + " bytes");
+  }
+  if (data.size() % 4 == 0) {
+    wgpuQueueWriteBuffer(queue_, buffer.handle(), offset, data.data(), data.size());
+  } else {
+    // WebGPU writes whole 4-byte words; pad the tail with zeros (buffers are sized in 16-byte units).
+    std::vector<std::byte> padded(data.begin(), data.end());
+    padded.resize((data.size() + 3) / 4 * 4);
+    wgpuQueueWriteBuffer(queue_, buffer.handle(), offset, padded.data(), padded.size());
+  }
+  check_errors();
+}
+
+void Device::download(const Buffer& buffer, uint64_t offset, std::span<std::byte> out) {
+  if (out.empty()) return;
+  if (offset + out.size() > buffer.size()) {
+    throw Error("download of " + std::to_string(out.size()) + " bytes at offset " + std::to_string(offset) +
+                " overruns a buffer of " + std::to_string(buffer.size()) + " bytes");
+  }
+  const uint64_t begin = offset / 4 * 4;
+  const uint64_t end = (offset + out.size() + 3) / 4 * 4;
+  const uint64_t bytes = end - begin;
+  if (!staging_ || staging_->size() < bytes) {
+    staging_.reset();
+    staging_ = create_buffer(std::max<uint64_t>(bytes, 1 << 16), "wgi.staging", BufferUsage::Readback);
+  }
+  WGPUCommandEncoder encoder = wgpuDeviceCreateCommandEncoder(device_, nullptr);
+  wgpuCommandEncoderCopyBufferToBuffer(encoder, buffer.handle(), begin, staging_->handle(), 0, bytes);
+  WGPUCommandBuffer commands = wgpuCommandEncoderFinish(encoder, nullptr);
+  wgpuQueueSubmit(queue_, 1, &commands);
+  wgpuCommandBufferRelease(commands);
+  wgpuCommandEncoderRelease(encoder);
+
+  struct MapState {
+    bool done = false;
+    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Success;
+    std::string message;
+  } state;
+  WGPUBufferMapCallbackInfo callback = {};
+  callback.mode = WGPUCallbackMode_AllowProcessEvents;
+  callback.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* user, void*) {
+    auto* s = static_cast<MapState*>(user);
+    s->status = status;
+    s->message = to_std_string(msg);
+    s->done = true;
+  };
+  callback.userdata1 = &state;
+  wgpuBufferMapAsync(staging_->handle(), WGPUMapMode_Read, 0, bytes, callback);
+  wait_until(state.done);
+  check_errors();
+  if (state.status != WGPUMapAsyncStatus_Success) throw Error("mapping the staging buffer failed: " + state.message);
+  const void* mapped = wgpuBufferGetConstMappedRange(staging_->handle(), 0, bytes);
+  if (!mapped) {
+    wgpuBufferUnmap(staging_->handle());
+    throw Error("mapped range of the staging buffer is null");
+  }
+  std::memcpy(out.data(), static_cast<const std::byte*>(mapped) + (offset - begin), out.size());
+  wgpuBufferUnmap(staging_->handle());
+}
+
+const Buffer& Device::zero_buffer() {
+  if (!zero_buffer_) {
+    zero_buffer_ = create_buffer(16, "wgi.zero");
+    std::byte zeros[16] = {};
+    upload(*zero_buffer_, 0, zeros);
+  }
+  return *zero_buffer_;
+}
+
+void Device::wait_idle() {
+  bool done = false;
+  WGPUQueueWorkDoneCallbackInfo callback = {};
+  callback.mode = WGPUCallbackMode_AllowProcessEvents;
+  callback.callback = [](WGPUQueueWorkDoneStatus, WGPUStringView, void* user, void*) {
+    *static_cast<bool*>(user) = true;
+  };
+  callback.userdata1 = &done;
+  wgpuQueueOnSubmittedWorkDone(queue_, callback);
+  wait_until(done);
+  check_errors();
+}
+
+}  // namespace wgi::gpu

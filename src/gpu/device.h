@@ -1,0 +1,160 @@
+// The WebGPU device: adapter selection, capabilities, buffers, and error reporting.
+//
+// src/gpu/ is the only part of wgi that includes webgpu.h. Everything above it sees the opaque handle types
+// declared in gpu/handles.h and the plain C++ types declared here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/buffer.h"
+#include "gpu/handles.h"
+
+namespace wgi::gpu {
+
+class PipelineCache;
+
+// How wgi reaches a GPU. The automatic order is Vulkan (a real GPU), then SwiftShader (Vulkan on the CPU,
+// from Debian's chromium package), then Dawn's OpenGL ES backend (Mesa llvmpipe, compatibility level).
+enum class BackendKind { Vulkan, SwiftShader, Gles };
+std::string_view to_string(BackendKind kind);
+// Accepts "vulkan", "swiftshader", "gles"; throws wgi::Error naming the accepted values otherwise.
+BackendKind parse_backend(std::string_view name);
+
+struct AdapterInfo {
+  std::string backend;       // "Vulkan", "OpenGLES", ... as Dawn reports it
+  std::string adapter_type;  // "discrete GPU", "integrated GPU", "CPU", "unknown"
+  std::string vendor;
+  std::string architecture;
+  std::string device;
+  std::string description;  // usually the driver description
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t subgroup_min_size = 0;
+  uint32_t subgroup_max_size = 0;
+  bool compatibility_mode = false;  // feature level Compatibility (GL ES) instead of Core
+};
+
+// The limits granted to the device (wgi always asks for the adapter's maximum).
+struct Limits {
+  uint64_t max_buffer_size = 0;
+  uint64_t max_storage_buffer_binding_size = 0;
+  uint64_t max_uniform_buffer_binding_size = 0;
+  uint32_t max_storage_buffers_per_shader_stage = 0;
+  uint32_t max_bind_groups = 0;
+  uint32_t max_bindings_per_bind_group = 0;
+  uint32_t min_storage_buffer_offset_alignment = 0;
+  uint32_t min_uniform_buffer_offset_alignment = 0;
+  uint32_t max_compute_workgroup_storage_size = 0;
+  uint32_t max_compute_invocations_per_workgroup = 0;
+  uint32_t max_compute_workgroup_size_x = 0;
+  uint32_t max_compute_workgroup_size_y = 0;
+  uint32_t max_compute_workgroup_size_z = 0;
+  uint32_t max_compute_workgroups_per_dimension = 0;
+};
+
+// Optional features wgi asks for whenever the adapter has them.
+struct Features {
+  bool shader_f16 = false;
+  bool subgroups = false;
+  bool timestamp_query = false;
+};
+
+// Everything the planner needs to know about a device, without touching it.
+struct Capabilities {
+  Limits limits;
+  Features features;
+  bool compatibility_mode = false;
+};
+
+struct DeviceOptions {
+  // Unset: the WGI_BACKEND environment variable if set, else the automatic order.
+  std::optional<BackendKind> backend;
+  // Case-insensitive substring that the adapter's vendor, device or description must contain.
+  // Unset: the WGI_ADAPTER environment variable if set.
+  std::optional<std::string> adapter_filter;
+};
+
+// One step of adapter selection, kept so that a failure can say what was tried and what each backend said.
+struct SelectionAttempt {
+  BackendKind backend;
+  bool accepted = false;
+  std::string detail;
+};
+
+class Device {
+ public:
+  // Selects an adapter and creates a device; throws wgi::Error listing every backend tried and why each
+  // was rejected. Never returns Dawn's Null backend.
+  static std::shared_ptr<Device> create(const DeviceOptions& options = {});
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  BackendKind backend() const { return backend_; }
+  const AdapterInfo& adapter_info() const { return adapter_info_; }
+  const Limits& limits() const { return capabilities_.limits; }
+  const Features& features() const { return capabilities_.features; }
+  const Capabilities& capabilities() const { return capabilities_; }
+  const std::vector<SelectionAttempt>& selection_log() const { return selection_log_; }
+  // Names of every feature the device was granted, as WebGPU spells them (unknown ones as hex).
+  const std::vector<std::string>& granted_feature_names() const { return granted_feature_names_; }
+
+  // A storage buffer (also copy source and destination). Size is rounded up to a multiple of 16 bytes.
+  Buffer create_buffer(uint64_t size, std::string_view label, BufferUsage usage = BufferUsage::Storage);
+  void upload(const Buffer& buffer, uint64_t offset, std::span<const std::byte> data);
+  // Copies the bytes back to the host; blocks until the GPU has finished all work submitted before.
+  void download(const Buffer& buffer, uint64_t offset, std::span<std::byte> out);
+  // A small zero-filled buffer bound where a shader declares an input that the op does not have (e.g. an
+  // absent bias). Shaders gate such reads on a uniform flag; the zeros make a stray read harmless.
+  const Buffer& zero_buffer();
+
+  PipelineCache& pipelines() { return *pipelines_; }
+
+  // Blocks until all submitted work has finished, then throws if any error was reported meanwhile.
+  void wait_idle();
+  // Throws wgi::Error if WebGPU reported an uncaptured error or the device was lost since the last check.
+  void check_errors();
+
+  // Raw handles for the rest of src/gpu/.
+  WGPUDeviceImpl* handle() const { return device_; }
+  WGPUQueueImpl* queue() const { return queue_; }
+  WGPUInstanceImpl* instance() const { return instance_; }
+  // Drives WebGPU callbacks until `done` returns true (used by every blocking wait in src/gpu/).
+  void wait_until(const bool& done);
+
+  // Called from the WebGPU callbacks; not for general use.
+  void report_error(std::string message);
+  void report_device_lost(std::string message);
+
+ private:
+  Device() = default;
+
+  BackendKind backend_ = BackendKind::Vulkan;
+  WGPUInstanceImpl* instance_ = nullptr;
+  WGPUAdapterImpl* adapter_ = nullptr;
+  WGPUDeviceImpl* device_ = nullptr;
+  WGPUQueueImpl* queue_ = nullptr;
+  AdapterInfo adapter_info_;
+  Capabilities capabilities_;
+  std::vector<SelectionAttempt> selection_log_;
+  std::vector<std::string> granted_feature_names_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  std::optional<Buffer> zero_buffer_;
+  std::optional<Buffer> staging_;  // reused for downloads; grown on demand
+
+  std::mutex error_mutex_;
+  std::vector<std::string> pending_errors_;
+  bool lost_ = false;
+  bool destroying_ = false;
+
+  friend class DeviceFactory;
+};
+
+}  // namespace wgi::gpu

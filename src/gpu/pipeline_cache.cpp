@@ -1,0 +1,189 @@
+#include "gpu/pipeline_cache.h"
+
+#include <webgpu/webgpu.h>
+
+#include <sstream>
+
+#include "gpu/device.h"
+#include "gpu/webgpu_util.h"
+#include "wgi/error.h"
+
+namespace wgi::gpu {
+
+ComputePipeline::ComputePipeline(WGPUComputePipelineImpl* pipeline, WGPUBindGroupLayoutImpl* layout,
+                                 std::string label, std::vector<BindingKind> bindings)
+    : pipeline_(pipeline), layout_(layout), label_(std::move(label)), bindings_(std::move(bindings)) {}
+
+ComputePipeline::~ComputePipeline() {
+  if (pipeline_) wgpuComputePipelineRelease(pipeline_);
+  if (layout_) wgpuBindGroupLayoutRelease(layout_);
+}
+
+namespace {
+
+std::string cache_key(const ProgramSource& p) {
+  std::string key;
+  key.reserve(p.wgsl.size() + 128);
+  key += p.entry_point;
+  key += '\x1f';
+  for (BindingKind b : p.bindings) key += static_cast<char>('0' + static_cast<int>(b));
+  key += '\x1f';
+  for (const auto& [name, value] : p.constants) {
+    std::ostringstream v;
+    v.precision(17);
+    v << value;
+    key += name + "=" + v.str() + ";";
+  }
+  key += '\x1f';
+  key += p.wgsl;
+  return key;
+}
+
+std::string source_line(const std::string& text, uint64_t line_number) {
+  std::istringstream in(text);
+  std::string line;
+  for (uint64_t i = 1; std::getline(in, line); ++i) {
+    if (i == line_number) return line;
+  }
+  return {};
+}
+
+struct ScopeResult {
+  bool done = false;
+  WGPUErrorType type = WGPUErrorType_NoError;
+  std::string message;
+};
+
+// Pops the error scope pushed before an operation and returns its error, if any.
+std::string pop_error_scope(Device& device) {
+  ScopeResult result;
+  WGPUPopErrorScopeCallbackInfo callback = {};
+  callback.mode = WGPUCallbackMode_AllowProcessEvents;
+  callback.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* user, void*) {
+    auto* r = static_cast<ScopeResult*>(user);
+    r->type = type;
+    r->message = to_std_string(msg);
+    r->done = true;
+  };
+  callback.userdata1 = &result;
+  wgpuDevicePopErrorScope(device.handle(), callback);
+  device.wait_until(result.done);
+  if (result.type == WGPUErrorType_NoError) return {};
+  return result.message.empty() ? std::string("unknown error") : result.message;
+}
+
+}  // namespace
+
+const ComputePipeline& PipelineCache::get(const ProgramSource& program) {
+  std::string key = cache_key(program);
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) {
+    ++hits_;
+    return *it->second;
+  }
+  ++misses_;
+  auto pipeline = create(program);
+  return *pipelines_.emplace(std::move(key), std::move(pipeline)).first->second;
+}
+
+std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& program) {
+  WGPUDevice dev = device_.handle();
+  device_.check_errors();
+
+  // Compile the WGSL and collect its messages so that an error names the kernel, the line and the code there.
+  WGPUShaderSourceWGSL wgsl = {};
+  wgsl.chain.sType = WGPUSType_ShaderSourceWGSL;
+  wgsl.code = to_string_view(program.wgsl);
+  WGPUShaderModuleDescriptor module_desc = {};
+  module_desc.nextInChain = &wgsl.chain;
+  module_desc.label = to_string_view(program.label);
+  wgpuDevicePushErrorScope(dev, WGPUErrorFilter_Validation);
+  WGPUShaderModule module = wgpuDeviceCreateShaderModule(dev, &module_desc);
+
+  struct CompileResult {
+    bool done = false;
+    std::string errors;
+  } compile;
+  WGPUCompilationInfoCallbackInfo info_callback = {};
+  info_callback.mode = WGPUCallbackMode_AllowProcessEvents;
+  info_callback.callback = [](WGPUCompilationInfoRequestStatus, const WGPUCompilationInfo* info, void* user,
+                              void* source) {
+    auto* r = static_cast<CompileResult*>(user);
+    const auto& text = *static_cast<const std::string*>(source);
+    for (size_t i = 0; info && i < info->messageCount; ++i) {
+      const WGPUCompilationMessage& m = info->messages[i];
+      if (m.type != WGPUCompilationMessageType_Error) continue;
+      r->errors += "\n  line " + std::to_string(m.lineNum) + ":" + std::to_string(m.linePos) + ": " +
+                   to_std_string(m.message);
+      std::string line = source_line(text, m.lineNum);
+      if (!line.empty()) r->errors += "\n    | " + line;
+    }
+    r->done = true;
+  };
+  info_callback.userdata1 = &compile;
+  info_callback.userdata2 = const_cast<std::string*>(&program.wgsl);
+  wgpuShaderModuleGetCompilationInfo(module, info_callback);
+  device_.wait_until(compile.done);
+  std::string scope_error = pop_error_scope(device_);
+  if (!compile.errors.empty() || !scope_error.empty()) {
+    wgpuShaderModuleRelease(module);
+    throw Error("WGSL of kernel '" + program.label + "' does not compile:" +
+                (compile.errors.empty() ? "\n  " + scope_error : compile.errors));
+  }
+
+  // An explicit layout: storage bindings in order, then the uniform. Explicit layouts also keep bindings
+  // that a shader variant does not statically use.
+  std::vector<WGPUBindGroupLayoutEntry> entries(program.bindings.size());
+  for (size_t i = 0; i < program.bindings.size(); ++i) {
+    WGPUBindGroupLayoutEntry& e = entries[i];
+    e = {};
+    e.binding = static_cast<uint32_t>(i);
+    e.visibility = WGPUShaderStage_Compute;
+    switch (program.bindings[i]) {
+      case BindingKind::ReadOnlyStorage:
+        e.buffer.type = WGPUBufferBindingType_ReadOnlyStorage;
+        break;
+      case BindingKind::Storage:
+        e.buffer.type = WGPUBufferBindingType_Storage;
+        break;
+      case BindingKind::Uniform:
+        e.buffer.type = WGPUBufferBindingType_Uniform;
+        break;
+    }
+  }
+  wgpuDevicePushErrorScope(dev, WGPUErrorFilter_Validation);
+  WGPUBindGroupLayoutDescriptor bgl_desc = {};
+  bgl_desc.label = to_string_view(program.label);
+  bgl_desc.entryCount = entries.size();
+  bgl_desc.entries = entries.data();
+  WGPUBindGroupLayout bgl = wgpuDeviceCreateBindGroupLayout(dev, &bgl_desc);
+  WGPUPipelineLayoutDescriptor pl_desc = {};
+  pl_desc.bindGroupLayoutCount = 1;
+  pl_desc.bindGroupLayouts = &bgl;
+  WGPUPipelineLayout layout = wgpuDeviceCreatePipelineLayout(dev, &pl_desc);
+
+  std::vector<WGPUConstantEntry> constants(program.constants.size());
+  for (size_t i = 0; i < constants.size(); ++i) {
+    constants[i] = {};
+    constants[i].key = to_string_view(program.constants[i].first);
+    constants[i].value = program.constants[i].second;
+  }
+  WGPUComputePipelineDescriptor desc = {};
+  desc.label = to_string_view(program.label);
+  desc.layout = layout;
+  desc.compute.module = module;
+  desc.compute.entryPoint = to_string_view(program.entry_point);
+  desc.compute.constantCount = constants.size();
+  desc.compute.constants = constants.data();
+  WGPUComputePipeline pipeline = wgpuDeviceCreateComputePipeline(dev, &desc);
+  std::string error = pop_error_scope(device_);
+  wgpuPipelineLayoutRelease(layout);
+  wgpuShaderModuleRelease(module);
+  if (!error.empty() || !pipeline) {
+    if (pipeline) wgpuComputePipelineRelease(pipeline);
+    wgpuBindGroupLayoutRelease(bgl);
+    throw Error("cannot create the compute pipeline of kernel '" + program.label + "': " + error);
+  }
+  return std::make_unique<ComputePipeline>(pipeline, bgl, program.label, program.bindings);
+}
+
+}  // namespace wgi::gpu

@@ -1,0 +1,71 @@
+// Compute pipelines, created once per distinct program text and reused.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpu/handles.h"
+
+namespace wgi::gpu {
+
+class Device;
+
+// How a shader declares @group(0) @binding(i): storage buffers first, in order; the uniform (if any) last.
+enum class BindingKind { ReadOnlyStorage, Storage, Uniform };
+
+// Everything that determines a compute pipeline. The cache key is built from all of it except the label,
+// so nothing that changes the compiled code can be missing from the key.
+struct ProgramSource {
+  std::string label;  // kernel name, used in error messages and profiles
+  std::string wgsl;   // complete, preprocessed shader text
+  std::string entry_point = "main";
+  std::vector<std::pair<std::string, double>> constants;  // values for WGSL `override` declarations
+  std::vector<BindingKind> bindings;
+};
+
+class ComputePipeline {
+ public:
+  ComputePipeline(WGPUComputePipelineImpl* pipeline, WGPUBindGroupLayoutImpl* layout, std::string label,
+                  std::vector<BindingKind> bindings);
+  ~ComputePipeline();
+  ComputePipeline(const ComputePipeline&) = delete;
+  ComputePipeline& operator=(const ComputePipeline&) = delete;
+
+  WGPUComputePipelineImpl* handle() const { return pipeline_; }
+  WGPUBindGroupLayoutImpl* bind_group_layout() const { return layout_; }
+  const std::string& label() const { return label_; }
+  const std::vector<BindingKind>& bindings() const { return bindings_; }
+
+ private:
+  WGPUComputePipelineImpl* pipeline_;
+  WGPUBindGroupLayoutImpl* layout_;
+  std::string label_;
+  std::vector<BindingKind> bindings_;
+};
+
+class PipelineCache {
+ public:
+  explicit PipelineCache(Device& device) : device_(device) {}
+
+  // Returns the cached pipeline for this program, creating it on first use. Throws wgi::Error naming the
+  // kernel and the WGSL line when the shader does not compile or the pipeline cannot be created.
+  const ComputePipeline& get(const ProgramSource& program);
+
+  size_t size() const { return pipelines_.size(); }
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+
+ private:
+  std::unique_ptr<ComputePipeline> create(const ProgramSource& program);
+
+  Device& device_;
+  std::unordered_map<std::string, std::unique_ptr<ComputePipeline>> pipelines_;
+  size_t hits_ = 0;
+  size_t misses_ = 0;
+};
+
+}  // namespace wgi::gpu

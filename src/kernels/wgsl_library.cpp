@@ -1,0 +1,122 @@
+#include "kernels/wgsl_library.h"
+
+#include <set>
+#include <sstream>
+
+#include "wgi/error.h"
+
+namespace wgi::kernels {
+
+namespace {
+
+std::string_view find_embedded(std::string_view path) {
+  for (const auto& s : embedded_sources()) {
+    if (s.path == path) return s.text;
+  }
+  throw Error("no embedded WGSL file '" + std::string(path) + "'");
+}
+
+std::string trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  size_t e = s.find_last_not_of(" \t\r");
+  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
+}
+
+bool is_true(const Defines& defines, const std::string& name) {
+  auto it = defines.find(name);
+  return it != defines.end() && !it->second.empty() && it->second != "0";
+}
+
+class Preprocessor {
+ public:
+  explicit Preprocessor(const Defines& defines) : defines_(defines) {}
+
+  void run(std::string_view name, std::string_view text) {
+    if (!included_.insert(std::string(name)).second) return;  // each file once per program
+    struct Branch {
+      bool parent_active;
+      bool condition;
+      bool in_else;
+    };
+    std::vector<Branch> stack;
+    auto active = [&] { return stack.empty() || (stack.back().parent_active && stack.back().condition != stack.back().in_else); };
+    std::istringstream in{std::string(text)};
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      std::string t = trim(line);
+      auto where = [&] { return std::string(name) + ":" + std::to_string(number) + ": "; };
+      if (t.rfind("#if", 0) == 0 && (t.size() == 3 || t[3] == ' ')) {
+        std::string cond = trim(std::string_view(t).substr(3));
+        bool negate = !cond.empty() && cond[0] == '!';
+        if (negate) cond = trim(std::string_view(cond).substr(1));
+        if (cond.empty()) throw Error(where() + "#if needs a name");
+        bool value = is_true(defines_, cond) != negate;
+        stack.push_back({active(), value, false});
+        continue;
+      }
+      if (t == "#else") {
+        if (stack.empty() || stack.back().in_else) throw Error(where() + "#else without #if");
+        stack.back().in_else = true;
+        continue;
+      }
+      if (t == "#endif") {
+        if (stack.empty()) throw Error(where() + "#endif without #if");
+        stack.pop_back();
+        continue;
+      }
+      if (!active()) continue;
+      if (t.rfind("#include", 0) == 0) {
+        size_t q1 = t.find('"');
+        size_t q2 = t.rfind('"');
+        if (q1 == std::string::npos || q2 <= q1) throw Error(where() + "#include needs a \"path\"");
+        std::string path = t.substr(q1 + 1, q2 - q1 - 1);
+        run(path, find_embedded(path));
+        continue;
+      }
+      if (!t.empty() && t[0] == '#') throw Error(where() + "unknown directive '" + t + "'");
+      out_ += substitute(line, where());
+      out_ += '\n';
+    }
+    if (!stack.empty()) throw Error(std::string(name) + ": #if without #endif");
+  }
+
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string substitute(const std::string& line, const std::string& where) const {
+    std::string result;
+    size_t pos = 0;
+    while (true) {
+      size_t open = line.find("{{", pos);
+      if (open == std::string::npos) break;
+      size_t close = line.find("}}", open);
+      if (close == std::string::npos) throw Error(where + "unterminated {{");
+      std::string key = trim(std::string_view(line).substr(open + 2, close - open - 2));
+      auto it = defines_.find(key);
+      if (it == defines_.end()) throw Error(where + "{{" + key + "}} is not defined");
+      result.append(line, pos, open - pos);
+      result += it->second;
+      pos = close + 2;
+    }
+    result.append(line, pos);
+    return result;
+  }
+
+  const Defines& defines_;
+  std::set<std::string> included_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string preprocess_wgsl(std::string_view name, std::string_view text, const Defines& defines) {
+  Preprocessor p(defines);
+  p.run(name, text);
+  return p.take();
+}
+
+std::string load_wgsl(std::string_view path, const Defines& defines) {
+  return preprocess_wgsl(path, find_embedded(path), defines);
+}
+
+}  // namespace wgi::kernels

@@ -1,0 +1,34 @@
+// The WGSL kernels embedded in the binary, and a tiny preprocessor for them.
+//
+// Kernels live as real .wgsl files under src/kernels/; the build embeds them (cmake/embed_wgsl.cmake).
+// Directives, each on a line of its own:
+//   #include "common/dispatch_grid.wgsl"   inserts another embedded file (once per program)
+//   #if NAME / #if !NAME / #else / #endif  keeps lines when NAME is defined and not "0" (nesting allowed)
+// and anywhere in a line {{NAME}} is replaced by the define's value. An unknown {{NAME}}, an unknown file or
+// an unbalanced #if is an error, never a silent blank.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wgi::kernels {
+
+struct EmbeddedSource {
+  std::string_view path;  // relative to src/kernels/, e.g. "linear/gemm_tiled.wgsl"
+  std::string_view text;
+};
+
+// Generated at build time.
+const std::vector<EmbeddedSource>& embedded_sources();
+
+using Defines = std::map<std::string, std::string, std::less<>>;
+
+// The preprocessed text of an embedded kernel. Throws wgi::Error naming the file and line on a bad directive.
+std::string load_wgsl(std::string_view path, const Defines& defines = {});
+
+// Preprocesses `text` as if it were the embedded file `name` (used by tests and by load_wgsl).
+std::string preprocess_wgsl(std::string_view name, std::string_view text, const Defines& defines);
+
+}  // namespace wgi::kernels

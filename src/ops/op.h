@@ -1,0 +1,97 @@
+// What an op is to wgi: a handler that turns a node with concrete input shapes into a plan of GPU kernel
+// launches (Plan -> Program -> Dispatch, see docs/architecture.md).
+//
+// Plan: pure C++ from shapes, attributes and device capabilities; no GPU access, unit-testable.
+// Program: each launch carries a gpu::ProgramSource (kernel text + override constants + binding kinds); the
+//   pipeline cache keys on exactly that, so shapes and scalars go into the uniform block, not the text.
+// Dispatch: the runtime binds the launch's TensorRefs to buffers, uploads the uniform block once, and encodes
+//   the dispatch on every run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/dispatch_grid.h"
+#include "gpu/pipeline_cache.h"
+#include "ops/attributes.h"
+#include "wgi/tensor.h"
+
+namespace wgi::ops {
+
+struct TensorDesc {
+  DType dtype = DType::Float32;
+  Shape shape;
+};
+
+struct NodeInfo {
+  std::string name;
+  std::string op_type;
+  std::string domain;  // "" for the default ONNX domain
+  int opset = 0;       // the model's opset for `domain`
+  Attributes attributes;
+  std::vector<std::string> input_names;   // for messages; may be empty
+  std::vector<std::string> output_names;  // for messages; may be empty
+
+  // "node 'conv1' (Conv, opset 13)": the prefix of every error about this node.
+  std::string describe() const;
+};
+
+// The plan-time view of one node.
+struct PlanContext {
+  const NodeInfo& node;
+  std::vector<std::optional<TensorDesc>> inputs;  // nullopt: optional input not given
+  std::vector<const Tensor*> constant_inputs;     // the value, when known at plan time; else nullptr
+  const gpu::Capabilities& caps;
+
+  size_t input_count() const { return inputs.size(); }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i].has_value(); }
+  // The input's description; throws naming the node and input if it is absent.
+  const TensorDesc& input(size_t i) const;
+  const Tensor* constant(size_t i) const { return i < constant_inputs.size() ? constant_inputs[i] : nullptr; }
+  std::string input_name(size_t i) const;
+  // Throws wgi::Error prefixed with the node's description.
+  [[noreturn]] void fail(const std::string& message) const;
+};
+
+// Where a kernel binding's buffer comes from.
+struct TensorRef {
+  enum class Kind { Input, Output, Scratch, Constant, Zero };
+  Kind kind = Kind::Input;
+  uint32_t index = 0;
+
+  static TensorRef input(uint32_t i) { return {Kind::Input, i}; }
+  static TensorRef output(uint32_t i) { return {Kind::Output, i}; }
+  static TensorRef scratch(uint32_t i) { return {Kind::Scratch, i}; }
+  static TensorRef constant(uint32_t i) { return {Kind::Constant, i}; }
+  // The device's small zero buffer, for an optional input the node does not have (e.g. no bias).
+  static TensorRef zero() { return {Kind::Zero, 0}; }
+};
+
+struct KernelLaunch {
+  gpu::ProgramSource program;
+  std::vector<TensorRef> bindings;  // storage bindings in @binding order; the uniform comes last
+  std::vector<std::byte> uniform;   // packed with gpu::UniformBuilder; empty if the kernel has none
+  gpu::WorkgroupCount groups;
+};
+
+struct OpPlan {
+  std::vector<TensorDesc> outputs;
+  std::vector<KernelLaunch> launches;
+  std::vector<uint64_t> scratch_bytes;  // temporary buffers for multi-kernel ops
+  std::vector<Tensor> constants;        // derived once from constant inputs (e.g. prepacked weights)
+  int alias_output_to_input = -1;       // >= 0: output 0 is that input's bytes unchanged (reshape-like ops)
+};
+
+struct OpHandler {
+  std::function<OpPlan(const PlanContext&)> plan;
+  // Optional: computes the outputs on the CPU, used to fold constant subgraphs such as shape arithmetic.
+  std::function<std::vector<Tensor>(const PlanContext&, std::span<const Tensor* const>)> evaluate_on_host;
+};
+
+}  // namespace wgi::ops
