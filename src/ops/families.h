@@ -7,6 +7,10 @@ namespace wgi::ops {
 
 class OpRegistry;
 
-inline constexpr std::array<void (*)(OpRegistry&), 0> kOpFamilies = {};
+void register_unary_ops(OpRegistry& registry);     // elementwise_unary.cpp
+void register_linear_ops(OpRegistry& registry);    // linear.cpp: MatMul, Gemm
+void register_conv_ops(OpRegistry& registry);      // conv.cpp: Conv, ConvTranspose
+
+inline constexpr std::array kOpFamilies = {&register_unary_ops};
 
 }  // namespace wgi::ops

@@ -1,0 +1,38 @@
+// An activation applied in a GEMM or conv kernel's epilogue instead of as a separate pass over memory
+// (the seeds' conv_with_clamp, Conv+Relu, MatMul+Clip, ...).
+//
+// The graph's fusion pass marks a node with the internal attributes below; tests set them directly:
+//   "wgi.activation"      string: "Relu" or "Clip"
+//   "wgi.activation_min"  float (Clip only; default -FLT_MAX)
+//   "wgi.activation_max"  float (Clip only; default +FLT_MAX)
+#pragma once
+
+#include <string>
+
+#include "kernels/wgsl_library.h"
+#include "ops/op.h"
+
+namespace wgi::ops {
+
+inline constexpr const char* kFusedActivationAttribute = "wgi.activation";
+inline constexpr const char* kFusedActivationMinAttribute = "wgi.activation_min";
+inline constexpr const char* kFusedActivationMaxAttribute = "wgi.activation_max";
+
+struct FusedActivation {
+  enum class Kind { None, Relu, Clip };
+  Kind kind = Kind::None;
+  float min = 0.0f;  // clamp bounds passed in the uniform block (Relu: [0, FLT_MAX])
+  float max = 0.0f;
+
+  // Reads the node's fused-activation attributes; throws naming the node for an unknown activation.
+  static FusedActivation from_node(const NodeInfo& node);
+
+  // The WGSL expression over `v` (and the uniform's lo/hi) that src/kernels/common/activation.wgsl inserts.
+  std::string wgsl_expression() const;
+  // "", "_relu", "_clip": appended to kernel labels so profiles show what was fused.
+  std::string label_suffix() const;
+  // Adds the ACTIVATION define for common/activation.wgsl.
+  void add_defines(kernels::Defines& defines) const { defines["ACTIVATION"] = wgsl_expression(); }
+};
+
+}  // namespace wgi::ops

@@ -1,0 +1,36 @@
+// Runs a single node on the GPU: plan it, upload its inputs, dispatch, download its outputs.
+// Used by the kernel tests, the ONNX node conformance runner and `wgi selftest`; a Session runs whole graphs.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "gpu/device.h"
+#include "ops/op.h"
+#include "ops/registry.h"
+#include "wgi/tensor.h"
+
+namespace wgi::runtime {
+
+struct NodeInput {
+  Tensor value;
+  // Known when the model is planned (an initializer): ops may prepack it, as they would in a real model.
+  bool constant = false;
+};
+
+struct NodeRunOptions {
+  // Fill outputs with a NaN pattern first, so that elements a kernel forgot to write cannot look right.
+  bool poison_outputs = true;
+};
+
+// Plans the node with the registry's handler (throws wgi::Error listing why if it is not supported).
+ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
+                      std::span<const std::optional<NodeInput>> inputs,
+                      const ops::OpRegistry& registry = ops::builtin_registry());
+
+std::vector<Tensor> run_node(gpu::Device& device, const ops::NodeInfo& node,
+                             std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options = {},
+                             const ops::OpRegistry& registry = ops::builtin_registry());
+
+}  // namespace wgi::runtime
