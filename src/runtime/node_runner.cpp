@@ -34,7 +34,7 @@ ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
 std::vector<Tensor> run_node(gpu::Device& device, const ops::NodeInfo& node,
                              std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options,
                              const ops::OpRegistry& registry) {
-  ops::OpPlan plan = plan_node(device.capabilities(), node, inputs, registry);
+  ops::OpPlan plan = plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry);
 
   std::vector<gpu::Buffer> owned;
   owned.reserve(inputs.size() + plan.outputs.size() + plan.scratch_bytes.size() + plan.constants.size());

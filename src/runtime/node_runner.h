@@ -22,6 +22,9 @@ struct NodeInput {
 struct NodeRunOptions {
   // Fill outputs with a NaN pattern first, so that elements a kernel forgot to write cannot look right.
   bool poison_outputs = true;
+  // Plan as if the device had these capabilities instead of its own (which still bound what runs). Tests use a
+  // small maxComputeWorkgroupsPerDimension to exercise grid folding without dispatching 65536+ workgroups.
+  std::optional<gpu::Capabilities> capabilities;
 };
 
 // Plans the node with the registry's handler (throws wgi::Error listing why if it is not supported).

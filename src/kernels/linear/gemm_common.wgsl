@@ -1,0 +1,45 @@
+// Shared by the GEMM kernels: parameters, batch decoding and the epilogue.
+// out[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + beta * C[m, n])
+// A is stored [M, K] or, with A_KM, [K, M]; B is stored [N, K] (B_NK: the prepacked layout) or [K, N].
+#include "common/dispatch_grid.wgsl"
+#include "common/activation.wgsl"
+
+struct GemmParams {
+  M: u32,
+  N: u32,
+  K: u32,
+  batch: u32,           // number of output matrices
+  tiles_n: u32,
+  tiles_m: u32,
+  has_bias: u32,
+  _pad0: u32,
+  alpha: f32,
+  beta: f32,
+  act_lo: f32,
+  act_hi: f32,
+  batch_dims: vec4<u32>,       // output batch shape, outermost first, padded with 1s in front
+  a_batch_strides: vec4<u32>,  // element stride of A per batch dim; 0 where A broadcasts
+  b_batch_strides: vec4<u32>,
+  bias_strides: vec4<u32>,     // x: stride of C over m, y: over n (0 where C broadcasts)
+}
+
+// Element offsets of A's and B's matrices for output matrix `b`.
+fn gemm_batch_offsets(b: u32) -> vec2<u32> {
+  var rest = b;
+  var offsets = vec2<u32>(0u, 0u);
+  for (var d = 3; d >= 0; d--) {
+    let extent = params.batch_dims[d];
+    let index = rest % extent;
+    rest = rest / extent;
+    offsets += index * vec2<u32>(params.a_batch_strides[d], params.b_batch_strides[d]);
+  }
+  return offsets;
+}
+
+fn gemm_epilogue(acc: f32, m: u32, n: u32) -> f32 {
+  var v = params.alpha * acc;
+  if (params.has_bias != 0u) {
+    v += params.beta * bias[m * params.bias_strides.x + n * params.bias_strides.y];
+  }
+  return fused_activation(v, params.act_lo, params.act_hi);
+}

@@ -1,0 +1,322 @@
+// Linear algebra: ONNX MatMul and Gemm (and so the seeds' linear, which is Gemm with transB = 1 and a bias)
+// through one planner and one GEMM kernel family (src/kernels/linear/).
+//
+// Kernels: gemm_tiled.wgsl (the seeds' scalar 32x32-tile kernel; any layout, any K) and gemm_vec4.wgsl (the
+// seeds' vec4 kernel; K % 4 == 0, A as [M,K], B as [N,K]). A constant B (a weight) is prepacked once into
+// [batch..., N, K], K contiguous, which both kernels read and which makes the vec4 kernel usable.
+//
+// The internal attribute "wgi.kernel" = "tiled" | "vec4" forces a kernel (tests, tuning); a forced kernel that
+// cannot run the problem is an error, never a silent fallback.
+#include <algorithm>
+#include <cstring>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/families.h"
+#include "ops/fused_activation.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+constexpr uint32_t kTile = 32;
+constexpr size_t kMaxBatchDims = 4;
+
+struct GemmSpec {
+  size_t a_input = 0;
+  size_t b_input = 1;
+  std::optional<size_t> c_input;  // bias / C
+  bool trans_a = false;
+  bool trans_b = false;
+  float alpha = 1.0f;
+  float beta = 1.0f;
+  bool matmul_semantics = false;  // numpy-style ranks and batch broadcasting (MatMul) vs 2-D only (Gemm)
+};
+
+uint32_t checked_u32(const PlanContext& ctx, int64_t v, const char* what) {
+  if (v < 0 || v > static_cast<int64_t>(UINT32_MAX)) {
+    ctx.fail(std::string(what) + " = " + std::to_string(v) + " does not fit the GPU's 32-bit indices");
+  }
+  return static_cast<uint32_t>(v);
+}
+
+// The output's batch dims as the kernel decodes them: adjacent dims with the same broadcast pattern merged (so
+// at most kMaxBatchDims remain), with A's and B's element strides per dim (0 where that operand broadcasts).
+struct BatchLayout {
+  std::vector<int64_t> extents;
+  std::vector<uint64_t> a_strides;
+  std::vector<uint64_t> b_strides;
+};
+
+BatchLayout broadcast_batch(const PlanContext& ctx, const Shape& a_batch, const Shape& b_batch, uint64_t a_matrix,
+                            uint64_t b_matrix) {
+  const size_t rank = std::max(a_batch.size(), b_batch.size());
+  auto dim_at = [rank](const Shape& s, size_t i) -> int64_t {
+    size_t pad = rank - s.size();
+    return i < pad ? 1 : s[i - pad];
+  };
+  struct Dim {
+    int64_t extent;
+    bool a_present;
+    bool b_present;
+  };
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = dim_at(a_batch, i), db = dim_at(b_batch, i);
+    if (da != db && da != 1 && db != 1) {
+      ctx.fail("batch dimensions do not broadcast: A has " + shape_to_string(a_batch) + ", B has " +
+               shape_to_string(b_batch));
+    }
+    dims.push_back({std::max(da, db), da != 1, db != 1});
+  }
+  std::vector<Dim> merged;
+  for (const Dim& d : dims) {
+    if (d.extent == 1) continue;
+    if (!merged.empty() && merged.back().a_present == d.a_present && merged.back().b_present == d.b_present) {
+      merged.back().extent *= d.extent;
+    } else {
+      merged.push_back(d);
+    }
+  }
+  if (merged.size() > kMaxBatchDims) {
+    ctx.fail("batch broadcasting of A " + shape_to_string(a_batch) + " and B " + shape_to_string(b_batch) +
+             " needs more than 4 independent batch dimensions");
+  }
+  // Strides from the innermost batch dim outwards.
+  BatchLayout out;
+  uint64_t a_stride = a_matrix, b_stride = b_matrix;
+  out.extents.resize(merged.size());
+  out.a_strides.assign(merged.size(), 0);
+  out.b_strides.assign(merged.size(), 0);
+  for (size_t i = merged.size(); i-- > 0;) {
+    out.extents[i] = merged[i].extent;
+    if (merged[i].a_present) {
+      out.a_strides[i] = a_stride;
+      a_stride *= static_cast<uint64_t>(merged[i].extent);
+    }
+    if (merged[i].b_present) {
+      out.b_strides[i] = b_stride;
+      b_stride *= static_cast<uint64_t>(merged[i].extent);
+    }
+  }
+  return out;
+}
+
+// Copies B (each batch matrix [K,N], or [N,K] when already transposed) into [batch..., N, K].
+Tensor prepack_b_nk(const Tensor& b, int64_t k, int64_t n, bool stored_nk) {
+  const int64_t matrices = b.element_count() / std::max<int64_t>(1, k * n);
+  Shape packed_shape = {matrices, n, k};
+  Tensor packed(DType::Float32, packed_shape);
+  auto src = b.data<float>();
+  auto dst = packed.data<float>();
+  for (int64_t m = 0; m < matrices; ++m) {
+    const float* s = src.data() + m * k * n;
+    float* d = dst.data() + m * k * n;
+    if (stored_nk) {
+      std::memcpy(d, s, static_cast<size_t>(k * n) * sizeof(float));
+    } else {
+      for (int64_t kk = 0; kk < k; ++kk) {
+        for (int64_t nn = 0; nn < n; ++nn) d[nn * k + kk] = s[kk * n + nn];
+      }
+    }
+  }
+  return packed;
+}
+
+OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
+  const TensorDesc& a = ctx.input(spec.a_input);
+  const TensorDesc& b = ctx.input(spec.b_input);
+  for (size_t i : {spec.a_input, spec.b_input}) {
+    if (ctx.input(i).dtype != DType::Float32) {
+      ctx.fail(ctx.input_name(i) + " has type " + std::string(dtype_name(ctx.input(i).dtype)) +
+               "; wgi runs " + ctx.node.op_type + " on float32");
+    }
+  }
+  Shape a_shape = a.shape, b_shape = b.shape;
+  bool drop_m = false, drop_n = false;
+  if (spec.matmul_semantics) {
+    if (a_shape.empty() || b_shape.empty()) ctx.fail("MatMul inputs must have rank >= 1");
+    if (a_shape.size() == 1) {
+      a_shape.insert(a_shape.begin(), 1);
+      drop_m = true;
+    }
+    if (b_shape.size() == 1) {
+      b_shape.push_back(1);
+      drop_n = true;
+    }
+  } else if (a_shape.size() != 2 || b_shape.size() != 2) {
+    ctx.fail("Gemm needs rank-2 A and B, got A " + shape_to_string(a_shape) + " and B " + shape_to_string(b_shape));
+  }
+  const size_t ar = a_shape.size(), br = b_shape.size();
+  const int64_t M = spec.trans_a ? a_shape[ar - 1] : a_shape[ar - 2];
+  const int64_t K = spec.trans_a ? a_shape[ar - 2] : a_shape[ar - 1];
+  const int64_t Kb = spec.trans_b ? b_shape[br - 1] : b_shape[br - 2];
+  const int64_t N = spec.trans_b ? b_shape[br - 2] : b_shape[br - 1];
+  if (K != Kb) {
+    ctx.fail("inner dimensions differ: A " + shape_to_string(a.shape) + (spec.trans_a ? " (transposed)" : "") +
+             " has K = " + std::to_string(K) + ", B " + shape_to_string(b.shape) +
+             (spec.trans_b ? " (transposed)" : "") + " has K = " + std::to_string(Kb));
+  }
+  Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
+  BatchLayout batch = broadcast_batch(ctx, a_batch, b_batch, static_cast<uint64_t>(M * K),
+                                      static_cast<uint64_t>(K * N));
+
+  Shape out_shape;
+  if (spec.matmul_semantics) {
+    // The numpy output shape, from the unmerged broadcast of the batch dims.
+    const size_t rank = std::max(a_batch.size(), b_batch.size());
+    for (size_t i = 0; i < rank; ++i) {
+      auto at = [rank, i](const Shape& s) { return i < rank - s.size() ? 1 : s[i - (rank - s.size())]; };
+      out_shape.push_back(std::max(at(a_batch), at(b_batch)));
+    }
+    if (!drop_m) out_shape.push_back(M);
+    if (!drop_n) out_shape.push_back(N);
+  } else {
+    out_shape = {M, N};
+  }
+
+  // A weight-like B (no batch of its own) with a plain A: fold A's batch into M, one large GEMM.
+  int64_t gemm_m = M;
+  int64_t batch_count = 1;
+  for (int64_t d : batch.extents) batch_count *= d;
+  bool b_has_batch = std::any_of(batch.b_strides.begin(), batch.b_strides.end(), [](uint64_t s) { return s; });
+  if (!spec.trans_a && !b_has_batch && batch_count > 1) {
+    gemm_m = M * batch_count;
+    batch_count = 1;
+    batch.extents.clear();
+    batch.a_strides.clear();
+    batch.b_strides.clear();
+  }
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, out_shape});
+  if (element_count(out_shape) == 0) return plan;
+
+  // B: prepack a constant into [N, K]; read a runtime B as it is.
+  const Tensor* b_constant = ctx.constant(spec.b_input);
+  bool b_nk = spec.trans_b;
+  TensorRef b_ref = TensorRef::input(static_cast<uint32_t>(spec.b_input));
+  if (b_constant) {
+    plan.constants.push_back(prepack_b_nk(*b_constant, K, N, spec.trans_b));
+    b_ref = TensorRef::constant(0);
+    b_nk = true;
+  }
+
+  // C / bias, broadcast to [M, N].
+  uint32_t bias_stride_m = 0, bias_stride_n = 0;
+  bool has_bias = spec.c_input && ctx.has_input(*spec.c_input);
+  if (has_bias) {
+    const TensorDesc& c = ctx.input(*spec.c_input);
+    if (c.dtype != DType::Float32) ctx.fail("C has type " + std::string(dtype_name(c.dtype)) + "; expected float32");
+    const Shape& cs = c.shape;
+    if (cs.size() > 2) ctx.fail("C " + shape_to_string(cs) + " must broadcast to [M, N] = [" +
+                                std::to_string(M) + ", " + std::to_string(N) + "]");
+    int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
+    int64_t c_cols = cs.empty() ? 1 : cs.back();
+    if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
+      ctx.fail("C " + shape_to_string(cs) + " does not broadcast to [M, N] = [" + std::to_string(M) + ", " +
+               std::to_string(N) + "]");
+    }
+    if (gemm_m != M && c_rows != 1) ctx.fail("a per-row C cannot be combined with batched A");
+    bias_stride_m = c_rows == 1 ? 0 : checked_u32(ctx, c_cols, "C columns");
+    bias_stride_n = c_cols == 1 ? 0 : 1;
+  }
+
+  std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
+  const bool vec4_possible = !spec.trans_a && b_nk && K % 4 == 0 && K > 0;
+  bool use_vec4 = vec4_possible;
+  if (forced == "vec4") {
+    if (!vec4_possible) {
+      ctx.fail("wgi.kernel = vec4 needs K % 4 == 0, A not transposed and B as [N, K]; this node has K = " +
+               std::to_string(K) + (spec.trans_a ? ", transposed A" : "") + (b_nk ? "" : ", B as [K, N]"));
+    }
+  } else if (forced == "tiled") {
+    use_vec4 = false;
+  } else if (!forced.empty()) {
+    ctx.fail("unknown wgi.kernel '" + forced + "' (expected tiled or vec4)");
+  }
+
+  FusedActivation activation = FusedActivation::from_node(ctx.node);
+  const uint32_t m32 = checked_u32(ctx, gemm_m, "M");
+  const uint32_t n32 = checked_u32(ctx, N, "N");
+  const uint32_t k32 = checked_u32(ctx, K, "K");
+  checked_u32(ctx, element_count(out_shape), "output elements");
+  checked_u32(ctx, element_count(a.shape), "A elements");
+  checked_u32(ctx, element_count(b.shape), "B elements");
+  const uint32_t tiles_m = (m32 + kTile - 1) / kTile;
+  const uint32_t tiles_n = (n32 + kTile - 1) / kTile;
+
+  std::array<uint32_t, 4> dims = {1, 1, 1, 1}, a_strides = {0, 0, 0, 0}, b_strides = {0, 0, 0, 0};
+  const size_t nb = batch.extents.size();
+  for (size_t i = 0; i < nb; ++i) {
+    dims[4 - nb + i] = checked_u32(ctx, batch.extents[i], "batch extent");
+    a_strides[4 - nb + i] = checked_u32(ctx, static_cast<int64_t>(batch.a_strides[i]), "A batch stride");
+    b_strides[4 - nb + i] = checked_u32(ctx, static_cast<int64_t>(batch.b_strides[i]), "B batch stride");
+  }
+
+  KernelLaunch launch;
+  kernels::Defines defines = {{"A_KM", spec.trans_a ? "1" : "0"}, {"B_NK", b_nk ? "1" : "0"}};
+  activation.add_defines(defines);
+  launch.program.label = std::string(use_vec4 ? "gemm_vec4" : "gemm_tiled") + (spec.trans_a ? "_akm" : "") +
+                         (b_nk ? "_bnk" : "_bkn") + activation.label_suffix();
+  launch.program.wgsl = kernels::load_wgsl(use_vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(static_cast<uint32_t>(spec.a_input)), b_ref,
+                     has_bias ? TensorRef::input(static_cast<uint32_t>(*spec.c_input)) : TensorRef::zero(),
+                     TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(m32)
+                       .u32(n32)
+                       .u32(k32)
+                       .u32(static_cast<uint32_t>(batch_count))
+                       .u32(tiles_n)
+                       .u32(tiles_m)
+                       .u32(has_bias ? 1 : 0)
+                       .u32(0)
+                       .f32(spec.alpha)
+                       .f32(spec.beta)
+                       .f32(activation.min)
+                       .f32(activation.max)
+                       .vec4u(dims)
+                       .vec4u(a_strides)
+                       .vec4u(b_strides)
+                       .vec4u({bias_stride_m, bias_stride_n, 0, 0})
+                       .bytes();
+  launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * static_cast<uint64_t>(batch_count),
+                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+OpPlan plan_matmul(const PlanContext& ctx) {
+  GemmSpec spec;
+  spec.matmul_semantics = true;
+  // A third input is the bias of a fused MatMul + Add (graph fusion pass), broadcast over rows.
+  if (ctx.input_count() > 2) spec.c_input = 2;
+  return plan_gemm(ctx, spec);
+}
+
+OpPlan plan_onnx_gemm(const PlanContext& ctx) {
+  GemmSpec spec;
+  const auto& attrs = ctx.node.attributes;
+  spec.trans_a = attrs.get_int("transA", 0) != 0;
+  spec.trans_b = attrs.get_int("transB", 0) != 0;
+  spec.alpha = attrs.get_float("alpha", 1.0f);
+  spec.beta = attrs.get_float("beta", 1.0f);
+  if (ctx.node.opset < 11 && !ctx.has_input(2)) ctx.fail("input C is required before opset 11");
+  spec.c_input = 2;
+  return plan_gemm(ctx, spec);
+}
+
+}  // namespace
+
+void register_linear_ops(OpRegistry& registry) {
+  registry.add("", "MatMul", 1, kLatestOpset, {plan_matmul, nullptr});
+  // Gemm 6 and older had a `broadcast` attribute; 7+ broadcasts C unidirectionally, which is what we implement.
+  registry.add("", "Gemm", 7, kLatestOpset, {plan_onnx_gemm, nullptr});
+}
+
+}  // namespace wgi::ops
