@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""Joins wgi's Google Benchmark JSON with bench/torch_peer.py's lines into a markdown table of ratios.
+Usage: python3 bench/compare.py WGI_BENCH.json TORCH.jsonl"""
+import json
+import sys
+
+wgi = json.load(open(sys.argv[1]))
+peer = {}
+for line in open(sys.argv[2]):
+    line = line.strip()
+    if line.startswith("{"):
+        row = json.loads(line)
+        peer[row["name"]] = row
+print(f"machine: {peer.get('device', {})}")
+print("| benchmark | wgi kernel | wgi ms | wgi TFLOP/s | PyTorch ms | PyTorch TFLOP/s | wgi / PyTorch |")
+print("|---|---|---|---|---|---|---|")
+for b in wgi["benchmarks"]:
+    name = b["name"].replace("/manual_time", "")
+    ms = b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
+    tflops = b.get("FLOP", 0) * 1e-12
+    p = peer.get(name)
+    if p:
+        print(f"| {name} | {b.get('label', '')} | {ms:.3f} | {tflops:.2f} | {p['ms']:.3f} | {p['tflops']:.2f} | "
+              f"{p['ms'] / ms:.3f} |")
+    else:
+        print(f"| {name} | {b.get('label', '')} | {ms:.3f} | {tflops:.2f} | - | - | - |")

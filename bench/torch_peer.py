@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""The hardware's practical ceiling for the shapes of bench/bench_ops.cpp: PyTorch on CUDA (cuBLAS / cuDNN),
+fp32 with TF32 off. Prints one JSON object per line: {"name": ..., "ms": ..., "tflops": ...}.
+Names match Google Benchmark's (BM_Linear/M/N/K, BM_Conv/n:../ic:../...) so bench/compare.py can join them.
+Run on the GPU machine: python3 bench/torch_peer.py"""
+import json
+import torch
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+dev = "cuda"
+
+
+def time_ms(fn, target_ms=200.0):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    reps = 1
+    while True:
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        ms = start.elapsed_time(end)
+        if ms > target_ms or reps >= 10000:
+            return ms / reps
+        reps = min(10000, max(reps * 2, int(reps * target_ms / max(ms, 1e-3))))
+
+
+def linear(m, n, k):
+    g = torch.Generator(device=dev).manual_seed(0)
+    x = torch.rand(m, k, device=dev, generator=g) * 2 - 1
+    w = torch.rand(n, k, device=dev, generator=g) * 2 - 1
+    b = torch.rand(n, device=dev, generator=g) * 2 - 1
+    ms = time_ms(lambda: torch.nn.functional.linear(x, w, b))
+    return {"name": f"BM_Linear/{m}/{n}/{k}", "ms": ms, "tflops": 2 * m * n * k / ms * 1e-9}
+
+
+def conv(n, ic, oc, hw, k, s, g):
+    x = torch.rand(n, ic, hw, hw, device=dev) * 2 - 1
+    w = torch.rand(oc, ic // g, k, k, device=dev) * 2 - 1
+    b = torch.rand(oc, device=dev) * 2 - 1
+    y = torch.nn.functional.conv2d(x, w, b, stride=s, padding=k // 2, groups=g)
+    ms = time_ms(lambda: torch.nn.functional.conv2d(x, w, b, stride=s, padding=k // 2, groups=g))
+    flops = 2 * y.numel() * (ic // g) * k * k
+    return {"name": f"BM_Conv/n:{n}/ic:{ic}/oc:{oc}/hw:{hw}/k:{k}/s:{s}/g:{g}", "ms": ms, "tflops": flops / ms * 1e-9}
+
+
+LINEAR = [(1024,) * 3, (2048,) * 3, (4096,) * 3, (196, 768, 768), (196, 3072, 768), (196, 768, 3072),
+          (4096, 1024, 1024), (9216, 256, 256), (1, 768, 768), (8, 3072, 768), (1, 51289, 768)]
+CONV = [(8, 256, 256, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 1), (8, 128, 256, 56, 3, 2, 1),
+        (8, 256, 256, 56, 3, 1, 256), (8, 3, 64, 224, 7, 2, 1)]
+
+if __name__ == "__main__":
+    print(json.dumps({"name": "device", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+                      "cudnn": torch.backends.cudnn.version()}), flush=True)
+    for shape in LINEAR:
+        print(json.dumps(linear(*shape)), flush=True)
+    for shape in CONV:
+        print(json.dumps(conv(*shape)), flush=True)

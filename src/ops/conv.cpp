@@ -1,0 +1,436 @@
+// Conv and ConvTranspose (ONNX, float32, NCHW, 1-D and 2-D): one planning function for both, which validates
+// the node, works out padding and output shape with ONNX's formulas, and routes to one of three kernels:
+//   conv/conv2d_vec4.wgsl       input channels per group % 4 == 0 and a constant weight (prepacked here)
+//   conv/conv2d.wgsl            every other Conv; reads the ONNX weight layout, so the weight may be computed
+//   conv/conv_transpose2d.wgsl  ConvTranspose, in gather form
+// A 1-D conv runs as a 2-D one of unit height. Shapes and scalars travel in the uniform block, so the shader
+// text depends only on the kernel and the fused activation.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/families.h"
+#include "ops/fused_activation.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
+enum class ConvKernel { Direct, DirectVec4, Transposed };
+
+constexpr uint32_t kWorkgroupSize = 64;
+
+// One spatial axis of a conv, after padding and output size have been resolved.
+struct ConvAxis {
+  int64_t input = 1;
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t dilation = 1;
+  int64_t pad_begin = 0;
+  int64_t output = 1;
+};
+
+// A conv normalised to 2-D: a 1-D conv is a 2-D one whose height axis is all ones.
+struct ConvGeometry {
+  int64_t batch = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t groups = 1;
+  ConvAxis height;
+  ConvAxis width;
+};
+
+AutoPad parse_auto_pad(const PlanContext& ctx) {
+  std::string s = ctx.node.attributes.get_string("auto_pad", "NOTSET");
+  if (s == "NOTSET") return AutoPad::NotSet;
+  if (s == "SAME_UPPER") return AutoPad::SameUpper;
+  if (s == "SAME_LOWER") return AutoPad::SameLower;
+  if (s == "VALID") return AutoPad::Valid;
+  ctx.fail("auto_pad is '" + s + "'; expected NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+}
+
+// An ints attribute with one value per spatial axis (or `per_axis` values per axis, for pads). Values are
+// capped at i32's maximum, which the shaders need anyway and which keeps the int64 arithmetic here exact.
+std::vector<int64_t> spatial_ints(const PlanContext& ctx, const std::string& name, size_t spatial,
+                                  size_t per_axis, int64_t fallback, int64_t min_value) {
+  std::vector<int64_t> v =
+      ctx.node.attributes.get_ints(name, std::vector<int64_t>(spatial * per_axis, fallback));
+  if (v.size() != spatial * per_axis) {
+    ctx.fail(name + " has " + std::to_string(v.size()) + " values " + shape_to_string(v) + "; a " +
+             std::to_string(spatial) + "-D " + ctx.node.op_type + " needs " +
+             std::to_string(spatial * per_axis));
+  }
+  for (int64_t x : v) {
+    if (x < min_value) {
+      ctx.fail(name + " " + shape_to_string(v) + " has a value below " + std::to_string(min_value));
+    }
+    if (x > std::numeric_limits<int32_t>::max()) {
+      ctx.fail(name + " " + shape_to_string(v) + " has a value above " +
+               std::to_string(std::numeric_limits<int32_t>::max()));
+    }
+  }
+  return v;
+}
+
+void require_float32(const PlanContext& ctx, size_t input, const char* what) {
+  const TensorDesc& d = ctx.input(input);
+  if (d.dtype != DType::Float32) {
+    ctx.fail(ctx.input_name(input) + " (" + what + ") has type " + std::string(dtype_name(d.dtype)) +
+             "; wgi runs " + ctx.node.op_type + " on float32 only");
+  }
+}
+
+void require_fits_u32(const PlanContext& ctx, const std::string& what, const Shape& shape) {
+  int64_t n = element_count(shape);
+  if (n > int64_t{std::numeric_limits<uint32_t>::max()}) {
+    ctx.fail(what + " " + shape_to_string(shape) + " has " + std::to_string(n) +
+             " elements; wgi's conv kernels index with u32 and take at most 4294967295");
+  }
+  uint64_t bytes = static_cast<uint64_t>(n) * 4;
+  if (bytes > ctx.caps.limits.max_storage_buffer_binding_size) {
+    ctx.fail(what + " " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
+             " bytes, more than the device's maxStorageBufferBindingSize of " +
+             std::to_string(ctx.caps.limits.max_storage_buffer_binding_size));
+  }
+}
+
+// Conv output size and leading padding along one axis (ONNX Conv, all opsets).
+void resolve_conv_axis(const PlanContext& ctx, const char* axis_name, AutoPad auto_pad, int64_t pad_end,
+                       ConvAxis& a) {
+  const int64_t extent = (a.kernel - 1) * a.dilation + 1;
+  if (auto_pad == AutoPad::SameUpper || auto_pad == AutoPad::SameLower) {
+    a.output = (a.input + a.stride - 1) / a.stride;
+    int64_t total = std::max<int64_t>(0, (a.output - 1) * a.stride + extent - a.input);
+    // SAME_UPPER puts the odd padding element at the end, SAME_LOWER at the beginning.
+    a.pad_begin = auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
+    pad_end = total - a.pad_begin;
+  } else {
+    if (auto_pad == AutoPad::Valid) {
+      a.pad_begin = 0;
+      pad_end = 0;
+    }
+    const int64_t span = a.input + a.pad_begin + pad_end - extent;
+    a.output = span < 0 ? 0 : span / a.stride + 1;
+  }
+  if (a.output <= 0) {
+    ctx.fail(std::string("output ") + axis_name + " would be " + std::to_string(a.output) + ": input " +
+             axis_name + " " + std::to_string(a.input) + " padded by " + std::to_string(a.pad_begin) + "+" +
+             std::to_string(pad_end) + " is smaller than the dilated kernel extent " +
+             std::to_string(extent));
+  }
+}
+
+// ConvTranspose output size and leading padding along one axis. `requested` is the output_shape entry or -1.
+void resolve_conv_transpose_axis(const PlanContext& ctx, const char* axis_name, AutoPad auto_pad,
+                                 int64_t pad_end, int64_t output_padding, int64_t requested, ConvAxis& a) {
+  const int64_t extent = (a.kernel - 1) * a.dilation + 1;
+  const int64_t full = a.stride * (a.input - 1) + output_padding + extent;
+  if (requested >= 0 || auto_pad == AutoPad::SameUpper || auto_pad == AutoPad::SameLower) {
+    a.output = requested >= 0 ? requested : a.input * a.stride;
+    const int64_t total = full - a.output;
+    if (total < 0) {
+      // Asked for more than the full output: the extra positions are at the end, as output_padding would
+      // put them (ONNX's test_convtranspose_output_shape), and receive only the bias.
+      a.pad_begin = 0;
+    } else {
+      a.pad_begin = auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
+    }
+  } else {
+    if (auto_pad == AutoPad::Valid) {
+      a.pad_begin = 0;
+      pad_end = 0;
+    }
+    a.output = full - a.pad_begin - pad_end;
+  }
+  if (a.output <= 0) {
+    ctx.fail(std::string("output ") + axis_name + " would be " + std::to_string(a.output) + " (input " +
+             axis_name + " " + std::to_string(a.input) + ", stride " + std::to_string(a.stride) +
+             ", dilated kernel extent " + std::to_string(extent) + ", output_padding " +
+             std::to_string(output_padding) + ", pads " + std::to_string(a.pad_begin) + "+" +
+             std::to_string(pad_end) + "); it must be positive");
+  }
+}
+
+// [OC, ICg, KH, KW] -> [OC, KH, KW, ICg], so that conv2d_vec4.wgsl reads the weights of four consecutive
+// input channels at one tap as one vec4.
+Tensor prepack_weight_ohwi(const Tensor& weight, const ConvGeometry& g) {
+  const int64_t oc_count = g.out_channels;
+  const int64_t icpg = g.in_channels / g.groups;
+  const int64_t kh_count = g.height.kernel;
+  const int64_t kw_count = g.width.kernel;
+  Tensor packed(DType::Float32, {oc_count, kh_count, kw_count, icpg});
+  auto src = weight.data<float>();
+  auto dst = packed.data<float>();
+  for (int64_t oc = 0; oc < oc_count; ++oc) {
+    for (int64_t ic = 0; ic < icpg; ++ic) {
+      for (int64_t kh = 0; kh < kh_count; ++kh) {
+        for (int64_t kw = 0; kw < kw_count; ++kw) {
+          const int64_t from = ((oc * icpg + ic) * kh_count + kh) * kw_count + kw;
+          const int64_t to = ((oc * kh_count + kh) * kw_count + kw) * icpg + ic;
+          dst[static_cast<size_t>(to)] = src[static_cast<size_t>(from)];
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
+  const std::string& op = ctx.node.op_type;
+  require_float32(ctx, 0, "X");
+  require_float32(ctx, 1, "W");
+  const bool has_bias = ctx.has_input(2);
+  if (has_bias) require_float32(ctx, 2, "B");
+
+  const Shape& x_shape = ctx.input(0).shape;
+  const Shape& w_shape = ctx.input(1).shape;
+  if (x_shape.size() != 3 && x_shape.size() != 4) {
+    ctx.fail(ctx.input_name(0) + " has shape " + shape_to_string(x_shape) + " (rank " +
+             std::to_string(x_shape.size()) + "); wgi runs " + op +
+             " on 1-D and 2-D data only: rank 3 [N, C, L] or rank 4 [N, C, H, W]");
+  }
+  if (w_shape.size() != x_shape.size()) {
+    ctx.fail(ctx.input_name(1) + " (W) has shape " + shape_to_string(w_shape) +
+             "; it must have the rank of " + ctx.input_name(0) + " " + shape_to_string(x_shape) + ", " +
+             std::to_string(x_shape.size()));
+  }
+  const size_t spatial = x_shape.size() - 2;
+  // Early, so that every dim is below 2^32 and the int64 shape arithmetic below cannot overflow.
+  require_fits_u32(ctx, ctx.input_name(0) + " (X)", x_shape);
+  require_fits_u32(ctx, ctx.input_name(1) + " (W)", w_shape);
+
+  const int64_t groups = ctx.node.attributes.get_int("group", 1);
+  if (groups < 1) ctx.fail("group is " + std::to_string(groups) + "; it must be at least 1");
+  const AutoPad auto_pad = parse_auto_pad(ctx);
+
+  const std::vector<int64_t> w_kernel(w_shape.begin() + 2, w_shape.end());
+  for (int64_t k : w_kernel) {
+    if (k < 1) {
+      ctx.fail(ctx.input_name(1) + " (W) has shape " + shape_to_string(w_shape) +
+               "; its kernel dims must be positive");
+    }
+  }
+  const std::vector<int64_t> kernel_shape = spatial_ints(ctx, "kernel_shape", spatial, 1, 1, 1);
+  if (ctx.node.attributes.has("kernel_shape") && kernel_shape != w_kernel) {
+    ctx.fail("kernel_shape " + shape_to_string(kernel_shape) + " does not match the spatial dims " + shape_to_string(w_kernel) +
+             " of " + ctx.input_name(1) + " (W) " + shape_to_string(w_shape));
+  }
+  const std::vector<int64_t> strides = spatial_ints(ctx, "strides", spatial, 1, 1, 1);
+  const std::vector<int64_t> dilations = spatial_ints(ctx, "dilations", spatial, 1, 1, 1);
+  const std::vector<int64_t> pads = spatial_ints(ctx, "pads", spatial, 2, 0, 0);
+  std::vector<int64_t> output_padding(spatial, 0);
+  std::vector<int64_t> output_shape;
+  if (transposed) {
+    output_padding = spatial_ints(ctx, "output_padding", spatial, 1, 0, 0);
+    for (size_t i = 0; i < spatial; ++i) {
+      if (output_padding[i] >= strides[i] && output_padding[i] >= dilations[i]) {
+        ctx.fail("output_padding " + shape_to_string(output_padding) + " must be smaller than the stride " +
+                 shape_to_string(strides) + " or the dilation " + shape_to_string(dilations) + " on each axis");
+      }
+    }
+    output_shape = ctx.node.attributes.get_ints("output_shape", {});
+    // ONNX examples give only the spatial dims; some exporters give the whole [N, C, ...] shape.
+    if (output_shape.size() == spatial + 2)
+      output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+    if (ctx.node.attributes.has("output_shape") && output_shape.size() != spatial) {
+      ctx.fail("output_shape " + shape_to_string(ctx.node.attributes.get_ints("output_shape", {})) + " has " +
+               std::to_string(output_shape.size()) + " values; a " + std::to_string(spatial) +
+               "-D ConvTranspose needs " + std::to_string(spatial) + " (or " + std::to_string(spatial + 2) +
+               ")");
+    }
+    for (int64_t v : output_shape) {
+      if (v <= 0 || v > std::numeric_limits<int32_t>::max()) {
+        ctx.fail("output_shape " + shape_to_string(output_shape) + " must be positive and at most 2147483647");
+      }
+    }
+  } else {
+    for (const char* name : {"output_padding", "output_shape"}) {
+      if (ctx.node.attributes.has(name)) {
+        ctx.fail(std::string(name) + " " + shape_to_string(ctx.node.attributes.get_ints(name, {})) +
+                 " is a ConvTranspose attribute; Conv does not take it");
+      }
+    }
+  }
+  // ONNX forbids explicit pads together with auto_pad; a model that has both is ambiguous, so it is refused
+  // unless the pads are all zero (what some exporters write). output_shape makes ONNX ignore pads anyway.
+  if (auto_pad != AutoPad::NotSet && output_shape.empty()) {
+    for (int64_t p : pads) {
+      if (p != 0) {
+        ctx.fail("pads " + shape_to_string(pads) + " given together with auto_pad " +
+                 ctx.node.attributes.get_string("auto_pad", "") + "; ONNX allows only one of them");
+      }
+    }
+  }
+
+  ConvGeometry g;
+  g.batch = x_shape[0];
+  g.in_channels = x_shape[1];
+  g.groups = groups;
+  if (g.in_channels % groups != 0) {
+    ctx.fail("group " + std::to_string(groups) + " does not divide the input channels " +
+             std::to_string(g.in_channels) + " of " + ctx.input_name(0) + " " + shape_to_string(x_shape));
+  }
+  const int64_t in_per_group = g.in_channels / groups;
+  if (transposed) {
+    if (w_shape[0] != g.in_channels) {
+      ctx.fail(ctx.input_name(1) + " (W) has shape " + shape_to_string(w_shape) +
+               "; its dim 0 must equal the " + std::to_string(g.in_channels) + " input channels of " +
+               ctx.input_name(0) + " " + shape_to_string(x_shape) +
+               " (ConvTranspose weight layout [C, M/group, kH, kW])");
+    }
+    g.out_channels = w_shape[1] * groups;
+  } else {
+    g.out_channels = w_shape[0];
+    if (g.out_channels % groups != 0) {
+      ctx.fail("group " + std::to_string(groups) + " does not divide the output channels " +
+               std::to_string(g.out_channels) + " (dim 0 of " + ctx.input_name(1) + " (W) " +
+               shape_to_string(w_shape) + ")");
+    }
+    if (w_shape[1] != in_per_group) {
+      ctx.fail(ctx.input_name(1) + " (W) has shape " + shape_to_string(w_shape) +
+               "; its dim 1 must be input channels / group = " + std::to_string(g.in_channels) + " / " +
+               std::to_string(groups) + " = " + std::to_string(in_per_group));
+    }
+  }
+  if (has_bias) {
+    const Shape& b_shape = ctx.input(2).shape;
+    if (b_shape.size() != 1 || b_shape[0] != g.out_channels) {
+      ctx.fail(ctx.input_name(2) + " (B) has shape " + shape_to_string(b_shape) + "; expected [" +
+               std::to_string(g.out_channels) + "], one bias per output channel");
+    }
+  }
+
+  // Axis i of the ONNX attributes is height for 2-D, the only axis (width) for 1-D.
+  std::array<ConvAxis*, 2> axes = {&g.height, &g.width};
+  std::array<const char*, 2> axis_names = {"height", "width"};
+  const size_t first_axis = 2 - spatial;
+  if (spatial == 1) axis_names[1] = "length";
+  for (size_t i = 0; i < spatial; ++i) {
+    ConvAxis& a = *axes[first_axis + i];
+    const char* name = axis_names[first_axis + i];
+    a.input = x_shape[2 + i];
+    a.kernel = w_kernel[i];
+    a.stride = strides[i];
+    a.dilation = dilations[i];
+    a.pad_begin = pads[i];
+    const int64_t pad_end = pads[spatial + i];
+    if (transposed) {
+      resolve_conv_transpose_axis(ctx, name, auto_pad, pad_end, output_padding[i],
+                                  output_shape.empty() ? -1 : output_shape[i], a);
+    } else {
+      resolve_conv_axis(ctx, name, auto_pad, pad_end, a);
+    }
+    // The shaders compute input positions in i32.
+    const int64_t reach = (a.output - 1) * a.stride + (a.kernel - 1) * a.dilation + a.input + a.pad_begin;
+    if (reach > std::numeric_limits<int32_t>::max()) {
+      ctx.fail(std::string("the ") + name + " axis (input " + std::to_string(a.input) + ", kernel " +
+               std::to_string(a.kernel) + ", stride " + std::to_string(a.stride) + ", dilation " +
+               std::to_string(a.dilation) + ", pad " + std::to_string(a.pad_begin) +
+               ") spans more positions than wgi's conv kernels address with i32");
+    }
+  }
+
+  Shape y_shape = {g.batch, g.out_channels};
+  if (spatial == 2) y_shape.push_back(g.height.output);
+  y_shape.push_back(g.width.output);
+
+  require_fits_u32(ctx, "output Y", y_shape);
+
+  const FusedActivation activation = FusedActivation::from_node(ctx.node);
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, y_shape});
+  const int64_t total = element_count(y_shape);
+  if (total == 0) return plan;
+
+  ConvKernel kernel = ConvKernel::Direct;
+  if (transposed) {
+    kernel = ConvKernel::Transposed;
+  } else if (in_per_group > 0 && in_per_group % 4 == 0 && ctx.constant(1) != nullptr) {
+    kernel = ConvKernel::DirectVec4;
+  }
+
+  KernelLaunch launch;
+  const char* file = "conv/conv2d.wgsl";
+  std::string label = "conv2d";
+  TensorRef weight = TensorRef::input(1);
+  switch (kernel) {
+    case ConvKernel::Direct:
+      break;
+    case ConvKernel::DirectVec4:
+      file = "conv/conv2d_vec4.wgsl";
+      label = "conv2d_vec4";
+      plan.constants.push_back(prepack_weight_ohwi(*ctx.constant(1), g));
+      weight = TensorRef::constant(0);
+      break;
+    case ConvKernel::Transposed:
+      file = "conv/conv_transpose2d.wgsl";
+      label = "conv_transpose2d";
+      break;
+  }
+  kernels::Defines defines;
+  activation.add_defines(defines);
+  const gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(static_cast<uint64_t>(total), kWorkgroupSize, ctx.caps.limits);
+  launch.program.label = label + activation.label_suffix();
+  launch.program.wgsl = kernels::load_wgsl(file, defines);
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), weight, has_bias ? TensorRef::input(2) : TensorRef::zero(),
+                     TensorRef::output(0)};
+
+  // Every value below was bounded above (u32 element counts, i32 positions), so the narrowing is exact.
+  auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+  const int64_t out_per_group = g.out_channels / groups;
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u(g.batch))
+                       .u32(u(g.in_channels))
+                       .u32(u(g.height.input))
+                       .u32(u(g.width.input))
+                       .u32(u(g.out_channels))
+                       .u32(u(g.height.output))
+                       .u32(u(g.width.output))
+                       .u32(u(groups))
+                       .u32(u(g.height.kernel))
+                       .u32(u(g.width.kernel))
+                       .u32(u(g.height.stride))
+                       .u32(u(g.width.stride))
+                       .i32(static_cast<int32_t>(g.height.pad_begin))
+                       .i32(static_cast<int32_t>(g.width.pad_begin))
+                       .u32(u(g.height.dilation))
+                       .u32(u(g.width.dilation))
+                       .u32(u(in_per_group))
+                       .u32(u(out_per_group))
+                       .u32(u(total))
+                       .u32(has_bias ? 1 : 0)
+                       .f32(activation.min)
+                       .f32(activation.max)
+                       .bytes();
+  launch.groups = grid.groups;
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+}  // namespace
+
+void register_conv_ops(OpRegistry& registry) {
+  // Versions 1, 11 and 22 of both ops differ in their type lists and wording, not in what the attributes mean
+  // for float32, so one handler serves every opset.
+  OpHandler conv;
+  conv.plan = [](const PlanContext& ctx) { return plan_conv(ctx, false); };
+  registry.add("", "Conv", 1, kLatestOpset, std::move(conv));
+  OpHandler conv_transpose;
+  conv_transpose.plan = [](const PlanContext& ctx) { return plan_conv(ctx, true); };
+  registry.add("", "ConvTranspose", 1, kLatestOpset, std::move(conv_transpose));
+}
+
+}  // namespace wgi::ops

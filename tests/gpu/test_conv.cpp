@@ -1,0 +1,461 @@
+// Conv and ConvTranspose against float64 references: every kernel (vec4 with a prepacked weight, scalar, the
+// scalar fallback for a runtime weight, transposed), kernels 1x1 to 7x7, strides, asymmetric padding,
+// dilations, groups and depthwise, bias or none, batch > 1, auto_pad, 1-D, output_padding and output_shape,
+// fused activations, and a grid past 65535 workgroups. Plan-only checks (errors, routing) are in
+// tests/unit/test_conv_plan.cpp. CPU adapters are slow: every case here is a few MFLOP at most.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/fused_activation.h"
+#include "runtime/node_runner.h"
+#include "support/reference_conv.h"
+#include "support/tensor_check.h"
+#include "support/test_device.h"
+
+namespace wgi {
+namespace {
+
+using runtime::NodeInput;
+using Inputs = std::vector<std::optional<NodeInput>>;
+using Ints = std::vector<int64_t>;
+
+struct ConvCase {
+  std::string name;
+  std::string op = "Conv";
+  Shape x;
+  Shape w;
+  // ONNX attributes; empty (or 0 for group) leaves the attribute out.
+  Ints strides = {};
+  Ints pads = {};
+  Ints dilations = {};
+  int64_t group = 0;
+  std::string auto_pad = {};
+  Ints output_padding = {};
+  Ints output_shape = {};
+  bool kernel_shape_attribute = false;
+  bool bias = true;
+  bool constant_weight = true;
+  std::string activation = {};  // "", "Relu" or "Clip" (clamped to [-0.25, 0.5])
+  // What auto_pad or output_shape must resolve to, as [top, left, bottom, right] (1-D: top = bottom = 0),
+  // worked out by hand from the ONNX formulas; unset: the pads attribute.
+  std::optional<std::array<int64_t, 4>> resolved_pads = std::nullopt;
+  std::string kernel = "conv2d_vec4";  // the kernel the planner must choose (label without suffix)
+};
+
+void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+uint64_t seed_of(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a: stable across standard libraries, unlike std::hash
+  for (char ch : name) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  return h;
+}
+
+// An ONNX per-axis list as the reference's 2-D (height, width) form.
+std::array<int64_t, 2> to_2d(const Ints& v, size_t spatial, int64_t fallback) {
+  if (v.empty()) return {fallback, fallback};
+  return spatial == 1 ? std::array<int64_t, 2>{fallback, v[0]} : std::array<int64_t, 2>{v[0], v[1]};
+}
+
+class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvTest, MatchesFloat64Reference) {
+  const ConvCase& c = GetParam();
+  const bool transposed = c.op == "ConvTranspose";
+  const size_t spatial = c.x.size() - 2;
+  const int64_t group = c.group ? c.group : 1;
+  const int64_t out_channels = transposed ? c.w[1] * group : c.w[0];
+  const uint64_t seed = seed_of(c.name);
+  Tensor x = test::random_tensor(c.x, seed);
+  Tensor w = test::random_tensor(c.w, seed + 1);
+  Tensor b = test::random_tensor({out_channels}, seed + 2);
+
+  ops::NodeInfo node{"conv_" + c.name, c.op, "", 17, {}, {}, {}};
+  if (!c.strides.empty()) node.attributes.set("strides", c.strides);
+  if (!c.pads.empty()) node.attributes.set("pads", c.pads);
+  if (!c.dilations.empty()) node.attributes.set("dilations", c.dilations);
+  if (c.group) node.attributes.set("group", c.group);
+  if (!c.auto_pad.empty()) node.attributes.set("auto_pad", c.auto_pad);
+  if (!c.output_padding.empty()) node.attributes.set("output_padding", c.output_padding);
+  if (!c.output_shape.empty()) node.attributes.set("output_shape", c.output_shape);
+  if (c.kernel_shape_attribute) node.attributes.set("kernel_shape", Ints(c.w.begin() + 2, c.w.end()));
+  test::ConvReferenceParams p;
+  if (!c.activation.empty()) {
+    node.attributes.set(ops::kFusedActivationAttribute, c.activation);
+    if (c.activation == "Relu") {
+      p.lo = 0;
+    } else {
+      node.attributes.set(ops::kFusedActivationMinAttribute, -0.25f);
+      node.attributes.set(ops::kFusedActivationMaxAttribute, 0.5f);
+      p.lo = -0.25;
+      p.hi = 0.5;
+    }
+  }
+  Inputs inputs = {NodeInput{x}, NodeInput{w, c.constant_weight}};
+  if (c.bias) inputs.push_back(NodeInput{b, true});
+
+  ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  const std::string suffix = c.activation.empty() ? "" : c.activation == "Relu" ? "_relu" : "_clip";
+  EXPECT_EQ(plan.launches[0].program.label, c.kernel + suffix);
+
+  std::vector<Tensor> out = runtime::run_node(test::device(), node, inputs);
+  ASSERT_EQ(out.size(), 1u);
+
+  p.groups = group;
+  p.strides = to_2d(c.strides, spatial, 1);
+  p.dilations = to_2d(c.dilations, spatial, 1);
+  p.output_padding = to_2d(c.output_padding, spatial, 0);
+  if (c.resolved_pads) {
+    p.pads = *c.resolved_pads;
+  } else if (!c.pads.empty()) {
+    p.pads = spatial == 1 ? std::array<int64_t, 4>{0, c.pads[0], 0, c.pads[1]}
+                          : std::array<int64_t, 4>{c.pads[0], c.pads[1], c.pads[2], c.pads[3]};
+  }
+  const test::ConvReference ref = transposed ? test::conv_transpose_reference(x, w, c.bias ? &b : nullptr, p)
+                                             : test::conv_reference(x, w, c.bias ? &b : nullptr, p);
+  int64_t terms = (transposed ? c.w[0] : c.w[1] * group) / group;
+  for (size_t i = 2; i < c.w.size(); ++i) terms *= c.w[i];
+  EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(terms)));
+}
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      // Kernel sizes, strides, padding; input channels per group % 4 == 0 takes the vec4 kernel.
+      {.name = "k1x1", .x = {1, 8, 7, 9}, .w = {16, 8, 1, 1}},
+      {.name = "k3x3_pad1", .x = {1, 8, 10, 11}, .w = {8, 8, 3, 3}, .pads = {1, 1, 1, 1}},
+      {.name = "k3x3_rgb_stride2",
+       .x = {1, 3, 12, 12},
+       .w = {8, 3, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv2d"},
+      {.name = "k5x5_stride2_pad2",
+       .x = {1, 4, 13, 13},
+       .w = {6, 4, 5, 5},
+       .strides = {2, 2},
+       .pads = {2, 2, 2, 2}},
+      {.name = "k7x7_rgb_stem",
+       .x = {1, 3, 20, 19},
+       .w = {8, 3, 7, 7},
+       .strides = {2, 2},
+       .pads = {3, 3, 3, 3},
+       .kernel = "conv2d"},
+      {.name = "k7x7_vec4_no_pad", .x = {1, 4, 10, 9}, .w = {3, 4, 7, 7}},
+      {.name = "stride2x1", .x = {1, 4, 9, 10}, .w = {4, 4, 3, 3}, .strides = {2, 1}, .pads = {1, 1, 1, 1}},
+      {.name = "stride2x1_scalar",
+       .x = {1, 5, 9, 10},
+       .w = {3, 5, 3, 3},
+       .strides = {2, 1},
+       .kernel = "conv2d"},
+      {.name = "asymmetric_pads_3x2_kernel",
+       .x = {1, 5, 8, 9},
+       .w = {3, 5, 3, 2},
+       .pads = {0, 1, 2, 0},
+       .kernel = "conv2d"},
+      {.name = "asymmetric_pads_vec4",
+       .x = {1, 8, 7, 6},
+       .w = {4, 8, 3, 3},
+       .strides = {2, 2},
+       .pads = {2, 0, 1, 3}},
+      {.name = "dilation2",
+       .x = {1, 8, 12, 12},
+       .w = {4, 8, 3, 3},
+       .pads = {2, 2, 2, 2},
+       .dilations = {2, 2}},
+      {.name = "dilation2x1_stride2",
+       .x = {1, 2, 11, 11},
+       .w = {3, 2, 3, 3},
+       .strides = {2, 2},
+       .dilations = {2, 1},
+       .kernel = "conv2d"},
+      {.name = "kernel_shape_attribute",
+       .x = {1, 4, 6, 6},
+       .w = {2, 4, 3, 3},
+       .kernel_shape_attribute = true},
+      // Groups.
+      {.name = "groups2_vec4", .x = {1, 8, 9, 9}, .w = {6, 4, 3, 3}, .pads = {1, 1, 1, 1}, .group = 2},
+      {.name = "groups2_scalar", .x = {1, 6, 9, 9}, .w = {4, 3, 3, 3}, .group = 2, .kernel = "conv2d"},
+      {.name = "groups4_vec4_stride2", .x = {1, 16, 8, 8}, .w = {8, 4, 3, 3}, .strides = {2, 2}, .group = 4},
+      {.name = "depthwise3x3",
+       .x = {1, 8, 10, 10},
+       .w = {8, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 8,
+       .kernel = "conv2d"},
+      {.name = "depthwise_multiplier2_stride2",
+       .x = {1, 4, 9, 8},
+       .w = {8, 1, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv2d"},
+      {.name = "depthwise7x7_no_bias",
+       .x = {1, 4, 9, 9},
+       .w = {4, 1, 7, 7},
+       .pads = {3, 3, 3, 3},
+       .group = 4,
+       .bias = false,
+       .kernel = "conv2d"},
+      // Bias, batch, and the scalar fallback for a weight that is not a constant.
+      {.name = "no_bias_vec4", .x = {1, 4, 6, 7}, .w = {5, 4, 3, 3}, .bias = false},
+      {.name = "no_bias_scalar", .x = {1, 2, 6, 7}, .w = {5, 2, 3, 3}, .bias = false, .kernel = "conv2d"},
+      {.name = "batch3_vec4", .x = {3, 4, 7, 7}, .w = {4, 4, 3, 3}, .pads = {1, 1, 1, 1}},
+      {.name = "batch3_groups_scalar",
+       .x = {3, 6, 6, 5},
+       .w = {6, 2, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 3,
+       .kernel = "conv2d"},
+      {.name = "runtime_weight_scalar",
+       .x = {1, 8, 8, 8},
+       .w = {8, 8, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .constant_weight = false,
+       .kernel = "conv2d"},
+      {.name = "runtime_weight_batch3_groups2",
+       .x = {3, 8, 5, 5},
+       .w = {4, 4, 3, 3},
+       .group = 2,
+       .constant_weight = false,
+       .kernel = "conv2d"},
+      // auto_pad. Height: in 7, k 4, s 2 -> out 4, total pad 3; width: in 8, k 3, s 2 -> out 4, total pad 1.
+      {.name = "same_upper",
+       .x = {1, 4, 7, 8},
+       .w = {4, 4, 4, 3},
+       .strides = {2, 2},
+       .auto_pad = "SAME_UPPER",
+       .resolved_pads = std::array<int64_t, 4>{1, 0, 2, 1}},
+      {.name = "same_lower",
+       .x = {1, 4, 7, 8},
+       .w = {4, 4, 4, 3},
+       .strides = {2, 2},
+       .auto_pad = "SAME_LOWER",
+       .resolved_pads = std::array<int64_t, 4>{2, 1, 1, 0}},
+      {.name = "same_upper_dilated_scalar",
+       .x = {1, 3, 6, 6},
+       .w = {2, 3, 3, 3},
+       .dilations = {2, 2},
+       .auto_pad = "SAME_UPPER",
+       .resolved_pads = std::array<int64_t, 4>{2, 2, 2, 2},
+       .kernel = "conv2d"},
+      {.name = "valid",
+       .x = {1, 4, 9, 8},
+       .w = {4, 4, 3, 3},
+       .strides = {2, 2},
+       .auto_pad = "VALID",
+       .resolved_pads = std::array<int64_t, 4>{0, 0, 0, 0}},
+      // 1-D: [N, C, L] through the 2-D kernels with unit height.
+      {.name = "conv1d_vec4", .x = {2, 4, 20}, .w = {6, 4, 5}, .strides = {2}, .pads = {2, 1}},
+      {.name = "conv1d_dilated_scalar",
+       .x = {1, 3, 17},
+       .w = {4, 3, 3},
+       .pads = {1, 1},
+       .dilations = {2},
+       .kernel = "conv2d"},
+      // in 10, k 4, s 1 -> total pad 3.
+      {.name = "conv1d_same_upper",
+       .x = {1, 4, 10},
+       .w = {4, 4, 4},
+       .auto_pad = "SAME_UPPER",
+       .resolved_pads = std::array<int64_t, 4>{0, 1, 0, 2}},
+      // Fused activations.
+      {.name = "relu_vec4", .x = {1, 8, 6, 6}, .w = {4, 8, 3, 3}, .pads = {1, 1, 1, 1}, .activation = "Relu"},
+      {.name = "clip_scalar",
+       .x = {1, 3, 6, 6},
+       .w = {4, 3, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .activation = "Clip",
+       .kernel = "conv2d"},
+      {.name = "clip_vec4_no_bias",
+       .x = {1, 4, 5, 5},
+       .w = {4, 4, 1, 1},
+       .bias = false,
+       .activation = "Clip"},
+  };
+}
+
+std::vector<ConvCase> conv_transpose_cases() {
+  const std::string t = "ConvTranspose";
+  const std::string k = "conv_transpose2d";
+  return {
+      {.name = "basic", .op = t, .x = {1, 4, 5, 5}, .w = {4, 3, 3, 3}, .kernel = k},
+      {.name = "stride2_pads1_output_padding1",
+       .op = t,
+       .x = {1, 4, 5, 6},
+       .w = {4, 2, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .output_padding = {1, 1},
+       .kernel = k},
+      {.name = "groups2_stride2",
+       .op = t,
+       .x = {1, 6, 5, 5},
+       .w = {6, 2, 3, 3},
+       .strides = {2, 2},
+       .group = 2,
+       .kernel = k},
+      {.name = "dilation2_asymmetric_pads",
+       .op = t,
+       .x = {1, 3, 5, 5},
+       .w = {3, 2, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 2, 0, 1},
+       .dilations = {2, 2},
+       .kernel = k},
+      {.name = "dilation2_output_padding_below_dilation",
+       .op = t,
+       .x = {1, 2, 4, 4},
+       .w = {2, 2, 3, 3},
+       .dilations = {2, 2},
+       .output_padding = {1, 1},
+       .kernel = k},
+      {.name = "depthwise_upsample4x4",
+       .op = t,
+       .x = {1, 4, 6, 6},
+       .w = {4, 1, 4, 4},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = k},
+      {.name = "stride2x1_output_padding_batch2",
+       .op = t,
+       .x = {2, 3, 4, 5},
+       .w = {3, 4, 3, 2},
+       .strides = {2, 1},
+       .output_padding = {1, 0},
+       .kernel = k},
+      {.name = "no_bias_runtime_weight",
+       .op = t,
+       .x = {1, 4, 4, 4},
+       .w = {4, 2, 2, 2},
+       .strides = {2, 2},
+       .bias = false,
+       .constant_weight = false,
+       .kernel = k},
+      {.name = "k5x5_stride3",
+       .op = t,
+       .x = {1, 2, 3, 4},
+       .w = {2, 3, 5, 5},
+       .strides = {3, 3},
+       .pads = {2, 2, 2, 2},
+       .kernel = k},
+      // auto_pad: in 3, k 3, s 2 -> output 6 of a full 7, total pad 1 (SAME_UPPER pads at the end).
+      {.name = "same_upper",
+       .op = t,
+       .x = {1, 2, 3, 3},
+       .w = {2, 2, 3, 3},
+       .strides = {2, 2},
+       .auto_pad = "SAME_UPPER",
+       .resolved_pads = std::array<int64_t, 4>{0, 0, 1, 1},
+       .kernel = k},
+      {.name = "same_lower",
+       .op = t,
+       .x = {1, 2, 3, 3},
+       .w = {2, 2, 3, 3},
+       .strides = {2, 2},
+       .auto_pad = "SAME_LOWER",
+       .resolved_pads = std::array<int64_t, 4>{1, 1, 0, 0},
+       .kernel = k},
+      {.name = "valid",
+       .op = t,
+       .x = {1, 2, 4, 4},
+       .w = {2, 2, 2, 2},
+       .strides = {2, 2},
+       .auto_pad = "VALID",
+       .resolved_pads = std::array<int64_t, 4>{0, 0, 0, 0},
+       .kernel = k},
+      // output_shape past the full output (ONNX's test_convtranspose_output_shape): extra rows at the end.
+      {.name = "output_shape_larger",
+       .op = t,
+       .x = {1, 1, 3, 3},
+       .w = {1, 2, 3, 3},
+       .strides = {3, 2},
+       .output_shape = {10, 8},
+       .resolved_pads = std::array<int64_t, 4>{0, 0, -1, -1},
+       .kernel = k},
+      // Full 9x9; output_shape 8x7 -> total pad 1 (height) and 2 (width), the odd one at the beginning.
+      {.name = "output_shape_smaller",
+       .op = t,
+       .x = {1, 2, 4, 4},
+       .w = {2, 3, 3, 3},
+       .strides = {2, 2},
+       .pads = {5, 5, 5, 5},
+       .output_shape = {1, 3, 8, 7},
+       .resolved_pads = std::array<int64_t, 4>{1, 1, 0, 1},
+       .kernel = k},
+      {.name = "conv_transpose1d",
+       .op = t,
+       .x = {2, 4, 7},
+       .w = {4, 2, 4},
+       .strides = {2},
+       .pads = {1, 1},
+       .kernel = k},
+      {.name = "relu",
+       .op = t,
+       .x = {1, 4, 4, 4},
+       .w = {4, 2, 3, 3},
+       .strides = {2, 2},
+       .activation = "Relu",
+       .kernel = k},
+      {.name = "clip_groups2",
+       .op = t,
+       .x = {1, 4, 4, 4},
+       .w = {4, 1, 3, 3},
+       .strides = {2, 2},
+       .group = 2,
+       .activation = "Clip",
+       .kernel = k},
+  };
+}
+
+std::string case_name(const ::testing::TestParamInfo<ConvCase>& param_info) {
+  return param_info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Conv, ConvTest, ::testing::ValuesIn(conv_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ConvTranspose, ConvTest, ::testing::ValuesIn(conv_transpose_cases()), case_name);
+
+// 1x1 conv with 4 * 1030 * 1030 > 65535 * 64 outputs: the grid must fold into 2-D and every element be
+// written (run_node poisons the output first).
+TEST(ConvLargeGrid, FoldsPast65535Workgroups) {
+  Tensor x = test::random_tensor({1, 1, 1030, 1030}, 71);
+  Tensor w = test::random_tensor({4, 1, 1, 1}, 72);
+  Tensor b = test::random_tensor({4}, 73);
+  ops::NodeInfo node{"big_conv", "Conv", "", 17, {}, {}, {}};
+  Inputs inputs = {NodeInput{x}, NodeInput{w, true}, NodeInput{b, true}};
+  ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  const gpu::WorkgroupCount groups = plan.launches[0].groups;
+  const uint32_t max_per_dim = test::device().limits().max_compute_workgroups_per_dimension;
+  if (max_per_dim <= 65535) {
+    EXPECT_GT(groups.y * groups.z, 1u) << "grid " << groups.x << "x" << groups.y;
+  }
+  std::vector<Tensor> out = runtime::run_node(test::device(), node, inputs);
+  const test::ConvReference ref = test::conv_reference(x, w, &b, {});
+  EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(1)));
+}
+
+TEST(ConvErrors, ReachTheCallerThroughRunNode) {
+  ops::NodeInfo node{"bad_conv", "Conv", "", 17, {}, {}, {}};
+  node.attributes.set("group", int64_t{3});
+  Inputs inputs = {NodeInput{test::random_tensor({1, 4, 5, 5}, 1)},
+                   NodeInput{test::random_tensor({3, 1, 3, 3}, 2)}};
+  try {
+    runtime::run_node(test::device(), node, inputs);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'bad_conv'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("group 3"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace wgi

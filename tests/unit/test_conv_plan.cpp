@@ -1,0 +1,448 @@
+// Conv / ConvTranspose planning without a GPU: kernel routing, the prepacked weight layout, the uniform
+// block, one program text for every shape, grid folding, and every validation error naming its parameter.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/fused_activation.h"
+#include "ops/registry.h"
+
+namespace wgi {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+gpu::Capabilities caps() {
+  gpu::Capabilities c;
+  c.limits.max_buffer_size = 1ull << 31;
+  c.limits.max_storage_buffer_binding_size = 1ull << 30;
+  c.limits.max_uniform_buffer_binding_size = 65536;
+  c.limits.max_storage_buffers_per_shader_stage = 8;
+  c.limits.max_compute_invocations_per_workgroup = 256;
+  c.limits.max_compute_workgroup_size_x = 256;
+  c.limits.max_compute_workgroup_size_y = 256;
+  c.limits.max_compute_workgroup_size_z = 64;
+  c.limits.max_compute_workgroups_per_dimension = 65535;
+  return c;
+}
+
+ops::NodeInfo node(const char* op, const ops::Attributes& attributes = {}) {
+  ops::NodeInfo n{"conv_under_test", op, "", 17, attributes, {}, {}};
+  return n;
+}
+
+// Plans from descriptions, as the importer would: only constant inputs (the weight unless `constant_weight`
+// is false, and the bias) carry values, so huge shapes cost nothing here.
+struct PlanInputs {
+  std::vector<std::optional<ops::TensorDesc>> descs;
+  std::vector<Tensor> constants;  // one per input; an empty Tensor() where the input is not constant
+};
+
+PlanInputs inputs(const Shape& x, const Shape& w, std::optional<Shape> b = std::nullopt,
+                  bool constant_weight = true) {
+  PlanInputs in;
+  in.descs = {ops::TensorDesc{DType::Float32, x}, ops::TensorDesc{DType::Float32, w}};
+  in.constants = {Tensor(), constant_weight ? Tensor(DType::Float32, w) : Tensor()};
+  if (b) {
+    in.descs.push_back(ops::TensorDesc{DType::Float32, *b});
+    in.constants.push_back(Tensor(DType::Float32, *b));
+  }
+  return in;
+}
+
+ops::OpPlan plan(const ops::NodeInfo& n, const PlanInputs& in) {
+  static const gpu::Capabilities capabilities = caps();
+  ops::PlanContext ctx{n, in.descs, {}, capabilities};
+  for (size_t i = 0; i < in.descs.size(); ++i) {
+    const bool constant = i < in.constants.size() && in.constants[i].byte_size() > 0;
+    ctx.constant_inputs.push_back(constant ? &in.constants[i] : nullptr);
+  }
+  const ops::OpRegistry::Entry* entry = ops::builtin_registry().find(n.domain, n.op_type, n.opset);
+  if (!entry) throw Error("no handler for " + n.op_type);
+  return entry->handler.plan(ctx);
+}
+
+std::string plan_error(const ops::NodeInfo& n, const PlanInputs& in) {
+  try {
+    plan(n, in);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+uint32_t uniform_u32(const ops::KernelLaunch& launch, size_t field) {
+  uint32_t v;
+  std::memcpy(&v, launch.uniform.data() + 4 * field, 4);
+  return v;
+}
+
+ops::Attributes attrs(std::initializer_list<std::pair<std::string, ops::AttributeValue>> values) {
+  ops::Attributes a;
+  for (const auto& [k, v] : values) a.set(k, v);
+  return a;
+}
+
+TEST(ConvPlan, RoutesByChannelsPerGroupAndWeightConstness) {
+  EXPECT_EQ(plan(node("Conv"), inputs({1, 8, 5, 5}, {4, 8, 3, 3})).launches[0].program.label, "conv2d_vec4");
+  EXPECT_EQ(plan(node("Conv"), inputs({1, 3, 5, 5}, {4, 3, 3, 3})).launches[0].program.label, "conv2d");
+  EXPECT_EQ(
+      plan(node("Conv"), inputs({1, 8, 5, 5}, {4, 8, 3, 3}, std::nullopt, false)).launches[0].program.label,
+      "conv2d");
+  EXPECT_EQ(plan(node("Conv", attrs({{"group", int64_t{8}}})), inputs({1, 8, 5, 5}, {8, 1, 3, 3}))
+                .launches[0]
+                .program.label,
+            "conv2d");
+  EXPECT_EQ(plan(node("ConvTranspose"), inputs({1, 8, 5, 5}, {8, 4, 3, 3})).launches[0].program.label,
+            "conv_transpose2d");
+  ops::NodeInfo relu = node("Conv");
+  relu.attributes.set(ops::kFusedActivationAttribute, std::string("Relu"));
+  EXPECT_EQ(plan(relu, inputs({1, 8, 5, 5}, {4, 8, 3, 3})).launches[0].program.label, "conv2d_vec4_relu");
+}
+
+TEST(ConvPlan, PrepacksTheWeightAsOhwiForTheVec4Kernel) {
+  const int64_t oc_n = 3, ic_n = 8, kh_n = 2, kw_n = 3;
+  std::vector<float> w(static_cast<size_t>(oc_n * ic_n * kh_n * kw_n));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
+  PlanInputs in = inputs({1, ic_n, 4, 4}, {oc_n, ic_n, kh_n, kw_n});
+  in.constants[1] = Tensor::from_vector<float>({oc_n, ic_n, kh_n, kw_n}, w);
+  ops::OpPlan p = plan(node("Conv"), in);
+  ASSERT_EQ(p.constants.size(), 1u);
+  ASSERT_EQ(p.constants[0].shape(), (Shape{oc_n, kh_n, kw_n, ic_n}));
+  EXPECT_EQ(p.launches[0].bindings[1].kind, ops::TensorRef::Kind::Constant);
+  auto packed = p.constants[0].data<float>();
+  for (int64_t oc = 0; oc < oc_n; ++oc)
+    for (int64_t ic = 0; ic < ic_n; ++ic)
+      for (int64_t kh = 0; kh < kh_n; ++kh)
+        for (int64_t kw = 0; kw < kw_n; ++kw) {
+          const float onnx = w[static_cast<size_t>(((oc * ic_n + ic) * kh_n + kh) * kw_n + kw)];
+          EXPECT_EQ(packed[static_cast<size_t>(((oc * kh_n + kh) * kw_n + kw) * ic_n + ic)], onnx);
+        }
+}
+
+TEST(ConvPlan, AbsentBiasBindsTheZeroBufferAndClearsTheFlag) {
+  ops::OpPlan without = plan(node("Conv"), inputs({1, 3, 5, 5}, {4, 3, 3, 3}));
+  EXPECT_EQ(without.launches[0].bindings[2].kind, ops::TensorRef::Kind::Zero);
+  EXPECT_EQ(uniform_u32(without.launches[0], 19), 0u);
+  ops::OpPlan with = plan(node("Conv"), inputs({1, 3, 5, 5}, {4, 3, 3, 3}, Shape{4}));
+  EXPECT_EQ(with.launches[0].bindings[2].kind, ops::TensorRef::Kind::Input);
+  EXPECT_EQ(with.launches[0].bindings[2].index, 2u);
+  EXPECT_EQ(uniform_u32(with.launches[0], 19), 1u);
+}
+
+TEST(ConvPlan, OneProgramServesEveryShape) {
+  ops::OpPlan a = plan(node("Conv", attrs({{"pads", Ints{1, 1, 1, 1}}})), inputs({1, 8, 9, 9}, {4, 8, 3, 3}));
+  ops::OpPlan b = plan(node("Conv", attrs({{"strides", Ints{2, 2}}})), inputs({2, 16, 20, 7}, {8, 16, 5, 1}));
+  EXPECT_EQ(a.launches[0].program.wgsl, b.launches[0].program.wgsl);
+  EXPECT_EQ(a.launches[0].program.constants, b.launches[0].program.constants);
+  EXPECT_NE(a.launches[0].uniform, b.launches[0].uniform);
+}
+
+TEST(ConvPlan, UniformCarriesResolvedGeometry) {
+  // SAME_LOWER, height: in 7, k 4, s 2 -> out 4, total pad 3, 2 at the top.
+  ops::OpPlan p =
+      plan(node("Conv", attrs({{"auto_pad", std::string("SAME_LOWER")}, {"strides", Ints{2, 3}}})),
+           inputs({2, 4, 7, 8}, {6, 4, 4, 3}));
+  ASSERT_EQ(p.outputs[0].shape, (Shape{2, 6, 4, 3}));
+  const ops::KernelLaunch& l = p.launches[0];
+  const uint32_t expected[] = {2, 4, 7, 8, 6, 4, 3, 1, 4, 3, 2, 3, 2, 1, 1, 1, 4, 6, 2 * 6 * 4 * 3, 0};
+  for (size_t i = 0; i < std::size(expected); ++i) EXPECT_EQ(uniform_u32(l, i), expected[i]) << "field " << i;
+}
+
+TEST(ConvPlan, OneDimensionalConvRunsWithUnitHeight) {
+  ops::OpPlan p =
+      plan(node("Conv", attrs({{"strides", Ints{2}}, {"pads", Ints{1, 2}}})), inputs({1, 4, 11}, {2, 4, 3}));
+  ASSERT_EQ(p.outputs[0].shape, (Shape{1, 2, 6}));
+  const ops::KernelLaunch& l = p.launches[0];
+  EXPECT_EQ(uniform_u32(l, 2), 1u);   // in_h
+  EXPECT_EQ(uniform_u32(l, 3), 11u);  // in_w
+  EXPECT_EQ(uniform_u32(l, 8), 1u);   // kernel_h
+  EXPECT_EQ(uniform_u32(l, 11), 2u);  // stride_w
+  EXPECT_EQ(uniform_u32(l, 13), 1u);  // pad_left
+}
+
+TEST(ConvPlan, ConvTransposeOutputShapes) {
+  auto shape = [](const ops::Attributes& a, const Shape& x, const Shape& w) {
+    return plan(node("ConvTranspose", a), inputs(x, w)).outputs[0].shape;
+  };
+  EXPECT_EQ(shape({}, {1, 4, 5, 5}, {4, 3, 3, 3}), (Shape{1, 3, 7, 7}));
+  EXPECT_EQ(
+      shape(attrs({{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}),
+            {1, 4, 5, 6}, {4, 2, 3, 3}),
+      (Shape{1, 2, 10, 12}));
+  EXPECT_EQ(shape(attrs({{"strides", Ints{2, 2}}, {"group", int64_t{2}}}), {1, 6, 5, 5}, {6, 2, 3, 3}),
+            (Shape{1, 4, 11, 11}));
+  EXPECT_EQ(shape(attrs({{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}), {1, 1, 3, 3},
+                  {1, 2, 3, 3}),
+            (Shape{1, 2, 6, 6}));
+  EXPECT_EQ(
+      shape(attrs({{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}), {1, 1, 3, 3}, {1, 2, 3, 3}),
+      (Shape{1, 2, 10, 8}));
+  EXPECT_EQ(shape(attrs({{"strides", Ints{2}}, {"dilations", Ints{2}}}), {1, 2, 7}, {2, 5, 3}),
+            (Shape{1, 5, 17}));
+}
+
+TEST(ConvPlan, LargeOutputsFoldTheGrid) {
+  ops::OpPlan p = plan(node("Conv"), inputs({1, 1, 1030, 1030}, {4, 1, 1, 1}));
+  const gpu::WorkgroupCount g = p.launches[0].groups;
+  EXPECT_GT(g.y, 1u);
+  EXPECT_LE(g.x, 65535u);
+  EXPECT_GE(g.total() * 64, 4u * 1030 * 1030);
+}
+
+TEST(ConvPlan, EmptyBatchPlansNoLaunch) {
+  ops::OpPlan p = plan(node("Conv"), inputs({0, 4, 5, 5}, {2, 4, 3, 3}));
+  EXPECT_EQ(p.outputs[0].shape, (Shape{0, 2, 3, 3}));
+  EXPECT_TRUE(p.launches.empty());
+}
+
+// Each validation names the parameter (and the node).
+struct ErrorCase {
+  const char* name;
+  const char* op;
+  ops::Attributes attributes;
+  Shape x, w;
+  std::optional<Shape> b;
+  std::vector<std::string> expected;  // substrings of the message
+};
+
+class ConvPlanErrorTest : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(ConvPlanErrorTest, NamesTheParameter) {
+  const ErrorCase& c = GetParam();
+  std::string msg = plan_error(node(c.op, c.attributes), inputs(c.x, c.w, c.b));
+  EXPECT_NE(msg.find("'conv_under_test'"), std::string::npos) << msg;
+  for (const std::string& s : c.expected)
+    EXPECT_NE(msg.find(s), std::string::npos) << "'" << s << "' in: " << msg;
+}
+
+const ErrorCase kErrorCases[] = {
+    {"GroupNotDividingInputChannels",
+     "Conv",
+     attrs({{"group", int64_t{4}}}),
+     {1, 6, 5, 5},
+     {4, 2, 3, 3},
+     {},
+     {"group 4", "input channels 6"}},
+    {"GroupNotDividingOutputChannels",
+     "Conv",
+     attrs({{"group", int64_t{2}}}),
+     {1, 4, 5, 5},
+     {3, 2, 3, 3},
+     {},
+     {"group 2", "output channels 3"}},
+    {"GroupZero", "Conv", attrs({{"group", int64_t{0}}}), {1, 4, 5, 5}, {3, 2, 3, 3}, {}, {"group is 0"}},
+    {"WeightDim1NotChannelsPerGroup",
+     "Conv",
+     attrs({{"group", int64_t{2}}}),
+     {1, 8, 5, 5},
+     {4, 8, 3, 3},
+     {},
+     {"dim 1", "[4, 8, 3, 3]", "8 / 2 = 4"}},
+    {"TransposeWeightDim0NotInputChannels",
+     "ConvTranspose",
+     {},
+     {1, 8, 5, 5},
+     {4, 2, 3, 3},
+     {},
+     {"dim 0", "[4, 2, 3, 3]", "8 input channels"}},
+    {"TransposeGroupNotDividingInputChannels",
+     "ConvTranspose",
+     attrs({{"group", int64_t{3}}}),
+     {1, 8, 5, 5},
+     {8, 2, 3, 3},
+     {},
+     {"group 3", "input channels 8"}},
+    {"BiasLength", "Conv", {}, {1, 4, 5, 5}, {6, 4, 3, 3}, Shape{4}, {"(B)", "[4]", "expected [6]"}},
+    {"TransposeBiasLength",
+     "ConvTranspose",
+     attrs({{"group", int64_t{2}}}),
+     {1, 4, 5, 5},
+     {4, 3, 3, 3},
+     Shape{3},
+     {"(B)", "[3]", "expected [6]"}},
+    {"OutputNotPositive", "Conv", {}, {1, 1, 2, 5}, {1, 1, 3, 3}, {}, {"output height", "input height 2"}},
+    {"OutputNotPositive1D",
+     "Conv",
+     attrs({{"dilations", Ints{3}}}),
+     {1, 1, 5},
+     {1, 1, 3},
+     {},
+     {"output length", "extent 7"}},
+    {"TransposeOutputNotPositive",
+     "ConvTranspose",
+     attrs({{"pads", Ints{2, 0, 2, 0}}}),
+     {1, 1, 1, 4},
+     {1, 1, 3, 3},
+     {},
+     {"output height", "must be positive"}},
+    {"StridesLength",
+     "Conv",
+     attrs({{"strides", Ints{1, 1, 1}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"strides has 3 values", "needs 2"}},
+    {"PadsLength",
+     "Conv",
+     attrs({{"pads", Ints{1, 1}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"pads has 2 values", "needs 4"}},
+    {"DilationsLength",
+     "ConvTranspose",
+     attrs({{"dilations", Ints{2}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"dilations has 1 values", "needs 2"}},
+    {"KernelShapeLength",
+     "Conv",
+     attrs({{"kernel_shape", Ints{3, 3}}}),
+     {1, 4, 5},
+     {4, 4, 3},
+     {},
+     {"kernel_shape has 2 values", "needs 1"}},
+    {"KernelShapeMismatch",
+     "Conv",
+     attrs({{"kernel_shape", Ints{3, 5}}}),
+     {1, 4, 9, 9},
+     {4, 4, 3, 3},
+     {},
+     {"kernel_shape [3, 5]", "[3, 3]"}},
+    {"OutputPaddingLength",
+     "ConvTranspose",
+     attrs({{"output_padding", Ints{1}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"output_padding has 1 values", "needs 2"}},
+    {"OutputShapeLength",
+     "ConvTranspose",
+     attrs({{"output_shape", Ints{1, 2, 3}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"output_shape [1, 2, 3]", "needs 2"}},
+    {"StrideZero",
+     "Conv",
+     attrs({{"strides", Ints{1, 0}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"strides [1, 0]", "below 1"}},
+    {"NegativePads",
+     "Conv",
+     attrs({{"pads", Ints{0, -1, 0, 0}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"pads [0, -1, 0, 0]", "below 0"}},
+    {"StrideAboveI32",
+     "Conv",
+     attrs({{"strides", Ints{1, int64_t{1} << 31}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"strides [1, 2147483648]", "above 2147483647"}},
+    {"KernelDimZero", "Conv", {}, {1, 4, 5, 5}, {4, 4, 0, 3}, {}, {"(W)", "[4, 4, 0, 3]", "kernel dims"}},
+    {"OutputShapeNotPositive",
+     "ConvTranspose",
+     attrs({{"output_shape", Ints{0, 5}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"output_shape [0, 5]", "positive"}},
+    {"OutputPaddingNotBelowStrideOrDilation",
+     "ConvTranspose",
+     attrs({{"strides", Ints{2, 2}}, {"output_padding", Ints{1, 2}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"output_padding [1, 2]", "stride [2, 2]", "dilation [1, 1]"}},
+    {"OutputPaddingOnConv",
+     "Conv",
+     attrs({{"output_padding", Ints{1, 1}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"output_padding [1, 1]", "ConvTranspose attribute"}},
+    {"OutputShapeOnConv",
+     "Conv",
+     attrs({{"output_shape", Ints{5, 5}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"output_shape [5, 5]", "ConvTranspose attribute"}},
+    {"UnknownAutoPad",
+     "Conv",
+     attrs({{"auto_pad", std::string("SAME")}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"auto_pad is 'SAME'"}},
+    {"PadsWithAutoPad",
+     "Conv",
+     attrs({{"auto_pad", std::string("SAME_UPPER")}, {"pads", Ints{1, 1, 1, 1}}}),
+     {1, 4, 5, 5},
+     {4, 4, 3, 3},
+     {},
+     {"pads [1, 1, 1, 1]", "auto_pad SAME_UPPER"}},
+    {"Rank5", "Conv", {}, {1, 4, 3, 5, 5}, {4, 4, 1, 3, 3}, {}, {"rank 5", "rank 3", "rank 4"}},
+    {"Rank2", "ConvTranspose", {}, {4, 5}, {4, 3}, {}, {"rank 2", "1-D and 2-D"}},
+    {"WeightRankMismatch", "Conv", {}, {1, 4, 5, 5}, {4, 4, 3}, {}, {"(W)", "[4, 4, 3]", "rank"}},
+    {"InputTooLargeForU32",
+     "Conv",
+     {},
+     {2, 65536, 256, 128},
+     {1, 65536, 1, 1},
+     {},
+     {"(X)", "[2, 65536, 256, 128]", "u32"}},
+    {"OutputTooLargeForU32",
+     "ConvTranspose",
+     attrs({{"strides", Ints{64, 64}}}),
+     {1, 1, 1024, 1024},
+     {1, 4, 64, 64},
+     {},
+     {"output Y", "u32"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Validation, ConvPlanErrorTest, ::testing::ValuesIn(kErrorCases),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(ConvPlan, RejectsNonFloatTypesNamingTheInput) {
+  PlanInputs x_int = inputs({1, 4, 5, 5}, {4, 4, 3, 3});
+  x_int.descs[0]->dtype = DType::Int32;
+  std::string msg = plan_error(node("Conv"), x_int);
+  EXPECT_NE(msg.find("input 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float32 only"), std::string::npos) << msg;
+
+  PlanInputs w_half = inputs({1, 4, 5, 5}, {4, 4, 3, 3}, std::nullopt, false);
+  w_half.descs[1]->dtype = DType::Float16;
+  msg = plan_error(node("ConvTranspose"), w_half);
+  EXPECT_NE(msg.find("input 1 (W)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float16"), std::string::npos) << msg;
+
+  PlanInputs b_int = inputs({1, 4, 5, 5}, {4, 4, 3, 3}, Shape{4});
+  b_int.descs[2]->dtype = DType::Int64;
+  b_int.constants[2] = Tensor();
+  msg = plan_error(node("Conv"), b_int);
+  EXPECT_NE(msg.find("input 2 (B)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("int64"), std::string::npos) << msg;
+}
+
+TEST(ConvPlan, RegisteredForEveryOpset) {
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    for (int opset : {1, 11, 22, 30}) {
+      EXPECT_NE(ops::builtin_registry().find("", op, opset), nullptr) << op << " opset " << opset;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace wgi
