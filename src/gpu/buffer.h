@@ -11,7 +11,8 @@ namespace wgi::gpu {
 enum class BufferUsage {
   Storage,  // storage binding + copy source + copy destination: every tensor
   Uniform,  // uniform binding + copy destination: kernel parameters
-  Readback  // map for reading + copy destination: staging for downloads
+  Readback,     // map for reading + copy destination: staging for downloads
+  QueryResolve  // query resolve target + copy source: timestamp queries
 };
 
 class Buffer {

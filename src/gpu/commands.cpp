@@ -6,6 +6,7 @@
 
 #include "gpu/device.h"
 #include "gpu/pipeline_cache.h"
+#include "gpu/profiler.h"
 #include "gpu/webgpu_util.h"
 #include "wgi/error.h"
 
@@ -153,6 +154,24 @@ void CommandBatch::dispatch(const BoundDispatch& d) {
   wgpuComputePassEncoderSetPipeline(pass_, d.pipeline()->handle());
   wgpuComputePassEncoderSetBindGroup(pass_, 0, d.bind_group(), 0, nullptr);
   wgpuComputePassEncoderDispatchWorkgroups(pass_, d.groups().x, d.groups().y, d.groups().z);
+}
+
+void CommandBatch::dispatch_timed(const BoundDispatch& d, TimestampProfiler& profiler, uint32_t slot) {
+  if (slot >= profiler.capacity()) throw Error("timestamp slot " + std::to_string(slot) + " past the profiler's capacity");
+  end_pass();
+  if (!encoder_) encoder_ = wgpuDeviceCreateCommandEncoder(device_.handle(), nullptr);
+  WGPUPassTimestampWrites writes = {};
+  writes.querySet = profiler.query_set();
+  writes.beginningOfPassWriteIndex = 2 * slot;
+  writes.endOfPassWriteIndex = 2 * slot + 1;
+  WGPUComputePassDescriptor desc = {};
+  desc.timestampWrites = &writes;
+  WGPUComputePassEncoder pass = wgpuCommandEncoderBeginComputePass(encoder_, &desc);
+  wgpuComputePassEncoderSetPipeline(pass, d.pipeline()->handle());
+  wgpuComputePassEncoderSetBindGroup(pass, 0, d.bind_group(), 0, nullptr);
+  wgpuComputePassEncoderDispatchWorkgroups(pass, d.groups().x, d.groups().y, d.groups().z);
+  wgpuComputePassEncoderEnd(pass);
+  wgpuComputePassEncoderRelease(pass);
 }
 
 void CommandBatch::copy(const BufferSlice& source, const BufferSlice& destination) {

@@ -20,6 +20,7 @@ namespace wgi::gpu {
 
 class ComputePipeline;
 class Device;
+class TimestampProfiler;
 
 class BoundDispatch {
  public:
@@ -59,6 +60,8 @@ class CommandBatch {
   CommandBatch& operator=(const CommandBatch&) = delete;
 
   void dispatch(const BoundDispatch& dispatch);
+  // The dispatch in a compute pass of its own whose start and end write timestamps `2*slot` and `2*slot+1`.
+  void dispatch_timed(const BoundDispatch& dispatch, TimestampProfiler& profiler, uint32_t slot);
   void copy(const BufferSlice& source, const BufferSlice& destination);
   // Finishes the encoder and submits; the batch can then record again. Throws on WebGPU errors.
   void submit();

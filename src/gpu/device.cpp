@@ -37,6 +37,26 @@ BackendKind parse_backend(std::string_view name) {
   throw Error("unknown backend '" + std::string(name) + "': expected vulkan, swiftshader or gles");
 }
 
+Capabilities default_capabilities() {
+  Capabilities c;
+  Limits& l = c.limits;
+  l.max_buffer_size = 256ull << 20;
+  l.max_storage_buffer_binding_size = 128ull << 20;
+  l.max_uniform_buffer_binding_size = 64ull << 10;
+  l.max_storage_buffers_per_shader_stage = 8;
+  l.max_bind_groups = 4;
+  l.max_bindings_per_bind_group = 1000;
+  l.min_storage_buffer_offset_alignment = 256;
+  l.min_uniform_buffer_offset_alignment = 256;
+  l.max_compute_workgroup_storage_size = 16384;
+  l.max_compute_invocations_per_workgroup = 256;
+  l.max_compute_workgroup_size_x = 256;
+  l.max_compute_workgroup_size_y = 256;
+  l.max_compute_workgroup_size_z = 64;
+  l.max_compute_workgroups_per_dimension = 65535;
+  return c;
+}
+
 namespace {
 
 std::string lower_case(std::string s) {
@@ -560,6 +580,9 @@ Buffer Device::create_buffer(uint64_t size, std::string_view label, BufferUsage 
       break;
     case BufferUsage::Readback:
       desc.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+      break;
+    case BufferUsage::QueryResolve:
+      desc.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
       break;
   }
   WGPUBuffer handle = wgpuDeviceCreateBuffer(device_, &desc);

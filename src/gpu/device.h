@@ -73,6 +73,10 @@ struct Capabilities {
   bool compatibility_mode = false;
 };
 
+// The limits every WebGPU implementation guarantees (the specification's defaults) and no optional features:
+// what `wgi check` plans against when no device is at hand.
+Capabilities default_capabilities();
+
 struct DeviceOptions {
   // Unset: the WGI_BACKEND environment variable if set, else the automatic order.
   std::optional<BackendKind> backend;

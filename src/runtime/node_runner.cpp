@@ -1,6 +1,5 @@
 #include "runtime/node_runner.h"
 
-#include "gpu/commands.h"
 #include "runtime/device_tensor.h"
 #include "runtime/plan_binding.h"
 
@@ -31,58 +30,62 @@ ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
   return handler.plan(ctx);
 }
 
+PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
+                           std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options,
+                           const ops::OpRegistry& registry)
+    : device_(device), plan_(plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry)) {
+  auto own = [&](gpu::Buffer buffer) -> gpu::BufferSlice {
+    owned_.push_back(std::make_unique<gpu::Buffer>(std::move(buffer)));
+    return {owned_.back().get()};
+  };
+  std::vector<gpu::BufferSlice> input_slices;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    input_slices.push_back(inputs[i] ? own(upload_tensor(device, inputs[i]->value,
+                                                         node.describe() + " input " + std::to_string(i)))
+                                     : gpu::BufferSlice{});
+  }
+  for (size_t i = 0; i < plan_.outputs.size(); ++i) {
+    if (plan_.alias_output_to_input >= 0 && i == 0) {
+      outputs_.push_back(input_slices.at(static_cast<size_t>(plan_.alias_output_to_input)));
+      continue;
+    }
+    gpu::BufferSlice slice = own(device.create_buffer(device_byte_size(plan_.outputs[i]), "output"));
+    if (options.poison_outputs) {
+      std::vector<uint32_t> poison(slice.buffer->size() / 4, 0x7fc0dead);  // a quiet NaN with a payload
+      device.upload(*slice.buffer, 0, std::as_bytes(std::span<const uint32_t>(poison)));
+    }
+    outputs_.push_back(slice);
+  }
+  std::vector<gpu::BufferSlice> scratch_slices;
+  for (uint64_t bytes : plan_.scratch_bytes) scratch_slices.push_back(own(device.create_buffer(bytes, "scratch")));
+  std::vector<gpu::BufferSlice> constant_slices;
+  for (const Tensor& c : plan_.constants) {
+    constant_slices.push_back(own(upload_tensor(device, c, node.describe() + " prepacked constant")));
+  }
+  dispatches_ = bind_plan(device, node, plan_, {input_slices, outputs_, scratch_slices, constant_slices});
+}
+
+void PreparedNode::encode(gpu::CommandBatch& batch) const {
+  for (const auto& d : dispatches_) batch.dispatch(d);
+}
+
+std::vector<Tensor> PreparedNode::read_outputs() {
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < plan_.outputs.size(); ++i) outputs.push_back(read_tensor(device_, outputs_[i], plan_.outputs[i]));
+  return outputs;
+}
+
+std::vector<Tensor> PreparedNode::run() {
+  gpu::CommandBatch batch(device_);
+  encode(batch);
+  batch.submit();
+  return read_outputs();
+}
+
 std::vector<Tensor> run_node(gpu::Device& device, const ops::NodeInfo& node,
                              std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options,
                              const ops::OpRegistry& registry) {
-  ops::OpPlan plan = plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry);
-
-  std::vector<gpu::Buffer> owned;
-  owned.reserve(inputs.size() + plan.outputs.size() + plan.scratch_bytes.size() + plan.constants.size());
-  std::vector<gpu::BufferSlice> input_slices;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i]) {
-      input_slices.push_back({});
-      continue;
-    }
-    owned.push_back(upload_tensor(device, inputs[i]->value, node.describe() + " input " + std::to_string(i)));
-    input_slices.push_back({&owned.back()});
-  }
-
-  std::vector<gpu::BufferSlice> output_slices;
-  for (size_t i = 0; i < plan.outputs.size(); ++i) {
-    if (plan.alias_output_to_input >= 0 && i == 0) {
-      output_slices.push_back(input_slices.at(static_cast<size_t>(plan.alias_output_to_input)));
-      continue;
-    }
-    uint64_t bytes = device_byte_size(plan.outputs[i]);
-    owned.push_back(device.create_buffer(bytes, "output"));
-    if (options.poison_outputs) {
-      std::vector<uint32_t> poison(owned.back().size() / 4, 0x7fc0dead);  // a quiet NaN with a payload
-      device.upload(owned.back(), 0, std::as_bytes(std::span<const uint32_t>(poison)));
-    }
-    output_slices.push_back({&owned.back()});
-  }
-  std::vector<gpu::BufferSlice> scratch_slices;
-  for (uint64_t bytes : plan.scratch_bytes) {
-    owned.push_back(device.create_buffer(bytes, "scratch"));
-    scratch_slices.push_back({&owned.back()});
-  }
-  std::vector<gpu::BufferSlice> constant_slices;
-  for (const Tensor& c : plan.constants) {
-    owned.push_back(upload_tensor(device, c, node.describe() + " prepacked constant"));
-    constant_slices.push_back({&owned.back()});
-  }
-
-  auto dispatches = bind_plan(device, node, plan, {input_slices, output_slices, scratch_slices, constant_slices});
-  gpu::CommandBatch batch(device);
-  for (const auto& d : dispatches) batch.dispatch(d);
-  batch.submit();
-
-  std::vector<Tensor> outputs;
-  for (size_t i = 0; i < plan.outputs.size(); ++i) {
-    outputs.push_back(read_tensor(device, output_slices[i], plan.outputs[i]));
-  }
-  return outputs;
+  return PreparedNode(device, node, inputs, options, registry).run();
 }
 
 }  // namespace wgi::runtime

@@ -1,11 +1,15 @@
 // Runs a single node on the GPU: plan it, upload its inputs, dispatch, download its outputs.
-// Used by the kernel tests, the ONNX node conformance runner and `wgi selftest`; a Session runs whole graphs.
+// Used by the kernel tests, the ONNX node conformance runner, benchmarks and `wgi selftest`; a Session runs
+// whole graphs.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "gpu/buffer.h"
+#include "gpu/commands.h"
 #include "gpu/device.h"
 #include "ops/op.h"
 #include "ops/registry.h"
@@ -27,10 +31,32 @@ struct NodeRunOptions {
   std::optional<gpu::Capabilities> capabilities;
 };
 
-// Plans the node with the registry's handler (throws wgi::Error listing why if it is not supported).
+// Plans the node with the registry's handler (throws wgi::Error saying why if it is not supported).
 ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
                       std::span<const std::optional<NodeInput>> inputs,
                       const ops::OpRegistry& registry = ops::builtin_registry());
+
+// A node planned, with its buffers allocated, inputs uploaded and dispatches bound: ready to run any number of
+// times (benchmarks encode it repeatedly).
+class PreparedNode {
+ public:
+  PreparedNode(gpu::Device& device, const ops::NodeInfo& node, std::span<const std::optional<NodeInput>> inputs,
+               const NodeRunOptions& options = {}, const ops::OpRegistry& registry = ops::builtin_registry());
+
+  const ops::OpPlan& plan() const { return plan_; }
+  // Appends the node's dispatches to `batch` (no submit).
+  void encode(gpu::CommandBatch& batch) const;
+  // Encodes, submits and downloads the outputs.
+  std::vector<Tensor> run();
+  std::vector<Tensor> read_outputs();
+
+ private:
+  gpu::Device& device_;
+  ops::OpPlan plan_;
+  std::vector<std::unique_ptr<gpu::Buffer>> owned_;
+  std::vector<gpu::BufferSlice> outputs_;
+  std::vector<gpu::BoundDispatch> dispatches_;
+};
 
 std::vector<Tensor> run_node(gpu::Device& device, const ops::NodeInfo& node,
                              std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options = {},
