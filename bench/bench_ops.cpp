@@ -36,32 +36,25 @@ bool large() {
 void run_prepared(benchmark::State& state, wgi::runtime::PreparedNode& node, double flops) {
   wgi::gpu::Device& d = device();
   node.run();  // warm up: pipelines compiled, first dispatch done
-  double per_run = 0;
+  auto time_batch = [&](int repeats) {
+    auto start = std::chrono::steady_clock::now();
+    wgi::gpu::CommandBatch batch(d);
+    for (int i = 0; i < repeats; ++i) node.encode(batch);
+    batch.submit();
+    d.wait_idle();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // Enough runs per submission for about 20 ms of GPU work, so that submission latency is amortised.
   int repeats = 1;
-  // Aim for about 50 ms of GPU work per submission.
-  for (;;) {
-    auto start = std::chrono::steady_clock::now();
-    wgi::gpu::CommandBatch batch(d);
-    for (int i = 0; i < repeats; ++i) node.encode(batch);
-    batch.submit();
-    d.wait_idle();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    per_run = s / repeats;
-    if (s > 0.05 || repeats >= 4096) break;
-    repeats = std::min(4096, std::max(repeats * 2, static_cast<int>(0.05 / std::max(per_run, 1e-7))));
+  for (double s = time_batch(1); s < 0.02 && repeats < 4096;) {
+    repeats = std::min(4096, std::max(repeats * 2, static_cast<int>(repeats * 0.02 / std::max(s, 1e-7))));
+    s = time_batch(repeats);
   }
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    wgi::gpu::CommandBatch batch(d);
-    for (int i = 0; i < repeats; ++i) node.encode(batch);
-    batch.submit();
-    d.wait_idle();
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                           repeats);
-  }
+  // One benchmark iteration is one run: each submission counts as `repeats` iterations.
+  while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
   // Shown with SI prefixes, e.g. FLOP=31.2T/s.
   state.counters["FLOP"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["repeats"] = repeats;
+  state.counters["runs_per_submit"] = repeats;
 }
 
 // Gemm with transB = 1 and a bias: the seeds' linear, out = x W^T + b, W prepacked.

@@ -12,6 +12,7 @@ mkdir -p "$out"
   wgi info
 } 2>&1 | tee "$out/info.txt"
 wgi info --json >"$out/info.json" 2>&1
+(WGI_BACKEND=gles timeout 60 wgi info 2>&1 | head -4) | sed "s/^/# gles: /" | tee -a "$out/info.txt"
 export WGI_BACKEND=vulkan
 wgi_unit_tests 2>&1 | tail -3
 timeout 300 wgi_gpu_tests 2>&1 | tee "$out/gpu_tests.txt" | grep -E '^\[  (PASSED|FAILED)|FAILED|tests ran'
