@@ -1,0 +1,517 @@
+#include "onnx/importer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <fstream>
+#include <new>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "onnx/tensor_proto.h"
+
+namespace wgi::onnx {
+
+namespace pb = ::onnx;
+namespace fs = std::filesystem;
+using detail::ConstantBudget;
+using detail::dtype_from_onnx;
+using detail::onnx_dtype_name;
+
+namespace {
+
+// Protobuf's own nesting limit for one parse (messages inside messages: graphs in attributes in nodes...).
+// The importer itself does not recurse: it never descends into subgraphs.
+constexpr int kProtobufRecursionLimit = 100;
+
+std::string normalise_domain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+std::string domain_label(const std::string& domain) {
+  return domain.empty() ? "ai.onnx" : domain;
+}
+
+pb::ModelProto parse_model(std::span<const std::byte> bytes, const ImportOptions& options) {
+  if (bytes.size() > options.max_model_bytes) {
+    throw Error("the model is " + std::to_string(bytes.size()) + " bytes, more than the limit of " +
+                std::to_string(options.max_model_bytes) + " bytes (ImportOptions::max_model_bytes)");
+  }
+  if (bytes.size() > kMaxProtobufBytes) {
+    throw Error("the model is " + std::to_string(bytes.size()) +
+                " bytes; protobuf cannot parse one message of 2 GiB or more. Save the model with its weights "
+                "as external data (onnx.save_model(model, path, save_as_external_data=True))");
+  }
+  const int size = static_cast<int>(bytes.size());
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()), size);
+  // The default limit of older protobuf releases (64 MiB) would refuse large models; the buffer's own size is
+  // the real bound.
+  stream.SetTotalBytesLimit(size);
+  stream.SetRecursionLimit(kProtobufRecursionLimit);
+  pb::ModelProto model;
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+    throw Error(
+        "not a valid ONNX model: the protobuf data could not be parsed (a truncated or corrupt file, "
+        "nesting deeper than " +
+        std::to_string(kProtobufRecursionLimit) + " levels, or not an .onnx file)");
+  }
+  return model;
+}
+
+const char* type_kind_name(pb::TypeProto::ValueCase kind) {
+  switch (kind) {
+    case pb::TypeProto::kSequenceType:
+      return "a sequence";
+    case pb::TypeProto::kMapType:
+      return "a map";
+    case pb::TypeProto::kOptionalType:
+      return "an optional";
+    case pb::TypeProto::kSparseTensorType:
+      return "a sparse tensor";
+    case pb::TypeProto::kOpaqueType:
+      return "an opaque value";
+    default:
+      return "not a tensor";
+  }
+}
+
+// Fills the value's dtype and shape from a declared type. Returns why it cannot, or nullopt. A missing type
+// is "has no type".
+std::optional<std::string> read_declared_type(const pb::ValueInfoProto& info, graph::Value& value) {
+  if (!info.has_type() || info.type().value_case() == pb::TypeProto::VALUE_NOT_SET) return "has no type";
+  const pb::TypeProto& type = info.type();
+  if (type.value_case() != pb::TypeProto::kTensorType) {
+    return std::string("is ") + type_kind_name(type.value_case()) + "; wgi supports tensors only";
+  }
+  const pb::TypeProto::Tensor& tensor = type.tensor_type();
+  if (!tensor.has_elem_type() || tensor.elem_type() == pb::TensorProto_DataType_UNDEFINED) {
+    return "has no element type";
+  }
+  std::optional<DType> dtype = dtype_from_onnx(tensor.elem_type());
+  if (!dtype) {
+    return "has element type " + onnx_dtype_name(tensor.elem_type()) +
+           ", which wgi does not support (supported: " + detail::supported_dtypes() + ")";
+  }
+  value.dtype = *dtype;
+  value.shape = graph::ValueShape{};
+  if (tensor.has_shape()) {
+    value.shape.rank_known = true;
+    value.shape.dims.reserve(static_cast<size_t>(tensor.shape().dim_size()));
+    for (const pb::TensorShapeProto::Dimension& d : tensor.shape().dim()) {
+      // A negative dim_value is not valid ONNX; some exporters wrote -1 for "unknown", so read it as that.
+      if (d.has_dim_value() && d.dim_value() >= 0) {
+        value.shape.dims.push_back(graph::Dim::known(d.dim_value()));
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        value.shape.dims.push_back(graph::Dim::named(d.dim_param()));
+      } else {
+        value.shape.dims.emplace_back();
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+pb::AttributeProto::AttributeType attribute_type(const pb::AttributeProto& a, const std::string& what) {
+  if (a.type() != pb::AttributeProto::UNDEFINED) return a.type();
+  // Very old files leave `type` unset: infer it from the one field that holds the value.
+  if (a.has_g()) return pb::AttributeProto::GRAPH;
+  if (a.graphs_size()) return pb::AttributeProto::GRAPHS;
+  if (a.has_t()) return pb::AttributeProto::TENSOR;
+  if (a.has_sparse_tensor()) return pb::AttributeProto::SPARSE_TENSOR;
+  if (a.floats_size()) return pb::AttributeProto::FLOATS;
+  if (a.ints_size()) return pb::AttributeProto::INTS;
+  if (a.strings_size()) return pb::AttributeProto::STRINGS;
+  if (a.tensors_size()) return pb::AttributeProto::TENSORS;
+  if (a.has_f()) return pb::AttributeProto::FLOAT;
+  if (a.has_i()) return pb::AttributeProto::INT;
+  if (a.has_s()) return pb::AttributeProto::STRING;
+  throw Error(what + " has neither a type nor a value");
+}
+
+// Ops whose integer attribute names an element type to produce.
+const char* dtype_attribute_of(const std::string& domain, const std::string& op_type) {
+  if (!domain.empty()) return nullptr;
+  if (op_type == "Cast") return "to";
+  static const std::unordered_set<std::string> with_dtype = {
+      "EyeLike",           "RandomNormal", "RandomNormalLike", "RandomUniform",
+      "RandomUniformLike", "Multinomial",  "Bernoulli"};
+  return with_dtype.count(op_type) ? "dtype" : nullptr;
+}
+
+class Importer {
+ public:
+  Importer(const pb::ModelProto& model, fs::path base_dir, const ImportOptions& options)
+      : model_(model), base_dir_(std::move(base_dir)), budget_(options.max_model_bytes) {}
+
+  graph::Graph run() {
+    read_header();
+    const pb::GraphProto& g = model_.graph();
+    graph_.name = g.name();
+    if (g.sparse_initializer_size()) {
+      throw Error("sparse initializer '" + g.sparse_initializer(0).values().name() +
+                  "': sparse initializers are not supported; store the tensor densely");
+    }
+    for (const pb::TensorProto& t : g.initializer()) add_initializer(t);
+    for (const pb::ValueInfoProto& in : g.input()) add_input(in);
+    for (const pb::FunctionProto& f : model_.functions()) {
+      local_functions_.insert(normalise_domain(f.domain()) + ":" + f.name());
+    }
+    for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), i);
+    resolve_node_inputs();
+    for (const pb::ValueInfoProto& info : g.value_info()) apply_declared_type(info, "value_info entry");
+    add_outputs();
+    for (size_t n = 0; n < pending_.size(); ++n) {
+      Pending& p = pending_[n];
+      if (!p.unsupported.empty()) {
+        std::string reason;
+        for (const std::string& r : p.unsupported) reason += (reason.empty() ? "" : "; ") + r;
+        p.node.info.attributes.set(std::string(kUnsupportedReasonAttribute), reason);
+      }
+      graph_.nodes.push_back(std::move(p.node));
+    }
+    graph_.sort_topologically();
+    return std::move(graph_);
+  }
+
+ private:
+  struct Pending {
+    graph::Node node;
+    std::vector<std::string> input_names;
+    std::vector<std::string> unsupported;  // reasons the importer already knows
+  };
+
+  void read_header() {
+    if (!model_.has_ir_version()) throw Error("the model has no ir_version: not an ONNX model?");
+    int64_t ir = model_.ir_version();
+    if (ir < kMinIrVersion || ir > kMaxIrVersion) {
+      throw Error("the model has ONNX IR version " + std::to_string(ir) + "; wgi reads IR versions " +
+                  std::to_string(kMinIrVersion) + " to " + std::to_string(kMaxIrVersion));
+    }
+    graph_.ir_version = ir;
+    if (!model_.has_graph()) throw Error("the model has no graph");
+    if (model_.opset_import_size() == 0) throw Error("the model has no opset_import: which opset is it?");
+    for (const pb::OperatorSetIdProto& op : model_.opset_import()) {
+      std::string domain = normalise_domain(op.domain());
+      int64_t version = op.version();
+      if (version < 1 || version > INT32_MAX) {
+        throw Error("the model imports domain " + domain_label(domain) + " at opset " +
+                    std::to_string(version) + ", which is not a valid opset version");
+      }
+      auto [it, inserted] = graph_.opsets.emplace(domain, version);
+      if (!inserted && it->second != version) {
+        throw Error("the model imports domain " + domain_label(domain) + " twice, at opsets " +
+                    std::to_string(it->second) + " and " + std::to_string(version));
+      }
+    }
+  }
+
+  // Records where a value name comes from; a second definition is an error naming both.
+  void claim(const std::string& name, const std::string& origin) {
+    auto [it, inserted] = origins_.emplace(name, origin);
+    if (!inserted) {
+      throw Error("value '" + name + "' is defined twice: as " + it->second + " and as " + origin);
+    }
+  }
+
+  void add_constant(const std::string& name, Tensor tensor, const std::string& origin) {
+    claim(name, origin);
+    graph::Value v;
+    v.name = name;
+    v.dtype = tensor.dtype();
+    v.shape = graph::ValueShape::of(tensor.shape());
+    v.constant = std::move(tensor);
+    graph_.add_value(std::move(v));
+  }
+
+  void add_initializer(const pb::TensorProto& t) {
+    if (t.name().empty()) throw Error("the graph has an initializer without a name");
+    std::string what = "initializer '" + t.name() + "'";
+    add_constant(t.name(), detail::tensor_from_proto(t, what, base_dir_, budget_), what);
+  }
+
+  void add_input(const pb::ValueInfoProto& in) {
+    if (in.name().empty()) throw Error("the graph has an input without a name");
+    auto it = origins_.find(in.name());
+    // Exporters before IR 4 list every initializer as an input too: those are constants, not runtime inputs.
+    if (it != origins_.end() && it->second.rfind("initializer", 0) == 0) return;
+    std::string what = "graph input '" + in.name() + "'";
+    claim(in.name(), what);
+    graph::Value v;
+    v.name = in.name();
+    if (std::optional<std::string> problem = read_declared_type(in, v)) throw Error(what + " " + *problem);
+    graph_.inputs.push_back(graph_.add_value(std::move(v)));
+  }
+
+  int opset_of(const std::string& domain, const std::string& label) const {
+    auto it = graph_.opsets.find(domain);
+    if (it == graph_.opsets.end()) {
+      throw Error(label + " is in domain '" + domain_label(domain) +
+                  "', which the model's opset_import does not list");
+    }
+    return static_cast<int>(it->second);
+  }
+
+  void add_node(const pb::NodeProto& n, int index) {
+    std::string name = n.name().empty() ? "<unnamed #" + std::to_string(index) + ">" : n.name();
+    std::string label = "node '" + name + "' (" + n.op_type() + ")";
+    if (n.op_type().empty()) throw Error("node '" + name + "' has no op_type");
+    std::string domain = normalise_domain(n.domain());
+    int opset = opset_of(domain, label);
+    if (domain.empty() && n.op_type() == "Constant") {
+      add_constant_node(n, label);
+      return;
+    }
+    Pending p;
+    ops::NodeInfo& info = p.node.info;
+    info.name = name;
+    info.op_type = n.op_type();
+    info.domain = domain;
+    info.opset = opset;
+    label = info.describe();
+    import_attributes(n, label, p);
+    if (local_functions_.count(domain + ":" + n.op_type())) {
+      p.unsupported.push_back("calls the model-local function " + domain_label(domain) + ":" + n.op_type() +
+                              ", which wgi does not inline");
+    }
+    for (const std::string& in : n.input()) {
+      info.input_names.push_back(in);
+      p.input_names.push_back(in);
+    }
+    for (int o = 0; o < n.output_size(); ++o) {
+      const std::string& out = n.output(o);
+      info.output_names.push_back(out);
+      if (out.empty()) {  // an optional output the model does not use
+        p.node.outputs.push_back(graph::kNoValue);
+        continue;
+      }
+      claim(out, "output " + std::to_string(o) + " of " + label);
+      graph::Value v;
+      v.name = out;
+      v.producer = static_cast<int32_t>(pending_.size());
+      p.node.outputs.push_back(graph_.add_value(std::move(v)));
+    }
+    pending_.push_back(std::move(p));
+  }
+
+  void add_constant_node(const pb::NodeProto& n, const std::string& label) {
+    if (n.output_size() != 1 || n.output(0).empty()) {
+      throw Error(label + " must have exactly one named output, has " + std::to_string(n.output_size()));
+    }
+    if (n.input_size() != 0) {
+      throw Error(label + " must have no inputs, has " + std::to_string(n.input_size()));
+    }
+    if (n.attribute_size() != 1) {
+      throw Error(label +
+                  " must have exactly one of the attributes value, value_float, value_floats, value_int, " +
+                  "value_ints; it has " + std::to_string(n.attribute_size()) + " attributes");
+    }
+    const pb::AttributeProto& a = n.attribute(0);
+    const std::string& form = a.name();
+    std::string what = "attribute '" + form + "' of " + label;
+    if (!a.ref_attr_name().empty()) throw Error(what + " refers to a function attribute outside a function");
+    Tensor t;
+    if (form == "value") {
+      if (!a.has_t()) throw Error(what + " holds no tensor");
+      t = detail::tensor_from_proto(a.t(), what, base_dir_, budget_);
+    } else if (form == "value_float") {
+      if (!a.has_f()) throw Error(what + " holds no float");
+      t = Tensor::from_vector<float>({}, {a.f()});
+    } else if (form == "value_int") {
+      if (!a.has_i()) throw Error(what + " holds no int");
+      t = Tensor::from_vector<int64_t>({}, {a.i()});
+    } else if (form == "value_floats") {
+      std::vector<float> v(a.floats().begin(), a.floats().end());
+      t = Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v);
+    } else if (form == "value_ints") {
+      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+      t = Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+    } else if (form == "value_string" || form == "value_strings") {
+      throw Error(label + " holds strings (" + form + "); wgi supports numeric tensors only");
+    } else if (form == "sparse_value") {
+      throw Error(label + " holds a sparse tensor (sparse_value), which wgi does not support");
+    } else {
+      throw Error(label + " has the attribute '" + form + "'; expected value, value_float, value_floats, " +
+                  "value_int or value_ints");
+    }
+    if (form != "value") budget_.take(t.byte_size(), what);
+    add_constant(n.output(0), std::move(t), "output of " + label);
+  }
+
+  void import_attributes(const pb::NodeProto& n, const std::string& label, Pending& p) {
+    ops::Attributes& attrs = p.node.info.attributes;
+    for (const pb::AttributeProto& a : n.attribute()) {
+      const std::string& name = a.name();
+      if (name.empty()) throw Error(label + " has an attribute without a name");
+      std::string what = "attribute '" + name + "' of " + label;
+      if (name == kUnsupportedReasonAttribute)
+        throw Error(label + " uses the attribute name wgi reserves: " + name);
+      if (attrs.has(name)) throw Error(label + " has the attribute '" + name + "' twice");
+      if (!a.ref_attr_name().empty()) {
+        throw Error(what + " refers to the function attribute '" + a.ref_attr_name() +
+                    "', which is only valid inside a function body");
+      }
+      pb::AttributeProto::AttributeType type = attribute_type(a, what);
+      switch (type) {
+        case pb::AttributeProto::FLOAT:
+          attrs.set(name, a.f());
+          break;
+        case pb::AttributeProto::INT:
+          attrs.set(name, a.i());
+          break;
+        case pb::AttributeProto::STRING:
+          attrs.set(name, a.s());
+          break;
+        case pb::AttributeProto::FLOATS:
+          attrs.set(name, std::vector<float>(a.floats().begin(), a.floats().end()));
+          break;
+        case pb::AttributeProto::INTS:
+          attrs.set(name, std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+          break;
+        case pb::AttributeProto::STRINGS:
+          attrs.set(name, std::vector<std::string>(a.strings().begin(), a.strings().end()));
+          break;
+        case pb::AttributeProto::TENSOR: {
+          if (!a.has_t()) throw Error(what + " is of type TENSOR but holds no tensor");
+          int32_t data_type = a.t().data_type();
+          if (data_type != pb::TensorProto_DataType_UNDEFINED && !dtype_from_onnx(data_type)) {
+            p.unsupported.push_back("dtype unsupported: attribute '" + name + "' holds a " +
+                                    onnx_dtype_name(data_type) + " tensor");
+            break;
+          }
+          attrs.set(name, detail::tensor_from_proto(a.t(), what, base_dir_, budget_));
+          break;
+        }
+        case pb::AttributeProto::GRAPH:
+        case pb::AttributeProto::GRAPHS:
+          p.unsupported.push_back("subgraphs are not supported (attribute '" + name + "')");
+          break;
+        case pb::AttributeProto::SPARSE_TENSOR:
+        case pb::AttributeProto::SPARSE_TENSORS:
+        case pb::AttributeProto::TENSORS:
+        case pb::AttributeProto::TYPE_PROTO:
+        case pb::AttributeProto::TYPE_PROTOS:
+          p.unsupported.push_back("attribute '" + name + "' is of kind " +
+                                  pb::AttributeProto::AttributeType_Name(type) +
+                                  ", which wgi does not support");
+          break;
+        default:
+          throw Error(what + " has an unknown type " + std::to_string(static_cast<int>(type)));
+      }
+    }
+    const ops::NodeInfo& info = p.node.info;
+    if (const char* key = dtype_attribute_of(info.domain, info.op_type)) {
+      auto it = attrs.all().find(key);
+      if (it != attrs.all().end()) {
+        if (const int64_t* to = std::get_if<int64_t>(&it->second); to && !dtype_from_onnx(*to)) {
+          p.unsupported.push_back("dtype unsupported: attribute '" + std::string(key) + "' asks for " +
+                                  onnx_dtype_name(*to) + " (wgi supports " + detail::supported_dtypes() +
+                                  ")");
+        }
+      }
+    }
+  }
+
+  void resolve_node_inputs() {
+    for (Pending& p : pending_) {
+      for (size_t i = 0; i < p.input_names.size(); ++i) {
+        const std::string& in = p.input_names[i];
+        if (in.empty()) {  // an optional input the model does not give
+          p.node.inputs.push_back(graph::kNoValue);
+          continue;
+        }
+        graph::ValueId id = graph_.find(in);
+        if (id == graph::kNoValue) {
+          throw Error(p.node.info.describe() + " reads '" + in + "' as input " + std::to_string(i) +
+                      ", but no graph input, initializer or node output has that name");
+        }
+        p.node.inputs.push_back(id);
+      }
+    }
+  }
+
+  // A declared type (value_info, graph output) of a node's output: fills its dtype and shape, and records an
+  // element type wgi lacks on the producing node.
+  void apply_declared_type(const pb::ValueInfoProto& info, const char* kind) {
+    graph::ValueId id = graph_.find(info.name());
+    if (id == graph::kNoValue) return;  // value_info for a value the graph does not have: harmless
+    graph::Value& v = graph_.value(id);
+    if (v.producer < 0) return;  // inputs and constants have their types already
+    graph::Value declared = v;
+    std::optional<std::string> problem = read_declared_type(info, declared);
+    if (!problem) {
+      v.dtype = declared.dtype;
+      v.shape = std::move(declared.shape);
+    } else if (*problem != "has no type" && *problem != "has no element type") {
+      pending_[static_cast<size_t>(v.producer)].unsupported.push_back(
+          (problem->rfind("has element type", 0) == 0 ? "dtype unsupported: " : "") + std::string(kind) +
+          " '" + info.name() + "' " + *problem);
+    }
+  }
+
+  void add_outputs() {
+    std::set<std::string> seen;
+    for (const pb::ValueInfoProto& out : model_.graph().output()) {
+      if (out.name().empty()) throw Error("the graph has an output without a name");
+      if (!seen.insert(out.name()).second) throw Error("graph output '" + out.name() + "' is listed twice");
+      graph::ValueId id = graph_.find(out.name());
+      if (id == graph::kNoValue) {
+        throw Error("graph output '" + out.name() +
+                    "' is not a graph input, an initializer or any node's output");
+      }
+      apply_declared_type(out, "graph output");
+      graph_.outputs.push_back(id);
+    }
+    if (graph_.outputs.empty()) throw Error("the graph has no outputs");
+  }
+
+  const pb::ModelProto& model_;
+  fs::path base_dir_;
+  ConstantBudget budget_;
+  graph::Graph graph_;
+  std::unordered_map<std::string, std::string> origins_;  // value name -> "initializer 'w'", ...
+  std::unordered_set<std::string> local_functions_;       // "domain:name"
+  std::vector<Pending> pending_;                          // nodes in file order
+};
+
+}  // namespace
+
+graph::Graph import_model(std::span<const std::byte> model_bytes, const fs::path& base_dir,
+                          const ImportOptions& options) {
+  try {
+    pb::ModelProto model = parse_model(model_bytes, options);
+    return Importer(model, base_dir, options).run();
+  } catch (const std::bad_alloc&) {
+    throw Error("out of memory while importing the model (" + std::to_string(model_bytes.size()) + " bytes)");
+  }
+}
+
+graph::Graph import_model_file(const fs::path& path, const ImportOptions& options) {
+  std::error_code ec;
+  fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw Error("model file '" + path.string() + "' does not exist");
+  if (!fs::is_regular_file(status)) throw Error("model path '" + path.string() + "' is not a regular file");
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) throw Error("cannot read the size of model file '" + path.string() + "': " + ec.message());
+  if (size > options.max_model_bytes || size > kMaxProtobufBytes) {
+    throw Error("model file '" + path.string() + "' is " + std::to_string(size) + " bytes, more than " +
+                (size > kMaxProtobufBytes
+                     ? std::string("protobuf can parse (2 GiB); save the weights as external "
+                                   "data")
+                     : "ImportOptions::max_model_bytes (" + std::to_string(options.max_model_bytes) + ")"));
+  }
+  std::vector<std::byte> bytes(static_cast<size_t>(size));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open model file '" + path.string() + "'");
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!in || static_cast<uint64_t>(in.gcount()) != size) {
+    throw Error("reading model file '" + path.string() + "' failed");
+  }
+  fs::path base_dir = path.parent_path();
+  if (base_dir.empty()) base_dir = ".";
+  try {
+    return import_model(bytes, base_dir, options);
+  } catch (const Error& e) {
+    throw Error(path.filename().string() + ": " + e.what());
+  }
+}
+
+}  // namespace wgi::onnx
