@@ -39,7 +39,9 @@ class Preprocessor {
       bool in_else;
     };
     std::vector<Branch> stack;
-    auto active = [&] { return stack.empty() || (stack.back().parent_active && stack.back().condition != stack.back().in_else); };
+    auto active = [&] {
+      return stack.empty() || (stack.back().parent_active && stack.back().condition != stack.back().in_else);
+    };
     std::istringstream in{std::string(text)};
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {

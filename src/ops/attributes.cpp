@@ -29,7 +29,8 @@ std::string Attributes::get_string(const std::string& name, const std::string& f
   return v ? *v : fallback;
 }
 
-std::vector<int64_t> Attributes::get_ints(const std::string& name, const std::vector<int64_t>& fallback) const {
+std::vector<int64_t> Attributes::get_ints(const std::string& name,
+                                          const std::vector<int64_t>& fallback) const {
   const auto* v = get_typed<std::vector<int64_t>>(name, "ints");
   return v ? *v : fallback;
 }
@@ -39,6 +40,8 @@ std::vector<float> Attributes::get_floats(const std::string& name, const std::ve
   return v ? *v : fallback;
 }
 
-const Tensor* Attributes::get_tensor(const std::string& name) const { return get_typed<Tensor>(name, "tensor"); }
+const Tensor* Attributes::get_tensor(const std::string& name) const {
+  return get_typed<Tensor>(name, "tensor");
+}
 
 }  // namespace wgi::ops

@@ -219,8 +219,8 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   }
   const std::vector<int64_t> kernel_shape = spatial_ints(ctx, "kernel_shape", spatial, 1, 1, 1);
   if (ctx.node.attributes.has("kernel_shape") && kernel_shape != w_kernel) {
-    ctx.fail("kernel_shape " + shape_to_string(kernel_shape) + " does not match the spatial dims " + shape_to_string(w_kernel) +
-             " of " + ctx.input_name(1) + " (W) " + shape_to_string(w_shape));
+    ctx.fail("kernel_shape " + shape_to_string(kernel_shape) + " does not match the spatial dims " +
+             shape_to_string(w_kernel) + " of " + ctx.input_name(1) + " (W) " + shape_to_string(w_shape));
   }
   const std::vector<int64_t> strides = spatial_ints(ctx, "strides", spatial, 1, 1, 1);
   const std::vector<int64_t> dilations = spatial_ints(ctx, "dilations", spatial, 1, 1, 1);
@@ -232,7 +232,8 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
     for (size_t i = 0; i < spatial; ++i) {
       if (output_padding[i] >= strides[i] && output_padding[i] >= dilations[i]) {
         ctx.fail("output_padding " + shape_to_string(output_padding) + " must be smaller than the stride " +
-                 shape_to_string(strides) + " or the dilation " + shape_to_string(dilations) + " on each axis");
+                 shape_to_string(strides) + " or the dilation " + shape_to_string(dilations) +
+                 " on each axis");
       }
     }
     output_shape = ctx.node.attributes.get_ints("output_shape", {});
@@ -247,7 +248,8 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
     }
     for (int64_t v : output_shape) {
       if (v <= 0 || v > std::numeric_limits<int32_t>::max()) {
-        ctx.fail("output_shape " + shape_to_string(output_shape) + " must be positive and at most 2147483647");
+        ctx.fail("output_shape " + shape_to_string(output_shape) +
+                 " must be positive and at most 2147483647");
       }
     }
   } else {

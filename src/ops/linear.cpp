@@ -5,8 +5,8 @@
 // seeds' vec4 kernel; K % 4 == 0, A as [M,K], B as [N,K]). A constant B (a weight) is prepacked once into
 // [batch..., N, K], K contiguous, which both kernels read and which makes the vec4 kernel usable.
 //
-// The internal attribute "wgi.kernel" = "tiled" | "vec4" forces a kernel (tests, tuning); a forced kernel that
-// cannot run the problem is an error, never a silent fallback.
+// The internal attribute "wgi.kernel" = "tiled" | "vec4" forces a kernel (tests, tuning); a forced kernel
+// that cannot run the problem is an error, never a silent fallback.
 #include <algorithm>
 #include <cstring>
 
@@ -41,16 +41,17 @@ uint32_t checked_u32(const PlanContext& ctx, int64_t v, const char* what) {
   return static_cast<uint32_t>(v);
 }
 
-// The output's batch dims as the kernel decodes them: adjacent dims with the same broadcast pattern merged (so
-// at most kMaxBatchDims remain), with A's and B's element strides per dim (0 where that operand broadcasts).
+// The output's batch dims as the kernel decodes them: adjacent dims with the same broadcast pattern merged
+// (so at most kMaxBatchDims remain), with A's and B's element strides per dim (0 where that operand
+// broadcasts).
 struct BatchLayout {
   std::vector<int64_t> extents;
   std::vector<uint64_t> a_strides;
   std::vector<uint64_t> b_strides;
 };
 
-BatchLayout broadcast_batch(const PlanContext& ctx, const Shape& a_batch, const Shape& b_batch, uint64_t a_matrix,
-                            uint64_t b_matrix) {
+BatchLayout broadcast_batch(const PlanContext& ctx, const Shape& a_batch, const Shape& b_batch,
+                            uint64_t a_matrix, uint64_t b_matrix) {
   const size_t rank = std::max(a_batch.size(), b_batch.size());
   auto dim_at = [rank](const Shape& s, size_t i) -> int64_t {
     size_t pad = rank - s.size();
@@ -146,7 +147,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
       drop_n = true;
     }
   } else if (a_shape.size() != 2 || b_shape.size() != 2) {
-    ctx.fail("Gemm needs rank-2 A and B, got A " + shape_to_string(a_shape) + " and B " + shape_to_string(b_shape));
+    ctx.fail("Gemm needs rank-2 A and B, got A " + shape_to_string(a_shape) + " and B " +
+             shape_to_string(b_shape));
   }
   const size_t ar = a_shape.size(), br = b_shape.size();
   const int64_t M = spec.trans_a ? a_shape[ar - 1] : a_shape[ar - 2];
@@ -154,13 +156,14 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const int64_t Kb = spec.trans_b ? b_shape[br - 1] : b_shape[br - 2];
   const int64_t N = spec.trans_b ? b_shape[br - 2] : b_shape[br - 1];
   if (K != Kb) {
-    ctx.fail("inner dimensions differ: A " + shape_to_string(a.shape) + (spec.trans_a ? " (transposed)" : "") +
-             " has K = " + std::to_string(K) + ", B " + shape_to_string(b.shape) +
-             (spec.trans_b ? " (transposed)" : "") + " has K = " + std::to_string(Kb));
+    ctx.fail("inner dimensions differ: A " + shape_to_string(a.shape) +
+             (spec.trans_a ? " (transposed)" : "") + " has K = " + std::to_string(K) + ", B " +
+             shape_to_string(b.shape) + (spec.trans_b ? " (transposed)" : "") +
+             " has K = " + std::to_string(Kb));
   }
   Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
-  BatchLayout batch = broadcast_batch(ctx, a_batch, b_batch, static_cast<uint64_t>(M * K),
-                                      static_cast<uint64_t>(K * N));
+  BatchLayout batch =
+      broadcast_batch(ctx, a_batch, b_batch, static_cast<uint64_t>(M * K), static_cast<uint64_t>(K * N));
 
   Shape out_shape;
   if (spec.matmul_semantics) {
@@ -180,7 +183,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   int64_t gemm_m = M;
   int64_t batch_count = 1;
   for (int64_t d : batch.extents) batch_count *= d;
-  bool b_has_batch = std::any_of(batch.b_strides.begin(), batch.b_strides.end(), [](uint64_t s) { return s; });
+  bool b_has_batch =
+      std::any_of(batch.b_strides.begin(), batch.b_strides.end(), [](uint64_t s) { return s; });
   if (!spec.trans_a && !b_has_batch && batch_count > 1) {
     gemm_m = M * batch_count;
     batch_count = 1;
@@ -208,10 +212,12 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   bool has_bias = spec.c_input && ctx.has_input(*spec.c_input);
   if (has_bias) {
     const TensorDesc& c = ctx.input(*spec.c_input);
-    if (c.dtype != DType::Float32) ctx.fail("C has type " + std::string(dtype_name(c.dtype)) + "; expected float32");
+    if (c.dtype != DType::Float32)
+      ctx.fail("C has type " + std::string(dtype_name(c.dtype)) + "; expected float32");
     const Shape& cs = c.shape;
-    if (cs.size() > 2) ctx.fail("C " + shape_to_string(cs) + " must broadcast to [M, N] = [" +
-                                std::to_string(M) + ", " + std::to_string(N) + "]");
+    if (cs.size() > 2)
+      ctx.fail("C " + shape_to_string(cs) + " must broadcast to [M, N] = [" + std::to_string(M) + ", " +
+               std::to_string(N) + "]");
     int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
     int64_t c_cols = cs.empty() ? 1 : cs.back();
     if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
@@ -260,7 +266,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   activation.add_defines(defines);
   launch.program.label = std::string(use_vec4 ? "gemm_vec4" : "gemm_tiled") + (spec.trans_a ? "_akm" : "") +
                          (b_nk ? "_bnk" : "_bkn") + activation.label_suffix();
-  launch.program.wgsl = kernels::load_wgsl(use_vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
+  launch.program.wgsl =
+      kernels::load_wgsl(use_vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};
@@ -315,7 +322,8 @@ OpPlan plan_onnx_gemm(const PlanContext& ctx) {
 
 void register_linear_ops(OpRegistry& registry) {
   registry.add("", "MatMul", 1, kLatestOpset, {plan_matmul, nullptr});
-  // Gemm 6 and older had a `broadcast` attribute; 7+ broadcasts C unidirectionally, which is what we implement.
+  // Gemm 6 and older had a `broadcast` attribute; 7+ broadcasts C unidirectionally, which is what we
+  // implement.
   registry.add("", "Gemm", 7, kLatestOpset, {plan_onnx_gemm, nullptr});
 }
 

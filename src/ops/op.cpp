@@ -20,6 +20,8 @@ const TensorDesc& PlanContext::input(size_t i) const {
   return *inputs[i];
 }
 
-void PlanContext::fail(const std::string& message) const { throw Error(node.describe() + ": " + message); }
+void PlanContext::fail(const std::string& message) const {
+  throw Error(node.describe() + ": " + message);
+}
 
 }  // namespace wgi::ops

@@ -12,7 +12,9 @@ std::string normalise_domain(std::string_view domain) {
   return domain == "ai.onnx" ? std::string() : std::string(domain);
 }
 
-std::string domain_label(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
+std::string domain_label(const std::string& domain) {
+  return domain.empty() ? "ai.onnx" : domain;
+}
 
 std::string range_label(int since, int until) {
   if (until == kLatestOpset) return std::to_string(since) + "+";
@@ -30,22 +32,25 @@ void OpRegistry::add(std::string_view domain, std::string_view op_type, int sinc
     throw Error("op registration " + std::string(op_type) + " at " + site + ": bad opset range " +
                 range_label(since_version, until_version));
   }
-  if (!handler.plan) throw Error("op registration " + std::string(op_type) + " at " + site + " has no plan function");
+  if (!handler.plan)
+    throw Error("op registration " + std::string(op_type) + " at " + site + " has no plan function");
   for (const Entry& e : entries_) {
     if (e.domain == dom && e.op_type == op_type && since_version <= e.until_version &&
         e.since_version <= until_version) {
-      throw Error("op " + std::string(op_type) + " (domain " + domain_label(dom) + ") registered twice: opsets " +
-                  range_label(e.since_version, e.until_version) + " at " + e.site + " and opsets " +
-                  range_label(since_version, until_version) + " at " + site);
+      throw Error("op " + std::string(op_type) + " (domain " + domain_label(dom) +
+                  ") registered twice: opsets " + range_label(e.since_version, e.until_version) + " at " +
+                  e.site + " and opsets " + range_label(since_version, until_version) + " at " + site);
     }
   }
   entries_.push_back({dom, std::string(op_type), since_version, until_version, std::move(handler), site});
 }
 
-const OpRegistry::Entry* OpRegistry::find(std::string_view domain, std::string_view op_type, int opset) const {
+const OpRegistry::Entry* OpRegistry::find(std::string_view domain, std::string_view op_type,
+                                          int opset) const {
   std::string dom = normalise_domain(domain);
   for (const Entry& e : entries_) {
-    if (e.domain == dom && e.op_type == op_type && e.since_version <= opset && opset <= e.until_version) return &e;
+    if (e.domain == dom && e.op_type == op_type && e.since_version <= opset && opset <= e.until_version)
+      return &e;
   }
   return nullptr;
 }
@@ -60,7 +65,8 @@ std::optional<std::string> OpRegistry::unsupported_reason(std::string_view domai
       ranges += (ranges.empty() ? "" : ", ") + range_label(e.since_version, e.until_version);
     }
   }
-  if (ranges.empty()) return "op missing: wgi has no " + std::string(op_type) + " in domain " + domain_label(dom);
+  if (ranges.empty())
+    return "op missing: wgi has no " + std::string(op_type) + " in domain " + domain_label(dom);
   return "opset " + std::to_string(opset) + " unsupported: wgi implements " + std::string(op_type) +
          " for opsets " + ranges;
 }

@@ -1,20 +1,47 @@
-// An elementwise unary op, y = f(x), over f32 or vec4<f32> elements (T). f is the op's WGSL expression over
-// `x`, given as {{EXPR}} by the op table in src/ops/elementwise_unary.cpp; constants in it are written T(c) so
-// that the same text serves both element types. Op parameters arrive in params.alpha / beta.
+// An elementwise unary op, y = f(x). f is the op's WGSL expression over `x` (the EXPR define), from the op
+// table in src/ops/elementwise_unary.cpp. T is the tensor's device element type at the kernel's width (F, I
+// or U of elementwise/math.wgsl: f32 / i32 / u32, or vec4 of them); constants in expressions are written
+// T(c) so the same text serves both widths. Op parameters are alpha() / beta(), of type P (f32 for float
+// ops, the integer type for Clip on integers): from the uniform, or with ALPHA_INPUT / BETA_INPUT from
+// one-element tensors computed on the GPU (Clip's min / max inputs).
 #include "common/dispatch_grid.wgsl"
+#include "elementwise/math.wgsl"
 
 alias T = {{TYPE}};
+alias P = {{PARAM_TYPE}};
 
 struct Params {
   count: u32,  // number of T elements
-  alpha: f32,
-  beta: f32,
+  alpha: P,
+  beta: P,
   _pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> input: array<T>;
 @group(0) @binding(1) var<storage, read_write> output: array<T>;
-@group(0) @binding(2) var<uniform> params: Params;
+#if ALPHA_INPUT
+@group(0) @binding(2) var<storage, read> alpha_input: array<P>;
+#endif
+#if BETA_INPUT
+@group(0) @binding({{BETA_BINDING}}) var<storage, read> beta_input: array<P>;
+#endif
+@group(0) @binding({{UNIFORM_BINDING}}) var<uniform> params: Params;
+
+fn alpha() -> P {
+#if ALPHA_INPUT
+  return alpha_input[0];
+#else
+  return params.alpha;
+#endif
+}
+
+fn beta() -> P {
+#if BETA_INPUT
+  return beta_input[0];
+#else
+  return params.beta;
+#endif
+}
 
 override WG_SIZE: u32 = 256;
 

@@ -1,0 +1,44 @@
+// Gather along one axis: data viewed as [outer, axis_dim, inner], indices flattened to [index_count], output
+// [outer, index_count, inner]. Negative indices count from the end; an index still out of range (which ONNX
+// leaves undefined, and which the host cannot see when indices are computed at run time) yields zero bits
+// rather than a read outside the tensor. T is u32, or vec4<u32> when inner % 4 == 0 (inner then counts
+// vec4s).
+#include "common/dispatch_grid.wgsl"
+
+alias T = {{TYPE}};
+
+struct Params {
+  count: u32,  // output T elements
+  axis_dim: u32,
+  index_count: u32,
+  inner: u32,
+}
+
+@group(0) @binding(0) var<storage, read> data: array<T>;
+@group(0) @binding(1) var<storage, read> indices: array<i32>;
+@group(0) @binding(2) var<storage, read_write> destination: array<T>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+override WG_SIZE: u32 = 256;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_invocation_index(wid, nwg, lid, WG_SIZE);
+  if (i >= params.count) {
+    return;
+  }
+  let k = i % params.inner;
+  let t = i / params.inner;
+  let j = t % params.index_count;
+  let o = t / params.index_count;
+  var index = indices[j];
+  if (index < 0) {
+    index += i32(params.axis_dim);
+  }
+  if (index < 0 || u32(index) >= params.axis_dim) {
+    destination[i] = T();
+    return;
+  }
+  destination[i] = data[(o * params.axis_dim + u32(index)) * params.inner + k];
+}

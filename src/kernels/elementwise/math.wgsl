@@ -1,0 +1,188 @@
+// Element types and math helpers shared by the elementwise kernels.
+//
+// F, I and U are the float, signed and unsigned element types at the kernel's width: scalars, or vec4 when
+// the define VEC4 is set. Every helper is written over them, so one text serves both widths; branches are
+// therefore select()s, and both sides must stay finite-or-harmless for every input.
+#if VEC4
+alias F = vec4<f32>;
+alias I = vec4<i32>;
+alias U = vec4<u32>;
+#else
+alias F = f32;
+alias I = i32;
+alias U = u32;
+#endif
+
+// A quiet NaN. Through a var: WGSL rejects a NaN that constant evaluation can see.
+fn wgi_nan() -> F {
+  var bits = U(0x7fc00000u);
+  return bitcast<F>(bits);
+}
+
+// exp() only of a non-positive argument: no inf/inf for very negative x, and the tail keeps its relative
+// accuracy (1 / (1 + exp(-x)) would round 1 + exp(-x) and lose it).
+fn wgi_sigmoid(x: F) -> F {
+  let e = exp(-abs(x));
+  let r = F(1.0) / (F(1.0) + e);
+  return select(e * r, r, x >= F(0.0));
+}
+
+// Cephes tanhf: below 0.625 an odd polynomial (1 - 2 / (exp(2x) + 1) would cancel there); above, that exp
+// form, which saturates to +-1 where the textbook (e^x - e^-x) / (e^x + e^-x) gives inf / inf.
+fn wgi_tanh(x: F) -> F {
+  let ax = abs(x);
+  let s = x * x;
+  let p = ((((F(-5.70498872745e-3) * s + F(2.06390887954e-2)) * s - F(5.37397155531e-2)) * s +
+            F(1.33314422036e-1)) * s - F(3.33332819422e-1)) * s;
+  let small = fma(p, x, x);
+  let big = F(1.0) - F(2.0) / (exp(F(2.0) * ax) + F(1.0));
+  return select(select(-big, big, x >= F(0.0)), small, ax < F(0.625));
+}
+
+// N. Juffa's faithfully rounded erff (about 1 ulp; stackoverflow.com/a/35148199, also used by MLX and
+// PyTorch's Metal backend). WGSL has no erf, and the textbook Abramowitz-Stegun 7.1.26 is only good to ~1e-7
+// absolute.
+fn wgi_erf(a: F) -> F {
+  let t = abs(a);
+  let s = a * a;
+  // |a| > 0.927734375: erf = 1 - exp(r(t)).
+  var r = fma(F(-1.72853470e-5), t, F(3.83197126e-4));
+  let u = fma(F(-3.88396438e-3), t, F(2.42546219e-2));
+  r = fma(r, s, u);
+  r = fma(r, t, F(-1.06777877e-1));
+  r = fma(r, t, F(-6.34846687e-1));
+  r = fma(r, t, F(-1.28717512e-1));
+  r = fma(r, t, -t);
+  let big = F(1.0) - exp(r);
+  // Below: an odd polynomial.
+  var q = F(-5.96761703e-4);
+  q = fma(q, s, F(4.99119423e-3));
+  q = fma(q, s, F(-2.67681349e-2));
+  q = fma(q, s, F(1.12819925e-1));
+  q = fma(q, s, F(-3.76125336e-1));
+  q = fma(q, s, F(1.28379166e-1));
+  q = fma(q, a, a);
+  return select(q, select(-big, big, a >= F(0.0)), t > F(0.927734375));
+}
+
+// Cephes sinf / cosf: |x| reduced by multiples of pi/4 in three parts (exact products while the multiple
+// fits 16 bits, so accurate up to |x| ~ 8192), then minimax polynomials on [-pi/4, pi/4]. WGSL's own sin and
+// cos only promise 2^-11 absolute error, and CPU adapters deliver about that (2e-4 on SwiftShader).
+struct WgiOctant {
+  s: F,  // sin and cos of the reduced argument
+  c: F,
+  k: U,  // which quarter turn (0..3) of the reduced argument
+}
+
+fn wgi_reduce_octant(ax: F) -> WgiOctant {
+  var j = floor(ax * F(1.27323954473516));
+  j = j + (j - F(2.0) * floor(j * F(0.5)));  // odd octants round up to the next even one
+  let z = ((ax - j * F(0.78515625)) - j * F(2.4187564849853515625e-4)) - j * F(3.77489497744594108e-8);
+  let zz = z * z;
+  let s = ((F(-1.9515295891e-4) * zz + F(8.3321608736e-3)) * zz - F(1.6666654611e-1)) * zz * z + z;
+  let c = ((F(2.443315711809948e-5) * zz - F(1.388731625493765e-3)) * zz + F(4.166664568298827e-2)) * zz *
+          zz - F(0.5) * zz + F(1.0);
+  return WgiOctant(s, c, (U(j) >> U(1u)) & U(3u));
+}
+
+fn wgi_sin(x: F) -> F {
+  let o = wgi_reduce_octant(abs(x));
+  var r = select(o.s, o.c, (o.k & U(1u)) == U(1u));
+  r = select(r, -r, o.k >= U(2u));
+  return select(r, -r, x < F(0.0));
+}
+
+fn wgi_cos(x: F) -> F {
+  let o = wgi_reduce_octant(abs(x));
+  let r = select(o.c, o.s, (o.k & U(1u)) == U(1u));
+  return select(r, -r, ((o.k + U(1u)) & U(2u)) != U(0u));
+}
+
+// exp(x) - 1 without the cancellation near 0 (Elu, Selu, Celu for small negative x): Taylor terms up to x^8
+// below |x| = 0.35 (relative error < 3e-9), exp(x) - 1 above, where the result is at least 0.29 in magnitude.
+fn wgi_expm1(x: F) -> F {
+  let p = x * (F(1.0) + x * (F(0.5) + x * (F(1.0 / 6.0) + x * (F(1.0 / 24.0) + x * (F(1.0 / 120.0) +
+      x * (F(1.0 / 720.0) + x * (F(1.0 / 5040.0) + x * F(1.0 / 40320.0))))))));
+  return select(exp(x) - F(1.0), p, abs(x) < F(0.35));
+}
+
+// log(1 + x) for x in [0, 1] with full relative accuracy: 2 atanh(s), s = x / (2 + x) <= 1/3, summed to s^17.
+// WGSL's log only promises 2^-21 absolute error near 1, so log(1 + x) loses tiny x (Softplus tails) entirely.
+fn wgi_log1p_unit(x: F) -> F {
+  let s = x / (F(2.0) + x);
+  let z = s * s;
+  let p = F(1.0) + z * (F(1.0 / 3.0) + z * (F(1.0 / 5.0) + z * (F(1.0 / 7.0) + z * (F(1.0 / 9.0) +
+      z * (F(1.0 / 11.0) + z * (F(1.0 / 13.0) + z * (F(1.0 / 15.0) + z * F(1.0 / 17.0))))))));
+  return F(2.0) * s * p;
+}
+
+// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x, exact tails for very negative x.
+fn wgi_softplus(x: F) -> F {
+  return max(x, F(0.0)) + wgi_log1p_unit(exp(-abs(x)));
+}
+
+// numpy's power for floats. Integer exponents up to 2^16 use binary powering: exact where the result is
+// representable (x^2, x^3 of LayerNorm decompositions; integer bases cast back to int) and defined for
+// negative bases. Other exponents go through exp2(y log2|x|), NaN for a negative base.
+fn wgi_pow(x: F, y: F) -> F {
+  let ay = abs(y);
+  let is_int = floor(y) == y;
+  let small_int = is_int & (ay <= F(65536.0));
+  var n = select(U(0u), U(ay), small_int);
+  var base = x;
+  var acc = F(1.0);
+  loop {
+    if (all(n == U(0u))) {
+      break;
+    }
+    acc = select(acc, acc * base, (n & U(1u)) == U(1u));
+    base = base * base;
+    n = n >> U(1u);
+  }
+  let by_powering = select(acc, F(1.0) / acc, y < F(0.0));
+  let magnitude = exp2(y * log2(abs(x)));
+  let odd = is_int & (ay - F(2.0) * floor(ay * F(0.5)) == F(1.0));
+  var general = select(magnitude, -magnitude, (x < F(0.0)) & odd);
+  general = select(general, wgi_nan(), (x < F(0.0)) & !is_int);
+  return select(general, by_powering, small_int);
+}
+
+// Integer power by squaring, wrapping like the integer type. A negative exponent truncates 1 / x^|y| toward
+// 0.
+fn wgi_ipow(x: I, y: I) -> I {
+  var n = U(max(y, I(0)));
+  var base = x;
+  var acc = I(1);
+  loop {
+    if (all(n == U(0u))) {
+      break;
+    }
+    acc = select(acc, acc * base, (n & U(1u)) == U(1u));
+    base = base * base;
+    n = n >> U(1u);
+  }
+  let odd = (y & I(1)) != I(0);
+  let reciprocal = select(I(0), select(I(1), I(-1), (x == I(-1)) & odd), abs(x) == I(1));
+  return select(acc, reciprocal, y < I(0));
+}
+
+// C's fmod for floats: the remainder has the dividend's sign. fma keeps a - b * trunc(a / b) exact when the
+// quotient is right.
+fn wgi_fmod(a: F, b: F) -> F {
+  return fma(-b, trunc(a / b), a);
+}
+
+// Python's (ONNX Mod with fmod = 0) integer remainder: the result has the divisor's sign.
+fn wgi_mod_floor(a: I, b: I) -> I {
+  let r = a % b;
+  return select(r, r + b, (r != I(0)) & ((r < I(0)) != (b < I(0))));
+}
+
+// int8 and uint8 live in 32-bit words on the device (runtime/device_tensor.h); arithmetic results wrap back.
+fn wgi_wrap_i8(v: I) -> I {
+  return (v << U(24u)) >> U(24u);
+}
+
+fn wgi_wrap_u8(v: U) -> U {
+  return v & U(255u);
+}

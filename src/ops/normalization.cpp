@@ -1,0 +1,941 @@
+// Reductions (Reduce*, ArgMax, ArgMin), Softmax / LogSoftmax and the normalisations (LayerNormalization,
+// InstanceNormalization, GroupNormalization, BatchNormalization in inference mode), float32, f32
+// accumulation. Kernels in kernels/normalization/:
+//   reduce.wgsl      any set of reduced axes; one workgroup per output (tree) or one invocation per output
+//   softmax.wgsl     one axis (opset 13+) or opset < 13's flattened rows; one workgroup or invocation per row
+//   row_norm.wgsl    mean / variance over contiguous rows, scale and bias indexed per op
+//   batch_norm.wgsl  elementwise with per-channel statistics
+// Reductions with host-known inputs (shape arithmetic, constant subgraphs) are folded on the host.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/families.h"
+#include "ops/reduction.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+constexpr int64_t kMaxHostFoldElements = int64_t{1} << 24;
+constexpr size_t kMaxAxisGroups = 8;  // per kind (kept / reduced) in reduce.wgsl's uniform
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+void require_float32(const PlanContext& ctx, size_t i, const char* what) {
+  const TensorDesc& d = ctx.input(i);
+  if (d.dtype != DType::Float32) {
+    ctx.fail(ctx.input_name(i) + " (" + what + ") has type " + std::string(dtype_name(d.dtype)) +
+             "; wgi runs " + ctx.node.op_type + " on float32 only");
+  }
+}
+
+// Element counts and byte sizes the kernels can address with u32 and bind in one storage binding.
+void require_addressable(const PlanContext& ctx, const std::string& what, const Shape& shape) {
+  const int64_t n = element_count(shape);
+  if (n > int64_t{std::numeric_limits<uint32_t>::max()}) {
+    ctx.fail(what + " " + shape_to_string(shape) + " has " + str(n) +
+             " elements; wgi's kernels index with u32 and take at most 4294967295");
+  }
+  const uint64_t bytes = static_cast<uint64_t>(n) * 4;
+  if (bytes > ctx.caps.limits.max_storage_buffer_binding_size) {
+    ctx.fail(what + " " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
+             " bytes, more than the device's maxStorageBufferBindingSize of " +
+             std::to_string(ctx.caps.limits.max_storage_buffer_binding_size));
+  }
+}
+
+int64_t normalize_axis(const PlanContext& ctx, int64_t axis, int64_t rank, const std::string& what) {
+  if (axis < -rank || axis >= rank) {
+    ctx.fail(what + " is " + str(axis) + "; for a rank-" + str(rank) + " input it must be in [" + str(-rank) +
+             ", " + str(rank - 1) + "]");
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t product(const Shape& shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= shape[i];
+  return p;
+}
+
+// Whether output k of the node is wanted (named). Tests that give no output names want output 0 only.
+bool output_requested(const PlanContext& ctx, size_t k) {
+  if (ctx.node.output_names.empty()) return k == 0;
+  return k < ctx.node.output_names.size() && !ctx.node.output_names[k].empty();
+}
+
+size_t output_count(const PlanContext& ctx) {
+  return std::max<size_t>(1, ctx.node.output_names.size());
+}
+
+std::vector<int64_t> int_values(const PlanContext& ctx, size_t input, const Tensor& t, const char* what) {
+  std::vector<int64_t> v;
+  if (t.dtype() == DType::Int64) {
+    for (int64_t x : t.data<int64_t>()) v.push_back(x);
+  } else if (t.dtype() == DType::Int32) {
+    for (int32_t x : t.data<int32_t>()) v.push_back(x);
+  } else {
+    ctx.fail(ctx.input_name(input) + " (" + what + ") has type " + std::string(dtype_name(t.dtype())) +
+             "; expected int64");
+  }
+  return v;
+}
+
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
+
+uint32_t next_pow2(uint64_t v) {
+  uint32_t p = 1;
+  while (p < v && p < (1u << 30)) p <<= 1;
+  return p;
+}
+
+std::array<uint32_t, 4> vec4_at(const std::vector<uint32_t>& v, size_t first) {
+  std::array<uint32_t, 4> r{};
+  for (size_t i = 0; i < 4; ++i) r[i] = first + i < v.size() ? v[first + i] : 0;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reductions
+
+const char* reduce_kind_name(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Mean:
+      return "mean";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
+    case ReduceKind::Prod:
+      return "prod";
+    case ReduceKind::L1:
+      return "l1";
+    case ReduceKind::L2:
+      return "l2";
+    case ReduceKind::SumSquare:
+      return "sum_square";
+    case ReduceKind::LogSum:
+      return "log_sum";
+    case ReduceKind::LogSumExp:
+      return "log_sum_exp";
+    case ReduceKind::ArgMax:
+      return "argmax";
+    case ReduceKind::ArgMin:
+      return "argmin";
+  }
+  return "?";
+}
+
+bool is_arg(ReduceKind k) {
+  return k == ReduceKind::ArgMax || k == ReduceKind::ArgMin;
+}
+
+// Kinds whose integer results are exact in integer arithmetic (the GPU runs these on int32 / int64 too).
+bool integer_exact(ReduceKind k) {
+  return k == ReduceKind::Sum || k == ReduceKind::Prod || k == ReduceKind::Max || k == ReduceKind::Min ||
+         k == ReduceKind::L1 || k == ReduceKind::SumSquare || is_arg(k);
+}
+
+uint32_t f32_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// The combine's identity as the element type's bits.
+uint32_t identity_bits(ReduceKind k, bool integer) {
+  const float inf = std::numeric_limits<float>::infinity();
+  switch (k) {
+    case ReduceKind::Prod:
+      return integer ? 1u : f32_bits(1.0f);
+    case ReduceKind::Max:
+    case ReduceKind::ArgMax:
+    case ReduceKind::LogSumExp:
+      return integer ? 0x80000000u : f32_bits(-inf);
+    case ReduceKind::Min:
+    case ReduceKind::ArgMin:
+      return integer ? 0x7fffffffu : f32_bits(inf);
+    default:
+      return 0;  // 0 and 0.0f share their bits
+  }
+}
+
+struct Group {
+  int64_t size;
+  int64_t stride;
+  bool reduced;
+};
+
+// Merges adjacent axes of the same kind and drops unit axes: the fewest (size, stride) groups that address
+// the input the same way, outermost first.
+std::vector<Group> collapse_axes(const Shape& shape, const std::vector<bool>& reduced) {
+  std::vector<Group> groups;
+  int64_t stride = 1;
+  std::vector<int64_t> strides(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    if (!groups.empty() && groups.back().reduced == reduced[i]) {
+      groups.back().size *= shape[i];
+      groups.back().stride = strides[i];
+    } else {
+      groups.push_back({shape[i], strides[i], reduced[i]});
+    }
+  }
+  return groups;
+}
+
+ReductionSpec reduce_spec(const PlanContext& ctx, ReduceKind kind, bool axes_from_input) {
+  const int64_t rank = static_cast<int64_t>(ctx.input(0).shape.size());
+  ReductionSpec spec;
+  spec.kind = kind;
+  spec.keepdims = ctx.node.attributes.get_int("keepdims", 1) != 0;
+  std::vector<int64_t> axes;
+  if (axes_from_input) {
+    if (ctx.node.attributes.has("axes")) {
+      ctx.fail("has an axes attribute; from opset " + str(ctx.node.op_type == "ReduceSum" ? 13 : 18) +
+               " on, " + ctx.node.op_type + " takes its axes as input 1");
+    }
+    if (ctx.has_input(1)) {
+      const Tensor* t = ctx.constant(1);
+      if (t == nullptr) {
+        ctx.fail(ctx.input_name(1) +
+                 " (axes) is computed while the model runs; wgi needs the reduced axes when " +
+                 "the model is planned (an initializer, or a value computable from shapes)");
+      }
+      axes = int_values(ctx, 1, *t, "axes");
+    }
+    if (axes.empty() && ctx.node.attributes.get_int("noop_with_empty_axes", 0) != 0) {
+      spec.reduced.assign(static_cast<size_t>(rank), false);
+      return spec;
+    }
+  } else {
+    if (ctx.has_input(1)) {
+      ctx.fail("has a second input; before opset " + str(ctx.node.op_type == "ReduceSum" ? 13 : 18) + ", " +
+               ctx.node.op_type + " takes its axes as an attribute");
+    }
+    axes = ctx.node.attributes.get_ints("axes", {});
+  }
+  spec.reduced.assign(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) {
+    const auto n = static_cast<size_t>(normalize_axis(ctx, a, rank, "axes entry"));
+    if (spec.reduced[n]) ctx.fail("axes " + shape_to_string(axes) + " names axis " + str(a) + " twice");
+    spec.reduced[n] = true;
+  }
+  return spec;
+}
+
+ReductionSpec arg_spec(const PlanContext& ctx, ReduceKind kind) {
+  const int64_t rank = static_cast<int64_t>(ctx.input(0).shape.size());
+  ReductionSpec spec;
+  spec.kind = kind;
+  spec.keepdims = ctx.node.attributes.get_int("keepdims", 1) != 0;
+  spec.select_last_index = ctx.node.attributes.get_int("select_last_index", 0) != 0;
+  const int64_t axis = normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0), rank, "axis");
+  spec.reduced.assign(static_cast<size_t>(rank), false);
+  spec.reduced[static_cast<size_t>(axis)] = true;
+  return spec;
+}
+
+template <class V>
+std::vector<V> values_as(const Tensor& t) {
+  std::vector<V> v;
+  v.reserve(static_cast<size_t>(t.element_count()));
+  switch (t.dtype()) {
+    case DType::Float32:
+      for (float x : t.data<float>()) v.push_back(static_cast<V>(x));
+      break;
+    case DType::Int64:
+      for (int64_t x : t.data<int64_t>()) v.push_back(static_cast<V>(x));
+      break;
+    case DType::Int32:
+      for (int32_t x : t.data<int32_t>()) v.push_back(static_cast<V>(x));
+      break;
+    default:
+      throw Error("internal: host reduction of " + std::string(dtype_name(t.dtype())));
+  }
+  return v;
+}
+
+// The reduction in V (double, or int64 for exact integer kinds), one pass over the input in order.
+template <class V>
+void host_reduce(const std::vector<V>& x, const Shape& shape, const ReductionSpec& spec, int64_t out_count,
+                 std::vector<double>& result) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> out_stride(rank, 0);
+  int64_t reduce_size = 1;
+  int64_t s = 1;
+  size_t arg_axis = rank;
+  for (size_t i = rank; i-- > 0;) {
+    if (spec.reduced[i]) {
+      reduce_size *= shape[i];
+      arg_axis = i;
+    } else {
+      out_stride[i] = s;
+      s *= shape[i];
+    }
+  }
+  const ReduceKind kind = spec.kind;
+  std::vector<V> acc(static_cast<size_t>(out_count));
+  std::vector<int64_t> best_index(static_cast<size_t>(out_count), -1);
+  std::vector<V> shift(static_cast<size_t>(out_count), V(0));
+  auto for_each = [&](auto&& f) {
+    std::vector<int64_t> coord(rank, 0);
+    int64_t o = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      f(i, static_cast<size_t>(o), arg_axis < rank ? coord[arg_axis] : 0);
+      for (size_t a = rank; a-- > 0;) {
+        ++coord[a];
+        o += out_stride[a];
+        if (coord[a] < shape[a]) break;
+        o -= out_stride[a] * shape[a];
+        coord[a] = 0;
+      }
+    }
+  };
+  if (kind == ReduceKind::LogSumExp) {
+    std::fill(acc.begin(), acc.end(), -std::numeric_limits<V>::infinity());
+    for_each([&](size_t i, size_t o, int64_t) { acc[o] = std::max(acc[o], x[i]); });
+    for (size_t o = 0; o < acc.size(); ++o) shift[o] = std::isfinite(double(acc[o])) ? acc[o] : V(0);
+  }
+  for (size_t o = 0; o < acc.size(); ++o) {
+    switch (kind) {
+      case ReduceKind::Prod:
+        acc[o] = V(1);
+        break;
+      case ReduceKind::Max:
+      case ReduceKind::ArgMax:
+        acc[o] = std::numeric_limits<V>::lowest();
+        break;
+      case ReduceKind::Min:
+      case ReduceKind::ArgMin:
+        acc[o] = std::numeric_limits<V>::max();
+        break;
+      default:
+        acc[o] = V(0);
+        break;
+    }
+    if constexpr (std::is_floating_point_v<V>) {
+      if (kind == ReduceKind::Max) acc[o] = -std::numeric_limits<V>::infinity();
+      if (kind == ReduceKind::Min) acc[o] = std::numeric_limits<V>::infinity();
+    }
+  }
+  for_each([&](size_t i, size_t o, int64_t k) {
+    const V v = x[i];
+    switch (kind) {
+      case ReduceKind::Sum:
+      case ReduceKind::Mean:
+      case ReduceKind::LogSum:
+        acc[o] += v;
+        break;
+      case ReduceKind::Max:
+        acc[o] = std::max(acc[o], v);
+        break;
+      case ReduceKind::Min:
+        acc[o] = std::min(acc[o], v);
+        break;
+      case ReduceKind::Prod:
+        acc[o] *= v;
+        break;
+      case ReduceKind::L1:
+        acc[o] += v < 0 ? -v : v;
+        break;
+      case ReduceKind::L2:
+      case ReduceKind::SumSquare:
+        acc[o] += v * v;
+        break;
+      case ReduceKind::LogSumExp:
+        acc[o] += static_cast<V>(std::exp(double(v - shift[o])));
+        break;
+      case ReduceKind::ArgMax:
+      case ReduceKind::ArgMin: {
+        const bool wins = kind == ReduceKind::ArgMax ? v > acc[o] : v < acc[o];
+        if (best_index[o] < 0 || wins || (v == acc[o] && spec.select_last_index)) {
+          acc[o] = v;
+          best_index[o] = k;
+        }
+        break;
+      }
+    }
+  });
+  result.resize(acc.size());
+  for (size_t o = 0; o < acc.size(); ++o) {
+    const double a = static_cast<double>(acc[o]);
+    switch (kind) {
+      case ReduceKind::Mean:
+        result[o] = a / static_cast<double>(reduce_size);
+        break;
+      case ReduceKind::L2:
+        result[o] = std::sqrt(a);
+        break;
+      case ReduceKind::LogSum:
+        result[o] = std::log(a);
+        break;
+      case ReduceKind::LogSumExp:
+        result[o] = std::log(a) + static_cast<double>(shift[o]);
+        break;
+      case ReduceKind::ArgMax:
+      case ReduceKind::ArgMin:
+        result[o] = static_cast<double>(std::max<int64_t>(best_index[o], 0));
+        break;
+      default:
+        result[o] = a;
+        break;
+    }
+  }
+}
+
+std::vector<Tensor> evaluate_reduce(const PlanContext& ctx, std::span<const Tensor* const> host,
+                                    ReduceKind kind, bool axes_from_input) {
+  if (host.empty() || host[0] == nullptr) return {};
+  const Tensor& x = *host[0];
+  if (x.element_count() > kMaxHostFoldElements) return {};
+  if (x.dtype() != DType::Float32 && x.dtype() != DType::Int64 && x.dtype() != DType::Int32) return {};
+  if (axes_from_input && ctx.has_input(1) && (host.size() < 2 || host[1] == nullptr)) return {};
+  const ReductionSpec spec = is_arg(kind) ? arg_spec(ctx, kind) : reduce_spec(ctx, kind, axes_from_input);
+  return {reduce_on_host(x, spec)};
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Softmax / LogSoftmax
+
+OpPlan plan_softmax(const PlanContext& ctx, bool log) {
+  require_float32(ctx, 0, "input");
+  const Shape& shape = ctx.input(0).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0) ctx.fail(ctx.input_name(0) + " is a scalar; " + ctx.node.op_type + " needs rank >= 1");
+  require_addressable(ctx, ctx.input_name(0), shape);
+  // Before opset 13 the input is flattened to 2-D at `axis` (default 1) and each row normalised as a whole;
+  // from 13 on only `axis` (default -1) is: different results for rank > 2.
+  const bool flatten = ctx.node.opset < 13;
+  const int64_t axis =
+      normalize_axis(ctx, ctx.node.attributes.get_int("axis", flatten ? 1 : -1), rank, "axis");
+  const auto a = static_cast<size_t>(axis);
+  const int64_t outer = product(shape, 0, a);
+  const int64_t length = flatten ? product(shape, a, shape.size()) : shape[a];
+  const int64_t inner = flatten ? 1 : product(shape, a + 1, shape.size());
+  const int64_t rows = outer * inner;
+
+  OpPlan plan;
+  plan.outputs.push_back(ctx.input(0));
+  if (rows * length == 0) return plan;
+  const bool row_per_workgroup = length >= 64 || (length >= 16 && rows < 4096);
+  KernelLaunch launch;
+  if (row_per_workgroup) {
+    const uint32_t wg = pow2_workgroup_size(
+        std::clamp<uint32_t>(next_pow2(static_cast<uint64_t>(length)), 32, 256), ctx.caps.limits);
+    launch.program.constants = {{"WG_SIZE", wg}};
+    launch.groups = gpu::fold_workgroups(static_cast<uint64_t>(rows),
+                                         ctx.caps.limits.max_compute_workgroups_per_dimension);
+  } else {
+    const gpu::DispatchGrid grid =
+        gpu::compute_dispatch_grid(static_cast<uint64_t>(rows), 64, ctx.caps.limits);
+    launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+    launch.groups = grid.groups;
+  }
+  launch.program.label =
+      std::string(log ? "log_softmax" : "softmax") + (row_per_workgroup ? "_rows" : "_threads");
+  launch.program.wgsl =
+      kernels::load_wgsl("normalization/softmax.wgsl",
+                         {{"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"}, {"LOG", log ? "1" : "0"}});
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder().u32(u32(rows)).u32(u32(length)).u32(u32(inner)).u32(0).bytes();
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// LayerNormalization, InstanceNormalization, GroupNormalization: row_norm.wgsl
+
+struct RowNorm {
+  int64_t rows = 0;
+  int64_t length = 0;
+  int64_t row_mod = 1;
+  int64_t row_mul = 0;
+  int64_t pos_div = 1;
+  int64_t scale_pos_mod = 1;
+  int64_t bias_pos_mod = 1;
+  bool has_bias = false;
+  float epsilon = 1e-5f;
+  bool stats = false;  // write mean and inv_std (to outputs 1 and 2, or scratch where not requested)
+};
+
+void add_row_norm_launch(const PlanContext& ctx, const RowNorm& r, OpPlan& plan) {
+  if (r.rows * r.length == 0) return;
+  KernelLaunch launch;
+  const uint32_t wg = pow2_workgroup_size(
+      std::clamp<uint32_t>(next_pow2(static_cast<uint64_t>(r.length)), 64, 256), ctx.caps.limits);
+  launch.program.label = std::string("row_norm_") + ctx.node.op_type + (r.stats ? "_stats" : "");
+  launch.program.wgsl = kernels::load_wgsl("normalization/row_norm.wgsl", {{"STATS", r.stats ? "1" : "0"}});
+  launch.program.constants = {{"WG_SIZE", wg}};
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
+                     r.has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  if (r.stats) {
+    launch.program.bindings.push_back(gpu::BindingKind::Storage);
+    launch.program.bindings.push_back(gpu::BindingKind::Storage);
+    for (size_t k : {size_t{1}, size_t{2}}) {
+      if (output_requested(ctx, k)) {
+        launch.bindings.push_back(TensorRef::output(static_cast<uint32_t>(k)));
+      } else {
+        launch.bindings.push_back(TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size())));
+        plan.scratch_bytes.push_back(static_cast<uint64_t>(r.rows) * 4);
+      }
+    }
+  }
+  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u32(r.rows))
+                       .u32(u32(r.length))
+                       .u32(u32(r.row_mod))
+                       .u32(u32(r.row_mul))
+                       .u32(u32(r.pos_div))
+                       .u32(u32(r.scale_pos_mod))
+                       .u32(u32(r.bias_pos_mod))
+                       .u32(r.has_bias ? 1 : 0)
+                       .f32(r.epsilon)
+                       .f32(static_cast<float>(1.0 / static_cast<double>(r.length)))
+                       .u32(0)
+                       .u32(0)
+                       .bytes();
+  launch.groups = gpu::fold_workgroups(static_cast<uint64_t>(r.rows),
+                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+}
+
+float epsilon_attribute(const PlanContext& ctx) {
+  const float eps = ctx.node.attributes.get_float("epsilon", 1e-5f);
+  if (!(eps >= 0)) ctx.fail("epsilon is " + std::to_string(eps) + "; it must be >= 0");
+  return eps;
+}
+
+void require_stash_type_float(const PlanContext& ctx) {
+  const int64_t stash = ctx.node.attributes.get_int("stash_type", 1);
+  if (stash != 1) {
+    ctx.fail("stash_type is " + str(stash) + "; wgi computes the statistics in float32 (stash_type 1) only");
+  }
+}
+
+// How many elements a LayerNormalization parameter has, if it broadcasts onto the normalised axes as a suffix
+// (after dropping leading 1s): then element k of a row uses parameter k % count.
+int64_t suffix_broadcast_count(const PlanContext& ctx, size_t input, const char* what,
+                               const Shape& normalized) {
+  const Shape& p = ctx.input(input).shape;
+  size_t first = 0;
+  while (first < p.size() && p[first] == 1) ++first;
+  const size_t k = p.size() - first;
+  bool ok = k <= normalized.size();
+  for (size_t i = 0; ok && i < k; ++i) ok = p[first + i] == normalized[normalized.size() - k + i];
+  if (!ok) {
+    ctx.fail(ctx.input_name(input) + " (" + what + ") has shape " + shape_to_string(p) +
+             "; wgi needs it to match the normalised axes " + shape_to_string(normalized) +
+             " or a trailing part of them");
+  }
+  return product(p, first, p.size());
+}
+
+OpPlan plan_layer_norm(const PlanContext& ctx) {
+  require_float32(ctx, 0, "X");
+  require_float32(ctx, 1, "Scale");
+  const bool has_bias = ctx.has_input(2);
+  if (has_bias) require_float32(ctx, 2, "B");
+  require_stash_type_float(ctx);
+  const Shape& shape = ctx.input(0).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0) ctx.fail(ctx.input_name(0) + " is a scalar; LayerNormalization needs rank >= 1");
+  require_addressable(ctx, ctx.input_name(0), shape);
+  const auto axis =
+      static_cast<size_t>(normalize_axis(ctx, ctx.node.attributes.get_int("axis", -1), rank, "axis"));
+  const Shape normalized(shape.begin() + static_cast<std::ptrdiff_t>(axis), shape.end());
+  RowNorm r;
+  r.rows = product(shape, 0, axis);
+  r.length = product(shape, axis, shape.size());
+  r.scale_pos_mod = suffix_broadcast_count(ctx, 1, "Scale", normalized);
+  r.bias_pos_mod = has_bias ? suffix_broadcast_count(ctx, 2, "B", normalized) : 1;
+  r.has_bias = has_bias;
+  r.epsilon = epsilon_attribute(ctx);
+  r.stats = output_requested(ctx, 1) || output_requested(ctx, 2);
+
+  OpPlan plan;
+  plan.outputs.push_back(ctx.input(0));
+  Shape stat_shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(axis));
+  stat_shape.resize(shape.size(), 1);
+  for (size_t k = 1; k < std::min<size_t>(output_count(ctx), 3); ++k)
+    plan.outputs.push_back({DType::Float32, stat_shape});
+  if (r.scale_pos_mod == 0 || (has_bias && r.bias_pos_mod == 0)) return plan;  // empty normalised axes
+  add_row_norm_launch(ctx, r, plan);
+  return plan;
+}
+
+// X [N, C, spatial...]: checks the rank and returns {N, C, spatial size}.
+std::array<int64_t, 3> channel_layout(const PlanContext& ctx) {
+  const Shape& shape = ctx.input(0).shape;
+  if (shape.size() < 2) {
+    ctx.fail(ctx.input_name(0) + " has shape " + shape_to_string(shape) + "; " + ctx.node.op_type +
+             " needs [N, C, ...] (rank >= 2)");
+  }
+  require_addressable(ctx, ctx.input_name(0), shape);
+  return {shape[0], shape[1], product(shape, 2, shape.size())};
+}
+
+void require_param_count(const PlanContext& ctx, size_t input, const char* what, int64_t expected,
+                         const std::string& meaning) {
+  const Shape& p = ctx.input(input).shape;
+  if (element_count(p) != expected) {
+    ctx.fail(ctx.input_name(input) + " (" + what + ") has shape " + shape_to_string(p) + "; expected [" +
+             str(expected) + "], " + meaning);
+  }
+}
+
+OpPlan plan_instance_norm(const PlanContext& ctx) {
+  require_float32(ctx, 0, "input");
+  require_float32(ctx, 1, "scale");
+  require_float32(ctx, 2, "B");
+  const auto [n, c, spatial] = channel_layout(ctx);
+  require_param_count(ctx, 1, "scale", c, "one per channel");
+  require_param_count(ctx, 2, "B", c, "one per channel");
+  RowNorm r;
+  r.rows = n * c;
+  r.length = spatial;
+  r.row_mod = std::max<int64_t>(c, 1);
+  r.row_mul = 1;
+  r.has_bias = true;
+  r.epsilon = epsilon_attribute(ctx);
+  OpPlan plan;
+  plan.outputs.push_back(ctx.input(0));
+  add_row_norm_launch(ctx, r, plan);
+  return plan;
+}
+
+OpPlan plan_group_norm(const PlanContext& ctx) {
+  require_float32(ctx, 0, "X");
+  require_float32(ctx, 1, "scale");
+  require_float32(ctx, 2, "bias");
+  if (ctx.node.opset >= 21) require_stash_type_float(ctx);
+  const auto [n, c, spatial] = channel_layout(ctx);
+  if (!ctx.node.attributes.has("num_groups")) ctx.fail("the num_groups attribute is required");
+  const int64_t groups = ctx.node.attributes.get_int("num_groups", 1);
+  if (groups < 1 || c % groups != 0) {
+    ctx.fail("num_groups is " + str(groups) + "; it must be positive and divide the " + str(c) + " channels");
+  }
+  // Opset 18 has one scale and bias per group; opset 21 (which deprecated 18's definition) one per channel.
+  const bool per_channel = ctx.node.opset >= 21;
+  const int64_t expected = per_channel ? c : groups;
+  const std::string meaning = per_channel ? "one per channel (opset 21)" : "one per group (opset 18)";
+  require_param_count(ctx, 1, "scale", expected, meaning);
+  require_param_count(ctx, 2, "bias", expected, meaning);
+  RowNorm r;
+  r.rows = n * groups;
+  r.length = (c / groups) * spatial;
+  r.row_mod = groups;
+  if (per_channel) {
+    r.row_mul = c / groups;
+    r.pos_div = std::max<int64_t>(spatial, 1);
+    r.scale_pos_mod = r.bias_pos_mod = std::max<int64_t>(c / groups, 1);
+  } else {
+    r.row_mul = 1;
+  }
+  r.has_bias = true;
+  r.epsilon = epsilon_attribute(ctx);
+  OpPlan plan;
+  plan.outputs.push_back(ctx.input(0));
+  add_row_norm_launch(ctx, r, plan);
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// BatchNormalization (inference)
+
+OpPlan plan_batch_norm(const PlanContext& ctx) {
+  const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
+  for (size_t i = 0; i < 5; ++i) require_float32(ctx, i, names[i]);
+  if (ctx.node.attributes.get_int("training_mode", 0) != 0) {
+    ctx.fail("training_mode is 1; wgi runs BatchNormalization in inference mode only (training_mode 0)");
+  }
+  for (size_t k = 1; k < ctx.node.output_names.size(); ++k) {
+    if (output_requested(ctx, k)) {
+      ctx.fail(
+          "output " + str(static_cast<int64_t>(k)) + " ('" + ctx.node.output_names[k] +
+          "') is requested; it exists only in training mode, and wgi runs BatchNormalization in inference "
+          "mode only (output Y)");
+    }
+  }
+  const auto [n, c, spatial] = channel_layout(ctx);
+  (void)n;
+  // Opsets 7-8: spatial = 0 keeps statistics per channel and position ([C, D1, ...]).
+  const bool per_position = ctx.node.opset < 9 && ctx.node.attributes.get_int("spatial", 1) == 0;
+  const int64_t channels = per_position ? c * spatial : c;
+  for (size_t i = 1; i < 5; ++i) {
+    if (element_count(ctx.input(i).shape) != channels) {
+      ctx.fail(ctx.input_name(i) + " (" + names[i] + ") has shape " + shape_to_string(ctx.input(i).shape) +
+               "; expected " + str(channels) + " elements, " +
+               (per_position ? "one per channel and position (spatial = 0)" : "one per channel"));
+    }
+  }
+  const float eps = epsilon_attribute(ctx);
+  OpPlan plan;
+  plan.outputs.push_back(ctx.input(0));
+  const int64_t count = element_count(ctx.input(0).shape);
+  if (count == 0) return plan;
+  KernelLaunch launch;
+  const gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
+  launch.program.label = "batch_norm";
+  launch.program.wgsl = kernels::load_wgsl("normalization/batch_norm.wgsl");
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2),
+                     TensorRef::input(3), TensorRef::input(4), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u32(count))
+                       .u32(u32(per_position ? 1 : std::max<int64_t>(spatial, 1)))
+                       .u32(u32(std::max<int64_t>(channels, 1)))
+                       .u32(0)
+                       .f32(eps)
+                       .bytes();
+  launch.groups = grid.groups;
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+struct ReduceOp {
+  const char* op_type;
+  ReduceKind kind;
+  int axes_input_since;  // the opset from which axes is input 1 instead of an attribute
+};
+
+constexpr ReduceOp kReduceOps[] = {
+    {"ReduceSum", ReduceKind::Sum, 13},       {"ReduceMean", ReduceKind::Mean, 18},
+    {"ReduceMax", ReduceKind::Max, 18},       {"ReduceMin", ReduceKind::Min, 18},
+    {"ReduceProd", ReduceKind::Prod, 18},     {"ReduceL1", ReduceKind::L1, 18},
+    {"ReduceL2", ReduceKind::L2, 18},         {"ReduceSumSquare", ReduceKind::SumSquare, 18},
+    {"ReduceLogSum", ReduceKind::LogSum, 18}, {"ReduceLogSumExp", ReduceKind::LogSumExp, 18},
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// The shared reduction planner
+
+uint32_t pow2_workgroup_size(uint32_t desired, const gpu::Limits& limits) {
+  const uint32_t cap = std::max<uint32_t>(1, std::min({desired, limits.max_compute_invocations_per_workgroup,
+                                                       limits.max_compute_workgroup_size_x}));
+  uint32_t p = 1;
+  while (p * 2 <= cap) p *= 2;
+  return p;
+}
+
+TensorDesc reduction_output(const TensorDesc& input, const ReductionSpec& spec) {
+  TensorDesc out;
+  out.dtype = is_arg(spec.kind) ? DType::Int64 : input.dtype;
+  for (size_t i = 0; i < input.shape.size(); ++i) {
+    if (!spec.reduced[i]) {
+      out.shape.push_back(input.shape[i]);
+    } else if (spec.keepdims) {
+      out.shape.push_back(1);
+    }
+  }
+  return out;
+}
+
+OpPlan plan_reduction(const PlanContext& ctx, const ReductionSpec& spec) {
+  const TensorDesc& x = ctx.input(0);
+  const bool integer = x.dtype == DType::Int64 || x.dtype == DType::Int32;
+  const bool gpu_integer_kind = spec.kind == ReduceKind::Sum || spec.kind == ReduceKind::Prod ||
+                                spec.kind == ReduceKind::Max || spec.kind == ReduceKind::Min ||
+                                is_arg(spec.kind);
+  if (x.dtype != DType::Float32 && !(integer && gpu_integer_kind)) {
+    ctx.fail(ctx.input_name(0) + " has type " + std::string(dtype_name(x.dtype)) + "; wgi runs " +
+             ctx.node.op_type + " on float32" + (gpu_integer_kind ? ", int32 and int64" : "") +
+             " tensors only");
+  }
+  require_addressable(ctx, ctx.input_name(0), x.shape);
+  OpPlan plan;
+  plan.outputs.push_back(reduction_output(x, spec));
+  const int64_t out_count = element_count(plan.outputs[0].shape);
+  if (out_count == 0) return plan;
+
+  std::vector<uint32_t> kept_sizes, kept_strides, reduced_sizes, reduced_strides;
+  int64_t reduce_size = 1;
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    if (spec.reduced[i]) reduce_size *= x.shape[i];
+  }
+  for (const Group& g : collapse_axes(x.shape, spec.reduced)) {
+    (g.reduced ? reduced_sizes : kept_sizes).push_back(u32(g.size));
+    (g.reduced ? reduced_strides : kept_strides).push_back(u32(g.stride));
+  }
+  if (kept_sizes.size() > kMaxAxisGroups || reduced_sizes.size() > kMaxAxisGroups) {
+    ctx.fail(ctx.input_name(0) + " " + shape_to_string(x.shape) + " has more than " + str(kMaxAxisGroups) +
+             " separate runs of kept or of reduced axes; wgi's reduction kernel takes at most that many");
+  }
+
+  const bool row_per_workgroup = reduce_size >= 256 || (reduce_size >= 32 && out_count < 8192);
+  const bool log_sum_exp = spec.kind == ReduceKind::LogSumExp;
+  kernels::Defines defines = {{"TYPE", integer ? "i32" : "f32"},
+                              {"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"},
+                              {"ARG", is_arg(spec.kind) ? "1" : "0"},
+                              {"LOG_SUM_EXP", log_sum_exp ? "1" : "0"}};
+  std::string pre = "x", combine = "a + b", post = "acc";
+  switch (spec.kind) {
+    case ReduceKind::Mean:
+      post = "acc * params.mean_scale";
+      break;
+    case ReduceKind::Max:
+      combine = "max(a, b)";
+      break;
+    case ReduceKind::Min:
+      combine = "min(a, b)";
+      break;
+    case ReduceKind::Prod:
+      combine = "a * b";
+      break;
+    case ReduceKind::L1:
+      pre = "abs(x)";
+      break;
+    case ReduceKind::L2:
+      pre = "x * x";
+      post = "sqrt(acc)";
+      break;
+    case ReduceKind::SumSquare:
+      pre = "x * x";
+      break;
+    case ReduceKind::LogSum:
+      post = "log(acc)";
+      break;
+    default:
+      break;
+  }
+  if (is_arg(spec.kind)) {
+    defines["CMP"] = spec.kind == ReduceKind::ArgMax ? ">" : "<";
+  } else if (!log_sum_exp) {
+    defines["PRE"] = pre;
+    defines["COMBINE"] = combine;
+    defines["POST"] = post;
+  }
+
+  KernelLaunch launch;
+  if (row_per_workgroup) {
+    const uint32_t wg = pow2_workgroup_size(
+        std::clamp<uint32_t>(next_pow2(static_cast<uint64_t>(reduce_size)), 32, 256), ctx.caps.limits);
+    launch.program.constants = {{"WG_SIZE", wg}};
+    launch.groups = gpu::fold_workgroups(static_cast<uint64_t>(out_count),
+                                         ctx.caps.limits.max_compute_workgroups_per_dimension);
+  } else {
+    const gpu::DispatchGrid grid =
+        gpu::compute_dispatch_grid(static_cast<uint64_t>(out_count), 64, ctx.caps.limits);
+    launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+    launch.groups = grid.groups;
+  }
+  launch.program.label = std::string("reduce_") + reduce_kind_name(spec.kind) + (integer ? "_i32" : "") +
+                         (row_per_workgroup ? "_rows" : "_threads");
+  launch.program.wgsl = kernels::load_wgsl("normalization/reduce.wgsl", defines);
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
+  gpu::UniformBuilder u;
+  u.u32(u32(out_count)).u32(u32(reduce_size)).u32(u32(static_cast<int64_t>(kept_sizes.size())));
+  u.u32(u32(static_cast<int64_t>(reduced_sizes.size())));
+  for (const auto* v : {&kept_sizes, &kept_strides, &reduced_sizes, &reduced_strides}) {
+    u.vec4u(vec4_at(*v, 0)).vec4u(vec4_at(*v, 4));
+  }
+  u.f32(reduce_size > 0 ? static_cast<float>(1.0 / static_cast<double>(reduce_size))
+                        : std::numeric_limits<float>::quiet_NaN());
+  u.u32(identity_bits(spec.kind, integer)).u32(spec.select_last_index ? 1 : 0).u32(0);
+  launch.uniform = u.bytes();
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+Tensor reduce_on_host(const Tensor& input, const ReductionSpec& spec) {
+  const TensorDesc out_desc = reduction_output({input.dtype(), input.shape()}, spec);
+  const int64_t out_count = element_count(out_desc.shape);
+  std::vector<double> result;
+  const bool integer = input.dtype() != DType::Float32;
+  if (integer && integer_exact(spec.kind)) {
+    host_reduce(values_as<int64_t>(input), input.shape(), spec, out_count, result);
+  } else {
+    host_reduce(values_as<double>(input), input.shape(), spec, out_count, result);
+  }
+  Tensor out(out_desc.dtype, out_desc.shape);
+  for (size_t i = 0; i < result.size(); ++i) {
+    switch (out_desc.dtype) {
+      case DType::Float32:
+        out.data<float>()[i] = static_cast<float>(result[i]);
+        break;
+      case DType::Int64:
+        out.data<int64_t>()[i] = static_cast<int64_t>(result[i]);
+        break;
+      case DType::Int32:
+        out.data<int32_t>()[i] = static_cast<int32_t>(result[i]);
+        break;
+      default:
+        throw Error("internal: host reduction to " + std::string(dtype_name(out_desc.dtype)));
+    }
+  }
+  return out;
+}
+
+void register_normalization_ops(OpRegistry& registry) {
+  for (const ReduceOp& op : kReduceOps) {
+    for (bool from_input : {false, true}) {
+      OpHandler h;
+      h.plan = [&op, from_input](const PlanContext& ctx) {
+        return plan_reduction(ctx, reduce_spec(ctx, op.kind, from_input));
+      };
+      h.evaluate_on_host = [&op, from_input](const PlanContext& ctx, std::span<const Tensor* const> host) {
+        return evaluate_reduce(ctx, host, op.kind, from_input);
+      };
+      if (from_input) {
+        registry.add("", op.op_type, op.axes_input_since, kLatestOpset, std::move(h));
+      } else {
+        registry.add("", op.op_type, 1, op.axes_input_since - 1, std::move(h));
+      }
+    }
+  }
+  for (const auto& [name, kind] :
+       {std::pair{"ArgMax", ReduceKind::ArgMax}, std::pair{"ArgMin", ReduceKind::ArgMin}}) {
+    OpHandler h;
+    h.plan = [kind](const PlanContext& ctx) { return plan_reduction(ctx, arg_spec(ctx, kind)); };
+    h.evaluate_on_host = [kind](const PlanContext& ctx, std::span<const Tensor* const> host) {
+      return evaluate_reduce(ctx, host, kind, false);
+    };
+    registry.add("", name, 1, kLatestOpset, std::move(h));
+  }
+  for (bool log : {false, true}) {
+    const char* name = log ? "LogSoftmax" : "Softmax";
+    // Opsets 1-12 flatten at `axis`; 13+ normalise along `axis` alone. One planner reads the opset.
+    registry.add("", name, 1, 12,
+                 OpHandler{[log](const PlanContext& ctx) { return plan_softmax(ctx, log); }, {}});
+    registry.add("", name, 13, kLatestOpset,
+                 OpHandler{[log](const PlanContext& ctx) { return plan_softmax(ctx, log); }, {}});
+  }
+  registry.add("", "LayerNormalization", 17, kLatestOpset, OpHandler{plan_layer_norm, {}});
+  registry.add("", "InstanceNormalization", 6, kLatestOpset, OpHandler{plan_instance_norm, {}});
+  registry.add("", "GroupNormalization", 18, 20, OpHandler{plan_group_norm, {}});
+  registry.add("", "GroupNormalization", 21, kLatestOpset, OpHandler{plan_group_norm, {}});
+  registry.add("", "BatchNormalization", 7, kLatestOpset, OpHandler{plan_batch_norm, {}});
+}
+
+}  // namespace wgi::ops

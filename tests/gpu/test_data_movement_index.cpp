@@ -1,0 +1,211 @@
+// Gather, GatherElements and Pad: on the GPU (indices known at plan time or computed at run time) and folded
+// on the host, compared exactly against per-element references; negative indices and axes, int32/int64
+// indices, every Pad mode and opset form, and the errors a model can cause.
+#include <gtest/gtest.h>
+
+#include "runtime/node_runner.h"
+#include "support/reference_data_movement.h"
+#include "support/tensor_check.h"
+#include "support/test_device.h"
+
+namespace wgi {
+namespace {
+
+using runtime::NodeInput;
+using test::expect_node_outputs;
+using test::ints;
+using test::make_node;
+using test::NodeInputs;
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// ---- Gather ----
+
+TEST(DataMovementGather, AxesIndexShapesAndNegativeIndices) {
+  struct Case {
+    Shape data;
+    int64_t axis;
+    Shape indices;
+  };
+  for (const Case& c : {Case{{5, 4, 3}, 0, {3}}, Case{{5, 4, 3}, 1, {2, 3}}, Case{{5, 4, 3}, -1, {}},
+                        Case{{10}, 0, {4}}, Case{{7, 9}, -2, {2, 2, 2}}, Case{{3, 33}, 1, {40}}}) {
+    const int64_t n =
+        c.data[static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis)];
+    for (DType data_type : {DType::Float32, DType::Int64}) {
+      for (DType index_type : {DType::Int64, DType::Int32}) {
+        Tensor x = test::random_ints(data_type, c.data, 11);
+        Tensor idx = test::random_ints(index_type, c.indices, 12, -n, n);  // half of them negative
+        ops::NodeInfo g = make_node("Gather", 13);
+        g.attributes.set("axis", c.axis);
+        Tensor expected = test::gather_reference(x, idx, c.axis);
+        const ops::OpPlan plan =
+            runtime::plan_node(test::device().capabilities(), g, NodeInputs{NodeInput{x}, NodeInput{idx}});
+        if (!plan.launches.empty()) {
+          int64_t inner = 1;
+          for (size_t d =
+                   static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis) +
+                   1;
+               d < c.data.size(); ++d) {
+            inner *= c.data[d];
+          }
+          EXPECT_EQ(plan.launches[0].program.label, inner % 4 == 0 ? "gather_vec4" : "gather");
+        }
+        for (bool known : {true, false}) {
+          expect_node_outputs(g, {NodeInput{x}, NodeInput{idx, known}}, {expected});
+        }
+      }
+    }
+  }
+}
+
+TEST(DataMovementGather, OpsetOneAndShapeArithmetic) {
+  Tensor x = test::random_tensor({4, 6}, 13);
+  Tensor idx = ints({0, -1, 2});
+  expect_node_outputs(make_node("Gather", 1), {NodeInput{x}, NodeInput{idx, true}},
+                      {test::gather_reference(x, idx, 0)});
+  // Shape -> Gather(scalar index): the int64 batch dim, folded on the host.
+  auto folded = test::fold_node(
+      make_node("Gather"),
+      {NodeInput{ints({8, 3, 224, 224}), true}, NodeInput{Tensor::from_vector<int64_t>({}, {-2}), true}});
+  ASSERT_EQ(folded.size(), 1u);
+  EXPECT_TRUE(test::identical(folded[0], Tensor::from_vector<int64_t>({}, {224})));
+}
+
+// ---- GatherElements ----
+
+TEST(DataMovementGatherElements, AxesAndNegativeIndices) {
+  struct Case {
+    Shape data;
+    int64_t axis;
+    Shape indices;
+  };
+  for (const Case& c : {Case{{3, 3}, 0, {2, 3}}, Case{{3, 3}, 1, {3, 2}}, Case{{2, 5, 4}, -1, {2, 3, 7}},
+                        Case{{4, 5, 6}, 1, {4, 9, 6}}}) {
+    const int64_t n =
+        c.data[static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis)];
+    Tensor x = test::random_ints(DType::Float32, c.data, 14);
+    Tensor idx = test::random_ints(DType::Int64, c.indices, 15, -n, n);
+    ops::NodeInfo g = make_node("GatherElements", 13);
+    g.attributes.set("axis", c.axis);
+    Tensor expected = test::gather_elements_reference(x, idx, c.axis);
+    expect_node_outputs(g, {NodeInput{x}, NodeInput{idx}}, {expected});
+    Tensor idx32 = test::random_ints(DType::Int32, c.indices, 16, -n, n);
+    Tensor xi = test::random_ints(DType::Int64, c.data, 17);
+    expect_node_outputs(g, {NodeInput{xi}, NodeInput{idx32, true}},
+                        {test::gather_elements_reference(xi, idx32, c.axis)});
+  }
+}
+
+// ---- Pad ----
+
+Tensor scalar_like(DType dtype, double v) {
+  switch (dtype) {
+    case DType::Float32:
+      return Tensor::from_vector<float>({}, {static_cast<float>(v)});
+    case DType::Int64:
+      return Tensor::from_vector<int64_t>({}, {static_cast<int64_t>(v)});
+    default:
+      return Tensor::from_vector<int32_t>({}, {static_cast<int32_t>(v)});
+  }
+}
+
+TEST(DataMovementPad, EveryModeOpset11Inputs) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> pads;
+  };
+  for (const Case& c :
+       {Case{{1, 3, 4, 5}, {0, 0, 1, 3, 0, 0, 2, 4}}, Case{{2, 3, 4}, {1, 0, 2, 0, 3, 1}}, Case{{7}, {3, 2}},
+        Case{{3, 5}, {0, -1, 2, -2}}, Case{{2, 2, 3, 2}, {0, 1, 0, 2, 1, 0, 2, 0}}}) {
+    for (const char* mode : {"constant", "edge", "reflect"}) {
+      for (DType dtype : {DType::Float32, DType::Int32, DType::Int64}) {
+        Tensor x = test::random_ints(dtype, c.shape, 18);
+        Tensor value = scalar_like(dtype, 1.25 + 3);
+        ops::NodeInfo n = make_node("Pad", 11);
+        n.attributes.set("mode", std::string(mode));
+        NodeInputs in = {NodeInput{x}, NodeInput{ints(c.pads), true}};
+        if (std::string(mode) == "constant") in.push_back(NodeInput{value, true});
+        const Tensor fill = std::string(mode) == "constant" ? value : scalar_like(dtype, 0);
+        expect_node_outputs(n, in, {test::pad_reference(x, c.pads, mode, fill)});
+      }
+    }
+  }
+}
+
+TEST(DataMovementPad, ReflectPastTheEdgeAndWrap) {
+  Tensor x = test::random_tensor({3, 4}, 19);
+  // Pads longer than the axis reflect again (numpy's behaviour).
+  ops::NodeInfo reflect = make_node("Pad", 13);
+  reflect.attributes.set("mode", std::string("reflect"));
+  const std::vector<int64_t> long_pads = {5, 1, 4, 7};
+  expect_node_outputs(reflect, {NodeInput{x}, NodeInput{ints(long_pads), true}},
+                      {test::pad_reference(x, long_pads, "reflect", scalar_like(DType::Float32, 0))});
+  ops::NodeInfo wrap = make_node("Pad", 19);
+  wrap.attributes.set("mode", std::string("wrap"));
+  const std::vector<int64_t> pads = {2, 5, 1, 9};
+  expect_node_outputs(wrap, {NodeInput{x}, NodeInput{ints(pads), true}},
+                      {test::pad_reference(x, pads, "wrap", scalar_like(DType::Float32, 0))});
+}
+
+TEST(DataMovementPad, OpsetTwoAttributesAndOpset18Axes) {
+  Tensor x = test::random_tensor({2, 3, 4}, 20);
+  ops::NodeInfo old = make_node("Pad", 2);
+  old.attributes.set("pads", std::vector<int64_t>{0, 1, 2, 1, 0, 3});
+  old.attributes.set("value", 0.5f);
+  expect_node_outputs(
+      old, {NodeInput{x}},
+      {test::pad_reference(x, {0, 1, 2, 1, 0, 3}, "constant", scalar_like(DType::Float32, 0.5))});
+  Tensor xi = test::random_ints(DType::Int32, {2, 3, 4}, 21);
+  ops::NodeInfo edge = make_node("Pad", 10);
+  edge.attributes.set("mode", std::string("edge"));
+  edge.attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+  expect_node_outputs(edge, {NodeInput{xi}},
+                      {test::pad_reference(xi, {1, 1, 1, 1, 1, 1}, "edge", scalar_like(DType::Int32, 0))});
+  // axes [-1, 0] with pads [w_begin, n_begin, w_end, n_end].
+  ops::NodeInfo axes = make_node("Pad", 18);
+  expect_node_outputs(
+      axes,
+      {NodeInput{x}, NodeInput{ints({2, 1, 0, 3}), true}, NodeInput{scalar_like(DType::Float32, -2), true},
+       NodeInput{ints({-1, 0}), true}},
+      {test::pad_reference(x, {1, 0, 2, 3, 0, 0}, "constant", scalar_like(DType::Float32, -2))});
+}
+
+// ---- Errors ----
+
+TEST(DataMovementErrors, IndexOpsSayWhatIsWrong) {
+  Tensor x = test::random_tensor({4, 5}, 1);
+  ops::NodeInfo gather = make_node("Gather");
+  gather.attributes.set("axis", int64_t{1});
+  std::string msg = test::node_error(gather, {NodeInput{x}, NodeInput{ints({0, 5}), true}});
+  EXPECT_TRUE(contains(msg, "has 5 at element 1, outside [-5, 4]")) << msg;
+  msg = test::node_error(gather, {NodeInput{x}, NodeInput{ints({-6}), true}});
+  EXPECT_TRUE(contains(msg, "has -6 at element 0")) << msg;
+  msg = test::node_error(gather, {NodeInput{x}, NodeInput{test::random_tensor({2}, 2)}});
+  EXPECT_TRUE(contains(msg, "(indices) has type float32; expected int64 or int32")) << msg;
+  gather.attributes.set("axis", int64_t{-3});
+  EXPECT_TRUE(contains(test::node_error(gather, {NodeInput{x}, NodeInput{ints({0})}}), "axis is -3"));
+
+  ops::NodeInfo ge = make_node("GatherElements");
+  msg = test::node_error(ge, {NodeInput{x}, NodeInput{ints({1, 2})}});
+  EXPECT_TRUE(contains(msg, "must have the rank of data")) << msg;
+
+  ops::NodeInfo pad = make_node("Pad", 18);
+  pad.attributes.set("mode", std::string("wrap"));
+  msg = test::node_error(pad, {NodeInput{x}, NodeInput{ints({1, 1, 1, 1}), true}});
+  EXPECT_TRUE(contains(msg, "wrap needs opset 19")) << msg;
+  ops::NodeInfo pad13 = make_node("Pad", 13);
+  msg = test::node_error(pad13, {NodeInput{x}, NodeInput{ints({1, 1, 1}), true}});
+  EXPECT_TRUE(contains(msg, "pads [1, 1, 1] has 3 values; expected 4")) << msg;
+  msg = test::node_error(pad13, {NodeInput{x}, NodeInput{ints({1, 1, 1, 1})}});
+  EXPECT_TRUE(contains(msg, "input 1 (pads) is computed at run time")) << msg;
+  msg = test::node_error(pad13, {NodeInput{x}, NodeInput{ints({0, -3, 0, -3}), true}});
+  EXPECT_TRUE(contains(msg, "below zero")) << msg;
+  msg = test::node_error(pad13,
+                         {NodeInput{x}, NodeInput{ints({1, 1, 1, 1}), true}, NodeInput{ints({1}), true}});
+  EXPECT_TRUE(contains(msg, "(constant_value) must be one float32")) << msg;
+}
+
+}  // namespace
+}  // namespace wgi
