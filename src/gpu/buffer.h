@@ -9,8 +9,8 @@
 namespace wgi::gpu {
 
 enum class BufferUsage {
-  Storage,  // storage binding + copy source + copy destination: every tensor
-  Uniform,  // uniform binding + copy destination: kernel parameters
+  Storage,      // storage binding + copy source + copy destination: every tensor
+  Uniform,      // uniform binding + copy destination: kernel parameters
   Readback,     // map for reading + copy destination: staging for downloads
   QueryResolve  // query resolve target + copy source: timestamp queries
 };
@@ -18,7 +18,8 @@ enum class BufferUsage {
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(WGPUBufferImpl* handle, uint64_t size, BufferUsage usage) : handle_(handle), size_(size), usage_(usage) {}
+  Buffer(WGPUBufferImpl* handle, uint64_t size, BufferUsage usage)
+      : handle_(handle), size_(size), usage_(usage) {}
   ~Buffer();
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;

@@ -40,8 +40,9 @@ void BoundDispatch::update_uniform(Device& device, std::span<const std::byte> by
   device.upload(*uniform_, 0, bytes);
 }
 
-BoundDispatch bind_dispatch(Device& device, const ComputePipeline& pipeline, std::span<const BufferSlice> storage,
-                            std::span<const std::byte> uniform, WorkgroupCount groups) {
+BoundDispatch bind_dispatch(Device& device, const ComputePipeline& pipeline,
+                            std::span<const BufferSlice> storage, std::span<const std::byte> uniform,
+                            WorkgroupCount groups) {
   const auto& kinds = pipeline.bindings();
   const auto& limits = device.limits();
   size_t storage_count = 0;
@@ -96,8 +97,8 @@ BoundDispatch bind_dispatch(Device& device, const ComputePipeline& pipeline, std
       }
       uint64_t size = s.resolved_size();
       if (s.offset % limits.min_storage_buffer_offset_alignment != 0) {
-        throw Error("kernel '" + name + "': binding " + std::to_string(i) + " offset " + std::to_string(s.offset) +
-                    " is not a multiple of minStorageBufferOffsetAlignment (" +
+        throw Error("kernel '" + name + "': binding " + std::to_string(i) + " offset " +
+                    std::to_string(s.offset) + " is not a multiple of minStorageBufferOffsetAlignment (" +
                     std::to_string(limits.min_storage_buffer_offset_alignment) + ")");
       }
       if (size > limits.max_storage_buffer_binding_size) {
@@ -106,9 +107,10 @@ BoundDispatch bind_dispatch(Device& device, const ComputePipeline& pipeline, std
                     std::to_string(limits.max_storage_buffer_binding_size) + ")");
       }
       if (size == 0 || size % 4 != 0 || s.offset + size > s.buffer->size()) {
-        throw Error("kernel '" + name + "': binding " + std::to_string(i) + " range [" + std::to_string(s.offset) +
-                    ", +" + std::to_string(size) + ") is empty, unaligned or past the buffer's " +
-                    std::to_string(s.buffer->size()) + " bytes");
+        throw Error("kernel '" + name + "': binding " + std::to_string(i) + " range [" +
+                    std::to_string(s.offset) + ", +" + std::to_string(size) +
+                    ") is empty, unaligned or past the buffer's " + std::to_string(s.buffer->size()) +
+                    " bytes");
       }
       e.buffer = s.buffer->handle();
       e.offset = s.offset;
@@ -157,7 +159,8 @@ void CommandBatch::dispatch(const BoundDispatch& d) {
 }
 
 void CommandBatch::dispatch_timed(const BoundDispatch& d, TimestampProfiler& profiler, uint32_t slot) {
-  if (slot >= profiler.capacity()) throw Error("timestamp slot " + std::to_string(slot) + " past the profiler's capacity");
+  if (slot >= profiler.capacity())
+    throw Error("timestamp slot " + std::to_string(slot) + " past the profiler's capacity");
   end_pass();
   if (!encoder_) encoder_ = wgpuDeviceCreateCommandEncoder(device_.handle(), nullptr);
   WGPUPassTimestampWrites writes = {};
@@ -176,7 +179,8 @@ void CommandBatch::dispatch_timed(const BoundDispatch& d, TimestampProfiler& pro
 
 void CommandBatch::copy(const BufferSlice& source, const BufferSlice& destination) {
   uint64_t size = source.resolved_size();
-  if (size != destination.resolved_size() || size % 4 != 0 || source.offset % 4 != 0 || destination.offset % 4 != 0) {
+  if (size != destination.resolved_size() || size % 4 != 0 || source.offset % 4 != 0 ||
+      destination.offset % 4 != 0) {
     throw Error("buffer copy needs equal sizes and 4-byte aligned offsets and sizes");
   }
   end_pass();

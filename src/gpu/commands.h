@@ -49,8 +49,9 @@ class BoundDispatch {
 // Binds `storage` to the pipeline's storage bindings in order and `uniform` (if the pipeline declares one) to
 // its uniform binding. Checks counts, alignment and binding sizes against the device limits and throws
 // wgi::Error naming the kernel, binding and limit.
-BoundDispatch bind_dispatch(Device& device, const ComputePipeline& pipeline, std::span<const BufferSlice> storage,
-                            std::span<const std::byte> uniform, WorkgroupCount groups);
+BoundDispatch bind_dispatch(Device& device, const ComputePipeline& pipeline,
+                            std::span<const BufferSlice> storage, std::span<const std::byte> uniform,
+                            WorkgroupCount groups);
 
 class CommandBatch {
  public:

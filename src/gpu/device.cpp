@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gpu/pipeline_cache.h"
+#include "gpu/webgpu_abi.h"
 #include "gpu/webgpu_util.h"
 #include "wgi/error.h"
 
@@ -97,62 +98,6 @@ std::string adapter_type_name(WGPUAdapterType type) {
       return "CPU";
     default:
       return "unknown";
-  }
-}
-
-// Standard feature names (webgpu.h enum values). Dawn-specific values are printed in hex: their numbering in
-// our header may not match the library (see docs/architecture.md).
-std::string feature_name(WGPUFeatureName f) {
-  switch (f) {
-    case WGPUFeatureName_CoreFeaturesAndLimits:
-      return "core-features-and-limits";
-    case WGPUFeatureName_DepthClipControl:
-      return "depth-clip-control";
-    case WGPUFeatureName_Depth32FloatStencil8:
-      return "depth32float-stencil8";
-    case WGPUFeatureName_TextureCompressionBC:
-      return "texture-compression-bc";
-    case WGPUFeatureName_TextureCompressionBCSliced3D:
-      return "texture-compression-bc-sliced-3d";
-    case WGPUFeatureName_TextureCompressionETC2:
-      return "texture-compression-etc2";
-    case WGPUFeatureName_TextureCompressionASTC:
-      return "texture-compression-astc";
-    case WGPUFeatureName_TextureCompressionASTCSliced3D:
-      return "texture-compression-astc-sliced-3d";
-    case WGPUFeatureName_TimestampQuery:
-      return "timestamp-query";
-    case WGPUFeatureName_IndirectFirstInstance:
-      return "indirect-first-instance";
-    case WGPUFeatureName_ShaderF16:
-      return "shader-f16";
-    case WGPUFeatureName_RG11B10UfloatRenderable:
-      return "rg11b10ufloat-renderable";
-    case WGPUFeatureName_BGRA8UnormStorage:
-      return "bgra8unorm-storage";
-    case WGPUFeatureName_Float32Filterable:
-      return "float32-filterable";
-    case WGPUFeatureName_Float32Blendable:
-      return "float32-blendable";
-    case WGPUFeatureName_ClipDistances:
-      return "clip-distances";
-    case WGPUFeatureName_DualSourceBlending:
-      return "dual-source-blending";
-    case WGPUFeatureName_Subgroups:
-      return "subgroups";
-    case WGPUFeatureName_TextureFormatsTier1:
-      return "texture-formats-tier1";
-    case WGPUFeatureName_TextureFormatsTier2:
-      return "texture-formats-tier2";
-    case WGPUFeatureName_PrimitiveIndex:
-      return "primitive-index";
-    case WGPUFeatureName_TextureComponentSwizzle:
-      return "texture-component-swizzle";
-    default: {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "0x%05x", static_cast<unsigned>(f));
-      return buf;
-    }
   }
 }
 
@@ -271,8 +216,8 @@ bool vulkan_driver_manifests_present() {
   for (const char* var : {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"}) {
     if (const char* v = std::getenv(var); v && *v) return true;
   }
-  std::vector<std::string> dirs = {"/etc/vulkan/icd.d", "/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d",
-                                   "/usr/local/etc/vulkan/icd.d"};
+  std::vector<std::string> dirs = {"/etc/vulkan/icd.d", "/usr/share/vulkan/icd.d",
+                                   "/usr/local/share/vulkan/icd.d", "/usr/local/etc/vulkan/icd.d"};
   for (const char* var : {"XDG_DATA_DIRS", "XDG_CONFIG_DIRS"}) {
     if (const char* v = std::getenv(var); v && *v) {
       std::string list = v;
@@ -309,7 +254,9 @@ class DeviceFactory {
   static void create_device(Device& device, WGPUAdapter adapter);
 };
 
-std::shared_ptr<Device> Device::create(const DeviceOptions& options) { return DeviceFactory::create(options); }
+std::shared_ptr<Device> Device::create(const DeviceOptions& options) {
+  return DeviceFactory::create(options);
+}
 
 std::shared_ptr<Device> DeviceFactory::create(const DeviceOptions& options) {
   std::optional<BackendKind> backend = options.backend;
@@ -360,7 +307,8 @@ bool DeviceFactory::try_backend(Device& device, BackendKind kind, bool explicit_
   WGPUBackendType wanted = WGPUBackendType_Vulkan;
   if (kind == BackendKind::SwiftShader) {
     const char* override_icd = std::getenv("WGI_SWIFTSHADER_ICD");
-    std::string icd = override_icd && *override_icd ? override_icd : "/usr/lib/chromium/vk_swiftshader_icd.json";
+    std::string icd =
+        override_icd && *override_icd ? override_icd : "/usr/lib/chromium/vk_swiftshader_icd.json";
     if (!std::filesystem::exists(icd)) {
       attempt.detail = "SwiftShader Vulkan ICD not found at " + icd +
                        " (install Debian's chromium package, run scripts/setup, or set WGI_SWIFTSHADER_ICD)";
@@ -400,9 +348,11 @@ bool DeviceFactory::try_backend(Device& device, BackendKind kind, bool explicit_
   AdapterInfo info = read_adapter_info(adapter, backend_type, adapter_type);
   std::string reject;
   if (backend_type != wanted) {
-    reject = "Dawn returned " + describe(info) + ", not the " + backend_type_name(wanted) + " backend asked for";
-  } else if (kind == BackendKind::SwiftShader && lower_case(info.vendor + info.device + info.description)
-                                                        .find("swiftshader") == std::string::npos) {
+    reject =
+        "Dawn returned " + describe(info) + ", not the " + backend_type_name(wanted) + " backend asked for";
+  } else if (kind == BackendKind::SwiftShader &&
+             lower_case(info.vendor + info.device + info.description).find("swiftshader") ==
+                 std::string::npos) {
     reject = "expected SwiftShader, got " + describe(info);
   } else if (kind == BackendKind::Vulkan && !explicit_choice && adapter_type == WGPUAdapterType_CPU) {
     reject = "only a CPU Vulkan adapter (" + describe(info) + "); the automatic order wants a real GPU first";
@@ -442,7 +392,7 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
     throw Error("wgpuAdapterGetLimits failed");
   }
   std::vector<WGPUFeatureName> wanted;
-  for (WGPUFeatureName f : {WGPUFeatureName_ShaderF16, WGPUFeatureName_Subgroups, WGPUFeatureName_TimestampQuery}) {
+  for (WGPUFeatureName f : {abi::kShaderF16, abi::kSubgroups, abi::kTimestampQuery}) {
     if (wgpuAdapterHasFeature(adapter, f)) wanted.push_back(f);
   }
 
@@ -452,8 +402,8 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   desc.requiredFeatures = wanted.data();
   desc.requiredLimits = &adapter_limits;
   desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
-  desc.deviceLostCallbackInfo.callback = [](WGPUDevice const*, WGPUDeviceLostReason reason, WGPUStringView msg,
-                                            void* user, void*) {
+  desc.deviceLostCallbackInfo.callback = [](WGPUDevice const*, WGPUDeviceLostReason reason,
+                                            WGPUStringView msg, void* user, void*) {
     if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
     static_cast<Device*>(user)->report_device_lost(to_std_string(msg));
   };
@@ -471,7 +421,8 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   DeviceRequest request;
   WGPURequestDeviceCallbackInfo callback = {};
   callback.mode = WGPUCallbackMode_AllowProcessEvents;
-  callback.callback = [](WGPURequestDeviceStatus status, WGPUDevice dev, WGPUStringView msg, void* user, void*) {
+  callback.callback = [](WGPURequestDeviceStatus status, WGPUDevice dev, WGPUStringView msg, void* user,
+                         void*) {
     auto* r = static_cast<DeviceRequest*>(user);
     r->device = status == WGPURequestDeviceStatus_Success ? dev : nullptr;
     r->message = to_std_string(msg);
@@ -507,13 +458,13 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   WGPUSupportedFeatures features = {};
   wgpuDeviceGetFeatures(request.device, &features);
   for (size_t i = 0; i < features.featureCount; ++i) {
-    device.granted_feature_names_.push_back(feature_name(features.features[i]));
+    device.granted_feature_names_.push_back(abi::feature_name(static_cast<uint32_t>(features.features[i])));
   }
   wgpuSupportedFeaturesFreeMembers(features);
   Features& f = device.capabilities_.features;
-  f.shader_f16 = wgpuDeviceHasFeature(request.device, WGPUFeatureName_ShaderF16);
-  f.subgroups = wgpuDeviceHasFeature(request.device, WGPUFeatureName_Subgroups);
-  f.timestamp_query = wgpuDeviceHasFeature(request.device, WGPUFeatureName_TimestampQuery);
+  f.shader_f16 = wgpuDeviceHasFeature(request.device, abi::kShaderF16);
+  f.subgroups = wgpuDeviceHasFeature(request.device, abi::kSubgroups);
+  f.timestamp_query = wgpuDeviceHasFeature(request.device, abi::kTimestampQuery);
   device.capabilities_.compatibility_mode = device.adapter_info_.compatibility_mode;
   device.pipelines_ = std::make_unique<PipelineCache>(device);
 }
@@ -560,7 +511,9 @@ void Device::check_errors() {
   throw Error(message);
 }
 
-void Device::wait_until(const bool& done) { spin_until(instance_, done); }
+void Device::wait_until(const bool& done) {
+  spin_until(instance_, done);
+}
 
 Buffer Device::create_buffer(uint64_t size, std::string_view label, BufferUsage usage) {
   uint64_t rounded = std::max<uint64_t>(16, (size + 15) / 16 * 16);
@@ -586,6 +539,7 @@ Buffer Device::create_buffer(uint64_t size, std::string_view label, BufferUsage 
       break;
   }
   WGPUBuffer handle = wgpuDeviceCreateBuffer(device_, &desc);
+  ++buffers_created_;
   check_errors();
   if (!handle) throw Error("could not create buffer '" + std::string(label) + "'");
   return Buffer(handle, rounded, usage);
@@ -646,7 +600,8 @@ void Device::download(const Buffer& buffer, uint64_t offset, std::span<std::byte
   wgpuBufferMapAsync(staging_->handle(), WGPUMapMode_Read, 0, bytes, callback);
   wait_until(state.done);
   check_errors();
-  if (state.status != WGPUMapAsyncStatus_Success) throw Error("mapping the staging buffer failed: " + state.message);
+  if (state.status != WGPUMapAsyncStatus_Success)
+    throw Error("mapping the staging buffer failed: " + state.message);
   const void* mapped = wgpuBufferGetConstMappedRange(staging_->handle(), 0, bytes);
   if (!mapped) {
     wgpuBufferUnmap(staging_->handle());

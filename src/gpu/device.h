@@ -120,6 +120,8 @@ class Device {
   const Buffer& zero_buffer();
 
   PipelineCache& pipelines() { return *pipelines_; }
+  // Buffers created so far (tests check that repeated runs allocate nothing).
+  uint64_t buffers_created() const { return buffers_created_; }
 
   // Blocks until all submitted work has finished, then throws if any error was reported meanwhile.
   void wait_idle();
@@ -156,6 +158,7 @@ class Device {
   std::mutex error_mutex_;
   std::vector<std::string> pending_errors_;
   bool lost_ = false;
+  uint64_t buffers_created_ = 0;
   bool destroying_ = false;
 
   friend class DeviceFactory;

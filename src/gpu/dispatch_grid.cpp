@@ -8,7 +8,9 @@
 namespace wgi::gpu {
 
 namespace {
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
 }  // namespace
 
 WorkgroupCount fold_workgroups(uint64_t workgroups, uint32_t max_per_dimension) {
@@ -39,7 +41,8 @@ WorkgroupCount fold_workgroups(uint64_t workgroups, uint32_t max_per_dimension) 
   return count;
 }
 
-DispatchGrid compute_dispatch_grid(uint64_t invocations, uint32_t desired_workgroup_size, const Limits& limits) {
+DispatchGrid compute_dispatch_grid(uint64_t invocations, uint32_t desired_workgroup_size,
+                                   const Limits& limits) {
   uint32_t size = std::max<uint32_t>(1, desired_workgroup_size);
   size = std::min({size, limits.max_compute_invocations_per_workgroup, limits.max_compute_workgroup_size_x});
   size = std::max<uint32_t>(1, size);

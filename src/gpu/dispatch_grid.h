@@ -31,6 +31,7 @@ struct DispatchGrid {
 
 // One invocation per element of 1-D work. The workgroup size is the desired one clamped to the device's
 // maxComputeInvocationsPerWorkgroup and maxComputeWorkgroupSizeX.
-DispatchGrid compute_dispatch_grid(uint64_t invocations, uint32_t desired_workgroup_size, const Limits& limits);
+DispatchGrid compute_dispatch_grid(uint64_t invocations, uint32_t desired_workgroup_size,
+                                   const Limits& limits);
 
 }  // namespace wgi::gpu

@@ -126,8 +126,8 @@ std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& prog
   std::string scope_error = pop_error_scope(device_);
   if (!compile.errors.empty() || !scope_error.empty()) {
     wgpuShaderModuleRelease(module);
-    throw Error("WGSL of kernel '" + program.label + "' does not compile:" +
-                (compile.errors.empty() ? "\n  " + scope_error : compile.errors));
+    throw Error("WGSL of kernel '" + program.label +
+                "' does not compile:" + (compile.errors.empty() ? "\n  " + scope_error : compile.errors));
   }
 
   // An explicit layout: storage bindings in order, then the uniform. Explicit layouts also keep bindings

@@ -42,7 +42,8 @@ std::vector<double> TimestampProfiler::read(uint32_t count) {
   device_.download(resolve_, 0, std::as_writable_bytes(std::span<uint64_t>(ticks)));
   std::vector<double> ms(count);
   for (uint32_t i = 0; i < count; ++i) {
-    ms[i] = ticks[2 * i + 1] >= ticks[2 * i] ? static_cast<double>(ticks[2 * i + 1] - ticks[2 * i]) * 1e-6 : 0.0;
+    ms[i] =
+        ticks[2 * i + 1] >= ticks[2 * i] ? static_cast<double>(ticks[2 * i + 1] - ticks[2 * i]) * 1e-6 : 0.0;
   }
   return ms;
 }

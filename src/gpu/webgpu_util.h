@@ -9,7 +9,9 @@
 
 namespace wgi::gpu {
 
-inline WGPUStringView to_string_view(std::string_view s) { return WGPUStringView{s.data(), s.size()}; }
+inline WGPUStringView to_string_view(std::string_view s) {
+  return WGPUStringView{s.data(), s.size()};
+}
 
 inline std::string to_std_string(WGPUStringView s) {
   if (!s.data) return {};

@@ -9,6 +9,7 @@
 #include "gpu/commands.h"
 #include "gpu/dispatch_grid.h"
 #include "gpu/pipeline_cache.h"
+#include "gpu/profiler.h"
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "support/test_device.h"
@@ -33,7 +34,9 @@ Buffer upload_vector(Device& d, const std::vector<T>& v, const char* label) {
   return b;
 }
 
-bool is_power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
+bool is_power_of_two(uint64_t v) {
+  return v && !(v & (v - 1));
+}
 
 TEST(Device, SelectsARealBackendNeverNull) {
   Device& d = device();
@@ -69,20 +72,80 @@ TEST(DeviceAbi, LimitsReadBackSanely) {
   EXPECT_LE(l.max_storage_buffers_per_shader_stage, 1u << 20);
 }
 
-// HasFeature(standard enum) must agree with the enumerated list, whose values we name from our header.
-TEST(DeviceAbi, FeaturesAgreeByStandardEnumValues) {
+// HasFeature must agree with the enumerated list, and core adapters must list core-features-and-limits: with
+// the library's feature numbering wrong (src/gpu/webgpu_abi.h) these names come out shifted.
+TEST(DeviceAbi, FeatureNamesFollowTheLibrarysNumbering) {
   Device& d = device();
   const auto& names = d.granted_feature_names();
   auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   EXPECT_EQ(d.features().shader_f16, has("shader-f16"));
   EXPECT_EQ(d.features().subgroups, has("subgroups"));
   EXPECT_EQ(d.features().timestamp_query, has("timestamp-query"));
+  EXPECT_EQ(has("core-features-and-limits"), !d.adapter_info().compatibility_mode);
   if (d.backend() == BackendKind::SwiftShader) {
-    // SwiftShader 5 exposes all three; losing them would mean the enum values moved.
-    EXPECT_TRUE(d.features().shader_f16);
-    EXPECT_TRUE(d.features().subgroups);
+    // What this SwiftShader offers through this Dawn (measured): timestamps and subgroups, no shader-f16.
     EXPECT_TRUE(d.features().timestamp_query);
+    EXPECT_TRUE(d.features().subgroups);
+    EXPECT_FALSE(d.features().shader_f16);
   }
+}
+
+// Each optional feature wgi asks for is checked by what it enables, not by its number.
+TEST(DeviceAbi, GrantedFeaturesDoWhatTheyAreNamed) {
+  Device& d = device();
+  Buffer out = d.create_buffer(16, "feature_out");
+  auto run_probe = [&](const char* label, const std::string& wgsl) {
+    ProgramSource p;
+    p.label = label;
+    p.wgsl = wgsl;
+    p.bindings = {BindingKind::Storage};
+    BufferSlice slices[] = {{&out}};
+    BoundDispatch dispatch = bind_dispatch(d, d.pipelines().get(p), slices, {}, {1, 1, 1});
+    CommandBatch batch(d);
+    batch.dispatch(dispatch);
+    batch.submit();
+    return download_vector<uint32_t>(d, out, 1)[0];
+  };
+  if (d.features().subgroups) {
+    uint32_t size =
+        run_probe("probe_subgroups",
+                  "enable subgroups;\n"
+                  "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+                  "@compute @workgroup_size(64) fn main(@builtin(local_invocation_index) i: u32) {\n"
+                  "  let n = subgroupAdd(1u);\n"
+                  "  if (i == 0u) { o[0] = n; }\n}\n");
+    EXPECT_GE(size, std::max(1u, d.adapter_info().subgroup_min_size));
+    EXPECT_LE(size, std::max(64u, d.adapter_info().subgroup_max_size));
+  }
+  if (d.features().shader_f16) {
+    uint32_t bits = run_probe("probe_f16",
+                              "enable f16;\n"
+                              "@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n"
+                              "@compute @workgroup_size(1) fn main() { o[0] = f32(f16(1.5) * f16(2.0)); }\n");
+    float v;
+    std::memcpy(&v, &bits, 4);
+    EXPECT_EQ(v, 3.0f);
+  }
+  if (d.features().timestamp_query) {
+    TimestampProfiler profiler(d, 1);
+    ProgramSource p;
+    p.label = "probe_timestamps";
+    p.wgsl =
+        "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+        "@compute @workgroup_size(1) fn main() { o[0] = 7u; }\n";
+    p.bindings = {BindingKind::Storage};
+    BufferSlice slices[] = {{&out}};
+    BoundDispatch dispatch = bind_dispatch(d, d.pipelines().get(p), slices, {}, {1, 1, 1});
+    CommandBatch batch(d);
+    batch.dispatch_timed(dispatch, profiler, 0);
+    batch.submit();
+    std::vector<double> ms = profiler.read(1);
+    ASSERT_EQ(ms.size(), 1u);
+    EXPECT_GE(ms[0], 0.0);
+    EXPECT_LT(ms[0], 1000.0);
+    EXPECT_EQ(download_vector<uint32_t>(d, out, 1)[0], 7u);
+  }
+  EXPECT_NO_THROW(d.check_errors());
 }
 
 constexpr const char* kRoundTripWgsl = R"(
@@ -175,11 +238,12 @@ TEST(PipelineCache, ReusesIdenticalProgramsAndKeysOnConstants) {
 TEST(PipelineCache, InvalidWgslNamesKernelAndLine) {
   ProgramSource p;
   p.label = "broken_kernel";
-  p.wgsl = "@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n"
-           "@compute @workgroup_size(1)\n"
-           "fn main() {\n"
-           "  o[0] = undefined_name;\n"
-           "}\n";
+  p.wgsl =
+      "@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n"
+      "@compute @workgroup_size(1)\n"
+      "fn main() {\n"
+      "  o[0] = undefined_name;\n"
+      "}\n";
   p.bindings = {BindingKind::Storage};
   try {
     device().pipelines().get(p);
@@ -228,8 +292,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     auto got = download_vector<uint32_t>(d, counts, invocations);
     size_t wrong = 0;
     for (uint32_t i = 0; i < invocations; ++i) wrong += got[i] != 1;
-    EXPECT_EQ(wrong, 0u) << invocations << " invocations, grid " << grid.groups.x << "x" << grid.groups.y << "x"
-                         << grid.groups.z;
+    EXPECT_EQ(wrong, 0u) << invocations << " invocations, grid " << grid.groups.x << "x" << grid.groups.y
+                         << "x" << grid.groups.z;
   }
 }
 
@@ -248,8 +312,9 @@ TEST(DeviceErrors, BindingMistakesAreCaughtBeforeWebGpu) {
   BufferSlice misaligned[] = {{&b, 4, 16}, {&b}, {&b}, {&b}};
   EXPECT_THROW(bind_dispatch(d, pipeline, misaligned, uniform, {1, 1, 1}), Error);
   BufferSlice ok[] = {{&b}, {&b}, {&b}, {&b}};
-  EXPECT_THROW(bind_dispatch(d, pipeline, ok, uniform, {d.limits().max_compute_workgroups_per_dimension + 1, 1, 1}),
-               Error);
+  EXPECT_THROW(
+      bind_dispatch(d, pipeline, ok, uniform, {d.limits().max_compute_workgroups_per_dimension + 1, 1, 1}),
+      Error);
 }
 
 // A mistake only WebGPU's validation sees (one buffer bound both read-only and writable in the same dispatch)

@@ -1,0 +1,27 @@
+// Where the Dawn library wgi links differs from the webgpu.h it compiles against. Internal to src/gpu/.
+//
+// The library (npm bun-webgpu-linux-x64 0.1.7) numbers WGPUFeatureName as webgpu.h did before
+// CoreFeaturesAndLimits moved to the front of the enum; the header (npm react-native-webgpu 0.5.17) has the
+// new numbering, in which every value up to Subgroups is one higher. Asking the library for the header's
+// WGPUFeatureName_TimestampQuery (0x9) really asks for IndirectFirstInstance. Measured on SwiftShader: a
+// device given 0x3 creates timestamp query sets and one given 0x9 cannot; 0x11 enables `enable subgroups;`
+// and 0x12 does not; a request for 0xA fails with "Requested feature FeatureName::ShaderF16 is not
+// supported". tests/gpu/test_device.cpp checks each feature wgi uses by what it does, not by its number.
+#pragma once
+
+#include <webgpu/webgpu.h>
+
+#include <cstdint>
+#include <string>
+
+namespace wgi::gpu::abi {
+
+// The library's values for the features wgi requests.
+inline constexpr WGPUFeatureName kTimestampQuery = static_cast<WGPUFeatureName>(0x3);
+inline constexpr WGPUFeatureName kShaderF16 = static_cast<WGPUFeatureName>(0xA);
+inline constexpr WGPUFeatureName kSubgroups = static_cast<WGPUFeatureName>(0x11);
+
+// The WebGPU name of a feature value as the library numbers it ("0x5000c" for Dawn's own features).
+std::string feature_name(uint32_t library_value);
+
+}  // namespace wgi::gpu::abi
