@@ -62,7 +62,8 @@ void BM_Linear(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   wgi::ops::NodeInfo node{"linear", "Gemm", "", 13, {}, {}, {}};
   node.attributes.set("transB", int64_t{1});
-  if (const char* kernel = std::getenv("WGI_BENCH_KERNEL")) node.attributes.set("wgi.kernel", std::string(kernel));
+  if (const char* kernel = std::getenv("WGI_BENCH_KERNEL"))
+    node.attributes.set("wgi.kernel", std::string(kernel));
   std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
                                                   NodeInput{wgi::test::random_tensor({n, k}, 2), true},
                                                   NodeInput{wgi::test::random_tensor({n}, 3), true}};
@@ -106,11 +107,11 @@ void linear_shapes(benchmark::internal::Benchmark* b) {
 void conv_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "ic", "oc", "hw", "k", "s", "g"});
   if (large()) {
-    b->Args({8, 256, 256, 56, 3, 1, 1});   // the anchor: 3x3 256->256 on 8x56x56
-    b->Args({8, 256, 64, 56, 1, 1, 1});    // 1x1 projection
-    b->Args({8, 128, 256, 56, 3, 2, 1});   // strided downsample
-    b->Args({8, 256, 256, 56, 3, 1, 256}); // depthwise (DaViT position encoding)
-    b->Args({8, 3, 64, 224, 7, 2, 1});     // stem
+    b->Args({8, 256, 256, 56, 3, 1, 1});    // the anchor: 3x3 256->256 on 8x56x56
+    b->Args({8, 256, 64, 56, 1, 1, 1});     // 1x1 projection
+    b->Args({8, 128, 256, 56, 3, 2, 1});    // strided downsample
+    b->Args({8, 256, 256, 56, 3, 1, 256});  // depthwise (DaViT position encoding)
+    b->Args({8, 3, 64, 224, 7, 2, 1});      // stem
   } else {
     b->Args({1, 16, 32, 24, 3, 1, 1})->Args({1, 16, 16, 24, 3, 1, 16})->Args({1, 3, 16, 32, 7, 2, 1});
   }

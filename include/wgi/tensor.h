@@ -20,15 +20,25 @@ size_t dtype_size(DType dtype);            // bytes per element on the host
 template <class T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::Float32; }
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
 template <>
-constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
 template <>
-constexpr DType dtype_of<int32_t>() { return DType::Int32; }
+constexpr DType dtype_of<int32_t>() {
+  return DType::Int32;
+}
 template <>
-constexpr DType dtype_of<int8_t>() { return DType::Int8; }
+constexpr DType dtype_of<int8_t>() {
+  return DType::Int8;
+}
 template <>
-constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
+constexpr DType dtype_of<uint8_t>() {
+  return DType::UInt8;
+}
 
 using Shape = std::vector<int64_t>;
 std::string shape_to_string(const Shape& shape);  // "[2, 3, 4]"

@@ -7,7 +7,9 @@ namespace wgi::runtime {
 
 namespace {
 
-size_t device_element_size(DType dtype) { return dtype == DType::Float16 ? 2 : 4; }
+size_t device_element_size(DType dtype) {
+  return dtype == DType::Float16 ? 2 : 4;
+}
 
 }  // namespace
 
@@ -95,7 +97,8 @@ gpu::Buffer upload_tensor(gpu::Device& device, const Tensor& tensor, const std::
   return buffer;
 }
 
-void write_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const Tensor& tensor, const std::string& what) {
+void write_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const Tensor& tensor,
+                  const std::string& what) {
   auto bytes = to_device_bytes(tensor, what);
   if (bytes.size() > slice.resolved_size()) {
     throw Error(what + ": " + std::to_string(bytes.size()) + " bytes do not fit a device region of " +
@@ -105,7 +108,8 @@ void write_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const Tens
 }
 
 Tensor read_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const ops::TensorDesc& desc) {
-  std::vector<std::byte> bytes(static_cast<size_t>(element_count(desc.shape)) * device_element_size(desc.dtype));
+  std::vector<std::byte> bytes(static_cast<size_t>(element_count(desc.shape)) *
+                               device_element_size(desc.dtype));
   device.download(*slice.buffer, slice.offset, bytes);
   return from_device_bytes(desc, bytes);
 }

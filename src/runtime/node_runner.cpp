@@ -9,7 +9,8 @@ namespace {
 
 const ops::OpHandler& find_handler(const ops::NodeInfo& node, const ops::OpRegistry& registry) {
   if (const auto* entry = registry.find(node.domain, node.op_type, node.opset)) return entry->handler;
-  throw Error(node.describe() + ": " + registry.unsupported_reason(node.domain, node.op_type, node.opset).value());
+  throw Error(node.describe() + ": " +
+              registry.unsupported_reason(node.domain, node.op_type, node.opset).value());
 }
 
 }  // namespace
@@ -33,16 +34,26 @@ ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
 PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
                            std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options,
                            const ops::OpRegistry& registry)
-    : device_(device), plan_(plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry)) {
+    : device_(device),
+      plan_(plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry)) {
   auto own = [&](gpu::Buffer buffer) -> gpu::BufferSlice {
     owned_.push_back(std::make_unique<gpu::Buffer>(std::move(buffer)));
     return {owned_.back().get()};
   };
+  // Upload only what a kernel binds or an output aliases (see ExecutionPlan for why).
+  std::vector<bool> bound(inputs.size(), false);
+  for (const auto& launch : plan_.launches) {
+    for (const ops::TensorRef& ref : launch.bindings) {
+      if (ref.kind == ops::TensorRef::Kind::Input && ref.index < bound.size()) bound[ref.index] = true;
+    }
+  }
+  if (plan_.alias_output_to_input >= 0) bound.at(static_cast<size_t>(plan_.alias_output_to_input)) = true;
   std::vector<gpu::BufferSlice> input_slices;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    input_slices.push_back(inputs[i] ? own(upload_tensor(device, inputs[i]->value,
-                                                         node.describe() + " input " + std::to_string(i)))
-                                     : gpu::BufferSlice{});
+    input_slices.push_back(
+        inputs[i] && bound[i]
+            ? own(upload_tensor(device, inputs[i]->value, node.describe() + " input " + std::to_string(i)))
+            : gpu::BufferSlice{});
   }
   for (size_t i = 0; i < plan_.outputs.size(); ++i) {
     if (plan_.alias_output_to_input >= 0 && i == 0) {
@@ -57,7 +68,8 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
     outputs_.push_back(slice);
   }
   std::vector<gpu::BufferSlice> scratch_slices;
-  for (uint64_t bytes : plan_.scratch_bytes) scratch_slices.push_back(own(device.create_buffer(bytes, "scratch")));
+  for (uint64_t bytes : plan_.scratch_bytes)
+    scratch_slices.push_back(own(device.create_buffer(bytes, "scratch")));
   std::vector<gpu::BufferSlice> constant_slices;
   for (const Tensor& c : plan_.constants) {
     constant_slices.push_back(own(upload_tensor(device, c, node.describe() + " prepacked constant")));
@@ -71,7 +83,8 @@ void PreparedNode::encode(gpu::CommandBatch& batch) const {
 
 std::vector<Tensor> PreparedNode::read_outputs() {
   std::vector<Tensor> outputs;
-  for (size_t i = 0; i < plan_.outputs.size(); ++i) outputs.push_back(read_tensor(device_, outputs_[i], plan_.outputs[i]));
+  for (size_t i = 0; i < plan_.outputs.size(); ++i)
+    outputs.push_back(read_tensor(device_, outputs_[i], plan_.outputs[i]));
   return outputs;
 }
 

@@ -26,8 +26,8 @@ struct NodeInput {
 struct NodeRunOptions {
   // Fill outputs with a NaN pattern first, so that elements a kernel forgot to write cannot look right.
   bool poison_outputs = true;
-  // Plan as if the device had these capabilities instead of its own (which still bound what runs). Tests use a
-  // small maxComputeWorkgroupsPerDimension to exercise grid folding without dispatching 65536+ workgroups.
+  // Plan as if the device had these capabilities instead of its own (which still bound what runs). Tests use
+  // a small maxComputeWorkgroupsPerDimension to exercise grid folding without dispatching 65536+ workgroups.
   std::optional<gpu::Capabilities> capabilities;
 };
 
@@ -36,12 +36,13 @@ ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
                       std::span<const std::optional<NodeInput>> inputs,
                       const ops::OpRegistry& registry = ops::builtin_registry());
 
-// A node planned, with its buffers allocated, inputs uploaded and dispatches bound: ready to run any number of
-// times (benchmarks encode it repeatedly).
+// A node planned, with its buffers allocated, inputs uploaded and dispatches bound: ready to run any number
+// of times (benchmarks encode it repeatedly).
 class PreparedNode {
  public:
-  PreparedNode(gpu::Device& device, const ops::NodeInfo& node, std::span<const std::optional<NodeInput>> inputs,
-               const NodeRunOptions& options = {}, const ops::OpRegistry& registry = ops::builtin_registry());
+  PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
+               std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options = {},
+               const ops::OpRegistry& registry = ops::builtin_registry());
 
   const ops::OpPlan& plan() const { return plan_; }
   // Appends the node's dispatches to `batch` (no submit).
@@ -59,7 +60,8 @@ class PreparedNode {
 };
 
 std::vector<Tensor> run_node(gpu::Device& device, const ops::NodeInfo& node,
-                             std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options = {},
+                             std::span<const std::optional<NodeInput>> inputs,
+                             const NodeRunOptions& options = {},
                              const ops::OpRegistry& registry = ops::builtin_registry());
 
 }  // namespace wgi::runtime

@@ -2,8 +2,8 @@
 
 namespace wgi::runtime {
 
-std::vector<gpu::BoundDispatch> bind_plan(gpu::Device& device, const ops::NodeInfo& node, const ops::OpPlan& plan,
-                                          const PlanBuffers& buffers) {
+std::vector<gpu::BoundDispatch> bind_plan(gpu::Device& device, const ops::NodeInfo& node,
+                                          const ops::OpPlan& plan, const PlanBuffers& buffers) {
   std::vector<gpu::BoundDispatch> out;
   out.reserve(plan.launches.size());
   for (const ops::KernelLaunch& launch : plan.launches) {

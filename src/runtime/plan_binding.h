@@ -19,7 +19,7 @@ struct PlanBuffers {
 
 // Creates (or reuses from the cache) each launch's pipeline and binds it. Throws wgi::Error naming the node
 // if a launch refers to a buffer the plan does not have.
-std::vector<gpu::BoundDispatch> bind_plan(gpu::Device& device, const ops::NodeInfo& node, const ops::OpPlan& plan,
-                                          const PlanBuffers& buffers);
+std::vector<gpu::BoundDispatch> bind_plan(gpu::Device& device, const ops::NodeInfo& node,
+                                          const ops::OpPlan& plan, const PlanBuffers& buffers);
 
 }  // namespace wgi::runtime

@@ -1,6 +1,6 @@
-// MatMul / Gemm (and the seeds' linear = Gemm with transB and a bias) against float64 references, through both
-// kernels of the family (scalar tiled, vec4), aligned and unaligned sizes, batch dims, broadcasting, fused
-// activations, a grid past 65535 workgroups, and the errors a user can cause.
+// MatMul / Gemm (and the seeds' linear = Gemm with transB and a bias) against float64 references, through
+// both kernels of the family (scalar tiled, vec4), aligned and unaligned sizes, batch dims, broadcasting,
+// fused activations, a grid past 65535 workgroups, and the errors a user can cause.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -18,7 +18,9 @@ namespace {
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
 
-ops::NodeInfo node(const char* op, int opset = 13) { return ops::NodeInfo{"linear_under_test", op, "", opset, {}, {}, {}}; }
+ops::NodeInfo node(const char* op, int opset = 13) {
+  return ops::NodeInfo{"linear_under_test", op, "", opset, {}, {}, {}};
+}
 
 std::string run_error(const ops::NodeInfo& n, const Inputs& inputs) {
   try {
@@ -59,8 +61,8 @@ TEST_P(SeedLinearTest, BothKernelsWithAndWithoutBias) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, SeedLinearTest,
                          ::testing::Values(Mnk{1, 1, 1}, Mnk{1, 64, 32}, Mnk{3, 31, 33}, Mnk{31, 32, 64},
-                                           Mnk{32, 33, 100}, Mnk{33, 64, 257}, Mnk{64, 100, 3}, Mnk{100, 257, 31},
-                                           Mnk{257, 3, 32}, Mnk{33, 1, 4}),
+                                           Mnk{32, 33, 100}, Mnk{33, 64, 257}, Mnk{64, 100, 3},
+                                           Mnk{100, 257, 31}, Mnk{257, 3, 32}, Mnk{33, 1, 4}),
                          [](const auto& p) {
                            std::ostringstream name;
                            name << "M" << p.param.m << "_N" << p.param.n << "_K" << p.param.k;
@@ -83,9 +85,9 @@ TEST(MatMul, BroadcastBatchesWithRuntimeOperands) {
   struct Case {
     Shape a, b;
   };
-  for (const Case& c : {Case{{2, 1, 7, 9}, {3, 9, 5}}, Case{{4, 6, 8}, {4, 8, 6}}, Case{{6, 8}, {2, 3, 8, 4}},
-                        Case{{1, 3, 1, 5, 4}, {2, 1, 2, 4, 3}}, Case{{9}, {2, 9, 3}}, Case{{2, 4, 9}, {9}},
-                        Case{{7}, {7}}}) {
+  for (const Case& c :
+       {Case{{2, 1, 7, 9}, {3, 9, 5}}, Case{{4, 6, 8}, {4, 8, 6}}, Case{{6, 8}, {2, 3, 8, 4}},
+        Case{{1, 3, 1, 5, 4}, {2, 1, 2, 4, 3}}, Case{{9}, {2, 9, 3}}, Case{{2, 4, 9}, {9}}, Case{{7}, {7}}}) {
     Tensor a = test::random_tensor(c.a, 21);
     Tensor b = test::random_tensor(c.b, 22);
     auto out = runtime::run_node(test::device(), node("MatMul"), Inputs{NodeInput{a}, NodeInput{b}});
@@ -116,10 +118,12 @@ TEST(Gemm, TransposesAlphaBetaAndBroadcastC) {
       g.attributes.set("transB", int64_t{c.tb});
       g.attributes.set("alpha", 0.75f);
       g.attributes.set("beta", -1.5f);
-      auto out = runtime::run_node(test::device(), g, Inputs{NodeInput{a}, NodeInput{b, b_const}, NodeInput{cc}});
+      auto out =
+          runtime::run_node(test::device(), g, Inputs{NodeInput{a}, NodeInput{b, b_const}, NodeInput{cc}});
       auto ref = test::gemm_reference(a, b, &cc, c.ta, c.tb, 0.75, -1.5);
       EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(K)))
-          << "transA " << c.ta << " transB " << c.tb << " C " << shape_to_string(c.c) << " B const " << b_const;
+          << "transA " << c.ta << " transB " << c.tb << " C " << shape_to_string(c.c) << " B const "
+          << b_const;
     }
   }
 }
@@ -133,15 +137,17 @@ TEST(Gemm, FusedReluAndClipEpilogues) {
     g.attributes.set(ops::kFusedActivationAttribute, std::string(act));
     g.attributes.set(ops::kFusedActivationMinAttribute, -0.25f);
     g.attributes.set(ops::kFusedActivationMaxAttribute, 0.5f);
-    auto out = runtime::run_node(test::device(), g, Inputs{NodeInput{x}, NodeInput{w, true}, NodeInput{bias}});
+    auto out =
+        runtime::run_node(test::device(), g, Inputs{NodeInput{x}, NodeInput{w, true}, NodeInput{bias}});
     bool relu = std::string(act) == "Relu";
-    auto ref = test::gemm_reference(x, w, &bias, false, false, 1, 1, relu ? 0.0 : -0.25, relu ? FLT_MAX : 0.5);
+    auto ref =
+        test::gemm_reference(x, w, &bias, false, false, 1, 1, relu ? 0.0 : -0.25, relu ? FLT_MAX : 0.5);
     EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(24))) << act;
   }
 }
 
-// Planned for a device that allows only 9 workgroups per dimension, 19 x 9 x 4 tiles fold into 3-D; the kernel
-// must decode tile and batch from the folded grid.
+// Planned for a device that allows only 9 workgroups per dimension, 19 x 9 x 4 tiles fold into 3-D; the
+// kernel must decode tile and batch from the folded grid.
 TEST(MatMul, FoldedGridDecodesEveryTile) {
   Tensor a = test::random_tensor({4, 19 * 32 - 5, 8}, 51);
   Tensor b = test::random_tensor({4, 8, 9 * 32 - 3}, 52);
@@ -168,20 +174,24 @@ TEST(LinearErrors, SayWhatIsWrong) {
   Tensor b = test::random_tensor({6, 3}, 2);
   EXPECT_NE(run_error(node("MatMul"), Inputs{NodeInput{a}, NodeInput{b}}).find("inner dimensions differ"),
             std::string::npos);
-  EXPECT_NE(run_error(node("MatMul"),
-                      Inputs{NodeInput{test::random_tensor({2, 4, 5}, 1)}, NodeInput{test::random_tensor({3, 5, 2}, 2)}})
+  EXPECT_NE(run_error(node("MatMul"), Inputs{NodeInput{test::random_tensor({2, 4, 5}, 1)},
+                                             NodeInput{test::random_tensor({3, 5, 2}, 2)}})
                 .find("do not broadcast"),
             std::string::npos);
-  EXPECT_NE(run_error(node("MatMul"), Inputs{NodeInput{Tensor(DType::Int32, {2, 2})}, NodeInput{a}}).find("int32"),
-            std::string::npos);
+  EXPECT_NE(
+      run_error(node("MatMul"), Inputs{NodeInput{Tensor(DType::Int32, {2, 2})}, NodeInput{a}}).find("int32"),
+      std::string::npos);
   ops::NodeInfo forced = node("MatMul");
   forced.attributes.set("wgi.kernel", std::string("vec4"));
-  EXPECT_NE(run_error(forced, Inputs{NodeInput{a}, NodeInput{test::random_tensor({5, 3}, 3)}}).find("K % 4 == 0"),
-            std::string::npos);
+  EXPECT_NE(
+      run_error(forced, Inputs{NodeInput{a}, NodeInput{test::random_tensor({5, 3}, 3)}}).find("K % 4 == 0"),
+      std::string::npos);
   forced.attributes.set("wgi.kernel", std::string("fast"));
-  EXPECT_NE(run_error(forced, Inputs{NodeInput{a}, NodeInput{test::random_tensor({5, 3}, 3)}}).find("unknown wgi.kernel"),
+  EXPECT_NE(run_error(forced, Inputs{NodeInput{a}, NodeInput{test::random_tensor({5, 3}, 3)}})
+                .find("unknown wgi.kernel"),
             std::string::npos);
-  EXPECT_NE(run_error(node("Gemm"), Inputs{NodeInput{test::random_tensor({2, 4, 5}, 1)}, NodeInput{a}}).find("rank-2"),
+  EXPECT_NE(run_error(node("Gemm"), Inputs{NodeInput{test::random_tensor({2, 4, 5}, 1)}, NodeInput{a}})
+                .find("rank-2"),
             std::string::npos);
   EXPECT_NE(run_error(node("Gemm"), Inputs{NodeInput{a}, NodeInput{test::random_tensor({5, 3}, 3)},
                                            NodeInput{test::random_tensor({2}, 4)}})

@@ -13,7 +13,9 @@ Reference matmul_reference(const Tensor& a, const Tensor& b) {
   const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
   Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   size_t rank = std::max(ab.size(), bb.size());
-  auto at = [rank](const Shape& s, size_t i) { return i < rank - s.size() ? int64_t{1} : s[i - (rank - s.size())]; };
+  auto at = [rank](const Shape& s, size_t i) {
+    return i < rank - s.size() ? int64_t{1} : s[i - (rank - s.size())];
+  };
   Shape ob;
   for (size_t i = 0; i < rank; ++i) ob.push_back(std::max(at(ab, i), at(bb, i)));
   int64_t batches = element_count(ob);
@@ -48,8 +50,8 @@ Reference matmul_reference(const Tensor& a, const Tensor& b) {
   return r;
 }
 
-Reference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b, double alpha,
-                         double beta, double lo, double hi) {
+Reference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
+                         double alpha, double beta, double lo, double hi) {
   const int64_t M = trans_a ? a.shape()[1] : a.shape()[0];
   const int64_t K = trans_a ? a.shape()[0] : a.shape()[1];
   const int64_t N = trans_b ? b.shape()[0] : b.shape()[1];

@@ -17,7 +17,7 @@ struct Reference {
 Reference matmul_reference(const Tensor& a, const Tensor& b);
 
 // act(alpha * op(A) op(B) + beta * C); activation clamps to [lo, hi].
-Reference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b, double alpha,
-                         double beta, double lo = -INFINITY, double hi = INFINITY);
+Reference gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
+                         double alpha, double beta, double lo = -INFINITY, double hi = INFINITY);
 
 }  // namespace wgi::test

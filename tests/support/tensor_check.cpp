@@ -25,8 +25,8 @@ Tolerance fp32_tolerance(int64_t terms) {
 ::testing::AssertionResult all_close(const Tensor& actual, const Shape& expected_shape,
                                      const std::vector<double>& expected, const Tolerance& tolerance) {
   if (actual.shape() != expected_shape) {
-    return ::testing::AssertionFailure() << "shape " << shape_to_string(actual.shape()) << ", expected "
-                                         << shape_to_string(expected_shape);
+    return ::testing::AssertionFailure()
+           << "shape " << shape_to_string(actual.shape()) << ", expected " << shape_to_string(expected_shape);
   }
   if (actual.dtype() != DType::Float32) {
     return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << ", expected float32";
@@ -56,9 +56,9 @@ Tolerance fp32_tolerance(int64_t terms) {
   }
   if (bad == 0) return ::testing::AssertionSuccess() << "max abs error " << max_abs;
   std::ostringstream s;
-  s << bad << " of " << got.size() << " elements out of tolerance (" << nans << " NaN, e.g. unwritten); worst at "
-    << worst << ": got " << got[worst] << ", expected " << expected[worst] << " (tolerance "
-    << tolerance(expected[worst]) << "); max abs error " << max_abs;
+  s << bad << " of " << got.size() << " elements out of tolerance (" << nans
+    << " NaN, e.g. unwritten); worst at " << worst << ": got " << got[worst] << ", expected "
+    << expected[worst] << " (tolerance " << tolerance(expected[worst]) << "); max abs error " << max_abs;
   return ::testing::AssertionFailure() << s.str();
 }
 

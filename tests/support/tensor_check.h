@@ -21,8 +21,8 @@ using Tolerance = std::function<double(double reference)>;
 // fp32 results of a sum over `terms` products of values in [-1, 1]: rounding grows like sqrt(terms).
 Tolerance fp32_tolerance(int64_t terms);
 
-// Checks shape and every element; NaN (e.g. the poison of an unwritten output) always fails. Reports the count
-// of bad elements, the worst one with its index, and the largest absolute error.
+// Checks shape and every element; NaN (e.g. the poison of an unwritten output) always fails. Reports the
+// count of bad elements, the worst one with its index, and the largest absolute error.
 ::testing::AssertionResult all_close(const Tensor& actual, const Shape& expected_shape,
                                      const std::vector<double>& expected, const Tolerance& tolerance);
 

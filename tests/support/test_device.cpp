@@ -8,8 +8,8 @@ namespace wgi::test {
 gpu::Device& device() {
   static std::shared_ptr<gpu::Device> shared = [] {
     auto d = gpu::Device::create();
-    std::cerr << "[wgi test device] " << gpu::to_string(d->backend()) << ": " << d->adapter_info().device << " ("
-              << d->adapter_info().description << ")\n";
+    std::cerr << "[wgi test device] " << gpu::to_string(d->backend()) << ": " << d->adapter_info().device
+              << " (" << d->adapter_info().description << ")\n";
     return d;
   }();
   return *shared;

@@ -35,7 +35,8 @@ Check run_case(wgi::gpu::Device& device, const char* name, const wgi::ops::NodeI
   batch.submit();
   device.wait_idle();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
-  auto result = wgi::test::all_close(out[0], reference.shape, reference.values, wgi::test::fp32_tolerance(terms));
+  auto result =
+      wgi::test::all_close(out[0], reference.shape, reference.values, wgi::test::fp32_tolerance(terms));
   std::printf("%-44s %9.3f ms %9.2f GFLOP/s   %s (%s)\n", name, seconds * 1e3, flops / seconds * 1e-9,
               result ? "ok" : "WRONG", result.message());
   return {name, flops, static_cast<bool>(result)};
@@ -46,8 +47,8 @@ Check run_case(wgi::gpu::Device& device, const char* name, const wgi::ops::NodeI
 int main() {
   try {
     auto device = wgi::gpu::Device::create();
-    std::cout << "adapter: " << device->adapter_info().device << " (" << wgi::gpu::to_string(device->backend())
-              << ")\n";
+    std::cout << "adapter: " << device->adapter_info().device << " ("
+              << wgi::gpu::to_string(device->backend()) << ")\n";
     bool all_ok = true;
 
     // The seeds' linear: out = x W^T + b with W prepacked, through the vec4 GEMM kernel (K % 4 == 0).
@@ -62,16 +63,17 @@ int main() {
                   .ok;
 
     // A conv 3x3 with padding and bias, through the vec4-over-input-channels kernel.
-    Tensor cx = wgi::test::random_tensor({2, 16, 24, 24}, 4), cw = wgi::test::random_tensor({32, 16, 3, 3}, 5),
-           cb = wgi::test::random_tensor({32}, 6);
+    Tensor cx = wgi::test::random_tensor({2, 16, 24, 24}, 4),
+           cw = wgi::test::random_tensor({32, 16, 3, 3}, 5), cb = wgi::test::random_tensor({32}, 6);
     wgi::ops::NodeInfo conv{"conv", "Conv", "", 13, {}, {}, {}};
     conv.attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
     wgi::test::ConvReferenceParams params;
     params.pads = {1, 1, 1, 1};
-    all_ok &= run_case(*device, "conv 3x3 2x16x24x24 -> 32 (pad 1, bias)", conv,
-                       {NodeInput{cx}, NodeInput{cw, true}, NodeInput{cb, true}}, 2.0 * 2 * 32 * 24 * 24 * 16 * 9,
-                       wgi::test::conv_reference(cx, cw, &cb, params), 16 * 9)
-                  .ok;
+    all_ok &=
+        run_case(*device, "conv 3x3 2x16x24x24 -> 32 (pad 1, bias)", conv,
+                 {NodeInput{cx}, NodeInput{cw, true}, NodeInput{cb, true}}, 2.0 * 2 * 32 * 24 * 24 * 16 * 9,
+                 wgi::test::conv_reference(cx, cw, &cb, params), 16 * 9)
+            .ok;
     std::cout << (all_ok ? "selftest: all results match the float64 reference\n" : "selftest: FAILED\n");
     return all_ok ? 0 : 1;
   } catch (const wgi::Error& e) {

@@ -47,7 +47,9 @@ TEST(UniformBuilder, VectorsFollowWgslAlignment) {
   EXPECT_EQ(u.bytes().size(), 64u);
 }
 
-TEST(UniformBuilder, EmptyBlockIsStill16Bytes) { EXPECT_EQ(UniformBuilder().bytes().size(), 16u); }
+TEST(UniformBuilder, EmptyBlockIsStill16Bytes) {
+  EXPECT_EQ(UniformBuilder().bytes().size(), 16u);
+}
 
 }  // namespace
 }  // namespace wgi::gpu

@@ -2,10 +2,30 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "model_inputs.h"
+#include "progress.h"
+#include "wgi/session.h"
 
 namespace wgi::cli {
 
 // Each adds its subcommand to `app`; the callback runs it and sets the exit code.
 void add_info_command(CLI::App& app, int& exit_code);
+void add_check_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
+
+// Options shared by the commands that run a model.
+struct ModelOptions {
+  std::string model;
+  InputSpec inputs;
+  std::string backend;
+  std::string adapter;
+};
+void add_model_options(CLI::App& cmd, ModelOptions& options);
+SessionOptions session_options(const ModelOptions& options, ProgressBar& progress);
+// DIR-safe file name for an output: characters outside [A-Za-z0-9._-] become '_', plus ".npy".
+std::string output_file_name(const std::string& output_name);
 
 }  // namespace wgi::cli

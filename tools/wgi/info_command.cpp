@@ -1,9 +1,9 @@
 // `wgi info`: which adapter wgi picks, through which backend, and what the device was granted.
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "gpu/device.h"
@@ -36,7 +36,8 @@ nlohmann::json info_json(const gpu::Device& device) {
   const auto& a = device.adapter_info();
   nlohmann::json selection = nlohmann::json::array();
   for (const auto& s : device.selection_log()) {
-    selection.push_back({{"backend", gpu::to_string(s.backend)}, {"accepted", s.accepted}, {"detail", s.detail}});
+    selection.push_back(
+        {{"backend", gpu::to_string(s.backend)}, {"accepted", s.accepted}, {"detail", s.detail}});
   }
   nlohmann::json limits = nlohmann::json::object();
   for (const auto& [name, value] : named_limits(device.limits())) limits[name] = value;
@@ -66,8 +67,8 @@ nlohmann::json info_json(const gpu::Device& device) {
 
 void print_text(const gpu::Device& device, std::ostream& out) {
   const auto& a = device.adapter_info();
-  out << "backend:        " << gpu::to_string(device.backend()) << " (Dawn " << a.backend << ", feature level "
-      << (a.compatibility_mode ? "compatibility" : "core") << ")\n";
+  out << "backend:        " << gpu::to_string(device.backend()) << " (Dawn " << a.backend
+      << ", feature level " << (a.compatibility_mode ? "compatibility" : "core") << ")\n";
   out << "adapter:        " << a.device << " (" << a.adapter_type << ")\n";
   out << "vendor:         " << a.vendor << (a.architecture.empty() ? "" : " / " + a.architecture) << " [0x"
       << std::hex << a.vendor_id << ":0x" << a.device_id << std::dec << "]\n";
@@ -88,7 +89,8 @@ void print_text(const gpu::Device& device, std::ostream& out) {
   }
   out << "selection:\n";
   for (const auto& s : device.selection_log()) {
-    out << "  " << gpu::to_string(s.backend) << ": " << (s.accepted ? "chosen, " : "skipped, ") << s.detail << "\n";
+    out << "  " << gpu::to_string(s.backend) << ": " << (s.accepted ? "chosen, " : "skipped, ") << s.detail
+        << "\n";
   }
 }
 
@@ -103,8 +105,10 @@ void add_info_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("info", "Show the WebGPU adapter, backend, features and limits wgi uses");
   cmd->add_flag("--json", opts->json, "Print as JSON");
-  cmd->add_option("--backend", opts->backend, "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
-  cmd->add_option("--adapter", opts->adapter, "Substring the adapter name must contain (default: WGI_ADAPTER)");
+  cmd->add_option("--backend", opts->backend,
+                  "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
+  cmd->add_option("--adapter", opts->adapter,
+                  "Substring the adapter name must contain (default: WGI_ADAPTER)");
   cmd->callback([opts, &exit_code] {
     gpu::DeviceOptions options;
     if (!opts->backend.empty()) options.backend = gpu::parse_backend(opts->backend);

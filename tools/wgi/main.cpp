@@ -9,6 +9,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   wgi::cli::add_info_command(app, exit_code);
+  wgi::cli::add_check_command(app, exit_code);
+  wgi::cli::add_run_command(app, exit_code);
+  wgi::cli::add_bench_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

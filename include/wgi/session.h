@@ -1,0 +1,96 @@
+// wgi::Session: load an ONNX model once, run it many times on the GPU.
+//
+//   wgi::Session session = wgi::Session::from_file("model.onnx");
+//   auto outputs = session.run({{"pixel_values", image}});
+//
+// Loading imports and checks the model (every unsupported node is listed in one error), optimises the graph
+// and uploads the weights. The first run with a given set of input shapes plans the model for those shapes
+// (kernel choice, prepacked weights, memory plan, pipelines, bind groups); later runs with the same shapes
+// only upload inputs, encode the recorded dispatches in one submission and download outputs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "wgi/error.h"
+#include "wgi/tensor.h"
+
+namespace wgi {
+
+struct SessionOptions {
+  std::string backend;  // "vulkan", "swiftshader", "gles"; empty: WGI_BACKEND, else the automatic order
+  std::string adapter;  // substring of the adapter's name; empty: WGI_ADAPTER
+  // Values for symbolic input dims (e.g. {"batch", 1}), used to report shapes before the first run.
+  std::map<std::string, int64_t> dims;
+  // Record per-node GPU time with timestamp queries (when the adapter has them); see Session::last_profile.
+  bool profiling = false;
+  // Called with (done, total, what) during long steps such as weight upload and planning.
+  std::function<void(size_t, size_t, const std::string&)> progress;
+};
+
+// A graph input or output as declared by the model; dims < 0 are symbolic (named in `dim_names`) or unknown.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dim_names;
+};
+
+struct SessionStats {
+  double load_ms = 0;                  // import + optimisation + weight upload
+  double last_plan_ms = 0;             // planning of the most recent new input-shape signature
+  uint64_t weight_bytes = 0;           // device bytes of weights (incl. prepacked copies)
+  uint64_t peak_activation_bytes = 0;  // device bytes of the current plan's shared activation buffers
+  size_t plans = 0;                    // input-shape signatures planned so far
+  size_t nodes = 0;                    // after optimisation
+  size_t dispatches = 0;               // per run, in the current plan
+  size_t pipelines = 0;                // distinct compute pipelines created
+  uint64_t buffers_created = 0;  // GPU buffers created since the device was (a repeated run creates none)
+};
+
+struct NodeTiming {
+  std::string node;
+  std::string op_type;
+  std::string kernel;
+  double gpu_ms = 0;
+};
+
+class Session {
+ public:
+  static Session from_file(const std::filesystem::path& path, const SessionOptions& options = {});
+  // `base_dir` is where external weight files are looked up.
+  static Session from_bytes(std::span<const std::byte> model, const SessionOptions& options = {},
+                            const std::filesystem::path& base_dir = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+
+  // Runs the model. Every graph input must be given, with the declared type and rank and matching every fixed
+  // dim; throws wgi::Error naming the input otherwise. Returns the outputs by name.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+  const SessionStats& stats() const;
+  // Per-node GPU times of the last run (SessionOptions::profiling); empty if the adapter lacks timestamp
+  // queries, which profiling_note() then explains.
+  const std::vector<NodeTiming>& last_profile() const;
+  std::string profiling_note() const;
+  // "SwiftShader Device (Subzero) on swiftshader", for reports.
+  std::string adapter_description() const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wgi

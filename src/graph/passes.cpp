@@ -1,0 +1,374 @@
+#include "graph/passes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "ops/fused_activation.h"
+
+namespace wgi::graph {
+
+namespace {
+
+// Marks nodes for removal and rebuilds the node list once, so indices stay valid while a pass works.
+class NodeEditor {
+ public:
+  explicit NodeEditor(Graph& graph) : graph_(graph), removed_(graph.nodes.size(), false) {}
+  void remove(size_t node) { removed_[node] = true; }
+  bool removed(size_t node) const { return removed_[node]; }
+  void commit() {
+    std::vector<Node> kept;
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+      if (!removed_[i]) kept.push_back(std::move(graph_.nodes[i]));
+    }
+    graph_.nodes = std::move(kept);
+    graph_.sort_topologically();
+  }
+
+ private:
+  Graph& graph_;
+  std::vector<bool> removed_;
+};
+
+bool is_graph_output(const Graph& g, ValueId v) {
+  return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
+}
+
+// Redirects every reader of `from` (nodes and graph outputs) to `to`.
+void replace_uses(Graph& g, ValueId from, ValueId to) {
+  for (Node& n : g.nodes) std::replace(n.inputs.begin(), n.inputs.end(), from, to);
+  std::replace(g.outputs.begin(), g.outputs.end(), from, to);
+}
+
+// The node producing `v` if its only reader is `consumer` and it is not a graph output; else -1.
+int32_t sole_producer(const Graph& g, const std::vector<std::vector<int32_t>>& consumers, ValueId v,
+                      size_t consumer) {
+  if (v == kNoValue || is_graph_output(g, v)) return -1;
+  const auto& readers = consumers[static_cast<size_t>(v)];
+  if (readers.size() != 1 || static_cast<size_t>(readers[0]) != consumer) return -1;
+  return g.value(v).producer;
+}
+
+const Tensor* constant_of(const Graph& g, const Node& n, size_t input) {
+  if (input >= n.inputs.size() || n.inputs[input] == kNoValue) return nullptr;
+  const auto& c = g.value(n.inputs[input]).constant;
+  return c ? &*c : nullptr;
+}
+
+ValueId add_constant(Graph& g, const std::string& name, Tensor t) {
+  Value v;
+  std::string unique = name;
+  for (int i = 1; g.find(unique) != kNoValue; ++i) unique = name + "_" + std::to_string(i);
+  v.name = unique;
+  v.dtype = t.dtype();
+  v.shape = ValueShape::of(t.shape());
+  v.constant = std::move(t);
+  return g.add_value(std::move(v));
+}
+
+bool is_float(const Tensor* t) {
+  return t && t->dtype() == DType::Float32;
+}
+
+}  // namespace
+
+std::string PassReport::summary() const {
+  std::string s;
+  auto add = [&s](int n, const char* what) {
+    if (n) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(identities_removed, "Identity/Dropout removed");
+  add(dead_nodes_removed, "dead nodes removed");
+  add(constants_folded, "nodes folded into constants");
+  add(batch_norms_folded, "BatchNormalization folded");
+  add(bias_adds_fused, "MatMul+Add fused");
+  add(activations_fused, "activations fused");
+  return s.empty() ? "no changes" : s;
+}
+
+int eliminate_identities(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    const std::string& op = n.info.op_type;
+    if (!n.info.domain.empty() && n.info.domain != "ai.onnx") continue;
+    if (op != "Identity" && op != "Dropout") continue;
+    if (n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.empty()) continue;
+    if (op == "Dropout") {
+      // Inference: the output is the input. Keep the node (it is then reported unsupported) if the model asks
+      // for training mode or reads the mask.
+      if (n.info.attributes.get_int("is_test", 1) == 0 && n.info.opset < 7) continue;
+      if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+        const Tensor* mode = constant_of(g, n, 2);
+        if (!mode || mode->byte_size() == 0 || mode->bytes()[0] != std::byte{0}) continue;
+      }
+      if (n.outputs.size() > 1 && n.outputs[1] != kNoValue &&
+          (!consumers[static_cast<size_t>(n.outputs[1])].empty() || is_graph_output(g, n.outputs[1]))) {
+        continue;
+      }
+    }
+    replace_uses(g, n.outputs[0], n.inputs[0]);
+    editor.remove(i);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
+int remove_dead_nodes(Graph& g) {
+  std::vector<bool> live(g.values.size(), false);
+  for (ValueId v : g.outputs) {
+    if (v != kNoValue) live[static_cast<size_t>(v)] = true;
+  }
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    keep[i] = std::any_of(n.outputs.begin(), n.outputs.end(),
+                          [&](ValueId v) { return v != kNoValue && live[static_cast<size_t>(v)]; });
+    if (!keep[i]) continue;
+    for (ValueId v : n.inputs) {
+      if (v != kNoValue) live[static_cast<size_t>(v)] = true;
+    }
+  }
+  NodeEditor editor(g);
+  int count = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!keep[i]) {
+      editor.remove(i);
+      ++count;
+    }
+  }
+  editor.commit();
+  return count;
+}
+
+int fold_constants(Graph& g, const ops::OpRegistry& registry) {
+  NodeEditor editor(g);
+  int count = 0;
+  const gpu::Capabilities no_device;  // host evaluation does not depend on the device
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node& n = g.nodes[i];
+    const auto* entry = registry.find(n.info.domain, n.info.op_type, n.info.opset);
+    if (!entry || !entry->handler.evaluate_on_host) continue;
+    bool all_constant = true;
+    ops::PlanContext ctx{n.info, {}, {}, no_device};
+    std::vector<const Tensor*> values;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) {
+        ctx.inputs.push_back(std::nullopt);
+        ctx.constant_inputs.push_back(nullptr);
+        values.push_back(nullptr);
+        continue;
+      }
+      const auto& c = g.value(v).constant;
+      if (!c) {
+        all_constant = false;
+        break;
+      }
+      ctx.inputs.push_back(ops::TensorDesc{c->dtype(), c->shape()});
+      ctx.constant_inputs.push_back(&*c);
+      values.push_back(&*c);
+    }
+    if (!all_constant) continue;
+    std::vector<Tensor> results = entry->handler.evaluate_on_host(ctx, values);
+    if (results.size() != n.outputs.size()) continue;  // the op declined (e.g. too large to fold)
+    for (size_t o = 0; o < results.size(); ++o) {
+      if (n.outputs[o] == kNoValue) continue;
+      Value& out = g.value(n.outputs[o]);
+      out.dtype = results[o].dtype();
+      out.shape = ValueShape::of(results[o].shape());
+      out.constant = std::move(results[o]);
+    }
+    editor.remove(i);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
+int fold_batch_norms(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& bn = g.nodes[i];
+    if (bn.info.op_type != "BatchNormalization" || bn.inputs.size() < 5) continue;
+    if (bn.info.attributes.get_int("training_mode", 0) != 0) continue;
+    if (bn.outputs.size() > 1 && std::any_of(bn.outputs.begin() + 1, bn.outputs.end(), [&](ValueId v) {
+          return v != kNoValue && (!consumers[static_cast<size_t>(v)].empty() || is_graph_output(g, v));
+        })) {
+      continue;
+    }
+    const Tensor *scale = constant_of(g, bn, 1), *shift = constant_of(g, bn, 2),
+                 *mean = constant_of(g, bn, 3), *var = constant_of(g, bn, 4);
+    if (!is_float(scale) || !is_float(shift) || !is_float(mean) || !is_float(var)) continue;
+    int32_t p = sole_producer(g, consumers, bn.inputs[0], i);
+    if (p < 0 || editor.removed(static_cast<size_t>(p))) continue;
+    Node& producer = g.nodes[static_cast<size_t>(p)];
+    const bool is_conv = producer.info.op_type == "Conv";
+    const bool is_gemm = producer.info.op_type == "Gemm";
+    if (!is_conv && !is_gemm) continue;
+    if (producer.info.attributes.has(ops::kFusedActivationAttribute)) continue;
+    const Tensor* weight = constant_of(g, producer, 1);
+    const Tensor* bias = constant_of(g, producer, 2);
+    bool has_bias_input = producer.inputs.size() > 2 && producer.inputs[2] != kNoValue;
+    if (!is_float(weight) || (has_bias_input && !is_float(bias))) continue;
+    const int64_t channels = scale->element_count();
+    if (shift->element_count() != channels || mean->element_count() != channels ||
+        var->element_count() != channels) {
+      continue;
+    }
+    const double epsilon = bn.info.attributes.get_float("epsilon", 1e-5f);
+    std::vector<double> s(static_cast<size_t>(channels)), t(static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) {
+      s[c] = scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + epsilon);
+      t[c] = shift->data<float>()[c] - mean->data<float>()[c] * s[c];
+    }
+    Tensor new_weight = *weight;
+    auto w = new_weight.data<float>();
+    std::vector<float> new_bias(static_cast<size_t>(channels));
+    if (is_conv) {
+      // Conv weight [OC, IC/group, k...]: scale each output channel's filter.
+      if (weight->rank() < 3 || weight->shape()[0] != channels) continue;
+      if (has_bias_input && bias->element_count() != channels) continue;
+      const int64_t per_channel = weight->element_count() / channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t j = 0; j < per_channel; ++j)
+          w[c * per_channel + j] = static_cast<float>(w[c * per_channel + j] * s[c]);
+        double b = has_bias_input ? bias->data<float>()[c] : 0.0;
+        new_bias[c] = static_cast<float>(b * s[c] + t[c]);
+      }
+    } else {
+      // Gemm: out[m, n] = alpha * A op(B) + beta * C, channels along n. Fold into B's columns and a new C.
+      if (weight->rank() != 2 || producer.info.attributes.get_int("transA", 0) != 0) continue;
+      const bool trans_b = producer.info.attributes.get_int("transB", 0) != 0;
+      const int64_t n_dim = trans_b ? weight->shape()[0] : weight->shape()[1];
+      const int64_t k_dim = trans_b ? weight->shape()[1] : weight->shape()[0];
+      if (n_dim != channels) continue;
+      if (has_bias_input && bias->element_count() != channels && bias->element_count() != 1) continue;
+      const double beta = producer.info.attributes.get_float("beta", 1.0f);
+      for (int64_t k = 0; k < k_dim; ++k) {
+        for (int64_t n = 0; n < channels; ++n) {
+          float& x = trans_b ? w[n * k_dim + k] : w[k * channels + n];
+          x = static_cast<float>(x * s[n]);
+        }
+      }
+      for (int64_t n = 0; n < channels; ++n) {
+        double c = has_bias_input ? beta * bias->data<float>()[bias->element_count() == 1 ? 0 : n] : 0.0;
+        new_bias[n] = static_cast<float>(c * s[n] + t[n]);  // s * (beta * C - mean) + shift
+      }
+      producer.info.attributes.set("beta", 1.0f);
+    }
+    ValueId w_id = add_constant(g, g.value(producer.inputs[1]).name + "_bn_folded", std::move(new_weight));
+    ValueId b_id =
+        add_constant(g, bn.info.name + "_bn_folded_bias", Tensor::from_vector<float>({channels}, new_bias));
+    producer.inputs.resize(std::max<size_t>(producer.inputs.size(), 3), kNoValue);
+    producer.inputs[1] = w_id;
+    producer.inputs[2] = b_id;
+    producer.outputs[0] = bn.outputs[0];
+    editor.remove(i);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
+int fuse_bias_adds(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& add = g.nodes[i];
+    if (add.info.op_type != "Add" || add.inputs.size() != 2) continue;
+    for (size_t side = 0; side < 2; ++side) {
+      int32_t p = sole_producer(g, consumers, add.inputs[side], i);
+      if (p < 0 || editor.removed(static_cast<size_t>(p))) continue;
+      Node& mm = g.nodes[static_cast<size_t>(p)];
+      if (mm.info.op_type != "MatMul" || mm.inputs.size() != 2) continue;
+      const Tensor* b = constant_of(g, mm, 1);
+      const Tensor* c = constant_of(g, add, 1 - side);
+      if (!is_float(b) || b->rank() != 2 || !is_float(c)) continue;
+      const int64_t n = b->shape()[1];
+      // The bias must be a row vector: [N] or [1, ..., 1, N].
+      const auto& cs = c->shape();
+      if (cs.empty() || cs.back() != n || c->element_count() != n) continue;
+      // Broadcasting must not raise the output's rank: a [N] bias never does; [1, ..., N] only if A's rank is
+      // known to be at least as large.
+      const auto& a_shape = g.value(mm.inputs[0]).shape;
+      if (cs.size() > 1 && (!a_shape.rank_known || cs.size() > std::max<size_t>(a_shape.dims.size(), 2)))
+        continue;
+      Tensor bias = *c;
+      ValueId bias_id = add_constant(g, g.value(add.inputs[1 - side]).name + "_row",
+                                     Tensor(DType::Float32, {n}, bias.bytes()));
+      mm.inputs.push_back(bias_id);
+      mm.outputs[0] = add.outputs[0];
+      editor.remove(i);
+      ++count;
+      break;
+    }
+  }
+  editor.commit();
+  return count;
+}
+
+int fuse_activations(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& act = g.nodes[i];
+    const std::string& op = act.info.op_type;
+    if ((op != "Relu" && op != "Clip") || act.inputs.empty()) continue;
+    float lo = -INFINITY, hi = INFINITY;
+    if (op == "Clip") {
+      if (act.info.opset < 11) {
+        lo = act.info.attributes.get_float("min", -INFINITY);
+        hi = act.info.attributes.get_float("max", INFINITY);
+      } else {
+        bool ok = true;
+        for (size_t k : {size_t{1}, size_t{2}}) {
+          if (k >= act.inputs.size() || act.inputs[k] == kNoValue) continue;
+          const Tensor* bound = constant_of(g, act, k);
+          if (!is_float(bound) || bound->element_count() != 1) {
+            ok = false;
+            break;
+          }
+          (k == 1 ? lo : hi) = bound->data<float>()[0];
+        }
+        if (!ok) continue;
+      }
+    }
+    int32_t p = sole_producer(g, consumers, act.inputs[0], i);
+    if (p < 0 || editor.removed(static_cast<size_t>(p))) continue;
+    Node& producer = g.nodes[static_cast<size_t>(p)];
+    const std::string& pop = producer.info.op_type;
+    if (pop != "Conv" && pop != "ConvTranspose" && pop != "Gemm" && pop != "MatMul") continue;
+    if (producer.info.attributes.has(ops::kFusedActivationAttribute)) continue;
+    producer.info.attributes.set(ops::kFusedActivationAttribute, op);
+    if (op == "Clip") {
+      // Absent bounds stay absent: the epilogue then clamps at the largest finite float.
+      if (!std::isinf(lo)) producer.info.attributes.set(ops::kFusedActivationMinAttribute, lo);
+      if (!std::isinf(hi)) producer.info.attributes.set(ops::kFusedActivationMaxAttribute, hi);
+    }
+    producer.outputs[0] = act.outputs[0];
+    editor.remove(i);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
+PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
+  PassReport r;
+  r.identities_removed = eliminate_identities(graph);
+  r.constants_folded = fold_constants(graph, registry);
+  r.batch_norms_folded = fold_batch_norms(graph);
+  r.bias_adds_fused = fuse_bias_adds(graph);
+  r.activations_fused = fuse_activations(graph);
+  r.dead_nodes_removed = remove_dead_nodes(graph);
+  return r;
+}
+
+}  // namespace wgi::graph

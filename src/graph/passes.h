@@ -1,0 +1,33 @@
+// Graph optimisations run once at load, before any shape is known. Each keeps the model's results unchanged
+// (up to fp32 rounding for the folds) and leaves the graph topologically sorted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/registry.h"
+
+namespace wgi::graph {
+
+struct PassReport {
+  int identities_removed = 0;  // Identity, inference-mode Dropout
+  int dead_nodes_removed = 0;
+  int constants_folded = 0;     // nodes evaluated on the host because all their inputs are constant
+  int batch_norms_folded = 0;   // into the preceding Conv / Gemm
+  int bias_adds_fused = 0;      // MatMul + Add -> MatMul with bias
+  int activations_fused = 0;    // Relu / Clip into the preceding Conv / Gemm / MatMul epilogue
+  std::string summary() const;  // "3 Identity removed, 2 BatchNormalization folded, ..."
+};
+
+// Every pass below, in order; the registry supplies host evaluation for constant folding.
+PassReport optimize(Graph& graph, const ops::OpRegistry& registry);
+
+int eliminate_identities(Graph& graph);
+int remove_dead_nodes(Graph& graph);
+int fold_constants(Graph& graph, const ops::OpRegistry& registry);
+int fold_batch_norms(Graph& graph);
+int fuse_bias_adds(Graph& graph);
+int fuse_activations(Graph& graph);
+
+}  // namespace wgi::graph

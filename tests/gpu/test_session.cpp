@@ -1,0 +1,106 @@
+// The public Session API on small models: results against float64 references, plan caching per input-shape
+// signature (no new buffers or pipelines on a repeated run), and the errors a user can cause.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/npy.h"
+#include "support/model_reference.h"
+#include "support/tensor_check.h"
+#include "wgi/session.h"
+
+namespace wgi {
+namespace {
+
+const std::filesystem::path kModels = std::filesystem::path(WGI_TEST_DATA_DIR) / "models";
+
+Tensor load(const std::string& model, const std::string& file) {
+  return npy::load(kModels / model / file);
+}
+test::Float64Array reference(const std::string& model, const std::string& file) {
+  return test::load_float64_npy(kModels / model / file);
+}
+
+std::string run_error(Session& s, const std::map<std::string, Tensor>& inputs) {
+  try {
+    s.run(inputs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Session, RunsAModelAndReusesItsPlan) {
+  Session s = Session::from_file(kModels / "gemm_chain" / "model.onnx");
+  ASSERT_EQ(s.inputs().size(), 1u);
+  EXPECT_EQ(s.inputs()[0].name, "x");
+  EXPECT_EQ(s.outputs()[0].name, "y");
+  std::map<std::string, Tensor> in = {{"x", load("gemm_chain", "input_x.npy")}};
+  test::Float64Array expected = reference("gemm_chain", "expected_y.npy");
+  auto first = s.run(in);
+  EXPECT_TRUE(test::all_close(first.at("y"), expected.shape, expected.values, test::fp32_tolerance(24)));
+  const SessionStats before = s.stats();
+  EXPECT_EQ(before.plans, 1u);
+  auto second = s.run(in);
+  EXPECT_TRUE(test::all_close(second.at("y"), expected.shape, expected.values, test::fp32_tolerance(24)));
+  EXPECT_EQ(s.stats().plans, 1u);
+  EXPECT_EQ(s.stats().pipelines, before.pipelines) << "a repeated run must not create pipelines";
+  EXPECT_EQ(s.stats().buffers_created, before.buffers_created) << "a repeated run must not allocate";
+  // Relu is fused into the first Gemm: three GEMM dispatches in all.
+  EXPECT_EQ(s.stats().dispatches, 3u);
+}
+
+TEST(Session, ReplansWhenInputShapesChange) {
+  Session s = Session::from_file(kModels / "conv_bn_relu" / "model.onnx");
+  for (const char* suffix : {"", "_batch1", ""}) {
+    std::string sfx = suffix;
+    Tensor x = load("conv_bn_relu", "input" + sfx + "_image.npy");
+    test::Float64Array expected = reference("conv_bn_relu", "expected" + sfx + "_probabilities.npy");
+    auto out = s.run({{"image", x}});
+    EXPECT_TRUE(test::all_close(out.at("probabilities"), expected.shape, expected.values,
+                                test::fp32_tolerance(8 * 9)))
+        << "batch " << x.shape()[0];
+  }
+  EXPECT_EQ(s.stats().plans, 2u);
+  // BatchNormalization folded into conv1, Relu into its epilogue, Sigmoid stays: three dispatches.
+  EXPECT_EQ(s.stats().dispatches, 3u);
+}
+
+TEST(Session, RejectsBadInputsNamingThem) {
+  Session s = Session::from_file(kModels / "gemm_chain" / "model.onnx");
+  Tensor good = load("gemm_chain", "input_x.npy");
+  EXPECT_NE(run_error(s, {}).find("input 'x' is missing"), std::string::npos);
+  EXPECT_NE(run_error(s, {{"x", good}, {"extra", good}}).find("no input 'extra'"), std::string::npos);
+  EXPECT_NE(run_error(s, {{"x", Tensor(DType::Int64, {5, 20})}}).find("expects float32"), std::string::npos);
+  EXPECT_NE(run_error(s, {{"x", Tensor(DType::Float32, {5, 20, 1})}}).find("expects rank 2"),
+            std::string::npos);
+  EXPECT_NE(run_error(s, {{"x", Tensor(DType::Float32, {5, 21})}}).find("dim 1 must be 20"),
+            std::string::npos);
+}
+
+TEST(Session, ListsEveryUnsupportedNodeAtLoad) {
+  try {
+    Session::from_file(kModels / "unsupported" / "model.onnx");
+    FAIL() << "expected a load error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("TopK"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("top_k"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Det"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("determinant"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("ok_relu"), std::string::npos) << msg;
+  }
+}
+
+TEST(Session, MissingFileIsAClearError) {
+  try {
+    Session::from_file(kModels / "no_such_model.onnx");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_model.onnx"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace wgi
