@@ -16,6 +16,7 @@
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
+#include "ops/gemm_launch.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -351,6 +352,39 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   plan.outputs.push_back({DType::Float32, y_shape});
   const int64_t total = element_count(y_shape);
   if (total == 0) return plan;
+
+  // A 1x1 convolution with unit stride and no padding is a matrix product per image:
+  // Y[n] (OC x HW) = W (OC x IC) * X[n] (IC x HW). The tiled GEMM reuses every loaded value 32 times where the
+  // direct kernels reload it per output; it takes the same fused epilogue.
+  const bool pointwise = !transposed && groups == 1 && g.height.kernel == 1 && g.width.kernel == 1 &&
+                         g.height.stride == 1 && g.width.stride == 1 && g.height.pad_begin == 0 &&
+                         g.width.pad_begin == 0 && g.height.output == g.height.input && g.width.output == g.width.input;
+  const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
+  if (!forced.empty() && forced != "gemm" && forced != "direct") {
+    ctx.fail("unknown wgi.kernel '" + forced + "' (expected gemm or direct)");
+  }
+  if (forced == "gemm" && !pointwise) {
+    ctx.fail("wgi.kernel = gemm needs a 1x1 convolution with stride 1, no padding and group 1");
+  }
+  if (pointwise && forced != "direct") {
+    const int64_t pixels = g.height.input * g.width.input;
+    GemmLaunchSpec mm;
+    mm.m = static_cast<uint32_t>(g.out_channels);
+    mm.n = static_cast<uint32_t>(pixels);
+    mm.k = static_cast<uint32_t>(g.in_channels);
+    mm.batch = static_cast<uint32_t>(g.batch);
+    mm.batch_dims = {1, 1, 1, static_cast<uint32_t>(g.batch)};
+    mm.b_batch_strides = {0, 0, 0, static_cast<uint32_t>(g.in_channels * pixels)};
+    mm.a = TensorRef::input(1);
+    mm.b = TensorRef::input(0);
+    mm.out = TensorRef::output(0);
+    if (has_bias) mm.bias = TensorRef::input(2);
+    mm.bias_stride_m = 1;
+    mm.activation = activation;
+    plan.launches.push_back(make_gemm_launch(ctx, mm));
+    plan.launches.back().program.label = "conv1x1_" + plan.launches.back().program.label;
+    return plan;
+  }
 
   ConvKernel kernel = ConvKernel::Direct;
   if (transposed) {

@@ -14,13 +14,13 @@
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
+#include "ops/gemm_launch.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
 
 namespace {
 
-constexpr uint32_t kTile = 32;
 constexpr size_t kMaxBatchDims = 4;
 
 struct GemmSpec {
@@ -233,10 +233,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const bool vec4_possible = !spec.trans_a && b_nk && K % 4 == 0 && K > 0;
   bool use_vec4 = vec4_possible;
   if (forced == "vec4") {
-    if (!vec4_possible) {
-      ctx.fail("wgi.kernel = vec4 needs K % 4 == 0, A not transposed and B as [N, K]; this node has K = " +
-               std::to_string(K) + (spec.trans_a ? ", transposed A" : "") + (b_nk ? "" : ", B as [K, N]"));
-    }
+    use_vec4 = true;  // make_gemm_launch says why if the layout does not allow it
   } else if (forced == "tiled") {
     use_vec4 = false;
   } else if (!forced.empty()) {
@@ -250,8 +247,6 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   checked_u32(ctx, element_count(out_shape), "output elements");
   checked_u32(ctx, element_count(a.shape), "A elements");
   checked_u32(ctx, element_count(b.shape), "B elements");
-  const uint32_t tiles_m = (m32 + kTile - 1) / kTile;
-  const uint32_t tiles_n = (n32 + kTile - 1) / kTile;
 
   std::array<uint32_t, 4> dims = {1, 1, 1, 1}, a_strides = {0, 0, 0, 0}, b_strides = {0, 0, 0, 0};
   const size_t nb = batch.extents.size();
@@ -261,39 +256,27 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     b_strides[4 - nb + i] = checked_u32(ctx, static_cast<int64_t>(batch.b_strides[i]), "B batch stride");
   }
 
-  KernelLaunch launch;
-  kernels::Defines defines = {{"A_KM", spec.trans_a ? "1" : "0"}, {"B_NK", b_nk ? "1" : "0"}};
-  activation.add_defines(defines);
-  launch.program.label = std::string(use_vec4 ? "gemm_vec4" : "gemm_tiled") + (spec.trans_a ? "_akm" : "") +
-                         (b_nk ? "_bnk" : "_bkn") + activation.label_suffix();
-  launch.program.wgsl =
-      kernels::load_wgsl(use_vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(static_cast<uint32_t>(spec.a_input)), b_ref,
-                     has_bias ? TensorRef::input(static_cast<uint32_t>(*spec.c_input)) : TensorRef::zero(),
-                     TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(m32)
-                       .u32(n32)
-                       .u32(k32)
-                       .u32(static_cast<uint32_t>(batch_count))
-                       .u32(tiles_n)
-                       .u32(tiles_m)
-                       .u32(has_bias ? 1 : 0)
-                       .u32(0)
-                       .f32(spec.alpha)
-                       .f32(spec.beta)
-                       .f32(activation.min)
-                       .f32(activation.max)
-                       .vec4u(dims)
-                       .vec4u(a_strides)
-                       .vec4u(b_strides)
-                       .vec4u({bias_stride_m, bias_stride_n, 0, 0})
-                       .bytes();
-  launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * static_cast<uint64_t>(batch_count),
-                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
+  GemmLaunchSpec g;
+  g.m = m32;
+  g.n = n32;
+  g.k = k32;
+  g.batch = static_cast<uint32_t>(batch_count);
+  g.batch_dims = dims;
+  g.a_batch_strides = a_strides;
+  g.b_batch_strides = b_strides;
+  g.a_km = spec.trans_a;
+  g.b_nk = b_nk;
+  g.kernel = use_vec4 ? GemmKernel::Vec4 : GemmKernel::Tiled;
+  g.a = TensorRef::input(static_cast<uint32_t>(spec.a_input));
+  g.b = b_ref;
+  g.out = TensorRef::output(0);
+  if (has_bias) g.bias = TensorRef::input(static_cast<uint32_t>(*spec.c_input));
+  g.bias_stride_m = bias_stride_m;
+  g.bias_stride_n = bias_stride_n;
+  g.alpha = spec.alpha;
+  g.beta = spec.beta;
+  g.activation = activation;
+  KernelLaunch launch = make_gemm_launch(ctx, g);
   plan.launches.push_back(std::move(launch));
   return plan;
 }

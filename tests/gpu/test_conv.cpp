@@ -44,6 +44,7 @@ struct ConvCase {
   // worked out by hand from the ONNX formulas; unset: the pads attribute.
   std::optional<std::array<int64_t, 4>> resolved_pads = std::nullopt;
   std::string kernel = "conv2d_vec4";  // the kernel the planner must choose (label without suffix)
+  std::string forced_kernel = {};      // the wgi.kernel attribute ("gemm", "direct"), if any
 };
 
 void PrintTo(const ConvCase& c, std::ostream* os) {
@@ -84,6 +85,7 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
   if (!c.output_padding.empty()) node.attributes.set("output_padding", c.output_padding);
   if (!c.output_shape.empty()) node.attributes.set("output_shape", c.output_shape);
   if (c.kernel_shape_attribute) node.attributes.set("kernel_shape", Ints(c.w.begin() + 2, c.w.end()));
+  if (!c.forced_kernel.empty()) node.attributes.set("wgi.kernel", c.forced_kernel);
   test::ConvReferenceParams p;
   if (!c.activation.empty()) {
     node.attributes.set(ops::kFusedActivationAttribute, c.activation);
@@ -127,7 +129,14 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
 std::vector<ConvCase> conv_cases() {
   return {
       // Kernel sizes, strides, padding; input channels per group % 4 == 0 takes the vec4 kernel.
-      {.name = "k1x1", .x = {1, 8, 7, 9}, .w = {16, 8, 1, 1}},
+      // 1x1, stride 1, no padding: a GEMM per image; forced onto the direct kernel too.
+      {.name = "k1x1", .x = {1, 8, 7, 9}, .w = {16, 8, 1, 1}, .kernel = "conv1x1_gemm_tiled_bkn"},
+      {.name = "k1x1_batch3_no_bias_odd_channels",
+       .x = {3, 5, 6, 7},
+       .w = {9, 5, 1, 1},
+       .bias = false,
+       .kernel = "conv1x1_gemm_tiled_bkn"},
+      {.name = "k1x1_direct", .x = {1, 8, 7, 9}, .w = {16, 8, 1, 1}, .forced_kernel = "direct"},
       {.name = "k3x3_pad1", .x = {1, 8, 10, 11}, .w = {8, 8, 3, 3}, .pads = {1, 1, 1, 1}},
       {.name = "k3x3_rgb_stride2",
        .x = {1, 3, 12, 12},
@@ -277,7 +286,9 @@ std::vector<ConvCase> conv_cases() {
        .x = {1, 4, 5, 5},
        .w = {4, 4, 1, 1},
        .bias = false,
-       .activation = "Clip"},
+       .activation = "Clip",
+       .forced_kernel = "direct"},
+      {.name = "clip_gemm", .x = {2, 4, 5, 5}, .w = {6, 4, 1, 1}, .activation = "Clip", .kernel = "conv1x1_gemm_tiled_bkn"},
   };
 }
 
@@ -429,6 +440,7 @@ TEST(ConvLargeGrid, FoldsPast65535Workgroups) {
   Tensor w = test::random_tensor({4, 1, 1, 1}, 72);
   Tensor b = test::random_tensor({4}, 73);
   ops::NodeInfo node{"big_conv", "Conv", "", 17, {}, {}, {}};
+  node.attributes.set("wgi.kernel", std::string("direct"));  // a 1x1 conv would otherwise be a GEMM
   Inputs inputs = {NodeInput{x}, NodeInput{w, true}, NodeInput{b, true}};
   ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
   ASSERT_EQ(plan.launches.size(), 1u);

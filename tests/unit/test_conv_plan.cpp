@@ -186,7 +186,9 @@ TEST(ConvPlan, ConvTransposeOutputShapes) {
 }
 
 TEST(ConvPlan, LargeOutputsFoldTheGrid) {
-  ops::OpPlan p = plan(node("Conv"), inputs({1, 1, 1030, 1030}, {4, 1, 1, 1}));
+  ops::NodeInfo direct = node("Conv");
+  direct.attributes.set("wgi.kernel", std::string("direct"));  // a 1x1 conv would otherwise be a GEMM
+  ops::OpPlan p = plan(direct, inputs({1, 1, 1030, 1030}, {4, 1, 1, 1}));
   const gpu::WorkgroupCount g = p.launches[0].groups;
   EXPECT_GT(g.y, 1u);
   EXPECT_LE(g.x, 65535u);
