@@ -128,6 +128,19 @@ def unsupported(rng):
     save_case("unsupported", model, {}, {})
 
 
+def odd_names():
+    """Output names with characters that are not safe in file names, for `wgi run --output-dir`."""
+    nodes = [helper.make_node("Relu", ["in:0"], ["out/relu:0"], name="relu"),
+             helper.make_node("Neg", ["in:0"], ["neg output"], name="neg")]
+    graph = helper.make_graph(nodes, "odd_names",
+                              [helper.make_tensor_value_info("in:0", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("out/relu:0", TensorProto.FLOAT, [2, 3]),
+                               helper.make_tensor_value_info("neg output", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], producer_name="wgi-tests")
+    model.ir_version = 8
+    save_case("odd_names", model, {}, {})
+
+
 def torch_models(rng):
     """Small PyTorch models exported by Debian's torch 1.13 at opsets 13 and 17, with float64 references."""
     import torch
@@ -195,6 +208,7 @@ def main():
     unsupported(rng)
     if "--no-torch" not in sys.argv:
         torch_models(rng)
+    odd_names()
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       exit_code = 1;
       return;
     }
+    const size_t imported_nodes = g.nodes.size();
     graph::PassReport report = graph::optimize(g, registry);
     std::cout << "optimised: " << report.summary() << "\n";
 
@@ -73,7 +74,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       descs.push_back(input);
     }
     if (!unknown.empty()) {
-      std::cout << "all " << g.nodes.size() << " nodes are supported by op type and opset; give --dim for "
+      std::cout << "all " << imported_nodes << " nodes are supported by op type and opset; give --dim for "
                 << unknown << " to also check attributes and shapes\n";
       exit_code = 0;
       return;
@@ -86,8 +87,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       exit_code = 1;
       return;
     }
-    std::cout << "all " << g.nodes.size() << " nodes can run: " << plans.gpu_nodes.size() << " on the GPU, "
-              << g.nodes.size() - plans.gpu_nodes.size() << " computed on the host (shape arithmetic)\n";
+    std::cout << "all " << imported_nodes << " nodes can run (" << g.nodes.size() << " after optimisation): "
+              << plans.gpu_nodes.size() << " on the GPU, " << g.nodes.size() - plans.gpu_nodes.size()
+              << " computed on the host (shape arithmetic)\n";
     exit_code = 0;
   });
 }

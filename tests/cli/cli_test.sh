@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `wgi` command line on small models (ctest runs it once per CPU backend):
+# exit codes, the messages a user sees, and the files `wgi run` writes.
+# Usage: cli_test.sh WGI_BINARY MODELS_DIR
+set -uo pipefail
+wgi=$1
+models=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+check() {  # check NAME EXPECTED_EXIT PATTERN -- COMMAND...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want ]]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; failures=$((failures + 1)); return
+  fi
+  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output lacks /$pattern/"; echo "$out" | head -20; failures=$((failures + 1)); return
+  fi
+  echo "ok   $name"
+}
+json_ok() { node -e 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))' "$1"; }
+
+check "info" 0 "^backend: " -- "$wgi" info
+"$wgi" info --json >"$work/info.json" && json_ok "$work/info.json" && echo "ok   info --json parses" ||
+  { echo "FAIL info --json"; failures=$((failures + 1)); }
+check "info bad backend" 1 "unknown backend 'metal'" -- "$wgi" info --backend metal
+check "no command" 106 "" -- "$wgi"
+check "help" 0 "run.*Run a model once" -- "$wgi" --help
+
+check "check supported" 0 "all 4 nodes can run \(3 after optimisation\): 3 on the GPU" -- "$wgi" check "$models/gemm_chain/model.onnx"
+check "check unsupported" 1 "TopK.*op missing" -- "$wgi" check "$models/unsupported/model.onnx"
+check "check lists every node" 1 "Det.*op missing" -- "$wgi" check "$models/unsupported/model.onnx"
+check "check symbolic dims" 0 "give --dim for image \(N\)" -- "$wgi" check "$models/conv_bn_relu/model.onnx"
+check "check with --dim" 0 "can run \(3 after optimisation\): 3 on the GPU" -- "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N=2
+check "check missing file" 1 "cannot|No such|not" -- "$wgi" check "$work/nothing.onnx"
+check "check bad --dim" 1 "NAME=VALUE" -- "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N
+
+check "run" 0 "y: float32 \[5, 8\], min" -- "$wgi" run "$models/gemm_chain/model.onnx" \
+  --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/run"
+[[ -s $work/run/y.npy ]] && echo "ok   run wrote y.npy" || { echo "FAIL run wrote no y.npy"; failures=$((failures + 1)); }
+check "run missing input" 1 "no value for input\(s\) x" -- "$wgi" run "$models/gemm_chain/model.onnx" --output-dir "$work/x"
+check "run unknown input" 1 "has no input 'z'" -- "$wgi" run "$models/gemm_chain/model.onnx" \
+  --input "z=$models/gemm_chain/input_x.npy" --output-dir "$work/x"
+check "run wrong shape" 1 "has shape \[5, 20\] \(rank 2\); the model expects rank 4" -- "$wgi" run "$models/conv_bn_relu/model.onnx" \
+  --input "image=$models/gemm_chain/input_x.npy" --output-dir "$work/x"
+check "run random needs --dim" 1 "--dim N=VALUE" -- "$wgi" run "$models/conv_bn_relu/model.onnx" \
+  --random-inputs 3 --output-dir "$work/x"
+check "run random" 0 "probabilities: float32 \[2, 4, 10, 12\]" -- "$wgi" run "$models/conv_bn_relu/model.onnx" \
+  --random-inputs 3 --dim N=2 --output-dir "$work/random"
+check "run odd output names" 0 "out/relu:0: .* -> .*out_relu_0.npy" -- "$wgi" run "$models/odd_names/model.onnx" \
+  --random-inputs 1 --output-dir "$work/odd"
+[[ -s $work/odd/out_relu_0.npy && -s $work/odd/neg_output.npy ]] && echo "ok   odd names sanitised" ||
+  { echo "FAIL odd names"; ls "$work/odd"; failures=$((failures + 1)); }
+
+check "bench" 0 "run: +median .* ms, p90" -- "$wgi" bench "$models/gemm_chain/model.onnx" --runs 3 --warmup 1
+check "bench --profile --trace" 0 "(GPU time by op type|no timestamp-query)" -- "$wgi" bench \
+  "$models/conv_bn_relu/model.onnx" --dim N=1 --runs 2 --warmup 0 --profile --trace "$work/trace.json"
+if "$wgi" info | grep -q "timestamp-query yes"; then
+  json_ok "$work/trace.json" && grep -q '"ph":"X"' "$work/trace.json" && echo "ok   trace written" ||
+    { echo "FAIL trace"; failures=$((failures + 1)); }
+fi
+check "bench bad --runs" 105 "" -- "$wgi" bench "$models/gemm_chain/model.onnx" --runs 0
+
+echo "$failures failure(s)"
+exit $((failures > 0))
