@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "ops/fused_activation.h"
@@ -16,11 +17,14 @@ class NodeEditor {
   explicit NodeEditor(Graph& graph) : graph_(graph), removed_(graph.nodes.size(), false) {}
   void remove(size_t node) { removed_[node] = true; }
   bool removed(size_t node) const { return removed_[node]; }
+  // A node that replaces removed ones; appended at commit, which re-sorts.
+  void add(Node node) { added_.push_back(std::move(node)); }
   void commit() {
     std::vector<Node> kept;
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
       if (!removed_[i]) kept.push_back(std::move(graph_.nodes[i]));
     }
+    for (Node& n : added_) kept.push_back(std::move(n));
     graph_.nodes = std::move(kept);
     graph_.sort_topologically();
   }
@@ -28,6 +32,7 @@ class NodeEditor {
  private:
   Graph& graph_;
   std::vector<bool> removed_;
+  std::vector<Node> added_;
 };
 
 bool is_graph_output(const Graph& g, ValueId v) {
@@ -83,6 +88,7 @@ std::string PassReport::summary() const {
   add(batch_norms_folded, "BatchNormalization folded");
   add(bias_adds_fused, "MatMul+Add fused");
   add(activations_fused, "activations fused");
+  add(attentions_fused, "attentions fused");
   return s.empty() ? "no changes" : s;
 }
 
@@ -360,6 +366,153 @@ int fuse_activations(Graph& g) {
   return count;
 }
 
+namespace {
+
+// The scalar value of a constant input, if it is one.
+std::optional<float> scalar_constant(const Graph& g, ValueId v) {
+  if (v == kNoValue) return std::nullopt;
+  const auto& c = g.value(v).constant;
+  if (!c || c->element_count() != 1 || c->dtype() != DType::Float32) return std::nullopt;
+  return c->data<float>()[0];
+}
+
+// Whether `v` depends only on constants and on the shapes (not the values) of other tensors: then the planner
+// knows it before any GPU work (e.g. an attention scale computed as head_dim ** -0.5 from Shape).
+bool derived_from_shapes(const Graph& g, ValueId v, int depth = 0) {
+  if (v == kNoValue || g.value(v).constant) return true;
+  const int32_t p = g.value(v).producer;
+  if (p < 0 || depth > 32) return false;
+  const Node& n = g.nodes[static_cast<size_t>(p)];
+  if (n.info.op_type == "Shape" || n.info.op_type == "Size") return true;
+  return std::all_of(n.inputs.begin(), n.inputs.end(),
+                     [&](ValueId in) { return derived_from_shapes(g, in, depth + 1); });
+}
+
+// Whether a Transpose node swaps exactly the last two dims.
+bool swaps_last_two(const Node& t) {
+  std::vector<int64_t> perm = t.info.attributes.get_ints("perm", {});
+  if (perm.size() < 2) return false;
+  for (size_t i = 0; i + 2 < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  const auto r = static_cast<int64_t>(perm.size());
+  return perm[perm.size() - 2] == r - 1 && perm.back() == r - 2;
+}
+
+}  // namespace
+
+int fuse_attention(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  for (size_t si = 0; si < g.nodes.size(); ++si) {
+    const Node& softmax = g.nodes[si];
+    if (softmax.info.op_type != "Softmax" || editor.removed(si)) continue;
+    // Only a softmax over the last axis: -1, or (opset < 13, whose default 1 flattens) rank - 1 when known.
+    const auto& in_shape = g.value(softmax.inputs[0]).shape;
+    const int64_t axis = softmax.info.attributes.get_int("axis", softmax.info.opset < 13 ? 1 : -1);
+    const bool last_axis =
+        axis == -1 || (in_shape.rank_known && axis == static_cast<int64_t>(in_shape.dims.size()) - 1);
+    if (!last_axis) continue;
+    // Softmax -> MatMul(P, V) as the only reader.
+    const ValueId probabilities = softmax.outputs[0];
+    if (is_graph_output(g, probabilities) || consumers[static_cast<size_t>(probabilities)].size() != 1)
+      continue;
+    const size_t mi2 = static_cast<size_t>(consumers[static_cast<size_t>(probabilities)][0]);
+    const Node& matmul2 = g.nodes[mi2];
+    if (matmul2.info.op_type != "MatMul" || matmul2.inputs.size() != 2 || matmul2.inputs[0] != probabilities)
+      continue;
+    // Walk back: [Add mask] <- [Mul/Div scale] <- MatMul(Q, B).
+    std::vector<size_t> chain = {si, mi2};
+    ValueId cur = softmax.inputs[0];
+    size_t cur_reader = si;  // the node of the chain that reads `cur`
+    ValueId mask = kNoValue;
+    float scale = 1.0f;
+    int32_t p = sole_producer(g, consumers, cur, si);
+    if (p >= 0 && g.nodes[static_cast<size_t>(p)].info.op_type == "Add") {
+      const Node& add = g.nodes[static_cast<size_t>(p)];
+      // The scores side is the one produced by the scale or the first MatMul; the other is the mask.
+      for (size_t side = 0; side < 2 && mask == kNoValue; ++side) {
+        int32_t q = g.value(add.inputs[side]).producer;
+        if (q < 0) continue;
+        const std::string& op = g.nodes[static_cast<size_t>(q)].info.op_type;
+        if ((op == "MatMul" || op == "Mul" || op == "Div") &&
+            sole_producer(g, consumers, add.inputs[side], static_cast<size_t>(p)) == q) {
+          mask = add.inputs[1 - side];
+          cur = add.inputs[side];
+          cur_reader = static_cast<size_t>(p);
+          chain.push_back(static_cast<size_t>(p));
+          p = q;
+        }
+      }
+      if (mask == kNoValue) continue;
+    }
+    ValueId scale_tensor = kNoValue;  // a shape-derived scale, known only when planning
+    bool scale_divides = false;
+    if (p >= 0 && (g.nodes[static_cast<size_t>(p)].info.op_type == "Mul" ||
+                   g.nodes[static_cast<size_t>(p)].info.op_type == "Div")) {
+      const Node& op = g.nodes[static_cast<size_t>(p)];
+      const bool is_div = op.info.op_type == "Div";
+      ValueId other = kNoValue;
+      // Which side is the scores: the one with a MatMul (or the mask Add's MatMul) behind it.
+      for (size_t side = 0; side < 2 && other == kNoValue; ++side) {
+        if (is_div && side == 1) break;  // scores / scale only
+        const int32_t q = g.value(op.inputs[side]).producer;
+        if (q < 0 || g.nodes[static_cast<size_t>(q)].info.op_type != "MatMul") continue;
+        const ValueId factor = op.inputs[1 - side];
+        if (auto c = scalar_constant(g, factor)) {
+          scale = is_div ? 1.0f / *c : *c;
+        } else if (derived_from_shapes(g, factor)) {
+          scale_tensor = factor;
+          scale_divides = is_div;
+        } else {
+          break;
+        }
+        other = op.inputs[side];
+      }
+      if (other == kNoValue || sole_producer(g, consumers, other, static_cast<size_t>(p)) < 0) continue;
+      chain.push_back(static_cast<size_t>(p));
+      cur_reader = static_cast<size_t>(p);
+      p = g.value(other).producer;
+      cur = other;
+    }
+    if (p < 0 || g.nodes[static_cast<size_t>(p)].info.op_type != "MatMul" ||
+        sole_producer(g, consumers, cur, cur_reader) != p) {
+      continue;
+    }
+    const Node& matmul1 = g.nodes[static_cast<size_t>(p)];
+    if (matmul1.inputs.size() != 2) continue;
+    chain.push_back(static_cast<size_t>(p));
+    // K^T as Transpose(K) over the last two dims: read K itself; otherwise read K^T as it is.
+    ValueId k = matmul1.inputs[1];
+    bool k_transposed = true;
+    const int32_t t = sole_producer(g, consumers, k, static_cast<size_t>(p));
+    if (t >= 0 && g.nodes[static_cast<size_t>(t)].info.op_type == "Transpose" &&
+        swaps_last_two(g.nodes[static_cast<size_t>(t)])) {
+      k = g.nodes[static_cast<size_t>(t)].inputs[0];
+      k_transposed = false;
+      chain.push_back(static_cast<size_t>(t));
+    }
+    if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return editor.removed(n); })) continue;
+    Node fused;
+    fused.info.name = softmax.info.name.empty() ? "attention" : softmax.info.name + "_attention";
+    fused.info.op_type = "Attention";
+    fused.info.domain = "wgi";
+    fused.info.opset = 1;
+    fused.info.attributes.set("scale", scale);
+    fused.info.attributes.set("k_transposed", int64_t{k_transposed ? 1 : 0});
+    fused.info.attributes.set("scale_divides", int64_t{scale_divides ? 1 : 0});
+    fused.inputs = {matmul1.inputs[0], k, matmul2.inputs[1], mask, scale_tensor};
+    while (!fused.inputs.empty() && fused.inputs.back() == kNoValue) fused.inputs.pop_back();
+    fused.outputs = {matmul2.outputs[0]};
+    for (size_t n : chain) editor.remove(n);
+    editor.add(std::move(fused));
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
 PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   PassReport r;
   r.identities_removed = eliminate_identities(graph);
@@ -367,6 +520,7 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   r.batch_norms_folded = fold_batch_norms(graph);
   r.bias_adds_fused = fuse_bias_adds(graph);
   r.activations_fused = fuse_activations(graph);
+  r.attentions_fused = fuse_attention(graph);
   r.dead_nodes_removed = remove_dead_nodes(graph);
   return r;
 }

@@ -17,6 +17,7 @@ struct PassReport {
   int batch_norms_folded = 0;   // into the preceding Conv / Gemm
   int bias_adds_fused = 0;      // MatMul + Add -> MatMul with bias
   int activations_fused = 0;    // Relu / Clip into the preceding Conv / Gemm / MatMul epilogue
+  int attentions_fused = 0;   // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
   std::string summary() const;  // "3 Identity removed, 2 BatchNormalization folded, ..."
 };
 
@@ -29,5 +30,7 @@ int fold_constants(Graph& graph, const ops::OpRegistry& registry);
 int fold_batch_norms(Graph& graph);
 int fuse_bias_adds(Graph& graph);
 int fuse_activations(Graph& graph);
+// softmax(Q K^T * scale + mask) V as exported (see src/ops/attention.cpp) -> wgi's fused Attention node.
+int fuse_attention(Graph& graph);
 
 }  // namespace wgi::graph

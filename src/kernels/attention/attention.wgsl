@@ -1,0 +1,154 @@
+// Fused attention, out = softmax(scale * Q K^T + mask) V, one workgroup per query row. The keys are visited in
+// chunks with an online softmax (running max and sum, accumulator rescaled when the max grows), so the
+// [Tq, Tk] score matrix is never written to memory and any Tk works.
+//   Q [batch..., Tq, D]; K [batch..., Tk, D], or with K_TRANSPOSED [batch..., D, Tk]; V [batch..., Tk, Dv];
+//   mask (optional, additive) broadcast to [batch..., Tq, Tk]; out [batch..., Tq, Dv].
+// Batch dims are decoded from the output's (up to 4) with per-operand strides, 0 where an operand broadcasts.
+#include "common/dispatch_grid.wgsl"
+
+struct Params {
+  rows: u32,  // batch * Tq
+  tq: u32,
+  tk: u32,
+  d: u32,
+  dv: u32,
+  has_mask: u32,
+  mask_row_stride: u32,
+  mask_col_stride: u32,
+  scale: f32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+  batch_dims: vec4<u32>,
+  q_strides: vec4<u32>,
+  k_strides: vec4<u32>,
+  v_strides: vec4<u32>,
+  mask_strides: vec4<u32>,
+}
+
+@group(0) @binding(0) var<storage, read> q: array<f32>;
+@group(0) @binding(1) var<storage, read> k: array<f32>;
+@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(3) var<storage, read> mask: array<f32>;
+@group(0) @binding(4) var<storage, read_write> output: array<f32>;
+@group(0) @binding(5) var<uniform> params: Params;
+
+const WG: u32 = 64u;
+const CHUNK: u32 = 256u;
+const MAX_DV_PER_THREAD: u32 = 8u;  // Dv <= 512
+
+var<workgroup> chunk_scores: array<f32, CHUNK>;
+// One scratch array per reduction: on Dawn's GL ES backend with Mesa llvmpipe, reusing one array for the max
+// and then the sum gave wrong results (a read of the first result appears to move past the barrier that
+// follows it); separate arrays are correct everywhere.
+var<workgroup> max_scratch: array<f32, WG>;
+var<workgroup> sum_scratch: array<f32, WG>;
+
+fn reduce_max(value: f32, lid: u32) -> f32 {
+  max_scratch[lid] = value;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s = s / 2u) {
+    if (lid < s) {
+      max_scratch[lid] = max(max_scratch[lid], max_scratch[lid + s]);
+    }
+    workgroupBarrier();
+  }
+  let result = max_scratch[0];
+  workgroupBarrier();
+  return result;
+}
+
+fn reduce_sum(value: f32, lid: u32) -> f32 {
+  sum_scratch[lid] = value;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s = s / 2u) {
+    if (lid < s) {
+      sum_scratch[lid] = sum_scratch[lid] + sum_scratch[lid + s];
+    }
+    workgroupBarrier();
+  }
+  let result = sum_scratch[0];
+  workgroupBarrier();
+  return result;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let row = linear_workgroup_index(wid, nwg);
+  if (row >= params.rows) {
+    return;  // uniform: the whole workgroup leaves together
+  }
+  let batch = row / params.tq;
+  let i = row % params.tq;
+  var rest = batch;
+  var q_base = 0u;
+  var k_base = 0u;
+  var v_base = 0u;
+  var m_base = 0u;
+  for (var dim = 3; dim >= 0; dim--) {
+    let extent = params.batch_dims[dim];
+    let index = rest % extent;
+    rest = rest / extent;
+    q_base += index * params.q_strides[dim];
+    k_base += index * params.k_strides[dim];
+    v_base += index * params.v_strides[dim];
+    m_base += index * params.mask_strides[dim];
+  }
+  q_base += i * params.d;
+  m_base += i * params.mask_row_stride;
+
+  var running_max = -3.4028234e38;
+  var running_sum = 0.0;
+  var acc: array<f32, MAX_DV_PER_THREAD>;
+  for (var start = 0u; start < params.tk; start += CHUNK) {
+    let n = min(CHUNK, params.tk - start);
+    var local_max = -3.4028234e38;
+    for (var jj = lid; jj < n; jj += WG) {
+      let j = start + jj;
+      var s = 0.0;
+      for (var c = 0u; c < params.d; c++) {
+#if K_TRANSPOSED
+        s = fma(q[q_base + c], k[k_base + c * params.tk + j], s);
+#else
+        s = fma(q[q_base + c], k[k_base + j * params.d + c], s);
+#endif
+      }
+      s = s * params.scale;
+      if (params.has_mask != 0u) {
+        s += mask[m_base + j * params.mask_col_stride];
+      }
+      chunk_scores[jj] = s;
+      local_max = max(local_max, s);
+    }
+    let new_max = max(running_max, reduce_max(local_max, lid));
+    let correction = exp(running_max - new_max);
+    var local_sum = 0.0;
+    for (var jj = lid; jj < n; jj += WG) {
+      let p = exp(chunk_scores[jj] - new_max);
+      chunk_scores[jj] = p;
+      local_sum += p;
+    }
+    running_sum = running_sum * correction + reduce_sum(local_sum, lid);
+    running_max = new_max;
+    // reduce_sum ended with a barrier: every probability of the chunk is in chunk_scores.
+    for (var slot = 0u; slot < MAX_DV_PER_THREAD; slot++) {
+      let c = lid + slot * WG;
+      if (c < params.dv) {
+        var a = acc[slot] * correction;
+        for (var jj = 0u; jj < n; jj++) {
+          a = fma(chunk_scores[jj], v[v_base + (start + jj) * params.dv + c], a);
+        }
+        acc[slot] = a;
+      }
+    }
+    workgroupBarrier();  // chunk_scores is overwritten by the next chunk
+  }
+  let out_base = row * params.dv;
+  for (var slot = 0u; slot < MAX_DV_PER_THREAD; slot++) {
+    let c = lid + slot * WG;
+    if (c < params.dv) {
+      output[out_base + c] = acc[slot] / running_sum;
+    }
+  }
+}

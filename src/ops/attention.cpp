@@ -1,0 +1,177 @@
+// Fused attention: wgi's internal op "Attention" (domain "wgi"), which the graph pass fuse_attention makes
+// out of the pattern exporters write for softmax(Q K^T * scale + mask) V:
+//   MatMul(Q, K^T or Transpose(K)) -> [Mul | Div by a constant scalar] -> [Add mask] -> Softmax(last axis)
+//   -> MatMul(., V)
+// Inputs: Q, K (or K^T with k_transposed = 1), V, optional additive mask, optional scale tensor (one element,
+// known when planning: exports often compute head_dim ** -0.5 from Shape). Attributes: scale (float),
+// scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int). One kernel
+// (attention/attention.wgsl) never writes the score matrix.
+#include <algorithm>
+#include <array>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/families.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+constexpr uint32_t kMaxValueDim = 512;  // 8 accumulators per thread x 64 threads (attention.wgsl)
+
+uint32_t to_u32(const PlanContext& ctx, int64_t v, const char* what) {
+  if (v < 0 || v > static_cast<int64_t>(UINT32_MAX)) ctx.fail(std::string(what) + " does not fit u32");
+  return static_cast<uint32_t>(v);
+}
+
+// Element strides of `shape`'s leading (batch) dims aligned to the output's batch dims `out`, 0 where the
+// operand broadcasts (size 1 or missing); `matrix` is the size of one trailing matrix.
+std::vector<int64_t> batch_strides(const Shape& batch, const Shape& out, int64_t matrix) {
+  std::vector<int64_t> strides(out.size(), 0);
+  int64_t stride = matrix;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const size_t o = out.size() - 1 - i;
+    const int64_t extent = batch[batch.size() - 1 - i];
+    strides[o] = extent == 1 ? 0 : stride;
+    stride *= extent;
+  }
+  return strides;
+}
+
+OpPlan plan_attention(const PlanContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.input(i).dtype != DType::Float32) {
+      ctx.fail(ctx.input_name(i) + " has type " + std::string(dtype_name(ctx.input(i).dtype)) +
+               "; expected float32");
+    }
+  }
+  const Shape& qs = ctx.input(0).shape;
+  const Shape& ks = ctx.input(1).shape;
+  const Shape& vs = ctx.input(2).shape;
+  if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) ctx.fail("Q, K and V need rank >= 2");
+  const bool k_transposed = ctx.node.attributes.get_int("k_transposed", 0) != 0;
+  float scale = ctx.node.attributes.get_float("scale", 1.0f);
+  if (ctx.has_input(4)) {
+    const Tensor* t = ctx.constant(4);
+    if (!t || t->element_count() != 1 || t->dtype() != DType::Float32) {
+      ctx.fail("the attention scale (input 4) must be one float32 known when planning");
+    }
+    const float f = t->data<float>()[0];
+    scale = ctx.node.attributes.get_int("scale_divides", 0) != 0 ? scale / f : scale * f;
+  }
+  const int64_t tq = qs[qs.size() - 2], d = qs.back();
+  const int64_t tk = k_transposed ? ks.back() : ks[ks.size() - 2];
+  const int64_t kd = k_transposed ? ks[ks.size() - 2] : ks.back();
+  const int64_t dv = vs.back();
+  if (kd != d)
+    ctx.fail("Q " + shape_to_string(qs) + " and K " + shape_to_string(ks) + " disagree on the head size");
+  if (vs[vs.size() - 2] != tk) {
+    ctx.fail("V " + shape_to_string(vs) + " has " + std::to_string(vs[vs.size() - 2]) + " rows; K has " +
+             std::to_string(tk) + " keys");
+  }
+  if (dv > kMaxValueDim) {
+    ctx.fail("V's last dim " + std::to_string(dv) + " exceeds the fused kernel's " +
+             std::to_string(kMaxValueDim));
+  }
+  // Output batch dims: the numpy broadcast of Q's, K's and V's (as MatMul would give).
+  Shape qb(qs.begin(), qs.end() - 2), kb(ks.begin(), ks.end() - 2), vb(vs.begin(), vs.end() - 2);
+  const size_t rank = std::max({qb.size(), kb.size(), vb.size()});
+  Shape out_batch(rank, 1);
+  for (const Shape* b : {&qb, &kb, &vb}) {
+    for (size_t i = 0; i < b->size(); ++i) {
+      int64_t& o = out_batch[rank - b->size() + i];
+      const int64_t e = (*b)[i];
+      if (e != 1 && o != 1 && e != o) {
+        ctx.fail("batch dims of Q " + shape_to_string(qs) + ", K " + shape_to_string(ks) + " and V " +
+                 shape_to_string(vs) + " do not broadcast");
+      }
+      if (e != 1) o = e;
+    }
+  }
+  if (rank > 4) ctx.fail("more than 4 batch dims");
+  Shape out_shape = out_batch;
+  out_shape.push_back(tq);
+  out_shape.push_back(dv);
+
+  const bool has_mask = ctx.has_input(3);
+  std::vector<int64_t> mask_strides(rank, 0);
+  int64_t mask_row = 0, mask_col = 0;
+  if (has_mask) {
+    const TensorDesc& m = ctx.input(3);
+    if (m.dtype != DType::Float32) ctx.fail("the mask has type " + std::string(dtype_name(m.dtype)));
+    Shape ms = m.shape;
+    while (ms.size() < rank + 2) ms.insert(ms.begin(), 1);
+    if (ms.size() > rank + 2)
+      ctx.fail("the mask " + shape_to_string(m.shape) + " has more dims than the scores");
+    const int64_t rows = ms[ms.size() - 2], cols = ms.back();
+    if ((rows != 1 && rows != tq) || (cols != 1 && cols != tk)) {
+      ctx.fail("the mask " + shape_to_string(m.shape) + " does not broadcast to the scores [..., " +
+               std::to_string(tq) + ", " + std::to_string(tk) + "]");
+    }
+    mask_col = cols == 1 ? 0 : 1;
+    mask_row = rows == 1 ? 0 : cols;
+    Shape mb(ms.begin(), ms.end() - 2);
+    for (size_t i = 0; i < rank; ++i) {
+      if (mb[i] != 1 && mb[i] != out_batch[i])
+        ctx.fail("the mask " + shape_to_string(m.shape) + " does not broadcast");
+    }
+    mask_strides = batch_strides(mb, out_batch, rows * cols);
+  }
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, out_shape});
+  const int64_t rows = element_count(out_batch) * tq;
+  if (rows == 0 || dv == 0) return plan;
+  for (const Shape* s : {&qs, &ks, &vs, static_cast<const Shape*>(&out_shape)})
+    to_u32(ctx, element_count(*s), "a tensor's element count");
+
+  auto pad4 = [&](const std::vector<int64_t>& v) {
+    std::array<uint32_t, 4> out = {0, 0, 0, 0};
+    for (size_t i = 0; i < v.size(); ++i) out[4 - v.size() + i] = to_u32(ctx, v[i], "a batch stride");
+    return out;
+  };
+  std::array<uint32_t, 4> dims = {1, 1, 1, 1};
+  for (size_t i = 0; i < rank; ++i) dims[4 - rank + i] = to_u32(ctx, out_batch[i], "a batch dim");
+
+  KernelLaunch launch;
+  launch.program.label = k_transposed ? "attention_kt" : "attention";
+  launch.program.wgsl =
+      kernels::load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_transposed ? "1" : "0"}});
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2),
+                     has_mask ? TensorRef::input(3) : TensorRef::zero(), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(to_u32(ctx, rows, "rows"))
+                       .u32(to_u32(ctx, tq, "Tq"))
+                       .u32(to_u32(ctx, tk, "Tk"))
+                       .u32(to_u32(ctx, d, "D"))
+                       .u32(to_u32(ctx, dv, "Dv"))
+                       .u32(has_mask ? 1 : 0)
+                       .u32(to_u32(ctx, mask_row, "mask row stride"))
+                       .u32(to_u32(ctx, mask_col, "mask column stride"))
+                       .f32(scale)
+                       .u32(0)
+                       .u32(0)
+                       .u32(0)
+                       .vec4u(dims)
+                       .vec4u(pad4(batch_strides(qb, out_batch, tq * d)))
+                       .vec4u(pad4(batch_strides(kb, out_batch, tk * d)))
+                       .vec4u(pad4(batch_strides(vb, out_batch, tk * dv)))
+                       .vec4u(pad4(mask_strides))
+                       .bytes();
+  launch.groups =
+      gpu::fold_workgroups(static_cast<uint64_t>(rows), ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+}  // namespace
+
+void register_attention_ops(OpRegistry& registry) {
+  registry.add("wgi", "Attention", 1, kLatestOpset, {plan_attention, nullptr});
+}
+
+}  // namespace wgi::ops

@@ -1,0 +1,212 @@
+// wgi's fused Attention against a float64 reference, and the graph pass that makes it, fused and unfused, on
+// an exported transformer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/npy.h"
+#include "graph/passes.h"
+#include "onnx/importer.h"
+#include "runtime/execution_plan.h"
+#include "runtime/node_runner.h"
+#include "support/model_reference.h"
+#include "support/tensor_check.h"
+#include "support/test_device.h"
+
+namespace wgi {
+namespace {
+
+using runtime::NodeInput;
+using Inputs = std::vector<std::optional<NodeInput>>;
+
+// softmax(scale * Q K^T + mask) V with numpy broadcasting of the batch dims; K given as [.., Tk, D] or
+// (k_transposed) [.., D, Tk]; the mask broadcasts to [.., Tq, Tk].
+std::vector<double> attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
+                                        bool k_transposed, double scale, Shape& out_shape) {
+  const Shape &qs = q.shape(), &ks = k.shape(), &vs = v.shape();
+  const size_t r = qs.size();
+  const int64_t tq = qs[r - 2], d = qs[r - 1], tk = k_transposed ? ks[r - 1] : ks[r - 2], dv = vs[r - 1];
+  Shape batch(qs.begin(), qs.end() - 2);
+  for (size_t i = 0; i + 2 < r; ++i) batch[i] = std::max({qs[i], ks[i], vs[i]});
+  out_shape = batch;
+  out_shape.push_back(tq);
+  out_shape.push_back(dv);
+  auto offset = [&](const Shape& s, int64_t b, int64_t matrix) {  // broadcast batch index -> element offset
+    int64_t off = 0, stride = matrix;
+    for (size_t i = r - 2; i-- > 0;) {
+      int64_t idx = b % batch[i];
+      b /= batch[i];
+      if (s[i] != 1) off += idx * stride;
+      stride *= s[i];
+    }
+    return off;
+  };
+  std::vector<double> out;
+  const int64_t batches = element_count(batch);
+  auto qd = q.data<float>(), kd = k.data<float>(), vd = v.data<float>();
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t qo = offset(qs, b, tq * d), ko = offset(ks, b, tk * d), vo = offset(vs, b, tk * dv);
+    for (int64_t i = 0; i < tq; ++i) {
+      std::vector<double> s(static_cast<size_t>(tk));
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < tk; ++j) {
+        double acc = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          acc += static_cast<double>(qd[qo + i * d + c]) * kd[ko + (k_transposed ? c * tk + j : j * d + c)];
+        }
+        acc *= scale;
+        if (mask) {
+          // Broadcast the mask from the right.
+          const Shape& ms = mask->shape();
+          std::vector<int64_t> idx(r);
+          int64_t rest = b;
+          for (size_t a = r - 2; a-- > 0;) {
+            idx[a] = rest % batch[a];
+            rest /= batch[a];
+          }
+          idx[r - 2] = i;
+          idx[r - 1] = j;
+          int64_t off = 0, stride = 1;
+          for (size_t a = ms.size(); a-- > 0;) {
+            const int64_t full = idx[r - ms.size() + a];
+            off += (ms[a] == 1 ? 0 : full) * stride;
+            stride *= ms[a];
+          }
+          acc += mask->data<float>()[off];
+        }
+        s[static_cast<size_t>(j)] = acc;
+        mx = std::max(mx, acc);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t c = 0; c < dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < tk; ++j) acc += s[static_cast<size_t>(j)] * vd[vo + j * dv + c];
+        out.push_back(acc / sum);
+      }
+    }
+  }
+  return out;
+}
+
+ops::NodeInfo attention_node(float scale, bool k_transposed) {
+  ops::NodeInfo n{"attn", "Attention", "wgi", 1, {}, {}, {}};
+  n.attributes.set("scale", scale);
+  n.attributes.set("k_transposed", int64_t{k_transposed});
+  return n;
+}
+
+struct AttentionCase {
+  const char* name;
+  Shape q, k, v;
+  std::optional<Shape> mask;
+  bool k_transposed;
+  float mask_scale = 1.0f;
+};
+
+class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionTest, MatchesFloat64Reference) {
+  const AttentionCase& c = GetParam();
+  Tensor q = test::random_tensor(c.q, 1, -2, 2), k = test::random_tensor(c.k, 2, -2, 2),
+         v = test::random_tensor(c.v, 3);
+  std::optional<Tensor> mask;
+  if (c.mask) mask = test::random_tensor(*c.mask, 4, -3 * c.mask_scale, c.mask_scale);
+  const float scale = 0.35f;
+  Inputs inputs = {NodeInput{q}, NodeInput{k}, NodeInput{v}};
+  if (mask) inputs.push_back(NodeInput{*mask});
+  auto out = runtime::run_node(test::device(), attention_node(scale, c.k_transposed), inputs);
+  Shape shape;
+  auto ref = attention_reference(q, k, v, mask ? &*mask : nullptr, c.k_transposed, scale, shape);
+  const int64_t d = c.q.back();
+  EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(d * 4)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionTest,
+    ::testing::Values(
+        AttentionCase{"basic", {2, 3, 5, 8}, {2, 3, 7, 8}, {2, 3, 7, 6}, std::nullopt, false},
+        AttentionCase{"k_transposed", {2, 3, 5, 8}, {2, 3, 8, 7}, {2, 3, 7, 6}, std::nullopt, true},
+        AttentionCase{"broadcast_kv", {2, 3, 4, 5}, {1, 3, 9, 5}, {2, 1, 9, 4}, std::nullopt, false},
+        AttentionCase{"mask_rows_cols", {2, 2, 5, 4}, {2, 2, 6, 4}, {2, 2, 6, 3}, Shape{1, 1, 5, 6}, false},
+        AttentionCase{
+            "mask_per_batch_key", {2, 2, 5, 4}, {2, 2, 6, 4}, {2, 2, 6, 3}, Shape{2, 1, 1, 6}, false},
+        AttentionCase{"mask_1d", {3, 4, 4}, {3, 6, 4}, {3, 6, 2}, Shape{6}, false},
+        // Several 256-key chunks with growing maxima: the online softmax must rescale.
+        AttentionCase{"long_keys", {1, 2, 3, 16}, {1, 2, 600, 16}, {1, 2, 600, 5}, Shape{600}, false, 8.0f},
+        AttentionCase{"decoder_step", {2, 4, 1, 8}, {2, 4, 33, 8}, {2, 4, 33, 8}, std::nullopt, false},
+        AttentionCase{"long_keys_no_mask", {1, 1, 2, 4}, {1, 1, 300, 4}, {1, 1, 300, 2}, std::nullopt, false},
+        AttentionCase{"broadcast_k", {2, 3, 4, 5}, {1, 3, 9, 5}, {2, 3, 9, 4}, std::nullopt, false},
+        AttentionCase{"broadcast_v", {2, 3, 4, 5}, {2, 3, 9, 5}, {2, 1, 9, 4}, std::nullopt, false},
+        AttentionCase{"broadcast_q", {1, 3, 4, 5}, {2, 3, 9, 5}, {2, 3, 9, 4}, std::nullopt, false},
+        AttentionCase{"wide_values", {1, 3, 16}, {1, 5, 16}, {1, 5, 130}, std::nullopt, false}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(Attention, ScaleTensorMultipliesOrDivides) {
+  Tensor q = test::random_tensor({1, 2, 3, 4}, 5), k = test::random_tensor({1, 2, 6, 4}, 6),
+         v = test::random_tensor({1, 2, 6, 4}, 7);
+  for (bool divides : {false, true}) {
+    ops::NodeInfo n = attention_node(1.0f, false);
+    n.attributes.set("scale_divides", int64_t{divides});
+    Inputs inputs = {NodeInput{q}, NodeInput{k}, NodeInput{v}, std::nullopt,
+                     NodeInput{Tensor::from_vector<float>({}, {4.0f}), true}};
+    auto out = runtime::run_node(test::device(), n, inputs);
+    Shape shape;
+    auto ref = attention_reference(q, k, v, nullptr, false, divides ? 0.25 : 4.0, shape);
+    EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(16))) << "divides " << divides;
+  }
+}
+
+TEST(Attention, ErrorsNameTheProblem) {
+  auto error = [](const Inputs& in, const ops::NodeInfo& n) {
+    try {
+      runtime::run_node(test::device(), n, in);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Tensor q = test::random_tensor({1, 3, 4}, 1), v = test::random_tensor({1, 5, 2}, 3);
+  EXPECT_NE(error({NodeInput{q}, NodeInput{test::random_tensor({1, 5, 3}, 2)}, NodeInput{v}},
+                  attention_node(1, false))
+                .find("disagree on the head size"),
+            std::string::npos);
+  EXPECT_NE(error({NodeInput{q}, NodeInput{test::random_tensor({1, 6, 4}, 2)}, NodeInput{v}},
+                  attention_node(1, false))
+                .find("keys"),
+            std::string::npos);
+  Inputs runtime_scale = {NodeInput{q}, NodeInput{test::random_tensor({1, 5, 4}, 2)}, NodeInput{v},
+                          std::nullopt, NodeInput{Tensor::from_vector<float>({}, {2.0f}), false}};
+  EXPECT_NE(error(runtime_scale, attention_node(1, false)).find("known when planning"), std::string::npos);
+}
+
+// The exported transformer runs the same with and without the fusion: both paths must match the reference.
+TEST(AttentionFusion, FusedAndUnfusedGraphsMatchTheReference) {
+  const std::filesystem::path dir =
+      std::filesystem::path(WGI_TEST_DATA_DIR) / "models" / "tiny_transformer_opset17";
+  Tensor x = npy::load(dir / "input_x.npy");
+  test::Float64Array expected = test::load_float64_npy(dir / "expected_y.npy");
+  for (bool fuse : {true, false}) {
+    graph::Graph g = onnx::import_model_file(dir / "model.onnx");
+    graph::eliminate_identities(g);
+    graph::fold_constants(g, ops::builtin_registry());
+    graph::fuse_bias_adds(g);
+    const int fused = fuse ? graph::fuse_attention(g) : 0;
+    EXPECT_EQ(fused, fuse ? 1 : 0);
+    const bool has_attention = std::any_of(
+        g.nodes.begin(), g.nodes.end(), [](const graph::Node& n) { return n.info.op_type == "Attention"; });
+    const bool has_softmax = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                         [](const graph::Node& n) { return n.info.op_type == "Softmax"; });
+    EXPECT_EQ(has_attention, fuse);
+    EXPECT_EQ(has_softmax, !fuse);
+    runtime::WeightStore weights(test::device());
+    runtime::ExecutionPlan plan(test::device(), g, ops::builtin_registry(), weights,
+                                {{{x.dtype(), x.shape()}, nullptr}}, {});
+    std::vector<Tensor> out = plan.run({&x}, nullptr);
+    EXPECT_TRUE(test::close_in_l2(out[0], expected, 1e-4)) << (fuse ? "fused" : "unfused");
+  }
+}
+
+}  // namespace
+}  // namespace wgi
