@@ -2,6 +2,7 @@
 
 #include <webgpu/webgpu.h>
 
+#include <set>
 #include <sstream>
 
 #include "gpu/device.h"
@@ -85,11 +86,40 @@ const ComputePipeline& PipelineCache::get(const ProgramSource& program) {
   return *pipelines_.emplace(std::move(key), std::move(pipeline)).first->second;
 }
 
-std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& program) {
-  WGPUDevice dev = device_.handle();
-  device_.check_errors();
+namespace {
 
-  // Compile the WGSL and collect its messages so that an error names the kernel, the line and the code there.
+// Everything a pipeline needs except the pipeline itself: the checked shader module and the layouts.
+struct PreparedProgram {
+  WGPUShaderModule module = nullptr;
+  WGPUBindGroupLayout bind_group_layout = nullptr;
+  WGPUPipelineLayout layout = nullptr;
+  std::vector<WGPUConstantEntry> constants;
+};
+
+void release(PreparedProgram& p) {
+  if (p.layout) wgpuPipelineLayoutRelease(p.layout);
+  if (p.module) wgpuShaderModuleRelease(p.module);
+  p.layout = nullptr;
+  p.module = nullptr;
+}
+
+WGPUComputePipelineDescriptor pipeline_descriptor(const ProgramSource& program, const PreparedProgram& p) {
+  WGPUComputePipelineDescriptor desc = {};
+  desc.label = to_string_view(program.label);
+  desc.layout = p.layout;
+  desc.compute.module = p.module;
+  desc.compute.entryPoint = to_string_view(program.entry_point);
+  desc.compute.constantCount = p.constants.size();
+  desc.compute.constants = p.constants.data();
+  return desc;
+}
+
+// Compiles the WGSL (collecting its messages so that an error names the kernel, the line and the code there)
+// and creates the explicit layout: storage bindings in order, then the uniform. Explicit layouts also keep
+// bindings that a shader variant does not statically use.
+PreparedProgram prepare(Device& device, const ProgramSource& program) {
+  WGPUDevice dev = device.handle();
+  device.check_errors();
   WGPUShaderSourceWGSL wgsl = {};
   wgsl.chain.sType = WGPUSType_ShaderSourceWGSL;
   wgsl.code = to_string_view(program.wgsl);
@@ -97,7 +127,8 @@ std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& prog
   module_desc.nextInChain = &wgsl.chain;
   module_desc.label = to_string_view(program.label);
   wgpuDevicePushErrorScope(dev, WGPUErrorFilter_Validation);
-  WGPUShaderModule module = wgpuDeviceCreateShaderModule(dev, &module_desc);
+  PreparedProgram out;
+  out.module = wgpuDeviceCreateShaderModule(dev, &module_desc);
 
   struct CompileResult {
     bool done = false;
@@ -121,17 +152,15 @@ std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& prog
   };
   info_callback.userdata1 = &compile;
   info_callback.userdata2 = const_cast<std::string*>(&program.wgsl);
-  wgpuShaderModuleGetCompilationInfo(module, info_callback);
-  device_.wait_until(compile.done);
-  std::string scope_error = pop_error_scope(device_);
+  wgpuShaderModuleGetCompilationInfo(out.module, info_callback);
+  device.wait_until(compile.done);
+  std::string scope_error = pop_error_scope(device);
   if (!compile.errors.empty() || !scope_error.empty()) {
-    wgpuShaderModuleRelease(module);
+    release(out);
     throw Error("WGSL of kernel '" + program.label +
                 "' does not compile:" + (compile.errors.empty() ? "\n  " + scope_error : compile.errors));
   }
 
-  // An explicit layout: storage bindings in order, then the uniform. Explicit layouts also keep bindings
-  // that a shader variant does not statically use.
   std::vector<WGPUBindGroupLayoutEntry> entries(program.bindings.size());
   for (size_t i = 0; i < program.bindings.size(); ++i) {
     WGPUBindGroupLayoutEntry& e = entries[i];
@@ -155,35 +184,99 @@ std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& prog
   bgl_desc.label = to_string_view(program.label);
   bgl_desc.entryCount = entries.size();
   bgl_desc.entries = entries.data();
-  WGPUBindGroupLayout bgl = wgpuDeviceCreateBindGroupLayout(dev, &bgl_desc);
+  out.bind_group_layout = wgpuDeviceCreateBindGroupLayout(dev, &bgl_desc);
   WGPUPipelineLayoutDescriptor pl_desc = {};
   pl_desc.bindGroupLayoutCount = 1;
-  pl_desc.bindGroupLayouts = &bgl;
-  WGPUPipelineLayout layout = wgpuDeviceCreatePipelineLayout(dev, &pl_desc);
-
-  std::vector<WGPUConstantEntry> constants(program.constants.size());
-  for (size_t i = 0; i < constants.size(); ++i) {
-    constants[i] = {};
-    constants[i].key = to_string_view(program.constants[i].first);
-    constants[i].value = program.constants[i].second;
+  pl_desc.bindGroupLayouts = &out.bind_group_layout;
+  out.layout = wgpuDeviceCreatePipelineLayout(dev, &pl_desc);
+  std::string layout_error = pop_error_scope(device);
+  if (!layout_error.empty()) {
+    release(out);
+    if (out.bind_group_layout) wgpuBindGroupLayoutRelease(out.bind_group_layout);
+    throw Error("cannot create the layout of kernel '" + program.label + "': " + layout_error);
   }
-  WGPUComputePipelineDescriptor desc = {};
-  desc.label = to_string_view(program.label);
-  desc.layout = layout;
-  desc.compute.module = module;
-  desc.compute.entryPoint = to_string_view(program.entry_point);
-  desc.compute.constantCount = constants.size();
-  desc.compute.constants = constants.data();
-  WGPUComputePipeline pipeline = wgpuDeviceCreateComputePipeline(dev, &desc);
+  out.constants.resize(program.constants.size());
+  for (size_t i = 0; i < out.constants.size(); ++i) {
+    out.constants[i] = {};
+    out.constants[i].key = to_string_view(program.constants[i].first);
+    out.constants[i].value = program.constants[i].second;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& program) {
+  PreparedProgram p = prepare(device_, program);
+  wgpuDevicePushErrorScope(device_.handle(), WGPUErrorFilter_Validation);
+  WGPUComputePipelineDescriptor desc = pipeline_descriptor(program, p);
+  WGPUComputePipeline pipeline = wgpuDeviceCreateComputePipeline(device_.handle(), &desc);
   std::string error = pop_error_scope(device_);
-  wgpuPipelineLayoutRelease(layout);
-  wgpuShaderModuleRelease(module);
+  release(p);
   if (!error.empty() || !pipeline) {
     if (pipeline) wgpuComputePipelineRelease(pipeline);
-    wgpuBindGroupLayoutRelease(bgl);
+    wgpuBindGroupLayoutRelease(p.bind_group_layout);
     throw Error("cannot create the compute pipeline of kernel '" + program.label + "': " + error);
   }
-  return std::make_unique<ComputePipeline>(pipeline, bgl, program.label, program.bindings);
+  return std::make_unique<ComputePipeline>(pipeline, p.bind_group_layout, program.label, program.bindings);
+}
+
+void PipelineCache::prefetch(std::span<const ProgramSource* const> programs) {
+  struct Pending {
+    const ProgramSource* program;
+    std::string key;
+    PreparedProgram prepared;
+    bool done = false;
+    WGPUComputePipeline pipeline = nullptr;
+    std::string message;
+  };
+  std::vector<std::unique_ptr<Pending>> pending;
+  std::set<std::string> seen;
+  std::string first_error;
+  for (const ProgramSource* program : programs) {
+    std::string key = cache_key(*program);
+    if (pipelines_.count(key) || !seen.insert(key).second) continue;
+    auto p = std::make_unique<Pending>();
+    p->program = program;
+    p->key = std::move(key);
+    try {
+      p->prepared = prepare(device_, *program);
+    } catch (const Error& e) {
+      if (first_error.empty()) first_error = e.what();
+      continue;
+    }
+    WGPUCreateComputePipelineAsyncCallbackInfo callback = {};
+    callback.mode = WGPUCallbackMode_AllowProcessEvents;
+    callback.callback = [](WGPUCreatePipelineAsyncStatus status, WGPUComputePipeline pipeline,
+                           WGPUStringView message, void* user, void*) {
+      auto* r = static_cast<Pending*>(user);
+      r->pipeline = status == WGPUCreatePipelineAsyncStatus_Success ? pipeline : nullptr;
+      r->message = to_std_string(message);
+      r->done = true;
+    };
+    callback.userdata1 = p.get();
+    WGPUComputePipelineDescriptor desc = pipeline_descriptor(*program, p->prepared);
+    wgpuDeviceCreateComputePipelineAsync(device_.handle(), &desc, callback);
+    pending.push_back(std::move(p));
+  }
+  // Dawn compiles the pipelines on its worker threads meanwhile; collect them all before reporting an error,
+  // so that no callback outlives its state.
+  for (auto& p : pending) {
+    device_.wait_until(p->done);
+    release(p->prepared);
+    if (!p->pipeline) {
+      wgpuBindGroupLayoutRelease(p->prepared.bind_group_layout);
+      if (first_error.empty()) {
+        first_error =
+            "cannot create the compute pipeline of kernel '" + p->program->label + "': " + p->message;
+      }
+      continue;
+    }
+    ++misses_;
+    pipelines_.emplace(p->key, std::make_unique<ComputePipeline>(p->pipeline, p->prepared.bind_group_layout,
+                                                                 p->program->label, p->program->bindings));
+  }
+  if (!first_error.empty()) throw Error(first_error);
 }
 
 }  // namespace wgi::gpu

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -54,6 +55,9 @@ class PipelineCache {
   // Returns the cached pipeline for this program, creating it on first use. Throws wgi::Error naming the
   // kernel and the WGSL line when the shader does not compile or the pipeline cannot be created.
   const ComputePipeline& get(const ProgramSource& program);
+  // Creates every program not cached yet, all at once: Dawn compiles them asynchronously (in parallel where
+  // its backend can), which shortens a model's first run. Throws like get() for the first program that fails.
+  void prefetch(std::span<const ProgramSource* const> programs);
 
   size_t size() const { return pipelines_.size(); }
   size_t hits() const { return hits_; }

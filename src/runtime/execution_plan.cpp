@@ -220,7 +220,12 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     throw Error("internal: value '" + graph.value(v).name + "' has no location");
   };
 
-  // 3. Prepacked constants, pipelines and bind groups.
+  // 3. Pipelines (all compiled at once), prepacked constants and bind groups.
+  std::vector<const gpu::ProgramSource*> programs;
+  for (const auto& n : gpu_nodes) {
+    for (const auto& launch : n.plan.launches) programs.push_back(&launch.program);
+  }
+  device.pipelines().prefetch(programs);
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
     const graph::Node& node = graph.nodes[gpu_nodes[s].node];
     const ops::OpPlan& plan = gpu_nodes[s].plan;

@@ -235,6 +235,35 @@ TEST(PipelineCache, ReusesIdenticalProgramsAndKeysOnConstants) {
   EXPECT_EQ(d.pipelines().hits() - hits, 1u);
 }
 
+TEST(PipelineCache, PrefetchCreatesEveryMissingProgramOnce) {
+  Device& d = device();
+  ProgramSource a = round_trip_program(8), b = round_trip_program(4), a_again = round_trip_program(8);
+  const ProgramSource* programs[] = {&a, &b, &a_again};
+  const size_t before = d.pipelines().size();
+  d.pipelines().prefetch(programs);
+  EXPECT_EQ(d.pipelines().size(), before + 2);
+  const size_t hits = d.pipelines().hits();
+  const ComputePipeline& pa = d.pipelines().get(a);
+  EXPECT_EQ(d.pipelines().hits(), hits + 1) << "a prefetched program must be a cache hit";
+  EXPECT_EQ(&pa, &d.pipelines().get(a_again));
+  // A broken program among good ones: the error names it, the good ones are still created.
+  ProgramSource broken = round_trip_program(2);
+  broken.label = "broken_prefetch";
+  broken.wgsl += "\nfn oops() -> u32 { return nope; }\n";
+  ProgramSource good = round_trip_program(16);
+  const ProgramSource* mixed[] = {&broken, &good};
+  try {
+    d.pipelines().prefetch(mixed);
+    FAIL() << "expected a compile error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broken_prefetch"), std::string::npos) << e.what();
+  }
+  const size_t hits2 = d.pipelines().hits();
+  d.pipelines().get(good);
+  EXPECT_EQ(d.pipelines().hits(), hits2 + 1);
+  EXPECT_NO_THROW(d.check_errors());
+}
+
 TEST(PipelineCache, InvalidWgslNamesKernelAndLine) {
   ProgramSource p;
   p.label = "broken_kernel";
