@@ -1,12 +1,15 @@
 // Linear algebra: ONNX MatMul and Gemm (and so the seeds' linear, which is Gemm with transB = 1 and a bias)
-// through one planner and one GEMM kernel family (src/kernels/linear/).
+// through one planner and one GEMM kernel family (src/kernels/linear/, chosen in gemm_launch.cpp: GEMV for
+// M <= 8, 128x128 and 64x64 tiles for large products, the seeds' 32x32 kernels for the rest).
 //
-// Kernels: gemm_tiled.wgsl (the seeds' scalar 32x32-tile kernel; any layout, any K) and gemm_vec4.wgsl (the
-// seeds' vec4 kernel; K % 4 == 0, A as [M,K], B as [N,K]). A constant B (a weight) is prepacked once into
-// [batch..., N, K], K contiguous, which both kernels read and which makes the vec4 kernel usable.
+// A constant B (a weight) is prepacked once into [batch..., N, K], K contiguous: the layout GEMV streams
+// (each column's K run is contiguous), the seeds' vec4 kernel needs, and the fast kernels read with vec4
+// loads along K (transposing into workgroup memory costs them scalar stores, a small share of a slab's
+// work). A runtime B is read as it is ([K, N] or transposed).
 //
-// The internal attribute "wgi.kernel" = "tiled" | "vec4" forces a kernel (tests, tuning); a forced kernel
-// that cannot run the problem is an error, never a silent fallback.
+// The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "gemv" forces a kernel
+// (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent fallback. The
+// GEMM family's tuning attributes (gemm_launch.h) apply too.
 #include <algorithm>
 #include <cstring>
 
@@ -115,7 +118,7 @@ Tensor prepack_b_nk(const Tensor& b, int64_t k, int64_t n, bool stored_nk) {
     const float* s = src.data() + m * k * n;
     float* d = dst.data() + m * k * n;
     if (stored_nk) {
-      std::memcpy(d, s, static_cast<size_t>(k * n) * sizeof(float));
+      if (k * n > 0) std::memcpy(d, s, static_cast<size_t>(k * n) * sizeof(float));
     } else {
       for (int64_t kk = 0; kk < k; ++kk) {
         for (int64_t nn = 0; nn < n; ++nn) d[nn * k + kk] = s[kk * n + nn];
@@ -229,15 +232,13 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     bias_stride_n = c_cols == 1 ? 0 : 1;
   }
 
-  std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
-  const bool vec4_possible = !spec.trans_a && b_nk && K % 4 == 0 && K > 0;
-  bool use_vec4 = vec4_possible;
-  if (forced == "vec4") {
-    use_vec4 = true;  // make_gemm_launch says why if the layout does not allow it
-  } else if (forced == "tiled") {
-    use_vec4 = false;
-  } else if (!forced.empty()) {
-    ctx.fail("unknown wgi.kernel '" + forced + "' (expected tiled or vec4)");
+  // "wgi.kernel" forces a GEMM kernel; make_gemm_launch says why if it cannot run this product.
+  GemmKernel kernel = GemmKernel::Auto;
+  const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
+  if (!forced.empty()) {
+    auto named = gemm_kernel_from_name(forced);
+    if (!named) ctx.fail("unknown wgi.kernel '" + forced + "' (expected " + gemm_kernel_names() + ")");
+    kernel = *named;
   }
 
   FusedActivation activation = FusedActivation::from_node(ctx.node);
@@ -266,7 +267,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.b_batch_strides = b_strides;
   g.a_km = spec.trans_a;
   g.b_nk = b_nk;
-  g.kernel = use_vec4 ? GemmKernel::Vec4 : GemmKernel::Tiled;
+  g.kernel = kernel;
   g.a = TensorRef::input(static_cast<uint32_t>(spec.a_input));
   g.b = b_ref;
   g.out = TensorRef::output(0);

@@ -26,7 +26,7 @@ std::vector<std::byte> to_device_bytes(const Tensor& tensor, const std::string& 
     case DType::Float32:
     case DType::Int32:
     case DType::Float16:
-      std::memcpy(out.data(), src.data(), src.size());
+      if (!src.empty()) std::memcpy(out.data(), src.data(), src.size());
       break;
     case DType::Int64: {
       auto values = tensor.data<int64_t>();
@@ -67,7 +67,7 @@ Tensor from_device_bytes(const ops::TensorDesc& desc, std::span<const std::byte>
     case DType::Float32:
     case DType::Int32:
     case DType::Float16:
-      std::memcpy(dst.data(), bytes.data(), dst.size());
+      if (!dst.empty()) std::memcpy(dst.data(), bytes.data(), dst.size());
       break;
     case DType::Int64: {
       auto values = t.data<int64_t>();
