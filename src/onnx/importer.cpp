@@ -1,18 +1,19 @@
 #include "onnx/importer.h"
 
-#include <google/protobuf/io/coded_stream.h>
-
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <new>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "onnx/onnx_proto.h"
 #include "onnx/tensor_proto.h"
 
 namespace wgi::onnx {
 
-namespace pb = ::onnx;
+namespace pb = proto;
 namespace fs = std::filesystem;
 using detail::ConstantBudget;
 using detail::dtype_from_onnx;
@@ -20,9 +21,13 @@ using detail::onnx_dtype_name;
 
 namespace {
 
-// Protobuf's own nesting limit for one parse (messages inside messages: graphs in attributes in nodes...).
-// The importer itself does not recurse: it never descends into subgraphs.
-constexpr int kProtobufRecursionLimit = 100;
+// The nesting limit of one decode (messages inside messages: graphs in attributes in nodes...), libprotobuf's
+// default. The importer itself does not recurse: it never descends into subgraphs.
+constexpr int kMaxNesting = 100;
+// The decoded structure (names, nodes, attributes, typed values; not raw_data, which stays in the input) is
+// held to ImportOptions::max_model_bytes, but never to less than this: a tight limit meant for weights must
+// still let a small graph decode.
+constexpr uint64_t kMinDecodedBytes = 64ull << 20;
 
 std::string normalise_domain(const std::string& domain) {
   return domain == "ai.onnx" ? std::string() : domain;
@@ -31,43 +36,32 @@ std::string domain_label(const std::string& domain) {
   return domain.empty() ? "ai.onnx" : domain;
 }
 
+// The decoded model views `bytes` (raw_data): the bytes must outlive it.
 pb::ModelProto parse_model(std::span<const std::byte> bytes, const ImportOptions& options) {
   if (bytes.size() > options.max_model_bytes) {
     throw Error("the model is " + std::to_string(bytes.size()) + " bytes, more than the limit of " +
                 std::to_string(options.max_model_bytes) + " bytes (ImportOptions::max_model_bytes)");
   }
-  if (bytes.size() > kMaxProtobufBytes) {
-    throw Error("the model is " + std::to_string(bytes.size()) +
-                " bytes; protobuf cannot parse one message of 2 GiB or more. Save the model with its weights "
-                "as external data (onnx.save_model(model, path, save_as_external_data=True))");
-  }
-  const int size = static_cast<int>(bytes.size());
-  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()), size);
-  // The default limit of older protobuf releases (64 MiB) would refuse large models; the buffer's own size is
-  // the real bound.
-  stream.SetTotalBytesLimit(size);
-  stream.SetRecursionLimit(kProtobufRecursionLimit);
-  pb::ModelProto model;
-  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
-    throw Error(
-        "not a valid ONNX model: the protobuf data could not be parsed (a truncated or corrupt file, "
-        "nesting deeper than " +
-        std::to_string(kProtobufRecursionLimit) + " levels, or not an .onnx file)");
-  }
-  return model;
+  pb::DecodeOptions decode;
+  decode.max_decoded_bytes = std::max(options.max_model_bytes, kMinDecodedBytes);
+  decode.max_depth = kMaxNesting;
+  decode.invalid = "not a valid ONNX model";
+  decode.limit_name = "ImportOptions::max_model_bytes, at least 64 MiB";
+  return pb::decode_model(bytes, decode);
 }
 
 const char* type_kind_name(pb::TypeProto::ValueCase kind) {
+  using Case = pb::TypeProto::ValueCase;
   switch (kind) {
-    case pb::TypeProto::kSequenceType:
+    case Case::SequenceType:
       return "a sequence";
-    case pb::TypeProto::kMapType:
+    case Case::MapType:
       return "a map";
-    case pb::TypeProto::kOptionalType:
+    case Case::OptionalType:
       return "an optional";
-    case pb::TypeProto::kSparseTensorType:
+    case Case::SparseTensorType:
       return "a sparse tensor";
-    case pb::TypeProto::kOpaqueType:
+    case Case::OpaqueType:
       return "an opaque value";
     default:
       return "not a tensor";
@@ -77,31 +71,31 @@ const char* type_kind_name(pb::TypeProto::ValueCase kind) {
 // Fills the value's dtype and shape from a declared type. Returns why it cannot, or nullopt. A missing type
 // is "has no type".
 std::optional<std::string> read_declared_type(const pb::ValueInfoProto& info, graph::Value& value) {
-  if (!info.has_type() || info.type().value_case() == pb::TypeProto::VALUE_NOT_SET) return "has no type";
-  const pb::TypeProto& type = info.type();
-  if (type.value_case() != pb::TypeProto::kTensorType) {
-    return std::string("is ") + type_kind_name(type.value_case()) + "; wgi supports tensors only";
+  if (!info.type || info.type->value_case == pb::TypeProto::ValueCase::NotSet) return "has no type";
+  const pb::TypeProto& type = *info.type;
+  if (type.value_case != pb::TypeProto::ValueCase::TensorType) {
+    return std::string("is ") + type_kind_name(type.value_case) + "; wgi supports tensors only";
   }
-  const pb::TypeProto::Tensor& tensor = type.tensor_type();
-  if (!tensor.has_elem_type() || tensor.elem_type() == pb::TensorProto_DataType_UNDEFINED) {
+  const pb::TypeProto::Tensor& tensor = type.tensor_type;
+  if (!tensor.elem_type || *tensor.elem_type == static_cast<int32_t>(pb::DataType::Undefined)) {
     return "has no element type";
   }
-  std::optional<DType> dtype = dtype_from_onnx(tensor.elem_type());
+  std::optional<DType> dtype = dtype_from_onnx(*tensor.elem_type);
   if (!dtype) {
-    return "has element type " + onnx_dtype_name(tensor.elem_type()) +
+    return "has element type " + onnx_dtype_name(*tensor.elem_type) +
            ", which wgi does not support (supported: " + detail::supported_dtypes() + ")";
   }
   value.dtype = *dtype;
   value.shape = graph::ValueShape{};
-  if (tensor.has_shape()) {
+  if (tensor.shape) {
     value.shape.rank_known = true;
-    value.shape.dims.reserve(static_cast<size_t>(tensor.shape().dim_size()));
-    for (const pb::TensorShapeProto::Dimension& d : tensor.shape().dim()) {
+    value.shape.dims.reserve(tensor.shape->dim.size());
+    for (const pb::TensorShapeProto::Dimension& d : tensor.shape->dim) {
       // A negative dim_value is not valid ONNX; some exporters wrote -1 for "unknown", so read it as that.
-      if (d.has_dim_value() && d.dim_value() >= 0) {
-        value.shape.dims.push_back(graph::Dim::known(d.dim_value()));
-      } else if (d.has_dim_param() && !d.dim_param().empty()) {
-        value.shape.dims.push_back(graph::Dim::named(d.dim_param()));
+      if (d.dim_value && *d.dim_value >= 0) {
+        value.shape.dims.push_back(graph::Dim::known(*d.dim_value));
+      } else if (d.dim_param && !d.dim_param->empty()) {
+        value.shape.dims.push_back(graph::Dim::named(*d.dim_param));
       } else {
         value.shape.dims.emplace_back();
       }
@@ -110,20 +104,21 @@ std::optional<std::string> read_declared_type(const pb::ValueInfoProto& info, gr
   return std::nullopt;
 }
 
-pb::AttributeProto::AttributeType attribute_type(const pb::AttributeProto& a, const std::string& what) {
-  if (a.type() != pb::AttributeProto::UNDEFINED) return a.type();
+pb::AttributeType attribute_type(const pb::AttributeProto& a, const std::string& what) {
+  using Type = pb::AttributeType;
+  if (a.type != Type::Undefined) return a.type;
   // Very old files leave `type` unset: infer it from the one field that holds the value.
-  if (a.has_g()) return pb::AttributeProto::GRAPH;
-  if (a.graphs_size()) return pb::AttributeProto::GRAPHS;
-  if (a.has_t()) return pb::AttributeProto::TENSOR;
-  if (a.has_sparse_tensor()) return pb::AttributeProto::SPARSE_TENSOR;
-  if (a.floats_size()) return pb::AttributeProto::FLOATS;
-  if (a.ints_size()) return pb::AttributeProto::INTS;
-  if (a.strings_size()) return pb::AttributeProto::STRINGS;
-  if (a.tensors_size()) return pb::AttributeProto::TENSORS;
-  if (a.has_f()) return pb::AttributeProto::FLOAT;
-  if (a.has_i()) return pb::AttributeProto::INT;
-  if (a.has_s()) return pb::AttributeProto::STRING;
+  if (a.g) return Type::Graph;
+  if (!a.graphs.empty()) return Type::Graphs;
+  if (a.t) return Type::Tensor;
+  if (a.has_sparse_tensor) return Type::SparseTensor;
+  if (!a.floats.empty()) return Type::Floats;
+  if (!a.ints.empty()) return Type::Ints;
+  if (!a.strings.empty()) return Type::Strings;
+  if (!a.tensors.empty()) return Type::Tensors;
+  if (a.f) return Type::Float;
+  if (a.i) return Type::Int;
+  if (a.s) return Type::String;
   throw Error(what + " has neither a type nor a value");
 }
 
@@ -144,20 +139,21 @@ class Importer {
 
   graph::Graph run() {
     read_header();
-    const pb::GraphProto& g = model_.graph();
-    graph_.name = g.name();
-    if (g.sparse_initializer_size()) {
-      throw Error("sparse initializer '" + g.sparse_initializer(0).values().name() +
+    const pb::GraphProto& g = *model_.graph;
+    graph_.name = g.name;
+    if (!g.sparse_initializer.empty()) {
+      const std::optional<pb::TensorProto>& values = g.sparse_initializer[0].values;
+      throw Error("sparse initializer '" + (values ? values->name : std::string()) +
                   "': sparse initializers are not supported; store the tensor densely");
     }
-    for (const pb::TensorProto& t : g.initializer()) add_initializer(t);
-    for (const pb::ValueInfoProto& in : g.input()) add_input(in);
-    for (const pb::FunctionProto& f : model_.functions()) {
-      local_functions_.insert(normalise_domain(f.domain()) + ":" + f.name());
+    for (const pb::TensorProto& t : g.initializer) add_initializer(t);
+    for (const pb::ValueInfoProto& in : g.input) add_input(in);
+    for (const pb::FunctionProto& f : model_.functions) {
+      local_functions_.insert(normalise_domain(f.domain) + ":" + f.name);
     }
-    for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), i);
+    for (size_t i = 0; i < g.node.size(); ++i) add_node(g.node[i], i);
     resolve_node_inputs();
-    for (const pb::ValueInfoProto& info : g.value_info()) apply_declared_type(info, "value_info entry");
+    for (const pb::ValueInfoProto& info : g.value_info) apply_declared_type(info, "value_info entry");
     add_outputs();
     for (size_t n = 0; n < pending_.size(); ++n) {
       Pending& p = pending_[n];
@@ -180,18 +176,18 @@ class Importer {
   };
 
   void read_header() {
-    if (!model_.has_ir_version()) throw Error("the model has no ir_version: not an ONNX model?");
-    int64_t ir = model_.ir_version();
+    if (!model_.ir_version) throw Error("the model has no ir_version: not an ONNX model?");
+    int64_t ir = *model_.ir_version;
     if (ir < kMinIrVersion || ir > kMaxIrVersion) {
       throw Error("the model has ONNX IR version " + std::to_string(ir) + "; wgi reads IR versions " +
                   std::to_string(kMinIrVersion) + " to " + std::to_string(kMaxIrVersion));
     }
     graph_.ir_version = ir;
-    if (!model_.has_graph()) throw Error("the model has no graph");
-    if (model_.opset_import_size() == 0) throw Error("the model has no opset_import: which opset is it?");
-    for (const pb::OperatorSetIdProto& op : model_.opset_import()) {
-      std::string domain = normalise_domain(op.domain());
-      int64_t version = op.version();
+    if (!model_.graph) throw Error("the model has no graph");
+    if (model_.opset_import.empty()) throw Error("the model has no opset_import: which opset is it?");
+    for (const pb::OperatorSetIdProto& op : model_.opset_import) {
+      std::string domain = normalise_domain(op.domain);
+      int64_t version = op.version;
       if (version < 1 || version > INT32_MAX) {
         throw Error("the model imports domain " + domain_label(domain) + " at opset " +
                     std::to_string(version) + ", which is not a valid opset version");
@@ -223,20 +219,20 @@ class Importer {
   }
 
   void add_initializer(const pb::TensorProto& t) {
-    if (t.name().empty()) throw Error("the graph has an initializer without a name");
-    std::string what = "initializer '" + t.name() + "'";
-    add_constant(t.name(), detail::tensor_from_proto(t, what, base_dir_, budget_), what);
+    if (t.name.empty()) throw Error("the graph has an initializer without a name");
+    std::string what = "initializer '" + t.name + "'";
+    add_constant(t.name, detail::tensor_from_proto(t, what, base_dir_, budget_), what);
   }
 
   void add_input(const pb::ValueInfoProto& in) {
-    if (in.name().empty()) throw Error("the graph has an input without a name");
-    auto it = origins_.find(in.name());
+    if (in.name.empty()) throw Error("the graph has an input without a name");
+    auto it = origins_.find(in.name);
     // Exporters before IR 4 list every initializer as an input too: those are constants, not runtime inputs.
     if (it != origins_.end() && it->second.rfind("initializer", 0) == 0) return;
-    std::string what = "graph input '" + in.name() + "'";
-    claim(in.name(), what);
+    std::string what = "graph input '" + in.name + "'";
+    claim(in.name, what);
     graph::Value v;
-    v.name = in.name();
+    v.name = in.name;
     if (std::optional<std::string> problem = read_declared_type(in, v)) throw Error(what + " " + *problem);
     graph_.inputs.push_back(graph_.add_value(std::move(v)));
   }
@@ -250,34 +246,34 @@ class Importer {
     return static_cast<int>(it->second);
   }
 
-  void add_node(const pb::NodeProto& n, int index) {
-    std::string name = n.name().empty() ? "<unnamed #" + std::to_string(index) + ">" : n.name();
-    std::string label = "node '" + name + "' (" + n.op_type() + ")";
-    if (n.op_type().empty()) throw Error("node '" + name + "' has no op_type");
-    std::string domain = normalise_domain(n.domain());
+  void add_node(const pb::NodeProto& n, size_t index) {
+    std::string name = n.name.empty() ? "<unnamed #" + std::to_string(index) + ">" : n.name;
+    std::string label = "node '" + name + "' (" + n.op_type + ")";
+    if (n.op_type.empty()) throw Error("node '" + name + "' has no op_type");
+    std::string domain = normalise_domain(n.domain);
     int opset = opset_of(domain, label);
-    if (domain.empty() && n.op_type() == "Constant") {
+    if (domain.empty() && n.op_type == "Constant") {
       add_constant_node(n, label);
       return;
     }
     Pending p;
     ops::NodeInfo& info = p.node.info;
     info.name = name;
-    info.op_type = n.op_type();
+    info.op_type = n.op_type;
     info.domain = domain;
     info.opset = opset;
     label = info.describe();
     import_attributes(n, label, p);
-    if (local_functions_.count(domain + ":" + n.op_type())) {
-      p.unsupported.push_back("calls the model-local function " + domain_label(domain) + ":" + n.op_type() +
+    if (local_functions_.count(domain + ":" + n.op_type)) {
+      p.unsupported.push_back("calls the model-local function " + domain_label(domain) + ":" + n.op_type +
                               ", which wgi does not inline");
     }
-    for (const std::string& in : n.input()) {
+    for (const std::string& in : n.input) {
       info.input_names.push_back(in);
       p.input_names.push_back(in);
     }
-    for (int o = 0; o < n.output_size(); ++o) {
-      const std::string& out = n.output(o);
+    for (size_t o = 0; o < n.output.size(); ++o) {
+      const std::string& out = n.output[o];
       info.output_names.push_back(out);
       if (out.empty()) {  // an optional output the model does not use
         p.node.outputs.push_back(graph::kNoValue);
@@ -293,37 +289,35 @@ class Importer {
   }
 
   void add_constant_node(const pb::NodeProto& n, const std::string& label) {
-    if (n.output_size() != 1 || n.output(0).empty()) {
-      throw Error(label + " must have exactly one named output, has " + std::to_string(n.output_size()));
+    if (n.output.size() != 1 || n.output[0].empty()) {
+      throw Error(label + " must have exactly one named output, has " + std::to_string(n.output.size()));
     }
-    if (n.input_size() != 0) {
-      throw Error(label + " must have no inputs, has " + std::to_string(n.input_size()));
+    if (!n.input.empty()) {
+      throw Error(label + " must have no inputs, has " + std::to_string(n.input.size()));
     }
-    if (n.attribute_size() != 1) {
+    if (n.attribute.size() != 1) {
       throw Error(label +
                   " must have exactly one of the attributes value, value_float, value_floats, value_int, " +
-                  "value_ints; it has " + std::to_string(n.attribute_size()) + " attributes");
+                  "value_ints; it has " + std::to_string(n.attribute.size()) + " attributes");
     }
-    const pb::AttributeProto& a = n.attribute(0);
-    const std::string& form = a.name();
+    const pb::AttributeProto& a = n.attribute[0];
+    const std::string& form = a.name;
     std::string what = "attribute '" + form + "' of " + label;
-    if (!a.ref_attr_name().empty()) throw Error(what + " refers to a function attribute outside a function");
+    if (!a.ref_attr_name.empty()) throw Error(what + " refers to a function attribute outside a function");
     Tensor t;
     if (form == "value") {
-      if (!a.has_t()) throw Error(what + " holds no tensor");
-      t = detail::tensor_from_proto(a.t(), what, base_dir_, budget_);
+      if (!a.t) throw Error(what + " holds no tensor");
+      t = detail::tensor_from_proto(*a.t, what, base_dir_, budget_);
     } else if (form == "value_float") {
-      if (!a.has_f()) throw Error(what + " holds no float");
-      t = Tensor::from_vector<float>({}, {a.f()});
+      if (!a.f) throw Error(what + " holds no float");
+      t = Tensor::from_vector<float>({}, {*a.f});
     } else if (form == "value_int") {
-      if (!a.has_i()) throw Error(what + " holds no int");
-      t = Tensor::from_vector<int64_t>({}, {a.i()});
+      if (!a.i) throw Error(what + " holds no int");
+      t = Tensor::from_vector<int64_t>({}, {*a.i});
     } else if (form == "value_floats") {
-      std::vector<float> v(a.floats().begin(), a.floats().end());
-      t = Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v);
+      t = Tensor::from_vector<float>({static_cast<int64_t>(a.floats.size())}, a.floats);
     } else if (form == "value_ints") {
-      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
-      t = Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+      t = Tensor::from_vector<int64_t>({static_cast<int64_t>(a.ints.size())}, a.ints);
     } else if (form == "value_string" || form == "value_strings") {
       throw Error(label + " holds strings (" + form + "); wgi supports numeric tensors only");
     } else if (form == "sparse_value") {
@@ -333,64 +327,66 @@ class Importer {
                   "value_int or value_ints");
     }
     if (form != "value") budget_.take(t.byte_size(), what);
-    add_constant(n.output(0), std::move(t), "output of " + label);
+    add_constant(n.output[0], std::move(t), "output of " + label);
   }
 
   void import_attributes(const pb::NodeProto& n, const std::string& label, Pending& p) {
     ops::Attributes& attrs = p.node.info.attributes;
-    for (const pb::AttributeProto& a : n.attribute()) {
-      const std::string& name = a.name();
+    for (const pb::AttributeProto& a : n.attribute) {
+      const std::string& name = a.name;
       if (name.empty()) throw Error(label + " has an attribute without a name");
       std::string what = "attribute '" + name + "' of " + label;
       if (name == kUnsupportedReasonAttribute)
         throw Error(label + " uses the attribute name wgi reserves: " + name);
       if (attrs.has(name)) throw Error(label + " has the attribute '" + name + "' twice");
-      if (!a.ref_attr_name().empty()) {
-        throw Error(what + " refers to the function attribute '" + a.ref_attr_name() +
+      if (!a.ref_attr_name.empty()) {
+        throw Error(what + " refers to the function attribute '" + a.ref_attr_name +
                     "', which is only valid inside a function body");
       }
-      pb::AttributeProto::AttributeType type = attribute_type(a, what);
+      using Type = pb::AttributeType;
+      Type type = attribute_type(a, what);
       switch (type) {
-        case pb::AttributeProto::FLOAT:
-          attrs.set(name, a.f());
+        // A field the type names but the file leaves out reads as its default, as protobuf's accessors do.
+        case Type::Float:
+          attrs.set(name, a.f.value_or(0.0f));
           break;
-        case pb::AttributeProto::INT:
-          attrs.set(name, a.i());
+        case Type::Int:
+          attrs.set(name, a.i.value_or(0));
           break;
-        case pb::AttributeProto::STRING:
-          attrs.set(name, a.s());
+        case Type::String:
+          attrs.set(name, a.s.value_or(std::string()));
           break;
-        case pb::AttributeProto::FLOATS:
-          attrs.set(name, std::vector<float>(a.floats().begin(), a.floats().end()));
+        case Type::Floats:
+          attrs.set(name, a.floats);
           break;
-        case pb::AttributeProto::INTS:
-          attrs.set(name, std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+        case Type::Ints:
+          attrs.set(name, a.ints);
           break;
-        case pb::AttributeProto::STRINGS:
-          attrs.set(name, std::vector<std::string>(a.strings().begin(), a.strings().end()));
+        case Type::Strings:
+          attrs.set(name, a.strings);
           break;
-        case pb::AttributeProto::TENSOR: {
-          if (!a.has_t()) throw Error(what + " is of type TENSOR but holds no tensor");
-          int32_t data_type = a.t().data_type();
-          if (data_type != pb::TensorProto_DataType_UNDEFINED && !dtype_from_onnx(data_type)) {
+        case Type::Tensor: {
+          if (!a.t) throw Error(what + " is of type TENSOR but holds no tensor");
+          int32_t data_type = a.t->data_type.value_or(0);
+          if (data_type != static_cast<int32_t>(pb::DataType::Undefined) && !dtype_from_onnx(data_type)) {
             p.unsupported.push_back("dtype unsupported: attribute '" + name + "' holds a " +
                                     onnx_dtype_name(data_type) + " tensor");
             break;
           }
-          attrs.set(name, detail::tensor_from_proto(a.t(), what, base_dir_, budget_));
+          attrs.set(name, detail::tensor_from_proto(*a.t, what, base_dir_, budget_));
           break;
         }
-        case pb::AttributeProto::GRAPH:
-        case pb::AttributeProto::GRAPHS:
+        case Type::Graph:
+        case Type::Graphs:
           p.unsupported.push_back("subgraphs are not supported (attribute '" + name + "')");
           break;
-        case pb::AttributeProto::SPARSE_TENSOR:
-        case pb::AttributeProto::SPARSE_TENSORS:
-        case pb::AttributeProto::TENSORS:
-        case pb::AttributeProto::TYPE_PROTO:
-        case pb::AttributeProto::TYPE_PROTOS:
+        case Type::SparseTensor:
+        case Type::SparseTensors:
+        case Type::Tensors:
+        case Type::TypeProto:
+        case Type::TypeProtos:
           p.unsupported.push_back("attribute '" + name + "' is of kind " +
-                                  pb::AttributeProto::AttributeType_Name(type) +
+                                  std::string(pb::attribute_type_name(type)) +
                                   ", which wgi does not support");
           break;
         default:
@@ -431,7 +427,7 @@ class Importer {
   // A declared type (value_info, graph output) of a node's output: fills its dtype and shape, and records an
   // element type wgi lacks on the producing node.
   void apply_declared_type(const pb::ValueInfoProto& info, const char* kind) {
-    graph::ValueId id = graph_.find(info.name());
+    graph::ValueId id = graph_.find(info.name);
     if (id == graph::kNoValue) return;  // value_info for a value the graph does not have: harmless
     graph::Value& v = graph_.value(id);
     if (v.producer < 0) return;  // inputs and constants have their types already
@@ -443,18 +439,18 @@ class Importer {
     } else if (*problem != "has no type" && *problem != "has no element type") {
       pending_[static_cast<size_t>(v.producer)].unsupported.push_back(
           (problem->rfind("has element type", 0) == 0 ? "dtype unsupported: " : "") + std::string(kind) +
-          " '" + info.name() + "' " + *problem);
+          " '" + info.name + "' " + *problem);
     }
   }
 
   void add_outputs() {
     std::set<std::string> seen;
-    for (const pb::ValueInfoProto& out : model_.graph().output()) {
-      if (out.name().empty()) throw Error("the graph has an output without a name");
-      if (!seen.insert(out.name()).second) throw Error("graph output '" + out.name() + "' is listed twice");
-      graph::ValueId id = graph_.find(out.name());
+    for (const pb::ValueInfoProto& out : model_.graph->output) {
+      if (out.name.empty()) throw Error("the graph has an output without a name");
+      if (!seen.insert(out.name).second) throw Error("graph output '" + out.name + "' is listed twice");
+      graph::ValueId id = graph_.find(out.name);
       if (id == graph::kNoValue) {
-        throw Error("graph output '" + out.name() +
+        throw Error("graph output '" + out.name +
                     "' is not a graph input, an initializer or any node's output");
       }
       apply_declared_type(out, "graph output");
@@ -491,12 +487,16 @@ graph::Graph import_model_file(const fs::path& path, const ImportOptions& option
   if (!fs::is_regular_file(status)) throw Error("model path '" + path.string() + "' is not a regular file");
   uint64_t size = fs::file_size(path, ec);
   if (ec) throw Error("cannot read the size of model file '" + path.string() + "': " + ec.message());
-  if (size > options.max_model_bytes || size > kMaxProtobufBytes) {
-    throw Error("model file '" + path.string() + "' is " + std::to_string(size) + " bytes, more than " +
-                (size > kMaxProtobufBytes
-                     ? std::string("protobuf can parse (2 GiB); save the weights as external "
-                                   "data")
-                     : "ImportOptions::max_model_bytes (" + std::to_string(options.max_model_bytes) + ")"));
+  if (size > options.max_model_bytes) {
+    throw Error("model file '" + path.string() + "' is " + std::to_string(size) +
+                " bytes, more than ImportOptions::max_model_bytes (" +
+                std::to_string(options.max_model_bytes) + ")");
+  }
+  if constexpr (sizeof(size_t) < sizeof(uint64_t)) {  // a 32-bit host (wasm32)
+    if (size > std::numeric_limits<size_t>::max()) {
+      throw Error("model file '" + path.string() + "' is " + std::to_string(size) +
+                  " bytes, more than this process can address; save the weights as external data");
+    }
   }
   std::vector<std::byte> bytes(static_cast<size_t>(size));
   std::ifstream in(path, std::ios::binary);

@@ -7,8 +7,8 @@
 // declared size, external data outside the model's folder and sizes beyond ImportOptions::max_model_bytes are
 // each a wgi::Error naming the tensor, node or input involved (the loader is fuzzed, see tests/fuzz/).
 //
-// Limits: protobuf cannot parse one message larger than 2 GiB, so a model file above that must keep its
-// weights in external data files (onnx.save_model(..., save_as_external_data=True)).
+// The protobuf wire format is decoded by wgi itself (onnx_proto.h), not libprotobuf: there is no 2 GiB
+// ceiling on one model file; ImportOptions::max_model_bytes is the limit.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +27,9 @@ namespace wgi::onnx {
 struct ImportOptions {
   // The most bytes the model may make wgi hold: the serialized model itself, and the sum of all constants
   // (initializers, Constant nodes, tensor attributes, external data). Anything beyond is refused before it is
-  // read or allocated.
+  // read or allocated. The decoded structure of the file (names, nodes, attributes, typed tensor values) is
+  // held to the same number, but never to less than 64 MiB, so that a tight limit on weights still decodes a
+  // small graph.
   uint64_t max_model_bytes = 4ull << 30;
 };
 
@@ -37,8 +39,6 @@ inline constexpr int64_t kMinOpset = 7;
 inline constexpr int64_t kMaxOpset = 21;
 inline constexpr int64_t kMinIrVersion = 3;
 inline constexpr int64_t kMaxIrVersion = 10;
-// The serialized model must stay below protobuf's own ceiling of one message (2 GiB - 1 byte).
-inline constexpr uint64_t kMaxProtobufBytes = 0x7fffffffull;
 
 // A node the importer kept but already knows wgi cannot run (a subgraph attribute, an element type wgi lacks,
 // a model-local function) carries the reason in this string attribute; find_unsupported reports it. Ops never

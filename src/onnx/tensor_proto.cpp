@@ -13,12 +13,17 @@ namespace wgi::onnx::detail {
 // ONNX raw_data and external data are little-endian; wgi's hosts (x86-64, arm64, wasm) are too.
 static_assert(std::endian::native == std::endian::little, "the ONNX importer assumes a little-endian host");
 
-namespace pb = ::onnx;
+namespace pb = proto;
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kMaxDimsInMessage = 8;
+constexpr size_t kMaxDimsInMessage = 8;
+
+// Only called after tensor_from_proto checked that the type is set.
+int32_t data_type_of(const pb::TensorProto& t) {
+  return t.data_type.value_or(0);
+}
 
 std::string bytes_text(uint64_t bytes) {
   return std::to_string(bytes) + " bytes";
@@ -33,13 +38,13 @@ struct Layout {
 
 Layout checked_layout(const pb::TensorProto& t, DType dtype, const std::string& what) {
   Layout layout;
-  layout.shape.reserve(static_cast<size_t>(t.dims_size()));
+  layout.shape.reserve(t.dims.size());
   bool has_zero = false;
-  for (int i = 0; i < t.dims_size(); ++i) {
-    int64_t d = t.dims(i);
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    int64_t d = t.dims[i];
     if (d < 0) {
       throw Error(what + " has a negative dimension (" + std::to_string(d) + " at axis " + std::to_string(i) +
-                  " of dims " + short_dims(t.dims()) + ")");
+                  " of dims " + short_dims(t.dims) + ")");
     }
     has_zero = has_zero || d == 0;
     layout.shape.push_back(d);
@@ -51,13 +56,13 @@ Layout checked_layout(const pb::TensorProto& t, DType dtype, const std::string& 
     if (has_zero) break;
     auto ud = static_cast<uint64_t>(d);
     if (count > kMaxCount / ud) {
-      throw Error(what + " has dims " + short_dims(t.dims()) + " whose element count overflows 64 bits");
+      throw Error(what + " has dims " + short_dims(t.dims) + " whose element count overflows 64 bits");
     }
     count *= ud;
   }
   uint64_t size = dtype_size(dtype);
   if (count > std::numeric_limits<uint64_t>::max() / size) {
-    throw Error(what + " has dims " + short_dims(t.dims()) + " whose byte size overflows 64 bits");
+    throw Error(what + " has dims " + short_dims(t.dims) + " whose byte size overflows 64 bits");
   }
   layout.count = count;
   layout.bytes = count * size;
@@ -67,12 +72,12 @@ Layout checked_layout(const pb::TensorProto& t, DType dtype, const std::string& 
 // Which typed fields hold values: the encoding of a tensor without raw_data.
 std::vector<std::string> typed_fields_in_use(const pb::TensorProto& t) {
   std::vector<std::string> used;
-  if (t.float_data_size()) used.emplace_back("float_data");
-  if (t.int32_data_size()) used.emplace_back("int32_data");
-  if (t.string_data_size()) used.emplace_back("string_data");
-  if (t.int64_data_size()) used.emplace_back("int64_data");
-  if (t.double_data_size()) used.emplace_back("double_data");
-  if (t.uint64_data_size()) used.emplace_back("uint64_data");
+  if (!t.float_data.empty()) used.emplace_back("float_data");
+  if (!t.int32_data.empty()) used.emplace_back("int32_data");
+  if (!t.string_data.empty()) used.emplace_back("string_data");
+  if (!t.int64_data.empty()) used.emplace_back("int64_data");
+  if (!t.double_data.empty()) used.emplace_back("double_data");
+  if (!t.uint64_data.empty()) used.emplace_back("uint64_data");
   return used;
 }
 
@@ -91,8 +96,8 @@ template <class T>
 void copy_narrowed(const pb::TensorProto& t, Tensor& out, int64_t lo, int64_t hi, const std::string& what,
                    const char* type_label) {
   std::byte* dst = out.bytes().data();
-  for (int i = 0; i < t.int32_data_size(); ++i) {
-    int32_t v = t.int32_data(i);
+  for (size_t i = 0; i < t.int32_data.size(); ++i) {
+    int32_t v = t.int32_data[i];
     if (v < lo || v > hi) {
       throw Error(what + ": int32_data[" + std::to_string(i) + "] = " + std::to_string(v) + " does not fit " +
                   type_label);
@@ -105,15 +110,15 @@ void copy_narrowed(const pb::TensorProto& t, Tensor& out, int64_t lo, int64_t hi
 Tensor from_typed_fields(const pb::TensorProto& t, DType dtype, const Layout& layout, const std::string& what,
                          ConstantBudget& budget) {
   const char* expected = "int32_data";
-  int present = t.int32_data_size();
+  size_t present = t.int32_data.size();
   switch (dtype) {
     case DType::Float32:
       expected = "float_data";
-      present = t.float_data_size();
+      present = t.float_data.size();
       break;
     case DType::Int64:
       expected = "int64_data";
-      present = t.int64_data_size();
+      present = t.int64_data.size();
       break;
     case DType::Float16:
     case DType::Int32:
@@ -124,29 +129,29 @@ Tensor from_typed_fields(const pb::TensorProto& t, DType dtype, const Layout& la
   }
   std::vector<std::string> used = typed_fields_in_use(t);
   if (used.size() > 1 || (used.size() == 1 && used[0] != expected)) {
-    throw Error(what + " (" + onnx_dtype_name(t.data_type()) + ") stores its values in " + join(used) +
+    throw Error(what + " (" + onnx_dtype_name(data_type_of(t)) + ") stores its values in " + join(used) +
                 "; this type keeps them in " + expected + " or raw_data");
   }
   if (static_cast<uint64_t>(present) != layout.count) {
     if (present == 0) {
-      throw Error(what + " (" + onnx_dtype_name(t.data_type()) + " " + short_dims(t.dims()) +
+      throw Error(what + " (" + onnx_dtype_name(data_type_of(t)) + " " + short_dims(t.dims) +
                   ") has no data: no raw_data, no " + expected + " and no external data");
     }
     throw Error(what + ": " + expected + " holds " + std::to_string(present) + " values, but dims " +
-                short_dims(t.dims()) + " need " + std::to_string(layout.count));
+                short_dims(t.dims) + " need " + std::to_string(layout.count));
   }
   budget.take(layout.bytes, what);
   Tensor out(dtype, layout.shape);
   std::byte* dst = out.bytes().data();
   switch (dtype) {
     case DType::Float32:
-      if (present) std::memcpy(dst, t.float_data().data(), layout.bytes);
+      if (present) std::memcpy(dst, t.float_data.data(), layout.bytes);
       break;
     case DType::Int64:
-      if (present) std::memcpy(dst, t.int64_data().data(), layout.bytes);
+      if (present) std::memcpy(dst, t.int64_data.data(), layout.bytes);
       break;
     case DType::Int32:
-      if (present) std::memcpy(dst, t.int32_data().data(), layout.bytes);
+      if (present) std::memcpy(dst, t.int32_data.data(), layout.bytes);
       break;
     case DType::Float16:  // the IEEE half bits in the low 16 bits of each int32
       copy_narrowed<uint16_t>(t, out, 0, 0xffff, what, "float16 bits");
@@ -158,8 +163,8 @@ Tensor from_typed_fields(const pb::TensorProto& t, DType dtype, const Layout& la
       copy_narrowed<uint8_t>(t, out, 0, 255, what, "uint8");
       break;
     case DType::Bool:
-      for (int i = 0; i < t.int32_data_size(); ++i)
-        dst[i] = t.int32_data(i) != 0 ? std::byte{1} : std::byte{0};
+      for (size_t i = 0; i < t.int32_data.size(); ++i)
+        dst[i] = t.int32_data[i] != 0 ? std::byte{1} : std::byte{0};
       break;
   }
   return out;
@@ -212,23 +217,23 @@ fs::path resolve_external_path(const std::string& location, const fs::path& base
 
 Tensor from_external(const pb::TensorProto& t, DType dtype, const Layout& layout, const std::string& what,
                      const fs::path& base_dir, ConstantBudget& budget) {
-  if (t.has_raw_data() || !typed_fields_in_use(t).empty()) {
+  if (t.raw_data || !typed_fields_in_use(t).empty()) {
     throw Error(what + " has data_location EXTERNAL but also embedded data (raw_data or typed fields)");
   }
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
   bool seen_location = false, seen_offset = false;
-  for (const pb::StringStringEntryProto& e : t.external_data()) {
-    const std::string& key = e.key();
+  for (const pb::StringStringEntryProto& e : t.external_data) {
+    const std::string& key = e.key;
     if (key == "location") {
       if (seen_location) throw Error(what + ": external data lists 'location' twice");
       seen_location = true;
-      location = e.value();
+      location = e.value;
     } else if (key == "offset" || key == "length") {
-      std::optional<uint64_t> v = parse_u64(e.value());
+      std::optional<uint64_t> v = parse_u64(e.value);
       if (!v) {
-        throw Error(what + ": external data '" + key + "' is '" + e.value().substr(0, 40) +
+        throw Error(what + ": external data '" + key + "' is '" + e.value.substr(0, 40) +
                     "', not a non-negative integer");
       }
       if (key == "offset") {
@@ -259,7 +264,7 @@ Tensor from_external(const pb::TensorProto& t, DType dtype, const Layout& layout
   if (length) {
     if (*length != layout.bytes) {
       throw Error(what + ": external data length is " + bytes_text(*length) + ", but " +
-                  onnx_dtype_name(t.data_type()) + " " + short_dims(t.dims()) + " needs " +
+                  onnx_dtype_name(data_type_of(t)) + " " + short_dims(t.dims) + " needs " +
                   bytes_text(layout.bytes));
     }
     if (*length > available) {
@@ -269,8 +274,8 @@ Tensor from_external(const pb::TensorProto& t, DType dtype, const Layout& layout
     }
   } else if (available != layout.bytes) {
     throw Error(what + ": external data '" + location + "' holds " + bytes_text(available) +
-                " after offset " + std::to_string(offset) + ", but " + onnx_dtype_name(t.data_type()) + " " +
-                short_dims(t.dims()) + " needs " + bytes_text(layout.bytes));
+                " after offset " + std::to_string(offset) + ", but " + onnx_dtype_name(data_type_of(t)) +
+                " " + short_dims(t.dims) + " needs " + bytes_text(layout.bytes));
   }
   budget.take(layout.bytes, what);
   Tensor out(dtype, layout.shape);
@@ -300,20 +305,21 @@ void ConstantBudget::take(uint64_t bytes, const std::string& what) {
 }
 
 std::optional<DType> dtype_from_onnx(int64_t data_type) {
-  switch (data_type) {
-    case pb::TensorProto_DataType_FLOAT:
+  if (data_type < 0 || data_type > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  switch (static_cast<pb::DataType>(data_type)) {
+    case pb::DataType::Float:
       return DType::Float32;
-    case pb::TensorProto_DataType_FLOAT16:
+    case pb::DataType::Float16:
       return DType::Float16;
-    case pb::TensorProto_DataType_INT64:
+    case pb::DataType::Int64:
       return DType::Int64;
-    case pb::TensorProto_DataType_INT32:
+    case pb::DataType::Int32:
       return DType::Int32;
-    case pb::TensorProto_DataType_INT8:
+    case pb::DataType::Int8:
       return DType::Int8;
-    case pb::TensorProto_DataType_UINT8:
+    case pb::DataType::UInt8:
       return DType::UInt8;
-    case pb::TensorProto_DataType_BOOL:
+    case pb::DataType::Bool:
       return DType::Bool;
     default:
       return std::nullopt;
@@ -336,9 +342,9 @@ std::string supported_dtypes() {
   return "float32, float16, int64, int32, int8, uint8, bool";
 }
 
-std::string short_dims(const google::protobuf::RepeatedField<int64_t>& dims) {
+std::string short_dims(std::span<const int64_t> dims) {
   std::string s = "[";
-  for (int i = 0; i < dims.size(); ++i) {
+  for (size_t i = 0; i < dims.size(); ++i) {
     if (i == kMaxDimsInMessage) {
       s += ", ... (" + std::to_string(dims.size()) + " dims)";
       break;
@@ -351,35 +357,35 @@ std::string short_dims(const google::protobuf::RepeatedField<int64_t>& dims) {
 
 Tensor tensor_from_proto(const pb::TensorProto& proto, const std::string& what, const fs::path& base_dir,
                          ConstantBudget& budget) {
-  if (!proto.has_data_type() || proto.data_type() == pb::TensorProto_DataType_UNDEFINED) {
+  if (!proto.data_type || *proto.data_type == static_cast<int32_t>(pb::DataType::Undefined)) {
     throw Error(what + " has no data_type");
   }
-  std::optional<DType> dtype = dtype_from_onnx(proto.data_type());
+  std::optional<DType> dtype = dtype_from_onnx(*proto.data_type);
   if (!dtype) {
-    throw Error(what + " has element type " + onnx_dtype_name(proto.data_type()) +
+    throw Error(what + " has element type " + onnx_dtype_name(*proto.data_type) +
                 ", which wgi does not support (supported: " + supported_dtypes() + ")");
   }
-  if (proto.has_segment()) throw Error(what + " is a segment of a larger tensor, which wgi does not support");
+  if (proto.segment) throw Error(what + " is a segment of a larger tensor, which wgi does not support");
   Layout layout = checked_layout(proto, *dtype, what);
-  if (proto.data_location() == pb::TensorProto_DataLocation_EXTERNAL) {
+  if (proto.data_location == pb::DataLocation::External) {
     return from_external(proto, *dtype, layout, what, base_dir, budget);
   }
-  if (proto.external_data_size()) {
+  if (!proto.external_data.empty()) {
     throw Error(what + " lists external_data entries, but its data_location is not EXTERNAL");
   }
-  if (proto.has_raw_data()) {
+  if (proto.raw_data) {
     if (!typed_fields_in_use(proto).empty()) {
       throw Error(what + " has both raw_data and " + join(typed_fields_in_use(proto)) + "; ONNX allows one");
     }
-    const std::string& raw = proto.raw_data();
+    pb::Bytes raw = *proto.raw_data;
     if (raw.size() != layout.bytes) {
       throw Error(what + ": raw_data holds " + bytes_text(raw.size()) + ", but " +
-                  onnx_dtype_name(proto.data_type()) + " " + short_dims(proto.dims()) + " needs " +
+                  onnx_dtype_name(*proto.data_type) + " " + short_dims(proto.dims) + " needs " +
                   bytes_text(layout.bytes) + " (" + std::to_string(layout.count) + " elements of " +
                   std::to_string(dtype_size(*dtype)) + " bytes)");
     }
     budget.take(layout.bytes, what);
-    Tensor out(*dtype, layout.shape, std::as_bytes(std::span<const char>(raw.data(), raw.size())));
+    Tensor out(*dtype, layout.shape, raw);
     if (*dtype == DType::Bool) normalise_bools(out);
     return out;
   }

@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 
-#include "onnx/onnx_pb.h"  // Debian onnx 1.12: defines ONNX_API, includes onnx-ml.pb.h
+#include "onnx/onnx_proto.h"
 #include "wgi/tensor.h"
 
 namespace wgi::onnx::detail {
@@ -35,10 +36,10 @@ std::string supported_dtypes();
 
 // Converts a tensor. `what` names it in messages ("initializer 'w'", "attribute 'value' of node 'c'
 // (Constant)"). External data files are looked up under base_dir (empty: refused).
-Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& what,
+Tensor tensor_from_proto(const proto::TensorProto& proto, const std::string& what,
                          const std::filesystem::path& base_dir, ConstantBudget& budget);
 
 // Shape text for messages, cut after a few dims so that a hostile file cannot make messages huge.
-std::string short_dims(const google::protobuf::RepeatedField<int64_t>& dims);
+std::string short_dims(std::span<const int64_t> dims);
 
 }  // namespace wgi::onnx::detail
