@@ -5,13 +5,22 @@
 // amortised. The FLOP rate counts 2 FLOP per multiply-add.
 //
 // Sizes: WGI_BENCH_SIZE=small (default; fits CPU adapters) or large (the H200 campaign: 4096^3 GEMM, ...).
-// Kernel forcing: WGI_BENCH_KERNEL=tiled|vec4 sets the wgi.kernel attribute on GEMM nodes.
+// BM_Linear/M/N/K runs the planner's choice (WGI_BENCH_KERNEL=tiled|vec4|fast128|fast64|gemv forces one, as
+// the wgi.kernel attribute); its names match bench/torch_peer.py's. BM_LinearKernel/<kernel>/M/N/K runs
+// every GEMM kernel forced on the shapes it is meant for, BM_LinearConfig/<config>/M/N/K the fast kernels'
+// workgroup memory configurations (K slab, buffers) and GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/
+// M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight. A forced
+// kernel that cannot run a shape on the adapter is reported as skipped with the planner's reason.
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "gpu/device.h"
 #include "runtime/node_runner.h"
@@ -57,19 +66,53 @@ void run_prepared(benchmark::State& state, wgi::runtime::PreparedNode& node, dou
   state.counters["runs_per_submit"] = repeats;
 }
 
-// Gemm with transB = 1 and a bias: the seeds' linear, out = x W^T + b, W prepacked.
-void BM_Linear(benchmark::State& state) {
+// Gemm with transB = 1 and a bias: the seeds' linear, out = x W^T + b, W prepacked. Node attributes (kernel
+// forcing, tuning knobs) in `attributes`.
+void run_linear(benchmark::State& state,
+                const std::vector<std::pair<std::string, wgi::ops::AttributeValue>>& attributes) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   wgi::ops::NodeInfo node{"linear", "Gemm", "", 13, {}, {}, {}};
   node.attributes.set("transB", int64_t{1});
-  if (const char* kernel = std::getenv("WGI_BENCH_KERNEL"))
-    node.attributes.set("wgi.kernel", std::string(kernel));
+  for (const auto& [name, value] : attributes) node.attributes.set(name, value);
   std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
                                                   NodeInput{wgi::test::random_tensor({n, k}, 2), true},
                                                   NodeInput{wgi::test::random_tensor({n}, 3), true}};
-  wgi::runtime::PreparedNode prepared(device(), node, inputs, {false, std::nullopt});
-  state.SetLabel(prepared.plan().launches.at(0).program.label);
-  run_prepared(state, prepared, 2.0 * m * n * k);
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
+  try {
+    prepared = std::make_unique<wgi::runtime::PreparedNode>(
+        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
+  } catch (const wgi::Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.SetLabel(prepared->plan().launches.at(0).program.label);
+  run_prepared(state, *prepared, 2.0 * m * n * k);
+}
+
+void BM_Linear(benchmark::State& state) {
+  std::vector<std::pair<std::string, wgi::ops::AttributeValue>> attributes;
+  if (const char* kernel = std::getenv("WGI_BENCH_KERNEL"))
+    attributes.emplace_back("wgi.kernel", std::string(kernel));
+  run_linear(state, attributes);
+}
+
+// MatMul with a runtime B stored [K, N]: the layout of attention's products and of 1x1 convolutions (B = X).
+void run_matmul_runtime_b(benchmark::State& state, const std::string& kernel) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  wgi::ops::NodeInfo node{"matmul", "MatMul", "", 13, {}, {}, {}};
+  if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
+  std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
+                                                  NodeInput{wgi::test::random_tensor({k, n}, 2)}};
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
+  try {
+    prepared = std::make_unique<wgi::runtime::PreparedNode>(
+        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
+  } catch (const wgi::Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.SetLabel(prepared->plan().launches.at(0).program.label);
+  run_prepared(state, *prepared, 2.0 * m * n * k);
 }
 
 // Conv NCHW: batch, in channels, out channels, size (square), kernel, stride, groups.
@@ -91,6 +134,22 @@ void BM_Conv(benchmark::State& state) {
                  static_cast<double>(kernel * kernel);
   state.SetLabel(prepared.plan().launches.at(0).program.label);
   run_prepared(state, prepared, flops);
+}
+
+// Products with more than 8 rows: the tile kernels' domain.
+std::vector<std::array<int64_t, 3>> tile_shapes() {
+  if (!large()) return {{128, 256, 192}, {100, 257, 31}};
+  // 4096^3 and 1024^3, then transformer shapes of the target models: SigLIP-B/16 at 224 (196 tokens), a
+  // DaViT-like 4096-token projection, DaViT stage 1 (9216 tokens, 256 channels).
+  return {{4096, 4096, 4096}, {1024, 1024, 1024}, {196, 768, 768}, {196, 3072, 768},
+          {196, 768, 3072},   {4096, 1024, 1024}, {9216, 256, 256}};
+}
+
+// Decoder steps (BART-base: d = 768, FFN 3072, LM head 51289) with 1, 4 and 8 rows (beams): GEMV's domain.
+std::vector<std::array<int64_t, 3>> gemv_shapes() {
+  if (!large()) return {{1, 257, 192}, {8, 300, 100}};
+  return {{1, 768, 768},  {1, 3072, 768}, {1, 768, 3072},  {4, 3072, 768},
+          {8, 3072, 768}, {8, 768, 3072}, {1, 51289, 768}, {8, 51289, 768}};
 }
 
 void linear_shapes(benchmark::internal::Benchmark* b) {
@@ -120,6 +179,73 @@ void conv_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Linear)->Apply(linear_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Conv)->Apply(conv_shapes)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+// The forced-kernel and configuration benchmarks, registered at start-up because their names carry strings.
+void register_forced_kernels() {
+  using Attributes = std::vector<std::pair<std::string, wgi::ops::AttributeValue>>;
+  auto add = [](const std::string& name, auto fn, const std::vector<std::array<int64_t, 3>>& shapes) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), fn);
+    for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
+    b->UseManualTime()->Unit(benchmark::kMillisecond);
+  };
+  for (const char* kernel : {"fast128", "fast64", "vec4", "tiled"}) {
+    const Attributes attributes = {{"wgi.kernel", std::string(kernel)}};
+    add(
+        std::string("BM_LinearKernel/") + kernel,
+        [attributes](benchmark::State& state) { run_linear(state, attributes); }, tile_shapes());
+  }
+  for (const char* kernel : {"gemv", "vec4"}) {
+    const Attributes attributes = {{"wgi.kernel", std::string(kernel)}};
+    add(
+        std::string("BM_LinearKernel/") + kernel,
+        [attributes](benchmark::State& state) { run_linear(state, attributes); }, gemv_shapes());
+  }
+  // GEMV's threads per column (the planner picks by how many workgroups N gives).
+  for (int64_t lanes : {8, 16, 32, 64}) {
+    const Attributes attributes = {{"wgi.kernel", std::string("gemv")}, {"wgi.gemv_lanes", lanes}};
+    add(
+        "BM_LinearConfig/gemv_l" + std::to_string(lanes),
+        [attributes](benchmark::State& state) { run_linear(state, attributes); },
+        large() ? std::vector<std::array<int64_t, 3>>{{1, 768, 768}, {8, 3072, 768}, {1, 51289, 768}}
+                : gemv_shapes());
+  }
+  // The fast kernels' workgroup memory configurations (K slab, buffers); those that do not fit the adapter
+  // are skipped with the bytes they need.
+  const std::vector<std::array<int64_t, 3>> config_shapes =
+      large() ? std::vector<std::array<int64_t, 3>>{{4096, 4096, 4096}, {1024, 1024, 1024}}
+              : std::vector<std::array<int64_t, 3>>{{128, 256, 192}};
+  for (const auto& [kernel, tile_k, stages] :
+       std::vector<std::tuple<std::string, int64_t, int64_t>>{{"fast128", 16, 2},
+                                                              {"fast128", 16, 1},
+                                                              {"fast128", 8, 2},
+                                                              {"fast128", 8, 1},
+                                                              {"fast128", 32, 1},
+                                                              {"fast64", 16, 2},
+                                                              {"fast64", 16, 1},
+                                                              {"fast64", 32, 1},
+                                                              {"fast64", 32, 2}}) {
+    const Attributes attributes = {
+        {"wgi.kernel", kernel}, {"wgi.gemm_tile_k", tile_k}, {"wgi.gemm_stages", stages}};
+    add(
+        "BM_LinearConfig/" + kernel + "_k" + std::to_string(tile_k) + "s" + std::to_string(stages),
+        [attributes](benchmark::State& state) { run_linear(state, attributes); }, config_shapes);
+  }
+  for (const char* kernel : {"", "fast128", "fast64", "tiled"}) {
+    const std::string forced = kernel;
+    add(
+        std::string("BM_MatMulRuntimeB/") + (forced.empty() ? "auto" : kernel),
+        [forced](benchmark::State& state) { run_matmul_runtime_b(state, forced); },
+        large() ? std::vector<std::array<int64_t, 3>>{{4096, 4096, 4096}, {1024, 1024, 1024}, {196, 768, 768}}
+                : std::vector<std::array<int64_t, 3>>{{128, 256, 192}});
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  register_forced_kernels();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

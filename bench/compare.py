@@ -16,9 +16,15 @@ print("| benchmark | wgi kernel | wgi ms | wgi TFLOP/s | PyTorch ms | PyTorch TF
 print("|---|---|---|---|---|---|---|")
 for b in wgi["benchmarks"]:
     name = b["name"].replace("/manual_time", "")
+    if b.get("error_occurred"):
+        print(f"| {name} | skipped: {b.get('error_message', '')} | - | - | - | - | - |")
+        continue
     ms = b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
     tflops = b.get("FLOP", 0) * 1e-12
-    p = peer.get(name)
+    # Forced-kernel and configuration variants (BM_LinearKernel/<kernel>/M/N/K, BM_LinearConfig/<config>/...,
+    # BM_MatMulRuntimeB/<kernel>/...) compare with the same product's PyTorch time.
+    parts = name.split("/")
+    p = peer.get(name) or (peer.get("/".join(["BM_Linear"] + parts[2:])) if len(parts) == 5 else None)
     if p:
         print(f"| {name} | {b.get('label', '')} | {ms:.3f} | {tflops:.2f} | {p['ms']:.3f} | {p['tflops']:.2f} | "
               f"{p['ms'] / ms:.3f} |")

@@ -1,28 +1,352 @@
 #include "ops/gemm_launch.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 
 namespace wgi::ops {
 
 namespace {
-constexpr uint32_t kTile = 32;  // output tile of both kernels
+
+constexpr uint32_t kSeedTile = 32;        // output tile of the seeds' kernels
+constexpr uint32_t kWideWorkgroup = 256;  // invocations of the fast kernels and GEMV
+constexpr uint32_t kGemvMaxRows = 8;
+
+// Fast128 does 4x the work per thread of Fast64 with twice the reuse per loaded value; it pays once it has
+// enough tiles to keep a large GPU busy: about two workgroups per SM of the H200 (132 SMs; 256 invocations
+// of ~128 registers each allow two per SM). Pending measurement (docs/performance.md).
+constexpr uint64_t kFast128MinWorkgroups = 256;
+// Below a full 64-row (64-column) tile the 32x32 seeds' tile wastes less and gives more workgroups.
+constexpr uint32_t kFastMinExtent = 64;
+// GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
+// this many workgroups.
+constexpr uint64_t kGemvMinWorkgroups = 256;
+
+uint32_t ceil_div(uint32_t a, uint32_t b) {
+  return (a + b - 1) / b;
+}
+
+std::string fast_name(uint32_t tile) {
+  return tile == 128 ? "fast128" : "fast64";
+}
+
+bool strides_multiple_of_4(const std::array<uint32_t, 4>& strides) {
+  return std::all_of(strides.begin(), strides.end(), [](uint32_t s) { return s % 4 == 0; });
+}
+
+// vec4 loads read four elements along an operand's contiguous extent, so that extent and every batch
+// offset must be multiples of 4.
+bool a_vec4_possible(const GemmLaunchSpec& s) {
+  return (s.a_km ? s.m % 4 == 0 : s.k % 4 == 0) && strides_multiple_of_4(s.a_batch_strides);
+}
+bool b_vec4_possible(const GemmLaunchSpec& s) {
+  return (s.b_nk ? s.k % 4 == 0 : s.n % 4 == 0) && strides_multiple_of_4(s.b_batch_strides);
+}
+
+// Empty if the device can run a 256-invocation workgroup; else why not.
+std::string wide_workgroup_problem(const gpu::Limits& limits, const std::string& what) {
+  if (limits.max_compute_invocations_per_workgroup < kWideWorkgroup ||
+      limits.max_compute_workgroup_size_x < kWideWorkgroup) {
+    return "the " + what + " kernel needs 256 invocations per workgroup; the device allows " +
+           std::to_string(
+               std::min(limits.max_compute_invocations_per_workgroup, limits.max_compute_workgroup_size_x));
+  }
+  return "";
+}
+
+uint32_t fast_storage_bytes(uint32_t tile, uint32_t tile_k, uint32_t stages) {
+  return stages * tile_k * 2 * (tile / 4 + 1) * 16;  // A and B slabs, vec4s, one vec4 of padding per k row
+}
+
+// The fast kernel with a `tile` x `tile` output tile in the first (K slab, stages) configuration that the
+// device holds, in order of preference (or the forced one); nullopt with `why` set if none fits.
+std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Limits& limits, uint32_t tile,
+                                      std::string& why) {
+  why = wide_workgroup_problem(limits, fast_name(tile));
+  if (!why.empty()) return std::nullopt;
+  // Double buffering removes a barrier per slab; a 16-deep slab halves the barriers again. Both cost
+  // workgroup memory: 128x128 takes 33 KiB with both, 16.5 KiB with one, 8.3 KiB with neither. A 32-deep
+  // slab only when forced (tuning).
+  const bool forced = spec.tile_k != 0 || spec.stages != 0;
+  std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 2}, {16, 1}, {8, 2}, {8, 1}};
+  if (forced) candidates = {{8, 1}, {8, 2}, {16, 1}, {16, 2}, {32, 1}, {32, 2}};
+  uint32_t smallest = UINT32_MAX;
+  for (const auto& [tile_k, stages] : candidates) {
+    if (spec.tile_k != 0 && spec.tile_k != tile_k) continue;
+    if (spec.stages != 0 && spec.stages != stages) continue;
+    if ((tile * tile_k) % 1024 != 0) continue;  // each of 256 threads loads whole vec4s of each operand
+    const uint32_t bytes = fast_storage_bytes(tile, tile_k, stages);
+    if (bytes > limits.max_compute_workgroup_storage_size) {
+      smallest = std::min(smallest, bytes);
+      continue;
+    }
+    GemmConfig c;
+    c.kernel = tile == 128 ? GemmKernel::Fast128 : GemmKernel::Fast64;
+    c.tile_m = c.tile_n = tile;
+    c.tile_k = tile_k;
+    c.stages = stages;
+    c.a_vec4 = a_vec4_possible(spec);
+    c.b_vec4 = b_vec4_possible(spec);
+    c.workgroup_storage_bytes = bytes;
+    return c;
+  }
+  std::string knobs;
+  if (spec.tile_k != 0) knobs += " with a K slab of " + std::to_string(spec.tile_k);
+  if (spec.stages != 0)
+    knobs += (knobs.empty() ? " with " : " and ") + std::to_string(spec.stages) + " buffer(s)";
+  if (smallest == UINT32_MAX) {
+    why = "the " + fast_name(tile) + " GEMM kernel has no configuration" + knobs + " (its K slab times " +
+          std::to_string(tile) + " must be a multiple of 1024; slabs 8, 16, 32; 1 or 2 buffers)";
+  } else {
+    why = "the " + fast_name(tile) + " GEMM kernel" + knobs + " needs " + std::to_string(smallest) +
+          " bytes of workgroup memory; the device allows " +
+          std::to_string(limits.max_compute_workgroup_storage_size);
+  }
+  return std::nullopt;
+}
+
+std::optional<GemmConfig> gemv_config(const GemmLaunchSpec& spec, const gpu::Limits& limits,
+                                      std::string& why) {
+  if (spec.a_km || !spec.b_nk) {
+    why =
+        "the gemv kernel needs A as [M, K] and B as [N, K] (a constant B is prepacked so); this product has ";
+    why += std::string(spec.a_km ? "A as [K, M]" : "") + (spec.a_km && !spec.b_nk ? " and " : "") +
+           (spec.b_nk ? "" : "B as [K, N]");
+    return std::nullopt;
+  }
+  if (spec.m > kGemvMaxRows) {
+    why = "the gemv kernel handles M <= 8; this product has M = " + std::to_string(spec.m);
+    return std::nullopt;
+  }
+  why = wide_workgroup_problem(limits, "gemv");
+  if (!why.empty()) return std::nullopt;
+  GemmConfig c;
+  c.kernel = GemmKernel::Gemv;
+  c.gemv_rows = 1;
+  while (c.gemv_rows < spec.m) c.gemv_rows *= 2;
+  c.workgroup_storage_bytes = c.gemv_rows * kWideWorkgroup * 4;
+  if (c.workgroup_storage_bytes > limits.max_compute_workgroup_storage_size) {
+    why = "the gemv kernel needs " + std::to_string(c.workgroup_storage_bytes) +
+          " bytes of workgroup memory; the device allows " +
+          std::to_string(limits.max_compute_workgroup_storage_size);
+    return std::nullopt;
+  }
+  if (spec.gemv_lanes != 0) {
+    c.gemv_lanes = spec.gemv_lanes;
+  } else {
+    c.gemv_lanes = 64;
+    for (uint32_t lanes : {8u, 16u, 32u}) {
+      if (uint64_t{ceil_div(spec.n, kWideWorkgroup / lanes)} * spec.batch >= kGemvMinWorkgroups) {
+        c.gemv_lanes = lanes;
+        break;
+      }
+    }
+    // Threads past K's vec4 count would only add zeros.
+    const uint32_t k_quads = ceil_div(spec.k, 4);
+    while (c.gemv_lanes > 4 && c.gemv_lanes / 2 >= k_quads) c.gemv_lanes /= 2;
+  }
+  c.tile_m = kGemvMaxRows;
+  c.tile_n = kWideWorkgroup / c.gemv_lanes;
+  c.tile_k = 0;
+  c.a_vec4 = spec.k % 4 == 0 && strides_multiple_of_4(spec.a_batch_strides);
+  c.b_vec4 = spec.k % 4 == 0 && strides_multiple_of_4(spec.b_batch_strides);
+  return c;
+}
+
+GemmConfig seed_config(GemmKernel kernel) {
+  GemmConfig c;
+  c.kernel = kernel;
+  c.tile_m = c.tile_n = c.tile_k = kSeedTile;
+  c.a_vec4 = c.b_vec4 = kernel == GemmKernel::Vec4;
+  c.workgroup_storage_bytes = 2 * kSeedTile * kSeedTile * 4;
+  return c;
+}
+
+bool vec4_seed_possible(const GemmLaunchSpec& spec) {
+  return !spec.a_km && spec.b_nk && spec.k % 4 == 0 && spec.k > 0;
+}
+
+std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
+  std::string label;
+  switch (c.kernel) {
+    case GemmKernel::Tiled:
+    case GemmKernel::Vec4:
+    case GemmKernel::Auto:
+      label = std::string(c.kernel == GemmKernel::Vec4 ? "gemm_vec4" : "gemm_tiled") +
+              (spec.a_km ? "_akm" : "") + (spec.b_nk ? "_bnk" : "_bkn");
+      break;
+    case GemmKernel::Fast128:
+    case GemmKernel::Fast64:
+      label = "gemm_" + fast_name(c.tile_m) + "_k" + std::to_string(c.tile_k) + "s" +
+              std::to_string(c.stages) + (spec.a_km ? "_akm" : "") + (spec.b_nk ? "_bnk" : "_bkn");
+      break;
+    case GemmKernel::Gemv:
+      label = "gemv_r" + std::to_string(c.gemv_rows) + "_l" + std::to_string(c.gemv_lanes);
+      break;
+  }
+  if (c.kernel == GemmKernel::Fast128 || c.kernel == GemmKernel::Fast64 || c.kernel == GemmKernel::Gemv) {
+    if (!c.a_vec4) label += "_ascalar";
+    if (!c.b_vec4) label += "_bscalar";
+  }
+  return label + spec.activation.label_suffix();
+}
+
 }  // namespace
 
-KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec) {
-  const bool vec4 = spec.kernel == GemmKernel::Vec4;
-  if (vec4 && (spec.a_km || !spec.b_nk || spec.k % 4 != 0 || spec.k == 0)) {
-    ctx.fail("the vec4 GEMM kernel needs K % 4 == 0, A as [M, K] and B as [N, K]; this product has K = " +
-             std::to_string(spec.k) + (spec.a_km ? ", A as [K, M]" : "") + (spec.b_nk ? "" : ", B as [K, N]"));
+std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name) {
+  for (GemmKernel k : {GemmKernel::Auto, GemmKernel::Tiled, GemmKernel::Vec4, GemmKernel::Fast128,
+                       GemmKernel::Fast64, GemmKernel::Gemv}) {
+    if (name == gemm_kernel_name(k)) return k;
   }
-  const uint32_t tiles_m = (spec.m + kTile - 1) / kTile;
-  const uint32_t tiles_n = (spec.n + kTile - 1) / kTile;
+  return std::nullopt;
+}
+
+const char* gemm_kernel_name(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::Auto:
+      return "auto";
+    case GemmKernel::Tiled:
+      return "tiled";
+    case GemmKernel::Vec4:
+      return "vec4";
+    case GemmKernel::Fast128:
+      return "fast128";
+    case GemmKernel::Fast64:
+      return "fast64";
+    case GemmKernel::Gemv:
+      return "gemv";
+  }
+  return "?";
+}
+
+std::string gemm_kernel_names() {
+  return "tiled, vec4, fast128, fast64 or gemv";
+}
+
+GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps) {
+  const gpu::Limits& limits = caps.limits;
+  std::string why;
+  switch (spec.kernel) {
+    case GemmKernel::Tiled:
+      return seed_config(GemmKernel::Tiled);
+    case GemmKernel::Vec4:
+      if (!vec4_seed_possible(spec)) {
+        throw Error(
+            "the vec4 GEMM kernel needs K % 4 == 0, A as [M, K] and B as [N, K]; this product has K = " +
+            std::to_string(spec.k) + (spec.a_km ? ", A as [K, M]" : "") + (spec.b_nk ? "" : ", B as [K, N]"));
+      }
+      return seed_config(GemmKernel::Vec4);
+    case GemmKernel::Fast128:
+    case GemmKernel::Fast64: {
+      auto c = fast_config(spec, limits, spec.kernel == GemmKernel::Fast128 ? 128 : 64, why);
+      if (!c) throw Error(why);
+      return *c;
+    }
+    case GemmKernel::Gemv: {
+      auto c = gemv_config(spec, limits, why);
+      if (!c) throw Error(why);
+      return *c;
+    }
+    case GemmKernel::Auto:
+      break;
+  }
+
+  // A few rows against a [N, K] weight: stream the weight once.
+  if (spec.m <= kGemvMaxRows) {
+    if (auto c = gemv_config(spec, limits, why)) return *c;
+  }
+  // Forced tuning knobs that no fast configuration can honour are an error even when the kernel is the
+  // planner's choice: they were asked for.
+  const bool knobs_forced = spec.tile_k != 0 || spec.stages != 0;
+  if (spec.m >= kFastMinExtent && spec.n >= kFastMinExtent) {
+    const uint64_t tiles128 = uint64_t{ceil_div(spec.m, 128)} * ceil_div(spec.n, 128) * spec.batch;
+    std::string why128, why64;
+    std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, why128);
+    if (c128 && tiles128 >= kFast128MinWorkgroups) return *c128;
+    if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
+    if (c128) return *c128;
+    if (knobs_forced) throw Error(why64);
+  }
+  return seed_config(vec4_seed_possible(spec) ? GemmKernel::Vec4 : GemmKernel::Tiled);
+}
+
+void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
+  const Attributes& attrs = ctx.node.attributes;
+  if (spec.kernel == GemmKernel::Auto && attrs.has(kGemmKernelAttribute)) {
+    const std::string name = attrs.get_string(kGemmKernelAttribute, "");
+    auto kernel = gemm_kernel_from_name(name);
+    if (!kernel) {
+      ctx.fail("unknown " + std::string(kGemmKernelAttribute) + " '" + name + "' (expected " +
+               gemm_kernel_names() + ")");
+    }
+    spec.kernel = *kernel;
+  }
+  auto read_int = [&](const char* name, uint32_t& into, bool (*valid)(int64_t), const char* expected) {
+    if (into != 0 || !attrs.has(name)) return;
+    const int64_t v = attrs.get_int(name, 0);
+    if (!valid(v)) ctx.fail(std::string(name) + " = " + std::to_string(v) + " (expected " + expected + ")");
+    into = static_cast<uint32_t>(v);
+  };
+  read_int(
+      kGemmTileKAttribute, spec.tile_k, [](int64_t v) { return v == 8 || v == 16 || v == 32; },
+      "8, 16 or 32");
+  read_int(
+      kGemmStagesAttribute, spec.stages, [](int64_t v) { return v == 1 || v == 2; }, "1 or 2");
+  read_int(
+      kGemvLanesAttribute, spec.gemv_lanes,
+      [](int64_t v) { return v >= 4 && v <= 256 && (v & (v - 1)) == 0; }, "a power of two from 4 to 256");
+}
+
+KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requested) {
+  GemmLaunchSpec spec = requested;
+  read_gemm_attributes(ctx, spec);
+  GemmConfig config;
+  try {
+    config = choose_gemm_config(spec, ctx.caps);
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+
+  uint32_t tiles_m = 1, tiles_n = 1;
   KernelLaunch launch;
   kernels::Defines defines = {{"A_KM", spec.a_km ? "1" : "0"}, {"B_NK", spec.b_nk ? "1" : "0"}};
   spec.activation.add_defines(defines);
-  launch.program.label = std::string(vec4 ? "gemm_vec4" : "gemm_tiled") + (spec.a_km ? "_akm" : "") +
-                         (spec.b_nk ? "_bnk" : "_bkn") + spec.activation.label_suffix();
-  launch.program.wgsl = kernels::load_wgsl(vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
+  switch (config.kernel) {
+    case GemmKernel::Tiled:
+    case GemmKernel::Vec4:
+    case GemmKernel::Auto:
+      tiles_m = ceil_div(spec.m, kSeedTile);
+      tiles_n = ceil_div(spec.n, kSeedTile);
+      launch.program.wgsl = kernels::load_wgsl(
+          config.kernel == GemmKernel::Vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
+      break;
+    case GemmKernel::Fast128:
+    case GemmKernel::Fast64: {
+      tiles_m = ceil_div(spec.m, config.tile_m);
+      tiles_n = ceil_div(spec.n, config.tile_n);
+      const std::string per_thread = std::to_string(config.tile_m / 16);
+      defines["TM"] = per_thread;
+      defines["TN"] = std::to_string(config.tile_n / 16);
+      defines["BK"] = std::to_string(config.tile_k);
+      defines["STAGES"] = std::to_string(config.stages);
+      defines["DOUBLE_BUFFER"] = config.stages == 2 ? "1" : "0";
+      defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
+      defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
+      launch.program.wgsl = kernels::load_wgsl("linear/gemm_fast.wgsl", defines);
+      break;
+    }
+    case GemmKernel::Gemv:
+      tiles_n = ceil_div(spec.n, config.tile_n);
+      defines["ROWS"] = std::to_string(config.gemv_rows);
+      defines["LANES"] = std::to_string(config.gemv_lanes);
+      defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
+      defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
+      launch.program.wgsl = kernels::load_wgsl("linear/gemv.wgsl", defines);
+      break;
+  }
+  launch.program.label = label_for(spec, config);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};

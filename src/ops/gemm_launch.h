@@ -1,27 +1,66 @@
-// Building a launch of the GEMM kernel family (src/kernels/linear/), shared by the ops that reduce to a matrix
-// product: MatMul and Gemm (linear.cpp) and 1x1 convolutions (conv.cpp).
-//   out[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + beta * C[m * bias_stride_m + n * bias_stride_n])
+// Building a launch of the GEMM kernel family (src/kernels/linear/), shared by the ops that reduce to a
+// matrix product: MatMul and Gemm (linear.cpp) and 1x1 convolutions (conv.cpp).
+//   out[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + beta * C[m * bias_stride_m + n *
+//   bias_stride_n])
+//
+// Kernels (all accumulate in f32, all take the same uniform block and fused epilogue):
+//   Tiled    gemm_tiled.wgsl  the seeds' 32x32 tile, 64 invocations, scalar loads; any layout, any K. The
+//                             correctness baseline and the fallback of last resort.
+//   Vec4     gemm_vec4.wgsl   the seeds' 32x32 tile with vec4 loads along K; K % 4 == 0, A [M,K], B [N,K].
+//   Fast128  gemm_fast.wgsl   128x128 tile, 256 invocations, 8x8 per thread; any layout, any K (vec4 loads
+//                             where the contiguous extent allows, scalar loads otherwise).
+//   Fast64   gemm_fast.wgsl   64x64 tile, 256 invocations, 4x4 per thread; same reach as Fast128.
+//   Gemv     gemv.wgsl        M <= 8 with A [M,K] and B [N,K]: K split over the threads of a column, reduced
+//                             in workgroup memory; any K.
+// The fast kernels and GEMV need 256 invocations per workgroup and their workgroup memory (which depends on
+// the K slab and on double buffering) within the device's limits; the planner picks a configuration that fits
+// ctx.caps.limits and otherwise falls back to the seeds' kernels.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "ops/fused_activation.h"
 #include "ops/op.h"
 
 namespace wgi::ops {
 
-enum class GemmKernel { Tiled, Vec4 };
+enum class GemmKernel { Auto, Tiled, Vec4, Fast128, Fast64, Gemv };
+
+// Node attributes that steer the GEMM planner on any node whose plan ends in a GEMM launch (tests, tuning).
+// A forced choice that cannot run the problem on the device is an error, never a silent fallback.
+//   "wgi.gemm_kernel"   string, a kernel name below; used when the op itself does not force a kernel
+//                       (MatMul and Gemm force through their "wgi.kernel" attribute, which takes the same
+//                       names)
+//   "wgi.gemm_tile_k"   int, the fast kernels' K slab (8, 16 or 32; the tile times it must be a multiple of
+//   1024) "wgi.gemm_stages"   int, 1 (one workgroup buffer, two barriers per slab) or 2 (double buffered)
+//   "wgi.gemv_lanes"    int, GEMV threads per column (4 to 256, a power of two)
+inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
+inline constexpr const char* kGemmTileKAttribute = "wgi.gemm_tile_k";
+inline constexpr const char* kGemmStagesAttribute = "wgi.gemm_stages";
+inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
+
+// "tiled", "vec4", "fast128", "fast64", "gemv" (and "auto"); nullopt for any other name.
+std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name);
+const char* gemm_kernel_name(GemmKernel kernel);
+// For error messages: "tiled, vec4, fast128, fast64 or gemv".
+std::string gemm_kernel_names();
 
 struct GemmLaunchSpec {
   uint32_t m = 0, n = 0, k = 0;
-  uint32_t batch = 1;                             // output matrices, decoded from batch_dims
+  uint32_t batch = 1;                                 // output matrices, decoded from batch_dims
   std::array<uint32_t, 4> batch_dims = {1, 1, 1, 1};  // outermost first, padded with 1s in front
   std::array<uint32_t, 4> a_batch_strides = {0, 0, 0, 0};
   std::array<uint32_t, 4> b_batch_strides = {0, 0, 0, 0};
-  bool a_km = false;  // A stored [K, M] instead of [M, K]
-  bool b_nk = false;  // B stored [N, K] instead of [K, N]
-  GemmKernel kernel = GemmKernel::Tiled;  // Vec4 needs !a_km, b_nk and k % 4 == 0
+  bool a_km = false;                     // A stored [K, M] instead of [M, K]
+  bool b_nk = false;                     // B stored [N, K] instead of [K, N]
+  GemmKernel kernel = GemmKernel::Auto;  // Auto: the planner chooses (see choose_gemm_config)
+  uint32_t tile_k = 0;                   // fast kernels' K slab; 0: the planner's choice
+  uint32_t stages = 0;                   // fast kernels' workgroup buffers (1 or 2); 0: the planner's choice
+  uint32_t gemv_lanes = 0;               // GEMV threads per column; 0: the planner's choice
   TensorRef a, b, out;
   std::optional<TensorRef> bias;
   uint32_t bias_stride_m = 0, bias_stride_n = 0;
@@ -29,7 +68,29 @@ struct GemmLaunchSpec {
   FusedActivation activation;
 };
 
-// Throws wgi::Error (via ctx.fail) if a Vec4 kernel is asked for a layout it cannot read.
+// A kernel and its configuration, as chosen for one problem on one device.
+struct GemmConfig {
+  GemmKernel kernel = GemmKernel::Tiled;
+  uint32_t tile_m = 32, tile_n = 32;    // output tile (GEMV: tile_m = 8 rows at most, tile_n = columns)
+  uint32_t tile_k = 32;                 // K slab (fast kernels)
+  uint32_t stages = 1;                  // workgroup buffers (fast kernels)
+  uint32_t gemv_rows = 0;               // GEMV: compile-time bound on M (1, 2, 4, 8)
+  uint32_t gemv_lanes = 0;              // GEMV: threads per column
+  bool a_vec4 = false, b_vec4 = false;  // vec4 loads of A / B
+  uint32_t workgroup_storage_bytes = 0;
+};
+
+// The planner, pure (no GPU): the forced kernel and configuration of `spec` if it has one, else the kernel
+// that suits the problem's size and layout among those the device `caps` can run. Throws wgi::Error (message
+// without node prefix) when a forced choice is impossible.
+GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps);
+
+// Reads the tuning attributes above from ctx.node into `spec` (those `spec` leaves at 0 / Auto); throws via
+// ctx.fail for an unknown kernel name or a malformed value.
+void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec);
+
+// The launch for `spec` on ctx's device (applies read_gemm_attributes first). Throws wgi::Error (via
+// ctx.fail) if a forced kernel cannot run the problem.
 KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec);
 
 }  // namespace wgi::ops

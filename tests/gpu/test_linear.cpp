@@ -1,12 +1,17 @@
 // MatMul / Gemm (and the seeds' linear = Gemm with transB and a bias) against float64 references, through
-// both kernels of the family (scalar tiled, vec4), aligned and unaligned sizes, batch dims, broadcasting,
-// fused activations, a grid past 65535 workgroups, and the errors a user can cause.
+// every kernel of the family (the seeds' scalar tiled and vec4, the 128x128 and 64x64 fast kernels in each
+// of their workgroup-memory configurations, GEMV), aligned and unaligned sizes, every operand layout, batch
+// dims, broadcasting, fused activations, 1x1 convolutions routed to the GEMM, folded grids, the planner's
+// choices on model devices, and the errors a user can cause.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <sstream>
 
 #include "ops/fused_activation.h"
+#include "ops/gemm_launch.h"
 #include "runtime/node_runner.h"
 #include "support/reference_linear.h"
 #include "support/tensor_check.h"
@@ -146,15 +151,17 @@ TEST(Gemm, FusedReluAndClipEpilogues) {
   }
 }
 
-// Planned for a device that allows only 9 workgroups per dimension, 19 x 9 x 4 tiles fold into 3-D; the
-// kernel must decode tile and batch from the folded grid.
+// Planned for a device that allows only 9 workgroups per dimension, 19 x 9 x 4 tiles of the seeds' kernel
+// fold into 3-D; the kernel must decode tile and batch from the folded grid.
 TEST(MatMul, FoldedGridDecodesEveryTile) {
   Tensor a = test::random_tensor({4, 19 * 32 - 5, 8}, 51);
   Tensor b = test::random_tensor({4, 8, 9 * 32 - 3}, 52);
   runtime::NodeRunOptions options;
   options.capabilities = test::device().capabilities();
   options.capabilities->limits.max_compute_workgroups_per_dimension = 9;
-  auto out = runtime::run_node(test::device(), node("MatMul"), Inputs{NodeInput{a}, NodeInput{b}}, options);
+  ops::NodeInfo mm = node("MatMul");
+  mm.attributes.set("wgi.kernel", std::string("tiled"));  // the fast kernels' folding is tested below
+  auto out = runtime::run_node(test::device(), mm, Inputs{NodeInput{a}, NodeInput{b}}, options);
   auto ref = test::matmul_reference(a, b);
   EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(8)));
 }
@@ -202,6 +209,515 @@ TEST(LinearErrors, SayWhatIsWrong) {
             std::string::npos);
   std::string msg = run_error(node("MatMul"), Inputs{NodeInput{a}, NodeInput{b}});
   EXPECT_NE(msg.find("'linear_under_test'"), std::string::npos) << msg;
+}
+
+// ---- The fast kernels (128x128 and 64x64 tiles) and GEMV -------------------------------------------------
+//
+// CPU adapters compile one fast-kernel pipeline in 1-5 s (their compilers unroll the register tiles), so the
+// CI cases share four fast pipelines and three GEMV pipelines, chosen so that together they cover every load
+// path of both operands (K- or M/N-contiguous, vec4 or scalar), both tiles, both buffer modes (the 128x128
+// tile double buffered where 33 KiB of workgroup memory fit, as on the H200), both fused activations and
+// GEMV's reduction at several widths; many sizes run on each pipeline. The Heavy suites run the full cross
+// product.
+
+// Plans `n` on the test device, checks that the planner chose a kernel whose label starts with `label`, runs
+// it and compares with `ref`.
+void expect_kernel_matches(const ops::NodeInfo& n, const Inputs& in, const test::Reference& ref,
+                           int64_t terms, const std::string& label, const std::string& what,
+                           const runtime::NodeRunOptions& options = {}) {
+  ops::OpPlan plan = runtime::plan_node(options.capabilities.value_or(test::device().capabilities()), n, in);
+  ASSERT_EQ(plan.launches.size(), 1u) << what;
+  EXPECT_EQ(plan.launches[0].program.label.rfind(label, 0), 0u)
+      << what << ": planned " << plan.launches[0].program.label;
+  auto out = runtime::run_node(test::device(), n, in, options);
+  EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(terms))) << what;
+}
+
+std::string plan_error(const ops::NodeInfo& n, const Inputs& in,
+                       const gpu::Capabilities& caps = test::device().capabilities()) {
+  try {
+    runtime::plan_node(caps, n, in);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string mnk_name(const Mnk& p) {
+  std::ostringstream name;
+  name << "M" << p.m << "_N" << p.n << "_K" << p.k;
+  return name.str();
+}
+
+// A kernel forced with its tuning knobs (0: the planner's choice) and fused activation.
+struct Forced {
+  std::string kernel;
+  int64_t tile_k = 0, stages = 0, gemv_lanes = 0;
+  std::string activation = {};  // "", "Relu" or "Clip" (to [-0.25, 0.5])
+};
+
+void apply(const Forced& f, ops::NodeInfo& n, const char* kernel_attribute = "wgi.kernel") {
+  if (!f.kernel.empty()) n.attributes.set(kernel_attribute, f.kernel);
+  if (f.tile_k) n.attributes.set(ops::kGemmTileKAttribute, f.tile_k);
+  if (f.stages) n.attributes.set(ops::kGemmStagesAttribute, f.stages);
+  if (f.gemv_lanes) n.attributes.set(ops::kGemvLanesAttribute, f.gemv_lanes);
+  if (!f.activation.empty()) {
+    n.attributes.set(ops::kFusedActivationAttribute, f.activation);
+    n.attributes.set(ops::kFusedActivationMinAttribute, -0.25f);
+    n.attributes.set(ops::kFusedActivationMaxAttribute, 0.5f);
+  }
+}
+
+double act_lo(const Forced& f) {
+  return f.activation == "Relu" ? 0.0 : f.activation == "Clip" ? -0.25 : -INFINITY;
+}
+double act_hi(const Forced& f) {
+  return f.activation == "Clip" ? 0.5 : INFINITY;
+}
+
+// The operand layouts the kernels read: A as [M,K] or [K,M] (transA), B as a constant (prepacked [N,K]) or at
+// run time as [K,N] or [N,K] (transB).
+struct Layout {
+  bool trans_a, trans_b, b_constant;
+};
+
+std::string layout_name(const Layout& l) {
+  return std::string(l.trans_a ? "A[K,M]" : "A[M,K]") + (l.b_constant ? " const B" : " runtime B") +
+         (l.trans_b ? "[N,K]" : "[K,N]");
+}
+
+struct GemmProblem {
+  int64_t m, n, k;
+  Shape c;  // shape of C, broadcast to [M, N]
+  float alpha = 1.0f, beta = 1.0f;
+};
+
+// Gemm act(alpha * op(A) op(B) + beta * C) through the forced kernel, against the float64 reference.
+void expect_gemm(const Forced& f, const Layout& l, const GemmProblem& p, const std::string& label) {
+  const uint64_t seed = static_cast<uint64_t>(p.m * 1000003 + p.n * 1009 + p.k);
+  Tensor a = test::random_tensor(l.trans_a ? Shape{p.k, p.m} : Shape{p.m, p.k}, seed);
+  Tensor b = test::random_tensor(l.trans_b ? Shape{p.n, p.k} : Shape{p.k, p.n}, seed + 1);
+  Tensor c = test::random_tensor(p.c, seed + 2);
+  ops::NodeInfo g = node("Gemm");
+  g.attributes.set("transA", int64_t{l.trans_a});
+  g.attributes.set("transB", int64_t{l.trans_b});
+  g.attributes.set("alpha", p.alpha);
+  g.attributes.set("beta", p.beta);
+  apply(f, g);
+  auto ref = test::gemm_reference(a, b, &c, l.trans_a, l.trans_b, p.alpha, p.beta, act_lo(f), act_hi(f));
+  std::ostringstream what;
+  what << f.kernel << " " << layout_name(l) << " " << mnk_name({p.m, p.n, p.k}) << " C "
+       << shape_to_string(p.c);
+  expect_kernel_matches(g, Inputs{NodeInput{a}, NodeInput{b, l.b_constant}, NodeInput{c}}, ref, p.k, label,
+                        what.str());
+}
+
+// MatMul with batch dims through the forced kernel; `max_per_dimension` > 0 plans for a device with that few
+// workgroups per grid dimension, so the grid folds.
+void expect_matmul(const Forced& f, const Shape& a_shape, const Shape& b_shape, bool b_constant,
+                   const std::string& label, uint32_t max_per_dimension = 0) {
+  Tensor a = test::random_tensor(a_shape, 71 + a_shape.back());
+  Tensor b = test::random_tensor(b_shape, 72 + b_shape.back());
+  ops::NodeInfo mm = node("MatMul");
+  apply(f, mm);
+  auto ref = test::matmul_reference(a, b);
+  if (!f.activation.empty()) {
+    for (double& v : ref.values) v = std::clamp(v, act_lo(f), act_hi(f));
+  }
+  runtime::NodeRunOptions options;
+  if (max_per_dimension) {
+    options.capabilities = test::device().capabilities();
+    options.capabilities->limits.max_compute_workgroups_per_dimension = max_per_dimension;
+    ops::OpPlan plan =
+        runtime::plan_node(*options.capabilities, mm, Inputs{NodeInput{a}, NodeInput{b, b_constant}});
+    EXPECT_GT(plan.launches.at(0).groups.z, 1u) << "the grid should fold into 3-D";
+  }
+  expect_kernel_matches(mm, Inputs{NodeInput{a}, NodeInput{b, b_constant}}, ref, a_shape.back(), label,
+                        f.kernel + " " + shape_to_string(a_shape) + " x " + (b_constant ? "const " : "") +
+                            shape_to_string(b_shape),
+                        options);
+}
+
+// Pipeline 1, the common linear layer: 128x128 in the planner's buffer configuration (double buffered where
+// 33 KiB of workgroup memory fit, as on the H200), vec4 loads of A [M,K] and of the prepacked weight.
+TEST(FastGemm, Fast128ReadsAPrepackedWeightWithVec4Loads) {
+  const Forced f{"fast128"};
+  const Layout weight{false, false, true};
+  for (const GemmProblem& p : {GemmProblem{1, 1, 4, {1}}, GemmProblem{129, 257, 36, {129, 257}, 0.75f, -1.5f},
+                               GemmProblem{127, 3, 8, {}}, GemmProblem{3, 129, 68, {3, 1}, 0.5f, 2.0f},
+                               GemmProblem{200, 130, 4, {1, 130}}}) {
+    expect_gemm(f, weight, p, "gemm_fast128");
+  }
+  // The same pipeline from MatMul: a batched constant B (prepacked per matrix), and A's batch folded into M.
+  expect_matmul(f, {2, 3, 67, 20}, {3, 20, 70}, true, "gemm_fast128");
+  expect_matmul(f, {2, 65, 12}, {12, 66}, true, "gemm_fast128");
+}
+
+// Pipeline 2, attention-like and 1x1-conv-like products: 64x64 in the planner's buffer configuration, A [M,K]
+// with K % 4 != 0 (scalar loads), a runtime B [K,N] read as vec4 along N, fused Clip; batch, broadcast batch
+// and a folded grid.
+TEST(FastGemm, Fast64ReadsRuntimeOperandsWithBatchAndClip) {
+  const Forced f{"fast64", 0, 0, 0, "Clip"};
+  for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{{{1, 1}, {1, 4}},
+                                                                 {{65, 3}, {3, 68}},
+                                                                 {{130, 33}, {33, 68}},
+                                                                 {{2, 1, 67, 21}, {3, 21, 68}},
+                                                                 {{3, 66, 5}, {3, 5, 64}},
+                                                                 {{66, 7}, {2, 3, 7, 68}}}) {
+    expect_matmul(f, a, b, false, "gemm_fast64");
+  }
+  expect_matmul(f, {4, 131, 9}, {4, 9, 72}, false, "gemm_fast64", 3);  // 3 x 2 x 4 tiles in a 3x3x3 grid
+}
+
+// Pipeline 3: 64x64 double buffered, A stored [K,M] read as vec4 along M, a runtime B [N,K] with K % 4 != 0
+// (scalar loads, transposed into workgroup memory); and a folded grid.
+TEST(FastGemm, Fast64DoubleBufferedWithTransposedOperands) {
+  const Forced f{"fast64", 16, 2};
+  const Layout transposed{true, true, false};
+  for (const GemmProblem& p :
+       {GemmProblem{4, 1, 1, {1}}, GemmProblem{132, 67, 45, {132, 67}, 0.75f, -1.5f},
+        GemmProblem{260, 130, 9, {130}}, GemmProblem{128, 64, 17, {128, 1}, 2.0f, 0.5f}}) {
+    expect_gemm(f, transposed, p, "gemm_fast64_k16s2_akm_bnk_bscalar");
+  }
+  Tensor a = test::random_tensor({9, 132}, 91);
+  Tensor b = test::random_tensor({100, 9}, 92);
+  ops::NodeInfo g = node("Gemm");
+  g.attributes.set("transA", int64_t{1});
+  g.attributes.set("transB", int64_t{1});
+  apply(f, g);
+  runtime::NodeRunOptions options;
+  options.capabilities = test::device().capabilities();
+  options.capabilities->limits.max_compute_workgroups_per_dimension = 2;  // 3 x 2 tiles in a 2x2x2 grid
+  auto ref = test::gemm_reference(a, b, nullptr, true, true, 1, 1);
+  expect_kernel_matches(g, Inputs{NodeInput{a}, NodeInput{b}}, ref, 9, "gemm_fast64", "folded fast64",
+                        options);
+}
+
+// Pipeline 4: 64x64 with one workgroup buffer (two barriers per slab), scalar loads of both operands (A [K,M]
+// with M odd, B [K,N] with N odd), fused Relu.
+TEST(FastGemm, Fast64SingleBufferedScalarLoadsAndRelu) {
+  const Forced f{"fast64", 16, 1, 0, "Relu"};
+  const Layout scalar{true, false, false};
+  for (const GemmProblem& p : {GemmProblem{1, 1, 1, {1}}, GemmProblem{67, 65, 19, {65}, 0.75f, -1.5f},
+                               GemmProblem{129, 131, 40, {129, 131}}, GemmProblem{3, 257, 2, {}}}) {
+    expect_gemm(f, scalar, p, "gemm_fast64_k16s1_akm_bkn_ascalar_bscalar_relu");
+  }
+}
+
+// Every (K slab, buffers) configuration: planned with the label it asks for where the device holds it,
+// refused with the bytes it needs where not, and refused as impossible where the slab does not divide among
+// 256 threads. Running each is the Heavy suite's job (pipelines 1-4 run one of each kind above).
+TEST(FastGemm, WorkgroupMemoryConfigurationsAreCheckedAgainstTheDevice) {
+  const uint32_t storage = test::device().capabilities().limits.max_compute_workgroup_storage_size;
+  const Inputs in = {NodeInput{test::random_tensor({131, 45}, 1)},
+                     NodeInput{test::random_tensor({45, 133}, 2), true}};
+  for (int64_t tile : {128, 64}) {
+    for (int64_t tile_k : {8, 16, 32}) {
+      for (int64_t stages : {1, 2}) {
+        ops::NodeInfo mm = node("MatMul");
+        apply({tile == 128 ? "fast128" : "fast64", tile_k, stages}, mm);
+        std::ostringstream what, label;
+        what << "tile " << tile << " K slab " << tile_k << " stages " << stages;
+        label << "gemm_fast" << tile << "_k" << tile_k << "s" << stages << "_bnk_ascalar_bscalar";
+        const int64_t bytes = stages * tile_k * 2 * (tile / 4 + 1) * 16;
+        std::string msg = plan_error(mm, in);
+        if ((tile * tile_k) % 1024 != 0) {
+          EXPECT_NE(msg.find("has no configuration with a K slab of " + std::to_string(tile_k)),
+                    std::string::npos)
+              << what.str() << ": " << msg;
+        } else if (bytes > storage) {
+          EXPECT_NE(msg.find("needs " + std::to_string(bytes) + " bytes of workgroup memory"),
+                    std::string::npos)
+              << what.str() << ": " << msg;
+        } else {
+          EXPECT_EQ(msg, "no error") << what.str();
+          EXPECT_EQ(runtime::plan_node(test::device().capabilities(), mm, in).launches.at(0).program.label,
+                    label.str());
+        }
+      }
+    }
+  }
+}
+
+// 1x1 convolutions are GEMMs with A = W [OC, IC] and B = X[n] [IC, H*W]: the planner takes a fast kernel once
+// both extents reach a tile, and "wgi.gemm_kernel" forces one. The cases share pipeline 2.
+void expect_pointwise_conv(const Shape& x_shape, const Shape& w_shape, const Forced& f,
+                           const std::string& label) {
+  const int64_t batch = x_shape[0], ic = x_shape[1], pixels = x_shape[2] * x_shape[3], oc = w_shape[0];
+  Tensor x = test::random_tensor(x_shape, 131);
+  Tensor w = test::random_tensor(w_shape, 132);
+  Tensor bias = test::random_tensor({oc}, 133);
+  ops::NodeInfo conv{"conv_under_test", "Conv", "", 17, {}, {}, {}};
+  apply(f, conv, ops::kGemmKernelAttribute);
+  // Reference: W [OC, IC] times X viewed as [batch, IC, H*W], plus the bias per output channel.
+  Tensor x3(DType::Float32, {batch, ic, pixels});
+  Tensor w2(DType::Float32, {oc, ic});
+  std::copy(x.data<float>().begin(), x.data<float>().end(), x3.data<float>().begin());
+  std::copy(w.data<float>().begin(), w.data<float>().end(), w2.data<float>().begin());
+  auto ref = test::matmul_reference(w2, x3);
+  for (size_t i = 0; i < ref.values.size(); ++i) {
+    double v =
+        ref.values[i] + bias.data<float>()[(i / static_cast<size_t>(pixels)) % static_cast<size_t>(oc)];
+    ref.values[i] = std::clamp(v, act_lo(f), act_hi(f));
+  }
+  ref.shape = {batch, oc, x_shape[2], x_shape[3]};
+  expect_kernel_matches(
+      conv, Inputs{NodeInput{x}, NodeInput{w, true}, NodeInput{bias, true}}, ref, ic + 1, label,
+      "conv " + f.kernel + " " + shape_to_string(x_shape) + " * " + shape_to_string(w_shape));
+}
+
+TEST(FastGemm, PointwiseConvolutionRunsOnTheFastKernels) {
+  expect_pointwise_conv({2, 21, 8, 9}, {70, 21, 1, 1}, {"", 0, 0, 0, "Clip"}, "conv1x1_gemm_fast64");
+  expect_pointwise_conv({1, 21, 9, 8}, {66, 21, 1, 1}, {"fast64", 0, 0, 0, "Clip"}, "conv1x1_gemm_fast64");
+  expect_pointwise_conv({1, 21, 9, 8}, {66, 21, 1, 1}, {"tiled", 0, 0, 0, "Clip"}, "conv1x1_gemm_tiled");
+}
+
+// GEMV pipeline 1: one row (decoder step) against a prepacked weight, vec4 loads, 8 lanes per column (the
+// planner's choice for a wide N such as an LM head).
+TEST(Gemv, OneRowAgainstAPrepackedWeight) {
+  const Forced f{"gemv", 0, 0, 8};
+  const Layout weight{false, true, true};
+  for (const GemmProblem& p : {GemmProblem{1, 300, 768, {300}}, GemmProblem{1, 1, 4, {}},
+                               GemmProblem{1, 257, 36, {1, 257}, 0.75f, -1.5f}}) {
+    expect_gemm(f, weight, p, "gemv_r1_l8");
+  }
+  expect_matmul(f, {64}, {64, 50}, true, "gemv_r1_l8");  // rank-1 A
+}
+
+// GEMV pipeline 2: up to 8 rows, K % 4 != 0 (scalar loads), 4 lanes per column, a runtime [N,K] weight
+// (transB), fused Relu.
+TEST(Gemv, EightRowsScalarLoadsRuntimeWeightAndRelu) {
+  const Forced f{"gemv", 0, 0, 4, "Relu"};
+  const Layout runtime_nk{false, true, false};
+  for (const GemmProblem& p :
+       {GemmProblem{8, 129, 257, {129}}, GemmProblem{5, 31, 129, {5, 31}, 0.75f, -1.5f},
+        GemmProblem{7, 65, 3, {7, 1}}, GemmProblem{8, 1, 1, {}}}) {
+    expect_gemm(f, runtime_nk, p, "gemv_r8_l4_ascalar_bscalar_relu");
+  }
+}
+
+// GEMV pipeline 3: two rows, 64 lanes per column; batched B with A broadcast, A's batch folded into M, and a
+// folded grid.
+TEST(Gemv, BatchBroadcastAndFoldedGrid) {
+  const Forced f{"gemv", 0, 0, 64};
+  const Layout weight{false, true, true};
+  for (const GemmProblem& p : {GemmProblem{2, 33, 4, {33}}, GemmProblem{2, 257, 36, {2, 257}, 0.5f, 2.0f}}) {
+    expect_gemm(f, weight, p, "gemv_r2_l64");
+  }
+  expect_matmul(f, {2, 3, 2, 20}, {3, 20, 33}, true, "gemv_r2_l64");
+  expect_matmul(f, {2, 1, 36}, {36, 40}, true, "gemv_r2_l64");
+  expect_matmul(f, {5, 2, 12}, {5, 12, 100}, true, "gemv_r2_l64", 5);  // 25 blocks x 5 in a 5x5x5 grid
+}
+
+// Without forcing, few rows against a constant weight plan as GEMV (planning only: no pipelines compiled).
+TEST(Gemv, IsThePlannersChoiceForFewRowsAgainstAWeight) {
+  for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{
+           {{1, 768}, {768, 3072}}, {{3, 2, 36}, {36, 40}}, {{2, 3, 3, 20}, {3, 20, 33}}, {{64}, {64, 50}}}) {
+    ops::OpPlan plan = runtime::plan_node(
+        test::device().capabilities(), node("MatMul"),
+        Inputs{NodeInput{test::random_tensor(a, 1)}, NodeInput{test::random_tensor(b, 2), true}});
+    EXPECT_EQ(plan.launches.at(0).program.label.rfind("gemv_r", 0), 0u)
+        << shape_to_string(a) << " x " << shape_to_string(b) << ": " << plan.launches.at(0).program.label;
+  }
+}
+
+// ---- Heavy: the full cross product (scripts/test --heavy) ----
+
+constexpr Layout kLayouts[] = {{false, false, true},
+                               {false, false, false},
+                               {false, true, false},
+                               {true, false, false},
+                               {true, true, true}};
+
+class FastGemmHeavyTest : public ::testing::TestWithParam<Mnk> {};
+
+TEST_P(FastGemmHeavyTest, EveryLayoutMatchesFloat64Reference) {
+  const auto [m, n, k] = GetParam();
+  for (const char* kernel : {"fast128", "fast64"}) {
+    for (const Layout& l : kLayouts) {
+      expect_gemm(Forced{kernel}, l, {m, n, k, {n}, 0.5f, 2.0f}, std::string("gemm_") + kernel);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, FastGemmHeavyTest,
+                         ::testing::Values(Mnk{1, 1, 1}, Mnk{3, 33, 31}, Mnk{31, 129, 8}, Mnk{127, 3, 33},
+                                           Mnk{129, 257, 3}, Mnk{64, 128, 16}, Mnk{257, 127, 129},
+                                           Mnk{128, 64, 257}),
+                         [](const auto& p) { return mnk_name(p.param); });
+
+TEST(FastGemmHeavy, EveryWorkgroupMemoryConfigurationTheDeviceHoldsRuns) {
+  const uint32_t storage = test::device().capabilities().limits.max_compute_workgroup_storage_size;
+  for (int64_t tile : {128, 64}) {
+    for (int64_t tile_k : {8, 16, 32}) {
+      for (int64_t stages : {1, 2}) {
+        if ((tile * tile_k) % 1024 != 0 || stages * tile_k * 2 * (tile / 4 + 1) * 16 > storage) continue;
+        const Forced f{tile == 128 ? "fast128" : "fast64", tile_k, stages};
+        std::ostringstream label;
+        label << "gemm_fast" << tile << "_k" << tile_k << "s" << stages;
+        expect_gemm(f, {false, false, true}, {131, 133, 45, {133}}, label.str());
+        expect_gemm(f, {false, false, false}, {70, 68, 52, {70, 1}}, label.str());
+      }
+    }
+  }
+}
+
+TEST(FastGemmHeavy, ActivationsAndPointwiseConvolutionOnEveryTile) {
+  for (const char* kernel : {"fast128", "fast64"}) {
+    for (const char* act : {"Relu", "Clip"}) {
+      const Forced f{kernel, 0, 0, 0, act};
+      expect_gemm(f, {false, false, true}, {70, 66, 24, {66}}, std::string("gemm_") + kernel);
+      expect_pointwise_conv({2, 20, 9, 15}, {70, 20, 1, 1}, f, std::string("conv1x1_gemm_") + kernel);
+      expect_pointwise_conv({1, 16, 8, 8}, {72, 16, 1, 1}, f, std::string("conv1x1_gemm_") + kernel);
+    }
+  }
+}
+
+class GemvHeavyTest : public ::testing::TestWithParam<Mnk> {};
+
+TEST_P(GemvHeavyTest, LanesAndLayoutsMatchFloat64Reference) {
+  const auto [m, n, k] = GetParam();
+  for (int64_t lanes : {0, 4, 8, 16, 32, 64, 128, 256}) {
+    for (bool constant : {true, false}) {
+      expect_gemm(Forced{"gemv", 0, 0, lanes}, {false, true, constant}, {m, n, k, {n}, 1.25f, 0.5f}, "gemv");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, GemvHeavyTest,
+                         ::testing::Values(Mnk{1, 1, 1}, Mnk{2, 33, 3}, Mnk{3, 257, 31}, Mnk{5, 31, 129},
+                                           Mnk{8, 129, 257}, Mnk{1, 300, 768}, Mnk{7, 65, 100},
+                                           Mnk{4, 127, 1}),
+                         [](const auto& p) { return mnk_name(p.param); });
+
+// ---- The planner on model devices ----
+
+gpu::Capabilities model_device(uint32_t storage, uint32_t invocations) {
+  gpu::Capabilities caps = gpu::default_capabilities();
+  caps.limits.max_compute_workgroup_storage_size = storage;
+  caps.limits.max_compute_invocations_per_workgroup = invocations;
+  caps.limits.max_compute_workgroup_size_x = invocations;
+  return caps;
+}
+
+ops::GemmLaunchSpec problem(uint32_t m, uint32_t n, uint32_t k, bool b_nk = true) {
+  ops::GemmLaunchSpec s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.b_nk = b_nk;
+  return s;
+}
+
+std::string choose_error(const ops::GemmLaunchSpec& s, const gpu::Capabilities& caps) {
+  try {
+    ops::choose_gemm_config(s, caps);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The planner on model devices (pure, no GPU): the H200 (48 KiB, 1024 invocations), WebGPU's defaults
+// (16 KiB, 256) and a compat device with 128 invocations.
+TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
+  const gpu::Capabilities h200 = model_device(49152, 1024);
+  const gpu::Capabilities web = gpu::default_capabilities();
+  const gpu::Capabilities compat = model_device(16384, 128);
+  using K = ops::GemmKernel;
+
+  ops::GemmConfig c = ops::choose_gemm_config(problem(4096, 4096, 4096), h200);
+  EXPECT_EQ(c.kernel, K::Fast128);
+  EXPECT_EQ(c.tile_k, 16u);
+  EXPECT_EQ(c.stages, 2u);
+  EXPECT_TRUE(c.a_vec4 && c.b_vec4);
+  EXPECT_EQ(ops::choose_gemm_config(problem(4096, 1024, 1024), h200).kernel, K::Fast128);
+  EXPECT_EQ(ops::choose_gemm_config(problem(1024, 1024, 1024), h200).kernel, K::Fast64);
+  EXPECT_EQ(ops::choose_gemm_config(problem(196, 768, 768), h200).kernel, K::Fast64);
+  EXPECT_EQ(ops::choose_gemm_config(problem(9216, 256, 256, false), h200).kernel, K::Fast64);
+  c = ops::choose_gemm_config(problem(1, 51289, 768), h200);
+  EXPECT_EQ(c.kernel, K::Gemv);
+  EXPECT_EQ(c.gemv_rows, 1u);
+  EXPECT_EQ(c.gemv_lanes, 8u);
+  c = ops::choose_gemm_config(problem(1, 768, 768), h200);
+  EXPECT_EQ(c.kernel, K::Gemv);
+  EXPECT_EQ(c.gemv_lanes, 64u);
+  EXPECT_EQ(ops::choose_gemm_config(problem(5, 3072, 768), h200).gemv_rows, 8u);
+  // A runtime [K, N] B with few rows, small products and narrow ones stay on the seeds' kernels.
+  EXPECT_EQ(ops::choose_gemm_config(problem(1, 768, 64, false), h200).kernel, K::Tiled);
+  EXPECT_EQ(ops::choose_gemm_config(problem(32, 32, 32), h200).kernel, K::Vec4);
+  EXPECT_EQ(ops::choose_gemm_config(problem(33, 4096, 33), h200).kernel, K::Tiled);
+
+  c = ops::choose_gemm_config(problem(4096, 4096, 4096), web);
+  EXPECT_EQ(c.kernel, K::Fast128);
+  EXPECT_EQ(c.tile_k, 8u);
+  EXPECT_EQ(c.stages, 1u);
+  EXPECT_LE(c.workgroup_storage_bytes, 16384u);
+  c = ops::choose_gemm_config(problem(196, 768, 768), web);
+  EXPECT_EQ(c.kernel, K::Fast64);
+  EXPECT_EQ(c.stages, 1u);
+
+  EXPECT_EQ(ops::choose_gemm_config(problem(4096, 4096, 4096), compat).kernel, K::Vec4);
+  EXPECT_EQ(ops::choose_gemm_config(problem(4096, 4096, 4095), compat).kernel, K::Tiled);
+  EXPECT_EQ(ops::choose_gemm_config(problem(1, 4096, 4096), compat).kernel, K::Vec4);
+
+  // Forced choices that cannot run are errors that say why.
+  ops::GemmLaunchSpec s = problem(4096, 4096, 4096);
+  s.kernel = K::Fast128;
+  EXPECT_NE(choose_error(s, compat).find("needs 256 invocations per workgroup; the device allows 128"),
+            std::string::npos);
+  s.stages = 2;
+  s.tile_k = 16;
+  EXPECT_NE(choose_error(s, web).find("needs 33792 bytes of workgroup memory; the device allows 16384"),
+            std::string::npos);
+  EXPECT_EQ(ops::choose_gemm_config(s, h200).workgroup_storage_bytes, 33792u);
+  s.kernel = K::Fast64;
+  s.tile_k = 8;
+  EXPECT_NE(choose_error(s, h200).find("has no configuration"), std::string::npos);
+  s = problem(9, 100, 100);
+  s.kernel = K::Gemv;
+  EXPECT_NE(choose_error(s, h200).find("M <= 8"), std::string::npos);
+  s = problem(2, 100, 100, false);
+  s.kernel = K::Gemv;
+  EXPECT_NE(choose_error(s, h200).find("B as [K, N]"), std::string::npos);
+  s = problem(2, 100, 100);
+  s.a_km = true;
+  s.kernel = K::Gemv;
+  EXPECT_NE(choose_error(s, h200).find("A as [K, M]"), std::string::npos);
+  s.kernel = K::Vec4;
+  EXPECT_NE(choose_error(s, h200).find("K % 4 == 0"), std::string::npos);
+}
+
+TEST(GemmPlanner, ForcedKernelsThatCannotRunAreErrorsNamingTheNode) {
+  Tensor a = test::random_tensor({9, 12}, 141);
+  Tensor b = test::random_tensor({12, 20}, 142);
+  ops::NodeInfo mm = node("MatMul");
+  mm.attributes.set("wgi.kernel", std::string("gemv"));
+  std::string msg = plan_error(mm, Inputs{NodeInput{a}, NodeInput{b, true}});
+  EXPECT_NE(msg.find("'linear_under_test'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("M <= 8"), std::string::npos) << msg;
+
+  mm.attributes.set("wgi.kernel", std::string("fast64"));
+  gpu::Capabilities small = test::device().capabilities();
+  small.limits.max_compute_invocations_per_workgroup = 128;
+  msg = plan_error(mm, Inputs{NodeInput{a}, NodeInput{b, true}}, small);
+  EXPECT_NE(msg.find("needs 256 invocations per workgroup"), std::string::npos) << msg;
+  // Without forcing, the same device falls back to the seeds' kernels.
+  EXPECT_EQ(runtime::plan_node(small, node("MatMul"),
+                               Inputs{NodeInput{test::random_tensor({100, 12}, 1)},
+                                      NodeInput{test::random_tensor({12, 100}, 2), true}})
+                .launches.at(0)
+                .program.label,
+            "gemm_vec4_bnk");
+
+  mm.attributes.set(ops::kGemmTileKAttribute, int64_t{12});
+  msg = plan_error(mm, Inputs{NodeInput{a}, NodeInput{b, true}});
+  EXPECT_NE(msg.find("wgi.gemm_tile_k = 12 (expected 8, 16 or 32)"), std::string::npos) << msg;
+
+  ops::NodeInfo unknown = node("Gemm");
+  unknown.attributes.set("wgi.kernel", std::string("fast256"));
+  msg = plan_error(unknown, Inputs{NodeInput{a}, NodeInput{b}});
+  EXPECT_NE(msg.find("expected tiled, vec4, fast128, fast64 or gemv"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -1,0 +1,320 @@
+// The large-tile GEMM: a BM x BN output tile per 256-invocation workgroup (16 x 16 threads, each a TM x TN
+// register tile: 128x128 with 8x8, 64x64 with 4x4), K walked in slabs of BK.
+//
+// - Global -> registers -> workgroup memory: each thread fetches its share of the next K slab into registers
+//   before computing on the current one, so global latency hides behind the FMAs. With STAGES = 2 the slab
+//   goes into the other half of a double-buffered workgroup array (one barrier per slab); with STAGES = 1 it
+//   waits for the computation to finish (two barriers per slab) and needs half the workgroup memory.
+// - Workgroup memory holds both operands K-major ([k][m] and [k][n]) as vec4s, so the inner loop reads TM/4 +
+//   TN/4 vec4s per k for TM * TN FMAs. Rows carry one vec4 of padding: the transposed scalar stores of a
+//   K-contiguous operand then hit 32 distinct banks (row stride = 4 mod 32 words).
+// - An operand whose K is contiguous (A [M,K], B [N,K]) is read as vec4 along K and transposed on the way
+//   into workgroup memory; one whose M (N) is contiguous (A [K,M], B [K,N]) as vec4 along M (N), stored as
+//   is.
+//   A_VEC4 / B_VEC4 = 0 reads the same four elements as scalars, for a contiguous extent not divisible by 4.
+// - A warp (32 invocations) covers 8 x 4 threads, so its workgroup-memory reads touch 8 (B) and 4 (A)
+//   distinct consecutive vec4s: no bank conflicts, and few wavefronts per FMA.
+// - Any M, N, K: edge tiles are zero-filled when loaded and masked when stored.
+const TM: u32 = {{TM}}u;  // rows per thread, 4 or 8
+const TN: u32 = {{TN}}u;  // columns per thread, 4 or 8
+const BK: u32 = {{BK}}u;  // K per slab; BM * BK and BN * BK are multiples of 1024
+const STAGES: u32 = {{STAGES}}u;  // 2 with DOUBLE_BUFFER, else 1
+const BM: u32 = 16u * TM;
+const BN: u32 = 16u * TN;
+const GM: u32 = TM / 4u;  // vec4 groups of a thread's rows; group g holds rows g * 64 + ty * 4 + 0..3
+const GN: u32 = TN / 4u;
+const SA: u32 = BM / 4u + 1u;  // vec4s per k row of a_tile, padding included
+const SB: u32 = BN / 4u + 1u;
+const A_LOADS: u32 = BM * BK / 1024u;  // vec4s of A per thread per slab
+const B_LOADS: u32 = BN * BK / 1024u;
+
+#if A_VEC4
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+#else
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+#endif
+#if B_VEC4
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+#else
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+#endif
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> output: array<f32>;
+@group(0) @binding(4) var<uniform> params: GemmParams;
+
+#include "linear/gemm_common.wgsl"
+
+var<workgroup> a_tile: array<vec4<f32>, STAGES * BK * SA>;  // [stage][k][m / 4]
+var<workgroup> b_tile: array<vec4<f32>, STAGES * BK * SB>;  // [stage][k][n / 4]
+
+// Four consecutive elements of A along its contiguous dimension, zero past the edges. `base` is the batch
+// offset in elements; (m, k) is the first element.
+fn fetch_a(base: u32, m: u32, k: u32) -> vec4<f32> {
+#if A_KM
+  // A stored [K, M]: the four run along M.
+  if (k >= params.K) {
+    return vec4<f32>(0.0);
+  }
+  let i = base + k * params.M + m;
+#if A_VEC4
+  if (m >= params.M) {
+    return vec4<f32>(0.0);
+  }
+  return a[i / 4u];
+#else
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (m + j < params.M) {
+      v[j] = a[i + j];
+    }
+  }
+  return v;
+#endif
+#else
+  // A stored [M, K]: the four run along K.
+  if (m >= params.M) {
+    return vec4<f32>(0.0);
+  }
+  let i = base + m * params.K + k;
+#if A_VEC4
+  if (k >= params.K) {
+    return vec4<f32>(0.0);
+  }
+  return a[i / 4u];
+#else
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (k + j < params.K) {
+      v[j] = a[i + j];
+    }
+  }
+  return v;
+#endif
+#endif
+}
+
+// Four consecutive elements of B along its contiguous dimension, zero past the edges.
+fn fetch_b(base: u32, n: u32, k: u32) -> vec4<f32> {
+#if B_NK
+  // B stored [N, K] (the prepacked weight): the four run along K.
+  if (n >= params.N) {
+    return vec4<f32>(0.0);
+  }
+  let i = base + n * params.K + k;
+#if B_VEC4
+  if (k >= params.K) {
+    return vec4<f32>(0.0);
+  }
+  return b[i / 4u];
+#else
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (k + j < params.K) {
+      v[j] = b[i + j];
+    }
+  }
+  return v;
+#endif
+#else
+  // B stored [K, N]: the four run along N.
+  if (k >= params.K) {
+    return vec4<f32>(0.0);
+  }
+  let i = base + k * params.N + n;
+#if B_VEC4
+  if (n >= params.N) {
+    return vec4<f32>(0.0);
+  }
+  return b[i / 4u];
+#else
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (n + j < params.N) {
+      v[j] = b[i + j];
+    }
+  }
+  return v;
+#endif
+#endif
+}
+
+// Which four elements of a slab the thread's load number `l` covers, as (row or column, k) within the slab.
+// K-contiguous operand: consecutive invocations pair up on one row (two vec4s along K, 32 bytes) and a warp
+// spans 16 rows, which makes the transposed stores conflict-free. Otherwise a warp reads one k row.
+fn slab_coords(flat: u32, l: u32, extent: u32, k_contiguous: bool) -> vec2<u32> {
+  let e = flat + l * 256u;
+  if (k_contiguous) {
+    let pair = e >> 1u;
+    return vec2<u32>(pair % extent, 4u * ((e & 1u) + 2u * (pair / extent)));
+  }
+  return vec2<u32>(4u * (e % (extent / 4u)), e / (extent / 4u));
+}
+
+// Stores four fetched elements, the first at (row, k) = rk of the slab, into the K-major tile of `stage`.
+fn store_a(stage: u32, rk: vec2<u32>, v: vec4<f32>) {
+  let base = stage * (BK * SA);
+#if A_KM
+  a_tile[base + rk.y * SA + rk.x / 4u] = v;
+#else
+  let i = base + rk.y * SA + rk.x / 4u;
+  let c = rk.x % 4u;
+  a_tile[i][c] = v.x;
+  a_tile[i + SA][c] = v.y;
+  a_tile[i + 2u * SA][c] = v.z;
+  a_tile[i + 3u * SA][c] = v.w;
+#endif
+}
+
+fn store_b(stage: u32, rk: vec2<u32>, v: vec4<f32>) {
+  let base = stage * (BK * SB);
+#if B_NK
+  let i = base + rk.y * SB + rk.x / 4u;
+  let c = rk.x % 4u;
+  b_tile[i][c] = v.x;
+  b_tile[i + SB][c] = v.y;
+  b_tile[i + 2u * SB][c] = v.z;
+  b_tile[i + 3u * SB][c] = v.w;
+#else
+  b_tile[base + rk.y * SB + rk.x / 4u] = v;
+#endif
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) flat: u32) {
+  let tile_index = linear_workgroup_index(wid, nwg);
+  let tiles_per_matrix = params.tiles_n * params.tiles_m;
+  if (tile_index >= tiles_per_matrix * params.batch) {
+    return;  // uniform: the whole workgroup leaves together
+  }
+  let batch = tile_index / tiles_per_matrix;
+  let in_matrix = tile_index % tiles_per_matrix;
+  let row0 = (in_matrix / params.tiles_n) * BM;
+  let col0 = (in_matrix % params.tiles_n) * BN;
+  let offsets = gemm_batch_offsets(batch);
+
+  // Warp w covers threads tx in (w % 2) * 8 + 0..7, ty in (w / 2) * 4 + 0..3.
+  let lane = flat % 32u;
+  let warp = flat / 32u;
+  let tx = (warp % 2u) * 8u + lane % 8u;
+  let ty = (warp / 2u) * 4u + lane / 8u;
+
+#if A_KM
+  let a_k_contiguous = false;
+#else
+  let a_k_contiguous = true;
+#endif
+#if B_NK
+  let b_k_contiguous = true;
+#else
+  let b_k_contiguous = false;
+#endif
+  var a_rk: array<vec2<u32>, A_LOADS>;
+  var b_rk: array<vec2<u32>, B_LOADS>;
+  for (var l = 0u; l < A_LOADS; l++) {
+    a_rk[l] = slab_coords(flat, l, BM, a_k_contiguous);
+  }
+  for (var l = 0u; l < B_LOADS; l++) {
+    b_rk[l] = slab_coords(flat, l, BN, b_k_contiguous);
+  }
+
+  var acc: array<vec4<f32>, TM * GN>;  // row r, column group g at acc[r * GN + g]; zero-initialised
+  var a_next: array<vec4<f32>, A_LOADS>;
+  var b_next: array<vec4<f32>, B_LOADS>;
+
+  let k_slabs = (params.K + BK - 1u) / BK;
+  if (k_slabs > 0u) {
+    for (var l = 0u; l < A_LOADS; l++) {
+      store_a(0u, a_rk[l], fetch_a(offsets.x, row0 + a_rk[l].x, a_rk[l].y));
+    }
+    for (var l = 0u; l < B_LOADS; l++) {
+      store_b(0u, b_rk[l], fetch_b(offsets.y, col0 + b_rk[l].x, b_rk[l].y));
+    }
+  }
+  workgroupBarrier();
+
+  for (var s = 0u; s < k_slabs; s++) {
+    let more = s + 1u < k_slabs;
+    if (more) {
+      let k0 = (s + 1u) * BK;
+      for (var l = 0u; l < A_LOADS; l++) {
+        a_next[l] = fetch_a(offsets.x, row0 + a_rk[l].x, k0 + a_rk[l].y);
+      }
+      for (var l = 0u; l < B_LOADS; l++) {
+        b_next[l] = fetch_b(offsets.y, col0 + b_rk[l].x, k0 + b_rk[l].y);
+      }
+    }
+
+    let a_base = (s % STAGES) * (BK * SA) + ty;
+    let b_base = (s % STAGES) * (BK * SB) + tx;
+    for (var k = 0u; k < BK; k++) {
+      var av: array<vec4<f32>, GM>;
+      var bv: array<vec4<f32>, GN>;
+      for (var g = 0u; g < GM; g++) {
+        av[g] = a_tile[a_base + k * SA + g * 16u];
+      }
+      for (var g = 0u; g < GN; g++) {
+        bv[g] = b_tile[b_base + k * SB + g * 16u];
+      }
+      for (var gi = 0u; gi < GM; gi++) {
+        for (var i = 0u; i < 4u; i++) {
+          let x = vec4<f32>(av[gi][i]);
+          for (var gj = 0u; gj < GN; gj++) {
+            let r = (gi * 4u + i) * GN + gj;
+            acc[r] = fma(x, bv[gj], acc[r]);
+          }
+        }
+      }
+    }
+
+#if DOUBLE_BUFFER
+    // The other half was last read in slab s - 1, which every thread finished before the last barrier.
+    if (more) {
+      for (var l = 0u; l < A_LOADS; l++) {
+        store_a((s + 1u) % 2u, a_rk[l], a_next[l]);
+      }
+      for (var l = 0u; l < B_LOADS; l++) {
+        store_b((s + 1u) % 2u, b_rk[l], b_next[l]);
+      }
+    }
+    workgroupBarrier();
+#else
+    workgroupBarrier();
+    if (more) {
+      for (var l = 0u; l < A_LOADS; l++) {
+        store_a(0u, a_rk[l], a_next[l]);
+      }
+      for (var l = 0u; l < B_LOADS; l++) {
+        store_b(0u, b_rk[l], b_next[l]);
+      }
+    }
+    workgroupBarrier();
+#endif
+  }
+
+  // The epilogue per run of four columns: bias reads clamped into the matrix (values past N are dropped).
+  let out_base = batch * params.M * params.N;
+  for (var gi = 0u; gi < GM; gi++) {
+    for (var i = 0u; i < 4u; i++) {
+      let m = row0 + gi * 64u + ty * 4u + i;
+      if (m < params.M) {
+        let out_row = out_base + m * params.N;
+        let bias_row = m * params.bias_strides.x;
+        for (var gj = 0u; gj < GN; gj++) {
+          let n0 = col0 + gj * 64u + tx * 4u;
+          var v = params.alpha * acc[(gi * 4u + i) * GN + gj];
+          if (params.has_bias != 0u) {
+            for (var j = 0u; j < 4u; j++) {
+              v[j] += params.beta * bias[bias_row + min(n0 + j, params.N - 1u) * params.bias_strides.y];
+            }
+          }
+          for (var j = 0u; j < 4u; j++) {
+            if (n0 + j < params.N) {
+              output[out_row + n0 + j] = fused_activation(v[j], params.act_lo, params.act_hi);
+            }
+          }
+        }
+      }
+    }
+  }
+}
