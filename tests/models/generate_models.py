@@ -208,6 +208,10 @@ def main():
     unsupported(rng)
     if "--no-torch" not in sys.argv:
         torch_models(rng)
+        # Florence-2's vision tower, SigLIP, Florence-2's BART decoder step (own seed; --large there for the
+        # base configs).
+        import florence_siglip
+        florence_siglip.write_tiny()
     odd_names()
 
 
