@@ -10,6 +10,10 @@
 #include <filesystem>
 #include <thread>
 
+#ifdef __EMSCRIPTEN__
+#include "gpu/web/web_wait.h"
+#endif
+
 #include "gpu/pipeline_cache.h"
 #include "gpu/webgpu_abi.h"
 #include "gpu/webgpu_util.h"
@@ -25,6 +29,8 @@ std::string_view to_string(BackendKind kind) {
       return "swiftshader";
     case BackendKind::Gles:
       return "gles";
+    case BackendKind::Browser:
+      return "browser";
   }
   return "?";
 }
@@ -35,7 +41,12 @@ BackendKind parse_backend(std::string_view name) {
   if (lower == "vulkan") return BackendKind::Vulkan;
   if (lower == "swiftshader") return BackendKind::SwiftShader;
   if (lower == "gles") return BackendKind::Gles;
+#ifdef __EMSCRIPTEN__
+  if (lower == "browser") return BackendKind::Browser;
+  throw Error("unknown backend '" + std::string(name) + "': the browser build has only 'browser'");
+#else
   throw Error("unknown backend '" + std::string(name) + "': expected vulkan, swiftshader or gles");
+#endif
 }
 
 Capabilities default_capabilities() {
@@ -101,6 +112,7 @@ std::string adapter_type_name(WGPUAdapterType type) {
   }
 }
 
+#ifndef __EMSCRIPTEN__
 // Sets environment variables for the duration of one adapter request and restores them afterwards, so that
 // trying SwiftShader does not change what the rest of the process sees.
 class ScopedEnv {
@@ -128,6 +140,7 @@ class ScopedEnv {
   };
   std::vector<Saved> saved_;
 };
+#endif
 
 struct AdapterRequest {
   bool done = false;
@@ -142,6 +155,15 @@ struct DeviceRequest {
 };
 
 void spin_until(WGPUInstance instance, const bool& done) {
+#ifdef __EMSCRIPTEN__
+  // The browser settles WebGPU promises only when control returns to its event loop: suspend (Asyncify)
+  // until one has settled, then run the callbacks it queued. No thread, no busy loop.
+  while (!done) {
+    wgpuInstanceProcessEvents(instance);
+    if (done) break;
+    web::wait_for_webgpu_event();
+  }
+#else
   for (int spins = 0; !done; ++spins) {
     wgpuInstanceProcessEvents(instance);
     if (done) break;
@@ -152,6 +174,7 @@ void spin_until(WGPUInstance instance, const bool& done) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
+#endif
 }
 
 WGPUAdapter request_adapter(WGPUInstance instance, const WGPURequestAdapterOptions& options,
@@ -210,6 +233,7 @@ bool matches_filter(const AdapterInfo& info, const std::string& filter) {
   return false;
 }
 
+#ifndef __EMSCRIPTEN__
 // Whether the Vulkan loader has any driver manifest to load. Asking Dawn when there is none only makes it
 // print loader warnings, so the automatic order skips Vulkan then.
 bool vulkan_driver_manifests_present() {
@@ -240,6 +264,7 @@ bool vulkan_driver_manifests_present() {
   }
   return false;
 }
+#endif
 
 }  // namespace
 
@@ -271,7 +296,11 @@ std::shared_ptr<Device> DeviceFactory::create(const DeviceOptions& options) {
   if (backend) {
     order = {*backend};
   } else {
+#ifdef __EMSCRIPTEN__
+    order = {BackendKind::Browser};
+#else
     order = {BackendKind::Vulkan, BackendKind::SwiftShader, BackendKind::Gles};
+#endif
   }
 
   std::shared_ptr<Device> device(new Device());
@@ -300,11 +329,23 @@ std::shared_ptr<Device> DeviceFactory::create(const DeviceOptions& options) {
 
 bool DeviceFactory::try_backend(Device& device, BackendKind kind, bool explicit_choice,
                                 const std::optional<std::string>& filter, SelectionAttempt& attempt) {
-  ScopedEnv env;
   WGPURequestAdapterOptions options = {};
   options.powerPreference = WGPUPowerPreference_HighPerformance;
   options.featureLevel = WGPUFeatureLevel_Core;
   WGPUBackendType wanted = WGPUBackendType_Vulkan;
+#ifdef __EMSCRIPTEN__
+  // The page's navigator.gpu (src/gpu/web/webgpu.js); the browser picks the adapter, nothing to configure.
+  if (kind != BackendKind::Browser) {
+    attempt.detail = "the browser build can only use the page's WebGPU (backend 'browser')";
+    return false;
+  }
+  wanted = WGPUBackendType_WebGPU;
+#else
+  ScopedEnv env;
+  if (kind == BackendKind::Browser) {
+    attempt.detail = "backend 'browser' exists only in the WebAssembly build";
+    return false;
+  }
   if (kind == BackendKind::SwiftShader) {
     const char* override_icd = std::getenv("WGI_SWIFTSHADER_ICD");
     std::string icd =
@@ -329,6 +370,7 @@ bool DeviceFactory::try_backend(Device& device, BackendKind kind, bool explicit_
     attempt.detail = "no Vulkan driver installed (no ICD manifest in the loader's search path)";
     return false;
   }
+#endif
 
   WGPUInstanceDescriptor instance_desc = {};
   WGPUInstance instance = wgpuCreateInstance(&instance_desc);

@@ -22,9 +22,11 @@ class PipelineCache;
 
 // How wgi reaches a GPU. The automatic order is Vulkan (a real GPU), then SwiftShader (Vulkan on the CPU,
 // from Debian's chromium package), then Dawn's OpenGL ES backend (Mesa llvmpipe, compatibility level).
-enum class BackendKind { Vulkan, SwiftShader, Gles };
+// Browser: the page's navigator.gpu, the only backend of the WebAssembly build (docs/browser.md).
+enum class BackendKind { Vulkan, SwiftShader, Gles, Browser };
 std::string_view to_string(BackendKind kind);
-// Accepts "vulkan", "swiftshader", "gles"; throws wgi::Error naming the accepted values otherwise.
+// Accepts "vulkan", "swiftshader", "gles" ("browser" in the WebAssembly build); throws wgi::Error naming the
+// accepted values otherwise.
 BackendKind parse_backend(std::string_view name);
 
 struct AdapterInfo {

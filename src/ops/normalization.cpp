@@ -917,8 +917,9 @@ void register_normalization_ops(OpRegistry& registry) {
   for (const auto& [name, kind] :
        {std::pair{"ArgMax", ReduceKind::ArgMax}, std::pair{"ArgMin", ReduceKind::ArgMin}}) {
     OpHandler h;
-    h.plan = [kind](const PlanContext& ctx) { return plan_reduction(ctx, arg_spec(ctx, kind)); };
-    h.evaluate_on_host = [kind](const PlanContext& ctx, std::span<const Tensor* const> host) {
+    // [kind = kind]: clang < 16 (the browser build's Emscripten) cannot capture structured bindings.
+    h.plan = [kind = kind](const PlanContext& ctx) { return plan_reduction(ctx, arg_spec(ctx, kind)); };
+    h.evaluate_on_host = [kind = kind](const PlanContext& ctx, std::span<const Tensor* const> host) {
       return evaluate_reduce(ctx, host, kind, false);
     };
     registry.add("", name, 1, kLatestOpset, std::move(h));

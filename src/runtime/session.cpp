@@ -124,8 +124,8 @@ std::vector<const Tensor*> Session::Impl::check_inputs(const std::map<std::strin
     signature += ";";
   }
   for (const auto& [name, tensor] : given) {
-    bool known =
-        std::any_of(inputs.begin(), inputs.end(), [&](const TensorInfo& i) { return i.name == name; });
+    bool known = std::any_of(inputs.begin(), inputs.end(),
+                             [&name = name](const TensorInfo& i) { return i.name == name; });
     if (!known) {
       std::string expected;
       for (const auto& i : inputs) expected += (expected.empty() ? "" : ", ") + i.name;

@@ -1,0 +1,97 @@
+// Runs the browser tests in Debian's headless Chromium (/usr/bin/chromium, WebGPU on SwiftShader through
+// --enable-unsafe-webgpu) against pages served from 127.0.0.1, and checks the demo page.
+//   node tests/web/run.mjs [--filter SUBSTRING] [--no-demo] [--screenshot FILE]
+// Needs scripts/build-web (build/web/wgi.{js,wasm}) and scripts/setup (playwright-core in third_party/web-test).
+// Exits 1 if any test fails or the demo does not show the expected text, 2 if the harness itself breaks.
+import {createRequire} from 'node:module';
+import path from 'node:path';
+import fs from 'node:fs';
+import os from 'node:os';
+import {fileURLToPath} from 'node:url';
+import {startServer} from './serve.mjs';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const filter = option('--filter', '');
+const screenshot = option('--screenshot', path.join(repo, 'build/web/demo.png'));
+const withDemo = !args.includes('--no-demo');
+const timeoutMs = Number(option('--timeout', 600)) * 1000;
+
+for (const f of ['build/web/wgi.js', 'build/web/wgi.wasm']) {
+  if (!fs.existsSync(path.join(repo, f))) {
+    console.error(`run.mjs: ${f} missing: run scripts/build-web first`);
+    process.exit(2);
+  }
+}
+const require = createRequire(path.join(repo, 'third_party/web-test/package.json'));
+const {chromium} = require('playwright-core');
+
+// The flags Debian's chromium needs to expose WebGPU headless as root (SwiftShader adapter); a fresh profile.
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wgi-chromium-'));
+const launchArgs = [
+  '--enable-unsafe-webgpu', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+const started = Date.now();
+const server = await startServer(0);
+const origin = `http://127.0.0.1:${server.address().port}`;
+let context;
+let exitCode = 0;
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium', headless: true, args: launchArgs, viewport: {width: 1100, height: 900},
+  });
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    const text = m.text();
+    if (text.startsWith('wgi-test ') || m.type() === 'error') console.log(text.replace(/^wgi-test /, ''));
+  });
+  page.on('pageerror', (e) => console.log('page error: ' + e.message));
+
+  await page.goto(`${origin}/tests/web/?filter=${encodeURIComponent(filter)}`);
+  await page.waitForFunction(() => window.wgiTestResults && window.wgiTestResults.done, null, {timeout: timeoutMs});
+  const results = await page.evaluate(() => window.wgiTestResults);
+  console.log(`browser tests: ${results.passed} passed, ${results.failed} failed on ${results.adapter} ` +
+              `(${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  if (results.failed > 0 || results.passed === 0) exitCode = 1;
+
+  if (withDemo) {
+    const demo = await context.newPage();
+    demo.on('console', (m) => { if (m.type() === 'error') console.log('demo: ' + m.text()); });
+    demo.on('pageerror', (e) => console.log('demo page error: ' + e.message));
+    await demo.goto(`${origin}/web/?autorun=1`);
+    await demo.waitForFunction(() => window.wgiDemo && window.wgiDemo.done, null, {timeout: timeoutMs});
+    const state = await demo.evaluate(() => window.wgiDemo);
+    await demo.screenshot({path: screenshot, fullPage: true});
+    console.log(`demo: ${JSON.stringify(state.summary)}; screenshot ${path.relative(repo, screenshot)}`);
+    if (state.error) {
+      console.log('FAIL demo: ' + state.error);
+      exitCode = 1;
+    } else if (!state.expected || state.text !== state.expected) {
+      console.log(`FAIL demo: read ${JSON.stringify(state.text)}, expected ${JSON.stringify(state.expected)}`);
+      exitCode = 1;
+    } else {
+      // The shown result must be in the rendered page, not only in a variable: check the text the screenshot
+      // was taken of, and that the screenshot is a real, non-uniform image.
+      const shown = await demo.locator('#result-text').innerText();
+      const png = fs.readFileSync(screenshot);
+      const ok = shown.includes(state.expected) && png.length > 10000 && png.subarray(1, 4).toString() === 'PNG';
+      console.log(`${ok ? 'PASS' : 'FAIL'} demo shows ${JSON.stringify(shown)} (screenshot ${png.length} bytes)`);
+      if (!ok) exitCode = 1;
+    }
+  }
+} catch (e) {
+  console.error('run.mjs: ' + (e && e.stack || e));
+  exitCode = 2;
+} finally {
+  if (context) await context.close();
+  server.close();
+  fs.rmSync(profile, {recursive: true, force: true});
+}
+console.log(`browser step: ${((Date.now() - started) / 1000).toFixed(1)} s, exit ${exitCode}`);
+process.exit(exitCode);

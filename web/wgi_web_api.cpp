@@ -1,0 +1,187 @@
+// The C functions that web/wgi.mjs calls (through Module.ccall) to use wgi::Session from JavaScript.
+// Everything is plain C types and JSON strings, so the JavaScript side needs no binding generator.
+// Calls that wait for the GPU (create, run) suspend through Asyncify; wgi.mjs runs them one at a time.
+#include <emscripten/emscripten.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wgi/session.h"
+
+namespace {
+
+struct WebSession {
+  std::unique_ptr<wgi::Session> session;
+  std::map<std::string, wgi::Tensor> inputs;
+  std::vector<std::pair<std::string, wgi::Tensor>> outputs;
+  std::string text;  // the last string handed to JavaScript
+};
+
+std::string last_error;
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_dims(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
+std::string json_infos(const std::vector<wgi::TensorInfo>& infos) {
+  std::string out = "[";
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const auto& t = infos[i];
+    out += std::string(i ? "," : "") + "{\"name\":" + json_string(t.name) +
+           ",\"dtype\":" + json_string(std::string(wgi::dtype_name(t.dtype))) +
+           ",\"dims\":" + json_dims(t.dims) + "}";
+  }
+  return out + "]";
+}
+
+bool parse_dtype(const std::string& name, wgi::DType& out) {
+  for (wgi::DType d : {wgi::DType::Float32, wgi::DType::Float16, wgi::DType::Int64, wgi::DType::Int32,
+                       wgi::DType::Int8, wgi::DType::UInt8, wgi::DType::Bool}) {
+    if (wgi::dtype_name(d) == name) {
+      out = d;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Runs f, turning any exception into last_error and `fail`.
+template <class F, class R>
+R guarded(F&& f, R fail) {
+  try {
+    last_error.clear();
+    return f();
+  } catch (const std::exception& e) {
+    last_error = e.what();
+  } catch (...) {
+    last_error = "unknown C++ exception";
+  }
+  return fail;
+}
+
+}  // namespace
+
+extern "C" {
+
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_last_error() {
+  return last_error.c_str();
+}
+
+// Loads an ONNX model from memory and creates the WebGPU device (async). Returns null on error.
+EMSCRIPTEN_KEEPALIVE WebSession* wgi_web_session_create(const uint8_t* bytes, size_t size, int profiling) {
+  return guarded(
+      [&]() -> WebSession* {
+        wgi::SessionOptions options;
+        options.profiling = profiling != 0;
+        auto web = std::make_unique<WebSession>();
+        web->session = std::make_unique<wgi::Session>(wgi::Session::from_bytes(
+            std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes), size), options));
+        return web.release();
+      },
+      static_cast<WebSession*>(nullptr));
+}
+
+EMSCRIPTEN_KEEPALIVE void wgi_web_session_free(WebSession* web) {
+  delete web;
+}
+
+// {"adapter": "...", "inputs": [{name, dtype, dims}], "outputs": [...]}; dims < 0 are symbolic.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_session_info(WebSession* web) {
+  web->text = "{\"adapter\":" + json_string(web->session->adapter_description()) +
+              ",\"inputs\":" + json_infos(web->session->inputs()) +
+              ",\"outputs\":" + json_infos(web->session->outputs()) + "}";
+  return web->text.c_str();
+}
+
+// Copies one input for the next run. Returns 0, or -1 with wgi_web_last_error() set.
+EMSCRIPTEN_KEEPALIVE int wgi_web_session_set_input(WebSession* web, const char* name, const char* dtype,
+                                                   const int32_t* dims, int rank, const uint8_t* data,
+                                                   size_t bytes) {
+  return guarded(
+      [&]() {
+        wgi::DType type;
+        if (!parse_dtype(dtype, type)) throw wgi::Error("unknown dtype '" + std::string(dtype) + "'");
+        wgi::Shape shape(dims, dims + rank);
+        web->inputs[name] = wgi::Tensor(
+            type, shape, std::span<const std::byte>(reinterpret_cast<const std::byte*>(data), bytes));
+        return 0;
+      },
+      -1);
+}
+
+// Runs the model on the inputs set since the last run (async). Returns the number of outputs, or -1.
+EMSCRIPTEN_KEEPALIVE int wgi_web_session_run(WebSession* web) {
+  return guarded(
+      [&]() {
+        auto inputs = std::move(web->inputs);
+        web->inputs.clear();
+        web->outputs.clear();
+        for (auto& [name, tensor] : web->session->run(inputs))
+          web->outputs.emplace_back(name, std::move(tensor));
+        return static_cast<int>(web->outputs.size());
+      },
+      -1);
+}
+
+// {"name", "dtype", "dims"} of output i of the last run; its bytes at output_data(i), output_bytes(i) long.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_session_output_info(WebSession* web, int i) {
+  const auto& [name, t] = web->outputs.at(static_cast<size_t>(i));
+  web->text = "{\"name\":" + json_string(name) +
+              ",\"dtype\":" + json_string(std::string(wgi::dtype_name(t.dtype()))) +
+              ",\"dims\":" + json_dims(t.shape()) + "}";
+  return web->text.c_str();
+}
+
+EMSCRIPTEN_KEEPALIVE const void* wgi_web_session_output_data(WebSession* web, int i) {
+  return web->outputs.at(static_cast<size_t>(i)).second.bytes().data();
+}
+
+EMSCRIPTEN_KEEPALIVE size_t wgi_web_session_output_bytes(WebSession* web, int i) {
+  return web->outputs.at(static_cast<size_t>(i)).second.byte_size();
+}
+
+// Session statistics and, with profiling, the last run's per-node GPU times, as JSON.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_session_stats(WebSession* web) {
+  const wgi::SessionStats& s = web->session->stats();
+  std::string profile = "[";
+  const auto& nodes = web->session->last_profile();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    profile += std::string(i ? "," : "") + "{\"node\":" + json_string(nodes[i].node) +
+               ",\"op\":" + json_string(nodes[i].op_type) + ",\"kernel\":" + json_string(nodes[i].kernel) +
+               ",\"gpu_ms\":" + std::to_string(nodes[i].gpu_ms) + "}";
+  }
+  profile += "]";
+  web->text =
+      "{\"load_ms\":" + std::to_string(s.load_ms) + ",\"last_plan_ms\":" + std::to_string(s.last_plan_ms) +
+      ",\"weight_bytes\":" + std::to_string(s.weight_bytes) +
+      ",\"peak_activation_bytes\":" + std::to_string(s.peak_activation_bytes) +
+      ",\"plans\":" + std::to_string(s.plans) + ",\"nodes\":" + std::to_string(s.nodes) +
+      ",\"dispatches\":" + std::to_string(s.dispatches) + ",\"pipelines\":" + std::to_string(s.pipelines) +
+      ",\"profile\":" + profile + ",\"profiling_note\":" + json_string(web->session->profiling_note()) + "}";
+  return web->text.c_str();
+}
+
+}  // extern "C"
