@@ -4,14 +4,22 @@
 //   -> MatMul(., V)
 // Inputs: Q, K (or K^T with k_transposed = 1), V, optional additive mask, optional scale tensor (one element,
 // known when planning: exports often compute head_dim ** -0.5 from Shape). Attributes: scale (float),
-// scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int). One kernel
-// (attention/attention.wgsl) never writes the score matrix.
+// scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int).
+//
+// Two plans. The fused kernel (attention/attention.wgsl, one workgroup per query row, online softmax) never
+// writes the score matrix; it holds a row's output in registers, so V's last dim is at most kMaxValueDim.
+// Beyond that the scores are the small part: DaViT's channel attention attends over the C/heads channels with
+// the tokens (H*W, 36864 at 768x768) as both the contracted dim and V's last dim, so its score matrix is
+// [C/heads, C/heads]. There the plan is the exporter's own sequence as three launches: the fast GEMM for
+// scale * Q K^T (+ mask) into a scratch buffer, Softmax over its rows into another, and the GEMM with V.
+#include "ops/gemm_launch.h"
 #include <algorithm>
 #include <array>
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/reduction.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -69,10 +77,6 @@ OpPlan plan_attention(const PlanContext& ctx) {
   if (vs[vs.size() - 2] != tk) {
     ctx.fail("V " + shape_to_string(vs) + " has " + std::to_string(vs[vs.size() - 2]) + " rows; K has " +
              std::to_string(tk) + " keys");
-  }
-  if (dv > kMaxValueDim) {
-    ctx.fail("V's last dim " + std::to_string(dv) + " exceeds the fused kernel's " +
-             std::to_string(kMaxValueDim));
   }
   // Output batch dims: the numpy broadcast of Q's, K's and V's (as MatMul would give).
   Shape qb(qs.begin(), qs.end() - 2), kb(ks.begin(), ks.end() - 2), vb(vs.begin(), vs.end() - 2);
@@ -133,6 +137,62 @@ OpPlan plan_attention(const PlanContext& ctx) {
   };
   std::array<uint32_t, 4> dims = {1, 1, 1, 1};
   for (size_t i = 0; i < rank; ++i) dims[4 - rank + i] = to_u32(ctx, out_batch[i], "a batch dim");
+
+  if (dv > kMaxValueDim) {
+    // Scores S = scale * Q K^T (+ mask), P = softmax(S), out = P V: batch dims decoded by the GEMM.
+    const std::vector<int64_t> q_strides = batch_strides(qb, out_batch, tq * d);
+    const std::vector<int64_t> k_strides = batch_strides(kb, out_batch, tk * d);
+    const std::vector<int64_t> v_strides = batch_strides(vb, out_batch, tk * dv);
+    std::vector<int64_t> score_strides(rank, 0);
+    for (size_t i = rank, stride = static_cast<size_t>(tq * tk); i-- > 0;) {
+      score_strides[i] = out_batch[i] == 1 ? 0 : static_cast<int64_t>(stride);
+      stride *= static_cast<size_t>(out_batch[i]);
+    }
+    if (has_mask && std::any_of(mask_strides.begin(), mask_strides.end(), [](int64_t v) { return v != 0; })) {
+      ctx.fail("a mask that differs across batch or heads needs V's last dim <= " +
+               std::to_string(kMaxValueDim) + " (the fused kernel); V is " + shape_to_string(vs));
+    }
+    const uint64_t score_bytes = static_cast<uint64_t>(element_count(out_batch) * tq * tk) * sizeof(float);
+    plan.scratch_bytes = {score_bytes, score_bytes};
+
+    GemmLaunchSpec scores;
+    scores.m = to_u32(ctx, tq, "Tq");
+    scores.n = to_u32(ctx, tk, "Tk");
+    scores.k = to_u32(ctx, d, "D");
+    scores.batch = to_u32(ctx, element_count(out_batch), "batch");
+    scores.batch_dims = dims;
+    scores.a_batch_strides = pad4(q_strides);
+    scores.b_batch_strides = pad4(k_strides);
+    scores.b_nk = !k_transposed;  // K [Tk, D] is B stored [N, K]; K^T [D, Tk] is B [K, N]
+    scores.a = TensorRef::input(0);
+    scores.b = TensorRef::input(1);
+    scores.out = TensorRef::scratch(0);
+    if (has_mask) {
+      scores.bias = TensorRef::input(3);
+      scores.bias_stride_m = to_u32(ctx, mask_row, "mask row stride");
+      scores.bias_stride_n = to_u32(ctx, mask_col, "mask column stride");
+    }
+    scores.alpha = scale;
+    scores.beta = 1.0f;
+    plan.launches.push_back(make_gemm_launch(ctx, scores));
+
+    plan.launches.push_back(make_softmax_launch(ctx, element_count(out_batch) * tq, tk, 1, false,
+                                                TensorRef::scratch(0), TensorRef::scratch(1)));
+
+    GemmLaunchSpec values;
+    values.m = scores.m;
+    values.n = to_u32(ctx, dv, "Dv");
+    values.k = scores.n;
+    values.batch = scores.batch;
+    values.batch_dims = dims;
+    values.a_batch_strides = pad4(score_strides);
+    values.b_batch_strides = pad4(v_strides);
+    values.a = TensorRef::scratch(1);
+    values.b = TensorRef::input(2);
+    values.out = TensorRef::output(0);
+    plan.launches.push_back(make_gemm_launch(ctx, values));
+    return plan;
+  }
 
   KernelLaunch launch;
   launch.program.label = k_transposed ? "attention_kt" : "attention";

@@ -415,26 +415,10 @@ std::vector<Tensor> evaluate_reduce(const PlanContext& ctx, std::span<const Tens
 // ---------------------------------------------------------------------------------------------------------
 // Softmax / LogSoftmax
 
-OpPlan plan_softmax(const PlanContext& ctx, bool log) {
-  require_float32(ctx, 0, "input");
-  const Shape& shape = ctx.input(0).shape;
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  if (rank == 0) ctx.fail(ctx.input_name(0) + " is a scalar; " + ctx.node.op_type + " needs rank >= 1");
-  require_addressable(ctx, ctx.input_name(0), shape);
-  // Before opset 13 the input is flattened to 2-D at `axis` (default 1) and each row normalised as a whole;
-  // from 13 on only `axis` (default -1) is: different results for rank > 2.
-  const bool flatten = ctx.node.opset < 13;
-  const int64_t axis =
-      normalize_axis(ctx, ctx.node.attributes.get_int("axis", flatten ? 1 : -1), rank, "axis");
-  const auto a = static_cast<size_t>(axis);
-  const int64_t outer = product(shape, 0, a);
-  const int64_t length = flatten ? product(shape, a, shape.size()) : shape[a];
-  const int64_t inner = flatten ? 1 : product(shape, a + 1, shape.size());
-  const int64_t rows = outer * inner;
+}  // namespace
 
-  OpPlan plan;
-  plan.outputs.push_back(ctx.input(0));
-  if (rows * length == 0) return plan;
+KernelLaunch make_softmax_launch(const PlanContext& ctx, int64_t rows, int64_t length, int64_t inner, bool log,
+                                 TensorRef in, TensorRef out) {
   const bool row_per_workgroup = length >= 64 || (length >= 16 && rows < 4096);
   KernelLaunch launch;
   if (row_per_workgroup) {
@@ -456,9 +440,35 @@ OpPlan plan_softmax(const PlanContext& ctx, bool log) {
                          {{"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"}, {"LOG", log ? "1" : "0"}});
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
+  launch.bindings = {in, out};
   launch.uniform = gpu::UniformBuilder().u32(u32(rows)).u32(u32(length)).u32(u32(inner)).u32(0).bytes();
-  plan.launches.push_back(std::move(launch));
+  return launch;
+}
+
+namespace {
+
+OpPlan plan_softmax(const PlanContext& ctx, bool log) {
+  require_float32(ctx, 0, "input");
+  const Shape& shape = ctx.input(0).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank == 0) ctx.fail(ctx.input_name(0) + " is a scalar; " + ctx.node.op_type + " needs rank >= 1");
+  require_addressable(ctx, ctx.input_name(0), shape);
+  // Before opset 13 the input is flattened to 2-D at `axis` (default 1) and each row normalised as a whole;
+  // from 13 on only `axis` (default -1) is: different results for rank > 2.
+  const bool flatten = ctx.node.opset < 13;
+  const int64_t axis =
+      normalize_axis(ctx, ctx.node.attributes.get_int("axis", flatten ? 1 : -1), rank, "axis");
+  const auto a = static_cast<size_t>(axis);
+  const int64_t outer = product(shape, 0, a);
+  const int64_t length = flatten ? product(shape, a, shape.size()) : shape[a];
+  const int64_t inner = flatten ? 1 : product(shape, a + 1, shape.size());
+  const int64_t rows = outer * inner;
+
+  OpPlan plan;
+  plan.outputs.push_back(ctx.input(0));
+  if (rows * length == 0) return plan;
+  plan.launches.push_back(
+      make_softmax_launch(ctx, rows, length, inner, log, TensorRef::input(0), TensorRef::output(0)));
   return plan;
 }
 
