@@ -21,6 +21,10 @@ const screenshot = option('--screenshot', path.join(repo, 'build/web/demo.png'))
 const withDemo = !args.includes('--no-demo');
 const timeoutMs = Number(option('--timeout', 600)) * 1000;
 
+if (Number(process.versions.node.split('.')[0]) < 20) {
+  console.error(`run.mjs: Node.js ${process.versions.node}; playwright-core 1.65 needs Node.js >= 20`);
+  process.exit(2);
+}
 for (const f of ['build/web/wgi.js', 'build/web/wgi.wasm']) {
   if (!fs.existsSync(path.join(repo, f))) {
     console.error(`run.mjs: ${f} missing: run scripts/build-web first`);
