@@ -1,25 +1,123 @@
 #!/usr/bin/env bash
-# The whole GPU campaign in one device call (see docs/performance.md for how results are recorded):
-# adapter info, the full test suite on the real GPU (heavy tests included), the selftest, the op benchmarks
-# at large sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes, joined into a ratio table.
-# Run on the GPU machine from the repo root after `source .device/env.sh`; writes results under $OUT.
+# The GPU campaign on the lent H200, in two device calls (what travels is limited to 64 MiB; see
+# bench/h200_pack.sh, which prepares each). Run from the repo root there:
+#   source .device/env.sh; bash bench/h200_campaign.sh main    # carry [".device", "third_party/ocr-models"]
+#   source .device/env.sh; bash bench/h200_campaign.sh models  # carry [".device"]
+# main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
+#         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
+#         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
+# models: the base-size target models checked against their float64 references, timed by `wgi bench`, by
+#         PyTorch eager (CUDA, fp32, TF32 off) and by ONNX Runtime's WebGPU EP (onnxruntime-node) on the same
+#         files; per-node GPU times (`wgi bench --profile`).
+# Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
+# cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
+mode=${1:?usage: bench/h200_campaign.sh main|models}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
-{
-  echo "# date: $(date -u +%F' '%T) UTC"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
-  wgi info
-} 2>&1 | tee "$out/info.txt"
-wgi info --json >"$out/info.json" 2>&1
-(WGI_BACKEND=gles timeout 60 wgi info 2>&1 | head -4) | sed "s/^/# gles: /" | tee -a "$out/info.txt"
-export WGI_BACKEND=vulkan
-wgi_unit_tests 2>&1 | tail -3
-timeout 300 wgi_gpu_tests 2>&1 | tee "$out/gpu_tests.txt" | grep -E '^\[  (PASSED|FAILED)|FAILED|tests ran'
-wgi_selftest 2>&1 | tee -a "$out/info.txt"
-WGI_BENCH_SIZE=large timeout 240 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/wgi_bench.json" \
-  --benchmark_min_time=0.2 2>&1 | grep -E '^BM_' | tee "$out/wgi_bench.txt"
-WGI_BENCH_SIZE=large WGI_BENCH_KERNEL=tiled timeout 60 wgi_bench_ops --benchmark_filter='BM_Linear/4096' \
-  --benchmark_min_time=0.2 2>&1 | grep -E '^BM_' | tee -a "$out/wgi_bench.txt"
-timeout 120 python3 bench/torch_peer.py | tee "$out/torch.jsonl"
-python3 bench/compare.py "$out/wgi_bench.json" "$out/torch.jsonl" | tee "$out/table.md"
+root=$PWD
+start=$SECONDS
+stamp() { echo "## [$((SECONDS - start)) s] $*"; }
+
+# The test programs hold their data paths as built here (/work/main/...).
+[[ -e /work/main ]] || { mkdir -p /work && ln -s "$root" /work/main; }
+models=.device/models
+# Weights from their recipes; the vision inputs are numpy's first two draws from the generator's seed.
+prepare_models() {
+  timeout 120 python3 tests/models/fill_weights.py "$models" | tail -4
+  python3 - "$models" <<'EOF'
+import os, sys
+import numpy as np
+rng = np.random.default_rng(20261201)  # florence_siglip.SEED; build_cases draws florence's then siglip's input
+for name, size in (("florence2_vision_base_opset17", 768), ("siglip_vision_base_opset17", 224)):
+    x = rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)
+    np.save(os.path.join(sys.argv[1], name, "input_pixel_values.npy"), x)
+EOF
+}
+# Realistic decoder steps for timing: one new token after 64, with Florence-2's 590 encoder tokens.
+declare -A bench_dims=(
+  [bart_decoder_base_opset17]="batch=1 new_tokens=1 past_len=64 src_len=590"
+  [bart_decoder_cached_cross_base_opset17]="batch=1 new_tokens=1 past_len=64 src_len=590"
+)
+wgi_bench_models() {
+  for dir in "$models"/*; do
+    name=$(basename "$dir")
+    dims=()
+    for d in ${bench_dims[$name]:-}; do dims+=(--dim "$d"); done
+    inputs=()
+    [[ -z ${bench_dims[$name]:-} ]] && for f in "$dir"/input_*.npy; do
+      n=$(basename "$f" .npy); inputs+=(--input "${n#input_}=$f")
+    done
+    echo "### wgi bench $name ${bench_dims[$name]:-}"
+    timeout 120 wgi bench "$dir/model.onnx" --random-inputs 1 "${dims[@]}" "${inputs[@]}" --runs 30 2>&1 | tail -12
+  done
+}
+
+for f in .device/bin/*.xz; do xz -d "$f" && chmod +x "${f%.xz}"; done
+if [[ $mode == main ]]; then
+  tar -C / -xJf .device/debian_files.tar.xz
+  {
+    echo "# date: $(date -u +%F' '%T) UTC"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    wgi info
+  } >"$out/info.txt" 2>&1
+  export WGI_BACKEND=vulkan
+  {
+    stamp unit tests; timeout 60 wgi_unit_tests 2>&1 | grep -vE '^\[ +(RUN|OK) +\]' | tail -30
+    stamp gpu tests
+    WGI_ORT_COMMAND="python3 $root/tests/ort/run_model.py" timeout 240 wgi_gpu_tests 2>&1 |
+      grep -vE '^\[ +(RUN|OK) +\]|^\[ (model|step) ' | tail -150
+    stamp conformance; timeout 60 wgi_conformance 2>&1 | tail -3
+    stamp selftest; timeout 60 wgi_selftest 2>&1 | tail -15
+    stamp ocr example; timeout 60 ocr examples/ocr/sample.png 2>&1 | tail -15
+  } >"$out/tests.txt" 2>&1
+  stamp op benchmarks
+  # The planner's choices (BM_Linear, BM_Conv), every GEMM kernel forced on its shapes (BM_LinearKernel),
+  # workgroup-memory configurations and GEMV lane counts (BM_LinearConfig), runtime-B products.
+  WGI_BENCH_SIZE=large timeout 240 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/wgi_bench.json" \
+    --benchmark_min_time=0.1 >/dev/null 2>"$out/wgi_bench.err"
+  stamp torch peer
+  timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
+  python3 bench/compare.py "$out/wgi_bench.json" "$out/torch.jsonl" >"$out/table.md" 2>&1
+  stamp done
+else
+  export WGI_BACKEND=vulkan
+  {
+    prepare_models
+    stamp models: correctness
+    timeout 180 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
+      "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 \
+      "$models"/bart_decoder_base_opset17
+    stamp models: wgi bench; wgi_bench_models
+    stamp models: torch eager; timeout 120 python3 bench/model_torch_peer.py "$models"/*
+  } >"$out/models.txt" 2>&1
+  {
+    for dir in "$models"/*; do
+      name=$(basename "$dir")
+      stamp ORT WebGPU "$name"
+      # ort_bench.js fills every input with seeded random values; shapes given as NAME=d0xd1x...
+      shapes=()
+      if [[ $name == bart_decoder_base_opset17 ]]; then
+        shapes=(input_ids=1x1 encoder_hidden_states=1x590x768)
+        for i in 0 1 2 3 4 5; do shapes+=(past_key_$i=1x12x64x64 past_value_$i=1x12x64x64); done
+      elif [[ $name == bart_decoder_cached_cross_base_opset17 ]]; then
+        shapes=(input_ids=1x1)
+        for i in 0 1 2 3 4 5; do
+          shapes+=(past_key_$i=1x12x64x64 past_value_$i=1x12x64x64 cross_key_$i=1x12x590x64 cross_value_$i=1x12x590x64)
+        done
+      elif [[ $name == florence2_vision_base_opset17 ]]; then shapes=(pixel_values=1x3x768x768)
+      else shapes=(pixel_values=1x3x224x224)
+      fi
+      timeout 150 node .device/peers/ort_bench.js "$dir/model.onnx" webgpu 30 "${shapes[@]}" 2>&1 | tail -3
+    done
+  } >"$out/peers.txt" 2>&1
+  {
+    for name in florence2_vision_base_opset17 siglip_vision_base_opset17 bart_decoder_cached_cross_base_opset17; do
+      dims=(--dim batch=1)
+      [[ $name == bart* ]] && dims=(--dim batch=1 --dim new_tokens=1 --dim past_len=64 --dim src_len=590)
+      stamp profile $name
+      timeout 60 wgi bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" --runs 5 --profile 2>&1 |
+        head -45
+    done
+  } >"$out/profile.txt" 2>&1
+fi

@@ -67,10 +67,13 @@ std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Lim
   why = wide_workgroup_problem(limits, fast_name(tile));
   if (!why.empty()) return std::nullopt;
   // Double buffering removes a barrier per slab; a 16-deep slab halves the barriers again. Both cost
-  // workgroup memory: 128x128 takes 33 KiB with both, 16.5 KiB with one, 8.3 KiB with neither. A 32-deep
-  // slab only when forced (tuning).
+  // workgroup memory: 128x128 takes 33 KiB with both, 16.5 KiB with one, 8.3 KiB with neither. Measured on
+  // the H200 (docs/performance.md, 2026-11-29): the 128 tile runs 4096^3 at 32.6 TFLOP/s with one buffer and
+  // 25.1 with two (33 KiB of workgroup memory leaves room for one workgroup per SM instead of two or three);
+  // the 64 tile gains from two (1024^3: 23.2 against 21.2). A 32-deep slab only when forced (tuning).
   const bool forced = spec.tile_k != 0 || spec.stages != 0;
   std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 2}, {16, 1}, {8, 2}, {8, 1}};
+  if (tile == 128) candidates = {{16, 1}, {8, 1}};
   if (forced) candidates = {{8, 1}, {8, 2}, {16, 1}, {16, 2}, {32, 1}, {32, 2}};
   uint32_t smallest = UINT32_MAX;
   for (const auto& [tile_k, stages] : candidates) {

@@ -26,13 +26,17 @@ ocr::Reader& reader() {
   return r;
 }
 
-// onnxruntime (CPU) on the same input, through tests/ort/run_model.js.
+// onnxruntime (CPU) on the same input, through tests/ort/run_model.js (node), or through the command in
+// WGI_ORT_COMMAND that takes the same arguments (e.g. "python3 tests/ort/run_model.py" where Python's
+// onnxruntime is installed but node is not).
 Tensor run_onnxruntime(const fs::path& model, const std::string& input_name, const Tensor& input,
                        const std::string& output_name) {
   const fs::path dir = fs::temp_directory_path() / ("wgi_ort_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   npy::save(dir / "input.npy", input);
-  const std::string command = "node '" + std::string(WGI_ORT_SCRIPT) + "' '" + model.string() + "' '" +
+  const char* runner = std::getenv("WGI_ORT_COMMAND");
+  const std::string prefix = runner && *runner ? std::string(runner) : "node '" + std::string(WGI_ORT_SCRIPT) + "'";
+  const std::string command = prefix + " '" + model.string() + "' '" +
                               (dir / "out").string() + "' '" + input_name + "=" + (dir / "input.npy").string() + "'";
   if (std::system(command.c_str()) != 0) throw Error("onnxruntime reference failed: " + command);
   std::string file = output_name;

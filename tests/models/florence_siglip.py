@@ -489,13 +489,13 @@ class BartDecoderStep(nn.Module):
         b, t = input_ids.shape
         past_len = past_flat[0].shape[2]
         x = self.embed_tokens(input_ids) * self.embed_scale
-        positions = torch.arange(past_len, past_len + t, dtype=torch.long).expand(b, -1)
+        positions = torch.arange(past_len, past_len + t, dtype=torch.long, device=input_ids.device).expand(b, -1)
         x = self.layernorm_embedding(x + self.embed_positions(positions + self.POSITION_OFFSET))
         # Causal mask over [past; new]: new token i (absolute position past_len + i) sees keys j <= past_len + i.
         # Built unconditionally (HF skips it for one token) so one export serves the prompt and the cached steps.
-        row = torch.arange(t).unsqueeze(1) + past_len
-        col = torch.arange(past_len + t).unsqueeze(0)
-        mask = torch.zeros(t, past_len + t, dtype=x.dtype).masked_fill(col > row, torch.finfo(x.dtype).min)
+        row = torch.arange(t, device=x.device).unsqueeze(1) + past_len
+        col = torch.arange(past_len + t, device=x.device).unsqueeze(0)
+        mask = torch.zeros(t, past_len + t, dtype=x.dtype, device=x.device).masked_fill(col > row, torch.finfo(x.dtype).min)
         mask = mask[None, None, :, :]
         presents = []
         for i, layer in enumerate(self.layers):

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Fills .device/ (git-ignored) for bench/h200_campaign.sh on the lent GPU machine, within the device tool's
+# 64 MiB for everything that travels. Usage, from the repo root after `scripts/build release` and
+# `/usr/bin/python3 tests/models/florence_siglip.py --large`:
+#   bench/h200_pack.sh main    the test and benchmark programs (xz), ONNX's test data and the font the OCR
+#                              test renders with; carry [".device", "third_party/ocr-models"]
+#   bench/h200_pack.sh models  wgi, the base-size models without their weights (fill_weights.py rebuilds
+#                              them there), node + onnxruntime-node (ORT's WebGPU EP); carry [".device"]
+# The two do not fit in one call: node and ORT are 40 MB, the OCR models 16 MB.
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+mode=${1:?usage: bench/h200_pack.sh main|models}
+rm -rf .device
+args=()
+[[ $mode == models ]] && args+=(--peers)
+bins=(build/release/wgi)
+[[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
+                              build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
+bash "${WGI_DEVICE_PACK:-$root/../shared/device/pack.sh}" "${args[@]}" "${bins[@]}"
+for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpacks them
+# Models: graph + small tensors + inputs + float64 references; the 360 MB weight files are rebuilt there.
+# The vision models' pixel inputs are numpy's first and second draws from the generator's seed
+# (florence_siglip.py's build_cases), regenerated there instead of carried (7 MB).
+[[ $mode == models ]] && mkdir -p .device/models
+[[ $mode == models ]] && for dir in build/models-large/*_opset17; do
+  name=$(basename "$dir")
+  mkdir -p ".device/models/$name"
+  if [[ $name == bart_decoder_cached_cross_* ]]; then  # timed with random inputs only
+    cp "$dir/model.onnx" "$dir/weights.json" ".device/models/$name/"
+    continue
+  fi
+  find "$dir" -maxdepth 1 -type f ! -name model.onnx.data ! -path '*vision*input_pixel_values.npy' \
+    -exec cp {} ".device/models/$name/" \;
+done
+# Files the tests read from Debian packages: ONNX's test data (conformance, the decoder's unit tests) and the
+# font the OCR test renders its lines with.
+if [[ $mode == main ]]; then
+  tar -C / -cJf .device/debian_files.tar.xz usr/share/libonnx-testdata/data \
+    usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+fi
+du -sh .device $([[ $mode == main ]] && echo third_party/ocr-models) | awk '{print "travels: " $2 " " $1}'

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""PyTorch eager on CUDA (fp32, TF32 off) for the base-size target models: the latency wgi's `wgi bench` of
+the same model is compared with (docs/performance.md). The modules are tests/models/florence_siglip.py's; the
+vision inputs are the model folders' own input_pixel_values.npy (build/models-large/<name>_opset17, see that
+file's --large).
+Decoder steps are timed at one new token after 64, with 590 encoder tokens (the shapes the campaign gives
+`wgi bench` and ORT). Weights are random in both (wgi's come from fill_weights.py); timing does not depend
+on their values.
+Prints one JSON object per line: {"model": ..., "median_ms": ..., "p90_ms": ..., "runs": ...}.
+
+    python3 bench/model_torch_peer.py build/models-large/*_opset17
+"""
+import glob
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models"))
+import florence_siglip  # noqa: E402
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+# cpu only to try the script on a machine without a GPU
+device = os.environ.get("WGI_PEER_DEVICE", "cuda")
+
+
+def synchronize():
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def module_for(name):
+    if name.startswith("florence2_vision_base"):
+        return florence_siglip.florence2_vision(False)
+    if name.startswith("siglip_vision_base"):
+        return florence_siglip.siglip_vision(False)
+    if name.startswith("bart_decoder_cached_cross_base"):
+        return florence_siglip.bart_decoder(False, cross_kv_inputs=True)
+    if name.startswith("bart_decoder_base"):
+        return florence_siglip.bart_decoder(False)
+    return None
+
+
+def decoder_step_inputs(module, past_len=64, src_len=590):
+    """One new token after `past_len`, Florence-2's 590 encoder tokens: the step bench/h200_campaign.sh times
+    with `wgi bench --dim ...` and ORT with the same shapes."""
+    rng = np.random.default_rng(1)
+    dim = module.embed_tokens.embedding_dim
+    heads = module.layers[0].self_attn.heads
+    head = dim // heads
+    ids = torch.zeros(1, 1, dtype=torch.long)
+    if module.cross_kv_inputs:
+        lengths = [past_len, past_len, src_len, src_len]
+        rest = [rng.uniform(-1, 1, (1, heads, lengths[i % 4], head)) for i in range(4 * module.layers_count)]
+    else:
+        rest = [rng.uniform(-1, 1, (1, src_len, dim))]
+        rest += [rng.uniform(-1, 1, (1, heads, past_len, head)) for _ in range(2 * module.layers_count)]
+    return [ids.to(device)] + [torch.from_numpy(r.astype(np.float32)).to(device) for r in rest]
+
+
+def inputs_for(folder, module):
+    """Vision models: the folder's pixel_values; decoder steps: decoder_step_inputs."""
+    if hasattr(module, "io_names"):
+        return decoder_step_inputs(module)
+    return [torch.from_numpy(np.load(os.path.join(folder, "input_pixel_values.npy"))).to(device)]
+
+
+RUNS = 50
+
+
+def median_p90(fn, runs=RUNS, warmup=5):
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        synchronize()  # host-visible latency, as wgi bench measures a run
+        times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    return times[len(times) // 2], times[int(0.9 * len(times))]
+
+
+def main(folders):
+    for folder in folders:
+        name = os.path.basename(os.path.normpath(folder))
+        module = module_for(name)
+        if module is None:
+            continue
+        try:
+            module = module.eval().to(device)
+            args = inputs_for(folder, module)
+            with torch.no_grad():
+                median, p90 = median_p90(lambda: module(*args))
+        except Exception as e:  # one model's failure must not hide the others' numbers
+            print(json.dumps({"model": name, "error": repr(e)}), flush=True)
+            continue
+        print(json.dumps({"model": name, "peer": f"torch_eager_{device}_fp32", "median_ms": round(median, 3),
+                          "p90_ms": round(p90, 3), "runs": RUNS}), flush=True)
+        del module, args
+        if device == "cuda":
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or sorted(glob.glob("build/models-large/*_opset17")))
