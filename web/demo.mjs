@@ -83,6 +83,12 @@ async function read(blob, expected) {
   } catch (e) {
     state.error = String(e && e.message || e);
     status('');
+    if (state.error.includes('no usable WebGPU adapter')) {
+      // navigator.gpu exists but gives no adapter (e.g. Chromium on Linux without --enable-unsafe-webgpu).
+      $('webgpu-missing').textContent = 'WebGPU is present in this browser but gave no GPU adapter, so wgi ' +
+          'cannot run here (the GPU may be blocklisted; in Chromium try --enable-unsafe-webgpu).';
+      $('webgpu-missing').style.display = 'block';
+    }
     $('result-text').innerHTML = '<span class="error"></span>';
     $('result-text').firstChild.textContent = 'Error: ' + state.error;
   } finally {

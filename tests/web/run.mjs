@@ -19,7 +19,7 @@ const option = (name, fallback) => {
 const filter = option('--filter', '');
 const screenshot = option('--screenshot', path.join(repo, 'build/web/demo.png'));
 const withDemo = !args.includes('--no-demo');
-const timeoutMs = Number(option('--timeout', 600)) * 1000;
+const timeoutMs = Number(option('--timeout', 900)) * 1000;
 
 if (Number(process.versions.node.split('.')[0]) < 20) {
   console.error(`run.mjs: Node.js ${process.versions.node}; playwright-core 1.65 needs Node.js >= 20`);
@@ -87,6 +87,26 @@ try {
       const ok = shown.includes(state.expected) && png.length > 10000 && png.subarray(1, 4).toString() === 'PNG';
       console.log(`${ok ? 'PASS' : 'FAIL'} demo shows ${JSON.stringify(shown)} (screenshot ${png.length} bytes)`);
       if (!ok) exitCode = 1;
+    }
+  }
+  if (withDemo) {
+    // Without --enable-unsafe-webgpu this Chromium has no WebGPU adapter: the demo must say so plainly.
+    const plainProfile = fs.mkdtempSync(path.join(os.tmpdir(), 'wgi-chromium-plain-'));
+    const plain = await chromium.launchPersistentContext(plainProfile, {
+      executablePath: '/usr/bin/chromium', headless: true,
+      args: launchArgs.filter((a) => a !== '--enable-unsafe-webgpu'),
+    });
+    try {
+      const page = await plain.newPage();
+      await page.goto(`${origin}/web/?autorun=1`);
+      await page.waitForFunction(() => window.wgiDemo && window.wgiDemo.done, null, {timeout: timeoutMs});
+      const notice = page.locator('#webgpu-missing');
+      const ok = await notice.isVisible() && /WebGPU/.test(await notice.innerText());
+      console.log(`${ok ? 'PASS' : 'FAIL'} demo without WebGPU shows: ${JSON.stringify(await notice.innerText())}`);
+      if (!ok) exitCode = 1;
+    } finally {
+      await plain.close();
+      fs.rmSync(plainProfile, {recursive: true, force: true});
     }
   }
 } catch (e) {
