@@ -1,8 +1,15 @@
 // Conv and ConvTranspose (ONNX, float32, NCHW, 1-D and 2-D): one planning function for both, which validates
-// the node, works out padding and output shape with ONNX's formulas, and routes to one of three kernels:
-//   conv/conv2d_vec4.wgsl       input channels per group % 4 == 0 and a constant weight (prepacked here)
-//   conv/conv2d.wgsl            every other Conv; reads the ONNX weight layout, so the weight may be computed
-//   conv/conv_transpose2d.wgsl  ConvTranspose, in gather form
+// the node, works out padding and output shape with ONNX's formulas, and routes (rules at the end of
+// plan_conv):
+//   GEMM family (gemm_launch.h)  1x1, stride 1, no padding, group 1: a matrix product per image
+//   conv/depthwise.wgsl          group == in channels, one input channel per group (conv_kernels.h)
+//   conv/implicit_gemm.wgsl      other convs with a constant weight and >= 16 out channels per group
+//                                (conv_kernels.h)
+//   conv/conv2d_vec4.wgsl        direct, input channels per group % 4 == 0 and a constant weight (prepacked
+//                                here); with conv2d.wgsl the fallback where the kernels above cannot run
+//   conv/conv2d.wgsl             direct, every other Conv; reads the ONNX weight layout, so the weight may be
+//                                computed
+//   conv/conv_transpose2d.wgsl   ConvTranspose, in gather form
 // A 1-D conv runs as a 2-D one of unit height. Shapes and scalars travel in the uniform block, so the shader
 // text depends only on the kernel and the fused activation.
 #include <algorithm>
@@ -14,6 +21,7 @@
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/conv_kernels.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
 #include "ops/gemm_launch.h"
@@ -27,26 +35,9 @@ enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
 enum class ConvKernel { Direct, DirectVec4, Transposed };
 
 constexpr uint32_t kWorkgroupSize = 64;
-
-// One spatial axis of a conv, after padding and output size have been resolved.
-struct ConvAxis {
-  int64_t input = 1;
-  int64_t kernel = 1;
-  int64_t stride = 1;
-  int64_t dilation = 1;
-  int64_t pad_begin = 0;
-  int64_t output = 1;
-};
-
-// A conv normalised to 2-D: a 1-D conv is a 2-D one whose height axis is all ones.
-struct ConvGeometry {
-  int64_t batch = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t groups = 1;
-  ConvAxis height;
-  ConvAxis width;
-};
+// Below this many output channels per group the implicit GEMM's 64-row tile would be mostly padding; the
+// direct kernels do as well there.
+constexpr int64_t kImplicitGemmMinChannels = 16;
 
 AutoPad parse_auto_pad(const PlanContext& ctx) {
   std::string s = ctx.node.attributes.get_string("auto_pad", "NOTSET");
@@ -354,19 +345,27 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   if (total == 0) return plan;
 
   // A 1x1 convolution with unit stride and no padding is a matrix product per image:
-  // Y[n] (OC x HW) = W (OC x IC) * X[n] (IC x HW). The tiled GEMM reuses every loaded value 32 times where the
-  // direct kernels reload it per output; it takes the same fused epilogue.
+  // Y[n] (OC x HW) = W (OC x IC) * X[n] (IC x HW), run by the GEMM family with its fused epilogue.
   const bool pointwise = !transposed && groups == 1 && g.height.kernel == 1 && g.width.kernel == 1 &&
                          g.height.stride == 1 && g.width.stride == 1 && g.height.pad_begin == 0 &&
-                         g.width.pad_begin == 0 && g.height.output == g.height.input && g.width.output == g.width.input;
+                         g.width.pad_begin == 0 && g.height.output == g.height.input &&
+                         g.width.output == g.width.input;
+  const bool depthwise = !transposed && groups == g.in_channels && in_per_group == 1;
   const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
-  if (!forced.empty() && forced != "gemm" && forced != "direct") {
-    ctx.fail("unknown wgi.kernel '" + forced + "' (expected gemm or direct)");
+  static const char* const kKernelNames =
+      "gemm, implicit_gemm, implicit_gemm128, implicit_gemm64, depthwise or direct";
+  const bool forced_igemm =
+      forced == "implicit_gemm" || forced == "implicit_gemm128" || forced == "implicit_gemm64";
+  if (!forced.empty() && forced != "gemm" && forced != "direct" && forced != "depthwise" && !forced_igemm) {
+    ctx.fail("unknown wgi.kernel '" + forced + "' (expected " + kKernelNames + ")");
+  }
+  if (transposed && !forced.empty() && forced != "direct") {
+    ctx.fail("wgi.kernel = " + forced + " does not run ConvTranspose (its only kernel is direct)");
   }
   if (forced == "gemm" && !pointwise) {
     ctx.fail("wgi.kernel = gemm needs a 1x1 convolution with stride 1, no padding and group 1");
   }
-  if (pointwise && forced != "direct") {
+  if (pointwise && (forced.empty() || forced == "gemm")) {
     const int64_t pixels = g.height.input * g.width.input;
     GemmLaunchSpec mm;
     mm.m = static_cast<uint32_t>(g.out_channels);
@@ -386,10 +385,49 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
     return plan;
   }
 
+  // Depthwise: its own kernel (any kernel size, stride, dilation, padding, channel multiplier) unless the
+  // device's workgroup memory cannot hold one output row's input window; then the direct kernel.
+  if (forced == "depthwise" && !depthwise) {
+    ctx.fail(
+        "wgi.kernel = depthwise needs group == input channels with one input channel per group; this conv "
+        "has group " +
+        std::to_string(groups) + " and " + std::to_string(g.in_channels) + " input channels");
+  }
+  if (depthwise && (forced.empty() || forced == "depthwise")) {
+    std::string why;
+    if (auto c = choose_depthwise_config(g, ctx.caps.limits, why)) {
+      add_depthwise_launch(ctx, g, *c, activation, has_bias, plan);
+      return plan;
+    }
+    if (forced == "depthwise") ctx.fail("wgi.kernel = depthwise cannot run here: " + why);
+  }
+
+  // Implicit GEMM for the other convs with a constant weight (prepacked for it) and enough output channels
+  // per group to fill most of a 64-row tile. It needs 256 invocations per workgroup: compat devices at their
+  // default limits (and any device that cannot hold its workgroup memory) keep the direct kernels.
+  const int64_t out_per_group_count = g.out_channels / groups;
+  const bool weight_known = ctx.constant(1) != nullptr;
+  if (forced_igemm || (forced.empty() && !transposed && !depthwise && weight_known &&
+                       out_per_group_count >= kImplicitGemmMinChannels)) {
+    if (forced_igemm && !weight_known) {
+      ctx.fail("wgi.kernel = " + forced + " needs a constant weight (it is prepacked at plan time); " +
+               ctx.input_name(1) + " is computed at run time");
+    }
+    GemmLaunchSpec knobs;  // the GEMM's tuning attributes (K slab, buffers) apply to the implicit GEMM too
+    read_gemm_attributes(ctx, knobs);
+    const uint32_t tile = forced == "implicit_gemm128" ? 128 : forced == "implicit_gemm64" ? 64 : 0;
+    std::string why;
+    if (auto c = choose_implicit_gemm_config(g, ctx.caps.limits, tile, knobs.tile_k, knobs.stages, why)) {
+      add_implicit_gemm_launch(ctx, g, *c, activation, has_bias, plan);
+      return plan;
+    }
+    if (forced_igemm) ctx.fail("wgi.kernel = " + forced + " cannot run here: " + why);
+  }
+
   ConvKernel kernel = ConvKernel::Direct;
   if (transposed) {
     kernel = ConvKernel::Transposed;
-  } else if (in_per_group > 0 && in_per_group % 4 == 0 && ctx.constant(1) != nullptr) {
+  } else if (in_per_group > 0 && in_per_group % 4 == 0 && weight_known) {
     kernel = ConvKernel::DirectVec4;
   }
 

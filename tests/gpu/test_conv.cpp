@@ -1,8 +1,11 @@
-// Conv and ConvTranspose against float64 references: every kernel (vec4 with a prepacked weight, scalar, the
-// scalar fallback for a runtime weight, transposed), kernels 1x1 to 7x7, strides, asymmetric padding,
-// dilations, groups and depthwise, bias or none, batch > 1, auto_pad, 1-D, output_padding and output_shape,
-// fused activations, and a grid past 65535 workgroups. Plan-only checks (errors, routing) are in
-// tests/unit/test_conv_plan.cpp. CPU adapters are slow: every case here is a few MFLOP at most.
+// Conv and ConvTranspose against float64 references: every kernel (implicit GEMM with each tile and workgroup
+// memory configuration, depthwise, direct vec4 with a prepacked weight, direct scalar, the scalar fallback
+// for a runtime weight, transposed, 1x1 as GEMM), forced and chosen, kernels 1x1 to 7x7, strides, asymmetric
+// padding, dilations, groups and depthwise with channel multipliers, bias or none, batch > 1, auto_pad, 1-D,
+// output_padding and output_shape, fused activations, the fallbacks of smaller devices (planned with reduced
+// limits, run on this one), forced kernels that cannot run, the routing of the benchmark shapes, and a grid
+// past 65535 workgroups. Plan-only checks (errors, uniforms) are in tests/unit/test_conv_plan.cpp. CPU
+// adapters are slow: every case here is a few MFLOP at most.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "ops/fused_activation.h"
+#include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/reference_conv.h"
 #include "support/tensor_check.h"
@@ -44,7 +48,13 @@ struct ConvCase {
   // worked out by hand from the ONNX formulas; unset: the pads attribute.
   std::optional<std::array<int64_t, 4>> resolved_pads = std::nullopt;
   std::string kernel = "conv2d_vec4";  // the kernel the planner must choose (label without suffix)
-  std::string forced_kernel = {};      // the wgi.kernel attribute ("gemm", "direct"), if any
+  std::string forced_kernel = {};      // the wgi.kernel attribute ("gemm", "direct", "implicit_gemm", ...)
+  int64_t tile_k = 0;                  // wgi.gemm_tile_k / wgi.gemm_stages, if set
+  int64_t stages = 0;
+  // Plan as if the device allowed only this many invocations per workgroup / bytes of workgroup memory (0:
+  // its own limits): the fallbacks of smaller devices, run on this one.
+  uint32_t invocations = 0;
+  uint32_t storage = 0;
 };
 
 void PrintTo(const ConvCase& c, std::ostream* os) {
@@ -86,6 +96,18 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
   if (!c.output_shape.empty()) node.attributes.set("output_shape", c.output_shape);
   if (c.kernel_shape_attribute) node.attributes.set("kernel_shape", Ints(c.w.begin() + 2, c.w.end()));
   if (!c.forced_kernel.empty()) node.attributes.set("wgi.kernel", c.forced_kernel);
+  if (c.tile_k) node.attributes.set("wgi.gemm_tile_k", c.tile_k);
+  if (c.stages) node.attributes.set("wgi.gemm_stages", c.stages);
+  runtime::NodeRunOptions options;
+  options.capabilities = test::device().capabilities();
+  if (c.invocations) {
+    options.capabilities->limits.max_compute_invocations_per_workgroup = c.invocations;
+    options.capabilities->limits.max_compute_workgroup_size_x =
+        std::min(options.capabilities->limits.max_compute_workgroup_size_x, c.invocations);
+    options.capabilities->limits.max_compute_workgroup_size_y =
+        std::min(options.capabilities->limits.max_compute_workgroup_size_y, c.invocations);
+  }
+  if (c.storage) options.capabilities->limits.max_compute_workgroup_storage_size = c.storage;
   test::ConvReferenceParams p;
   if (!c.activation.empty()) {
     node.attributes.set(ops::kFusedActivationAttribute, c.activation);
@@ -101,12 +123,21 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
   Inputs inputs = {NodeInput{x}, NodeInput{w, c.constant_weight}};
   if (c.bias) inputs.push_back(NodeInput{b, true});
 
-  ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+  ops::OpPlan plan = runtime::plan_node(*options.capabilities, node, inputs);
   ASSERT_EQ(plan.launches.size(), 1u);
   const std::string suffix = c.activation.empty() ? "" : c.activation == "Relu" ? "_relu" : "_clip";
-  EXPECT_EQ(plan.launches[0].program.label, c.kernel + suffix);
+  const std::string& label = plan.launches[0].program.label;
+  if (c.kernel.rfind("conv_", 0) == 0) {
+    // The new kernels' labels carry their configuration (tile, K slab, threads) before the suffix.
+    EXPECT_EQ(label.rfind(c.kernel, 0), 0u) << label;
+    EXPECT_TRUE(label.size() >= suffix.size() &&
+                label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0)
+        << label;
+  } else {
+    EXPECT_EQ(label, c.kernel + suffix);
+  }
 
-  std::vector<Tensor> out = runtime::run_node(test::device(), node, inputs);
+  std::vector<Tensor> out = runtime::run_node(test::device(), node, inputs, options);
   ASSERT_EQ(out.size(), 1u);
 
   p.groups = group;
@@ -196,21 +227,21 @@ std::vector<ConvCase> conv_cases() {
        .w = {8, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 8,
-       .kernel = "conv2d"},
+       .kernel = "conv_depthwise"},
       {.name = "depthwise_multiplier2_stride2",
        .x = {1, 4, 9, 8},
        .w = {8, 1, 3, 3},
        .strides = {2, 2},
        .pads = {1, 1, 1, 1},
        .group = 4,
-       .kernel = "conv2d"},
+       .kernel = "conv_depthwise"},
       {.name = "depthwise7x7_no_bias",
        .x = {1, 4, 9, 9},
        .w = {4, 1, 7, 7},
        .pads = {3, 3, 3, 3},
        .group = 4,
        .bias = false,
-       .kernel = "conv2d"},
+       .kernel = "conv_depthwise"},
       // Bias, batch, and the scalar fallback for a weight that is not a constant.
       {.name = "no_bias_vec4", .x = {1, 4, 6, 7}, .w = {5, 4, 3, 3}, .bias = false},
       {.name = "no_bias_scalar", .x = {1, 2, 6, 7}, .w = {5, 2, 3, 3}, .bias = false, .kernel = "conv2d"},
@@ -288,7 +319,323 @@ std::vector<ConvCase> conv_cases() {
        .bias = false,
        .activation = "Clip",
        .forced_kernel = "direct"},
-      {.name = "clip_gemm", .x = {2, 4, 5, 5}, .w = {6, 4, 1, 1}, .activation = "Clip", .kernel = "conv1x1_gemm_tiled_bkn"},
+      {.name = "clip_gemm",
+       .x = {2, 4, 5, 5},
+       .w = {6, 4, 1, 1},
+       .activation = "Clip",
+       .kernel = "conv1x1_gemm_tiled_bkn"},
+  };
+}
+
+// The implicit-GEMM kernel forced (and chosen) on aligned and unaligned shapes. Tiles are 64 or 128 output
+// channels x pixels and K slabs 16 deep, so channel counts of 5-130, pixel counts that cross images and
+// tiles, and K not a multiple of the slab exercise every edge. Each case is under 5 MFLOP.
+std::vector<ConvCase> implicit_gemm_cases() {
+  const std::string ig = "implicit_gemm";
+  return {
+      {.name = "auto_3x3_16ch",
+       .x = {1, 16, 10, 10},
+       .w = {16, 16, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64_k16s2"},
+      {.name = "aligned_3x3",
+       .x = {1, 16, 8, 8},
+       .w = {16, 16, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "unaligned_3x3",
+       .x = {1, 5, 7, 9},
+       .w = {7, 5, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "tile128_two_row_tiles_two_images",
+       .x = {2, 20, 9, 9},
+       .w = {130, 20, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm128",
+       .forced_kernel = "implicit_gemm128"},
+      {.name = "tile64_many_tiles",
+       .x = {1, 12, 15, 13},
+       .w = {70, 12, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64",
+       .forced_kernel = "implicit_gemm64"},
+      {.name = "stride2",
+       .x = {1, 6, 11, 13},
+       .w = {9, 6, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "stride2x1_asymmetric_pads",
+       .x = {1, 3, 9, 10},
+       .w = {5, 3, 3, 3},
+       .strides = {2, 1},
+       .pads = {1, 0, 1, 2},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "asymmetric_pads_3x2_kernel",
+       .x = {1, 5, 8, 9},
+       .w = {18, 5, 3, 2},
+       .pads = {0, 1, 2, 0},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "dilation2",
+       .x = {1, 4, 12, 11},
+       .w = {6, 4, 3, 3},
+       .pads = {2, 2, 2, 2},
+       .dilations = {2, 2},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "dilation2x1_stride2",
+       .x = {1, 2, 11, 11},
+       .w = {17, 2, 3, 3},
+       .strides = {2, 2},
+       .dilations = {2, 1},
+       .kernel = "conv_igemm64"},
+      {.name = "k1x1_batch2",
+       .x = {2, 5, 6, 7},
+       .w = {9, 5, 1, 1},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "k1x1_stride2_pad1",
+       .x = {1, 8, 7, 8},
+       .w = {16, 8, 1, 1},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64"},
+      {.name = "k5x5_stride2",
+       .x = {1, 3, 13, 12},
+       .w = {6, 3, 5, 5},
+       .strides = {2, 2},
+       .pads = {2, 2, 2, 2},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "k7x7_stem",
+       .x = {1, 3, 20, 19},
+       .w = {16, 3, 7, 7},
+       .strides = {2, 2},
+       .pads = {3, 3, 3, 3},
+       .kernel = "conv_igemm64_k16s2"},
+      {.name = "batch3_no_bias",
+       .x = {3, 6, 7, 5},
+       .w = {10, 6, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .bias = false,
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "groups2_unaligned",
+       .x = {1, 8, 6, 6},
+       .w = {6, 4, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 2,
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "groups3_batch2_auto",
+       .x = {2, 6, 5, 7},
+       .w = {48, 2, 3, 3},
+       .strides = {2, 1},
+       .group = 3,
+       .kernel = "conv_igemm64"},
+      {.name = "depthwise_shape",
+       .x = {1, 4, 7, 7},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "conv1d",
+       .x = {2, 4, 20},
+       .w = {6, 4, 5},
+       .strides = {2},
+       .pads = {2, 1},
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig},
+      {.name = "relu",
+       .x = {1, 8, 6, 6},
+       .w = {20, 8, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .activation = "Relu",
+       .kernel = "conv_igemm64"},
+      {.name = "clip_tile128",
+       .x = {1, 4, 5, 5},
+       .w = {9, 4, 3, 3},
+       .activation = "Clip",
+       .kernel = "conv_igemm128",
+       .forced_kernel = "implicit_gemm128"},
+      // The GEMM's tuning knobs (K slab, buffers) on the implicit GEMM: every configuration of each tile.
+      {.name = "tile128_k8_s2",
+       .x = {1, 6, 7, 7},
+       .w = {20, 6, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm128_k8s2",
+       .forced_kernel = "implicit_gemm128",
+       .tile_k = 8,
+       .stages = 2},
+      {.name = "tile128_k16_s2",
+       .x = {1, 6, 7, 7},
+       .w = {20, 6, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm128_k16s2",
+       .forced_kernel = "implicit_gemm128",
+       .tile_k = 16,
+       .stages = 2},
+      {.name = "tile64_k32_s2",
+       .x = {1, 6, 7, 7},
+       .w = {20, 6, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64_k32s2",
+       .forced_kernel = "implicit_gemm64",
+       .tile_k = 32,
+       .stages = 2},
+      {.name = "tile64_k16_s2",
+       .x = {1, 6, 7, 7},
+       .w = {20, 6, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64_k16s2",
+       .forced_kernel = "implicit_gemm64",
+       .stages = 2},
+      // Fallbacks: a compat device at 128 invocations keeps the direct kernels, and so does a runtime weight.
+      {.name = "fallback_128_invocations",
+       .x = {1, 16, 6, 6},
+       .w = {16, 16, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .invocations = 128},
+      {.name = "fallback_runtime_weight",
+       .x = {1, 16, 6, 6},
+       .w = {16, 16, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .constant_weight = false,
+       .kernel = "conv2d"},
+      {.name = "fallback_small_storage",
+       .x = {1, 16, 6, 6},
+       .w = {16, 16, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .storage = 4096},
+  };
+}
+
+// The depthwise kernel forced (and chosen) across kernel sizes, strides, dilations, pads, channel
+// multipliers, planes narrower and wider than one tile, and smaller devices.
+std::vector<ConvCase> depthwise_cases() {
+  const std::string dw = "depthwise";
+  const std::string k = "conv_depthwise";
+  return {
+      {.name = "k3x3_aligned",
+       .x = {1, 8, 16, 16},
+       .w = {8, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 8,
+       .kernel = k,
+       .forced_kernel = dw},
+      {.name = "k3x3_unaligned_batch2",
+       .x = {2, 3, 7, 9},
+       .w = {3, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 3,
+       .kernel = k,
+       .forced_kernel = dw},
+      {.name = "stride2",
+       .x = {1, 4, 13, 11},
+       .w = {4, 1, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = k,
+       .forced_kernel = dw},
+      {.name = "stride2x1_asymmetric_pads",
+       .x = {1, 3, 9, 10},
+       .w = {3, 1, 3, 3},
+       .strides = {2, 1},
+       .pads = {0, 1, 2, 0},
+       .group = 3,
+       .kernel = k,
+       .forced_kernel = dw},
+      {.name = "dilation2",
+       .x = {1, 4, 12, 12},
+       .w = {4, 1, 3, 3},
+       .pads = {2, 2, 2, 2},
+       .dilations = {2, 2},
+       .group = 4,
+       .kernel = k},
+      {.name = "k5x5", .x = {1, 4, 11, 11}, .w = {4, 1, 5, 5}, .pads = {2, 2, 2, 2}, .group = 4, .kernel = k},
+      {.name = "k7x7_stride2_no_bias",
+       .x = {1, 4, 17, 15},
+       .w = {4, 1, 7, 7},
+       .strides = {2, 2},
+       .pads = {3, 3, 3, 3},
+       .group = 4,
+       .bias = false,
+       .kernel = k},
+      {.name = "k1x1", .x = {1, 4, 5, 6}, .w = {4, 1, 1, 1}, .group = 4, .kernel = k},
+      {.name = "k3x2_no_pad", .x = {1, 2, 6, 7}, .w = {2, 1, 3, 2}, .group = 2, .kernel = k},
+      {.name = "multiplier3_batch3",
+       .x = {3, 2, 6, 7},
+       .w = {6, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 2,
+       .kernel = k},
+      {.name = "wide_plane_three_column_tiles",
+       .x = {1, 2, 5, 150},
+       .w = {2, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 2,
+       .kernel = k},
+      {.name = "tall_plane_many_row_tiles",
+       .x = {1, 2, 70, 5},
+       .w = {2, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 2,
+       .kernel = k},
+      {.name = "runtime_weight",
+       .x = {1, 4, 8, 8},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .constant_weight = false,
+       .kernel = k},
+      {.name = "conv1d", .x = {1, 4, 30}, .w = {4, 1, 5}, .pads = {2, 2}, .group = 4, .kernel = k},
+      {.name = "relu",
+       .x = {1, 4, 6, 6},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .activation = "Relu",
+       .kernel = k},
+      {.name = "clip",
+       .x = {1, 4, 6, 6},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .activation = "Clip",
+       .kernel = k},
+      // Smaller devices: fewer threads per workgroup, and a window that needs fewer rows to fit.
+      {.name = "64_invocations",
+       .x = {1, 4, 20, 30},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_t8x8",
+       .forced_kernel = dw,
+       .invocations = 64},
+      {.name = "small_storage_fewer_rows_and_columns",
+       .x = {1, 2, 20, 40},
+       .w = {2, 1, 5, 5},
+       .pads = {4, 4, 4, 4},
+       .dilations = {2, 2},
+       .group = 2,
+       .kernel = "conv_depthwise_t8x1",
+       .storage = 2048},
+      {.name = "window_too_large_falls_back_to_direct",
+       .x = {1, 2, 20, 40},
+       .w = {2, 1, 7, 7},
+       .pads = {9, 9, 9, 9},
+       .dilations = {3, 3},
+       .group = 2,
+       .kernel = "conv2d",
+       .storage = 1024},
   };
 }
 
@@ -431,6 +778,8 @@ std::string case_name(const ::testing::TestParamInfo<ConvCase>& param_info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Conv, ConvTest, ::testing::ValuesIn(conv_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ConvImplicitGemm, ConvTest, ::testing::ValuesIn(implicit_gemm_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ConvDepthwise, ConvTest, ::testing::ValuesIn(depthwise_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ConvTranspose, ConvTest, ::testing::ValuesIn(conv_transpose_cases()), case_name);
 
 // 1x1 conv with 4 * 1030 * 1030 > 65535 * 64 outputs: the grid must fold into 2-D and every element be
@@ -466,6 +815,90 @@ TEST(ConvErrors, ReachTheCallerThroughRunNode) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("'bad_conv'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("group 3"), std::string::npos) << msg;
+  }
+}
+
+// A forced kernel that cannot run the problem is an error saying why, never a fallback.
+TEST(ConvForcedKernel, ImpossibleChoicesAreErrorsNamingWhy) {
+  auto error_of = [](const std::string& kernel, const Shape& x, const Shape& w, int64_t group,
+                     uint32_t invocations, bool constant_weight, const std::string& op = "Conv") {
+    ops::NodeInfo node{"forced", op, "", 17, {}, {}, {}};
+    node.attributes.set("wgi.kernel", kernel);
+    if (group > 1) node.attributes.set("group", group);
+    gpu::Capabilities caps = test::device().capabilities();
+    if (invocations) {
+      caps.limits.max_compute_invocations_per_workgroup = invocations;
+      caps.limits.max_compute_workgroup_size_x = invocations;
+    }
+    Inputs inputs = {NodeInput{test::random_tensor(x, 1)},
+                     NodeInput{test::random_tensor(w, 2), constant_weight}};
+    try {
+      runtime::plan_node(caps, node, inputs);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("implicit_gemm", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 128, true).find("256 invocations"),
+            std::string::npos);
+  EXPECT_NE(error_of("implicit_gemm64", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, false).find("constant weight"),
+            std::string::npos);
+  EXPECT_NE(error_of("depthwise", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, true).find("group == input channels"),
+            std::string::npos);
+  EXPECT_NE(error_of("gemm", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, true).find("1x1"), std::string::npos);
+  EXPECT_NE(error_of("winograd", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, true).find("implicit_gemm"),
+            std::string::npos);
+  EXPECT_NE(error_of("implicit_gemm", {1, 8, 6, 6}, {8, 4, 3, 3}, 1, 0, true, "ConvTranspose")
+                .find("does not run ConvTranspose"),
+            std::string::npos);
+}
+
+// The planner's choice for the benchmark shapes (bench/bench_ops.cpp, WGI_BENCH_SIZE=large) on the H200's
+// limits and on a compat device at 128 invocations; planned from descriptions only (no GPU, no 25 MB inputs).
+TEST(ConvRouting, BenchmarkShapesOnTheH200AndOnACompatDevice) {
+  gpu::Capabilities h200 = gpu::default_capabilities();
+  h200.limits.max_compute_invocations_per_workgroup = 1024;
+  h200.limits.max_compute_workgroup_size_x = 1024;
+  h200.limits.max_compute_workgroup_size_y = 1024;
+  h200.limits.max_compute_workgroup_storage_size = 49152;
+  h200.limits.max_storage_buffer_binding_size = (1ull << 32) - 1;
+  h200.limits.max_buffer_size = 1ull << 36;
+  gpu::Capabilities compat = h200;
+  compat.limits.max_compute_invocations_per_workgroup = 128;
+  compat.limits.max_compute_workgroup_size_x = 128;
+  compat.limits.max_compute_workgroup_size_y = 128;
+  compat.limits.max_compute_workgroup_storage_size = 16384;
+  struct Shape7 {
+    int64_t n, ic, oc, hw, k, s, g;
+    const char* on_h200;
+    const char* on_compat;
+  };
+  const Shape7 shapes[] = {
+      {8, 256, 256, 56, 3, 1, 1, "conv_igemm128_k16s1", "conv2d_vec4"},
+      {8, 256, 64, 56, 1, 1, 1, "conv1x1_gemm_fast", "conv1x1_gemm_tiled"},
+      {8, 128, 256, 56, 3, 2, 1, "conv_igemm64_k16s2", "conv2d_vec4"},
+      {8, 256, 256, 56, 3, 1, 256, "conv_depthwise_t16x16", "conv_depthwise_t16x8"},
+      {8, 3, 64, 224, 7, 2, 1, "conv_igemm64_k16s2", "conv2d"},
+  };
+  for (const Shape7& b : shapes) {
+    for (const auto& [caps, expected] : {std::pair{&h200, b.on_h200}, std::pair{&compat, b.on_compat}}) {
+      ops::NodeInfo node{"bench", "Conv", "", 17, {}, {}, {}};
+      const int64_t pad = b.k / 2;
+      node.attributes.set("pads", Ints{pad, pad, pad, pad});
+      node.attributes.set("strides", Ints{b.s, b.s});
+      node.attributes.set("group", b.g);
+      const Shape w_shape = {b.oc, b.ic / b.g, b.k, b.k};
+      std::vector<std::optional<ops::TensorDesc>> descs = {
+          ops::TensorDesc{DType::Float32, {b.n, b.ic, b.hw, b.hw}}, ops::TensorDesc{DType::Float32, w_shape},
+          ops::TensorDesc{DType::Float32, {b.oc}}};
+      const Tensor w(DType::Float32, w_shape), bias(DType::Float32, {b.oc});
+      ops::PlanContext ctx{node, descs, {nullptr, &w, &bias}, *caps};
+      const ops::OpPlan plan = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
+      ASSERT_EQ(plan.launches.size(), 1u);
+      EXPECT_EQ(plan.launches[0].program.label.rfind(expected, 0), 0u)
+          << "k" << b.k << " s" << b.s << " g" << b.g << " ic" << b.ic << ": "
+          << plan.launches[0].program.label << " (expected " << expected << "...)";
+    }
   }
 }
 

@@ -1,0 +1,295 @@
+#include "ops/conv_kernels.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "gpu/dispatch_grid.h"
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+
+namespace wgi::ops {
+
+namespace {
+
+constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM kernel
+// The 128x128 tile does 4x the work per thread of 64x64 with twice the reuse per loaded value; it pays once
+// it leaves enough workgroups to fill a large GPU (about two per SM of the H200's 132), as in the GEMM
+// planner (gemm_launch.cpp). Pending measurement (docs/performance.md).
+constexpr uint64_t kTile128MinWorkgroups = 256;
+// Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.
+constexpr uint32_t kDepthwiseThreads = 256;
+
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
+
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
+
+uint64_t next_pow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+uint32_t implicit_gemm_storage(uint32_t tile, uint32_t tile_k, uint32_t stages) {
+  return stages * tile_k * 2 * (tile / 4) * 16;  // both operands' slabs as vec4s
+}
+
+}  // namespace
+
+std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,
+                                                              const gpu::Limits& limits, uint32_t forced_tile,
+                                                              uint32_t forced_tile_k, uint32_t forced_stages,
+                                                              std::string& why) {
+  if (limits.max_compute_invocations_per_workgroup < kWideWorkgroup ||
+      limits.max_compute_workgroup_size_x < kWideWorkgroup) {
+    why = "the implicit_gemm kernel needs 256 invocations per workgroup; the device allows " +
+          std::to_string(
+              std::min(limits.max_compute_invocations_per_workgroup, limits.max_compute_workgroup_size_x));
+    return std::nullopt;
+  }
+  // The gather addresses the input with i32 (positions before the image are negative on the way).
+  const int64_t input_elements = g.batch * g.in_channels * g.height.input * g.width.input;
+  if (input_elements > std::numeric_limits<int32_t>::max()) {
+    why = "the implicit_gemm kernel addresses the input with i32; it has " + std::to_string(input_elements) +
+          " elements";
+    return std::nullopt;
+  }
+  const uint64_t m = static_cast<uint64_t>(g.out_channels / g.groups);
+  const uint64_t n = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
+  uint32_t tile = forced_tile;
+  if (tile == 0) {
+    const uint64_t tiles128 = ceil_div(m, 128) * ceil_div(n, 128) * static_cast<uint64_t>(g.groups);
+    tile = m > 64 && tiles128 >= kTile128MinWorkgroups ? 128 : 64;
+  }
+  // A 16-deep slab; one buffer for the 128 tile, two for the 64 tile: so measured for the GEMM kernel of the
+  // same structure on the H200 (gemm_launch.cpp: two buffers of the 128 tile take 32 KiB and leave room
+  // for fewer workgroups per SM). 128 x 16 with one buffer takes exactly WebGPU's default 16 KiB. The rest
+  // for devices with less workgroup memory, or when forced (tuning).
+  std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 1}, {16, 2}, {8, 1},
+                                                           {8, 2},  {32, 1}, {32, 2}};
+  if (tile == 64) candidates = {{16, 2}, {16, 1}, {32, 1}, {32, 2}};
+  const bool knobs_forced = forced_tile_k != 0 || forced_stages != 0;
+  uint32_t smallest = UINT32_MAX;
+  for (const auto& [tile_k, stages] : candidates) {
+    if (forced_tile_k != 0 && forced_tile_k != tile_k) continue;
+    if (forced_stages != 0 && forced_stages != stages) continue;
+    if (!knobs_forced && tile_k == 32) continue;  // only when asked for
+    if ((tile * tile_k) % 1024 != 0) continue;    // each of 256 threads loads whole vec4s of the weight
+    const uint32_t bytes = implicit_gemm_storage(tile, tile_k, stages);
+    if (bytes > limits.max_compute_workgroup_storage_size) {
+      smallest = std::min(smallest, bytes);
+      continue;
+    }
+    return ImplicitGemmConfig{tile, tile_k, stages, bytes};
+  }
+  if (smallest == UINT32_MAX) {
+    why = "the implicit_gemm kernel has no configuration with tile " + std::to_string(tile) + ", K slab " +
+          std::to_string(forced_tile_k) + " and " + std::to_string(forced_stages) +
+          " buffer(s) (the tile times the K slab must be a multiple of 1024)";
+  } else {
+    why = "the implicit_gemm kernel with tile " + std::to_string(tile) + " needs " +
+          std::to_string(smallest) + " bytes of workgroup memory; the device allows " +
+          std::to_string(limits.max_compute_workgroup_storage_size);
+  }
+  return std::nullopt;
+}
+
+void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, const ImplicitGemmConfig& config,
+                              const FusedActivation& activation, bool has_bias, OpPlan& plan) {
+  const int64_t groups = g.groups;
+  const int64_t m = g.out_channels / groups;
+  const int64_t icpg = g.in_channels / groups;
+  const int64_t kh_n = g.height.kernel, kw_n = g.width.kernel;
+  const int64_t k = icpg * kh_n * kw_n;
+  const int64_t m4 = (m + 3) / 4 * 4;
+  const int64_t in_plane = g.height.input * g.width.input;
+
+  // [OC, ICg, KH, KW] = [group][m][k] -> [group][k][m4]: the kernel reads four output channels of one k as a
+  // vec4 and stores it into workgroup memory as it is. Rows m..m4 stay zero.
+  const Tensor& weight = *ctx.constant(1);
+  Tensor packed(DType::Float32, {groups, k, m4});
+  {
+    auto src = weight.data<float>();
+    auto dst = packed.data<float>();
+    std::fill(dst.begin(), dst.end(), 0.0f);
+    for (int64_t gi = 0; gi < groups; ++gi)
+      for (int64_t mi = 0; mi < m; ++mi)
+        for (int64_t ki = 0; ki < k; ++ki)
+          dst[static_cast<size_t>((gi * k + ki) * m4 + mi)] =
+              src[static_cast<size_t>((gi * m + mi) * k + ki)];
+  }
+  // Per k = (ic, kh, kw): its input offset from the pixel's first tap and its row / column shift. Shapes are
+  // fixed per plan, so this is a constant like the packed weight; every pixel shares it.
+  Tensor taps(DType::Int32, {k, 4});
+  {
+    auto t = taps.data<int32_t>();
+    for (int64_t ki = 0; ki < k; ++ki) {
+      const int64_t ic = ki / (kh_n * kw_n);
+      const int64_t kh = ki / kw_n % kh_n;
+      const int64_t kw = ki % kw_n;
+      const int64_t dy = kh * g.height.dilation, dx = kw * g.width.dilation;
+      // Bounded by the input's element count (i32, checked by the config) and the i32 positions checked in
+      // conv.cpp.
+      t[static_cast<size_t>(4 * ki)] = static_cast<int32_t>(ic * in_plane + dy * g.width.input + dx);
+      t[static_cast<size_t>(4 * ki + 1)] = static_cast<int32_t>(dy);
+      t[static_cast<size_t>(4 * ki + 2)] = static_cast<int32_t>(dx);
+      t[static_cast<size_t>(4 * ki + 3)] = 0;
+    }
+  }
+  const uint32_t weight_index = static_cast<uint32_t>(plan.constants.size());
+  plan.constants.push_back(std::move(packed));
+  plan.constants.push_back(std::move(taps));
+
+  const int64_t n = g.batch * g.height.output * g.width.output;
+  const uint64_t tiles_m = ceil_div(static_cast<uint64_t>(m), config.tile);
+  const uint64_t tiles_n = ceil_div(static_cast<uint64_t>(n), config.tile);
+
+  kernels::Defines defines;
+  activation.add_defines(defines);
+  defines["TM"] = std::to_string(config.tile / 16);
+  defines["TN"] = std::to_string(config.tile / 16);
+  defines["BK"] = std::to_string(config.tile_k);
+  defines["STAGES"] = std::to_string(config.stages);
+  KernelLaunch launch;
+  launch.program.label = "conv_igemm" + std::to_string(config.tile) + "_k" + std::to_string(config.tile_k) +
+                         "s" + std::to_string(config.stages) + activation.label_suffix();
+  launch.program.wgsl = kernels::load_wgsl("conv/implicit_gemm.wgsl", defines);
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::constant(weight_index),
+                     TensorRef::constant(weight_index + 1),
+                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u32(m))
+                       .u32(u32(n))
+                       .u32(u32(k))
+                       .u32(u32(groups))
+                       .u32(u32(static_cast<int64_t>(tiles_m)))
+                       .u32(u32(static_cast<int64_t>(tiles_n)))
+                       .u32(u32(g.out_channels))
+                       .u32(u32(g.height.output * g.width.output))
+                       .u32(u32(g.width.output))
+                       .u32(u32(g.height.input))
+                       .u32(u32(g.width.input))
+                       .u32(u32(g.height.stride))
+                       .u32(u32(g.width.stride))
+                       .i32(static_cast<int32_t>(g.height.pad_begin))
+                       .i32(static_cast<int32_t>(g.width.pad_begin))
+                       .u32(u32(g.in_channels * in_plane))
+                       .u32(u32(icpg * in_plane))
+                       .u32(u32(m4 / 4))
+                       .u32(has_bias ? 1 : 0)
+                       .f32(activation.min)
+                       .f32(activation.max)
+                       .u32(0)
+                       .u32(0)
+                       .u32(0)
+                       .bytes();
+  launch.groups = gpu::fold_workgroups(tiles_m * tiles_n * static_cast<uint64_t>(groups),
+                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+}
+
+std::optional<DepthwiseConfig> choose_depthwise_config(const ConvGeometry& g, const gpu::Limits& limits,
+                                                       std::string& why) {
+  const uint32_t threads = std::min(kDepthwiseThreads, limits.max_compute_invocations_per_workgroup);
+  // Columns: the fewest threads whose 4 columns each cover the output width, at most 16 (64 columns).
+  uint32_t tx = 1;
+  while (tx < 16 && 4 * tx < g.width.output) tx *= 2;
+  tx = std::min({tx, threads, limits.max_compute_workgroup_size_x});
+  // Rows: the rest of the workgroup, no more than the output has.
+  uint32_t ty = static_cast<uint32_t>(
+      std::min<uint64_t>({threads / tx, next_pow2(static_cast<uint64_t>(g.height.output)),
+                          limits.max_compute_workgroup_size_y}));
+  ty = std::max<uint32_t>(1, ty);
+  auto fit = [&](uint32_t x, uint32_t y) {
+    DepthwiseConfig c;
+    c.threads_x = x;
+    c.threads_y = y;
+    c.window_h = u32((y - 1) * g.height.stride + (g.height.kernel - 1) * g.height.dilation + 1);
+    c.window_w = u32((4 * x - 1) * g.width.stride + (g.width.kernel - 1) * g.width.dilation + 1);
+    // Capped so that the narrowing is exact; a window that large fits no device and is refused below.
+    c.tile_elements = static_cast<uint32_t>(std::min<uint64_t>(
+        uint64_t{1} << 31, std::max<uint64_t>(64, next_pow2(uint64_t{c.window_h} * c.window_w))));
+    return c;
+  };
+  // Halve the rows, then the columns, until the window fits the workgroup memory.
+  DepthwiseConfig c = fit(tx, ty);
+  while (uint64_t{c.tile_elements} * 4 > limits.max_compute_workgroup_storage_size &&
+         (c.threads_y > 1 || c.threads_x > 1)) {
+    if (c.threads_y > 1) {
+      c = fit(c.threads_x, c.threads_y / 2);
+    } else {
+      c = fit(c.threads_x / 2, 1);
+    }
+  }
+  if (uint64_t{c.tile_elements} * 4 > limits.max_compute_workgroup_storage_size) {
+    why = "the depthwise kernel's input window for one output row of 4 columns (" +
+          std::to_string(c.window_h) + " x " + std::to_string(c.window_w) + " elements, kernel " +
+          std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) + ", dilation " +
+          std::to_string(g.height.dilation) + "x" + std::to_string(g.width.dilation) + ") needs " +
+          std::to_string(uint64_t{c.tile_elements} * 4) + " bytes of workgroup memory; the device allows " +
+          std::to_string(limits.max_compute_workgroup_storage_size);
+    return std::nullopt;
+  }
+  return c;
+}
+
+void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const DepthwiseConfig& config,
+                          const FusedActivation& activation, bool has_bias, OpPlan& plan) {
+  const uint64_t tiles_x = ceil_div(static_cast<uint64_t>(g.width.output), 4 * config.threads_x);
+  const uint64_t tiles_y = ceil_div(static_cast<uint64_t>(g.height.output), config.threads_y);
+  const uint64_t planes = static_cast<uint64_t>(g.batch * g.out_channels);
+
+  kernels::Defines defines;
+  activation.add_defines(defines);
+  defines["TX"] = std::to_string(config.threads_x);
+  defines["TY"] = std::to_string(config.threads_y);
+  defines["TILE_ELEMS"] = std::to_string(config.tile_elements);
+  KernelLaunch launch;
+  launch.program.label = "conv_depthwise_t" + std::to_string(config.threads_x) + "x" +
+                         std::to_string(config.threads_y) + activation.label_suffix();
+  launch.program.wgsl = kernels::load_wgsl("conv/depthwise.wgsl", defines);
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
+                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u32(g.in_channels))
+                       .u32(u32(g.height.input))
+                       .u32(u32(g.width.input))
+                       .u32(u32(g.out_channels))
+                       .u32(u32(g.height.output))
+                       .u32(u32(g.width.output))
+                       .u32(u32(g.out_channels / g.in_channels))
+                       .u32(u32(g.height.kernel))
+                       .u32(u32(g.width.kernel))
+                       .u32(u32(g.height.stride))
+                       .u32(u32(g.width.stride))
+                       .u32(u32(g.height.dilation))
+                       .u32(u32(g.width.dilation))
+                       .i32(static_cast<int32_t>(g.height.pad_begin))
+                       .i32(static_cast<int32_t>(g.width.pad_begin))
+                       .u32(config.window_h)
+                       .u32(config.window_w)
+                       .u32(u32(static_cast<int64_t>(tiles_x)))
+                       .u32(u32(static_cast<int64_t>(tiles_y)))
+                       .u32(u32(static_cast<int64_t>(planes)))
+                       .u32(has_bias ? 1 : 0)
+                       .f32(activation.min)
+                       .f32(activation.max)
+                       .u32(0)
+                       .bytes();
+  launch.groups =
+      gpu::fold_workgroups(tiles_x * tiles_y * planes, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+}
+
+}  // namespace wgi::ops

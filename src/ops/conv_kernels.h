@@ -1,0 +1,75 @@
+// The fast convolution kernels' planners (src/ops/conv_kernels.cpp), used by conv.cpp's router:
+//   implicit GEMM  conv/implicit_gemm.wgsl  regular and grouped convs with a constant weight: a GEMM of
+//                  M = out channels per group, N = batch * output pixels, K = in channels per group * KH *
+//                  KW, the activations gathered while loading the workgroup tile (no im2col buffer), the
+//                  weight prepacked to [group][K][M rounded up to 4]. 256 invocations, 128x128 or 64x64
+//                  tiles.
+//   depthwise      conv/depthwise.wgsl      group == in channels with one input channel per group (any
+//                  channel multiplier): a workgroup-memory window per output tile of one plane.
+// Both are pure functions of the geometry and the device limits; each returns nullopt with the reason when
+// the device cannot run it, so the router can fall back (auto) or fail naming why (forced).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ops/fused_activation.h"
+#include "ops/op.h"
+
+namespace wgi::ops {
+
+// One spatial axis of a conv, after padding and output size have been resolved.
+struct ConvAxis {
+  int64_t input = 1;
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t dilation = 1;
+  int64_t pad_begin = 0;
+  int64_t output = 1;
+};
+
+// A conv normalised to 2-D: a 1-D conv is a 2-D one whose height axis is all ones.
+struct ConvGeometry {
+  int64_t batch = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t groups = 1;
+  ConvAxis height;
+  ConvAxis width;
+};
+
+struct ImplicitGemmConfig {
+  uint32_t tile = 128;   // output tile: tile (channels) x tile (pixels); 128 (8x8 per thread) or 64 (4x4)
+  uint32_t tile_k = 16;  // K slab
+  uint32_t stages = 1;   // workgroup buffers
+  uint32_t workgroup_storage_bytes = 0;
+};
+
+// `forced_tile` 0 (the planner's choice by problem size), 64 or 128; `forced_tile_k` 0, 8, 16 or 32;
+// `forced_stages` 0, 1 or 2.
+std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,
+                                                              const gpu::Limits& limits, uint32_t forced_tile,
+                                                              uint32_t forced_tile_k, uint32_t forced_stages,
+                                                              std::string& why);
+
+// Adds the implicit-GEMM launch and its two plan constants (packed weight, tap table) to `plan`. The weight
+// must be ctx's constant input 1.
+void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, const ImplicitGemmConfig& config,
+                              const FusedActivation& activation, bool has_bias, OpPlan& plan);
+
+struct DepthwiseConfig {
+  uint32_t threads_x = 16;  // each thread computes 4 output columns
+  uint32_t threads_y = 16;  // each thread computes 1 output row
+  uint32_t window_h = 0, window_w = 0;
+  uint32_t tile_elements = 0;  // workgroup floats (window_h * window_w rounded up to a power of two)
+};
+
+std::optional<DepthwiseConfig> choose_depthwise_config(const ConvGeometry& g, const gpu::Limits& limits,
+                                                       std::string& why);
+
+// Adds the depthwise launch to `plan` (weight read in ONNX's layout, so it may be a runtime tensor).
+void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const DepthwiseConfig& config,
+                          const FusedActivation& activation, bool has_bias, OpPlan& plan);
+
+}  // namespace wgi::ops
