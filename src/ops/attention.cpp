@@ -12,9 +12,9 @@
 // the tokens (H*W, 36864 at 768x768) as both the contracted dim and V's last dim, so its score matrix is
 // [C/heads, C/heads]. There the plan is the exporter's own sequence as three launches: the fast GEMM for
 // scale * Q K^T (+ mask) into a scratch buffer, Softmax over its rows into another, and the GEMM with V.
-#include "ops/gemm_launch.h"
 #include <algorithm>
 #include <array>
+#include "ops/gemm_launch.h"
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
@@ -153,7 +153,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
                std::to_string(kMaxValueDim) + " (the fused kernel); V is " + shape_to_string(vs));
     }
     const uint64_t score_bytes = static_cast<uint64_t>(element_count(out_batch) * tq * tk) * sizeof(float);
-    plan.scratch_bytes = {score_bytes, score_bytes};
+    plan.scratch_bytes = {score_bytes, score_bytes};  // scores, probabilities; split-K partials may follow
 
     GemmLaunchSpec scores;
     scores.m = to_u32(ctx, tq, "Tq");
@@ -174,7 +174,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
     }
     scores.alpha = scale;
     scores.beta = 1.0f;
-    plan.launches.push_back(make_gemm_launch(ctx, scores));
+    append_gemm_launches(ctx, scores, plan);  // split-K for channel attention's long contraction
 
     plan.launches.push_back(make_softmax_launch(ctx, element_count(out_batch) * tq, tk, 1, false,
                                                 TensorRef::scratch(0), TensorRef::scratch(1)));
@@ -190,7 +190,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
     values.a = TensorRef::scratch(1);
     values.b = TensorRef::input(2);
     values.out = TensorRef::output(0);
-    plan.launches.push_back(make_gemm_launch(ctx, values));
+    append_gemm_launches(ctx, values, plan);
     return plan;
   }
 

@@ -298,20 +298,17 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
   read_int(
       kGemmStagesAttribute, spec.stages, [](int64_t v) { return v == 1 || v == 2; }, "1 or 2");
   read_int(
+      kGemmSplitKAttribute, spec.split_k, [](int64_t v) { return v >= 1 && v <= 65535; }, "1 to 65535");
+  read_int(
       kGemvLanesAttribute, spec.gemv_lanes,
       [](int64_t v) { return v >= 4 && v <= 256 && (v & (v - 1)) == 0; }, "a power of two from 4 to 256");
 }
 
-KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requested) {
-  GemmLaunchSpec spec = requested;
-  read_gemm_attributes(ctx, spec);
-  GemmConfig config;
-  try {
-    config = choose_gemm_config(spec, ctx.caps);
-  } catch (const Error& e) {
-    ctx.fail(e.what());
-  }
+namespace {
 
+// The main launch of `spec` run with `config`, its K split into `splits` chunks (1: none).
+KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, const GemmConfig& config,
+                         uint32_t splits) {
   uint32_t tiles_m = 1, tiles_n = 1;
   KernelLaunch launch;
   kernels::Defines defines = {{"A_KM", spec.a_km ? "1" : "0"}, {"B_NK", spec.b_nk ? "1" : "0"}};
@@ -322,6 +319,7 @@ KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requ
     case GemmKernel::Auto:
       tiles_m = ceil_div(spec.m, kSeedTile);
       tiles_n = ceil_div(spec.n, kSeedTile);
+      defines["SPLIT_K"] = splits > 1 ? "1" : "0";
       launch.program.wgsl = kernels::load_wgsl(
           config.kernel == GemmKernel::Vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
       break;
@@ -349,7 +347,7 @@ KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requ
       launch.program.wgsl = kernels::load_wgsl("linear/gemv.wgsl", defines);
       break;
   }
-  launch.program.label = label_for(spec, config);
+  launch.program.label = label_for(spec, config) + (splits > 1 ? "_splitk" : "");
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};
@@ -362,7 +360,7 @@ KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requ
                        .u32(tiles_n)
                        .u32(tiles_m)
                        .u32(spec.bias ? 1 : 0)
-                       .u32(0)
+                       .u32(splits)
                        .f32(spec.alpha)
                        .f32(spec.beta)
                        .f32(spec.activation.min)
@@ -372,9 +370,81 @@ KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requ
                        .vec4u(spec.b_batch_strides)
                        .vec4u({spec.bias_stride_m, spec.bias_stride_n, 0, 0})
                        .bytes();
-  launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * spec.batch,
+  launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * spec.batch * splits,
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
   return launch;
+}
+
+GemmConfig checked_config(const PlanContext& ctx, const GemmLaunchSpec& spec) {
+  try {
+    return choose_gemm_config(spec, ctx.caps);
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+}
+
+}  // namespace
+
+uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
+  const bool seed_kernel = config.kernel == GemmKernel::Tiled || config.kernel == GemmKernel::Vec4;
+  if (spec.split_k > 1 && config.kernel != GemmKernel::Tiled) {
+    throw Error("split-K (" + std::string(kGemmSplitKAttribute) + " = " + std::to_string(spec.split_k) +
+                ") runs on the tiled kernel only; this product was planned on " +
+                gemm_kernel_name(config.kernel));
+  }
+  if (spec.split_k != 0) return spec.split_k;
+  if (!seed_kernel || spec.k < 2048) return 1;
+  const uint64_t tiles = uint64_t{ceil_div(spec.m, kSeedTile)} * ceil_div(spec.n, kSeedTile) * spec.batch;
+  if (tiles >= 128) return 1;
+  const uint64_t wanted = ceil_div(static_cast<uint32_t>(256), static_cast<uint32_t>(tiles));
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, spec.k / 512)));
+}
+
+KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requested) {
+  GemmLaunchSpec spec = requested;
+  read_gemm_attributes(ctx, spec);
+  return gemm_launch(ctx, spec, checked_config(ctx, spec), 1);
+}
+
+void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requested, OpPlan& plan) {
+  GemmLaunchSpec spec = requested;
+  read_gemm_attributes(ctx, spec);
+  // A split runs on the tiled kernel: a forced split forces it unless another kernel was asked for.
+  if (spec.split_k > 1 && spec.kernel == GemmKernel::Auto) spec.kernel = GemmKernel::Tiled;
+  GemmConfig config = checked_config(ctx, spec);
+  uint32_t splits = 1;
+  try {
+    splits = choose_split_k(spec, config);
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  if (splits > 1 && config.kernel != GemmKernel::Tiled) {
+    spec.kernel = GemmKernel::Tiled;  // the planner's split: the tiled kernel is the one that splits
+    config = checked_config(ctx, spec);
+  }
+  if (splits <= 1) {
+    plan.launches.push_back(gemm_launch(ctx, spec, config, 1));
+    return;
+  }
+  const uint64_t outputs = uint64_t{spec.m} * spec.n * spec.batch;
+  const auto partials = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+  plan.scratch_bytes.push_back(outputs * splits * sizeof(float));
+  GemmLaunchSpec partial = spec;
+  partial.out = partials;
+  plan.launches.push_back(gemm_launch(ctx, partial, config, splits));
+
+  KernelLaunch reduce;
+  kernels::Defines defines;
+  spec.activation.add_defines(defines);
+  reduce.program.wgsl = kernels::load_wgsl("linear/gemm_split_reduce.wgsl", defines);
+  reduce.program.label = "gemm_split_reduce";
+  reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
+  reduce.bindings = {partials, spec.bias.value_or(TensorRef::zero()), spec.out};
+  reduce.uniform = plan.launches.back().uniform;  // the same GemmParams: sizes, splits, epilogue
+  reduce.groups =
+      gpu::fold_workgroups((outputs + 63) / 64, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(reduce));
 }
 
 }  // namespace wgi::ops

@@ -12,6 +12,10 @@
 //   Fast64   gemm_fast.wgsl   64x64 tile, 256 invocations, 4x4 per thread; same reach as Fast128.
 //   Gemv     gemv.wgsl        M <= 8 with A [M,K] and B [N,K]: K split over the threads of a column, reduced
 //                             in workgroup memory; any K.
+// Split-K (append_gemm_launches only): when the seeds' kernels would run few output tiles over a long K (a
+// [32, 32] product of 36864-long rows: DaViT's channel attention), the tiled kernel also splits K into chunks
+// that write partial products to a scratch buffer, and gemm_split_reduce.wgsl adds them and applies the
+// epilogue: two launches.
 // The fast kernels and GEMV need 256 invocations per workgroup and their workgroup memory (which depends on
 // the K slab and on double buffering) within the device's limits; the planner picks a configuration that fits
 // ctx.caps.limits and otherwise falls back to the seeds' kernels.
@@ -42,6 +46,8 @@ inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
 inline constexpr const char* kGemmTileKAttribute = "wgi.gemm_tile_k";
 inline constexpr const char* kGemmStagesAttribute = "wgi.gemm_stages";
 inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
+//   "wgi.gemm_split_k"  int >= 1, K chunks of a split-K product (1: none); the tiled kernel only
+inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
 
 // "tiled", "vec4", "fast128", "fast64", "gemv" (and "auto"); nullopt for any other name.
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name);
@@ -61,6 +67,7 @@ struct GemmLaunchSpec {
   uint32_t tile_k = 0;                   // fast kernels' K slab; 0: the planner's choice
   uint32_t stages = 0;                   // fast kernels' workgroup buffers (1 or 2); 0: the planner's choice
   uint32_t gemv_lanes = 0;               // GEMV threads per column; 0: the planner's choice
+  uint32_t split_k = 0;                  // K chunks (append_gemm_launches); 0: the planner's choice, 1: none
   TensorRef a, b, out;
   std::optional<TensorRef> bias;
   uint32_t bias_stride_m = 0, bias_stride_n = 0;
@@ -89,8 +96,18 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
 // ctx.fail for an unknown kernel name or a malformed value.
 void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec);
 
-// The launch for `spec` on ctx's device (applies read_gemm_attributes first). Throws wgi::Error (via
-// ctx.fail) if a forced kernel cannot run the problem.
+// K chunks for `spec` run with `config`: the forced spec.split_k, else more than one only where the seeds'
+// kernels would leave most of the device idle (fewer than 128 output tiles) and K is long (>= 2048), enough
+// chunks for about 256 workgroups, each at least 512 deep. Throws wgi::Error for a forced split the chosen
+// kernel cannot do.
+uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config);
+
+// The launch for `spec` on ctx's device (applies read_gemm_attributes first), never split. Throws wgi::Error
+// (via ctx.fail) if a forced kernel cannot run the problem.
 KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec);
+
+// The launches for `spec` appended to `plan`: one, or two with a scratch buffer (appended to
+// plan.scratch_bytes) when choose_split_k splits K.
+void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& spec, OpPlan& plan);
 
 }  // namespace wgi::ops

@@ -277,8 +277,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.alpha = spec.alpha;
   g.beta = spec.beta;
   g.activation = activation;
-  KernelLaunch launch = make_gemm_launch(ctx, g);
-  plan.launches.push_back(std::move(launch));
+  append_gemm_launches(ctx, g, plan);
   return plan;
 }
 

@@ -417,8 +417,8 @@ std::vector<Tensor> evaluate_reduce(const PlanContext& ctx, std::span<const Tens
 
 }  // namespace
 
-KernelLaunch make_softmax_launch(const PlanContext& ctx, int64_t rows, int64_t length, int64_t inner, bool log,
-                                 TensorRef in, TensorRef out) {
+KernelLaunch make_softmax_launch(const PlanContext& ctx, int64_t rows, int64_t length, int64_t inner,
+                                 bool log, TensorRef in, TensorRef out) {
   const bool row_per_workgroup = length >= 64 || (length >= 16 && rows < 4096);
   KernelLaunch launch;
   if (row_per_workgroup) {

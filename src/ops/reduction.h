@@ -29,9 +29,10 @@ OpPlan plan_reduction(const PlanContext& ctx, const ReductionSpec& spec);
 Tensor reduce_on_host(const Tensor& input, const ReductionSpec& spec);
 
 // One Softmax / LogSoftmax launch (normalization/softmax.wgsl) over `rows` rows of `length` elements whose
-// consecutive elements are `inner` apart: Softmax's own plan and the unfused path of Attention (attention.cpp).
-KernelLaunch make_softmax_launch(const PlanContext& ctx, int64_t rows, int64_t length, int64_t inner, bool log,
-                                 TensorRef in, TensorRef out);
+// consecutive elements are `inner` apart: Softmax's own plan and the unfused path of Attention
+// (attention.cpp).
+KernelLaunch make_softmax_launch(const PlanContext& ctx, int64_t rows, int64_t length, int64_t inner,
+                                 bool log, TensorRef in, TensorRef out);
 
 // The largest power of two at most `desired` that the device allows as a 1-D workgroup size.
 uint32_t pow2_workgroup_size(uint32_t desired, const gpu::Limits& limits);

@@ -143,10 +143,11 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"wide_values", {1, 3, 16}, {1, 5, 16}, {1, 5, 130}, std::nullopt, false},
         // V's last dim past the fused kernel's 512: the three-launch plan (GEMM, Softmax, GEMM). DaViT's
         // channel attention: the tokens are the contracted dim and V's last dim, K given transposed.
-        AttentionCase{"channel_attention_unfused", {2, 3, 6, 520}, {2, 3, 520, 6}, {2, 3, 6, 520}, std::nullopt,
-                      true},
+        AttentionCase{
+            "channel_attention_unfused", {2, 3, 6, 520}, {2, 3, 520, 6}, {2, 3, 6, 520}, std::nullopt, true},
         AttentionCase{"mask_unfused", {1, 2, 3, 8}, {1, 2, 5, 8}, {1, 2, 5, 600}, Shape{3, 5}, false, 4.0f},
-        AttentionCase{"broadcast_v_unfused", {2, 3, 4, 5}, {2, 3, 9, 5}, {2, 1, 9, 513}, std::nullopt, false}),
+        AttentionCase{
+            "broadcast_v_unfused", {2, 3, 4, 5}, {2, 3, 9, 5}, {2, 1, 9, 513}, std::nullopt, false}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST(Attention, ScaleTensorMultipliesOrDivides) {

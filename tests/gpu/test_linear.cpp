@@ -723,5 +723,88 @@ TEST(GemmPlanner, ForcedKernelsThatCannotRunAreErrorsNamingTheNode) {
   EXPECT_NE(msg.find("expected tiled, vec4, fast128, fast64 or gemv"), std::string::npos) << msg;
 }
 
+// ---- Split-K: the tiled kernel over K chunks, then gemm_split_reduce.wgsl ----
+
+// Gemm or MatMul with `splits` K chunks forced (0: the planner's choice), against the float64 reference; the
+// plan must be the two split-K launches.
+void expect_split_gemm(const ops::NodeInfo& n, const Inputs& in, const test::Reference& ref, int64_t k,
+                       const std::string& what) {
+  ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
+  ASSERT_EQ(plan.launches.size(), 2u) << what;
+  EXPECT_EQ(plan.launches[0].program.label.rfind("gemm_tiled", 0), 0u) << what;
+  EXPECT_NE(plan.launches[0].program.label.find("_splitk"), std::string::npos) << what;
+  EXPECT_EQ(plan.launches[1].program.label, "gemm_split_reduce") << what;
+  auto out = runtime::run_node(test::device(), n, in);
+  EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(k))) << what;
+}
+
+TEST(SplitK, ForcedSplitsMatchFloat64Reference) {
+  struct Case {
+    int64_t m, n, k, splits;
+    Layout layout;
+    const char* activation;
+  };
+  // More chunks than K tiles (empty chunks), chunks that end mid-tile, one row, transposed operands.
+  for (const Case& c :
+       {Case{33, 17, 1000, 4, {false, false, true}, ""}, Case{5, 70, 300, 3, {true, false, false}, "Relu"},
+        Case{1, 1, 40, 2, {false, true, false}, ""}, Case{64, 40, 96, 7, {true, true, true}, "Clip"}}) {
+    const uint64_t seed = static_cast<uint64_t>(c.m * 7 + c.n * 11 + c.k);
+    const Layout& l = c.layout;
+    Tensor a = test::random_tensor(l.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed);
+    Tensor b = test::random_tensor(l.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed + 1);
+    Tensor bias = test::random_tensor({c.n}, seed + 2);
+    ops::NodeInfo g = node("Gemm");
+    g.attributes.set("transA", int64_t{l.trans_a});
+    g.attributes.set("transB", int64_t{l.trans_b});
+    g.attributes.set("alpha", 0.75f);
+    g.attributes.set("beta", 1.5f);
+    g.attributes.set(ops::kGemmSplitKAttribute, c.splits);
+    Forced f{"", 0, 0, 0, c.activation};
+    apply(f, g);
+    auto ref = test::gemm_reference(a, b, &bias, l.trans_a, l.trans_b, 0.75f, 1.5f, act_lo(f), act_hi(f));
+    std::ostringstream what;
+    what << c.splits << " chunks " << layout_name(l) << " " << mnk_name({c.m, c.n, c.k}) << " "
+         << c.activation;
+    expect_split_gemm(g, Inputs{NodeInput{a}, NodeInput{b, l.b_constant}, NodeInput{bias}}, ref, c.k,
+                      what.str());
+  }
+}
+
+TEST(SplitK, BatchedMatMulWithBroadcastSplits) {
+  Tensor a = test::random_tensor({2, 3, 9, 130}, 301);
+  Tensor b = test::random_tensor({1, 3, 130, 6}, 302);
+  ops::NodeInfo mm = node("MatMul");
+  mm.attributes.set(ops::kGemmSplitKAttribute, int64_t{3});
+  expect_split_gemm(mm, Inputs{NodeInput{a}, NodeInput{b}}, test::matmul_reference(a, b), 130,
+                    "[2,3,9,130] x [1,3,130,6], 3 chunks");
+}
+
+TEST(SplitK, PlannerSplitsFewTilesOverALongK) {
+  ops::GemmLaunchSpec channel_attention = problem(32, 32, 36864, false);  // DaViT stage 0, 4 heads
+  channel_attention.batch = 4;
+  const ops::GemmConfig seed = ops::choose_gemm_config(channel_attention, gpu::default_capabilities());
+  EXPECT_EQ(ops::choose_split_k(channel_attention, seed), 64u);       // 4 tiles -> 256 workgroups of 576
+  EXPECT_EQ(ops::choose_split_k(problem(32, 32, 1024), seed), 1u);    // K too short to pay
+  EXPECT_EQ(ops::choose_split_k(problem(32, 32, 2048), seed), 4u);    // chunks of at least 512
+  EXPECT_EQ(ops::choose_split_k(problem(512, 512, 8192), seed), 1u);  // 256 tiles: enough already
+  ops::GemmConfig fast = seed;
+  fast.kernel = ops::GemmKernel::Fast128;
+  EXPECT_EQ(ops::choose_split_k(problem(4096, 4096, 4096), fast), 1u);
+  ops::GemmLaunchSpec forced = problem(64, 64, 64);
+  forced.split_k = 2;
+  EXPECT_THROW(ops::choose_split_k(forced, fast), Error);
+}
+
+TEST(SplitK, ForcedSplitOnAnotherForcedKernelIsAnError) {
+  Tensor a = test::random_tensor({8, 64}, 311);
+  Tensor b = test::random_tensor({64, 8}, 312);
+  ops::NodeInfo mm = node("MatMul");
+  mm.attributes.set("wgi.kernel", std::string("vec4"));
+  mm.attributes.set(ops::kGemmSplitKAttribute, int64_t{2});
+  const std::string msg = plan_error(mm, Inputs{NodeInput{a}, NodeInput{b, true}});
+  EXPECT_NE(msg.find("runs on the tiled kernel only"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'linear_under_test'"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace wgi

@@ -12,7 +12,7 @@ struct GemmParams {
   tiles_n: u32,
   tiles_m: u32,
   has_bias: u32,
-  _pad0: u32,
+  k_splits: u32,        // gemm_tiled.wgsl with SPLIT_K: K chunks, one partial product each
   alpha: f32,
   beta: f32,
   act_lo: f32,

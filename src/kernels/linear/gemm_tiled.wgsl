@@ -2,6 +2,9 @@
 // tile per 8x8 workgroup, each thread a 4x4 register tile, A and B tiles staged in workgroup memory so every
 // loaded value is reused 32 times. Any M, N, K (edges are zero-filled), A as [M,K] or [K,M] (A_KM), B as
 // [N,K] (B_NK) or [K,N].
+// SPLIT_K: for few output tiles and a long K, which would leave most of the GPU idle. Workgroups also split K
+// into params.k_splits chunks (whole tiles each) and write raw partial sums, chunk-major
+// ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
 const TILE: u32 = 32u;
 const RPT: u32 = 4u;  // rows / columns per thread
 
@@ -16,8 +19,8 @@ const RPT: u32 = 4u;  // rows / columns per thread
 var<workgroup> a_tile: array<array<f32, TILE>, TILE>;  // [m][k]
 var<workgroup> b_tile: array<array<f32, TILE>, TILE>;  // [k][n]
 
-fn load_a(base: u32, m: u32, k: u32) -> f32 {
-  if (m >= params.M || k >= params.K) {
+fn load_a(base: u32, m: u32, k: u32, k_end: u32) -> f32 {
+  if (m >= params.M || k >= k_end) {
     return 0.0;
   }
 #if A_KM
@@ -27,8 +30,8 @@ fn load_a(base: u32, m: u32, k: u32) -> f32 {
 #endif
 }
 
-fn load_b(base: u32, k: u32, n: u32) -> f32 {
-  if (k >= params.K || n >= params.N) {
+fn load_b(base: u32, k: u32, n: u32, k_end: u32) -> f32 {
+  if (k >= k_end || n >= params.N) {
     return 0.0;
   }
 #if B_NK
@@ -43,10 +46,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_id) lid: vec3<u32>, @builtin(local_invocation_index) flat: u32) {
   let tile_index = linear_workgroup_index(wid, nwg);
   let tiles_per_matrix = params.tiles_n * params.tiles_m;
-  if (tile_index >= tiles_per_matrix * params.batch) {
+#if SPLIT_K
+  let splits = params.k_splits;
+#else
+  let splits = 1u;
+#endif
+  let tiles_per_split = tiles_per_matrix * params.batch;
+  if (tile_index >= tiles_per_split * splits) {
     return;  // uniform: the whole workgroup leaves together
   }
-  let batch = tile_index / tiles_per_matrix;
+  let split = tile_index / tiles_per_split;
+  let batch = (tile_index % tiles_per_split) / tiles_per_matrix;
   let in_matrix = tile_index % tiles_per_matrix;
   let row0 = (in_matrix / params.tiles_n) * TILE;
   let col0 = (in_matrix % params.tiles_n) * TILE;
@@ -54,15 +64,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   var acc: array<array<f32, RPT>, RPT>;
   let k_tiles = (params.K + TILE - 1u) / TILE;
-  for (var t = 0u; t < k_tiles; t++) {
+  let tiles_per_chunk = (k_tiles + splits - 1u) / splits;
+  let k_end = min(params.K, (split + 1u) * tiles_per_chunk * TILE);
+  for (var t = split * tiles_per_chunk; t < min(k_tiles, (split + 1u) * tiles_per_chunk); t++) {
     let k0 = t * TILE;
     // 64 threads load the 1024 elements of each tile, 16 each.
     for (var i = 0u; i < 16u; i++) {
       let e = flat + i * 64u;
       let r = e / TILE;
       let c = e % TILE;
-      a_tile[r][c] = load_a(offsets.x, row0 + r, k0 + c);
-      b_tile[r][c] = load_b(offsets.y, k0 + r, col0 + c);
+      a_tile[r][c] = load_a(offsets.x, row0 + r, k0 + c, k_end);
+      b_tile[r][c] = load_b(offsets.y, k0 + r, col0 + c, k_end);
     }
     workgroupBarrier();
     for (var k = 0u; k < TILE; k++) {
@@ -81,13 +93,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
   }
 
-  let out_base = batch * params.M * params.N;
+  let out_base = (split * params.batch + batch) * params.M * params.N;
   for (var i = 0u; i < RPT; i++) {
     let m = row0 + lid.y * RPT + i;
     for (var j = 0u; j < RPT; j++) {
       let n = col0 + lid.x * RPT + j;
       if (m < params.M && n < params.N) {
+#if SPLIT_K
+        output[out_base + m * params.N + n] = acc[i][j];
+#else
         output[out_base + m * params.N + n] = gemm_epilogue(acc[i][j], m, n);
+#endif
       }
     }
   }

@@ -1,0 +1,26 @@
+// The second half of a split-K GEMM (gemm_tiled.wgsl with SPLIT_K): adds the params.k_splits partial
+// products of every output element, in chunk order, and applies the GEMM's epilogue (alpha, beta * C, the
+// fused activation). One invocation per output element.
+@group(0) @binding(0) var<storage, read> partials: array<f32>;  // [split][batch][M][N]
+@group(0) @binding(1) var<storage, read> bias: array<f32>;
+@group(0) @binding(2) var<storage, read_write> output: array<f32>;  // [batch][M][N]
+@group(0) @binding(3) var<uniform> params: GemmParams;
+
+#include "linear/gemm_common.wgsl"
+
+@compute @workgroup_size(64, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+  let i = linear_invocation_index(wid, nwg, local, 64u);
+  let per_matrix = params.M * params.N;
+  let total = per_matrix * params.batch;
+  if (i >= total) {
+    return;
+  }
+  var acc = 0.0;
+  for (var s = 0u; s < params.k_splits; s++) {
+    acc += partials[s * total + i];
+  }
+  let in_matrix = i % per_matrix;
+  output[i] = gemm_epilogue(acc, in_matrix / params.N, in_matrix % params.N);
+}
