@@ -9,8 +9,12 @@
 // the wgi.kernel attribute); its names match bench/torch_peer.py's. BM_LinearKernel/<kernel>/M/N/K runs
 // every GEMM kernel forced on the shapes it is meant for, BM_LinearConfig/<config>/M/N/K the fast kernels'
 // workgroup memory configurations (K slab, buffers) and GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/
-// M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight. A forced
-// kernel that cannot run a shape on the adapter is reported as skipped with the planner's reason.
+// M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight.
+// BM_Conv/n:../ic:../oc:../hw:../k:../s:../g:.. runs the conv planner's choice (names as
+// bench/torch_peer.py's), BM_ConvKernel/<implicit_gemm128|implicit_gemm64|depthwise|direct|gemm>/... each
+// conv kernel forced, and BM_ConvConfig/igemm<tile>_k<slab>s<buffers>/... the implicit GEMM's workgroup
+// memory configurations. A forced kernel that cannot run a shape on the adapter is reported as skipped with
+// the planner's reason.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -115,8 +119,11 @@ void run_matmul_runtime_b(benchmark::State& state, const std::string& kernel) {
   run_prepared(state, *prepared, 2.0 * m * n * k);
 }
 
-// Conv NCHW: batch, in channels, out channels, size (square), kernel, stride, groups.
-void BM_Conv(benchmark::State& state) {
+// Conv NCHW: batch, in channels, out channels, size (square), kernel, stride, groups; pads k / 2. Node
+// attributes (kernel forcing, tuning knobs) in `attributes`; a forced kernel that cannot run the shape on the
+// adapter is reported as skipped with the planner's reason.
+void run_conv(benchmark::State& state,
+              const std::vector<std::pair<std::string, wgi::ops::AttributeValue>>& attributes) {
   const int64_t batch = state.range(0), ic = state.range(1), oc = state.range(2), size = state.range(3),
                 kernel = state.range(4), stride = state.range(5), groups = state.range(6);
   const int64_t pad = kernel / 2;
@@ -124,16 +131,33 @@ void BM_Conv(benchmark::State& state) {
   node.attributes.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
   node.attributes.set("strides", std::vector<int64_t>{stride, stride});
   node.attributes.set("group", groups);
+  for (const auto& [name, value] : attributes) node.attributes.set(name, value);
   std::vector<std::optional<NodeInput>> inputs = {
       NodeInput{wgi::test::random_tensor({batch, ic, size, size}, 1)},
       NodeInput{wgi::test::random_tensor({oc, ic / groups, kernel, kernel}, 2), true},
       NodeInput{wgi::test::random_tensor({oc}, 3), true}};
-  wgi::runtime::PreparedNode prepared(device(), node, inputs, {false, std::nullopt});
-  const auto& out = prepared.plan().outputs.at(0).shape;
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
+  try {
+    prepared = std::make_unique<wgi::runtime::PreparedNode>(
+        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
+  } catch (const wgi::Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const auto& out = prepared->plan().outputs.at(0).shape;
   double flops = 2.0 * static_cast<double>(wgi::element_count(out)) * static_cast<double>(ic / groups) *
                  static_cast<double>(kernel * kernel);
-  state.SetLabel(prepared.plan().launches.at(0).program.label);
-  run_prepared(state, prepared, flops);
+  state.SetLabel(prepared->plan().launches.at(0).program.label);
+  // Depthwise is bandwidth bound: report the bytes it must move at least (input and output once, weight).
+  state.counters["bytes"] =
+      benchmark::Counter(4.0 * static_cast<double>(batch * ic * size * size + wgi::element_count(out) +
+                                                   oc * (ic / groups) * kernel * kernel),
+                         benchmark::Counter::kIsIterationInvariantRate);
+  run_prepared(state, *prepared, flops);
+}
+
+void BM_Conv(benchmark::State& state) {
+  run_conv(state, {});
 }
 
 // Products with more than 8 rows: the tile kernels' domain.
@@ -228,6 +252,29 @@ void register_forced_kernels() {
     add(
         "BM_LinearConfig/" + kernel + "_k" + std::to_string(tile_k) + "s" + std::to_string(stages),
         [attributes](benchmark::State& state) { run_linear(state, attributes); }, config_shapes);
+  }
+  // Every conv kernel forced on the conv shapes (BM_ConvKernel/<kernel>/n:../ic:../...; bench/compare.py
+  // joins them with BM_Conv's PyTorch time), and the implicit GEMM's workgroup memory configurations
+  // (BM_ConvConfig/igemm<tile>_k<slab>s<buffers>/...). Shapes a kernel cannot run are skipped with the
+  // reason.
+  auto add_conv = [](const std::string& name, const Attributes& attributes) {
+    auto* b = benchmark::RegisterBenchmark(
+        name.c_str(), [attributes](benchmark::State& state) { run_conv(state, attributes); });
+    conv_shapes(b);
+    b->UseManualTime()->Unit(benchmark::kMillisecond);
+  };
+  for (const char* kernel : {"implicit_gemm128", "implicit_gemm64", "depthwise", "direct", "gemm"}) {
+    add_conv(std::string("BM_ConvKernel/") + kernel, {{"wgi.kernel", std::string(kernel)}});
+  }
+  const std::vector<std::tuple<int64_t, int64_t, int64_t>> igemm_configs = {
+      {128, 16, 1}, {128, 16, 2}, {128, 8, 1}, {128, 8, 2},
+      {128, 32, 1}, {64, 16, 1},  {64, 16, 2}, {64, 32, 1}};
+  for (const auto& [tile, tile_k, stages] : igemm_configs) {
+    add_conv("BM_ConvConfig/igemm" + std::to_string(tile) + "_k" + std::to_string(tile_k) + "s" +
+                 std::to_string(stages),
+             {{"wgi.kernel", "implicit_gemm" + std::to_string(tile)},
+              {"wgi.gemm_tile_k", tile_k},
+              {"wgi.gemm_stages", stages}});
   }
   for (const char* kernel : {"", "fast128", "fast64", "tiled"}) {
     const std::string forced = kernel;

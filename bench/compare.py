@@ -25,6 +25,9 @@ for b in wgi["benchmarks"]:
     # BM_MatMulRuntimeB/<kernel>/...) compare with the same product's PyTorch time.
     parts = name.split("/")
     p = peer.get(name) or (peer.get("/".join(["BM_Linear"] + parts[2:])) if len(parts) == 5 else None)
+    # BM_ConvKernel/<kernel>/n:../..., BM_ConvConfig/<config>/n:../...: the same conv's BM_Conv peer.
+    if not p and parts[0] in ("BM_ConvKernel", "BM_ConvConfig"):
+        p = peer.get("/".join(["BM_Conv"] + parts[2:]))
     if p:
         print(f"| {name} | {b.get('label', '')} | {ms:.3f} | {tflops:.2f} | {p['ms']:.3f} | {p['tflops']:.2f} | "
               f"{p['ms'] / ms:.3f} |")
