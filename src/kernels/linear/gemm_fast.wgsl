@@ -28,19 +28,7 @@ const SB: u32 = BN / 4u + 1u;
 const A_LOADS: u32 = BM * BK / 1024u;  // vec4s of A per thread per slab
 const B_LOADS: u32 = BN * BK / 1024u;
 
-#if A_VEC4
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-#else
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-#endif
-#if B_VEC4
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-#else
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-#endif
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-@group(0) @binding(4) var<uniform> params: GemmParams;
+#include "linear/gemm_bindings.wgsl"
 
 #include "linear/gemm_common.wgsl"
 

@@ -11,19 +11,7 @@ const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 256
 const COLS: u32 = 256u / LANES;  // columns per workgroup
 
-#if A_VEC4
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-#else
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-#endif
-#if B_VEC4
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-#else
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-#endif
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-@group(0) @binding(4) var<uniform> params: GemmParams;
+#include "linear/gemm_bindings.wgsl"
 
 #include "linear/gemm_common.wgsl"
 

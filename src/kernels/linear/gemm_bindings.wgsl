@@ -1,0 +1,15 @@
+// The bindings of the GEMM kernels that read A and B as vec4s where A_VEC4 / B_VEC4 say so (gemm_fast.wgsl,
+// gemv.wgsl): the layout make_gemm_launch binds (src/ops/gemm_launch.cpp).
+#if A_VEC4
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+#else
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+#endif
+#if B_VEC4
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+#else
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+#endif
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> output: array<f32>;
+@group(0) @binding(4) var<uniform> params: GemmParams;
