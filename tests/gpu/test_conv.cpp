@@ -773,12 +773,57 @@ std::vector<ConvCase> conv_transpose_cases() {
   };
 }
 
+// ---- Heavy: model-sized convs (scripts/test --heavy, or on the GPU) ----
+// ResNet / DaViT-like layers, each new kernel forced, against the float64 reference: tiles full in both
+// dimensions, many K slabs, many workgroups.
+std::vector<ConvCase> heavy_cases() {
+  return {
+      {.name = "igemm128_3x3_128ch_28x28_batch2",
+       .x = {2, 128, 28, 28},
+       .w = {128, 128, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm128",
+       .forced_kernel = "implicit_gemm128"},
+      {.name = "igemm64_3x3_s2_64to128_batch2",
+       .x = {2, 64, 56, 56},
+       .w = {128, 64, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .activation = "Relu",
+       .kernel = "conv_igemm64",
+       .forced_kernel = "implicit_gemm64"},
+      {.name = "igemm_stem_7x7_s2",
+       .x = {1, 3, 112, 112},
+       .w = {64, 3, 7, 7},
+       .strides = {2, 2},
+       .pads = {3, 3, 3, 3},
+       .kernel = "conv_igemm64",
+       .forced_kernel = "implicit_gemm"},
+      {.name = "depthwise_3x3_64ch_56x56_batch2",
+       .x = {2, 64, 56, 56},
+       .w = {64, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 64,
+       .kernel = "conv_depthwise",
+       .forced_kernel = "depthwise"},
+      {.name = "depthwise_7x7_s2_32ch",
+       .x = {1, 32, 57, 57},
+       .w = {32, 1, 7, 7},
+       .strides = {2, 2},
+       .pads = {3, 3, 3, 3},
+       .group = 32,
+       .kernel = "conv_depthwise",
+       .forced_kernel = "depthwise"},
+  };
+}
+
 std::string case_name(const ::testing::TestParamInfo<ConvCase>& param_info) {
   return param_info.param.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Conv, ConvTest, ::testing::ValuesIn(conv_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ConvImplicitGemm, ConvTest, ::testing::ValuesIn(implicit_gemm_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ConvHeavy, ConvTest, ::testing::ValuesIn(heavy_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ConvDepthwise, ConvTest, ::testing::ValuesIn(depthwise_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ConvTranspose, ConvTest, ::testing::ValuesIn(conv_transpose_cases()), case_name);
 
