@@ -8,7 +8,7 @@
 // walked in slabs of BK with the next slab fetched into registers while the current one is multiplied, one or
 // two workgroup buffers (STAGES), the same warp arrangement (8 x 4 threads per warp, conflict-free reads).
 // What differs is where the operands come from:
-// - A, the weight, prepacked at plan time (src/ops/conv_fast.cpp) into [group][K][M rounded up to 4]: each
+// - A, the weight, prepacked at plan time (src/ops/conv_kernels.cpp) into [group][K][M rounded up to 4]: each
 //   thread reads whole vec4s along M and stores them as they are; the padding rows are zeros.
 // - B, the activations, gathered while loading: a thread owns one output pixel (column) of the tile for the
 //   whole K loop, so the pixel's decoding (image, oh, ow -> first input row and column) happens once; per
