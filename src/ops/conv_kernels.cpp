@@ -14,10 +14,10 @@ namespace wgi::ops {
 namespace {
 
 constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM kernel
-// The 128x128 tile does 4x the work per thread of 64x64 with twice the reuse per loaded value; it pays once
-// it leaves enough workgroups to fill a large GPU (about two per SM of the H200's 132), as in the GEMM
-// planner (gemm_launch.cpp). Pending measurement (docs/performance.md).
-constexpr uint64_t kTile128MinWorkgroups = 256;
+// The 128x128 tile does 4x the work per thread of 64x64 with twice the reuse per loaded value, but it pays
+// only with many workgroups: on the H200 (docs/performance.md, 2026-11-29) 3x3 256->256 on 8x56x56 gives the
+// 128 tile 392 workgroups (three waves of one per SM) at 18.4 TFLOP/s and the 64 tile 1568 at 24.2.
+constexpr uint64_t kTile128MinWorkgroups = 1024;
 // Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.
 constexpr uint32_t kDepthwiseThreads = 256;
 
@@ -66,13 +66,13 @@ std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry
     const uint64_t tiles128 = ceil_div(m, 128) * ceil_div(n, 128) * static_cast<uint64_t>(g.groups);
     tile = m > 64 && tiles128 >= kTile128MinWorkgroups ? 128 : 64;
   }
-  // A 16-deep slab; one buffer for the 128 tile, two for the 64 tile: so measured for the GEMM kernel of the
-  // same structure on the H200 (gemm_launch.cpp: two buffers of the 128 tile take 32 KiB and leave room
-  // for fewer workgroups per SM). 128 x 16 with one buffer takes exactly WebGPU's default 16 KiB. The rest
-  // for devices with less workgroup memory, or when forced (tuning).
+  // A 16-deep slab with one buffer for both tiles, as measured on the H200 (docs/performance.md): the 64 tile
+  // ran 3x3 256->256 at 24.2 TFLOP/s with one buffer and 21.5 with two, the other benchmark shapes equal or
+  // better with one (unlike the plain GEMM's 64 tile, which prefers two). 128 x 16 with one buffer takes
+  // exactly WebGPU's default 16 KiB. The rest for devices with less workgroup memory, or when forced.
   std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 1}, {16, 2}, {8, 1},
                                                            {8, 2},  {32, 1}, {32, 2}};
-  if (tile == 64) candidates = {{16, 2}, {16, 1}, {32, 1}, {32, 2}};
+  if (tile == 64) candidates = {{16, 1}, {16, 2}, {32, 1}, {32, 2}};
   const bool knobs_forced = forced_tile_k != 0 || forced_stages != 0;
   uint32_t smallest = UINT32_MAX;
   for (const auto& [tile_k, stages] : candidates) {

@@ -337,7 +337,7 @@ std::vector<ConvCase> implicit_gemm_cases() {
        .x = {1, 16, 10, 10},
        .w = {16, 16, 3, 3},
        .pads = {1, 1, 1, 1},
-       .kernel = "conv_igemm64_k16s2"},
+       .kernel = "conv_igemm64_k16s1"},
       {.name = "aligned_3x3",
        .x = {1, 16, 8, 8},
        .w = {16, 16, 3, 3},
@@ -418,7 +418,7 @@ std::vector<ConvCase> implicit_gemm_cases() {
        .w = {16, 3, 7, 7},
        .strides = {2, 2},
        .pads = {3, 3, 3, 3},
-       .kernel = "conv_igemm64_k16s2"},
+       .kernel = "conv_igemm64_k16s1"},
       {.name = "batch3_no_bias",
        .x = {3, 6, 7, 5},
        .w = {10, 6, 3, 3},
@@ -919,11 +919,11 @@ TEST(ConvRouting, BenchmarkShapesOnTheH200AndOnACompatDevice) {
     const char* on_compat;
   };
   const Shape7 shapes[] = {
-      {8, 256, 256, 56, 3, 1, 1, "conv_igemm128_k16s1", "conv2d_vec4"},
+      {8, 256, 256, 56, 3, 1, 1, "conv_igemm64_k16s1", "conv2d_vec4"},
       {8, 256, 64, 56, 1, 1, 1, "conv1x1_gemm_fast", "conv1x1_gemm_tiled"},
-      {8, 128, 256, 56, 3, 2, 1, "conv_igemm64_k16s2", "conv2d_vec4"},
+      {8, 128, 256, 56, 3, 2, 1, "conv_igemm64_k16s1", "conv2d_vec4"},
       {8, 256, 256, 56, 3, 1, 256, "conv_depthwise_t16x16", "conv_depthwise_t16x8"},
-      {8, 3, 64, 224, 7, 2, 1, "conv_igemm64_k16s2", "conv2d"},
+      {8, 3, 64, 224, 7, 2, 1, "conv_igemm64_k16s1", "conv2d"},
   };
   for (const Shape7& b : shapes) {
     for (const auto& [caps, expected] : {std::pair{&h200, b.on_h200}, std::pair{&compat, b.on_compat}}) {
