@@ -6,12 +6,14 @@
 // known when planning: exports often compute head_dim ** -0.5 from Shape). Attributes: scale (float),
 // scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int).
 //
-// Two plans. The fused kernel (attention/attention.wgsl, one workgroup per query row, online softmax) never
-// writes the score matrix; it holds a row's output in registers, so V's last dim is at most kMaxValueDim.
-// Beyond that the scores are the small part: DaViT's channel attention attends over the C/heads channels with
-// the tokens (H*W, 36864 at 768x768) as both the contracted dim and V's last dim, so its score matrix is
-// [C/heads, C/heads]. There the plan is the exporter's own sequence as three launches: the fast GEMM for
-// scale * Q K^T (+ mask) into a scratch buffer, Softmax over its rows into another, and the GEMM with V.
+// Three plans. The fused kernels never write the score matrix: attention/attention.wgsl (one workgroup per
+// query row, online softmax; V's last dim at most kMaxValueDim) and, for many query rows with heads of at
+// most 64 (window attention, vision transformers), attention/attention_tiled.wgsl (one query row per
+// invocation, keys and values staged in workgroup memory). Beyond that the scores are the small part: DaViT's
+// channel attention attends over the C/heads channels with the tokens (H*W, 36864 at 768x768) as both the
+// contracted dim and V's last dim, so its score matrix is [C/heads, C/heads]. There the plan is the
+// exporter's own sequence as three launches: the fast GEMM for scale * Q K^T (+ mask) into a scratch buffer,
+// Softmax over its rows into another, and the GEMM with V.
 #include <algorithm>
 #include <array>
 #include "ops/gemm_launch.h"
@@ -27,6 +29,11 @@ namespace wgi::ops {
 namespace {
 
 constexpr uint32_t kMaxValueDim = 512;  // 8 accumulators per thread x 64 threads (attention.wgsl)
+// attention_tiled.wgsl: one query row per invocation, 64 rows per workgroup, keys staged 32 at a time; its
+// q row and accumulator are registers, so the head sizes are compiled in and bounded.
+constexpr int64_t kTiledMaxHeadDim = 64;
+constexpr int64_t kTiledKeysPerChunk = 32;
+constexpr int64_t kTiledMinQueries = 32;  // below, most of a 64-row workgroup would idle: attention.wgsl
 
 uint32_t to_u32(const PlanContext& ctx, int64_t v, const char* what) {
   if (v < 0 || v > static_cast<int64_t>(UINT32_MAX)) ctx.fail(std::string(what) + " does not fit u32");
@@ -138,7 +145,27 @@ OpPlan plan_attention(const PlanContext& ctx) {
   std::array<uint32_t, 4> dims = {1, 1, 1, 1};
   for (size_t i = 0; i < rank; ++i) dims[4 - rank + i] = to_u32(ctx, out_batch[i], "a batch dim");
 
-  if (dv > kMaxValueDim) {
+  // Which kernel: "wgi.kernel" = rows (attention.wgsl) | tiled (attention_tiled.wgsl) forces one.
+  const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
+  if (!forced.empty() && forced != "rows" && forced != "tiled")
+    ctx.fail("unknown wgi.kernel '" + forced + "' (expected rows or tiled)");
+  const uint64_t tiled_storage = static_cast<uint64_t>(kTiledKeysPerChunk * (d + dv)) * sizeof(float);
+  std::string why_not_tiled;
+  if (d > kTiledMaxHeadDim || dv > kTiledMaxHeadDim) {
+    why_not_tiled = "head sizes up to " + std::to_string(kTiledMaxHeadDim) + "; Q·K has " +
+                    std::to_string(d) + " and V " + std::to_string(dv);
+  } else if (tiled_storage > ctx.caps.limits.max_compute_workgroup_storage_size) {
+    why_not_tiled = std::to_string(tiled_storage) + " bytes of workgroup memory; the device allows " +
+                    std::to_string(ctx.caps.limits.max_compute_workgroup_storage_size);
+  }
+  if (forced == "tiled" && !why_not_tiled.empty()) ctx.fail("wgi.kernel = tiled needs " + why_not_tiled);
+  if (forced == "rows" && dv > kMaxValueDim) {
+    ctx.fail("wgi.kernel = rows needs V's last dim <= " + std::to_string(kMaxValueDim) + "; V is " +
+             shape_to_string(vs));
+  }
+  const bool tiled = forced == "tiled" || (forced.empty() && why_not_tiled.empty() && tq >= kTiledMinQueries);
+
+  if (dv > kMaxValueDim && !tiled) {
     // Scores S = scale * Q K^T (+ mask), P = softmax(S), out = P V: batch dims decoded by the GEMM.
     const std::vector<int64_t> q_strides = batch_strides(qb, out_batch, tq * d);
     const std::vector<int64_t> k_strides = batch_strides(kb, out_batch, tk * d);
@@ -195,9 +222,16 @@ OpPlan plan_attention(const PlanContext& ctx) {
   }
 
   KernelLaunch launch;
-  launch.program.label = k_transposed ? "attention_kt" : "attention";
-  launch.program.wgsl =
-      kernels::load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_transposed ? "1" : "0"}});
+  launch.program.label = std::string(tiled ? "attention_tiled" : "attention") + (k_transposed ? "_kt" : "");
+  if (tiled) {
+    launch.program.wgsl =
+        kernels::load_wgsl("attention/attention_tiled.wgsl", {{"K_TRANSPOSED", k_transposed ? "1" : "0"},
+                                                              {"HEAD_DIM", std::to_string(d)},
+                                                              {"VALUE_DIM", std::to_string(dv)}});
+  } else {
+    launch.program.wgsl =
+        kernels::load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_transposed ? "1" : "0"}});
+  }
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
@@ -222,8 +256,10 @@ OpPlan plan_attention(const PlanContext& ctx) {
                        .vec4u(pad4(batch_strides(vb, out_batch, tk * dv)))
                        .vec4u(pad4(mask_strides))
                        .bytes();
-  launch.groups =
-      gpu::fold_workgroups(static_cast<uint64_t>(rows), ctx.caps.limits.max_compute_workgroups_per_dimension);
+  const uint64_t workgroups =
+      tiled ? static_cast<uint64_t>(element_count(out_batch)) * static_cast<uint64_t>((tq + 63) / 64)
+            : static_cast<uint64_t>(rows);
+  launch.groups = gpu::fold_workgroups(workgroups, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
   return plan;
 }

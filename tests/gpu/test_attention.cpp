@@ -107,6 +107,9 @@ struct AttentionCase {
 
 class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
+// Every case through the planner's choice and through each kernel that can run it: "rows"
+// (attention.wgsl, V's last dim <= 512) and "tiled" (attention_tiled.wgsl, head sizes <= 64). The label of
+// the first launch says which ran; the unfused plan (V's last dim > 512) starts with a GEMM.
 TEST_P(AttentionTest, MatchesFloat64Reference) {
   const AttentionCase& c = GetParam();
   Tensor q = test::random_tensor(c.q, 1, -2, 2), k = test::random_tensor(c.k, 2, -2, 2),
@@ -116,11 +119,62 @@ TEST_P(AttentionTest, MatchesFloat64Reference) {
   const float scale = 0.35f;
   Inputs inputs = {NodeInput{q}, NodeInput{k}, NodeInput{v}};
   if (mask) inputs.push_back(NodeInput{*mask});
-  auto out = runtime::run_node(test::device(), attention_node(scale, c.k_transposed), inputs);
   Shape shape;
   auto ref = attention_reference(q, k, v, mask ? &*mask : nullptr, c.k_transposed, scale, shape);
-  const int64_t d = c.q.back();
-  EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(d * 4)));
+  const int64_t d = c.q.back(), dv = c.v.back();
+  std::vector<std::string> kernels = {""};
+  if (dv <= 512) kernels.push_back("rows");
+  if (d <= 64 && dv <= 64) kernels.push_back("tiled");
+  for (const std::string& kernel : kernels) {
+    ops::NodeInfo node = attention_node(scale, c.k_transposed);
+    if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+    const std::string& label = plan.launches.at(0).program.label;
+    if (kernel == "rows") {
+      EXPECT_EQ(label.rfind("attention", 0), 0u) << label;
+      EXPECT_EQ(label.find("tiled"), std::string::npos) << label;
+    }
+    if (kernel == "tiled") {
+      EXPECT_EQ(label.rfind("attention_tiled", 0), 0u) << label;
+    }
+    auto out = runtime::run_node(test::device(), node, inputs);
+    EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(d * 4)))
+        << "kernel " << (kernel.empty() ? "auto (" + label + ")" : kernel);
+  }
+}
+
+TEST(AttentionKernels, PlannerTakesTheTiledKernelForManyQueriesAndSmallHeads) {
+  const Tensor q = test::random_tensor({4, 3, 144, 32}, 5), k = test::random_tensor({4, 3, 144, 32}, 6),
+               v = test::random_tensor({4, 3, 144, 32}, 7), step = test::random_tensor({4, 3, 1, 32}, 8);
+  const ops::NodeInfo node = attention_node(0.2f, false);
+  auto label = [&](const Tensor& query) {
+    return runtime::plan_node(test::device().capabilities(), node,
+                              Inputs{NodeInput{query}, NodeInput{k}, NodeInput{v}})
+        .launches.at(0)
+        .program.label;
+  };
+  EXPECT_EQ(label(q), "attention_tiled");  // DaViT's window attention: 144 queries, head size 32
+  EXPECT_EQ(label(step), "attention");     // a decoder step: one query row, keys spread over 64 invocations
+}
+
+TEST(AttentionKernels, ForcedKernelsThatCannotRunAreErrors) {
+  const Tensor q = test::random_tensor({1, 2, 40, 80}, 9), k = test::random_tensor({1, 2, 40, 80}, 10),
+               v = test::random_tensor({1, 2, 40, 600}, 11);
+  auto error = [&](const std::string& kernel) {
+    ops::NodeInfo node = attention_node(0.2f, false);
+    node.attributes.set("wgi.kernel", kernel);
+    try {
+      runtime::plan_node(test::device().capabilities(), node,
+                         Inputs{NodeInput{q}, NodeInput{k}, NodeInput{v}});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("tiled").find("head sizes up to 64; Q·K has 80 and V 600"), std::string::npos)
+      << error("tiled");
+  EXPECT_NE(error("rows").find("V's last dim <= 512"), std::string::npos) << error("rows");
+  EXPECT_NE(error("flash").find("unknown wgi.kernel 'flash'"), std::string::npos) << error("flash");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,37 +1,18 @@
-// Fused attention, out = softmax(scale * Q K^T + mask) V, one workgroup per query row. The keys are visited in
+// Fused attention, out = softmax(scale * Q K^T + mask) V, one workgroup per query row (attention_tiled.wgsl
+// is the variant for many query rows and small heads). The keys are visited in
 // chunks with an online softmax (running max and sum, accumulator rescaled when the max grows), so the
 // [Tq, Tk] score matrix is never written to memory and any Tk works.
 //   Q [batch..., Tq, D]; K [batch..., Tk, D], or with K_TRANSPOSED [batch..., D, Tk]; V [batch..., Tk, Dv];
 //   mask (optional, additive) broadcast to [batch..., Tq, Tk]; out [batch..., Tq, Dv].
 // Batch dims are decoded from the output's (up to 4) with per-operand strides, 0 where an operand broadcasts.
-#include "common/dispatch_grid.wgsl"
-
-struct Params {
-  rows: u32,  // batch * Tq
-  tq: u32,
-  tk: u32,
-  d: u32,
-  dv: u32,
-  has_mask: u32,
-  mask_row_stride: u32,
-  mask_col_stride: u32,
-  scale: f32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
-  batch_dims: vec4<u32>,
-  q_strides: vec4<u32>,
-  k_strides: vec4<u32>,
-  v_strides: vec4<u32>,
-  mask_strides: vec4<u32>,
-}
-
 @group(0) @binding(0) var<storage, read> q: array<f32>;
 @group(0) @binding(1) var<storage, read> k: array<f32>;
 @group(0) @binding(2) var<storage, read> v: array<f32>;
 @group(0) @binding(3) var<storage, read> mask: array<f32>;
 @group(0) @binding(4) var<storage, read_write> output: array<f32>;
 @group(0) @binding(5) var<uniform> params: Params;
+
+#include "attention/attention_common.wgsl"
 
 const WG: u32 = 64u;
 const CHUNK: u32 = 256u;
@@ -79,24 +60,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (row >= params.rows) {
     return;  // uniform: the whole workgroup leaves together
   }
-  let batch = row / params.tq;
   let i = row % params.tq;
-  var rest = batch;
-  var q_base = 0u;
-  var k_base = 0u;
-  var v_base = 0u;
-  var m_base = 0u;
-  for (var dim = 3; dim >= 0; dim--) {
-    let extent = params.batch_dims[dim];
-    let index = rest % extent;
-    rest = rest / extent;
-    q_base += index * params.q_strides[dim];
-    k_base += index * params.k_strides[dim];
-    v_base += index * params.v_strides[dim];
-    m_base += index * params.mask_strides[dim];
-  }
-  q_base += i * params.d;
-  m_base += i * params.mask_row_stride;
+  let bases = attention_bases(row / params.tq);
+  let q_base = bases.q + i * params.d;
+  let k_base = bases.k;
+  let v_base = bases.v;
+  let m_base = bases.mask + i * params.mask_row_stride;
 
   var running_max = -3.4028234e38;
   var running_sum = 0.0;
