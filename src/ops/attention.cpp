@@ -34,6 +34,10 @@ constexpr uint32_t kMaxValueDim = 512;  // 8 accumulators per thread x 64 thread
 constexpr int64_t kTiledMaxHeadDim = 64;
 constexpr int64_t kTiledKeysPerChunk = 32;
 constexpr int64_t kTiledMinQueries = 32;  // below, most of a 64-row workgroup would idle: attention.wgsl
+// ... and it must fill the GPU: on the H200 SigLIP-B's 12 heads x 197 queries (48 tiled workgroups) ran in
+// 1.97 ms tiled against 0.92 ms on attention.wgsl's 2364 workgroups, while DaViT's window attention
+// (thousands of tiled workgroups) went from 14.9 to 4.4 ms (docs/performance.md).
+constexpr int64_t kTiledMinWorkgroups = 256;
 
 uint32_t to_u32(const PlanContext& ctx, int64_t v, const char* what) {
   if (v < 0 || v > static_cast<int64_t>(UINT32_MAX)) ctx.fail(std::string(what) + " does not fit u32");
@@ -163,7 +167,9 @@ OpPlan plan_attention(const PlanContext& ctx) {
     ctx.fail("wgi.kernel = rows needs V's last dim <= " + std::to_string(kMaxValueDim) + "; V is " +
              shape_to_string(vs));
   }
-  const bool tiled = forced == "tiled" || (forced.empty() && why_not_tiled.empty() && tq >= kTiledMinQueries);
+  const int64_t tiled_workgroups = element_count(out_batch) * ((tq + 63) / 64);
+  const bool tiled = forced == "tiled" || (forced.empty() && why_not_tiled.empty() &&
+                                           tq >= kTiledMinQueries && tiled_workgroups >= kTiledMinWorkgroups);
 
   if (dv > kMaxValueDim && !tiled) {
     // Scores S = scale * Q K^T (+ mask), P = softmax(S), out = P V: batch dims decoded by the GEMM.

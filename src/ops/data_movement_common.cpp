@@ -425,9 +425,13 @@ OpHandler copy_layout_handler(std::function<CopyLayout(const PlanContext&)> layo
     // Cheap refusals first: a data input computed at run time means the op runs on the GPU.
     if (host.empty() || !host[0]) return {};
     CopyLayout l = layout(ctx);
-    int64_t total = 0;
+    int64_t total = 0, inputs_total = 0;
     for (const TensorDesc& d : l.outputs) total += element_count(d.shape);
-    if (total > kMaxHostFoldElements) return {};
+    for (const Tensor* t : host) inputs_total += t ? t->element_count() : 0;
+    // Past the limit only layouts that make nothing larger fold (Transpose, Slice, Split, Concat of
+    // constants): a transposed constant weight (a tied LM head, 39M elements) is then transposed once at
+    // load instead of on every run. Expand / Tile of constants stay on the GPU past the limit.
+    if (total > kMaxHostFoldElements && total > inputs_total) return {};
     for (const StridedCopy& c : l.copies) {
       if (c.src.kind != TensorRef::Kind::Input || c.src.index >= host.size() || !host[c.src.index]) return {};
     }

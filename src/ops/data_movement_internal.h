@@ -23,7 +23,8 @@ namespace wgi::ops::data_movement {
 
 // The kernels take up to this many dimensions (uniform vec4 pairs); larger copies are peeled on the host.
 inline constexpr size_t kMaxKernelRank = 8;
-// Host folding declines outputs larger than this: such constants are better computed on the GPU.
+// Host folding declines outputs larger than this (unless they are no larger than the op's constant inputs,
+// see copy_layout_handler): such constants are better computed on the GPU.
 inline constexpr int64_t kMaxHostFoldElements = int64_t{1} << 24;
 
 // Copies every element of the iteration space `shape`: multi-index c is read at src_offset + sum(c[d] *

@@ -8,6 +8,7 @@
 #include "core/npy.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "ops/registry.h"
 #include "runtime/execution_plan.h"
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
@@ -144,17 +145,23 @@ TEST_P(AttentionTest, MatchesFloat64Reference) {
 }
 
 TEST(AttentionKernels, PlannerTakesTheTiledKernelForManyQueriesAndSmallHeads) {
-  const Tensor q = test::random_tensor({4, 3, 144, 32}, 5), k = test::random_tensor({4, 3, 144, 32}, 6),
-               v = test::random_tensor({4, 3, 144, 32}, 7), step = test::random_tensor({4, 3, 1, 32}, 8);
-  const ops::NodeInfo node = attention_node(0.2f, false);
-  auto label = [&](const Tensor& query) {
-    return runtime::plan_node(test::device().capabilities(), node,
-                              Inputs{NodeInput{query}, NodeInput{k}, NodeInput{v}})
+  auto label = [&](const Shape& q, const Shape& kv) {
+    const ops::TensorDesc qd{DType::Float32, q}, kvd{DType::Float32, kv};
+    const ops::NodeInfo node = attention_node(0.2f, false);
+    const ops::PlanContext ctx{
+        node, {qd, kvd, kvd}, {nullptr, nullptr, nullptr}, test::device().capabilities()};
+    return ops::builtin_registry()
+        .find("wgi", "Attention", 1)
+        ->handler.plan(ctx)
         .launches.at(0)
         .program.label;
   };
-  EXPECT_EQ(label(q), "attention_tiled");  // DaViT's window attention: 144 queries, head size 32
-  EXPECT_EQ(label(step), "attention");     // a decoder step: one query row, keys spread over 64 invocations
+  // DaViT's window attention: 256 windows x 4 heads of 144 queries, head size 32 (768 tiled workgroups).
+  EXPECT_EQ(label({256, 4, 144, 32}, {256, 4, 144, 32}), "attention_tiled");
+  // SigLIP-B: 12 heads x 197 queries would give the tiled kernel only 48 workgroups.
+  EXPECT_EQ(label({1, 12, 197, 64}, {1, 12, 197, 64}), "attention");
+  // A decoder step: one query row, its keys spread over 64 invocations.
+  EXPECT_EQ(label({256, 4, 1, 32}, {256, 4, 144, 32}), "attention");
 }
 
 TEST(AttentionKernels, ForcedKernelsThatCannotRunAreErrors) {

@@ -59,6 +59,30 @@ TEST(DataMovementTranspose, FourDimsDefaultPermAndOpset1) {
   expect_node_outputs(make_node("Transpose"), {NodeInput{s}}, {s});
 }
 
+// Host folding past 16M elements: a layout that makes nothing larger than its constant input folds (a tied
+// LM head's transposed embedding, 51289 x 768, runs as a constant instead of a Transpose on every run); an
+// Expand past the limit stays on the GPU.
+TEST(DataMovementFold, LargeConstantsFoldOnlyWithoutGrowing) {
+  const int64_t rows = 4099, cols = 4097;  // 16.8M elements, past the 16M (1 << 24) limit
+  Tensor w(DType::Float32, {rows, cols});
+  auto values = w.data<float>();
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1009) - 504.0f;
+  auto folded = test::fold_node(make_node("Transpose"), {NodeInput{w, true}});
+  ASSERT_EQ(folded.size(), 1u);
+  ASSERT_EQ(folded[0].shape(), (Shape{cols, rows}));
+  const auto out = folded[0].data<float>();
+  for (int64_t r : {int64_t{0}, int64_t{1}, rows / 2, rows - 1}) {
+    for (int64_t c : {int64_t{0}, int64_t{3}, cols - 1}) {
+      ASSERT_EQ(out[static_cast<size_t>(c * rows + r)], values[static_cast<size_t>(r * cols + c)])
+          << r << "," << c;
+    }
+  }
+  Tensor small = test::random_tensor({1, 4097}, 3);
+  EXPECT_TRUE(
+      test::fold_node(make_node("Expand", 8), {NodeInput{small, true}, NodeInput{ints({4099, 4097}), true}})
+          .empty());
+}
+
 // Batched 2-D transposes take the workgroup-tile kernel: aligned and ragged tiles, and NCHW -> NHWC, whose
 // H and W merge into one axis.
 TEST(DataMovementTranspose, TiledKernelForBatchedMatrices) {
