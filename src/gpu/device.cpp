@@ -439,6 +439,18 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   }
 
   WGPUDeviceDescriptor desc = {};
+#ifndef __EMSCRIPTEN__  // a browser has no Dawn toggles
+  // Dawn rounds timestamps down to multiples of 65.536 µs by default (a browser's guard against timing
+  // attacks), which made per-node profiles of short kernels read 0 or 65.5 µs. A native engine's own profiler
+  // has no such threat to guard against. Checked by what it does (tests/gpu/test_device.cpp): with this
+  // descriptor, durations stop being multiples of 65536 ns; a wrong sType would fail the device request.
+  const char* disabled_toggles[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor toggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
+  toggles.disabledToggleCount = 1;
+  toggles.disabledToggles = disabled_toggles;
+  if (std::find(wanted.begin(), wanted.end(), abi::kTimestampQuery) != wanted.end())
+    desc.nextInChain = &toggles.chain;
+#endif
   desc.label = to_string_view("wgi");
   desc.requiredFeatureCount = wanted.size();
   desc.requiredFeatures = wanted.data();

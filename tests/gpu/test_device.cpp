@@ -2,6 +2,8 @@
 // the pipeline cache, grid folding, and errors becoming exceptions.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -146,6 +148,38 @@ TEST(DeviceAbi, GrantedFeaturesDoWhatTheyAreNamed) {
     EXPECT_EQ(download_vector<uint32_t>(d, out, 1)[0], 7u);
   }
   EXPECT_NO_THROW(d.check_errors());
+}
+
+// Dawn's timestamp quantisation is off on wgi's devices (device.cpp): durations of a loop-heavy kernel are
+// not all multiples of 65.536 µs, as every one of them was with it on.
+TEST(Device, TimestampsAreNotQuantised) {
+  Device& d = test::device();
+  if (!d.features().timestamp_query) GTEST_SKIP() << "the adapter has no timestamp queries";
+  constexpr uint32_t kRuns = 6;
+  TimestampProfiler profiler(d, kRuns);
+  ProgramSource p;
+  p.label = "probe_timestamp_resolution";
+  p.wgsl =
+      "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+      "@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n"
+      "  var x = g.x;\n"
+      "  for (var i = 0u; i < 2000u; i++) { x = x * 1664525u + 1013904223u; }\n"
+      "  o[g.x] = x;\n}\n";
+  p.bindings = {BindingKind::Storage};
+  Buffer out = d.create_buffer(64 * 64 * 4, "timestamp_probe_out");
+  BufferSlice slices[] = {{&out}};
+  BoundDispatch dispatch = bind_dispatch(d, d.pipelines().get(p), slices, {}, {64, 1, 1});
+  CommandBatch batch(d);
+  for (uint32_t i = 0; i < kRuns; ++i) batch.dispatch_timed(dispatch, profiler, i);
+  batch.submit();
+  const std::vector<double> ms = profiler.read(kRuns);
+  ASSERT_EQ(ms.size(), kRuns);
+  int unquantised = 0;
+  for (double t : ms) {
+    const auto ns = static_cast<int64_t>(std::llround(t * 1e6));
+    unquantised += ns % 65536 != 0;
+  }
+  EXPECT_GT(unquantised, 0) << "every duration is a multiple of 65536 ns: Dawn still quantises timestamps";
 }
 
 constexpr const char* kRoundTripWgsl = R"(
