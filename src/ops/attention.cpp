@@ -31,6 +31,7 @@ namespace {
 constexpr uint32_t kMaxValueDim = 512;  // 8 accumulators per thread x 64 threads (attention.wgsl)
 // attention_tiled.wgsl: one query row per invocation, 64 rows per workgroup, keys staged 32 at a time; its
 // q row and accumulator are registers, so the head sizes are compiled in and bounded.
+constexpr int64_t kTiledQueriesPerWorkgroup = 64;  // BQ in attention_tiled.wgsl
 constexpr int64_t kTiledMaxHeadDim = 64;
 constexpr int64_t kTiledKeysPerChunk = 32;
 constexpr int64_t kTiledMinQueries = 32;  // below, most of a 64-row workgroup would idle: attention.wgsl
@@ -167,7 +168,8 @@ OpPlan plan_attention(const PlanContext& ctx) {
     ctx.fail("wgi.kernel = rows needs V's last dim <= " + std::to_string(kMaxValueDim) + "; V is " +
              shape_to_string(vs));
   }
-  const int64_t tiled_workgroups = element_count(out_batch) * ((tq + 63) / 64);
+  const int64_t tiled_workgroups =
+      element_count(out_batch) * ((tq + kTiledQueriesPerWorkgroup - 1) / kTiledQueriesPerWorkgroup);
   const bool tiled = forced == "tiled" || (forced.empty() && why_not_tiled.empty() &&
                                            tq >= kTiledMinQueries && tiled_workgroups >= kTiledMinWorkgroups);
 
@@ -176,11 +178,8 @@ OpPlan plan_attention(const PlanContext& ctx) {
     const std::vector<int64_t> q_strides = batch_strides(qb, out_batch, tq * d);
     const std::vector<int64_t> k_strides = batch_strides(kb, out_batch, tk * d);
     const std::vector<int64_t> v_strides = batch_strides(vb, out_batch, tk * dv);
-    std::vector<int64_t> score_strides(rank, 0);
-    for (size_t i = rank, stride = static_cast<size_t>(tq * tk); i-- > 0;) {
-      score_strides[i] = out_batch[i] == 1 ? 0 : static_cast<int64_t>(stride);
-      stride *= static_cast<size_t>(out_batch[i]);
-    }
+    // The scores are written contiguously over the output's batch dims.
+    const std::vector<int64_t> score_strides = batch_strides(out_batch, out_batch, tq * tk);
     if (has_mask && std::any_of(mask_strides.begin(), mask_strides.end(), [](int64_t v) { return v != 0; })) {
       ctx.fail("a mask that differs across batch or heads needs V's last dim <= " +
                std::to_string(kMaxValueDim) + " (the fused kernel); V is " + shape_to_string(vs));
@@ -262,9 +261,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
                        .vec4u(pad4(batch_strides(vb, out_batch, tk * dv)))
                        .vec4u(pad4(mask_strides))
                        .bytes();
-  const uint64_t workgroups =
-      tiled ? static_cast<uint64_t>(element_count(out_batch)) * static_cast<uint64_t>((tq + 63) / 64)
-            : static_cast<uint64_t>(rows);
+  const uint64_t workgroups = static_cast<uint64_t>(tiled ? tiled_workgroups : rows);
   launch.groups = gpu::fold_workgroups(workgroups, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
   return plan;
