@@ -46,6 +46,20 @@ bool large() {
   return v && std::string(v) == "large";
 }
 
+// The node prepared on the benchmark device, or null with the benchmark marked skipped and the planner's
+// reason (a forced kernel that cannot run the shape on this adapter).
+std::unique_ptr<wgi::runtime::PreparedNode> prepare_or_skip(
+    benchmark::State& state, const wgi::ops::NodeInfo& node,
+    const std::vector<std::optional<NodeInput>>& inputs) {
+  try {
+    return std::make_unique<wgi::runtime::PreparedNode>(device(), node, inputs,
+                                                        wgi::runtime::NodeRunOptions{false, std::nullopt});
+  } catch (const wgi::Error& e) {
+    state.SkipWithError(e.what());
+    return nullptr;
+  }
+}
+
 void run_prepared(benchmark::State& state, wgi::runtime::PreparedNode& node, double flops) {
   wgi::gpu::Device& d = device();
   node.run();  // warm up: pipelines compiled, first dispatch done
@@ -81,14 +95,8 @@ void run_linear(benchmark::State& state,
   std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
                                                   NodeInput{wgi::test::random_tensor({n, k}, 2), true},
                                                   NodeInput{wgi::test::random_tensor({n}, 3), true}};
-  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
-  try {
-    prepared = std::make_unique<wgi::runtime::PreparedNode>(
-        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
-  } catch (const wgi::Error& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared = prepare_or_skip(state, node, inputs);
+  if (!prepared) return;
   state.SetLabel(prepared->plan().launches.at(0).program.label);
   run_prepared(state, *prepared, 2.0 * m * n * k);
 }
@@ -107,14 +115,8 @@ void run_matmul_runtime_b(benchmark::State& state, const std::string& kernel) {
   if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
   std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
                                                   NodeInput{wgi::test::random_tensor({k, n}, 2)}};
-  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
-  try {
-    prepared = std::make_unique<wgi::runtime::PreparedNode>(
-        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
-  } catch (const wgi::Error& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared = prepare_or_skip(state, node, inputs);
+  if (!prepared) return;
   state.SetLabel(prepared->plan().launches.at(0).program.label);
   run_prepared(state, *prepared, 2.0 * m * n * k);
 }
@@ -136,14 +138,8 @@ void run_conv(benchmark::State& state,
       NodeInput{wgi::test::random_tensor({batch, ic, size, size}, 1)},
       NodeInput{wgi::test::random_tensor({oc, ic / groups, kernel, kernel}, 2), true},
       NodeInput{wgi::test::random_tensor({oc}, 3), true}};
-  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
-  try {
-    prepared = std::make_unique<wgi::runtime::PreparedNode>(
-        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
-  } catch (const wgi::Error& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared = prepare_or_skip(state, node, inputs);
+  if (!prepared) return;
   const auto& out = prepared->plan().outputs.at(0).shape;
   double flops = 2.0 * static_cast<double>(wgi::element_count(out)) * static_cast<double>(ic / groups) *
                  static_cast<double>(kernel * kernel);
