@@ -192,7 +192,8 @@ void conv_shapes(benchmark::internal::Benchmark* b) {
     b->Args({8, 256, 256, 56, 3, 1, 256});  // depthwise (DaViT position encoding)
     b->Args({8, 3, 64, 224, 7, 2, 1});      // stem
   } else {
-    b->Args({1, 16, 32, 24, 3, 1, 1})->Args({1, 16, 16, 24, 3, 1, 16})->Args({1, 3, 16, 32, 7, 2, 1});
+    b->Args({1, 16, 32, 24, 3, 1, 1})->Args({1, 32, 64, 24, 1, 1, 1})->Args({1, 16, 16, 24, 3, 1, 16});
+    b->Args({1, 3, 16, 32, 7, 2, 1});
   }
 }
 

@@ -233,6 +233,12 @@ bool matches_filter(const AdapterInfo& info, const std::string& filter) {
   return false;
 }
 
+// Capabilities::costly_barriers: SwiftShader, by name (Dawn reports it as a CPU adapter, but so it may other
+// CPU implementations, and Mesa's llvmpipe, which runs barriers cheaply, comes through GL ES as "unknown").
+bool has_costly_barriers(const AdapterInfo& info) {
+  return lower_case(info.device + " " + info.description).find("swiftshader") != std::string::npos;
+}
+
 #ifndef __EMSCRIPTEN__
 // Whether the Vulkan loader has any driver manifest to load. Asking Dawn when there is none only makes it
 // print loader warnings, so the automatic order skips Vulkan then.
@@ -520,6 +526,7 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   f.subgroups = wgpuDeviceHasFeature(request.device, abi::kSubgroups);
   f.timestamp_query = wgpuDeviceHasFeature(request.device, abi::kTimestampQuery);
   device.capabilities_.compatibility_mode = device.adapter_info_.compatibility_mode;
+  device.capabilities_.costly_barriers = has_costly_barriers(device.adapter_info_);
   device.pipelines_ = std::make_unique<PipelineCache>(device);
 }
 

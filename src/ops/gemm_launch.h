@@ -18,7 +18,8 @@
 // epilogue: two launches.
 // The fast kernels and GEMV need 256 invocations per workgroup and their workgroup memory (which depends on
 // the K slab and on double buffering) within the device's limits; the planner picks a configuration that fits
-// ctx.caps.limits and otherwise falls back to the seeds' kernels.
+// ctx.caps.limits and otherwise falls back to the seeds' kernels. Where workgroup barriers are costly
+// (SwiftShader) the seeds' kernels are faster and the planner takes them unless a kernel or knob is forced.
 #pragma once
 
 #include <array>

@@ -100,6 +100,8 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
   if (c.stages) node.attributes.set("wgi.gemm_stages", c.stages);
   runtime::NodeRunOptions options;
   options.capabilities = test::device().capabilities();
+  // The kernels a GPU gets, also on SwiftShader (whose own routing is tested below).
+  options.capabilities->costly_barriers = false;
   if (c.invocations) {
     options.capabilities->limits.max_compute_invocations_per_workgroup = c.invocations;
     options.capabilities->limits.max_compute_workgroup_size_x =
@@ -899,8 +901,9 @@ TEST(ConvForcedKernel, ImpossibleChoicesAreErrorsNamingWhy) {
 }
 
 // The planner's choice for the benchmark shapes (bench/bench_ops.cpp, WGI_BENCH_SIZE=large) on the H200's
-// limits and on a compat device at 128 invocations; planned from descriptions only (no GPU, no 25 MB inputs).
-TEST(ConvRouting, BenchmarkShapesOnTheH200AndOnACompatDevice) {
+// limits, on a compat device at 128 invocations and where barriers are costly; planned from descriptions only
+// (no GPU, no 25 MB inputs).
+TEST(ConvRouting, BenchmarkShapesOnTheH200ACompatDeviceAndSwiftShader) {
   gpu::Capabilities h200 = gpu::default_capabilities();
   h200.limits.max_compute_invocations_per_workgroup = 1024;
   h200.limits.max_compute_workgroup_size_x = 1024;
@@ -913,20 +916,25 @@ TEST(ConvRouting, BenchmarkShapesOnTheH200AndOnACompatDevice) {
   compat.limits.max_compute_workgroup_size_x = 128;
   compat.limits.max_compute_workgroup_size_y = 128;
   compat.limits.max_compute_workgroup_storage_size = 16384;
+  // A device with costly barriers (SwiftShader, with the H200's limits here) takes the direct kernels.
+  gpu::Capabilities cpu = h200;
+  cpu.costly_barriers = true;
   struct Shape7 {
     int64_t n, ic, oc, hw, k, s, g;
     const char* on_h200;
     const char* on_compat;
+    const char* on_cpu;
   };
   const Shape7 shapes[] = {
-      {8, 256, 256, 56, 3, 1, 1, "conv_igemm64_k16s1", "conv2d_vec4"},
-      {8, 256, 64, 56, 1, 1, 1, "conv1x1_gemm_fast", "conv1x1_gemm_tiled"},
-      {8, 128, 256, 56, 3, 2, 1, "conv_igemm64_k16s1", "conv2d_vec4"},
-      {8, 256, 256, 56, 3, 1, 256, "conv_depthwise_t16x16", "conv_depthwise_t16x8"},
-      {8, 3, 64, 224, 7, 2, 1, "conv_igemm64_k16s1", "conv2d"},
+      {8, 256, 256, 56, 3, 1, 1, "conv_igemm64_k16s1", "conv2d_vec4", "conv2d_vec4"},
+      {8, 256, 64, 56, 1, 1, 1, "conv1x1_gemm_fast", "conv1x1_gemm_tiled", "conv2d_vec4"},
+      {8, 128, 256, 56, 3, 2, 1, "conv_igemm64_k16s1", "conv2d_vec4", "conv2d_vec4"},
+      {8, 256, 256, 56, 3, 1, 256, "conv_depthwise_t16x16", "conv_depthwise_t16x8", "conv2d"},
+      {8, 3, 64, 224, 7, 2, 1, "conv_igemm64_k16s1", "conv2d", "conv2d"},
   };
   for (const Shape7& b : shapes) {
-    for (const auto& [caps, expected] : {std::pair{&h200, b.on_h200}, std::pair{&compat, b.on_compat}}) {
+    for (const auto& [caps, expected] :
+         {std::pair{&h200, b.on_h200}, std::pair{&compat, b.on_compat}, std::pair{&cpu, b.on_cpu}}) {
       ops::NodeInfo node{"bench", "Conv", "", 17, {}, {}, {}};
       const int64_t pad = b.k / 2;
       node.attributes.set("pads", Ints{pad, pad, pad, pad});

@@ -509,15 +509,24 @@ TEST(Gemv, BatchBroadcastAndFoldedGrid) {
   expect_matmul(f, {5, 2, 12}, {5, 12, 100}, true, "gemv_r2_l64", 5);  // 25 blocks x 5 in a 5x5x5 grid
 }
 
-// Without forcing, few rows against a constant weight plan as GEMV (planning only: no pipelines compiled).
+// Without forcing, few rows against a constant weight plan as GEMV, and on the seeds' vec4 kernel where
+// barriers are costly (gpu::Capabilities::costly_barriers); this device's limits, no pipelines compiled.
 TEST(Gemv, IsThePlannersChoiceForFewRowsAgainstAWeight) {
-  for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{
-           {{1, 768}, {768, 3072}}, {{3, 2, 36}, {36, 40}}, {{2, 3, 3, 20}, {3, 20, 33}}, {{64}, {64, 50}}}) {
-    ops::OpPlan plan = runtime::plan_node(
-        test::device().capabilities(), node("MatMul"),
-        Inputs{NodeInput{test::random_tensor(a, 1)}, NodeInput{test::random_tensor(b, 2), true}});
-    EXPECT_EQ(plan.launches.at(0).program.label.rfind("gemv_r", 0), 0u)
-        << shape_to_string(a) << " x " << shape_to_string(b) << ": " << plan.launches.at(0).program.label;
+  for (const bool cpu : {false, true}) {
+    gpu::Capabilities caps = test::device().capabilities();
+    caps.costly_barriers = cpu;
+    const char* expected = cpu ? "gemm_vec4" : "gemv_r";
+    for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{{{1, 768}, {768, 3072}},
+                                                                   {{3, 2, 36}, {36, 40}},
+                                                                   {{2, 3, 3, 20}, {3, 20, 33}},
+                                                                   {{64}, {64, 50}}}) {
+      ops::OpPlan plan = runtime::plan_node(
+          caps, node("MatMul"),
+          Inputs{NodeInput{test::random_tensor(a, 1)}, NodeInput{test::random_tensor(b, 2), true}});
+      EXPECT_EQ(plan.launches.at(0).program.label.rfind(expected, 0), 0u)
+          << shape_to_string(a) << " x " << shape_to_string(b) << " (costly barriers " << cpu
+          << "): " << plan.launches.at(0).program.label;
+    }
   }
 }
 
@@ -663,6 +672,17 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   EXPECT_EQ(ops::choose_gemm_config(problem(4096, 4096, 4096), compat).kernel, K::Vec4);
   EXPECT_EQ(ops::choose_gemm_config(problem(4096, 4096, 4095), compat).kernel, K::Tiled);
   EXPECT_EQ(ops::choose_gemm_config(problem(1, 4096, 4096), compat).kernel, K::Vec4);
+
+  // Costly barriers (SwiftShader) with the H200's limits: the seeds' kernels, unless a fast kernel's knob is
+  // forced.
+  gpu::Capabilities cpu = h200;
+  cpu.costly_barriers = true;
+  EXPECT_EQ(ops::choose_gemm_config(problem(4096, 4096, 4096), cpu).kernel, K::Vec4);
+  EXPECT_EQ(ops::choose_gemm_config(problem(1, 51289, 768), cpu).kernel, K::Vec4);
+  EXPECT_EQ(ops::choose_gemm_config(problem(196, 768, 768, false), cpu).kernel, K::Tiled);
+  ops::GemmLaunchSpec knob = problem(4096, 4096, 4096);
+  knob.tile_k = 32;
+  EXPECT_EQ(ops::choose_gemm_config(knob, cpu).kernel, K::Fast128);
 
   // Forced choices that cannot run are errors that say why.
   ops::GemmLaunchSpec s = problem(4096, 4096, 4096);
