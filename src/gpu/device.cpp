@@ -452,10 +452,27 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   // descriptor, durations stop being multiples of 65536 ns; a wrong sType would fail the device request.
   const char* disabled_toggles[] = {"timestamp_quantization"};
   WGPUDawnTogglesDescriptor toggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
-  toggles.disabledToggleCount = 1;
-  toggles.disabledToggles = disabled_toggles;
-  if (std::find(wanted.begin(), wanted.end(), abi::kTimestampQuery) != wanted.end())
-    desc.nextInChain = &toggles.chain;
+  if (std::find(wanted.begin(), wanted.end(), abi::kTimestampQuery) != wanted.end()) {
+    toggles.disabledToggleCount = 1;
+    toggles.disabledToggles = disabled_toggles;
+  }
+  // WGI_DAWN_TOGGLES=a,b enables more Dawn toggles (e.g. disable_robustness), for measuring what they change;
+  // announced on stderr so that no result is read without knowing.
+  std::vector<std::string> extra_toggles;
+  std::vector<const char*> enabled_toggles;
+  if (const char* env = std::getenv("WGI_DAWN_TOGGLES"); env != nullptr && *env != '\0') {
+    std::string list = env;
+    for (size_t start = 0; start <= list.size();) {
+      const size_t end = std::min(list.find(',', start), list.size());
+      if (end > start) extra_toggles.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+    for (const std::string& t : extra_toggles) enabled_toggles.push_back(t.c_str());
+    std::fprintf(stderr, "[wgi] WGI_DAWN_TOGGLES: enabling Dawn toggles %s\n", env);
+  }
+  toggles.enabledToggleCount = enabled_toggles.size();
+  toggles.enabledToggles = enabled_toggles.data();
+  if (toggles.disabledToggleCount + toggles.enabledToggleCount > 0) desc.nextInChain = &toggles.chain;
 #endif
   desc.label = to_string_view("wgi");
   desc.requiredFeatureCount = wanted.size();

@@ -373,7 +373,10 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   const bool weight_known = ctx.constant(1) != nullptr;
   const bool direct_vec4_possible = in_per_group > 0 && in_per_group % 4 == 0 && weight_known;
   const bool fast_kernels_pay = !ctx.caps.costly_barriers;
-  if (pointwise && (forced == "gemm" || (forced.empty() && (fast_kernels_pay || !direct_vec4_possible)))) {
+  // A GEMM kernel forced through wgi.gemm_kernel asks for the GEMM route too.
+  const bool gemm_forced = ctx.node.attributes.has(kGemmKernelAttribute);
+  if (pointwise &&
+      (forced == "gemm" || (forced.empty() && (fast_kernels_pay || !direct_vec4_possible || gemm_forced)))) {
     const int64_t pixels = g.height.input * g.width.input;
     GemmLaunchSpec mm;
     mm.m = static_cast<uint32_t>(g.out_channels);

@@ -7,9 +7,9 @@
 // loads along K (transposing into workgroup memory costs them scalar stores, a small share of a slab's
 // work). A runtime B is read as it is ([K, N] or transposed).
 //
-// The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "gemv" forces a kernel
-// (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent fallback. The
-// GEMM family's tuning attributes (gemm_launch.h) apply too.
+// The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "gemv" (or a rectangular
+// fast tile, gemm_launch.h) forces a kernel (tests, tuning); a forced kernel that cannot run the problem is
+// an error, never a silent fallback. The GEMM family's tuning attributes (gemm_launch.h) apply too.
 #include <algorithm>
 #include <cstring>
 

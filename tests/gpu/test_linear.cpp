@@ -404,6 +404,22 @@ TEST(FastGemm, Fast64SingleBufferedScalarLoadsAndRelu) {
   }
 }
 
+// Pipeline 5: the rectangular tiles (8x4, 4x8, 16x8, 8x16 per thread), forced: a prepacked weight with vec4
+// loads on shapes that leave partial tiles on both sides, a runtime [K,N] B with N odd (scalar loads) and
+// batch.
+TEST(FastGemm, RectangularTilesOnPartialTilesAndBothLayouts) {
+  const Layout weight{false, false, true};
+  for (const char* kernel : {"fast128x64", "fast64x128", "fast256x128", "fast128x256"}) {
+    const Forced f{kernel};
+    const std::string label = std::string("gemm_") + kernel;
+    for (const GemmProblem& p :
+         {GemmProblem{257, 130, 36, {257, 130}, 0.75f, -1.5f}, GemmProblem{3, 300, 20, {300}}}) {
+      expect_gemm(f, weight, p, label);
+    }
+    expect_matmul(f, {2, 130, 19}, {2, 19, 67}, false, label);
+  }
+}
+
 // Every (K slab, buffers) configuration: planned with the label it asks for where the device holds it,
 // refused with the bytes it needs where not, and refused as impossible where the slab does not divide among
 // 256 threads. Running each is the Heavy suite's job (pipelines 1-4 run one of each kind above).
@@ -740,7 +756,11 @@ TEST(GemmPlanner, ForcedKernelsThatCannotRunAreErrorsNamingTheNode) {
   ops::NodeInfo unknown = node("Gemm");
   unknown.attributes.set("wgi.kernel", std::string("fast256"));
   msg = plan_error(unknown, Inputs{NodeInput{a}, NodeInput{b}});
-  EXPECT_NE(msg.find("expected tiled, vec4, fast128, fast64 or gemv"), std::string::npos) << msg;
+  EXPECT_NE(
+      msg.find(
+          "expected tiled, vec4, fast128, fast64, fast128x64, fast64x128, fast256x128, fast128x256 or gemv"),
+      std::string::npos)
+      << msg;
 }
 
 // ---- Split-K: the tiled kernel over K chunks, then gemm_split_reduce.wgsl ----
