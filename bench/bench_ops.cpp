@@ -208,8 +208,7 @@ void register_forced_kernels() {
     for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
     b->UseManualTime()->Unit(benchmark::kMillisecond);
   };
-  for (const char* kernel :
-       {"fast128", "fast64", "fast128x64", "fast64x128", "fast256x128", "fast128x256", "vec4", "tiled"}) {
+  for (const char* kernel : {"fast128", "fast64", "vec4", "tiled"}) {
     const Attributes attributes = {{"wgi.kernel", std::string(kernel)}};
     add(
         std::string("BM_LinearKernel/") + kernel,

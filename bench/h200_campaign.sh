@@ -3,16 +3,21 @@
 # bench/h200_pack.sh, which prepares each). Run from the repo root there:
 #   source .device/env.sh; bash bench/h200_campaign.sh main    # carry [".device", "third_party/ocr-models"]
 #   source .device/env.sh; bash bench/h200_campaign.sh models  # carry [".device"]
+#   source .device/env.sh; bash bench/h200_campaign.sh sweep   # carry [".device"] (packed as `main`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
 # models: the base-size target models checked against their float64 references, timed by `wgi bench`, by
 #         PyTorch eager (CUDA, fp32, TF32 off) and by ONNX Runtime's WebGPU EP (onnxruntime-node) on the same
 #         files; per-node GPU times (`wgi bench --profile`).
+# sweep:  the kernel tuning round: the GEMM/GEMV/conv tests; PyTorch on the benchmark shapes; the op
+#         benchmarks (the planner's GEMMs and convs, every GEMM kernel and GEMV configuration forced), then the
+#         planner's GEMMs and the fast tiles again with Dawn's robustness off
+#         (WGI_DAWN_TOGGLES=disable_robustness); a ratio table for each.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -54,7 +59,31 @@ wgi_bench_models() {
 }
 
 for f in .device/bin/*.xz; do xz -d "$f" && chmod +x "${f%.xz}"; done
-if [[ $mode == main ]]; then
+if [[ $mode == sweep ]]; then
+  {
+    echo "# date: $(date -u +%F' '%T) UTC"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    wgi info
+  } >"$out/info.txt" 2>&1
+  export WGI_BACKEND=vulkan
+  stamp kernel tests
+  timeout 150 wgi_gpu_tests --gtest_brief=1 \
+    --gtest_filter='FastGemm*:Gemv*:GemmPlanner*:Linear*:MatMul*:Gemm*:Conv*' >"$out/tests.txt" 2>&1
+  tail -3 "$out/tests.txt"
+  stamp torch peer
+  timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
+  # Robustness off only for the planner's GEMMs and the fast tiles: the question is whether it matters.
+  for variant in robust no_robustness; do
+    stamp op benchmarks $variant
+    toggles="" filter='BM_Linear/|BM_LinearKernel|BM_LinearConfig/gemv|BM_MatMulRuntimeB|BM_Conv/'
+    [[ $variant == no_robustness ]] && toggles=disable_robustness filter='BM_Linear/|BM_LinearKernel/fast'
+    WGI_DAWN_TOGGLES=$toggles WGI_BENCH_SIZE=large timeout 230 wgi_bench_ops --benchmark_format=json \
+      --benchmark_out="$out/wgi_bench_$variant.json" --benchmark_min_time=0.1 \
+      --benchmark_filter="$filter" >/dev/null 2>"$out/wgi_bench_$variant.err"
+    python3 bench/compare.py "$out/wgi_bench_$variant.json" "$out/torch.jsonl" >"$out/table_$variant.md" 2>&1
+  done
+  stamp done
+elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz
   {
     echo "# date: $(date -u +%F' '%T) UTC"

@@ -28,23 +28,8 @@ uint32_t ceil_div(uint32_t a, uint32_t b) {
   return (a + b - 1) / b;
 }
 
-// gemm_fast.wgsl's tiles: 16 x 16 threads, each a (rows / 16) x (columns / 16) register tile.
-struct FastTile {
-  GemmKernel kernel;
-  uint32_t rows, columns;
-  const char* name;
-};
-constexpr FastTile kFastTiles[] = {
-    {GemmKernel::Fast128, 128, 128, "fast128"},         {GemmKernel::Fast64, 64, 64, "fast64"},
-    {GemmKernel::Fast128x64, 128, 64, "fast128x64"},    {GemmKernel::Fast64x128, 64, 128, "fast64x128"},
-    {GemmKernel::Fast256x128, 256, 128, "fast256x128"}, {GemmKernel::Fast128x256, 128, 256, "fast128x256"},
-};
-
-const FastTile* find_fast_tile(GemmKernel kernel) {
-  for (const FastTile& t : kFastTiles) {
-    if (t.kernel == kernel) return &t;
-  }
-  return nullptr;
+std::string fast_name(uint32_t tile) {
+  return tile == 128 ? "fast128" : "fast64";
 }
 
 bool strides_multiple_of_4(const std::array<uint32_t, 4>& strides) {
@@ -71,17 +56,15 @@ std::string wide_workgroup_problem(const gpu::Limits& limits, const std::string&
   return "";
 }
 
-// A and B slabs as vec4s with one vec4 of padding per k row.
-uint32_t fast_storage_bytes(const FastTile& tile, uint32_t tile_k, uint32_t stages) {
-  return stages * tile_k * (tile.rows / 4 + 1 + tile.columns / 4 + 1) * 16;
+uint32_t fast_storage_bytes(uint32_t tile, uint32_t tile_k, uint32_t stages) {
+  return stages * tile_k * 2 * (tile / 4 + 1) * 16;  // A and B slabs, vec4s, one vec4 of padding per k row
 }
 
-// The fast kernel `kernel` in the first (K slab, stages) configuration that the device holds, in order of
-// preference (or the forced one); nullopt with `why` set if none fits.
-std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Limits& limits,
-                                      GemmKernel kernel, std::string& why) {
-  const FastTile& tile = *find_fast_tile(kernel);
-  why = wide_workgroup_problem(limits, tile.name);
+// The fast kernel with a `tile` x `tile` output tile in the first (K slab, stages) configuration that the
+// device holds, in order of preference (or the forced one); nullopt with `why` set if none fits.
+std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Limits& limits, uint32_t tile,
+                                      std::string& why) {
+  why = wide_workgroup_problem(limits, fast_name(tile));
   if (!why.empty()) return std::nullopt;
   // Double buffering removes a barrier per slab; a 16-deep slab halves the barriers again. Both cost
   // workgroup memory: 128x128 takes 33 KiB with both, 16.5 KiB with one, 8.3 KiB with neither. Measured on
@@ -90,23 +73,21 @@ std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Lim
   // the 64 tile gains from two (1024^3: 23.2 against 21.2). A 32-deep slab only when forced (tuning).
   const bool forced = spec.tile_k != 0 || spec.stages != 0;
   std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 2}, {16, 1}, {8, 2}, {8, 1}};
-  if (tile.rows * tile.columns >= 128 * 128) candidates = {{16, 1}, {8, 1}};
+  if (tile == 128) candidates = {{16, 1}, {8, 1}};
   if (forced) candidates = {{8, 1}, {8, 2}, {16, 1}, {16, 2}, {32, 1}, {32, 2}};
   uint32_t smallest = UINT32_MAX;
   for (const auto& [tile_k, stages] : candidates) {
     if (spec.tile_k != 0 && spec.tile_k != tile_k) continue;
     if (spec.stages != 0 && spec.stages != stages) continue;
-    // Each of 256 threads loads whole vec4s of each operand.
-    if ((std::min(tile.rows, tile.columns) * tile_k) % 1024 != 0) continue;
+    if ((tile * tile_k) % 1024 != 0) continue;  // each of 256 threads loads whole vec4s of each operand
     const uint32_t bytes = fast_storage_bytes(tile, tile_k, stages);
     if (bytes > limits.max_compute_workgroup_storage_size) {
       smallest = std::min(smallest, bytes);
       continue;
     }
     GemmConfig c;
-    c.kernel = kernel;
-    c.tile_m = tile.rows;
-    c.tile_n = tile.columns;
+    c.kernel = tile == 128 ? GemmKernel::Fast128 : GemmKernel::Fast64;
+    c.tile_m = c.tile_n = tile;
     c.tile_k = tile_k;
     c.stages = stages;
     c.a_vec4 = a_vec4_possible(spec);
@@ -119,11 +100,10 @@ std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Lim
   if (spec.stages != 0)
     knobs += (knobs.empty() ? " with " : " and ") + std::to_string(spec.stages) + " buffer(s)";
   if (smallest == UINT32_MAX) {
-    why = "the " + std::string(tile.name) + " GEMM kernel has no configuration" + knobs +
-          " (its K slab times " + std::to_string(std::min(tile.rows, tile.columns)) +
-          " must be a multiple of 1024; slabs 8, 16, 32; 1 or 2 buffers)";
+    why = "the " + fast_name(tile) + " GEMM kernel has no configuration" + knobs + " (its K slab times " +
+          std::to_string(tile) + " must be a multiple of 1024; slabs 8, 16, 32; 1 or 2 buffers)";
   } else {
-    why = "the " + std::string(tile.name) + " GEMM kernel" + knobs + " needs " + std::to_string(smallest) +
+    why = "the " + fast_name(tile) + " GEMM kernel" + knobs + " needs " + std::to_string(smallest) +
           " bytes of workgroup memory; the device allows " +
           std::to_string(limits.max_compute_workgroup_storage_size);
   }
@@ -202,18 +182,14 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
       break;
     case GemmKernel::Fast128:
     case GemmKernel::Fast64:
-    case GemmKernel::Fast128x64:
-    case GemmKernel::Fast64x128:
-    case GemmKernel::Fast256x128:
-    case GemmKernel::Fast128x256:
-      label = "gemm_" + std::string(find_fast_tile(c.kernel)->name) + "_k" + std::to_string(c.tile_k) + "s" +
+      label = "gemm_" + fast_name(c.tile_m) + "_k" + std::to_string(c.tile_k) + "s" +
               std::to_string(c.stages) + (spec.a_km ? "_akm" : "") + (spec.b_nk ? "_bnk" : "_bkn");
       break;
     case GemmKernel::Gemv:
       label = "gemv_r" + std::to_string(c.gemv_rows) + "_l" + std::to_string(c.gemv_lanes);
       break;
   }
-  if (is_fast_gemm(c.kernel) || c.kernel == GemmKernel::Gemv) {
+  if (c.kernel == GemmKernel::Fast128 || c.kernel == GemmKernel::Fast64 || c.kernel == GemmKernel::Gemv) {
     if (!c.a_vec4) label += "_ascalar";
     if (!c.b_vec4) label += "_bscalar";
   }
@@ -223,22 +199,11 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
 }  // namespace
 
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name) {
-  for (GemmKernel k : {GemmKernel::Auto, GemmKernel::Tiled, GemmKernel::Vec4, GemmKernel::Gemv}) {
+  for (GemmKernel k : {GemmKernel::Auto, GemmKernel::Tiled, GemmKernel::Vec4, GemmKernel::Fast128,
+                       GemmKernel::Fast64, GemmKernel::Gemv}) {
     if (name == gemm_kernel_name(k)) return k;
   }
-  for (const FastTile& t : kFastTiles) {
-    if (name == t.name) return t.kernel;
-  }
   return std::nullopt;
-}
-
-bool is_fast_gemm(GemmKernel kernel) {
-  return find_fast_tile(kernel) != nullptr;
-}
-
-std::array<uint32_t, 2> fast_gemm_tile(GemmKernel kernel) {
-  const FastTile* t = find_fast_tile(kernel);
-  return t ? std::array<uint32_t, 2>{t->rows, t->columns} : std::array<uint32_t, 2>{0, 0};
 }
 
 const char* gemm_kernel_name(GemmKernel kernel) {
@@ -249,17 +214,18 @@ const char* gemm_kernel_name(GemmKernel kernel) {
       return "tiled";
     case GemmKernel::Vec4:
       return "vec4";
+    case GemmKernel::Fast128:
+      return "fast128";
+    case GemmKernel::Fast64:
+      return "fast64";
     case GemmKernel::Gemv:
       return "gemv";
-    default:
-      return find_fast_tile(kernel)->name;
   }
+  return "?";
 }
 
 std::string gemm_kernel_names() {
-  std::string names = "tiled, vec4";
-  for (const FastTile& t : kFastTiles) names += std::string(", ") + t.name;
-  return names + " or gemv";
+  return "tiled, vec4, fast128, fast64 or gemv";
 }
 
 GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps) {
@@ -276,12 +242,8 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
       }
       return seed_config(GemmKernel::Vec4);
     case GemmKernel::Fast128:
-    case GemmKernel::Fast64:
-    case GemmKernel::Fast128x64:
-    case GemmKernel::Fast64x128:
-    case GemmKernel::Fast256x128:
-    case GemmKernel::Fast128x256: {
-      auto c = fast_config(spec, limits, spec.kernel, why);
+    case GemmKernel::Fast64: {
+      auto c = fast_config(spec, limits, spec.kernel == GemmKernel::Fast128 ? 128 : 64, why);
       if (!c) throw Error(why);
       return *c;
     }
@@ -310,9 +272,9 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
   if (spec.m >= kFastMinExtent && spec.n >= kFastMinExtent) {
     const uint64_t tiles128 = uint64_t{ceil_div(spec.m, 128)} * ceil_div(spec.n, 128) * spec.batch;
     std::string why128, why64;
-    std::optional<GemmConfig> c128 = fast_config(spec, limits, GemmKernel::Fast128, why128);
+    std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, why128);
     if (c128 && tiles128 >= kFast128MinWorkgroups) return *c128;
-    if (auto c64 = fast_config(spec, limits, GemmKernel::Fast64, why64)) return *c64;
+    if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
     if (c128) return *c128;
     if (knobs_forced) throw Error(why64);
   }
@@ -368,14 +330,11 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
           config.kernel == GemmKernel::Vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
       break;
     case GemmKernel::Fast128:
-    case GemmKernel::Fast64:
-    case GemmKernel::Fast128x64:
-    case GemmKernel::Fast64x128:
-    case GemmKernel::Fast256x128:
-    case GemmKernel::Fast128x256: {
+    case GemmKernel::Fast64: {
       tiles_m = ceil_div(spec.m, config.tile_m);
       tiles_n = ceil_div(spec.n, config.tile_n);
-      defines["TM"] = std::to_string(config.tile_m / 16);
+      const std::string per_thread = std::to_string(config.tile_m / 16);
+      defines["TM"] = per_thread;
       defines["TN"] = std::to_string(config.tile_n / 16);
       defines["BK"] = std::to_string(config.tile_k);
       defines["STAGES"] = std::to_string(config.stages);

@@ -10,9 +10,6 @@
 //   Fast128  gemm_fast.wgsl   128x128 tile, 256 invocations, 8x8 per thread; any layout, any K (vec4 loads
 //                             where the contiguous extent allows, scalar loads otherwise).
 //   Fast64   gemm_fast.wgsl   64x64 tile, 256 invocations, 4x4 per thread; same reach as Fast128.
-//   Fast128x64, Fast64x128, Fast256x128, Fast128x256
-//            gemm_fast.wgsl   the same kernel with rectangular tiles (8x4, 4x8, 16x8, 8x16 per thread):
-//                             forced only, for tuning (docs/performance.md).
 //   Gemv     gemv.wgsl        M <= 8 with A [M,K] and B [N,K]: K split over the threads of a column, reduced
 //                             in workgroup memory; any K.
 // Split-K (append_gemm_launches only): when the seeds' kernels would run few output tiles over a long K (a
@@ -36,21 +33,7 @@
 
 namespace wgi::ops {
 
-enum class GemmKernel {
-  Auto,
-  Tiled,
-  Vec4,
-  Fast128,
-  Fast64,
-  Fast128x64,
-  Fast64x128,
-  Fast256x128,
-  Fast128x256,
-  Gemv
-};
-// Whether `kernel` is gemm_fast.wgsl with some tile, and that tile as {rows, columns} ({0, 0} otherwise).
-bool is_fast_gemm(GemmKernel kernel);
-std::array<uint32_t, 2> fast_gemm_tile(GemmKernel kernel);
+enum class GemmKernel { Auto, Tiled, Vec4, Fast128, Fast64, Gemv };
 
 // Node attributes that steer the GEMM planner on any node whose plan ends in a GEMM launch (tests, tuning).
 // A forced choice that cannot run the problem on the device is an error, never a silent fallback.
@@ -67,11 +50,10 @@ inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
 //   "wgi.gemm_split_k"  int >= 1, K chunks of a split-K product (1: none); the tiled kernel only
 inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
 
-// "tiled", "vec4", "fast128", "fast64", "fast128x64", "fast64x128", "fast256x128", "fast128x256", "gemv" (and
-// "auto"); nullopt for any other name.
+// "tiled", "vec4", "fast128", "fast64", "gemv" (and "auto"); nullopt for any other name.
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name);
 const char* gemm_kernel_name(GemmKernel kernel);
-// For error messages: every name above but "auto".
+// For error messages: "tiled, vec4, fast128, fast64 or gemv".
 std::string gemm_kernel_names();
 
 struct GemmLaunchSpec {

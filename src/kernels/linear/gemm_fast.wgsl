@@ -1,6 +1,5 @@
 // The large-tile GEMM: a BM x BN output tile per 256-invocation workgroup (16 x 16 threads, each a TM x TN
-// register tile: 128x128 with 8x8, 64x64 with 4x4, rectangular tiles with 8x4, 4x8, 16x8, 8x16), K walked in
-// slabs of BK.
+// register tile: 128x128 with 8x8, 64x64 with 4x4), K walked in slabs of BK.
 //
 // - Global -> registers -> workgroup memory: each thread fetches its share of the next K slab into registers
 //   before computing on the current one, so global latency hides behind the FMAs. With STAGES = 2 the slab
@@ -16,8 +15,8 @@
 // - A warp (32 invocations) covers 8 x 4 threads, so its workgroup-memory reads touch 8 (B) and 4 (A)
 //   distinct consecutive vec4s: no bank conflicts, and few wavefronts per FMA.
 // - Any M, N, K: edge tiles are zero-filled when loaded and masked when stored.
-const TM: u32 = {{TM}}u;  // rows per thread, 4, 8 or 16
-const TN: u32 = {{TN}}u;  // columns per thread, 4, 8 or 16
+const TM: u32 = {{TM}}u;  // rows per thread, 4 or 8
+const TN: u32 = {{TN}}u;  // columns per thread, 4 or 8
 const BK: u32 = {{BK}}u;  // K per slab; BM * BK and BN * BK are multiples of 1024
 const STAGES: u32 = {{STAGES}}u;  // 2 with DOUBLE_BUFFER, else 1
 const BM: u32 = 16u * TM;
