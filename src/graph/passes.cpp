@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ops/fused_activation.h"
+#include "ops/gemm_launch.h"
 
 namespace wgi::graph {
 
@@ -71,6 +72,17 @@ ValueId add_constant(Graph& g, const std::string& name, Tensor t) {
   return g.add_value(std::move(v));
 }
 
+// Whether a Transpose node swaps exactly the last two dims.
+bool swaps_last_two(const Node& t) {
+  std::vector<int64_t> perm = t.info.attributes.get_ints("perm", {});
+  if (perm.size() < 2) return false;
+  for (size_t i = 0; i + 2 < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  const auto r = static_cast<int64_t>(perm.size());
+  return perm[perm.size() - 2] == r - 1 && perm.back() == r - 2;
+}
+
 bool is_float(const Tensor* t) {
   return t && t->dtype() == DType::Float32;
 }
@@ -86,6 +98,7 @@ std::string PassReport::summary() const {
   add(dead_nodes_removed, "dead nodes removed");
   add(constants_folded, "nodes folded into constants");
   add(batch_norms_folded, "BatchNormalization folded");
+  add(transposed_weights_read, "transposed weights read in place");
   add(bias_adds_fused, "MatMul+Add fused");
   add(activations_fused, "activations fused");
   add(attentions_fused, "attentions fused");
@@ -296,7 +309,7 @@ int fuse_bias_adds(Graph& g) {
       const Tensor* b = constant_of(g, mm, 1);
       const Tensor* c = constant_of(g, add, 1 - side);
       if (!is_float(b) || b->rank() != 2 || !is_float(c)) continue;
-      const int64_t n = b->shape()[1];
+      const int64_t n = b->shape()[mm.info.attributes.get_int(ops::kMatMulTransBAttribute, 0) ? 0 : 1];
       // The bias must be a row vector: [N] or [1, ..., 1, N].
       const auto& cs = c->shape();
       if (cs.empty() || cs.back() != n || c->element_count() != n) continue;
@@ -316,6 +329,24 @@ int fuse_bias_adds(Graph& g) {
     }
   }
   editor.commit();
+  return count;
+}
+
+int read_transposed_weights(Graph& g) {
+  int count = 0;
+  for (Node& mm : g.nodes) {
+    if (mm.info.op_type != "MatMul" || mm.info.domain != "" || mm.inputs.size() != 2) continue;
+    if (mm.info.attributes.get_int(ops::kMatMulTransBAttribute, 0) != 0) continue;
+    const int32_t p = g.value(mm.inputs[1]).producer;
+    if (p < 0) continue;
+    const Node& t = g.nodes[static_cast<size_t>(p)];
+    if (t.info.op_type != "Transpose" || !swaps_last_two(t) || t.inputs.empty()) continue;
+    const Tensor* w = constant_of(g, t, 0);
+    if (!is_float(w) || w->rank() < 2) continue;
+    mm.inputs[1] = t.inputs[0];  // the Transpose stays for other readers; dead-node removal drops it
+    mm.info.attributes.set(ops::kMatMulTransBAttribute, int64_t{1});
+    ++count;
+  }
   return count;
 }
 
@@ -386,17 +417,6 @@ bool derived_from_shapes(const Graph& g, ValueId v, int depth = 0) {
   if (n.info.op_type == "Shape" || n.info.op_type == "Size") return true;
   return std::all_of(n.inputs.begin(), n.inputs.end(),
                      [&](ValueId in) { return derived_from_shapes(g, in, depth + 1); });
-}
-
-// Whether a Transpose node swaps exactly the last two dims.
-bool swaps_last_two(const Node& t) {
-  std::vector<int64_t> perm = t.info.attributes.get_ints("perm", {});
-  if (perm.size() < 2) return false;
-  for (size_t i = 0; i + 2 < perm.size(); ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  const auto r = static_cast<int64_t>(perm.size());
-  return perm[perm.size() - 2] == r - 1 && perm.back() == r - 2;
 }
 
 }  // namespace
@@ -516,12 +536,15 @@ int fuse_attention(Graph& g) {
 PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   PassReport r;
   r.identities_removed = eliminate_identities(graph);
+  r.transposed_weights_read = read_transposed_weights(graph);
+  // The Transposes read around are dead now: gone before folding, which would otherwise still compute them.
+  r.dead_nodes_removed = remove_dead_nodes(graph);
   r.constants_folded = fold_constants(graph, registry);
   r.batch_norms_folded = fold_batch_norms(graph);
   r.bias_adds_fused = fuse_bias_adds(graph);
   r.activations_fused = fuse_activations(graph);
   r.attentions_fused = fuse_attention(graph);
-  r.dead_nodes_removed = remove_dead_nodes(graph);
+  r.dead_nodes_removed += remove_dead_nodes(graph);
   return r;
 }
 

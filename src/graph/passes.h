@@ -13,12 +13,13 @@ namespace wgi::graph {
 struct PassReport {
   int identities_removed = 0;  // Identity, inference-mode Dropout
   int dead_nodes_removed = 0;
-  int constants_folded = 0;     // nodes evaluated on the host because all their inputs are constant
-  int batch_norms_folded = 0;   // into the preceding Conv / Gemm
-  int bias_adds_fused = 0;      // MatMul + Add -> MatMul with bias
-  int activations_fused = 0;    // Relu / Clip into the preceding Conv / Gemm / MatMul epilogue
-  int attentions_fused = 0;   // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
-  std::string summary() const;  // "3 Identity removed, 2 BatchNormalization folded, ..."
+  int constants_folded = 0;         // nodes evaluated on the host because all their inputs are constant
+  int batch_norms_folded = 0;       // into the preceding Conv / Gemm
+  int transposed_weights_read = 0;  // MatMul(x, Transpose(W)) reads the constant W as [.., N, K]
+  int bias_adds_fused = 0;          // MatMul + Add -> MatMul with bias
+  int activations_fused = 0;        // Relu / Clip into the preceding Conv / Gemm / MatMul epilogue
+  int attentions_fused = 0;         // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
+  std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
 };
 
 // Every pass below, in order; the registry supplies host evaluation for constant folding.
@@ -28,6 +29,11 @@ int eliminate_identities(Graph& graph);
 int remove_dead_nodes(Graph& graph);
 int fold_constants(Graph& graph, const ops::OpRegistry& registry);
 int fold_batch_norms(Graph& graph);
+// MatMul(x, Transpose(W)) with a constant W and a Transpose of its last two dims (how PyTorch exports
+// nn.Linear): the MatMul reads W itself with the internal attribute wgi.trans_b = 1, instead of a transposed
+// copy folded at load (a strided copy of every weight) that the GEMM planner would then transpose back.
+// Runs before constant folding.
+int read_transposed_weights(Graph& graph);
 int fuse_bias_adds(Graph& graph);
 int fuse_activations(Graph& graph);
 // softmax(Q K^T * scale + mask) V as exported (see src/ops/attention.cpp) -> wgi's fused Attention node.

@@ -380,6 +380,20 @@ void add_constant_output(const PlanContext& ctx, OpPlan& plan, const Tensor& val
   add_copy_launches(ctx, plan, c);
 }
 
+namespace {
+
+// `count` elements of type Element from element `s` of `from` (every `src_step`) to element `d` of `to`
+// (every `dst_step`).
+template <typename Element>
+void copy_strided_row(const std::byte* from, int64_t s, int64_t src_step, std::byte* to, int64_t d,
+                      int64_t dst_step, int64_t count) {
+  const Element* in = reinterpret_cast<const Element*>(from) + s;
+  Element* out = reinterpret_cast<Element*>(to) + d;
+  for (int64_t j = 0; j < count; ++j) out[j * dst_step] = in[j * src_step];
+}
+
+}  // namespace
+
 void copy_on_host(const StridedCopy& c, const Tensor& src, Tensor& dst) {
   const int64_t count = element_count(c.shape);
   if (count == 0) return;
@@ -388,12 +402,30 @@ void copy_on_host(const StridedCopy& c, const Tensor& src, Tensor& dst) {
   const size_t es = dtype_size(src.dtype());
   const std::byte* from = src.bytes().data();
   std::byte* to = dst.bytes().data();
+  // Row by row along the innermost dim: one memcpy when both sides are contiguous there, else a loop with
+  // the element size known to the compiler (host folding transposes weights of hundreds of MB at load).
   const size_t rank = c.shape.size();
+  const int64_t row = rank ? c.shape[rank - 1] : 1;
+  const int64_t src_step = rank ? c.src_strides[rank - 1] : 1;
+  const int64_t dst_step = rank ? c.dst_strides[rank - 1] : 1;
   std::vector<int64_t> index(rank, 0);
   int64_t s = c.src_offset, d = c.dst_offset;
-  for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(to + static_cast<size_t>(d) * es, from + static_cast<size_t>(s) * es, es);
-    for (size_t k = rank; k-- > 0;) {
+  for (int64_t i = 0; i < count; i += row) {
+    if (src_step == 1 && dst_step == 1) {
+      std::memcpy(to + static_cast<size_t>(d) * es, from + static_cast<size_t>(s) * es,
+                  static_cast<size_t>(row) * es);
+    } else if (es == 4) {
+      copy_strided_row<uint32_t>(from, s, src_step, to, d, dst_step, row);
+    } else if (es == 8) {
+      copy_strided_row<uint64_t>(from, s, src_step, to, d, dst_step, row);
+    } else {
+      for (int64_t j = 0; j < row; ++j) {
+        std::memcpy(to + static_cast<size_t>(d + j * dst_step) * es,
+                    from + static_cast<size_t>(s + j * src_step) * es, es);
+      }
+    }
+    // The next row: advance the outer dims like an odometer.
+    for (size_t k = rank > 0 ? rank - 1 : 0; k-- > 0;) {
       s += c.src_strides[k];
       d += c.dst_strides[k];
       if (++index[k] < c.shape[k]) break;

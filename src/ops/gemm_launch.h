@@ -49,6 +49,8 @@ inline constexpr const char* kGemmStagesAttribute = "wgi.gemm_stages";
 inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
 //   "wgi.gemm_split_k"  int >= 1, K chunks of a split-K product (1: none); the tiled kernel only
 inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
+// On MatMul: int, 1 = B is given as [..., N, K] (set by graph::read_transposed_weights).
+inline constexpr const char* kMatMulTransBAttribute = "wgi.trans_b";
 
 // "tiled", "vec4", "fast128", "fast64", "gemv" (and "auto"); nullopt for any other name.
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name);

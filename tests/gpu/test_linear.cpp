@@ -338,6 +338,47 @@ void expect_matmul(const Forced& f, const Shape& a_shape, const Shape& b_shape, 
                         options);
 }
 
+// MatMul with wgi.trans_b = 1 (graph::read_transposed_weights: PyTorch's Linear exported as
+// MatMul(x, Transpose(W))): B given as [..., N, K], constant or computed, batched or not, on every kernel.
+TEST(MatMulTransB, ReadsBAsNByKOnEveryKernel) {
+  struct Case {
+    const char* kernel;
+    Shape a, b_nk;
+    bool b_constant;
+  };
+  const Case cases[] = {
+      {"", {130, 36}, {72, 36}, true},          {"fast128", {2, 67, 20}, {70, 20}, true},
+      {"fast128", {3, 65, 8}, {72, 8}, true},   {"fast64", {2, 66, 12}, {2, 68, 12}, false},
+      {"gemv", {3, 2, 40}, {33, 40}, true},     {"tiled", {5, 9}, {2, 7, 9}, false},
+      {"vec4", {2, 33, 12}, {2, 30, 12}, true},
+  };
+  for (const Case& c : cases) {
+    Tensor a = test::random_tensor(c.a, 301 + c.a.back());
+    Tensor b_nk = test::random_tensor(c.b_nk, 302 + c.b_nk.back());
+    // The reference's B [..., K, N].
+    const int64_t n = c.b_nk[c.b_nk.size() - 2], k = c.b_nk.back(), matrices = b_nk.element_count() / (n * k);
+    Shape kn_shape = c.b_nk;
+    std::swap(kn_shape[kn_shape.size() - 2], kn_shape.back());
+    Tensor b_kn(DType::Float32, kn_shape);
+    for (int64_t m = 0; m < matrices; ++m) {
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t q = 0; q < k; ++q) {
+          b_kn.data<float>()[m * n * k + q * n + r] = b_nk.data<float>()[m * n * k + r * k + q];
+        }
+      }
+    }
+    ops::NodeInfo mm = node("MatMul");
+    mm.attributes.set(ops::kMatMulTransBAttribute, int64_t{1});
+    if (*c.kernel) mm.attributes.set("wgi.kernel", std::string(c.kernel));
+    const std::string label = *c.kernel == 0                    ? "gemm_"
+                              : std::string(c.kernel) == "gemv" ? "gemv"
+                                                                : "gemm_" + std::string(c.kernel);
+    expect_kernel_matches(
+        mm, Inputs{NodeInput{a}, NodeInput{b_nk, c.b_constant}}, test::matmul_reference(a, b_kn), k, label,
+        std::string("trans_b ") + c.kernel + " " + shape_to_string(c.a) + " x " + shape_to_string(c.b_nk));
+  }
+}
+
 // Pipeline 1, the common linear layer: 128x128 in the planner's buffer configuration, vec4 loads of A [M,K]
 // and of the prepacked weight: [N, K] where N % 4 != 0, [K, N] otherwise (the layout this kernel reads
 // fastest, linear.cpp), from a weight stored either way (Gemm's transB).

@@ -7,6 +7,7 @@
 #include "graph/passes.h"
 #include "onnx/importer.h"
 #include "ops/fused_activation.h"
+#include "ops/gemm_launch.h"
 
 namespace wgi::graph {
 namespace {
@@ -47,13 +48,27 @@ TEST(Passes, FuseBiasAddsIntoMatMulsOfAnExportedTransformer) {
   Graph g = onnx::import_model_file(kModels / "tiny_transformer_opset17" / "model.onnx");
   const int matmuls = count_ops(g, "MatMul");
   PassReport r = optimize(g, ops::builtin_registry());
-  // qkv, proj, and the MLP's two Linear layers: MatMul + Add each in torch's export.
+  // qkv, proj, and the MLP's two Linear layers: MatMul(x, Transpose(W)) + Add each in torch's export. The
+  // MatMuls read W as [N, K] in place (no transposed copy), and take the bias.
+  EXPECT_EQ(r.transposed_weights_read, 4) << r.summary();
+  for (const Node& n : g.nodes) {
+    EXPECT_FALSE(n.info.op_type == "Transpose" && g.value(n.inputs[0]).constant) << n.info.name;
+  }
   EXPECT_EQ(r.bias_adds_fused, 4) << r.summary();
   // The two MatMuls of the attention core (Q·Kᵀ and P·V) become one fused Attention node; the rest stay.
   EXPECT_EQ(r.attentions_fused, 1) << r.summary();
   EXPECT_EQ(count_ops(g, "MatMul"), matmuls - 2);
   int with_bias = 0;
-  for (const Node& n : g.nodes) with_bias += n.info.op_type == "MatMul" && n.inputs.size() == 3;
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type != "MatMul" || n.inputs.size() != 3) continue;
+    ++with_bias;
+    EXPECT_EQ(n.info.attributes.get_int(ops::kMatMulTransBAttribute, 0), 1) << n.info.name;
+    const auto& w = g.value(n.inputs[1]).constant;
+    const auto& bias = g.value(n.inputs[2]).constant;
+    ASSERT_TRUE(w && bias) << n.info.name;
+    ASSERT_EQ(w->rank(), 2) << n.info.name;
+    EXPECT_EQ(bias->shape(), (Shape{w->shape()[0]})) << n.info.name;  // N rows of W [N, K]
+  }
   EXPECT_EQ(with_bias, 4);
 }
 
