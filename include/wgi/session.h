@@ -7,6 +7,11 @@
 // and uploads the weights. The first run with a given set of input shapes plans the model for those shapes
 // (kernel choice, prepacked weights, memory plan, pipelines, bind groups); later runs with the same shapes
 // only upload inputs, encode the recorded dispatches in one submission and download outputs.
+//
+// Inputs and outputs can also stay in device memory (wgi::DeviceTensor, include/wgi/device_tensor.h): the
+// run(inputs, RunOptions) overload takes host or device values and keeps the outputs you name on the device,
+// so that a generation loop feeds its present key/values back as the next past key/values without a host
+// round trip (docs/decoding.md).
 #pragma once
 
 #include <chrono>
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "wgi/device_tensor.h"
 #include "wgi/error.h"
 #include "wgi/tensor.h"
 
@@ -33,6 +39,20 @@ struct SessionOptions {
   bool profiling = false;
   // Called with (done, total, what) during long steps such as weight upload and planning.
   std::function<void(size_t, size_t, const std::string&)> progress;
+  // How many input-shape signatures keep their plan (kernels, activation buffers, bind groups); the least
+  // recently used one is dropped beyond that, so a loop whose shapes change every run (a decoder's growing
+  // past_len) holds at most this many. At least 1. A new signature reuses the kernel plans and prepacked
+  // weights of every node whose input shapes an earlier plan already had, so replanning is cheap.
+  size_t max_cached_plans = 4;
+};
+
+// Options of one Session::run with wgi::Value inputs.
+struct RunOptions {
+  // Outputs to return as DeviceTensors (copied into device memory of their own, not downloaded). Every name
+  // must be an output of the model. The others are downloaded and returned as host Tensors.
+  std::vector<std::string> device_outputs;
+  // Keep every output on the device (device_outputs is then not needed).
+  bool all_outputs_on_device = false;
 };
 
 // A graph input or output as declared by the model; dims < 0 are symbolic (named in `dim_names`) or unknown.
@@ -48,11 +68,15 @@ struct SessionStats {
   double last_plan_ms = 0;             // planning of the most recent new input-shape signature
   uint64_t weight_bytes = 0;           // device bytes of weights (incl. prepacked copies)
   uint64_t peak_activation_bytes = 0;  // device bytes of the current plan's shared activation buffers
-  size_t plans = 0;                    // input-shape signatures planned so far
+  size_t plans = 0;                    // plans made so far (a signature planned again after eviction counts)
+  size_t cached_plans = 0;             // plans held now: at most SessionOptions::max_cached_plans
+  size_t last_plan_reused_nodes = 0;   // GPU nodes of the most recent new plan whose kernel plan was reused
+  size_t last_plan_gpu_nodes = 0;      // GPU nodes of the most recent new plan
   size_t nodes = 0;                    // after optimisation
   size_t dispatches = 0;               // per run, in the current plan
   size_t pipelines = 0;                // distinct compute pipelines created
-  uint64_t buffers_created = 0;  // GPU buffers created since the device was (a repeated run creates none)
+  uint64_t buffers_created = 0;      // GPU buffers created since the device was (a repeated run creates none)
+  uint64_t device_tensor_bytes = 0;  // device memory of this session's live DeviceTensors
 };
 
 struct NodeTiming {
@@ -78,6 +102,20 @@ class Session {
   // Runs the model. Every graph input must be given, with the declared type and rank and matching every fixed
   // dim; throws wgi::Error naming the input otherwise. Returns the outputs by name.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+  // Runs the model on host or device inputs (wgi::Value) and returns each output as a host Tensor, or as a
+  // DeviceTensor when `options` asks to keep it on the device. The same checks as above apply, and a
+  // DeviceTensor input must be valid (not released) and made by this session. A device input is copied into
+  // the plan's input buffer on the GPU (skipped when the same handle fed that input in this plan's previous
+  // run); a device input of at most 64 elements is also read back once, since such small inputs are planned
+  // with by value (shape-like inputs). When every output stays on the device, run() returns once the work is
+  // submitted, without waiting for the GPU: DeviceTensor::download() and synchronize() wait.
+  std::map<std::string, Value> run(const std::map<std::string, Value>& inputs, const RunOptions& options);
+
+  // Copies a host tensor into this session's device memory, to pass it as an input of later runs.
+  DeviceTensor upload(const Tensor& tensor);
+  // Waits until the GPU has finished every run submitted so far.
+  void synchronize();
 
   const SessionStats& stats() const;
   // Per-node GPU times of the last run (SessionOptions::profiling); empty if the adapter lacks timestamp

@@ -1,5 +1,10 @@
 #include "runtime/device_tensor.h"
 
+#include "runtime/execution_plan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -114,4 +119,132 @@ Tensor read_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const ops
   return from_device_bytes(desc, bytes);
 }
 
+uint64_t pooled_size_class(uint64_t bytes) {
+  if (bytes <= 256) return 256;
+  const uint64_t step = std::bit_floor(bytes) / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+gpu::Buffer DeviceMemory::acquire(uint64_t bytes) {
+  bytes = std::max<uint64_t>(bytes, 4);
+  size_t best = pool_.size();
+  for (size_t i = 0; i < pool_.size(); ++i) {
+    const uint64_t size = pool_[i].size();
+    if (size >= bytes && size <= bytes + bytes / 4 && (best == pool_.size() || size < pool_[best].size()))
+      best = i;
+  }
+  if (best < pool_.size()) {
+    gpu::Buffer buffer = std::move(pool_[best]);
+    pool_.erase(pool_.begin() + static_cast<std::ptrdiff_t>(best));
+    pooled_bytes_ -= buffer.size();
+    return buffer;
+  }
+  uint64_t size = pooled_size_class(bytes);
+  if (size > device_->limits().max_buffer_size) size = bytes;  // the device's limit, not the class, decides
+  return device_->create_buffer(size, "wgi::DeviceTensor");
+}
+
+void DeviceMemory::recycle(gpu::Buffer buffer) {
+  if (!buffer || buffer.size() > kMaxPooledBytes) return;
+  pooled_bytes_ += buffer.size();
+  pool_.push_back(std::move(buffer));
+  while (pool_.size() > kMaxPooledBuffers || pooled_bytes_ > kMaxPooledBytes) {
+    pooled_bytes_ -= pool_.front().size();
+    pool_.erase(pool_.begin());
+  }
+}
+
+DeviceTensor DeviceMemory::allocate(const ops::TensorDesc& desc) {
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t bytes = device_byte_size(desc);
+  auto state = std::make_shared<detail::DeviceTensorState>();
+  state->buffer = acquire(bytes);
+  state->desc = desc;
+  state->id = next_id.fetch_add(1);
+  live_bytes_ += state->buffer.size();
+  // Set last: the state's destructor gives the buffer back only once it is accounted for.
+  state->memory = shared_from_this();
+  return detail::DeviceTensorState::wrap(std::move(state));
+}
+
+DeviceTensor DeviceMemory::upload(const Tensor& tensor) {
+  const ops::TensorDesc desc{tensor.dtype(), tensor.shape()};
+  auto bytes = to_device_bytes(tensor, "DeviceTensor upload");  // checks int64 ranges before allocating
+  DeviceTensor out = allocate(desc);
+  const auto& state = detail::DeviceTensorState::of(out);
+  if (!bytes.empty()) device_->upload(state->buffer, 0, bytes);
+  if (tensor.element_count() <= kHostVisibleInputElements) state->small_value = tensor;
+  return out;
+}
+
 }  // namespace wgi::runtime
+
+namespace wgi::detail {
+
+DeviceTensorState::~DeviceTensorState() {
+  release();
+}
+
+void DeviceTensorState::release() {
+  if (!memory) return;
+  memory->live_bytes_ -= buffer.size();
+  memory->recycle(std::move(buffer));
+  buffer = gpu::Buffer();
+  memory.reset();
+  small_value.reset();
+}
+
+}  // namespace wgi::detail
+
+namespace wgi {
+
+namespace {
+
+const detail::DeviceTensorState& checked_state(const std::shared_ptr<detail::DeviceTensorState>& state) {
+  if (!state) throw Error("empty DeviceTensor (default-constructed or moved from)");
+  return *state;
+}
+
+}  // namespace
+
+DType DeviceTensor::dtype() const {
+  return checked_state(state_).desc.dtype;
+}
+const Shape& DeviceTensor::shape() const {
+  return checked_state(state_).desc.shape;
+}
+int64_t DeviceTensor::element_count() const {
+  return wgi::element_count(shape());
+}
+uint64_t DeviceTensor::device_bytes() const {
+  return state_ && state_->memory ? state_->buffer.size() : 0;
+}
+bool DeviceTensor::valid() const noexcept {
+  return state_ && state_->memory;
+}
+
+Tensor DeviceTensor::download() const {
+  const detail::DeviceTensorState& s = checked_state(state_);
+  if (!s.memory) throw Error("DeviceTensor " + shape_to_string(s.desc.shape) + " was released");
+  if (s.small_value) return *s.small_value;
+  return runtime::read_tensor(s.memory->device(), s.slice(), s.desc);
+}
+
+void DeviceTensor::release() {
+  if (state_) state_->release();
+}
+
+const Tensor& Value::host() const {
+  if (on_device()) throw Error("the value is a DeviceTensor, not a host Tensor (download() it)");
+  return std::get<0>(value_);
+}
+Tensor& Value::host() {
+  if (on_device()) throw Error("the value is a DeviceTensor, not a host Tensor (download() it)");
+  return std::get<0>(value_);
+}
+const DeviceTensor& Value::device() const {
+  if (!on_device()) throw Error("the value is a host Tensor, not a DeviceTensor");
+  return std::get<1>(value_);
+}
+
+}  // namespace wgi

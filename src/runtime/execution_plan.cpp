@@ -18,9 +18,59 @@ const gpu::Buffer& WeightStore::get(const graph::Graph& graph, graph::ValueId va
   return buffers_.emplace(value, std::move(buffer)).first->second;
 }
 
+std::shared_ptr<SharedNodePlan> NodePlanMemo::find(size_t node, const std::string& key) {
+  auto it = entries_.find(node);
+  if (it == entries_.end()) return nullptr;
+  auto& list = it->second;
+  for (auto e = list.begin(); e != list.end(); ++e) {
+    if (e->first != key) continue;
+    list.splice(list.begin(), list, e);  // most recently used first
+    return list.front().second;
+  }
+  return nullptr;
+}
+
+void NodePlanMemo::insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan) {
+  auto& list = entries_[node];
+  list.emplace_front(std::move(key), std::move(plan));
+  while (list.size() > per_node_) list.pop_back();
+}
+
+size_t NodePlanMemo::size() const {
+  size_t n = 0;
+  for (const auto& entry : entries_) n += entry.second.size();
+  return n;
+}
+
+namespace {
+
+// What a node's plan function sees of its inputs, as a memo key: type and shape of each input, and the bytes
+// of values known at plan time (graph constants are the same in every plan, so their id is enough).
+std::string node_plan_key(const graph::Graph& graph, const graph::Node& node, const ops::PlanContext& ctx) {
+  std::string key;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!ctx.inputs[i]) {
+      key += "-;";
+      continue;
+    }
+    key += std::to_string(static_cast<int>(ctx.inputs[i]->dtype)) + shape_to_string(ctx.inputs[i]->shape);
+    if (graph.value(node.inputs[i]).constant) {
+      key += "c" + std::to_string(node.inputs[i]);
+    } else if (const Tensor* t = ctx.constant_inputs[i]) {
+      key += "=";
+      key.append(reinterpret_cast<const char*>(t->bytes().data()), t->byte_size());
+    }
+    key += ";";
+  }
+  return key;
+}
+
+}  // namespace
+
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
-                     const std::function<void(size_t, size_t)>& progress, std::vector<std::string>* errors) {
+                     const std::function<void(size_t, size_t)>& progress, std::vector<std::string>* errors,
+                     NodePlanMemo* memo) {
   const size_t value_count = graph.values.size();
   NodePlans out;
   out.descs.resize(value_count);
@@ -86,16 +136,34 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         }
       }
       if (!folded) {
-        ops::OpPlan plan = entry->handler.plan(ctx);
-        if (plan.outputs.size() < node.outputs.size()) {
-          throw Error(node.info.describe() + ": the op planned " + std::to_string(plan.outputs.size()) +
-                      " outputs but the node has " + std::to_string(node.outputs.size()));
+        NodePlans::GpuNode gpu_node{ni, {}, nullptr, false};
+        std::string key;
+        if (memo) {
+          key = node_plan_key(graph, node, ctx);
+          gpu_node.shared = memo->find(ni, key);
+          gpu_node.reused = gpu_node.shared != nullptr;
         }
+        if (!gpu_node.shared) {
+          ops::OpPlan plan = entry->handler.plan(ctx);
+          if (plan.outputs.size() < node.outputs.size()) {
+            throw Error(node.info.describe() + ": the op planned " + std::to_string(plan.outputs.size()) +
+                        " outputs but the node has " + std::to_string(node.outputs.size()));
+          }
+          if (memo) {
+            gpu_node.shared = std::make_shared<SharedNodePlan>();
+            gpu_node.shared->plan = std::move(plan);
+            memo->insert(ni, std::move(key), gpu_node.shared);
+          } else {
+            gpu_node.plan = std::move(plan);
+          }
+        }
+        const ops::OpPlan& plan = gpu_node.op_plan();
         for (size_t o = 0; o < node.outputs.size(); ++o) {
           if (node.outputs[o] != graph::kNoValue)
             out.descs[static_cast<size_t>(node.outputs[o])] = plan.outputs[o];
         }
-        out.gpu_nodes.push_back({ni, std::move(plan)});
+        out.reused += gpu_node.reused ? 1 : 0;
+        out.gpu_nodes.push_back(std::move(gpu_node));
       }
       for (graph::ValueId v : node.outputs) {
         if (v != graph::kNoValue) known[static_cast<size_t>(v)] = true;
@@ -111,10 +179,12 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
 
 ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                              WeightStore& weights, const std::vector<PlanInput>& inputs,
-                             const std::function<void(size_t, size_t)>& progress)
+                             const std::function<void(size_t, size_t)>& progress, NodePlanMemo* memo,
+                             std::span<const InputSource> sources)
     : device_(device), graph_(graph) {
   const size_t value_count = graph.values.size();
-  NodePlans planned = plan_nodes(graph, registry, device.capabilities(), inputs, progress);
+  NodePlans planned = plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, memo);
+  reused_node_plans_ = planned.reused;
   descs_ = std::move(planned.descs);
   host_values_ = std::move(planned.host_values);
   auto& gpu_nodes = planned.gpu_nodes;
@@ -141,8 +211,8 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       graph::ValueId out = node.outputs[o];
       if (out == graph::kNoValue) continue;
-      if (o == 0 && gpu_nodes[s].plan.alias_output_to_input >= 0) {
-        graph::ValueId in = node.inputs.at(static_cast<size_t>(gpu_nodes[s].plan.alias_output_to_input));
+      if (o == 0 && gpu_nodes[s].op_plan().alias_output_to_input >= 0) {
+        graph::ValueId in = node.inputs.at(static_cast<size_t>(gpu_nodes[s].op_plan().alias_output_to_input));
         root[static_cast<size_t>(out)] = root[static_cast<size_t>(in)];
         continue;
       }
@@ -164,9 +234,9 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     scratch_request.push_back({SIZE_MAX, 0});
   }
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
-    for (size_t k = 0; k < gpu_nodes[s].plan.scratch_bytes.size(); ++k) {
+    for (size_t k = 0; k < gpu_nodes[s].op_plan().scratch_bytes.size(); ++k) {
       requests.push_back(
-          {gpu_nodes[s].plan.scratch_bytes[k], static_cast<int32_t>(s), static_cast<int32_t>(s)});
+          {gpu_nodes[s].op_plan().scratch_bytes[k], static_cast<int32_t>(s), static_cast<int32_t>(s)});
       request_value.push_back(SIZE_MAX);
       scratch_request.push_back({s, k});
     }
@@ -191,11 +261,27 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
       scratch[s][k] = slice;
     }
   }
+  // Graph inputs: one given from the device is bound where it lives (unless an earlier input is the same
+  // memory); the others get a buffer of the plan.
+  std::map<const gpu::Buffer*, size_t> input_of_buffer;
+  inputs_.resize(graph.inputs.size());
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const size_t v = static_cast<size_t>(graph.inputs[i]);
-    owned_.push_back(std::make_unique<gpu::Buffer>(device.create_buffer(
-        device_byte_size(descs_[v]), "input '" + graph.value(graph.inputs[i]).name + "'")));
-    locations_[v] = {owned_.back().get(), 0, device_byte_size(descs_[v])};
+    InputSlot& slot = inputs_[i];
+    slot.bytes = device_byte_size(descs_[v]);
+    const InputSource source = i < sources.size() ? sources[i] : InputSource{};
+    const gpu::Buffer* buffer = source.host ? nullptr : source.device.buffer;
+    if (buffer && source.content_id != 0 && !input_of_buffer.count(buffer) &&
+        source.device.resolved_size() >= slot.bytes && source.device.offset == 0) {
+      slot.direct = true;
+      slot.content_id = source.content_id;
+    } else {
+      slot.owned = std::make_unique<gpu::Buffer>(
+          device.create_buffer(slot.bytes, "input '" + graph.value(graph.inputs[i]).name + "'"));
+      buffer = slot.owned.get();
+    }
+    input_of_buffer[buffer] = i;
+    locations_[v] = {buffer, 0, slot.bytes};
   }
 
   // Where a value is read from: the activation or input buffer of its root, a weight, or a host value
@@ -223,12 +309,12 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   // 3. Pipelines (all compiled at once), prepacked constants and bind groups.
   std::vector<const gpu::ProgramSource*> programs;
   for (const auto& n : gpu_nodes) {
-    for (const auto& launch : n.plan.launches) programs.push_back(&launch.program);
+    for (const auto& launch : n.op_plan().launches) programs.push_back(&launch.program);
   }
   device.pipelines().prefetch(programs);
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
     const graph::Node& node = graph.nodes[gpu_nodes[s].node];
-    const ops::OpPlan& plan = gpu_nodes[s].plan;
+    const ops::OpPlan& plan = gpu_nodes[s].op_plan();
     // Only inputs a kernel binds (or an output aliases) need device memory: others, such as Slice's `ends`
     // (often INT64_MAX, which no 32-bit GPU integer holds), are read on the host when planning.
     std::vector<bool> bound(node.inputs.size(), false);
@@ -246,17 +332,47 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
                         ? location_of(node.outputs[o])
                         : gpu::BufferSlice{});
     }
-    for (const Tensor& c : plan.constants) {
-      owned_.push_back(
-          std::make_unique<gpu::Buffer>(upload_tensor(device, c, node.info.describe() + " prepacked")));
-      prepacked_bytes_ += owned_.back()->size();
-      constants.push_back({owned_.back().get()});
+    if (const auto& node_plan = gpu_nodes[s].shared) {
+      // Uploaded once for every plan that shares this node plan; the host copies are not needed after that.
+      if (!node_plan->constants_uploaded) {
+        for (const Tensor& c : node_plan->plan.constants) {
+          node_plan->constant_buffers.push_back(std::make_shared<const gpu::Buffer>(
+              upload_tensor(device, c, node.info.describe() + " prepacked")));
+          node_plan->constant_bytes += node_plan->constant_buffers.back()->size();
+        }
+        node_plan->plan.constants = {};
+        node_plan->constants_uploaded = true;
+      }
+      for (const auto& buffer : node_plan->constant_buffers) constants.push_back({buffer.get()});
+      prepacked_bytes_ += node_plan->constant_bytes;
+      shared_.push_back(node_plan);
+    } else {
+      for (const Tensor& c : plan.constants) {
+        owned_.push_back(
+            std::make_unique<gpu::Buffer>(upload_tensor(device, c, node.info.describe() + " prepacked")));
+        prepacked_bytes_ += owned_.back()->size();
+        constants.push_back({owned_.back().get()});
+      }
     }
     PlannedStep step;
     step.node = gpu_nodes[s].node;
     step.first_dispatch = dispatches_.size();
-    for (auto& d : bind_plan(device, node.info, plan, {in, out, scratch[s], constants}))
-      dispatches_.push_back(std::move(d));
+    for (const ops::KernelLaunch& launch : plan.launches) {
+      std::vector<gpu::BufferSlice> slices =
+          launch_slices(device, node.info, launch, {in, out, scratch[s], constants});
+      const gpu::ComputePipeline& pipeline = device.pipelines().get(launch.program);
+      InputDispatch record{dispatches_.size(), &pipeline,    slices, std::vector<int>(slices.size(), -1),
+                           launch.uniform,     launch.groups};
+      bool binds_input = false;
+      for (size_t k = 0; k < slices.size(); ++k) {
+        auto it = input_of_buffer.find(slices[k].buffer);
+        if (it == input_of_buffer.end()) continue;
+        record.slot_input[k] = static_cast<int>(it->second);
+        inputs_[it->second].used = binds_input = true;
+      }
+      dispatches_.push_back(gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups));
+      if (binds_input) input_dispatches_.push_back(std::move(record));
+    }
     step.dispatch_count = dispatches_.size() - step.first_dispatch;
     for (const auto& launch : plan.launches)
       step.kernel += (step.kernel.empty() ? "" : "+") + launch.program.label;
@@ -266,16 +382,79 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   // downloaded from where their root lives.
   for (graph::ValueId v : graph.outputs) {
     output_locations_.push_back(host_value(v) ? gpu::BufferSlice{} : location_of(v));
+    auto it = input_of_buffer.find(output_locations_.back().buffer);
+    output_input_.push_back(it == input_of_buffer.end() ? -1 : static_cast<int>(it->second));
+    if (it != input_of_buffer.end()) inputs_[it->second].used = true;
   }
+}
+
+gpu::BufferSlice ExecutionPlan::output_source(size_t o, std::span<const gpu::BufferSlice> current) const {
+  gpu::BufferSlice slice = output_locations_[o];
+  if (output_input_[o] >= 0) slice.buffer = current[static_cast<size_t>(output_input_[o])].buffer;
+  return slice;
 }
 
 std::vector<Tensor> ExecutionPlan::run(const std::vector<const Tensor*>& inputs,
                                        gpu::TimestampProfiler* profiler) {
+  std::vector<InputSource> sources;
+  for (const Tensor* t : inputs) sources.push_back({t, {}, 0});
+  std::vector<gpu::BufferSlice> downloads(graph_.outputs.size());
+  return run(sources, downloads, profiler);
+}
+
+std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
+                                       std::span<const gpu::BufferSlice> device_outputs,
+                                       gpu::TimestampProfiler* profiler) {
+  if (inputs.size() != graph_.inputs.size() || device_outputs.size() != graph_.outputs.size())
+    throw Error("internal: ExecutionPlan::run with the wrong number of inputs or outputs");
+  gpu::CommandBatch batch(device_);
+  // Where each input's bytes are for this run, and the device contents copied (set once submitted).
+  std::vector<gpu::BufferSlice> current(inputs_.size());
+  std::vector<uint64_t> copied(inputs_.size(), 0);
+  std::vector<bool> moved(inputs_.size(), false);
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     const size_t v = static_cast<size_t>(graph_.inputs[i]);
-    write_tensor(device_, locations_[v], *inputs.at(i), "input '" + graph_.values[v].name + "'");
+    InputSlot& slot = inputs_[i];
+    const InputSource& source = inputs[i];
+    if (!slot.used) continue;  // only planned with by value
+    if (!source.host && (!source.device.buffer || source.device.resolved_size() < slot.bytes))
+      throw Error("internal: device input '" + graph_.values[v].name + "' has no buffer of its size");
+    if (slot.direct) {
+      if (!source.host && source.content_id == slot.content_id) {
+        current[i] = {source.device.buffer, source.device.offset, slot.bytes};
+        continue;
+      }
+      // Other contents: from now on the input lives in a buffer of the plan.
+      slot.owned = std::make_unique<gpu::Buffer>(
+          device_.create_buffer(slot.bytes, "input '" + graph_.values[v].name + "'"));
+      slot.direct = false;
+      slot.content_id = 0;
+      moved[i] = true;
+    }
+    current[i] = {slot.owned.get(), 0, slot.bytes};
+    if (source.host) {
+      write_tensor(device_, current[i], *source.host, "input '" + graph_.values[v].name + "'");
+      continue;
+    }
+    copied[i] = source.content_id;
+    if (source.content_id != 0 && source.content_id == slot.content_id) continue;  // already there
+    batch.copy({source.device.buffer, source.device.offset, slot.bytes}, current[i]);
   }
-  gpu::CommandBatch batch(device_);
+  if (std::find(moved.begin(), moved.end(), true) != moved.end()) {
+    for (InputDispatch& record : input_dispatches_) {
+      bool affected = false;
+      for (size_t k = 0; k < record.slices.size(); ++k) {
+        const int i = record.slot_input[k];
+        if (i < 0 || !moved[static_cast<size_t>(i)]) continue;
+        record.slices[k].buffer = inputs_[static_cast<size_t>(i)].owned.get();
+        affected = true;
+      }
+      if (affected) {
+        dispatches_[record.dispatch] =
+            gpu::bind_dispatch(device_, *record.pipeline, record.slices, record.uniform, record.groups);
+      }
+    }
+  }
   for (size_t d = 0; d < dispatches_.size(); ++d) {
     if (profiler && d < profiler->capacity()) {
       batch.dispatch_timed(dispatches_[d], *profiler, static_cast<uint32_t>(d));
@@ -283,16 +462,40 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<const Tensor*>& inputs,
       batch.dispatch(dispatches_[d]);
     }
   }
-  batch.submit();
-  std::vector<Tensor> outputs;
+  // Outputs kept on the device are copied in the same submission; they never alias the plan's buffers.
   for (size_t o = 0; o < graph_.outputs.size(); ++o) {
+    const gpu::BufferSlice& target = device_outputs[o];
+    if (!target.buffer) continue;
+    const size_t v = static_cast<size_t>(graph_.outputs[o]);
+    const uint64_t bytes = device_byte_size(descs_[v]);
+    if (target.resolved_size() < bytes)
+      throw Error("internal: device output '" + graph_.values[v].name + "' target is too small");
+    if (const auto& c = graph_.values[v].constant) {
+      write_tensor(device_, target, *c, "output '" + graph_.values[v].name + "'");
+    } else if (host_values_[v]) {
+      write_tensor(device_, target, *host_values_[v], "output '" + graph_.values[v].name + "'");
+    } else {
+      const gpu::BufferSlice source = output_source(o, current);
+      batch.copy({source.buffer, source.offset, bytes}, {target.buffer, target.offset, bytes});
+    }
+  }
+  for (InputSlot& slot : inputs_) {
+    if (!slot.direct) slot.content_id = 0;  // unknown until the submission went through
+  }
+  batch.submit();
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!inputs_[i].direct) inputs_[i].content_id = copied[i];
+  }
+  std::vector<Tensor> outputs(graph_.outputs.size());
+  for (size_t o = 0; o < graph_.outputs.size(); ++o) {
+    if (device_outputs[o].buffer) continue;
     const size_t v = static_cast<size_t>(graph_.outputs[o]);
     if (const auto& c = graph_.values[v].constant) {
-      outputs.push_back(*c);
+      outputs[o] = *c;
     } else if (host_values_[v]) {
-      outputs.push_back(*host_values_[v]);
+      outputs[o] = *host_values_[v];
     } else {
-      outputs.push_back(read_tensor(device_, output_locations_[o], descs_[v]));
+      outputs[o] = read_tensor(device_, output_source(o, current), descs_[v]);
     }
   }
   return outputs;

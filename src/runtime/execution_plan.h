@@ -3,11 +3,15 @@
 // only: upload inputs, encode the dispatches, submit, download outputs.
 #pragma once
 
+#include <algorithm>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gpu/buffer.h"
@@ -46,6 +50,33 @@ inline bool host_visible(const Tensor& t) {
   return t.element_count() <= kHostVisibleInputElements;
 }
 
+// A node's kernel plan shared by the ExecutionPlans whose inputs to that node look the same (NodePlanMemo).
+// Its constants (prepacked weights) are uploaded by the first ExecutionPlan that binds it, then dropped from
+// the host: later plans bind the same device buffers.
+struct SharedNodePlan {
+  ops::OpPlan plan;
+  bool constants_uploaded = false;
+  std::vector<std::shared_ptr<const gpu::Buffer>> constant_buffers;
+  uint64_t constant_bytes = 0;
+};
+
+// A session's kernel plans by node and by what the planner saw of the node's inputs (types, shapes, and the
+// values known at plan time). Op plan functions are pure (docs/architecture.md), so equal inputs give an
+// equal plan: a decoder step with a longer past replans only the nodes whose inputs changed (attention,
+// concat, the mask), and reuses the projections' plans with their prepacked weights. At most `per_node`
+// entries per node, least recently used dropped first; plans that use an entry keep it alive.
+class NodePlanMemo {
+ public:
+  explicit NodePlanMemo(size_t per_node) : per_node_(std::max<size_t>(1, per_node)) {}
+  std::shared_ptr<SharedNodePlan> find(size_t node, const std::string& key);
+  void insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan);
+  size_t size() const;
+
+ private:
+  size_t per_node_;
+  std::unordered_map<size_t, std::list<std::pair<std::string, std::shared_ptr<SharedNodePlan>>>> entries_;
+};
+
 // Shapes, host-folded values and per-node kernel plans of a graph for given input shapes: pure C++, no GPU,
 // so `wgi check` can run it without a device.
 struct NodePlans {
@@ -53,17 +84,33 @@ struct NodePlans {
   std::vector<std::optional<Tensor>> host_values;  // per value: folded at plan time (shape arithmetic)
   struct GpuNode {
     size_t node;
-    ops::OpPlan plan;
+    ops::OpPlan plan;                        // without a memo
+    std::shared_ptr<SharedNodePlan> shared;  // with a memo (then `plan` is empty)
+    bool reused = false;                     // `shared` came from the memo
+    const ops::OpPlan& op_plan() const { return shared ? shared->plan : plan; }
   };
   std::vector<GpuNode> gpu_nodes;
+  size_t reused = 0;  // gpu_nodes whose plan came from the memo
 };
 
 // Plans every node. With `errors` null, the first failing node throws; otherwise each failure is appended
-// (prefixed by the node's description) and planning continues with the nodes that do not depend on it.
+// (prefixed by the node's description) and planning continues with the nodes that do not depend on it. With a
+// memo, node plans are looked up there first and new ones are added.
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress,
-                     std::vector<std::string>* errors = nullptr);
+                     std::vector<std::string>* errors = nullptr, NodePlanMemo* memo = nullptr);
+
+// Where a run takes one graph input from: a host tensor (uploaded), or device memory in the device layout.
+// `content_id` names immutable device contents (a DeviceTensor). An input the plan was made with from the
+// device stays bound where it is for as long as runs pass the same content; otherwise the input moves to a
+// buffer of the plan (once: its dispatches are bound again) and device contents are copied there on the GPU,
+// unless the previous run copied the same content.
+struct InputSource {
+  const Tensor* host = nullptr;
+  gpu::BufferSlice device;
+  uint64_t content_id = 0;
+};
 
 struct PlannedStep {
   size_t node = 0;  // index into graph.nodes
@@ -75,20 +122,38 @@ struct PlannedStep {
 class ExecutionPlan {
  public:
   // Plans `graph` for these input shapes. `progress` (may be empty) gets (done, total) over the nodes.
+  // With a memo, node plans (and their uploaded constants) are shared with the session's other plans. An
+  // input whose `sources` entry is device memory with a content id (a DeviceTensor) is bound where it lives
+  // instead of getting a buffer of the plan (see InputSource).
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                 WeightStore& weights, const std::vector<PlanInput>& inputs,
-                const std::function<void(size_t, size_t)>& progress);
+                const std::function<void(size_t, size_t)>& progress, NodePlanMemo* memo = nullptr,
+                std::span<const InputSource> sources = {});
 
   // Uploads `inputs` (in graph input order), runs every dispatch in one submission, downloads the outputs (in
   // graph output order). With a profiler, each dispatch is timed.
   std::vector<Tensor> run(const std::vector<const Tensor*>& inputs, gpu::TimestampProfiler* profiler);
+  // The same with inputs from the host or the device, and outputs optionally copied into device memory:
+  // output o goes to `device_outputs[o]` when that has a buffer (at least output_bytes(o) long; the copy is
+  // part of the run's submission), else it is downloaded. Returns the downloaded outputs (empty tensors for
+  // the others). Without downloads, returns once the work is submitted.
+  std::vector<Tensor> run(std::span<const InputSource> inputs,
+                          std::span<const gpu::BufferSlice> device_outputs, gpu::TimestampProfiler* profiler);
 
+  const ops::TensorDesc& output_desc(size_t o) const {
+    return descs_[static_cast<size_t>(graph_.outputs.at(o))];
+  }
   const std::vector<PlannedStep>& steps() const { return steps_; }
   size_t dispatch_count() const { return dispatches_.size(); }
   uint64_t activation_bytes() const { return activation_bytes_; }
   uint64_t prepacked_bytes() const { return prepacked_bytes_; }
+  size_t gpu_node_count() const { return steps_.size(); }
+  size_t reused_node_plans() const { return reused_node_plans_; }
 
  private:
+  // Where output o is read from, given where the inputs are in this run.
+  gpu::BufferSlice output_source(size_t o, std::span<const gpu::BufferSlice> current) const;
+
   gpu::Device& device_;
   const graph::Graph& graph_;
   std::vector<ops::TensorDesc> descs_;              // per value
@@ -97,10 +162,31 @@ class ExecutionPlan {
   std::vector<gpu::BufferSlice> output_locations_;  // per graph output (empty slice: a host value)
   std::vector<std::unique_ptr<gpu::Buffer>>
       owned_;  // activation buffers, inputs, prepacked and folded constants
+  std::vector<std::shared_ptr<SharedNodePlan>> shared_;  // memo entries this plan binds (their constants)
+  struct InputSlot {
+    uint64_t bytes = 0;
+    bool used = false;    // a dispatch binds it or an output is it (else it is only planned with by value)
+    bool direct = false;  // bound where the device input with `content_id` lives
+    uint64_t content_id = 0;             // direct: what is bound; else: the device content last copied (or 0)
+    std::unique_ptr<gpu::Buffer> owned;  // not direct: the input's buffer
+  };
+  std::vector<InputSlot> inputs_;  // per graph input
+  // Dispatches that bind graph inputs, to bind again when an input moves to a buffer of the plan.
+  struct InputDispatch {
+    size_t dispatch = 0;
+    const gpu::ComputePipeline* pipeline = nullptr;
+    std::vector<gpu::BufferSlice> slices;
+    std::vector<int> slot_input;  // per slice: the graph input it is, or -1
+    std::vector<std::byte> uniform;
+    gpu::WorkgroupCount groups;
+  };
+  std::vector<InputDispatch> input_dispatches_;
+  std::vector<int> output_input_;  // per graph output: the graph input it is (its root), or -1
   std::vector<gpu::BoundDispatch> dispatches_;
   std::vector<PlannedStep> steps_;
   uint64_t activation_bytes_ = 0;
   uint64_t prepacked_bytes_ = 0;
+  size_t reused_node_plans_ = 0;
 };
 
 }  // namespace wgi::runtime

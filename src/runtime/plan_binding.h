@@ -17,6 +17,11 @@ struct PlanBuffers {
   std::span<const gpu::BufferSlice> constants;
 };
 
+// The buffer slices of one launch's storage bindings, in binding order. Throws wgi::Error naming the node if
+// the launch refers to a buffer the plan does not have.
+std::vector<gpu::BufferSlice> launch_slices(gpu::Device& device, const ops::NodeInfo& node,
+                                            const ops::KernelLaunch& launch, const PlanBuffers& buffers);
+
 // Creates (or reuses from the cache) each launch's pipeline and binds it. Throws wgi::Error naming the node
 // if a launch refers to a buffer the plan does not have.
 std::vector<gpu::BoundDispatch> bind_plan(gpu::Device& device, const ops::NodeInfo& node,

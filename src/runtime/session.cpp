@@ -1,11 +1,15 @@
 #include "wgi/session.h"
 
 #include <fstream>
+#include <list>
+#include <set>
+#include <unordered_map>
 
 #include "gpu/device.h"
 #include "gpu/profiler.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "runtime/device_tensor.h"
 #include "runtime/execution_plan.h"
 
 namespace wgi {
@@ -27,6 +31,25 @@ TensorInfo describe_value(const graph::Value& v) {
   return info;
 }
 
+// One input of a run as the checks and the planner see it: a host tensor or a device tensor.
+struct InputView {
+  const Tensor* host = nullptr;
+  detail::DeviceTensorState* device = nullptr;
+  DType dtype() const { return host ? host->dtype() : device->desc.dtype; }
+  const Shape& shape() const { return host ? host->shape() : device->desc.shape; }
+  // The value, when the planner gets it (small inputs; see runtime::host_visible).
+  const Tensor* value() const {
+    if (host) return runtime::host_visible(*host) ? host : nullptr;
+    return device->small_value ? &*device->small_value : nullptr;
+  }
+};
+
+std::string names_of(const std::vector<TensorInfo>& infos) {
+  std::string out;
+  for (const auto& i : infos) out += (out.empty() ? "" : ", ") + i.name;
+  return out;
+}
+
 }  // namespace
 
 struct Session::Impl {
@@ -36,7 +59,15 @@ struct Session::Impl {
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;  // names as the model declares them, even if passes rewired the values
   std::unique_ptr<runtime::WeightStore> weights;
-  std::map<std::string, std::unique_ptr<runtime::ExecutionPlan>> plans;  // by input-shape signature
+  std::shared_ptr<runtime::DeviceMemory> memory;  // DeviceTensors' memory; handles keep it (and the device)
+  // Plans by input-shape signature, most recently used first, at most options.max_cached_plans.
+  struct CachedPlan {
+    std::string signature;
+    std::unique_ptr<runtime::ExecutionPlan> plan;
+  };
+  std::list<CachedPlan> plans;
+  std::unordered_map<std::string, std::list<CachedPlan>::iterator> plan_index;
+  std::unique_ptr<runtime::NodePlanMemo> node_plans;
   std::unique_ptr<gpu::TimestampProfiler> profiler;
   std::vector<NodeTiming> profile;
   std::string profiling_note;
@@ -44,8 +75,15 @@ struct Session::Impl {
 
   void load(graph::Graph imported);
   // Checks the inputs and returns them in graph order, with the shape signature of this call.
-  std::vector<const Tensor*> check_inputs(const std::map<std::string, Tensor>& given,
-                                          std::string& signature) const;
+  std::vector<InputView> check_inputs(const std::map<std::string, InputView>& given,
+                                      std::string& signature) const;
+  // The plan for these inputs: from the cache, or made now (dropping the least recently used beyond the
+  // capacity).
+  runtime::ExecutionPlan& plan_for(const std::vector<InputView>& ordered, const std::string& signature,
+                                   std::span<const runtime::InputSource> sources);
+  // Runs with outputs o for which `on_device[o]` is set copied into new DeviceTensors (returned in `kept`).
+  std::vector<Tensor> run(const std::map<std::string, InputView>& given, const std::vector<bool>& on_device,
+                          std::vector<DeviceTensor>& kept);
 };
 
 void Session::Impl::load(graph::Graph imported) {
@@ -61,8 +99,11 @@ void Session::Impl::load(graph::Graph imported) {
   gpu::DeviceOptions device_options;
   if (!options.backend.empty()) device_options.backend = gpu::parse_backend(options.backend);
   if (!options.adapter.empty()) device_options.adapter_filter = options.adapter;
+  if (options.max_cached_plans == 0) throw Error("SessionOptions::max_cached_plans must be at least 1");
   device = gpu::Device::create(device_options);
   weights = std::make_unique<runtime::WeightStore>(*device);
+  memory = std::make_shared<runtime::DeviceMemory>(device);
+  node_plans = std::make_unique<runtime::NodePlanMemo>(options.max_cached_plans);
   if (options.profiling) {
     if (device->features().timestamp_query) {
       profiling_note = "per-dispatch GPU time from timestamp queries";
@@ -75,33 +116,42 @@ void Session::Impl::load(graph::Graph imported) {
   stats.load_ms = ms_since(start);
 }
 
-std::vector<const Tensor*> Session::Impl::check_inputs(const std::map<std::string, Tensor>& given,
-                                                       std::string& signature) const {
-  std::vector<const Tensor*> ordered;
+std::vector<InputView> Session::Impl::check_inputs(const std::map<std::string, InputView>& given,
+                                                   std::string& signature) const {
+  std::vector<InputView> ordered;
   std::map<std::string, int64_t> symbols;
   for (const TensorInfo& info : inputs) {
     auto it = given.find(info.name);
-    if (it == given.end()) {
-      std::string expected;
-      for (const auto& i : inputs) expected += (expected.empty() ? "" : ", ") + i.name;
-      throw Error("input '" + info.name + "' is missing (the model's inputs: " + expected + ")");
+    if (it == given.end())
+      throw Error("input '" + info.name + "' is missing (the model's inputs: " + names_of(inputs) + ")");
+    InputView t = it->second;
+    if (t.device) {
+      if (!t.device->memory) {
+        throw Error("input '" + info.name + "': its DeviceTensor " + shape_to_string(t.device->desc.shape) +
+                    " was released");
+      }
+      if (t.device->memory != memory) {
+        throw Error("input '" + info.name +
+                    "': its DeviceTensor belongs to another session (device memory is per session: download "
+                    "it, or upload it with this session)");
+      }
     }
-    const Tensor& t = it->second;
+    const Shape& shape = t.shape();
+    const int64_t rank = static_cast<int64_t>(shape.size());
     if (t.dtype() != info.dtype) {
       throw Error("input '" + info.name + "' has type " + std::string(dtype_name(t.dtype())) +
                   "; the model expects " + std::string(dtype_name(info.dtype)));
     }
-    if (!info.dims.empty() || t.rank() == 0) {
-      if (static_cast<size_t>(t.rank()) != info.dims.size()) {
-        throw Error("input '" + info.name + "' has shape " + shape_to_string(t.shape()) + " (rank " +
-                    std::to_string(t.rank()) + "); the model expects rank " +
-                    std::to_string(info.dims.size()));
+    if (!info.dims.empty() || rank == 0) {
+      if (static_cast<size_t>(rank) != info.dims.size()) {
+        throw Error("input '" + info.name + "' has shape " + shape_to_string(shape) + " (rank " +
+                    std::to_string(rank) + "); the model expects rank " + std::to_string(info.dims.size()));
       }
     }
     for (size_t d = 0; d < info.dims.size(); ++d) {
-      const int64_t got = t.shape()[d];
+      const int64_t got = shape[d];
       if (info.dims[d] >= 0 && got != info.dims[d]) {
-        throw Error("input '" + info.name + "' has shape " + shape_to_string(t.shape()) + "; dim " +
+        throw Error("input '" + info.name + "' has shape " + shape_to_string(shape) + "; dim " +
                     std::to_string(d) + " must be " + std::to_string(info.dims[d]));
       }
       const std::string& symbol = info.dim_names[d];
@@ -114,25 +164,105 @@ std::vector<const Tensor*> Session::Impl::check_inputs(const std::map<std::strin
         }
       }
     }
-    ordered.push_back(&t);
-    signature += shape_to_string(t.shape());
-    if (runtime::host_visible(t)) {
+    // Small inputs are planned with by value (shape-like inputs): a small device tensor is read back once.
+    if (t.device && !t.device->small_value && element_count(shape) <= runtime::kHostVisibleInputElements)
+      t.device->small_value = runtime::read_tensor(*device, t.device->slice(), t.device->desc);
+    ordered.push_back(t);
+    signature += shape_to_string(shape);
+    if (const Tensor* value = t.value()) {
       // Small inputs are planned with by value (shape-like inputs), so their value is part of the key.
       signature += "=";
-      signature.append(reinterpret_cast<const char*>(t.bytes().data()), t.byte_size());
+      signature.append(reinterpret_cast<const char*>(value->bytes().data()), value->byte_size());
     }
     signature += ";";
   }
-  for (const auto& [name, tensor] : given) {
-    bool known = std::any_of(inputs.begin(), inputs.end(),
-                             [&name = name](const TensorInfo& i) { return i.name == name; });
-    if (!known) {
-      std::string expected;
-      for (const auto& i : inputs) expected += (expected.empty() ? "" : ", ") + i.name;
-      throw Error("the model has no input '" + name + "' (its inputs: " + expected + ")");
-    }
+  for (const auto& entry : given) {
+    const std::string& name = entry.first;
+    bool known =
+        std::any_of(inputs.begin(), inputs.end(), [&name](const TensorInfo& i) { return i.name == name; });
+    if (!known) throw Error("the model has no input '" + name + "' (its inputs: " + names_of(inputs) + ")");
   }
   return ordered;
+}
+
+runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& ordered,
+                                                const std::string& signature,
+                                                std::span<const runtime::InputSource> sources) {
+  auto found = plan_index.find(signature);
+  if (found != plan_index.end()) {
+    plans.splice(plans.begin(), plans, found->second);  // most recently used first
+    return *plans.front().plan;
+  }
+  // Drop the least recently used plans first, so that at most max_cached_plans exist at any time.
+  while (!plans.empty() && plans.size() >= options.max_cached_plans) {
+    plan_index.erase(plans.back().signature);
+    plans.pop_back();
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::vector<runtime::PlanInput> plan_inputs;
+  for (const InputView& t : ordered) plan_inputs.push_back({{t.dtype(), t.shape()}, t.value()});
+  std::function<void(size_t, size_t)> progress;
+  if (options.progress) {
+    progress = [this](size_t done, size_t total) { options.progress(done, total, "planning"); };
+  }
+  auto plan = std::make_unique<runtime::ExecutionPlan>(*device, graph, ops::builtin_registry(), *weights,
+                                                       plan_inputs, progress, node_plans.get(), sources);
+  stats.last_plan_ms = ms_since(start);
+  stats.last_plan_reused_nodes = plan->reused_node_plans();
+  stats.last_plan_gpu_nodes = plan->gpu_node_count();
+  ++stats.plans;
+  plans.push_front({signature, std::move(plan)});
+  plan_index[signature] = plans.begin();
+  return *plans.front().plan;
+}
+
+std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& given,
+                                       const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept) {
+  std::string signature;
+  std::vector<InputView> ordered = check_inputs(given, signature);
+  std::vector<runtime::InputSource> sources;
+  for (const InputView& t : ordered) {
+    if (t.host) {
+      sources.push_back({t.host, {}, 0});
+    } else {
+      sources.push_back({nullptr, t.device->slice(), t.device->id});
+    }
+  }
+  runtime::ExecutionPlan& plan = plan_for(ordered, signature, sources);
+  stats.cached_plans = plans.size();
+  stats.dispatches = plan.dispatch_count();
+  stats.peak_activation_bytes = plan.activation_bytes();
+  stats.weight_bytes = weights->bytes() + plan.prepacked_bytes();
+  stats.pipelines = device->pipelines().size();
+
+  gpu::TimestampProfiler* timer = nullptr;
+  if (options.profiling && device->features().timestamp_query) {
+    const uint32_t needed = static_cast<uint32_t>(std::max<size_t>(1, plan.dispatch_count()));
+    if (!profiler || profiler->capacity() < needed) {
+      profiler = std::make_unique<gpu::TimestampProfiler>(*device, needed);
+    }
+    timer = profiler.get();
+  }
+  kept.assign(outputs.size(), DeviceTensor());
+  std::vector<gpu::BufferSlice> targets(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (!on_device[o]) continue;
+    kept[o] = memory->allocate(plan.output_desc(o));
+    targets[o] = detail::DeviceTensorState::of(kept[o])->slice();
+  }
+  std::vector<Tensor> results = plan.run(sources, targets, timer);
+  stats.buffers_created = device->buffers_created();
+  if (timer) {
+    std::vector<double> ms = timer->read(static_cast<uint32_t>(plan.dispatch_count()));
+    profile.clear();
+    for (const runtime::PlannedStep& step : plan.steps()) {
+      const graph::Node& node = graph.nodes[step.node];
+      NodeTiming t{node.info.name, node.info.op_type, step.kernel, 0.0};
+      for (size_t d = 0; d < step.dispatch_count; ++d) t.gpu_ms += ms[step.first_dispatch + d];
+      profile.push_back(std::move(t));
+    }
+  }
+  return results;
 }
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -162,6 +292,8 @@ const std::vector<TensorInfo>& Session::outputs() const {
   return impl_->outputs;
 }
 const SessionStats& Session::stats() const {
+  impl_->stats.device_tensor_bytes = impl_->memory->live_bytes();
+  impl_->stats.buffers_created = impl_->device->buffers_created();
   return impl_->stats;
 }
 const std::vector<NodeTiming>& Session::last_profile() const {
@@ -177,55 +309,58 @@ std::string Session::adapter_description() const {
 }
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) {
-  Impl& s = *impl_;
-  std::string signature;
-  std::vector<const Tensor*> ordered = s.check_inputs(inputs, signature);
-  auto it = s.plans.find(signature);
-  if (it == s.plans.end()) {
-    auto start = std::chrono::steady_clock::now();
-    std::vector<runtime::PlanInput> plan_inputs;
-    for (const Tensor* t : ordered) {
-      plan_inputs.push_back({{t->dtype(), t->shape()}, runtime::host_visible(*t) ? t : nullptr});
-    }
-    std::function<void(size_t, size_t)> progress;
-    if (s.options.progress) {
-      progress = [&s](size_t done, size_t total) { s.options.progress(done, total, "planning"); };
-    }
-    auto plan = std::make_unique<runtime::ExecutionPlan>(*s.device, s.graph, ops::builtin_registry(),
-                                                         *s.weights, plan_inputs, progress);
-    s.stats.last_plan_ms = ms_since(start);
-    it = s.plans.emplace(signature, std::move(plan)).first;
-  }
-  runtime::ExecutionPlan& plan = *it->second;
-  s.stats.plans = s.plans.size();
-  s.stats.dispatches = plan.dispatch_count();
-  s.stats.peak_activation_bytes = plan.activation_bytes();
-  s.stats.weight_bytes = s.weights->bytes() + plan.prepacked_bytes();
-  s.stats.pipelines = s.device->pipelines().size();
-
-  gpu::TimestampProfiler* profiler = nullptr;
-  if (s.options.profiling && s.device->features().timestamp_query) {
-    const uint32_t needed = static_cast<uint32_t>(std::max<size_t>(1, plan.dispatch_count()));
-    if (!s.profiler || s.profiler->capacity() < needed) {
-      s.profiler = std::make_unique<gpu::TimestampProfiler>(*s.device, needed);
-    }
-    profiler = s.profiler.get();
-  }
-  std::vector<Tensor> results = plan.run(ordered, profiler);
-  s.stats.buffers_created = s.device->buffers_created();
-  if (profiler) {
-    std::vector<double> ms = profiler->read(static_cast<uint32_t>(plan.dispatch_count()));
-    s.profile.clear();
-    for (const runtime::PlannedStep& step : plan.steps()) {
-      const graph::Node& node = s.graph.nodes[step.node];
-      NodeTiming t{node.info.name, node.info.op_type, step.kernel, 0.0};
-      for (size_t d = 0; d < step.dispatch_count; ++d) t.gpu_ms += ms[step.first_dispatch + d];
-      s.profile.push_back(std::move(t));
-    }
-  }
+  std::map<std::string, InputView> given;
+  for (const auto& entry : inputs) given[entry.first] = InputView{&entry.second, nullptr};
+  std::vector<DeviceTensor> kept;
+  std::vector<Tensor> results = impl_->run(given, std::vector<bool>(impl_->outputs.size(), false), kept);
   std::map<std::string, Tensor> named;
-  for (size_t i = 0; i < results.size(); ++i) named[s.outputs[i].name] = std::move(results[i]);
+  for (size_t i = 0; i < results.size(); ++i) named[impl_->outputs[i].name] = std::move(results[i]);
   return named;
+}
+
+std::map<std::string, Value> Session::run(const std::map<std::string, Value>& inputs,
+                                          const RunOptions& options) {
+  Impl& s = *impl_;
+  std::map<std::string, InputView> given;
+  for (const auto& entry : inputs) {
+    if (!entry.second.on_device()) {
+      given[entry.first] = InputView{&entry.second.host(), nullptr};
+      continue;
+    }
+    const auto& state = detail::DeviceTensorState::of(entry.second.device());
+    if (!state)
+      throw Error("input '" + entry.first + "' is an empty DeviceTensor (default-constructed or moved from)");
+    given[entry.first] = InputView{nullptr, state.get()};
+  }
+  std::vector<bool> on_device(s.outputs.size(), options.all_outputs_on_device);
+  for (const std::string& name : options.device_outputs) {
+    auto it = std::find_if(s.outputs.begin(), s.outputs.end(),
+                           [&name](const TensorInfo& o) { return o.name == name; });
+    if (it == s.outputs.end()) {
+      throw Error("RunOptions::device_outputs names '" + name +
+                  "', which is not an output of the model (its outputs: " + names_of(s.outputs) + ")");
+    }
+    on_device[static_cast<size_t>(it - s.outputs.begin())] = true;
+  }
+  std::vector<DeviceTensor> kept;
+  std::vector<Tensor> results = s.run(given, on_device, kept);
+  std::map<std::string, Value> named;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (on_device[i]) {
+      named[s.outputs[i].name] = std::move(kept[i]);
+    } else {
+      named[s.outputs[i].name] = std::move(results[i]);
+    }
+  }
+  return named;
+}
+
+DeviceTensor Session::upload(const Tensor& tensor) {
+  return impl_->memory->upload(tensor);
+}
+
+void Session::synchronize() {
+  impl_->device->wait_idle();
 }
 
 }  // namespace wgi

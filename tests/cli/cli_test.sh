@@ -64,6 +64,15 @@ if "$wgi" info | grep -q "timestamp-query yes"; then
     { echo "FAIL trace"; failures=$((failures + 1)); }
 fi
 check "bench bad --runs" 105 "" -- "$wgi" bench "$models/gemm_chain/model.onnx" --runs 0
+check "bench --device-inputs" 0 "run: +median .*inputs already on the device" -- "$wgi" bench \
+  "$models/gemm_chain/model.onnx" --runs 3 --warmup 1 --device-inputs
+decoder="$models/bart_decoder_cached_cross_tiny_opset17/model.onnx"
+check "bench --decode" 0 "later: +median .* over 3 steps" -- "$wgi" bench "$decoder" --dim batch=1 \
+  --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 4 --device-inputs --plan-cache 2
+check "bench --decode host" 0 "^ +3 +7 " -- "$wgi" bench "$decoder" --dim batch=1 --dim new_tokens=1 \
+  --dim past_len=4 --dim src_len=5 --decode 4
+check "bench --decode not a decoder" 1 "--decode needs a decoder step model" -- "$wgi" bench \
+  "$models/gemm_chain/model.onnx" --decode 2
 
 echo "$failures failure(s)"
 exit $((failures > 0))

@@ -1,10 +1,16 @@
-// Greedy decoding with the tiny BART decoder step (tests/models/florence_siglip.py) through the public API:
-// the prompt step with empty past key/values, then steps that feed back the argmax token and the present
-// key/values as the next past, so past_len grows and the Session plans one more input-shape signature per
-// step. The tokens must equal PyTorch's float64 greedy loop and each step's last-position logits must match
-// within relative L2 1e-4: this is the KV-cache path Florence-2's generation takes.
+// Greedy decoding with the tiny BART decoder steps through the public API: the prompt step with empty past
+// key/values, then steps that feed back the argmax token and the present key/values as the next past, so
+// past_len grows and the Session plans one more input-shape signature per step. Two models:
+// bart_decoder_tiny_opset17 (tests/models/florence_siglip.py: cross-attention keys/values computed from
+// encoder_hidden_states in every step) and bart_decoder_cached_cross_tiny_opset17
+// (tests/models/decoder_cached_cross_tiny.py: the per-layer cross keys/values are inputs, as Florence-2
+// caches them). The tokens must equal PyTorch's float64 greedy loop and each step's last-position logits must
+// match within relative L2 1e-4, both with the key/values through the host and kept on the device
+// (DeviceTensor), where the loop must give the same logits bit for bit; the plan cache stays within its
+// capacity and the device memory held is what the loop holds.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "core/npy.h"
@@ -15,7 +21,7 @@ namespace wgi {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kDecoder = fs::path(WGI_TEST_DATA_DIR) / "models" / "bart_decoder_tiny_opset17";
+const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models";
 
 // logits [batch, tokens, vocab] -> the last position's [batch, vocab].
 Tensor last_position(const Tensor& logits) {
@@ -49,52 +55,120 @@ test::Float64Array reference_step(const test::Float64Array& all, int64_t step) {
   return out;
 }
 
-TEST(DecoderLoop, GreedyDecodingWithKvCacheMatchesPyTorch) {
-  Session session = Session::from_file(kDecoder / "model.onnx");
-  const Tensor prompt = npy::load(kDecoder / "greedy_prompt_ids.npy");
-  const Tensor encoder = npy::load(kDecoder / "greedy_encoder_hidden_states.npy");
-  const Tensor expected_ids = npy::load(kDecoder / "greedy_expected_ids.npy");
-  const test::Float64Array expected_logits = test::load_float64_npy(kDecoder / "greedy_expected_logits.npy");
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.byte_size() == b.byte_size() &&
+         std::memcmp(a.bytes().data(), b.bytes().data(), a.byte_size()) == 0;
+}
+
+enum class KeyValues { Host, Device };
+
+struct LoopResult {
+  std::vector<int64_t> ids;    // [batch, steps]
+  std::vector<Tensor> logits;  // per step: the last position's [batch, vocab]
+};
+
+// The greedy loop of the model in `folder` against its greedy_*.npy reference. With KeyValues::Device the
+// inputs that do not change (encoder states or cross key/values) are uploaded once and the presents stay on
+// the device as the next step's past.
+LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cached_plans = 4) {
+  SCOPED_TRACE(folder +
+               (kv == KeyValues::Device ? ", key/values on the device" : ", key/values on the host"));
+  const fs::path dir = kModels / folder;
+  SessionOptions options;
+  options.max_cached_plans = max_cached_plans;
+  Session session = Session::from_file(dir / "model.onnx", options);
+  const Tensor prompt = npy::load(dir / "greedy_prompt_ids.npy");
+  const Tensor expected_ids = npy::load(dir / "greedy_expected_ids.npy");
+  const test::Float64Array expected_logits = test::load_float64_npy(dir / "greedy_expected_logits.npy");
   const int64_t batch = prompt.shape()[0];
   const int64_t steps = expected_ids.shape()[1];
-  ASSERT_EQ(expected_logits.shape, (Shape{steps, batch, expected_logits.shape[2]}));
+  EXPECT_EQ(expected_logits.shape, (Shape{steps, batch, expected_logits.shape[2]}));
 
-  // The past inputs' fixed dims (heads, head_dim) come from the model; the prompt step has past_len 0.
-  std::map<std::string, Tensor> inputs{{"input_ids", prompt}, {"encoder_hidden_states", encoder}};
+  // The past inputs' fixed dims (heads, head_dim) come from the model; the prompt step has past_len 0. The
+  // other inputs are the reference's (encoder states, or cross keys/values per layer).
+  std::map<std::string, Value> inputs{{"input_ids", prompt}};
   std::vector<std::string> past_names;
+  RunOptions keep;
   for (const TensorInfo& in : session.inputs()) {
-    if (in.name.rfind("past_", 0) != 0) continue;
-    ASSERT_EQ(in.dims.size(), 4u) << in.name;
-    inputs[in.name] = Tensor(DType::Float32, {batch, in.dims[1], 0, in.dims[3]});
-    past_names.push_back(in.name);
+    if (in.name == "input_ids") continue;
+    if (in.name.rfind("past_", 0) == 0) {
+      EXPECT_EQ(in.dims.size(), 4u) << in.name;
+      inputs[in.name] = Tensor(DType::Float32, {batch, in.dims[1], 0, in.dims[3]});
+      past_names.push_back(in.name);
+      if (kv == KeyValues::Device) keep.device_outputs.push_back("present_" + in.name.substr(5));
+      continue;
+    }
+    const Tensor value = npy::load(dir / ("greedy_" + in.name + ".npy"));
+    inputs[in.name] = kv == KeyValues::Device ? Value(session.upload(value)) : Value(value);
   }
-  ASSERT_FALSE(past_names.empty());
+  EXPECT_FALSE(past_names.empty());
 
-  std::vector<int64_t> produced(static_cast<size_t>(batch * steps));
+  LoopResult result;
+  result.ids.resize(static_cast<size_t>(batch * steps));
   int64_t past_len = 0;
   for (int64_t step = 0; step < steps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step) + ", past_len " + std::to_string(past_len));
-    auto outputs = session.run(inputs);
-    const Tensor logits = last_position(outputs.at("logits"));
+    auto outputs = session.run(inputs, keep);
+    const Tensor logits = last_position(outputs.at("logits").host());
     auto close = test::close_in_l2(logits, reference_step(expected_logits, step), 1e-4);
     EXPECT_TRUE(close);
-    std::cerr << "[ step " << step << " past_len " << past_len << ": " << close.message() << " ]\n";
+    std::cerr << "[ " << folder << " step " << step << " past_len " << past_len << ": " << close.message()
+              << " ]\n";
+    result.logits.push_back(logits);
 
     const Tensor next = argmax_rows(logits);
     for (int64_t b = 0; b < batch; ++b)
-      produced[static_cast<size_t>(b * steps + step)] = next.data<int64_t>()[b];
+      result.ids[static_cast<size_t>(b * steps + step)] = next.data<int64_t>()[b];
     past_len += inputs.at("input_ids").shape()[1];
     inputs["input_ids"] = next;
     for (const std::string& past : past_names) {
-      Tensor present = outputs.at("present_" + past.substr(5));
-      ASSERT_EQ(present.shape()[2], past_len) << past;
+      Value present = outputs.at("present_" + past.substr(5));
+      EXPECT_EQ(present.on_device(), kv == KeyValues::Device) << past;
+      EXPECT_EQ(present.shape()[2], past_len) << past;
       inputs[past] = std::move(present);
+    }
+    const SessionStats& stats = session.stats();
+    EXPECT_EQ(stats.plans, static_cast<size_t>(step + 1));  // one per past_len (the prompt step's too)
+    EXPECT_LE(stats.cached_plans, max_cached_plans);
+    // Device memory held by the session's DeviceTensors is exactly what the loop holds: last step's past
+    // key/values went back to the pool when the presents replaced them.
+    uint64_t held = 0;
+    for (const auto& entry : inputs) {
+      if (entry.second.on_device()) held += entry.second.device().device_bytes();
+    }
+    EXPECT_EQ(stats.device_tensor_bytes, held);
+    if (step > 1) {
+      // new_tokens is 1 from step 1 on: the projections' plans (and prepacked weights) carry over, attention
+      // and the past/new concatenations are planned again.
+      EXPECT_GT(stats.last_plan_reused_nodes, stats.last_plan_gpu_nodes / 2);
+      EXPECT_LT(stats.last_plan_reused_nodes, stats.last_plan_gpu_nodes);
     }
   }
   const auto want = expected_ids.data<int64_t>();
-  EXPECT_EQ(produced, std::vector<int64_t>(want.begin(), want.end()));
-  EXPECT_EQ(session.stats().plans, static_cast<size_t>(steps));  // one per past_len (the prompt step's too)
+  EXPECT_EQ(result.ids, std::vector<int64_t>(want.begin(), want.end()));
+  return result;
 }
+
+class DecoderLoop : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecoderLoop, GreedyDecodingWithKvCacheMatchesPyTorch) {
+  const LoopResult host = greedy_loop(GetParam(), KeyValues::Host);
+  const LoopResult device = greedy_loop(GetParam(), KeyValues::Device);
+  // The same plans on the same inputs: the device-resident loop must give exactly the host loop's logits.
+  ASSERT_EQ(host.logits.size(), device.logits.size());
+  for (size_t step = 0; step < host.logits.size(); ++step)
+    EXPECT_TRUE(same_bytes(host.logits[step], device.logits[step])) << "step " << step;
+}
+
+TEST_P(DecoderLoop, PlanCacheStaysWithinItsCapacityOverALongerLoop) {
+  // Capacity 2 over 6 or 7 steps, each with a new past_len: plans are dropped as the loop goes.
+  greedy_loop(GetParam(), KeyValues::Device, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, DecoderLoop,
+                         ::testing::Values("bart_decoder_tiny_opset17",
+                                           "bart_decoder_cached_cross_tiny_opset17"),
+                         [](const auto& param_info) { return param_info.param; });
 
 }  // namespace
 }  // namespace wgi

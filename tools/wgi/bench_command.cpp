@@ -1,5 +1,7 @@
 // `wgi bench MODEL`: load time, first-run time, median / p90 run time, memory; per-node GPU times with
-// --profile, and a Chrome / Perfetto trace with --trace.
+// --profile, and a Chrome / Perfetto trace with --trace. --device-inputs times runs whose inputs are already
+// on the device and whose outputs stay there; --decode N times a greedy generation loop of a decoder step
+// model (docs/decoding.md).
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -62,6 +64,133 @@ void print_profile(const std::vector<NodeTiming>& profile) {
   }
 }
 
+double milliseconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(p * static_cast<double>(values.size())))];
+}
+
+// The decoder's past_* inputs and their present_* outputs, the input_ids input and the logits output.
+struct DecoderIo {
+  std::vector<std::pair<std::string, std::string>> past_present;
+  DType ids_dtype = DType::Int64;
+};
+
+DecoderIo find_decoder_io(const Session& session) {
+  DecoderIo io;
+  bool has_ids = false, has_logits = false;
+  for (const TensorInfo& in : session.inputs()) {
+    if (in.name == "input_ids") {
+      has_ids = true;
+      io.ids_dtype = in.dtype;
+    }
+    if (in.name.rfind("past_", 0) != 0) continue;
+    const std::string present = "present_" + in.name.substr(5);
+    for (const TensorInfo& out : session.outputs()) {
+      if (out.name == present) io.past_present.emplace_back(in.name, present);
+    }
+  }
+  for (const TensorInfo& out : session.outputs()) has_logits |= out.name == "logits";
+  if (!has_ids || !has_logits || io.past_present.empty() ||
+      (io.ids_dtype != DType::Int64 && io.ids_dtype != DType::Int32)) {
+    throw Error(
+        "--decode needs a decoder step model: an integer input 'input_ids' [batch, new_tokens], an output "
+        "'logits' [batch, new_tokens, vocab] and inputs past_* with matching outputs present_*");
+  }
+  return io;
+}
+
+// The argmax token of the last position of logits [batch, tokens, vocab], as input_ids [batch, 1].
+Tensor next_tokens(const Tensor& logits, DType dtype) {
+  if (logits.rank() != 3 || logits.dtype() != DType::Float32)
+    throw Error("--decode: logits must be float32 [batch, tokens, vocab]; got " +
+                shape_to_string(logits.shape()));
+  const int64_t batch = logits.shape()[0], tokens = logits.shape()[1], vocab = logits.shape()[2];
+  auto v = logits.data<float>();
+  Tensor ids(dtype, {batch, 1});
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* row = v.data() + (b * tokens + tokens - 1) * vocab;
+    const int64_t best = std::max_element(row, row + vocab) - row;
+    if (dtype == DType::Int64) {
+      ids.data<int64_t>()[static_cast<size_t>(b)] = best;
+    } else {
+      ids.data<int32_t>()[static_cast<size_t>(b)] = static_cast<int32_t>(best);
+    }
+  }
+  return ids;
+}
+
+struct DecodeStep {
+  int64_t past_len = 0;
+  double ms = 0;
+  double plan_ms = 0;  // 0: the step reused a cached plan
+  size_t reused = 0, gpu_nodes = 0;
+};
+
+// `steps` greedy steps from `inputs` (the first step's past as given), each feeding the argmax token and the
+// presents back. With on_device, every input but input_ids is uploaded once and the presents stay on the
+// device; otherwise every input is uploaded and every output downloaded in each step.
+// `values` ends with the last step's inputs (the caller reports the memory they hold).
+std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Tensor>& inputs, int steps,
+                               bool on_device, std::map<std::string, Value>& values) {
+  const DecoderIo io = find_decoder_io(session);
+  for (const auto& [name, tensor] : inputs)
+    values[name] = on_device && name != "input_ids" ? Value(session.upload(tensor)) : Value(tensor);
+  RunOptions options;
+  if (on_device) {
+    for (const auto& pair : io.past_present) options.device_outputs.push_back(pair.second);
+  }
+  session.synchronize();
+  std::vector<DecodeStep> out;
+  for (int step = 0; step < steps; ++step) {
+    DecodeStep record;
+    record.past_len = values.at(io.past_present.front().first).shape().at(2);
+    const size_t plans_before = session.stats().plans;
+    auto a = std::chrono::steady_clock::now();
+    std::map<std::string, Value> result = session.run(values, options);
+    values["input_ids"] = next_tokens(result.at("logits").host(), io.ids_dtype);
+    for (const auto& pair : io.past_present) values[pair.first] = std::move(result.at(pair.second));
+    record.ms = milliseconds(a, std::chrono::steady_clock::now());
+    const SessionStats& st = session.stats();
+    if (st.plans != plans_before) {
+      record.plan_ms = st.last_plan_ms;
+      record.reused = st.last_plan_reused_nodes;
+      record.gpu_nodes = st.last_plan_gpu_nodes;
+    }
+    out.push_back(record);
+  }
+  return out;
+}
+
+void print_decode(const std::vector<DecodeStep>& steps, bool on_device) {
+  std::cout << "decode:     " << steps.size() << " greedy steps, key/values "
+            << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)")
+            << "\n"
+            << "  step  past_len        ms   planning ms  node plans reused\n";
+  std::vector<double> later, later_plan;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const DecodeStep& s = steps[i];
+    std::cout << std::setw(6) << i << std::setw(10) << s.past_len << std::setw(10) << s.ms << std::setw(14)
+              << s.plan_ms;
+    if (s.gpu_nodes) std::cout << "  " << s.reused << "/" << s.gpu_nodes;
+    std::cout << "\n";
+    if (i > 0) {
+      later.push_back(s.ms);
+      later_plan.push_back(s.plan_ms);
+    }
+  }
+  std::cout << "first step: " << steps.front().ms << " ms (planning " << steps.front().plan_ms << " ms)\n";
+  if (!later.empty()) {
+    std::cout << "later:      median " << percentile(later, 0.5) << " ms, p90 " << percentile(later, 0.9)
+              << " ms, min " << *std::min_element(later.begin(), later.end()) << " ms over " << later.size()
+              << " steps (planning median " << percentile(later_plan, 0.5) << " ms)\n";
+  }
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
@@ -70,6 +199,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     int warmup = 3;
     bool profile = false;
     std::string trace;
+    bool device_inputs = false;
+    int decode_steps = 0;
+    size_t plan_cache = SessionOptions{}.max_cached_plans;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
@@ -80,45 +212,84 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--profile", opts->profile,
                 "Per-node GPU time from timestamp queries (when the adapter has them)");
   cmd->add_option("--trace", opts->trace, "Write the profiled run as a Chrome/Perfetto trace JSON file");
+  cmd->add_flag("--device-inputs", opts->device_inputs,
+                "Upload the inputs once and keep the outputs on the device: the run time is GPU work and "
+                "encoding without host copies (with --decode: key/values stay on the device)");
+  cmd->add_option("--decode", opts->decode_steps,
+                  "Greedy decoding instead of repeated runs: N steps of a decoder step model (input_ids, "
+                  "logits, past_* -> present_*), each feeding back the argmax token and the presents; "
+                  "per-step times")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option(
+         "--plan-cache", opts->plan_cache,
+         "Input-shape signatures whose plans are kept (default " + std::to_string(opts->plan_cache) + ")")
+      ->check(CLI::PositiveNumber);
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
-    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    auto ms = milliseconds;
     auto t0 = std::chrono::steady_clock::now();
     SessionOptions so = session_options(*opts, progress);
     so.profiling = opts->profile || !opts->trace.empty();
+    so.max_cached_plans = opts->plan_cache;
     Session session = Session::from_file(opts->model, so);
     auto inputs = make_inputs(session.inputs(), opts->inputs);
     auto t1 = std::chrono::steady_clock::now();
-    session.run(inputs);
-    auto t2 = std::chrono::steady_clock::now();
-    for (int i = 0; i < opts->warmup; ++i) {
-      session.run(inputs);
-      progress.update(static_cast<size_t>(i + 1), static_cast<size_t>(opts->warmup + opts->runs),
-                      "benchmark");
-    }
-    std::vector<double> times;
-    for (int i = 0; i < opts->runs; ++i) {
-      auto a = std::chrono::steady_clock::now();
-      session.run(inputs);
-      times.push_back(ms(a, std::chrono::steady_clock::now()));
-      progress.update(static_cast<size_t>(opts->warmup + i + 1),
-                      static_cast<size_t>(opts->warmup + opts->runs), "benchmark");
-    }
-    progress.finish();
-    std::sort(times.begin(), times.end());
-    auto pct = [&](double p) {
-      return times[std::min(times.size() - 1, static_cast<size_t>(p * times.size()))];
-    };
-    const SessionStats& st = session.stats();
     std::cout << std::fixed << std::setprecision(3) << "model:      " << opts->model << "\n"
               << "adapter:    " << session.adapter_description() << "\n"
-              << "load:       " << ms(t0, t1) << " ms\n"
-              << "first run:  " << ms(t1, t2) << " ms (planning " << st.last_plan_ms << " ms)\n"
-              << "run:        median " << pct(0.5) << " ms, p90 " << pct(0.9) << " ms, min " << times.front()
-              << " ms over " << times.size() << " runs (upload inputs + GPU + download outputs)\n"
-              << "memory:     activations " << st.peak_activation_bytes / 1048576.0 << " MiB, weights "
-              << st.weight_bytes / 1048576.0 << " MiB\n"
+              << "load:       " << ms(t0, t1) << " ms\n";
+    std::map<std::string, Value> values;  // --device-inputs: alive until the memory report
+    if (opts->decode_steps > 0) {
+      progress.finish();
+      print_decode(decode(session, inputs, opts->decode_steps, opts->device_inputs, values),
+                   opts->device_inputs);
+    } else {
+      // With --device-inputs, every input is uploaded once and every output stays on the device; a run is
+      // timed until the GPU is done (synchronize), its outputs then released back to the session's pool.
+      RunOptions keep;
+      keep.all_outputs_on_device = true;
+      if (opts->device_inputs) {
+        for (const auto& [name, tensor] : inputs) values[name] = session.upload(tensor);
+        session.synchronize();
+      }
+      auto run_once = [&] {
+        if (opts->device_inputs) {
+          session.run(values, keep);
+          session.synchronize();
+        } else {
+          session.run(inputs);
+        }
+      };
+      auto t2 = std::chrono::steady_clock::now();
+      run_once();
+      auto t3 = std::chrono::steady_clock::now();
+      for (int i = 0; i < opts->warmup; ++i) {
+        run_once();
+        progress.update(static_cast<size_t>(i + 1), static_cast<size_t>(opts->warmup + opts->runs),
+                        "benchmark");
+      }
+      std::vector<double> times;
+      for (int i = 0; i < opts->runs; ++i) {
+        auto a = std::chrono::steady_clock::now();
+        run_once();
+        times.push_back(ms(a, std::chrono::steady_clock::now()));
+        progress.update(static_cast<size_t>(opts->warmup + i + 1),
+                        static_cast<size_t>(opts->warmup + opts->runs), "benchmark");
+      }
+      progress.finish();
+      std::cout << "first run:  " << ms(t2, t3) << " ms (planning " << session.stats().last_plan_ms
+                << " ms)\n"
+                << "run:        median " << percentile(times, 0.5) << " ms, p90 " << percentile(times, 0.9)
+                << " ms, min " << *std::min_element(times.begin(), times.end()) << " ms over " << times.size()
+                << " runs ("
+                << (opts->device_inputs ? "inputs already on the device, outputs kept there: GPU + encoding"
+                                        : "upload inputs + GPU + download outputs")
+                << ")\n";
+    }
+    const SessionStats& st = session.stats();
+    std::cout << "memory:     activations " << st.peak_activation_bytes / 1048576.0 << " MiB, weights "
+              << st.weight_bytes / 1048576.0 << " MiB, device tensors " << st.device_tensor_bytes / 1048576.0
+              << " MiB, " << st.cached_plans << " plans cached of " << st.plans << " made\n"
               << "graph:      " << st.nodes << " nodes, " << st.dispatches << " dispatches per run, "
               << st.pipelines << " pipelines\n";
     if (so.profiling) {
