@@ -20,6 +20,8 @@ constexpr uint32_t kGemvMaxRows = 8;
 constexpr uint64_t kFast128MinWorkgroups = 256;
 // Below a full 64-row (64-column) tile the 32x32 seeds' tile wastes less and gives more workgroups.
 constexpr uint32_t kFastMinExtent = 64;
+// The fast kernels split K when a product has fewer output tiles than this (about one wave on the H200).
+constexpr uint64_t kFastSplitMaxTiles = 132;
 // GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
 // this many workgroups.
 constexpr uint64_t kGemvMinWorkgroups = 256;
@@ -339,6 +341,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["BK"] = std::to_string(config.tile_k);
       defines["STAGES"] = std::to_string(config.stages);
       defines["DOUBLE_BUFFER"] = config.stages == 2 ? "1" : "0";
+      defines["SPLIT_K"] = splits > 1 ? "1" : "0";
       defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
       defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
       launch.program.wgsl = kernels::load_wgsl("linear/gemm_fast.wgsl", defines);
@@ -393,12 +396,22 @@ GemmConfig checked_config(const PlanContext& ctx, const GemmLaunchSpec& spec) {
 
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   const bool seed_kernel = config.kernel == GemmKernel::Tiled || config.kernel == GemmKernel::Vec4;
-  if (spec.split_k > 1 && config.kernel != GemmKernel::Tiled) {
+  const bool fast_kernel = config.kernel == GemmKernel::Fast128 || config.kernel == GemmKernel::Fast64;
+  if (spec.split_k > 1 && config.kernel != GemmKernel::Tiled && !fast_kernel) {
     throw Error("split-K (" + std::string(kGemmSplitKAttribute) + " = " + std::to_string(spec.split_k) +
-                ") runs on the tiled kernel only; this product was planned on " +
+                ") runs on the tiled and fast kernels only; this product was planned on " +
                 gemm_kernel_name(config.kernel));
   }
   if (spec.split_k != 0) return spec.split_k;
+  if (fast_kernel) {
+    // Fewer tiles than a wave of a large GPU (132 SMs on the H200) over K >= 512: about two workgroups per
+    // SM, chunks of at least 256 (SigLIP-B's 196x768x3072 on 64x64 tiles: 48 tiles -> 6 chunks of 512).
+    const uint64_t tiles =
+        uint64_t{ceil_div(spec.m, config.tile_m)} * ceil_div(spec.n, config.tile_n) * spec.batch;
+    if (tiles >= kFastSplitMaxTiles || spec.k < 512) return 1;
+    const uint64_t wanted = (2 * kFastSplitMaxTiles + tiles - 1) / tiles;
+    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, spec.k / 256)));
+  }
   if (!seed_kernel || spec.k < 2048) return 1;
   const uint64_t tiles = uint64_t{ceil_div(spec.m, kSeedTile)} * ceil_div(spec.n, kSeedTile) * spec.batch;
   if (tiles >= 128) return 1;
@@ -424,8 +437,8 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
   } catch (const Error& e) {
     ctx.fail(e.what());
   }
-  if (splits > 1 && config.kernel != GemmKernel::Tiled) {
-    spec.kernel = GemmKernel::Tiled;  // the planner's split: the tiled kernel is the one that splits
+  if (splits > 1 && config.kernel == GemmKernel::Vec4) {
+    spec.kernel = GemmKernel::Tiled;  // the seeds' split runs on the tiled kernel
     config = checked_config(ctx, spec);
   }
   if (splits <= 1) {

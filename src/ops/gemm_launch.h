@@ -12,10 +12,10 @@
 //   Fast64   gemm_fast.wgsl   64x64 tile, 256 invocations, 4x4 per thread; same reach as Fast128.
 //   Gemv     gemv.wgsl        M <= 8 with A [M,K] and B [N,K]: K split over the threads of a column, reduced
 //                             in workgroup memory; any K.
-// Split-K (append_gemm_launches only): when the seeds' kernels would run few output tiles over a long K (a
-// [32, 32] product of 36864-long rows: DaViT's channel attention), the tiled kernel also splits K into chunks
-// that write partial products to a scratch buffer, and gemm_split_reduce.wgsl adds them and applies the
-// epilogue: two launches.
+// Split-K (append_gemm_launches only): when a product has few output tiles over a long K (a [32, 32] product
+// of 36864-long rows: DaViT's channel attention on the seeds' tiles; SigLIP-B's 196x768x3072 on the fast
+// tiles), the tiled or fast kernel also splits K into chunks that write partial products to a scratch
+// buffer, and gemm_split_reduce.wgsl adds them and applies the epilogue: two launches.
 // The fast kernels and GEMV need 256 invocations per workgroup and their workgroup memory (which depends on
 // the K slab and on double buffering) within the device's limits; the planner picks a configuration that fits
 // ctx.caps.limits and otherwise falls back to the seeds' kernels. Where workgroup barriers are costly
@@ -47,7 +47,7 @@ inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
 inline constexpr const char* kGemmTileKAttribute = "wgi.gemm_tile_k";
 inline constexpr const char* kGemmStagesAttribute = "wgi.gemm_stages";
 inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
-//   "wgi.gemm_split_k"  int >= 1, K chunks of a split-K product (1: none); the tiled kernel only
+//   "wgi.gemm_split_k"  int >= 1, K chunks of a split-K product (1: none); the tiled and fast kernels
 inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
 // On MatMul: int, 1 = B is given as [..., N, K] (set by graph::read_transposed_weights).
 inline constexpr const char* kMatMulTransBAttribute = "wgi.trans_b";
@@ -99,10 +99,11 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
 // ctx.fail for an unknown kernel name or a malformed value.
 void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec);
 
-// K chunks for `spec` run with `config`: the forced spec.split_k, else more than one only where the seeds'
-// kernels would leave most of the device idle (fewer than 128 output tiles) and K is long (>= 2048), enough
-// chunks for about 256 workgroups, each at least 512 deep. Throws wgi::Error for a forced split the chosen
-// kernel cannot do.
+// K chunks for `spec` run with `config`: the forced spec.split_k, else more than one only where the kernel
+// would leave most of the device idle: the seeds' kernels with fewer than 128 output tiles and K >= 2048
+// (chunks for about 256 workgroups, each at least 512 deep), the fast kernels with fewer than 132 tiles and
+// K >= 512 (about 264 workgroups, chunks at least 256 deep). Throws wgi::Error for a forced split the chosen
+// kernel cannot do (GEMV, vec4).
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config);
 
 // The launch for `spec` on ctx's device (applies read_gemm_attributes first), never split. Throws wgi::Error

@@ -811,10 +811,11 @@ TEST(GemmPlanner, ForcedKernelsThatCannotRunAreErrorsNamingTheNode) {
 // Gemm or MatMul with `splits` K chunks forced (0: the planner's choice), against the float64 reference; the
 // plan must be the two split-K launches.
 void expect_split_gemm(const ops::NodeInfo& n, const Inputs& in, const test::Reference& ref, int64_t k,
-                       const std::string& what) {
+                       const std::string& what, const std::string& kernel_label = "gemm_tiled") {
   ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
   ASSERT_EQ(plan.launches.size(), 2u) << what;
-  EXPECT_EQ(plan.launches[0].program.label.rfind("gemm_tiled", 0), 0u) << what;
+  EXPECT_EQ(plan.launches[0].program.label.rfind(kernel_label, 0), 0u)
+      << what << ": " << plan.launches[0].program.label;
   EXPECT_NE(plan.launches[0].program.label.find("_splitk"), std::string::npos) << what;
   EXPECT_EQ(plan.launches[1].program.label, "gemm_split_reduce") << what;
   auto out = runtime::run_node(test::device(), n, in);
@@ -853,6 +854,49 @@ TEST(SplitK, ForcedSplitsMatchFloat64Reference) {
   }
 }
 
+// The fast kernels' split: chunks of whole K slabs (so more chunks than slabs leaves some empty), partial
+// tiles on both sides, transposed and scalar-loaded operands, batch, fused activations.
+TEST(SplitK, ForcedSplitsOnTheFastKernels) {
+  struct Case {
+    const char* kernel;
+    int64_t m, n, k, splits;
+    Layout layout;
+    const char* activation;
+  };
+  for (const Case& c : {Case{"fast64", 70, 67, 1000, 4, {false, false, true}, ""},
+                        Case{"fast64", 5, 130, 300, 3, {true, true, false}, "Relu"},
+                        Case{"fast64", 65, 64, 40, 5, {false, true, true}, "Clip"},
+                        Case{"fast128", 130, 129, 515, 2, {true, false, false}, ""},
+                        Case{"fast128", 3, 200, 96, 3, {false, false, true}, "Relu"}}) {
+    const uint64_t seed = static_cast<uint64_t>(c.m * 13 + c.n * 7 + c.k);
+    const Layout& l = c.layout;
+    Tensor a = test::random_tensor(l.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed);
+    Tensor b = test::random_tensor(l.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed + 1);
+    Tensor bias = test::random_tensor({c.n}, seed + 2);
+    ops::NodeInfo g = node("Gemm");
+    g.attributes.set("transA", int64_t{l.trans_a});
+    g.attributes.set("transB", int64_t{l.trans_b});
+    g.attributes.set("alpha", 0.75f);
+    g.attributes.set("beta", 1.5f);
+    g.attributes.set(ops::kGemmSplitKAttribute, c.splits);
+    Forced f{c.kernel, 0, 0, 0, c.activation};
+    apply(f, g);
+    auto ref = test::gemm_reference(a, b, &bias, l.trans_a, l.trans_b, 0.75f, 1.5f, act_lo(f), act_hi(f));
+    std::ostringstream what;
+    what << c.kernel << " " << c.splits << " chunks " << layout_name(l) << " " << mnk_name({c.m, c.n, c.k})
+         << " " << c.activation;
+    expect_split_gemm(g, Inputs{NodeInput{a}, NodeInput{b, l.b_constant}, NodeInput{bias}}, ref, c.k,
+                      what.str(), std::string("gemm_") + c.kernel);
+  }
+  Tensor a = test::random_tensor({2, 3, 66, 520}, 321);
+  Tensor b = test::random_tensor({1, 3, 520, 68}, 322);
+  ops::NodeInfo mm = node("MatMul");
+  mm.attributes.set("wgi.kernel", std::string("fast64"));
+  mm.attributes.set(ops::kGemmSplitKAttribute, int64_t{4});
+  expect_split_gemm(mm, Inputs{NodeInput{a}, NodeInput{b}}, test::matmul_reference(a, b), 520,
+                    "fast64 [2,3,66,520] x [1,3,520,68], 4 chunks", "gemm_fast64");
+}
+
 TEST(SplitK, BatchedMatMulWithBroadcastSplits) {
   Tensor a = test::random_tensor({2, 3, 9, 130}, 301);
   Tensor b = test::random_tensor({1, 3, 130, 6}, 302);
@@ -872,10 +916,22 @@ TEST(SplitK, PlannerSplitsFewTilesOverALongK) {
   EXPECT_EQ(ops::choose_split_k(problem(512, 512, 8192), seed), 1u);  // 256 tiles: enough already
   ops::GemmConfig fast = seed;
   fast.kernel = ops::GemmKernel::Fast128;
+  fast.tile_m = fast.tile_n = 128;
   EXPECT_EQ(ops::choose_split_k(problem(4096, 4096, 4096), fast), 1u);
+  // The fast tiles: fewer than 132 tiles over K >= 512, about 264 workgroups, chunks of at least 256.
+  ops::GemmConfig fast64 = fast;
+  fast64.kernel = ops::GemmKernel::Fast64;
+  fast64.tile_m = fast64.tile_n = 64;
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 3072), fast64), 6u);  // 48 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 768), fast64), 3u);   // K caps it
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 256), fast64), 1u);   // K too short
+  EXPECT_EQ(ops::choose_split_k(problem(196, 3072, 768), fast64), 1u);  // 192 tiles
   ops::GemmLaunchSpec forced = problem(64, 64, 64);
   forced.split_k = 2;
-  EXPECT_THROW(ops::choose_split_k(forced, fast), Error);
+  EXPECT_EQ(ops::choose_split_k(forced, fast), 2u);
+  ops::GemmConfig gemv = fast;
+  gemv.kernel = ops::GemmKernel::Gemv;
+  EXPECT_THROW(ops::choose_split_k(forced, gemv), Error);
 }
 
 TEST(SplitK, ForcedSplitOnAnotherForcedKernelIsAnError) {
@@ -885,7 +941,7 @@ TEST(SplitK, ForcedSplitOnAnotherForcedKernelIsAnError) {
   mm.attributes.set("wgi.kernel", std::string("vec4"));
   mm.attributes.set(ops::kGemmSplitKAttribute, int64_t{2});
   const std::string msg = plan_error(mm, Inputs{NodeInput{a}, NodeInput{b, true}});
-  EXPECT_NE(msg.find("runs on the tiled kernel only"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("runs on the tiled and fast kernels only"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'linear_under_test'"), std::string::npos) << msg;
 }
 

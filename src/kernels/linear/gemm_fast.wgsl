@@ -15,6 +15,9 @@
 // - A warp (32 invocations) covers 8 x 4 threads, so its workgroup-memory reads touch 8 (B) and 4 (A)
 //   distinct consecutive vec4s: no bank conflicts, and few wavefronts per FMA.
 // - Any M, N, K: edge tiles are zero-filled when loaded and masked when stored.
+// - SPLIT_K: for few output tiles over a long K (mid-size transformer products on a large GPU), workgroups
+//   also split K into params.k_splits chunks of whole slabs and write raw partial sums, chunk-major
+//   ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
 const TM: u32 = {{TM}}u;  // rows per thread, 4 or 8
 const TN: u32 = {{TN}}u;  // columns per thread, 4 or 8
 const BK: u32 = {{BK}}u;  // K per slab; BM * BK and BN * BK are multiples of 1024
@@ -172,10 +175,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) flat: u32) {
   let tile_index = linear_workgroup_index(wid, nwg);
   let tiles_per_matrix = params.tiles_n * params.tiles_m;
-  if (tile_index >= tiles_per_matrix * params.batch) {
+#if SPLIT_K
+  let splits = params.k_splits;
+#else
+  let splits = 1u;
+#endif
+  let tiles_per_split = tiles_per_matrix * params.batch;
+  if (tile_index >= tiles_per_split * splits) {
     return;  // uniform: the whole workgroup leaves together
   }
-  let batch = tile_index / tiles_per_matrix;
+  let split = tile_index / tiles_per_split;
+  let batch = (tile_index % tiles_per_split) / tiles_per_matrix;
   let in_matrix = tile_index % tiles_per_matrix;
   let row0 = (in_matrix / params.tiles_n) * BM;
   let col0 = (in_matrix % params.tiles_n) * BN;
@@ -210,13 +220,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var a_next: array<vec4<f32>, A_LOADS>;
   var b_next: array<vec4<f32>, B_LOADS>;
 
-  let k_slabs = (params.K + BK - 1u) / BK;
+  // This workgroup's K chunk: whole slabs, so chunks never share one (empty past K for a late chunk).
+  let all_slabs = (params.K + BK - 1u) / BK;
+  let slabs_per_chunk = (all_slabs + splits - 1u) / splits;
+  let slab_begin = min(all_slabs, split * slabs_per_chunk);
+  let k_slabs = min(all_slabs, slab_begin + slabs_per_chunk) - slab_begin;
+  let k_first = slab_begin * BK;
   if (k_slabs > 0u) {
     for (var l = 0u; l < A_LOADS; l++) {
-      store_a(0u, a_rk[l], fetch_a(offsets.x, row0 + a_rk[l].x, a_rk[l].y));
+      store_a(0u, a_rk[l], fetch_a(offsets.x, row0 + a_rk[l].x, k_first + a_rk[l].y));
     }
     for (var l = 0u; l < B_LOADS; l++) {
-      store_b(0u, b_rk[l], fetch_b(offsets.y, col0 + b_rk[l].x, b_rk[l].y));
+      store_b(0u, b_rk[l], fetch_b(offsets.y, col0 + b_rk[l].x, k_first + b_rk[l].y));
     }
   }
   workgroupBarrier();
@@ -224,7 +239,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var s = 0u; s < k_slabs; s++) {
     let more = s + 1u < k_slabs;
     if (more) {
-      let k0 = (s + 1u) * BK;
+      let k0 = k_first + (s + 1u) * BK;
       for (var l = 0u; l < A_LOADS; l++) {
         a_next[l] = fetch_a(offsets.x, row0 + a_rk[l].x, k0 + a_rk[l].y);
       }
@@ -281,7 +296,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   // The epilogue per run of four columns: bias reads clamped into the matrix (values past N are dropped).
-  let out_base = batch * params.M * params.N;
+  // SPLIT_K stores the raw sums; the reduction applies alpha, bias and activation.
+  let out_base = (split * params.batch + batch) * params.M * params.N;
   for (var gi = 0u; gi < GM; gi++) {
     for (var i = 0u; i < 4u; i++) {
       let m = row0 + gi * 64u + ty * 4u + i;
@@ -290,6 +306,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let bias_row = m * params.bias_strides.x;
         for (var gj = 0u; gj < GN; gj++) {
           let n0 = col0 + gj * 64u + tx * 4u;
+#if SPLIT_K
+          let v = acc[(gi * 4u + i) * GN + gj];
+          for (var j = 0u; j < 4u; j++) {
+            if (n0 + j < params.N) {
+              output[out_row + n0 + j] = v[j];
+            }
+          }
+#else
           var v = params.alpha * acc[(gi * 4u + i) * GN + gj];
           if (params.has_bias != 0u) {
             for (var j = 0u; j < 4u; j++) {
@@ -301,6 +325,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               output[out_row + n0 + j] = fused_activation(v[j], params.act_lo, params.act_hi);
             }
           }
+#endif
         }
       }
     }

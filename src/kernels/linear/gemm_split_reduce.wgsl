@@ -1,4 +1,4 @@
-// The second half of a split-K GEMM (gemm_tiled.wgsl with SPLIT_K): adds the params.k_splits partial
+// The second half of a split-K GEMM (gemm_tiled.wgsl or gemm_fast.wgsl with SPLIT_K): adds the params.k_splits partial
 // products of every output element, in chunk order, and applies the GEMM's epilogue (alpha, beta * C, the
 // fused activation). One invocation per output element.
 @group(0) @binding(0) var<storage, read> partials: array<f32>;  // [split][batch][M][N]
