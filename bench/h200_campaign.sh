@@ -113,6 +113,16 @@ else
   export WGI_BACKEND=vulkan
   {
     prepare_models
+    # Cold start (load -> first result) per model, three fresh processes each: the first may compile
+    # pipelines that the driver's shader cache then holds for the next.
+    for dir in "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17; do
+      for attempt in 1 2 3; do
+        stamp cold start "$(basename "$dir")" process $attempt
+        TIMEFORMAT='process wall %R s'
+        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 2>&1 |
+          grep -E '^(load|first run)')
+      done
+    done
     stamp models: correctness
     timeout 180 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
       "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 \
@@ -149,16 +159,4 @@ else
         head -45
     done
   } >"$out/profile.txt" 2>&1
-  {
-    # Cold start (load -> first result) per model, three fresh processes each: the first may compile
-    # pipelines that the driver's shader cache then holds for the next.
-    for dir in "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17; do
-      for attempt in 1 2 3; do
-        stamp cold start "$(basename "$dir")" process $attempt
-        TIMEFORMAT='process wall %R s'
-        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 2>&1 |
-          grep -E '^(load|first run)')
-      done
-    done
-  } >"$out/coldstart.txt" 2>&1
 fi
