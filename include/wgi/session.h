@@ -66,7 +66,7 @@ struct TensorInfo {
 struct SessionStats {
   double load_ms = 0;                  // import + optimisation + weight upload
   double last_plan_ms = 0;             // planning of the most recent new input-shape signature
-  uint64_t weight_bytes = 0;           // device bytes of weights (incl. prepacked copies)
+  uint64_t weight_bytes = 0;           // device bytes of weights (incl. the cached plans' prepacked copies)
   uint64_t peak_activation_bytes = 0;  // device bytes of the current plan's shared activation buffers
   size_t plans = 0;                    // plans made so far (a signature planned again after eviction counts)
   size_t cached_plans = 0;             // plans held now: at most SessionOptions::max_cached_plans

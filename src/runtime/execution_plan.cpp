@@ -1,7 +1,11 @@
 #include "runtime/execution_plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
+#include <cstdio>
+#include <cstring>
+#include <set>
 
 #include "graph/memory_planner.h"
 #include "runtime/device_tensor.h"
@@ -34,6 +38,68 @@ void NodePlanMemo::insert(size_t node, std::string key, std::shared_ptr<SharedNo
   auto& list = entries_[node];
   list.emplace_front(std::move(key), std::move(plan));
   while (list.size() > per_node_) list.pop_back();
+}
+
+namespace {
+
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ULL;
+  return x ^ (x >> 32);
+}
+
+// Two independent order-dependent 64-bit hashes of `bytes` in one pass, as a 32-character hex string.
+std::string content_hash(std::span<const std::byte> bytes) {
+  uint64_t h1 = 0x9e3779b97f4a7c15ULL ^ bytes.size(), h2 = 0xc2b2ae3d27d4eb4fULL + bytes.size();
+  size_t i = 0;
+  auto add = [&](uint64_t w) {
+    h1 = std::rotl(h1 ^ mix64(w + 0x52dce729ULL), 27) * 5 + 0x38495ab5ULL;
+    h2 = (h2 + mix64(w ^ 0x27d4eb2f165667c5ULL)) * 0x9e3779b97f4a7c15ULL;
+  };
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + i, 8);
+    add(w);
+  }
+  if (i < bytes.size()) {
+    uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + i, bytes.size() - i);
+    add(w);
+  }
+  char text[33];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(mix64(h1)),
+                static_cast<unsigned long long>(mix64(h2)));
+  return text;
+}
+
+}  // namespace
+
+std::shared_ptr<const gpu::Buffer> NodePlanMemo::constant_buffer(gpu::Device& device, const Tensor& constant,
+                                                                 const std::string& label) {
+  const std::string key = std::string(dtype_name(constant.dtype())) + shape_to_string(constant.shape()) +
+                          content_hash(constant.bytes());
+  auto it = constants_.find(key);
+  if (it != constants_.end()) {
+    if (auto buffer = it->second.lock()) return buffer;
+  }
+  auto buffer = std::make_shared<const gpu::Buffer>(upload_tensor(device, constant, label));
+  constants_[key] = buffer;
+  return buffer;
+}
+
+uint64_t NodePlanMemo::constant_bytes() {
+  uint64_t bytes = 0;
+  for (auto it = constants_.begin(); it != constants_.end();) {
+    if (auto buffer = it->second.lock()) {
+      bytes += buffer->size();
+      ++it;
+    } else {
+      it = constants_.erase(it);
+    }
+  }
+  return bytes;
 }
 
 size_t NodePlanMemo::size() const {
@@ -184,6 +250,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     : device_(device), graph_(graph) {
   const size_t value_count = graph.values.size();
   NodePlans planned = plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, memo);
+  std::set<const gpu::Buffer*> prepacked;  // counted once each
   reused_node_plans_ = planned.reused;
   descs_ = std::move(planned.descs);
   host_values_ = std::move(planned.host_values);
@@ -336,15 +403,16 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
       // Uploaded once for every plan that shares this node plan; the host copies are not needed after that.
       if (!node_plan->constants_uploaded) {
         for (const Tensor& c : node_plan->plan.constants) {
-          node_plan->constant_buffers.push_back(std::make_shared<const gpu::Buffer>(
-              upload_tensor(device, c, node.info.describe() + " prepacked")));
-          node_plan->constant_bytes += node_plan->constant_buffers.back()->size();
+          node_plan->constant_buffers.push_back(
+              memo->constant_buffer(device, c, node.info.describe() + " prepacked"));
         }
         node_plan->plan.constants = {};
         node_plan->constants_uploaded = true;
       }
-      for (const auto& buffer : node_plan->constant_buffers) constants.push_back({buffer.get()});
-      prepacked_bytes_ += node_plan->constant_bytes;
+      for (const auto& buffer : node_plan->constant_buffers) {
+        constants.push_back({buffer.get()});
+        if (prepacked.insert(buffer.get()).second) prepacked_bytes_ += buffer->size();
+      }
       shared_.push_back(node_plan);
     } else {
       for (const Tensor& c : plan.constants) {

@@ -57,7 +57,6 @@ struct SharedNodePlan {
   ops::OpPlan plan;
   bool constants_uploaded = false;
   std::vector<std::shared_ptr<const gpu::Buffer>> constant_buffers;
-  uint64_t constant_bytes = 0;
 };
 
 // A session's kernel plans by node and by what the planner saw of the node's inputs (types, shapes, and the
@@ -72,9 +71,18 @@ class NodePlanMemo {
   void insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan);
   size_t size() const;
 
+  // The device copy of a plan constant, shared by content: node plans made for different input shapes
+  // (a decoder's prompt step and its one-token steps) often prepack a weight identically, and then hold one
+  // copy. Identified by type, shape and a 128-bit hash of the bytes.
+  std::shared_ptr<const gpu::Buffer> constant_buffer(gpu::Device& device, const Tensor& constant,
+                                                     const std::string& label);
+  // Device bytes of the constants that plans hold now.
+  uint64_t constant_bytes();
+
  private:
   size_t per_node_;
   std::unordered_map<size_t, std::list<std::pair<std::string, std::shared_ptr<SharedNodePlan>>>> entries_;
+  std::unordered_map<std::string, std::weak_ptr<const gpu::Buffer>> constants_;
 };
 
 // Shapes, host-folded values and per-node kernel plans of a graph for given input shapes: pure C++, no GPU,

@@ -212,6 +212,7 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
   stats.last_plan_gpu_nodes = plan->gpu_node_count();
   ++stats.plans;
   plans.push_front({signature, std::move(plan)});
+  stats.weight_bytes = weights->bytes() + node_plans->constant_bytes();
   plan_index[signature] = plans.begin();
   return *plans.front().plan;
 }
@@ -232,7 +233,6 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
   stats.cached_plans = plans.size();
   stats.dispatches = plan.dispatch_count();
   stats.peak_activation_bytes = plan.activation_bytes();
-  stats.weight_bytes = weights->bytes() + plan.prepacked_bytes();
   stats.pipelines = device->pipelines().size();
 
   gpu::TimestampProfiler* timer = nullptr;

@@ -191,7 +191,8 @@ TEST(DeviceTensor, ErrorsNameTheInputAndWhatIsWrong) {
   EXPECT_EQ(s.run({{"x", Value(s.upload(x))}}, RunOptions{}).at("y").host().shape(), (Shape{5, 8}));
 }
 
-// tiny_transformer has symbolic batch and token dims: every token count is a new signature.
+// tiny_transformer has symbolic batch and token dims: every token count is a new signature (and new node
+// plans for every node, whose inputs all have a token dim).
 TEST(DeviceTensor, PlanCacheKeepsAtMostItsCapacity) {
   SessionOptions options;
   options.max_cached_plans = 2;
@@ -211,6 +212,18 @@ TEST(DeviceTensor, PlanCacheKeepsAtMostItsCapacity) {
   EXPECT_EQ(s.stats().cached_plans, 2u);
   EXPECT_EQ(reference.stats().plans, 6u);
   EXPECT_EQ(reference.stats().cached_plans, 4u);
+}
+
+TEST(DeviceTensor, PlansForOtherShapesShareIdenticalPrepackedWeights) {
+  // tiny_transformer's projections prepack their weights; 3 and 4 tokens plan them separately (their inputs
+  // differ) into the same bytes, which the session then holds once.
+  Session s = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx");
+  s.run({{"x", random_tensor({1, 3, 16}, 20)}});
+  const uint64_t one_plan = s.stats().weight_bytes;
+  s.run({{"x", random_tensor({1, 4, 16}, 21)}});
+  EXPECT_EQ(s.stats().plans, 2u);
+  EXPECT_EQ(s.stats().last_plan_reused_nodes, 0u);
+  EXPECT_EQ(s.stats().weight_bytes, one_plan);
 }
 
 }  // namespace
