@@ -9,7 +9,8 @@
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
 # models: the base-size target models checked against their float64 references, timed by `wgi bench`, by
 #         PyTorch eager (CUDA, fp32, TF32 off) and by ONNX Runtime's WebGPU EP (onnxruntime-node) on the same
-#         files; per-node GPU times (`wgi bench --profile`).
+#         files; cold start in fresh processes; decoder loops with key/values on the device (--device-inputs,
+#         --decode); the planner's products against cuBLAS; per-node GPU times (`wgi bench --profile`).
 # sweep:  the kernel tuning round: the GEMM/GEMV/conv tests; PyTorch on the benchmark shapes; the op
 #         benchmarks (the planner's GEMMs and convs, every GEMM kernel and GEMV configuration forced), then the
 #         planner's GEMMs and the fast tiles again with Dawn's robustness off
@@ -128,8 +129,26 @@ else
       "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 \
       "$models"/bart_decoder_base_opset17
     stamp models: wgi bench; wgi_bench_models
+    # Decoder loops: the step with every input already on the device (outputs kept there), and 32 greedy
+    # steps from past_len 64 with the key/values through the host and kept on the device (docs/decoding.md).
+    for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+      dims=()
+      for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+      for mode in "--runs 30 --device-inputs" "--decode 32" "--decode 32 --device-inputs"; do
+        echo "### wgi bench $name $mode"
+        # shellcheck disable=SC2086
+        timeout 120 wgi bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $mode 2>&1 |
+          grep -E '^(run|first step|later|decode|memory)'
+      done
+    done
     stamp models: torch eager; timeout 120 python3 bench/model_torch_peer.py "$models"/*
   } >"$out/models.txt" 2>&1
+  # The planner's products (BM_Linear) against cuBLAS in the same call, as in `main`.
+  stamp products
+  WGI_BENCH_SIZE=large timeout 90 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/wgi_linear.json" \
+    --benchmark_min_time=0.1 --benchmark_filter='BM_Linear/' >/dev/null 2>&1
+  timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
+  python3 bench/compare.py "$out/wgi_linear.json" "$out/torch.jsonl" >"$out/linear_table.md" 2>&1
   {
     for dir in "$models"/*; do
       name=$(basename "$dir")

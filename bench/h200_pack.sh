@@ -4,8 +4,9 @@
 # `/usr/bin/python3 tests/models/florence_siglip.py --large`:
 #   bench/h200_pack.sh main    the test and benchmark programs (xz), ONNX's test data and the font the OCR
 #                              test renders with; carry [".device", "third_party/ocr-models"]
-#   bench/h200_pack.sh models  wgi, the base-size models without their weights (fill_weights.py rebuilds
-#                              them there), node + onnxruntime-node (ORT's WebGPU EP); carry [".device"]
+#   bench/h200_pack.sh models  wgi and wgi_bench_ops, the base-size models without their weights
+#                              (fill_weights.py rebuilds them there), node + onnxruntime-node (ORT's WebGPU
+#                              EP); carry [".device"]
 # The two do not fit in one call: node and ORT are 40 MB, the OCR models 16 MB.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
@@ -14,7 +15,7 @@ mode=${1:?usage: bench/h200_pack.sh main|models}
 rm -rf .device
 args=()
 [[ $mode == models ]] && args+=(--peers)
-bins=(build/release/wgi)
+bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
 bash "${WGI_DEVICE_PACK:-$root/../shared/device/pack.sh}" "${args[@]}" "${bins[@]}"
