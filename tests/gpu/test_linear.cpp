@@ -822,71 +822,55 @@ void expect_split_gemm(const ops::NodeInfo& n, const Inputs& in, const test::Ref
   EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(k))) << what;
 }
 
+struct SplitCase {
+  const char* kernel;  // "" for the planner's (the tiled kernel takes a forced split)
+  int64_t m, n, k, splits;
+  Layout layout;
+  const char* activation;
+};
+
+// Gemm (alpha 0.75, beta 1.5, a bias) with the case's split forced, against the float64 reference.
+void expect_forced_split(const SplitCase& c) {
+  const uint64_t seed = static_cast<uint64_t>(c.m * 13 + c.n * 7 + c.k);
+  const Layout& l = c.layout;
+  Tensor a = test::random_tensor(l.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed);
+  Tensor b = test::random_tensor(l.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed + 1);
+  Tensor bias = test::random_tensor({c.n}, seed + 2);
+  ops::NodeInfo g = node("Gemm");
+  g.attributes.set("transA", int64_t{l.trans_a});
+  g.attributes.set("transB", int64_t{l.trans_b});
+  g.attributes.set("alpha", 0.75f);
+  g.attributes.set("beta", 1.5f);
+  g.attributes.set(ops::kGemmSplitKAttribute, c.splits);
+  Forced f{c.kernel, 0, 0, 0, c.activation};
+  apply(f, g);
+  auto ref = test::gemm_reference(a, b, &bias, l.trans_a, l.trans_b, 0.75f, 1.5f, act_lo(f), act_hi(f));
+  std::ostringstream what;
+  what << c.kernel << " " << c.splits << " chunks " << layout_name(l) << " " << mnk_name({c.m, c.n, c.k})
+       << " " << c.activation;
+  expect_split_gemm(g, Inputs{NodeInput{a}, NodeInput{b, l.b_constant}, NodeInput{bias}}, ref, c.k,
+                    what.str(), *c.kernel ? std::string("gemm_") + c.kernel : "gemm_tiled");
+}
+
 TEST(SplitK, ForcedSplitsMatchFloat64Reference) {
-  struct Case {
-    int64_t m, n, k, splits;
-    Layout layout;
-    const char* activation;
-  };
   // More chunks than K tiles (empty chunks), chunks that end mid-tile, one row, transposed operands.
-  for (const Case& c :
-       {Case{33, 17, 1000, 4, {false, false, true}, ""}, Case{5, 70, 300, 3, {true, false, false}, "Relu"},
-        Case{1, 1, 40, 2, {false, true, false}, ""}, Case{64, 40, 96, 7, {true, true, true}, "Clip"}}) {
-    const uint64_t seed = static_cast<uint64_t>(c.m * 7 + c.n * 11 + c.k);
-    const Layout& l = c.layout;
-    Tensor a = test::random_tensor(l.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed);
-    Tensor b = test::random_tensor(l.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed + 1);
-    Tensor bias = test::random_tensor({c.n}, seed + 2);
-    ops::NodeInfo g = node("Gemm");
-    g.attributes.set("transA", int64_t{l.trans_a});
-    g.attributes.set("transB", int64_t{l.trans_b});
-    g.attributes.set("alpha", 0.75f);
-    g.attributes.set("beta", 1.5f);
-    g.attributes.set(ops::kGemmSplitKAttribute, c.splits);
-    Forced f{"", 0, 0, 0, c.activation};
-    apply(f, g);
-    auto ref = test::gemm_reference(a, b, &bias, l.trans_a, l.trans_b, 0.75f, 1.5f, act_lo(f), act_hi(f));
-    std::ostringstream what;
-    what << c.splits << " chunks " << layout_name(l) << " " << mnk_name({c.m, c.n, c.k}) << " "
-         << c.activation;
-    expect_split_gemm(g, Inputs{NodeInput{a}, NodeInput{b, l.b_constant}, NodeInput{bias}}, ref, c.k,
-                      what.str());
+  for (const SplitCase& c : {SplitCase{"", 33, 17, 1000, 4, {false, false, true}, ""},
+                             SplitCase{"", 5, 70, 300, 3, {true, false, false}, "Relu"},
+                             SplitCase{"", 1, 1, 40, 2, {false, true, false}, ""},
+                             SplitCase{"", 64, 40, 96, 7, {true, true, true}, "Clip"}}) {
+    expect_forced_split(c);
   }
 }
 
 // The fast kernels' split: chunks of whole K slabs (so more chunks than slabs leaves some empty), partial
 // tiles on both sides, transposed and scalar-loaded operands, batch, fused activations.
 TEST(SplitK, ForcedSplitsOnTheFastKernels) {
-  struct Case {
-    const char* kernel;
-    int64_t m, n, k, splits;
-    Layout layout;
-    const char* activation;
-  };
-  for (const Case& c : {Case{"fast64", 70, 67, 1000, 4, {false, false, true}, ""},
-                        Case{"fast64", 5, 130, 300, 3, {true, true, false}, "Relu"},
-                        Case{"fast64", 65, 64, 40, 5, {false, true, true}, "Clip"},
-                        Case{"fast128", 130, 129, 515, 2, {true, false, false}, ""},
-                        Case{"fast128", 3, 200, 96, 3, {false, false, true}, "Relu"}}) {
-    const uint64_t seed = static_cast<uint64_t>(c.m * 13 + c.n * 7 + c.k);
-    const Layout& l = c.layout;
-    Tensor a = test::random_tensor(l.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed);
-    Tensor b = test::random_tensor(l.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed + 1);
-    Tensor bias = test::random_tensor({c.n}, seed + 2);
-    ops::NodeInfo g = node("Gemm");
-    g.attributes.set("transA", int64_t{l.trans_a});
-    g.attributes.set("transB", int64_t{l.trans_b});
-    g.attributes.set("alpha", 0.75f);
-    g.attributes.set("beta", 1.5f);
-    g.attributes.set(ops::kGemmSplitKAttribute, c.splits);
-    Forced f{c.kernel, 0, 0, 0, c.activation};
-    apply(f, g);
-    auto ref = test::gemm_reference(a, b, &bias, l.trans_a, l.trans_b, 0.75f, 1.5f, act_lo(f), act_hi(f));
-    std::ostringstream what;
-    what << c.kernel << " " << c.splits << " chunks " << layout_name(l) << " " << mnk_name({c.m, c.n, c.k})
-         << " " << c.activation;
-    expect_split_gemm(g, Inputs{NodeInput{a}, NodeInput{b, l.b_constant}, NodeInput{bias}}, ref, c.k,
-                      what.str(), std::string("gemm_") + c.kernel);
+  for (const SplitCase& c : {SplitCase{"fast64", 70, 67, 1000, 4, {false, false, true}, ""},
+                             SplitCase{"fast64", 5, 130, 300, 3, {true, true, false}, "Relu"},
+                             SplitCase{"fast64", 65, 64, 40, 5, {false, true, true}, "Clip"},
+                             SplitCase{"fast128", 130, 129, 515, 2, {true, false, false}, ""},
+                             SplitCase{"fast128", 3, 200, 96, 3, {false, false, true}, "Relu"}}) {
+    expect_forced_split(c);
   }
   Tensor a = test::random_tensor({2, 3, 66, 520}, 321);
   Tensor b = test::random_tensor({1, 3, 520, 68}, 322);

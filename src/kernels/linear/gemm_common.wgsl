@@ -12,7 +12,7 @@ struct GemmParams {
   tiles_n: u32,
   tiles_m: u32,
   has_bias: u32,
-  k_splits: u32,        // gemm_tiled.wgsl with SPLIT_K: K chunks, one partial product each
+  k_splits: u32,        // with SPLIT_K (gemm_tiled.wgsl, gemm_fast.wgsl): K chunks, one partial product each
   alpha: f32,
   beta: f32,
   act_lo: f32,
@@ -21,6 +21,15 @@ struct GemmParams {
   a_batch_strides: vec4<u32>,  // element stride of A per batch dim; 0 where A broadcasts
   b_batch_strides: vec4<u32>,
   bias_strides: vec4<u32>,     // x: stride of C over m, y: over n (0 where C broadcasts)
+}
+
+// Where the workgroup at `tile_index` of a GEMM grid of `splits` K chunks works, as (K chunk, output matrix,
+// tile within the matrix); the chunk is >= splits for a workgroup past the grid.
+fn gemm_tile_coords(tile_index: u32, splits: u32) -> vec3<u32> {
+  let tiles_per_matrix = params.tiles_n * params.tiles_m;
+  let tiles_per_split = tiles_per_matrix * params.batch;
+  return vec3<u32>(tile_index / tiles_per_split, (tile_index % tiles_per_split) / tiles_per_matrix,
+                   tile_index % tiles_per_matrix);
 }
 
 // Element offsets of A's and B's matrices for output matrix `b`.

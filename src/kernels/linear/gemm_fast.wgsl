@@ -174,19 +174,18 @@ fn store_b(stage: u32, rk: vec2<u32>, v: vec4<f32>) {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) flat: u32) {
   let tile_index = linear_workgroup_index(wid, nwg);
-  let tiles_per_matrix = params.tiles_n * params.tiles_m;
 #if SPLIT_K
   let splits = params.k_splits;
 #else
   let splits = 1u;
 #endif
-  let tiles_per_split = tiles_per_matrix * params.batch;
-  if (tile_index >= tiles_per_split * splits) {
+  let coords = gemm_tile_coords(tile_index, splits);
+  if (coords.x >= splits) {
     return;  // uniform: the whole workgroup leaves together
   }
-  let split = tile_index / tiles_per_split;
-  let batch = (tile_index % tiles_per_split) / tiles_per_matrix;
-  let in_matrix = tile_index % tiles_per_matrix;
+  let split = coords.x;
+  let batch = coords.y;
+  let in_matrix = coords.z;
   let row0 = (in_matrix / params.tiles_n) * BM;
   let col0 = (in_matrix % params.tiles_n) * BN;
   let offsets = gemm_batch_offsets(batch);
