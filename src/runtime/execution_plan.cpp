@@ -22,7 +22,7 @@ const gpu::Buffer& WeightStore::get(const graph::Graph& graph, graph::ValueId va
   return buffers_.emplace(value, std::move(buffer)).first->second;
 }
 
-std::shared_ptr<SharedNodePlan> NodePlanMemo::find(size_t node, const std::string& key) {
+std::shared_ptr<SharedNodePlan> PlanSharing::find(size_t node, const std::string& key) {
   auto it = entries_.find(node);
   if (it == entries_.end()) return nullptr;
   auto& list = it->second;
@@ -34,7 +34,7 @@ std::shared_ptr<SharedNodePlan> NodePlanMemo::find(size_t node, const std::strin
   return nullptr;
 }
 
-void NodePlanMemo::insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan) {
+void PlanSharing::insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan) {
   auto& list = entries_[node];
   list.emplace_front(std::move(key), std::move(plan));
   while (list.size() > per_node_) list.pop_back();
@@ -76,8 +76,8 @@ std::string content_hash(std::span<const std::byte> bytes) {
 
 }  // namespace
 
-std::shared_ptr<const gpu::Buffer> NodePlanMemo::constant_buffer(gpu::Device& device, const Tensor& constant,
-                                                                 const std::string& label) {
+std::shared_ptr<const gpu::Buffer> PlanSharing::constant_buffer(gpu::Device& device, const Tensor& constant,
+                                                                const std::string& label) {
   const std::string key = std::string(dtype_name(constant.dtype())) + shape_to_string(constant.shape()) +
                           content_hash(constant.bytes());
   auto it = constants_.find(key);
@@ -89,7 +89,7 @@ std::shared_ptr<const gpu::Buffer> NodePlanMemo::constant_buffer(gpu::Device& de
   return buffer;
 }
 
-uint64_t NodePlanMemo::constant_bytes() {
+uint64_t PlanSharing::constant_bytes() {
   uint64_t bytes = 0;
   for (auto it = constants_.begin(); it != constants_.end();) {
     if (auto buffer = it->second.lock()) {
@@ -102,7 +102,23 @@ uint64_t NodePlanMemo::constant_bytes() {
   return bytes;
 }
 
-size_t NodePlanMemo::size() const {
+std::shared_ptr<gpu::Buffer> PlanSharing::activation_buffer(gpu::Device& device, size_t index,
+                                                            uint64_t bytes) {
+  if (activations_.size() <= index) activations_.resize(index + 1);
+  std::shared_ptr<gpu::Buffer>& buffer = activations_[index];
+  if (!buffer || buffer->size() < bytes) {
+    // Room to grow geometrically (a decoder's activations grow by a row per step, and every dispatch that
+    // binds a new buffer needs a new bind group), within the device's limits.
+    uint64_t size = pooled_size_class(std::max(bytes, buffer ? buffer->size() + buffer->size() / 2 : 0));
+    if (size > device.limits().max_buffer_size || size > device.limits().max_storage_buffer_binding_size)
+      size = bytes;
+    buffer =
+        std::make_shared<gpu::Buffer>(device.create_buffer(size, "activations " + std::to_string(index)));
+  }
+  return buffer;
+}
+
+size_t PlanSharing::size() const {
   size_t n = 0;
   for (const auto& entry : entries_) n += entry.second.size();
   return n;
@@ -136,7 +152,7 @@ std::string node_plan_key(const graph::Graph& graph, const graph::Node& node, co
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress, std::vector<std::string>* errors,
-                     NodePlanMemo* memo) {
+                     PlanSharing* sharing) {
   const size_t value_count = graph.values.size();
   NodePlans out;
   out.descs.resize(value_count);
@@ -204,9 +220,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       if (!folded) {
         NodePlans::GpuNode gpu_node{ni, {}, nullptr, false};
         std::string key;
-        if (memo) {
+        if (sharing) {
           key = node_plan_key(graph, node, ctx);
-          gpu_node.shared = memo->find(ni, key);
+          gpu_node.shared = sharing->find(ni, key);
           gpu_node.reused = gpu_node.shared != nullptr;
         }
         if (!gpu_node.shared) {
@@ -215,10 +231,10 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
             throw Error(node.info.describe() + ": the op planned " + std::to_string(plan.outputs.size()) +
                         " outputs but the node has " + std::to_string(node.outputs.size()));
           }
-          if (memo) {
+          if (sharing) {
             gpu_node.shared = std::make_shared<SharedNodePlan>();
             gpu_node.shared->plan = std::move(plan);
-            memo->insert(ni, std::move(key), gpu_node.shared);
+            sharing->insert(ni, std::move(key), gpu_node.shared);
           } else {
             gpu_node.plan = std::move(plan);
           }
@@ -245,11 +261,11 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
 
 ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                              WeightStore& weights, const std::vector<PlanInput>& inputs,
-                             const std::function<void(size_t, size_t)>& progress, NodePlanMemo* memo,
+                             const std::function<void(size_t, size_t)>& progress, PlanSharing* sharing,
                              std::span<const InputSource> sources)
     : device_(device), graph_(graph) {
   const size_t value_count = graph.values.size();
-  NodePlans planned = plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, memo);
+  NodePlans planned = plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, sharing);
   std::set<const gpu::Buffer*> prepacked;  // counted once each
   reused_node_plans_ = planned.reused;
   descs_ = std::move(planned.descs);
@@ -308,18 +324,37 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
       scratch_request.push_back({s, k});
     }
   }
+  // With sharing, the planner sees sizes rounded up to pool size classes: values that grow a little from one
+  // plan to the next (a decoder's key/values, a row per step) then keep their place in its size order, so
+  // the other values keep their buffers and reused node plans can share their bound dispatches. Slices keep
+  // the exact sizes.
+  std::vector<uint64_t> exact_bytes;
+  for (const graph::BufferRequest& r : requests) exact_bytes.push_back(r.size);
+  if (sharing) {
+    for (graph::BufferRequest& r : requests) {
+      const uint64_t rounded = pooled_size_class(r.size);
+      if (rounded <= device.limits().max_buffer_size &&
+          rounded <= device.limits().max_storage_buffer_binding_size)
+        r.size = rounded;
+    }
+  }
   graph::MemoryPlan memory = graph::plan_memory(requests, device.limits().max_buffer_size);
   activation_bytes_ = memory.total_bytes();
   std::vector<gpu::Buffer*> shared;
   for (size_t b = 0; b < memory.buffer_sizes.size(); ++b) {
-    owned_.push_back(std::make_unique<gpu::Buffer>(
-        device.create_buffer(memory.buffer_sizes[b], "activations " + std::to_string(b))));
-    shared.push_back(owned_.back().get());
+    if (sharing) {
+      activations_.push_back(sharing->activation_buffer(device, b, memory.buffer_sizes[b]));
+      shared.push_back(activations_.back().get());
+    } else {
+      owned_.push_back(std::make_unique<gpu::Buffer>(
+          device.create_buffer(memory.buffer_sizes[b], "activations " + std::to_string(b))));
+      shared.push_back(owned_.back().get());
+    }
   }
   std::vector<std::vector<gpu::BufferSlice>> scratch(gpu_nodes.size());
   for (size_t r = 0; r < requests.size(); ++r) {
     gpu::BufferSlice slice{shared[memory.buffer_of[r]], 0,
-                           std::max<uint64_t>(4, (requests[r].size + 3) / 4 * 4)};
+                           std::max<uint64_t>(4, (exact_bytes[r] + 3) / 4 * 4)};
     if (request_value[r] != SIZE_MAX) {
       locations_[request_value[r]] = slice;
     } else {
@@ -376,6 +411,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   // 3. Pipelines (all compiled at once), prepacked constants and bind groups.
   std::vector<const gpu::ProgramSource*> programs;
   for (const auto& n : gpu_nodes) {
+    if (n.shared && !n.shared->pipelines.empty()) continue;  // looked up for an earlier plan
     for (const auto& launch : n.op_plan().launches) programs.push_back(&launch.program);
   }
   device.pipelines().prefetch(programs);
@@ -404,7 +440,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
       if (!node_plan->constants_uploaded) {
         for (const Tensor& c : node_plan->plan.constants) {
           node_plan->constant_buffers.push_back(
-              memo->constant_buffer(device, c, node.info.describe() + " prepacked"));
+              sharing->constant_buffer(device, c, node.info.describe() + " prepacked"));
         }
         node_plan->plan.constants = {};
         node_plan->constants_uploaded = true;
@@ -425,10 +461,18 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     PlannedStep step;
     step.node = gpu_nodes[s].node;
     step.first_dispatch = dispatches_.size();
-    for (const ops::KernelLaunch& launch : plan.launches) {
+    const std::shared_ptr<SharedNodePlan>& node_plan = gpu_nodes[s].shared;
+    if (node_plan && node_plan->pipelines.empty()) {
+      for (const ops::KernelLaunch& launch : plan.launches)
+        node_plan->pipelines.push_back(&device.pipelines().get(launch.program));
+      node_plan->dispatches.resize(plan.launches.size());
+    }
+    for (size_t l = 0; l < plan.launches.size(); ++l) {
+      const ops::KernelLaunch& launch = plan.launches[l];
       std::vector<gpu::BufferSlice> slices =
           launch_slices(device, node.info, launch, {in, out, scratch[s], constants});
-      const gpu::ComputePipeline& pipeline = device.pipelines().get(launch.program);
+      const gpu::ComputePipeline& pipeline =
+          node_plan ? *node_plan->pipelines[l] : device.pipelines().get(launch.program);
       InputDispatch record{dispatches_.size(), &pipeline,    slices, std::vector<int>(slices.size(), -1),
                            launch.uniform,     launch.groups};
       bool binds_input = false;
@@ -438,8 +482,16 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
         record.slot_input[k] = static_cast<int>(it->second);
         inputs_[it->second].used = binds_input = true;
       }
-      dispatches_.push_back(gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups));
-      if (binds_input) input_dispatches_.push_back(std::move(record));
+      if (binds_input) {
+        dispatches_.push_back(std::make_shared<gpu::BoundDispatch>(
+            gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups)));
+        input_dispatches_.push_back(std::move(record));
+      } else if (node_plan) {
+        dispatches_.push_back(shared_dispatch(*node_plan, l, slices, sharing->per_node()));
+      } else {
+        dispatches_.push_back(std::make_shared<gpu::BoundDispatch>(
+            gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups)));
+      }
     }
     step.dispatch_count = dispatches_.size() - step.first_dispatch;
     for (const auto& launch : plan.launches)
@@ -454,6 +506,27 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     output_input_.push_back(it == input_of_buffer.end() ? -1 : static_cast<int>(it->second));
     if (it != input_of_buffer.end()) inputs_[it->second].used = true;
   }
+}
+
+std::shared_ptr<gpu::BoundDispatch> ExecutionPlan::shared_dispatch(
+    SharedNodePlan& node_plan, size_t launch, const std::vector<gpu::BufferSlice>& slices, size_t capacity) {
+  // Compared by WebGPU handle, not by gpu::Buffer (which may be gone): a cached bind group keeps the buffers
+  // it binds alive, so no other buffer can have one of their handles meanwhile.
+  std::vector<SharedNodePlan::BoundBuffer> bound;
+  for (const gpu::BufferSlice& slice : slices)
+    bound.push_back({slice.buffer->handle(), slice.offset, slice.resolved_size()});
+  auto& cache = node_plan.dispatches[launch];
+  for (auto it = cache.begin(); it != cache.end(); ++it) {
+    if (it->bound != bound) continue;
+    cache.splice(cache.begin(), cache, it);
+    return cache.front().dispatch;
+  }
+  const ops::KernelLaunch& l = node_plan.plan.launches[launch];
+  auto dispatch = std::make_shared<gpu::BoundDispatch>(
+      gpu::bind_dispatch(device_, *node_plan.pipelines[launch], slices, l.uniform, l.groups));
+  cache.push_front({std::move(bound), dispatch});
+  while (cache.size() > capacity) cache.pop_back();
+  return dispatch;
 }
 
 gpu::BufferSlice ExecutionPlan::output_source(size_t o, std::span<const gpu::BufferSlice> current) const {
@@ -518,16 +591,16 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
         affected = true;
       }
       if (affected) {
-        dispatches_[record.dispatch] =
-            gpu::bind_dispatch(device_, *record.pipeline, record.slices, record.uniform, record.groups);
+        dispatches_[record.dispatch] = std::make_shared<gpu::BoundDispatch>(
+            gpu::bind_dispatch(device_, *record.pipeline, record.slices, record.uniform, record.groups));
       }
     }
   }
   for (size_t d = 0; d < dispatches_.size(); ++d) {
     if (profiler && d < profiler->capacity()) {
-      batch.dispatch_timed(dispatches_[d], *profiler, static_cast<uint32_t>(d));
+      batch.dispatch_timed(*dispatches_[d], *profiler, static_cast<uint32_t>(d));
     } else {
-      batch.dispatch(dispatches_[d]);
+      batch.dispatch(*dispatches_[d]);
     }
   }
   // Outputs kept on the device are copied in the same submission; they never alias the plan's buffers.

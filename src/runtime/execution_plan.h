@@ -50,26 +50,48 @@ inline bool host_visible(const Tensor& t) {
   return t.element_count() <= kHostVisibleInputElements;
 }
 
-// A node's kernel plan shared by the ExecutionPlans whose inputs to that node look the same (NodePlanMemo).
+// A node's kernel plan shared by the ExecutionPlans whose inputs to that node look the same (PlanSharing).
 // Its constants (prepacked weights) are uploaded by the first ExecutionPlan that binds it, then dropped from
-// the host: later plans bind the same device buffers.
+// the host: later plans bind the same device buffers. Its pipelines are looked up once, and its bound
+// dispatches are kept by the buffers they bind, for plans that bind the same ones.
 struct SharedNodePlan {
   ops::OpPlan plan;
   bool constants_uploaded = false;
   std::vector<std::shared_ptr<const gpu::Buffer>> constant_buffers;
+  std::vector<const gpu::ComputePipeline*> pipelines;  // per launch, once bound
+  struct BoundBuffer {
+    WGPUBufferImpl* handle;  // the bind group keeps it alive, so no other buffer can have it meanwhile
+    uint64_t offset, size;
+    bool operator==(const BoundBuffer&) const = default;
+  };
+  struct CachedDispatch {
+    std::vector<BoundBuffer> bound;
+    std::shared_ptr<gpu::BoundDispatch> dispatch;
+  };
+  std::vector<std::list<CachedDispatch>> dispatches;  // per launch, most recently used first
 };
 
-// A session's kernel plans by node and by what the planner saw of the node's inputs (types, shapes, and the
-// values known at plan time). Op plan functions are pure (docs/architecture.md), so equal inputs give an
-// equal plan: a decoder step with a longer past replans only the nodes whose inputs changed (attention,
-// concat, the mask), and reuses the projections' plans with their prepacked weights. At most `per_node`
-// entries per node, least recently used dropped first; plans that use an entry keep it alive.
-class NodePlanMemo {
+// What the plans of one session share.
+// - Kernel plans by node and by what the planner saw of the node's inputs (types, shapes, and the values
+// known
+//   at plan time). Op plan functions are pure (docs/architecture.md), so equal inputs give an equal plan: a
+//   decoder step with a longer past replans only the nodes whose inputs changed (attention, concat, the
+//   mask), and reuses the projections' plans with their prepacked weights. At most `per_node` entries per
+//   node, least recently used dropped first; plans that use an entry keep it alive.
+// - Plan constants by content (constant_buffer).
+// - Activation buffers: runs never overlap and no activation outlives its run, so every plan may use the same
+//   buffers; buffer b of the memory plan is the session's buffer b, grown (to a pool size class) when a plan
+//   needs it larger. Plans binding the same buffers can then share bound dispatches (SharedNodePlan).
+class PlanSharing {
  public:
-  explicit NodePlanMemo(size_t per_node) : per_node_(std::max<size_t>(1, per_node)) {}
+  explicit PlanSharing(size_t per_node) : per_node_(std::max<size_t>(1, per_node)) {}
   std::shared_ptr<SharedNodePlan> find(size_t node, const std::string& key);
   void insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan);
   size_t size() const;
+  size_t per_node() const { return per_node_; }
+
+  // The session's activation buffer `index`, at least `bytes` long.
+  std::shared_ptr<gpu::Buffer> activation_buffer(gpu::Device& device, size_t index, uint64_t bytes);
 
   // The device copy of a plan constant, shared by content: node plans made for different input shapes
   // (a decoder's prompt step and its one-token steps) often prepack a weight identically, and then hold one
@@ -83,6 +105,7 @@ class NodePlanMemo {
   size_t per_node_;
   std::unordered_map<size_t, std::list<std::pair<std::string, std::shared_ptr<SharedNodePlan>>>> entries_;
   std::unordered_map<std::string, std::weak_ptr<const gpu::Buffer>> constants_;
+  std::vector<std::shared_ptr<gpu::Buffer>> activations_;
 };
 
 // Shapes, host-folded values and per-node kernel plans of a graph for given input shapes: pure C++, no GPU,
@@ -92,22 +115,22 @@ struct NodePlans {
   std::vector<std::optional<Tensor>> host_values;  // per value: folded at plan time (shape arithmetic)
   struct GpuNode {
     size_t node;
-    ops::OpPlan plan;                        // without a memo
-    std::shared_ptr<SharedNodePlan> shared;  // with a memo (then `plan` is empty)
-    bool reused = false;                     // `shared` came from the memo
+    ops::OpPlan plan;                        // without sharing
+    std::shared_ptr<SharedNodePlan> shared;  // with sharing (then `plan` is empty)
+    bool reused = false;                     // `shared` was planned for an earlier plan
     const ops::OpPlan& op_plan() const { return shared ? shared->plan : plan; }
   };
   std::vector<GpuNode> gpu_nodes;
-  size_t reused = 0;  // gpu_nodes whose plan came from the memo
+  size_t reused = 0;  // gpu_nodes whose plan was planned for an earlier plan
 };
 
 // Plans every node. With `errors` null, the first failing node throws; otherwise each failure is appended
-// (prefixed by the node's description) and planning continues with the nodes that do not depend on it. With a
-// memo, node plans are looked up there first and new ones are added.
+// (prefixed by the node's description) and planning continues with the nodes that do not depend on it. With
+// `sharing`, node plans are looked up there first and new ones are added.
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress,
-                     std::vector<std::string>* errors = nullptr, NodePlanMemo* memo = nullptr);
+                     std::vector<std::string>* errors = nullptr, PlanSharing* sharing = nullptr);
 
 // Where a run takes one graph input from: a host tensor (uploaded), or device memory in the device layout.
 // `content_id` names immutable device contents (a DeviceTensor). An input the plan was made with from the
@@ -130,12 +153,13 @@ struct PlannedStep {
 class ExecutionPlan {
  public:
   // Plans `graph` for these input shapes. `progress` (may be empty) gets (done, total) over the nodes.
-  // With a memo, node plans (and their uploaded constants) are shared with the session's other plans. An
+  // With `sharing`, node plans, constants, activation buffers and bound dispatches are shared with the
+  // session's other plans (PlanSharing). An
   // input whose `sources` entry is device memory with a content id (a DeviceTensor) is bound where it lives
   // instead of getting a buffer of the plan (see InputSource).
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                 WeightStore& weights, const std::vector<PlanInput>& inputs,
-                const std::function<void(size_t, size_t)>& progress, NodePlanMemo* memo = nullptr,
+                const std::function<void(size_t, size_t)>& progress, PlanSharing* sharing = nullptr,
                 std::span<const InputSource> sources = {});
 
   // Uploads `inputs` (in graph input order), runs every dispatch in one submission, downloads the outputs (in
@@ -159,6 +183,11 @@ class ExecutionPlan {
   size_t reused_node_plans() const { return reused_node_plans_; }
 
  private:
+  // The node plan's bound dispatch of `launch` for these slices: shared with an earlier plan that bound the
+  // same buffers, or made now (the node plan keeps `capacity` per launch).
+  std::shared_ptr<gpu::BoundDispatch> shared_dispatch(SharedNodePlan& node_plan, size_t launch,
+                                                      const std::vector<gpu::BufferSlice>& slices,
+                                                      size_t capacity);
   // Where output o is read from, given where the inputs are in this run.
   gpu::BufferSlice output_source(size_t o, std::span<const gpu::BufferSlice> current) const;
 
@@ -169,8 +198,9 @@ class ExecutionPlan {
   std::vector<gpu::BufferSlice> locations_;         // per value: where it lives on the device
   std::vector<gpu::BufferSlice> output_locations_;  // per graph output (empty slice: a host value)
   std::vector<std::unique_ptr<gpu::Buffer>>
-      owned_;  // activation buffers, inputs, prepacked and folded constants
-  std::vector<std::shared_ptr<SharedNodePlan>> shared_;  // memo entries this plan binds (their constants)
+      owned_;  // activations without sharing, prepacked and folded constants
+  std::vector<std::shared_ptr<gpu::Buffer>> activations_;  // the session's, with sharing
+  std::vector<std::shared_ptr<SharedNodePlan>> shared_;    // shared node plans this plan binds
   struct InputSlot {
     uint64_t bytes = 0;
     bool used = false;    // a dispatch binds it or an output is it (else it is only planned with by value)
@@ -190,7 +220,8 @@ class ExecutionPlan {
   };
   std::vector<InputDispatch> input_dispatches_;
   std::vector<int> output_input_;  // per graph output: the graph input it is (its root), or -1
-  std::vector<gpu::BoundDispatch> dispatches_;
+  std::vector<std::shared_ptr<gpu::BoundDispatch>>
+      dispatches_;  // shared with other plans where they bind alike
   std::vector<PlannedStep> steps_;
   uint64_t activation_bytes_ = 0;
   uint64_t prepacked_bytes_ = 0;

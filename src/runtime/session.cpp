@@ -67,7 +67,7 @@ struct Session::Impl {
   };
   std::list<CachedPlan> plans;
   std::unordered_map<std::string, std::list<CachedPlan>::iterator> plan_index;
-  std::unique_ptr<runtime::NodePlanMemo> node_plans;
+  std::unique_ptr<runtime::PlanSharing> node_plans;
   std::unique_ptr<gpu::TimestampProfiler> profiler;
   std::vector<NodeTiming> profile;
   std::string profiling_note;
@@ -103,7 +103,7 @@ void Session::Impl::load(graph::Graph imported) {
   device = gpu::Device::create(device_options);
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
-  node_plans = std::make_unique<runtime::NodePlanMemo>(options.max_cached_plans);
+  node_plans = std::make_unique<runtime::PlanSharing>(options.max_cached_plans);
   if (options.profiling) {
     if (device->features().timestamp_query) {
       profiling_note = "per-dispatch GPU time from timestamp queries";

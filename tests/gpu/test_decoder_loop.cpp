@@ -10,6 +10,8 @@
 // capacity and the device memory held is what the loop holds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 
@@ -105,9 +107,11 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
 
   LoopResult result;
   result.ids.resize(static_cast<size_t>(batch * steps));
+  uint64_t fewest_new_buffers = UINT64_MAX;
   int64_t past_len = 0;
   for (int64_t step = 0; step < steps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step) + ", past_len " + std::to_string(past_len));
+    const uint64_t buffers_before = session.stats().buffers_created;
     auto outputs = session.run(inputs, keep);
     const Tensor logits = last_position(outputs.at("logits").host());
     auto close = test::close_in_l2(logits, reference_step(expected_logits, step), 1e-4);
@@ -142,8 +146,13 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
       // and the past/new concatenations are planned again.
       EXPECT_GT(stats.last_plan_reused_nodes, stats.last_plan_gpu_nodes / 2);
       EXPECT_LT(stats.last_plan_reused_nodes, stats.last_plan_gpu_nodes);
+      fewest_new_buffers = std::min<uint64_t>(fewest_new_buffers, stats.buffers_created - buffers_before);
     }
   }
+  // A new plan shares the session's activation buffers and, where a reused node plan binds the same buffers,
+  // its bound dispatches (each with a uniform buffer). Steps where an activation buffer grows bind anew, the
+  // others create far fewer buffers than a plan has dispatches.
+  EXPECT_LT(fewest_new_buffers, session.stats().dispatches / 2);
   const auto want = expected_ids.data<int64_t>();
   EXPECT_EQ(result.ids, std::vector<int64_t>(want.begin(), want.end()));
   return result;

@@ -240,9 +240,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
               << "load:       " << ms(t0, t1) << " ms\n";
     std::map<std::string, Value> values;  // --device-inputs: alive until the memory report
     if (opts->decode_steps > 0) {
+      const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs, values);
       progress.finish();
-      print_decode(decode(session, inputs, opts->decode_steps, opts->device_inputs, values),
-                   opts->device_inputs);
+      print_decode(steps, opts->device_inputs);
     } else {
       // With --device-inputs, every input is uploaded once and every output stays on the device; a run is
       // timed until the GPU is done (synchronize), its outputs then released back to the session's pool.
