@@ -233,8 +233,8 @@ bool matches_filter(const AdapterInfo& info, const std::string& filter) {
   return false;
 }
 
-// Capabilities::costly_barriers: SwiftShader, by name (Dawn reports it as a CPU adapter, but so it may other
-// CPU implementations, and Mesa's llvmpipe, which runs barriers cheaply, comes through GL ES as "unknown").
+// Capabilities::costly_barriers: SwiftShader, by name. Not by adapter type: Dawn may report other CPU
+// implementations as CPU adapters too, and Mesa's llvmpipe (cheap barriers) comes through GL ES as "unknown".
 bool has_costly_barriers(const AdapterInfo& info) {
   return lower_case(info.device + " " + info.description).find("swiftshader") != std::string::npos;
 }

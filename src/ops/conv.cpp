@@ -11,9 +11,8 @@
 //                                computed
 //   conv/conv_transpose2d.wgsl   ConvTranspose, in gather form
 // Where workgroup barriers are costly (SwiftShader) the direct kernels run every conv they can unless another
-// kernel is forced. A 1-D conv runs as a 2-D one of unit
-// height. Shapes and scalars travel in the uniform block, so the shader
-// text depends only on the kernel and the fused activation.
+// kernel is forced. A 1-D conv runs as a 2-D one of unit height. Shapes and scalars travel in the uniform
+// block, so the shader text depends only on the kernel and the fused activation.
 #include <algorithm>
 #include <array>
 #include <cstdint>
