@@ -1,12 +1,12 @@
 #include "runtime/device_tensor.h"
 
-#include "runtime/execution_plan.h"
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
+
+#include "runtime/execution_plan.h"
 
 namespace wgi::runtime {
 

@@ -212,13 +212,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--profile", opts->profile,
                 "Per-node GPU time from timestamp queries (when the adapter has them)");
   cmd->add_option("--trace", opts->trace, "Write the profiled run as a Chrome/Perfetto trace JSON file");
-  cmd->add_flag("--device-inputs", opts->device_inputs,
-                "Upload the inputs once and keep the outputs on the device: the run time is GPU work and "
-                "encoding without host copies (with --decode: key/values stay on the device)");
+  cmd->add_flag(
+      "--device-inputs", opts->device_inputs,
+      "Inputs uploaded once, outputs kept on the device (no host copies); with --decode: key/values");
   cmd->add_option("--decode", opts->decode_steps,
-                  "Greedy decoding instead of repeated runs: N steps of a decoder step model (input_ids, "
-                  "logits, past_* -> present_*), each feeding back the argmax token and the presents; "
-                  "per-step times")
+                  "N greedy steps of a decoder (input_ids, logits, past_* -> present_*); per-step times")
       ->check(CLI::PositiveNumber);
   cmd->add_option(
          "--plan-cache", opts->plan_cache,
