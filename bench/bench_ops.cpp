@@ -11,10 +11,11 @@
 // workgroup memory configurations (K slab, buffers) and GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/
 // M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight.
 // BM_Conv/n:../ic:../oc:../hw:../k:../s:../g:.. runs the conv planner's choice (names as
-// bench/torch_peer.py's), BM_ConvKernel/<implicit_gemm128|implicit_gemm64|depthwise|direct|gemm>/... each
-// conv kernel forced, and BM_ConvConfig/igemm<tile>_k<slab>s<buffers>/... the implicit GEMM's workgroup
-// memory configurations. A forced kernel that cannot run a shape on the adapter is reported as skipped with
-// the planner's reason.
+// bench/torch_peer.py's), BM_ConvKernel/<implicit_gemm128|implicit_gemm64|depthwise_rows|depthwise|direct|
+// gemm>/... each conv kernel forced, BM_ConvConfig/igemm<tile>_k<slab>s<buffers>/... the implicit GEMM's
+// workgroup memory configurations and BM_ConvConfig/depthwise_rows<rows>/... the register-window depthwise
+// kernel's rows per invocation. A forced kernel that cannot run a shape on the adapter is reported as skipped
+// with the planner's reason.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -186,11 +187,13 @@ void linear_shapes(benchmark::internal::Benchmark* b) {
 void conv_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "ic", "oc", "hw", "k", "s", "g"});
   if (large()) {
-    b->Args({8, 256, 256, 56, 3, 1, 1});    // the anchor: 3x3 256->256 on 8x56x56
-    b->Args({8, 256, 64, 56, 1, 1, 1});     // 1x1 projection
-    b->Args({8, 128, 256, 56, 3, 2, 1});    // strided downsample
-    b->Args({8, 256, 256, 56, 3, 1, 256});  // depthwise (DaViT position encoding)
-    b->Args({8, 3, 64, 224, 7, 2, 1});      // stem
+    b->Args({8, 256, 256, 56, 3, 1, 1});     // the anchor: 3x3 256->256 on 8x56x56
+    b->Args({8, 256, 64, 56, 1, 1, 1});      // 1x1 projection
+    b->Args({8, 128, 256, 56, 3, 2, 1});     // strided downsample
+    b->Args({8, 256, 256, 56, 3, 1, 256});   // depthwise (DaViT position encoding)
+    b->Args({8, 3, 64, 224, 7, 2, 1});       // stem
+    b->Args({1, 128, 128, 192, 3, 1, 128});  // depthwise, DaViT-base's position encoding at 768^2 (stage 1)
+    b->Args({8, 128, 128, 112, 3, 2, 128});  // depthwise stride 2 (MobileNet-like)
   } else {
     b->Args({1, 16, 32, 24, 3, 1, 1})->Args({1, 32, 64, 24, 1, 1, 1})->Args({1, 16, 16, 24, 3, 1, 16});
     b->Args({1, 3, 16, 32, 7, 2, 1});
@@ -260,8 +263,14 @@ void register_forced_kernels() {
     conv_shapes(b);
     b->UseManualTime()->Unit(benchmark::kMillisecond);
   };
-  for (const char* kernel : {"implicit_gemm128", "implicit_gemm64", "depthwise", "direct", "gemm"}) {
+  for (const char* kernel :
+       {"implicit_gemm128", "implicit_gemm64", "depthwise_rows", "depthwise", "direct", "gemm"}) {
     add_conv(std::string("BM_ConvKernel/") + kernel, {{"wgi.kernel", std::string(kernel)}});
+  }
+  // The register-window depthwise kernel's output rows per invocation (the default is 4).
+  for (int64_t rows : {1, 2, 8}) {
+    add_conv("BM_ConvConfig/depthwise_rows" + std::to_string(rows),
+             {{"wgi.kernel", std::string("depthwise_rows")}, {"wgi.depthwise_rows", rows}});
   }
   const std::vector<std::tuple<int64_t, int64_t, int64_t>> igemm_configs = {
       {128, 16, 1}, {128, 16, 2}, {128, 8, 1}, {128, 8, 2},

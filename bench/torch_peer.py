@@ -54,7 +54,9 @@ LINEAR = [(1024,) * 3, (2048,) * 3, (4096,) * 3, (196, 768, 768), (196, 3072, 76
           # the other decoder-step (GEMV) shapes of bench_ops.cpp
           (1, 3072, 768), (1, 768, 3072), (4, 3072, 768), (8, 768, 3072), (8, 51289, 768)]
 CONV = [(8, 256, 256, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 1), (8, 128, 256, 56, 3, 2, 1),
-        (8, 256, 256, 56, 3, 1, 256), (8, 3, 64, 224, 7, 2, 1)]
+        (8, 256, 256, 56, 3, 1, 256), (8, 3, 64, 224, 7, 2, 1),
+        # depthwise: DaViT-base's position encoding at 768^2 (stage 1), a MobileNet-like stride-2 one
+        (1, 128, 128, 192, 3, 1, 128), (8, 128, 128, 112, 3, 2, 128)]
 
 if __name__ == "__main__":
     print(json.dumps({"name": "device", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),

@@ -2,7 +2,9 @@
 // the node, works out padding and output shape with ONNX's formulas, and routes (rules at the end of
 // plan_conv):
 //   GEMM family (gemm_launch.h)  1x1, stride 1, no padding, group 1: a matrix product per image
-//   conv/depthwise.wgsl          group == in channels, one input channel per group (conv_kernels.h)
+//   conv/depthwise_rows.wgsl     group == in channels, one input channel per group, strides <= 2,
+//                                kernels <= 7x7 (conv_kernels.h); on every device (it has no barrier)
+//   conv/depthwise.wgsl          the other depthwise convs (conv_kernels.h)
 //   conv/implicit_gemm.wgsl      other convs with a constant weight and >= 16 out channels per group
 //                                (conv_kernels.h)
 //   conv/conv2d_vec4.wgsl        direct, input channels per group % 4 == 0 and a constant weight (prepacked
@@ -10,9 +12,9 @@
 //   conv/conv2d.wgsl             direct, every other Conv; reads the ONNX weight layout, so the weight may be
 //                                computed
 //   conv/conv_transpose2d.wgsl   ConvTranspose, in gather form
-// Where workgroup barriers are costly (SwiftShader) the direct kernels run every conv they can unless another
-// kernel is forced. A 1-D conv runs as a 2-D one of unit height. Shapes and scalars travel in the uniform
-// block, so the shader text depends only on the kernel and the fused activation.
+// Where workgroup barriers are costly (SwiftShader) the direct kernels run every other conv they can unless
+// another kernel is forced. A 1-D conv runs as a 2-D one of unit height. Shapes and scalars travel in the
+// uniform block, so the shader text depends only on the kernel and the fused activation.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -36,6 +38,8 @@ enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
 enum class ConvKernel { Direct, DirectVec4, Transposed };
 
 constexpr uint32_t kWorkgroupSize = 64;
+// On a depthwise Conv: int, output rows per invocation of the depthwise_rows kernel (1, 2, 4 or 8).
+constexpr const char* kDepthwiseRowsAttribute = "wgi.depthwise_rows";
 // Below this many output channels per group the implicit GEMM's 64-row tile would be mostly padding; the
 // direct kernels do as well there.
 constexpr int64_t kImplicitGemmMinChannels = 16;
@@ -354,10 +358,11 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   const bool depthwise = !transposed && groups == g.in_channels && in_per_group == 1;
   const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
   static const char* const kKernelNames =
-      "gemm, implicit_gemm, implicit_gemm128, implicit_gemm64, depthwise or direct";
+      "gemm, implicit_gemm, implicit_gemm128, implicit_gemm64, depthwise_rows, depthwise or direct";
   const bool forced_igemm =
       forced == "implicit_gemm" || forced == "implicit_gemm128" || forced == "implicit_gemm64";
-  if (!forced.empty() && forced != "gemm" && forced != "direct" && forced != "depthwise" && !forced_igemm) {
+  const bool forced_depthwise = forced == "depthwise" || forced == "depthwise_rows";
+  if (!forced.empty() && forced != "gemm" && forced != "direct" && !forced_depthwise && !forced_igemm) {
     ctx.fail("unknown wgi.kernel '" + forced + "' (expected " + kKernelNames + ")");
   }
   if (transposed && !forced.empty() && forced != "direct") {
@@ -395,13 +400,30 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
     return plan;
   }
 
-  // Depthwise: its own kernel (any kernel size, stride, dilation, padding, channel multiplier) unless the
+  // Depthwise: the register-window kernel for strides up to 2 and kernels up to 7x7 (it has no barrier, so it
+  // also suits devices where barriers are costly), else the workgroup-window kernel (any geometry) unless the
   // device's workgroup memory cannot hold one output row's input window; then the direct kernel.
-  if (forced == "depthwise" && !depthwise) {
-    ctx.fail(
-        "wgi.kernel = depthwise needs group == input channels with one input channel per group; this conv "
-        "has group " +
-        std::to_string(groups) + " and " + std::to_string(g.in_channels) + " input channels");
+  if (forced_depthwise && !depthwise) {
+    ctx.fail("wgi.kernel = " + forced +
+             " needs group == input channels with one input channel per group; this conv has group " +
+             std::to_string(groups) + " and " + std::to_string(g.in_channels) + " input channels");
+  }
+  const int64_t forced_rows = ctx.node.attributes.get_int(kDepthwiseRowsAttribute, 0);
+  if (forced_rows != 0 && forced_rows != 1 && forced_rows != 2 && forced_rows != 4 && forced_rows != 8) {
+    ctx.fail(std::string(kDepthwiseRowsAttribute) + " must be 1, 2, 4 or 8, got " +
+             std::to_string(forced_rows));
+  }
+  if (forced_rows != 0 && !(depthwise && (forced.empty() || forced == "depthwise_rows"))) {
+    ctx.fail(std::string(kDepthwiseRowsAttribute) + " applies to the depthwise_rows kernel only");
+  }
+  if (depthwise && (forced == "depthwise_rows" || forced.empty())) {
+    std::string why;
+    if (auto c = choose_depthwise_rows_config(g, ctx.caps.limits, static_cast<uint32_t>(forced_rows), why)) {
+      add_depthwise_rows_launch(ctx, g, *c, activation, has_bias, plan);
+      return plan;
+    }
+    if (forced == "depthwise_rows" || forced_rows != 0)
+      ctx.fail("wgi.kernel = depthwise_rows cannot run here: " + why);
   }
   if (depthwise && (forced == "depthwise" || (forced.empty() && fast_kernels_pay))) {
     std::string why;

@@ -20,6 +20,13 @@ constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM ke
 constexpr uint64_t kTile128MinWorkgroups = 1024;
 // Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.
 constexpr uint32_t kDepthwiseThreads = 256;
+// The register-window depthwise kernel: output rows per invocation by default (4: each input row is loaded
+// for (4 + KH - 1) / 4 output rows' worth of work at stride 1), and the geometry it is compiled for (its
+// per-invocation arrays grow with the kernel: a 7x7 kernel at stride 2 holds 49 weights and 16 row values).
+constexpr uint32_t kDepthwiseRows = 4;
+constexpr int64_t kDepthwiseRowsMaxKernel = 7;
+constexpr int64_t kDepthwiseRowsMaxStride = 2;
+constexpr int64_t kDepthwiseRowsMaxDilation = 4;
 
 uint64_t ceil_div(uint64_t a, uint64_t b) {
   return (a + b - 1) / b;
@@ -289,6 +296,106 @@ void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const D
                        .bytes();
   launch.groups =
       gpu::fold_workgroups(tiles_x * tiles_y * planes, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+}
+
+std::optional<DepthwiseRowsConfig> choose_depthwise_rows_config(const ConvGeometry& g,
+                                                                const gpu::Limits& limits,
+                                                                uint32_t forced_rows, std::string& why) {
+  const auto axis_fits = [](const ConvAxis& a) {
+    return a.kernel <= kDepthwiseRowsMaxKernel && a.stride <= kDepthwiseRowsMaxStride &&
+           a.dilation <= kDepthwiseRowsMaxDilation;
+  };
+  if (!axis_fits(g.height) || !axis_fits(g.width)) {
+    why = "the depthwise_rows kernel runs strides up to " + std::to_string(kDepthwiseRowsMaxStride) +
+          ", kernels up to " + std::to_string(kDepthwiseRowsMaxKernel) + "x" +
+          std::to_string(kDepthwiseRowsMaxKernel) + " and dilations up to " +
+          std::to_string(kDepthwiseRowsMaxDilation) + "; this conv has kernel " +
+          std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) + ", stride " +
+          std::to_string(g.height.stride) + "x" + std::to_string(g.width.stride) + ", dilation " +
+          std::to_string(g.height.dilation) + "x" + std::to_string(g.width.dilation);
+    return std::nullopt;
+  }
+  // Indices are u32 in the kernel; the padding arithmetic is i32.
+  const int64_t input_elements = g.batch * g.in_channels * g.height.input * g.width.input;
+  const int64_t output_elements = g.batch * g.out_channels * g.height.output * g.width.output;
+  if (std::max(input_elements, output_elements) > std::numeric_limits<int32_t>::max()) {
+    why = "the depthwise_rows kernel addresses tensors with 32-bit indices; this conv has " +
+          std::to_string(std::max(input_elements, output_elements)) + " elements";
+    return std::nullopt;
+  }
+  DepthwiseRowsConfig c;
+  if (forced_rows != 0) {
+    c.rows = forced_rows;
+  } else {
+    c.rows = kDepthwiseRows;
+    while (c.rows > 1 && c.rows / 2 >= g.height.output) c.rows /= 2;  // no block mostly past the last row
+  }
+  c.vec4 = g.width.input % 4 == 0 && g.width.output % 4 == 0;
+  c.workgroup = std::min(
+      {kDepthwiseThreads, limits.max_compute_invocations_per_workgroup, limits.max_compute_workgroup_size_x});
+  return c;
+}
+
+void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
+                               const DepthwiseRowsConfig& config, const FusedActivation& activation,
+                               bool has_bias, OpPlan& plan) {
+  const uint64_t groups_x = ceil_div(static_cast<uint64_t>(g.width.output), 4);
+  const uint64_t blocks_y = ceil_div(static_cast<uint64_t>(g.height.output), config.rows);
+  const uint64_t planes = static_cast<uint64_t>(g.batch * g.out_channels);
+
+  kernels::Defines defines;
+  activation.add_defines(defines);
+  defines["WG"] = std::to_string(config.workgroup);
+  defines["KH"] = std::to_string(g.height.kernel);
+  defines["KW"] = std::to_string(g.width.kernel);
+  defines["SH"] = std::to_string(g.height.stride);
+  defines["SW"] = std::to_string(g.width.stride);
+  defines["DH"] = std::to_string(g.height.dilation);
+  defines["DW"] = std::to_string(g.width.dilation);
+  defines["ROWS"] = std::to_string(config.rows);
+  defines["VEC4"] = config.vec4 ? "1" : "0";
+  if (config.vec4) {
+    // Rows are loaded from LEFT columns before the first output's first tap: the left padding rounded up to
+    // a multiple of 4, so that every vec4 is aligned and lies wholly inside or outside the image.
+    const int64_t left = (g.width.pad_begin + 3) / 4 * 4;
+    const int64_t shift = left - g.width.pad_begin;
+    const int64_t span = 3 * g.width.stride + (g.width.kernel - 1) * g.width.dilation + 1;
+    defines["LEFT"] = std::to_string(left);
+    defines["SHIFT"] = std::to_string(shift);
+    defines["VECS"] = std::to_string((shift + span + 3) / 4);
+  }
+  KernelLaunch launch;
+  launch.program.label = "conv_depthwise_rows" + std::to_string(config.rows) + (config.vec4 ? "_v4" : "") +
+                         "_k" + std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) +
+                         "_s" + std::to_string(g.height.stride) + "x" + std::to_string(g.width.stride) +
+                         activation.label_suffix();
+  launch.program.wgsl = kernels::load_wgsl("conv/depthwise_rows.wgsl", defines);
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
+                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u32(g.in_channels))
+                       .u32(u32(g.height.input))
+                       .u32(u32(g.width.input))
+                       .u32(u32(g.out_channels))
+                       .u32(u32(g.height.output))
+                       .u32(u32(g.width.output))
+                       .u32(u32(g.out_channels / g.in_channels))
+                       .i32(static_cast<int32_t>(g.height.pad_begin))
+                       .i32(static_cast<int32_t>(g.width.pad_begin))
+                       .u32(u32(static_cast<int64_t>(groups_x)))
+                       .u32(u32(static_cast<int64_t>(blocks_y)))
+                       .u32(u32(static_cast<int64_t>(planes)))
+                       .u32(has_bias ? 1 : 0)
+                       .f32(activation.min)
+                       .f32(activation.max)
+                       .u32(0)
+                       .bytes();
+  launch.groups = gpu::fold_workgroups(ceil_div(groups_x * blocks_y * planes, config.workgroup),
+                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
 }
 

@@ -4,8 +4,11 @@
 //                  KW, the activations gathered while loading the workgroup tile (no im2col buffer), the
 //                  weight prepacked to [group][K][M rounded up to 4]. 256 invocations, 128x128 or 64x64
 //                  tiles.
-//   depthwise      conv/depthwise.wgsl      group == in channels with one input channel per group (any
-//                  channel multiplier): a workgroup-memory window per output tile of one plane.
+//   depthwise_rows conv/depthwise_rows.wgsl group == in channels with one input channel per group (any
+//                  channel multiplier), stride 1 or 2, kernels up to 7x7: each invocation keeps the input
+//                  rows of a 4-column x ROWS-row output block in registers; no workgroup memory, no barrier.
+//   depthwise      conv/depthwise.wgsl      the same convs at any stride and kernel size: a workgroup-memory
+//                  window per output tile of one plane.
 // Both are pure functions of the geometry and the device limits; each returns nullopt with the reason when
 // the device cannot run it, so the router can fall back (auto) or fail naming why (forced).
 #pragma once
@@ -67,6 +70,23 @@ struct DepthwiseConfig {
 
 std::optional<DepthwiseConfig> choose_depthwise_config(const ConvGeometry& g, const gpu::Limits& limits,
                                                        std::string& why);
+
+struct DepthwiseRowsConfig {
+  uint32_t rows = 4;         // output rows per invocation (each also computes 4 adjacent columns)
+  bool vec4 = false;         // input and output widths multiples of 4: vec4 loads and stores
+  uint32_t workgroup = 256;  // invocations per workgroup
+};
+
+// `forced_rows` 0 (the planner's choice) or 1, 2, 4, 8. nullopt with the reason when the conv is outside the
+// kernel's reach (stride above 2, a kernel larger than 7x7, dilation above 4, indices beyond u32).
+std::optional<DepthwiseRowsConfig> choose_depthwise_rows_config(const ConvGeometry& g,
+                                                                const gpu::Limits& limits,
+                                                                uint32_t forced_rows, std::string& why);
+
+// Adds the register-window depthwise launch to `plan` (weight read in ONNX's layout).
+void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
+                               const DepthwiseRowsConfig& config, const FusedActivation& activation,
+                               bool has_bias, OpPlan& plan);
 
 // Adds the depthwise launch to `plan` (weight read in ONNX's layout, so it may be a runtime tensor).
 void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const DepthwiseConfig& config,

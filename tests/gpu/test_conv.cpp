@@ -51,6 +51,7 @@ struct ConvCase {
   std::string forced_kernel = {};      // the wgi.kernel attribute ("gemm", "direct", "implicit_gemm", ...)
   int64_t tile_k = 0;                  // wgi.gemm_tile_k / wgi.gemm_stages, if set
   int64_t stages = 0;
+  int64_t depthwise_rows = 0;  // wgi.depthwise_rows, if set
   // Plan as if the device allowed only this many invocations per workgroup / bytes of workgroup memory (0:
   // its own limits): the fallbacks of smaller devices, run on this one.
   uint32_t invocations = 0;
@@ -98,6 +99,7 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
   if (!c.forced_kernel.empty()) node.attributes.set("wgi.kernel", c.forced_kernel);
   if (c.tile_k) node.attributes.set("wgi.gemm_tile_k", c.tile_k);
   if (c.stages) node.attributes.set("wgi.gemm_stages", c.stages);
+  if (c.depthwise_rows) node.attributes.set("wgi.depthwise_rows", c.depthwise_rows);
   runtime::NodeRunOptions options;
   options.capabilities = test::device().capabilities();
   // The kernels a GPU gets, also on SwiftShader (whose own routing is tested below).
@@ -229,21 +231,21 @@ std::vector<ConvCase> conv_cases() {
        .w = {8, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 8,
-       .kernel = "conv_depthwise"},
+       .kernel = "conv_depthwise_rows"},
       {.name = "depthwise_multiplier2_stride2",
        .x = {1, 4, 9, 8},
        .w = {8, 1, 3, 3},
        .strides = {2, 2},
        .pads = {1, 1, 1, 1},
        .group = 4,
-       .kernel = "conv_depthwise"},
+       .kernel = "conv_depthwise_rows"},
       {.name = "depthwise7x7_no_bias",
        .x = {1, 4, 9, 9},
        .w = {4, 1, 7, 7},
        .pads = {3, 3, 3, 3},
        .group = 4,
        .bias = false,
-       .kernel = "conv_depthwise"},
+       .kernel = "conv_depthwise_rows"},
       // Bias, batch, and the scalar fallback for a weight that is not a constant.
       {.name = "no_bias_vec4", .x = {1, 4, 6, 7}, .w = {5, 4, 3, 3}, .bias = false},
       {.name = "no_bias_scalar", .x = {1, 2, 6, 7}, .w = {5, 2, 3, 3}, .bias = false, .kernel = "conv2d"},
@@ -561,8 +563,15 @@ std::vector<ConvCase> depthwise_cases() {
        .pads = {2, 2, 2, 2},
        .dilations = {2, 2},
        .group = 4,
-       .kernel = k},
-      {.name = "k5x5", .x = {1, 4, 11, 11}, .w = {4, 1, 5, 5}, .pads = {2, 2, 2, 2}, .group = 4, .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
+      {.name = "k5x5",
+       .x = {1, 4, 11, 11},
+       .w = {4, 1, 5, 5},
+       .pads = {2, 2, 2, 2},
+       .group = 4,
+       .kernel = k,
+       .forced_kernel = dw},
       {.name = "k7x7_stride2_no_bias",
        .x = {1, 4, 17, 15},
        .w = {4, 1, 7, 7},
@@ -570,49 +579,67 @@ std::vector<ConvCase> depthwise_cases() {
        .pads = {3, 3, 3, 3},
        .group = 4,
        .bias = false,
-       .kernel = k},
-      {.name = "k1x1", .x = {1, 4, 5, 6}, .w = {4, 1, 1, 1}, .group = 4, .kernel = k},
-      {.name = "k3x2_no_pad", .x = {1, 2, 6, 7}, .w = {2, 1, 3, 2}, .group = 2, .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
+      {.name = "k1x1", .x = {1, 4, 5, 6}, .w = {4, 1, 1, 1}, .group = 4, .kernel = k, .forced_kernel = dw},
+      {.name = "k3x2_no_pad",
+       .x = {1, 2, 6, 7},
+       .w = {2, 1, 3, 2},
+       .group = 2,
+       .kernel = k,
+       .forced_kernel = dw},
       {.name = "multiplier3_batch3",
        .x = {3, 2, 6, 7},
        .w = {6, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 2,
-       .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
       {.name = "wide_plane_three_column_tiles",
        .x = {1, 2, 5, 150},
        .w = {2, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 2,
-       .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
       {.name = "tall_plane_many_row_tiles",
        .x = {1, 2, 70, 5},
        .w = {2, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 2,
-       .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
       {.name = "runtime_weight",
        .x = {1, 4, 8, 8},
        .w = {4, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 4,
        .constant_weight = false,
-       .kernel = k},
-      {.name = "conv1d", .x = {1, 4, 30}, .w = {4, 1, 5}, .pads = {2, 2}, .group = 4, .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
+      {.name = "conv1d",
+       .x = {1, 4, 30},
+       .w = {4, 1, 5},
+       .pads = {2, 2},
+       .group = 4,
+       .kernel = k,
+       .forced_kernel = dw},
       {.name = "relu",
        .x = {1, 4, 6, 6},
        .w = {4, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 4,
        .activation = "Relu",
-       .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
       {.name = "clip",
        .x = {1, 4, 6, 6},
        .w = {4, 1, 3, 3},
        .pads = {1, 1, 1, 1},
        .group = 4,
        .activation = "Clip",
-       .kernel = k},
+       .kernel = k,
+       .forced_kernel = dw},
       // Smaller devices: fewer threads per workgroup, and a window that needs fewer rows to fit.
       {.name = "64_invocations",
        .x = {1, 4, 20, 30},
@@ -629,15 +656,217 @@ std::vector<ConvCase> depthwise_cases() {
        .dilations = {2, 2},
        .group = 2,
        .kernel = "conv_depthwise_t8x1",
+       .forced_kernel = dw,
        .storage = 2048},
+      // Beyond the register-window kernel (dilation 5) and the window kernel's workgroup memory.
       {.name = "window_too_large_falls_back_to_direct",
-       .x = {1, 2, 20, 40},
+       .x = {1, 2, 32, 40},
        .w = {2, 1, 7, 7},
-       .pads = {9, 9, 9, 9},
-       .dilations = {3, 3},
+       .pads = {15, 15, 15, 15},
+       .dilations = {5, 5},
        .group = 2,
        .kernel = "conv2d",
        .storage = 1024},
+  };
+}
+
+// The register-window depthwise kernel (the default for strides up to 2 and kernels up to 7x7) forced across
+// its reach: the vec4 path (input and output widths multiples of 4) and the scalar one, every row count, left
+// pads that round up to 4 and 8, strides 1 and 2 on either axis, dilations, channel multipliers, batch > 1,
+// a runtime weight, 1-D, activations, rows past the plane's end, and a device with 64 invocations.
+std::vector<ConvCase> depthwise_rows_cases() {
+  const std::string dr = "depthwise_rows";
+  return {
+      {.name = "k3x3_vec4",
+       .x = {1, 8, 16, 16},
+       .w = {8, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 8,
+       .kernel = "conv_depthwise_rows4_v4_k3x3_s1x1",
+       .forced_kernel = dr},
+      {.name = "k3x3_scalar_unaligned_batch2",
+       .x = {2, 3, 7, 9},
+       .w = {3, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 3,
+       .kernel = "conv_depthwise_rows4_k3x3",
+       .forced_kernel = dr},
+      {.name = "rows1_vec4",
+       .x = {1, 4, 9, 12},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_rows1_v4",
+       .forced_kernel = dr,
+       .depthwise_rows = 1},
+      {.name = "rows2_scalar",
+       .x = {1, 4, 9, 10},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_rows2_k",
+       .forced_kernel = dr,
+       .depthwise_rows = 2},
+      {.name = "rows8_rows_past_the_end",
+       .x = {1, 4, 13, 8},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_rows8_v4",
+       .forced_kernel = dr,
+       .depthwise_rows = 8},
+      {.name = "stride2_vec4",
+       .x = {1, 4, 16, 16},
+       .w = {4, 1, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_rows4_v4_k3x3_s2x2",
+       .forced_kernel = dr},
+      {.name = "stride2_scalar_odd",
+       .x = {1, 4, 13, 11},
+       .w = {4, 1, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_rows4_k3x3_s2x2",
+       .forced_kernel = dr},
+      {.name = "stride2x1_asymmetric_pads",
+       .x = {1, 3, 9, 10},
+       .w = {3, 1, 3, 3},
+       .strides = {2, 1},
+       .pads = {0, 1, 2, 0},
+       .group = 3,
+       .kernel = "conv_depthwise_rows4_k3x3_s2x1",
+       .forced_kernel = dr},
+      {.name = "stride1x2_vec4",
+       .x = {1, 3, 9, 16},
+       .w = {3, 1, 3, 3},
+       .strides = {1, 2},
+       .pads = {1, 1, 1, 1},
+       .group = 3,
+       .kernel = "conv_depthwise_rows4_v4_k3x3_s1x2",
+       .forced_kernel = dr},
+      {.name = "no_left_pad_vec4",
+       .x = {1, 2, 8, 12},
+       .w = {2, 1, 3, 3},
+       .pads = {0, 0, 2, 2},
+       .group = 2,
+       .kernel = "conv_depthwise_rows4_v4",
+       .forced_kernel = dr},
+      {.name = "left_pad5_rounds_to_8_vec4",
+       .x = {1, 2, 8, 8},
+       .w = {2, 1, 7, 7},
+       .pads = {5, 5, 1, 1},
+       .group = 2,
+       .kernel = "conv_depthwise_rows4_v4_k7x7",
+       .forced_kernel = dr},
+      {.name = "dilation2_vec4",
+       .x = {1, 4, 12, 12},
+       .w = {4, 1, 3, 3},
+       .pads = {2, 2, 2, 2},
+       .dilations = {2, 2},
+       .group = 4,
+       .kernel = "conv_depthwise_rows4_v4",
+       .forced_kernel = dr},
+      {.name = "dilation4_k5x5_scalar",
+       .x = {1, 2, 21, 19},
+       .w = {2, 1, 5, 5},
+       .pads = {8, 8, 8, 8},
+       .dilations = {4, 4},
+       .group = 2,
+       .kernel = "conv_depthwise_rows4_k5x5",
+       .forced_kernel = dr},
+      {.name = "k5x5_stride2_vec4",
+       .x = {1, 4, 24, 24},
+       .w = {4, 1, 5, 5},
+       .strides = {2, 2},
+       .pads = {2, 2, 2, 2},
+       .group = 4,
+       .kernel = "conv_depthwise_rows4_v4_k5x5_s2x2",
+       .forced_kernel = dr},
+      {.name = "k7x7_stride2_no_bias",
+       .x = {1, 4, 17, 15},
+       .w = {4, 1, 7, 7},
+       .strides = {2, 2},
+       .pads = {3, 3, 3, 3},
+       .group = 4,
+       .bias = false,
+       .kernel = "conv_depthwise_rows4_k7x7_s2x2",
+       .forced_kernel = dr},
+      {.name = "k1x1",
+       .x = {1, 4, 5, 6},
+       .w = {4, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_rows4_k1x1",
+       .forced_kernel = dr},
+      {.name = "k3x2_no_pad",
+       .x = {1, 2, 6, 7},
+       .w = {2, 1, 3, 2},
+       .group = 2,
+       .kernel = "conv_depthwise_rows4_k3x2",
+       .forced_kernel = dr},
+      {.name = "multiplier3_batch3_vec4",
+       .x = {3, 2, 6, 8},
+       .w = {6, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 2,
+       .kernel = "conv_depthwise_rows4_v4",
+       .forced_kernel = dr},
+      {.name = "wide_plane",
+       .x = {1, 2, 5, 150},
+       .w = {2, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 2,
+       .kernel = "conv_depthwise_rows4_k3x3",
+       .forced_kernel = dr},
+      {.name = "runtime_weight",
+       .x = {1, 4, 8, 8},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .constant_weight = false,
+       .kernel = "conv_depthwise_rows4_v4",
+       .forced_kernel = dr},
+      {.name = "conv1d",
+       .x = {1, 4, 30},
+       .w = {4, 1, 5},
+       .pads = {2, 2},
+       .group = 4,
+       .kernel = "conv_depthwise_rows1_k1x5",
+       .forced_kernel = dr},
+      {.name = "relu_vec4",
+       .x = {1, 4, 6, 8},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .activation = "Relu",
+       .kernel = "conv_depthwise_rows4_v4",
+       .forced_kernel = dr},
+      {.name = "clip_scalar",
+       .x = {1, 4, 6, 6},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .activation = "Clip",
+       .kernel = "conv_depthwise_rows4_k3x3",
+       .forced_kernel = dr},
+      {.name = "64_invocations",
+       .x = {1, 4, 20, 32},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .kernel = "conv_depthwise_rows4_v4",
+       .forced_kernel = dr,
+       .invocations = 64},
+      // Chosen without forcing: stride 2 and a 7x7 kernel are within reach.
+      {.name = "chosen_k7x7_stride2",
+       .x = {1, 3, 15, 16},
+       .w = {3, 1, 7, 7},
+       .strides = {2, 2},
+       .pads = {3, 3, 3, 3},
+       .group = 3,
+       .kernel = "conv_depthwise_rows4_v4_k7x7_s2x2"},
   };
 }
 
@@ -808,6 +1037,13 @@ std::vector<ConvCase> heavy_cases() {
        .group = 64,
        .kernel = "conv_depthwise",
        .forced_kernel = "depthwise"},
+      {.name = "depthwise_rows_3x3_64ch_56x56_batch2",
+       .x = {2, 64, 56, 56},
+       .w = {64, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 64,
+       .kernel = "conv_depthwise_rows4_v4",
+       .forced_kernel = "depthwise_rows"},
       {.name = "depthwise_7x7_s2_32ch",
        .x = {1, 32, 57, 57},
        .w = {32, 1, 7, 7},
@@ -827,6 +1063,7 @@ INSTANTIATE_TEST_SUITE_P(Conv, ConvTest, ::testing::ValuesIn(conv_cases()), case
 INSTANTIATE_TEST_SUITE_P(ConvImplicitGemm, ConvTest, ::testing::ValuesIn(implicit_gemm_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ConvHeavy, ConvTest, ::testing::ValuesIn(heavy_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ConvDepthwise, ConvTest, ::testing::ValuesIn(depthwise_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(ConvDepthwiseRows, ConvTest, ::testing::ValuesIn(depthwise_rows_cases()), case_name);
 INSTANTIATE_TEST_SUITE_P(ConvTranspose, ConvTest, ::testing::ValuesIn(conv_transpose_cases()), case_name);
 
 // 1x1 conv with 4 * 1030 * 1030 > 65535 * 64 outputs: the grid must fold into 2-D and every element be
@@ -866,6 +1103,30 @@ TEST(ConvErrors, ReachTheCallerThroughRunNode) {
 }
 
 // A forced kernel that cannot run the problem is an error saying why, never a fallback.
+// The register-window depthwise kernel forced beyond its reach, and its row knob misused.
+TEST(ConvForcedKernel, DepthwiseRowsOutsideItsReachIsAnError) {
+  auto error_of = [](const std::string& kernel, int64_t stride, int64_t rows) {
+    ops::NodeInfo node{"forced", "Conv", "", 17, {}, {}, {}};
+    if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
+    node.attributes.set("group", int64_t{4});
+    node.attributes.set("strides", Ints{stride, stride});
+    if (rows) node.attributes.set("wgi.depthwise_rows", rows);
+    Inputs inputs = {NodeInput{test::random_tensor({1, 4, 12, 12}, 1)},
+                     NodeInput{test::random_tensor({4, 1, 3, 3}, 2), true}};
+    try {
+      runtime::plan_node(test::device().capabilities(), node, inputs);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("depthwise_rows", 3, 0).find("strides up to 2"), std::string::npos);
+  EXPECT_NE(error_of("", 3, 4).find("strides up to 2"), std::string::npos);  // the knob forces the kernel
+  EXPECT_NE(error_of("depthwise_rows", 1, 3).find("1, 2, 4 or 8"), std::string::npos);
+  EXPECT_NE(error_of("depthwise", 1, 4).find("depthwise_rows kernel only"), std::string::npos);
+  EXPECT_EQ(error_of("", 3, 0), "no error");  // auto: the window kernel or the direct one takes it
+}
+
 TEST(ConvForcedKernel, ImpossibleChoicesAreErrorsNamingWhy) {
   auto error_of = [](const std::string& kernel, const Shape& x, const Shape& w, int64_t group,
                      uint32_t invocations, bool constant_weight, const std::string& op = "Conv") {
@@ -892,6 +1153,9 @@ TEST(ConvForcedKernel, ImpossibleChoicesAreErrorsNamingWhy) {
             std::string::npos);
   EXPECT_NE(error_of("depthwise", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, true).find("group == input channels"),
             std::string::npos);
+  EXPECT_NE(
+      error_of("depthwise_rows", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, true).find("group == input channels"),
+      std::string::npos);
   EXPECT_NE(error_of("gemm", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, true).find("1x1"), std::string::npos);
   EXPECT_NE(error_of("winograd", {1, 8, 6, 6}, {16, 8, 3, 3}, 1, 0, true).find("implicit_gemm"),
             std::string::npos);
@@ -916,7 +1180,8 @@ TEST(ConvRouting, BenchmarkShapesOnTheH200ACompatDeviceAndSwiftShader) {
   compat.limits.max_compute_workgroup_size_x = 128;
   compat.limits.max_compute_workgroup_size_y = 128;
   compat.limits.max_compute_workgroup_storage_size = 16384;
-  // A device with costly barriers (SwiftShader, with the H200's limits here) takes the direct kernels.
+  // A device with costly barriers (SwiftShader, with the H200's limits here) takes the direct kernels, except
+  // for depthwise convs, whose register-window kernel has no barrier.
   gpu::Capabilities cpu = h200;
   cpu.costly_barriers = true;
   struct Shape7 {
@@ -929,7 +1194,8 @@ TEST(ConvRouting, BenchmarkShapesOnTheH200ACompatDeviceAndSwiftShader) {
       {8, 256, 256, 56, 3, 1, 1, "conv_igemm64_k16s1", "conv2d_vec4", "conv2d_vec4"},
       {8, 256, 64, 56, 1, 1, 1, "conv1x1_gemm_fast", "conv1x1_gemm_tiled", "conv2d_vec4"},
       {8, 128, 256, 56, 3, 2, 1, "conv_igemm64_k16s1", "conv2d_vec4", "conv2d_vec4"},
-      {8, 256, 256, 56, 3, 1, 256, "conv_depthwise_t16x16", "conv_depthwise_t16x8", "conv2d"},
+      {8, 256, 256, 56, 3, 1, 256, "conv_depthwise_rows4_v4_k3x3_s1x1", "conv_depthwise_rows4_v4_k3x3_s1x1",
+       "conv_depthwise_rows4_v4_k3x3_s1x1"},
       {8, 3, 64, 224, 7, 2, 1, "conv_igemm64_k16s1", "conv2d", "conv2d"},
   };
   for (const Shape7& b : shapes) {
