@@ -4,6 +4,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh main    # carry [".device", "third_party/ocr-models"]
 #   source .device/env.sh; bash bench/h200_campaign.sh models  # carry [".device"]
 #   source .device/env.sh; bash bench/h200_campaign.sh sweep   # carry [".device"] (packed as `main`)
+#   source .device/env.sh; bash bench/h200_campaign.sh conv    # carry [".device"] (packed as `conv`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -15,10 +16,12 @@
 #         benchmarks (the planner's GEMMs and convs, every GEMM kernel and GEMV configuration forced), then the
 #         planner's GEMMs and the fast tiles again with Dawn's robustness off
 #         (WGI_DAWN_TOGGLES=disable_robustness); a ratio table for each.
+# conv:   the conv kernel round: the conv tests (heavy ones included); cuDNN on the conv shapes; every conv
+#         kernel and configuration forced on them; a ratio table.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -83,6 +86,23 @@ if [[ $mode == sweep ]]; then
       --benchmark_filter="$filter" >/dev/null 2>"$out/wgi_bench_$variant.err"
     python3 bench/compare.py "$out/wgi_bench_$variant.json" "$out/torch.jsonl" >"$out/table_$variant.md" 2>&1
   done
+  stamp done
+elif [[ $mode == conv ]]; then
+  {
+    echo "# date: $(date -u +%F' '%T) UTC"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    wgi info
+  } >"$out/info.txt" 2>&1
+  export WGI_BACKEND=vulkan
+  stamp conv tests
+  timeout 150 wgi_gpu_tests --gtest_brief=1 --gtest_filter='Conv*' >"$out/tests.txt" 2>&1
+  tail -3 "$out/tests.txt"
+  stamp torch peer
+  timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
+  stamp op benchmarks
+  WGI_BENCH_SIZE=large timeout 300 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/wgi_bench.json" \
+    --benchmark_min_time=0.1 --benchmark_filter='BM_Conv' >/dev/null 2>"$out/wgi_bench.err"
+  python3 bench/compare.py "$out/wgi_bench.json" "$out/torch.jsonl" >"$out/table.md" 2>&1
   stamp done
 elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz

@@ -4,6 +4,7 @@
 # `/usr/bin/python3 tests/models/florence_siglip.py --large`:
 #   bench/h200_pack.sh main    the test and benchmark programs (xz), ONNX's test data and the font the OCR
 #                              test renders with; carry [".device", "third_party/ocr-models"]
+#   bench/h200_pack.sh conv    wgi, wgi_bench_ops and the GPU tests (the conv round); carry [".device"]
 #   bench/h200_pack.sh models  wgi and wgi_bench_ops, the base-size models without their weights
 #                              (fill_weights.py rebuilds them there), node + onnxruntime-node (ORT's WebGPU
 #                              EP); carry [".device"]
@@ -11,13 +12,14 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-mode=${1:?usage: bench/h200_pack.sh main|models}
+mode=${1:?usage: bench/h200_pack.sh main|models|conv}
 rm -rf .device
 args=()
 [[ $mode == models ]] && args+=(--peers)
 bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
+[[ $mode == conv ]] && bins+=(build/release/tests/wgi_gpu_tests)
 bash "${WGI_DEVICE_PACK:-$root/../shared/device/pack.sh}" "${args[@]}" "${bins[@]}"
 for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpacks them
 # Models: graph + small tensors + inputs + float64 references; the 360 MB weight files are rebuilt there.
