@@ -61,6 +61,7 @@ nlohmann::json info_json(const gpu::Device& device) {
         {"subgroups", device.features().subgroups},
         {"timestamp-query", device.features().timestamp_query}}},
       {"limits", limits},
+      {"pipelineDiskCache", device.pipeline_disk_cache_directory()},
       {"selection", selection},
   };
 }
@@ -83,7 +84,9 @@ void print_text(const gpu::Device& device, std::ostream& out) {
   for (size_t i = 0; i < device.granted_feature_names().size(); ++i) {
     out << (i ? ", " : "") << device.granted_feature_names()[i];
   }
-  out << "\nlimits:\n";
+  const std::string cache = device.pipeline_disk_cache_directory();
+  out << "\npipeline cache: " << (cache.empty() ? "off" : cache) << "\n";
+  out << "limits:\n";
   for (const auto& [name, value] : named_limits(device.limits())) {
     out << "  " << name << " = " << value << "\n";
   }
