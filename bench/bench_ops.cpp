@@ -263,8 +263,8 @@ void register_forced_kernels() {
     conv_shapes(b);
     b->UseManualTime()->Unit(benchmark::kMillisecond);
   };
-  for (const char* kernel :
-       {"implicit_gemm128", "implicit_gemm64", "depthwise_rows", "depthwise", "direct", "gemm"}) {
+  for (const char* kernel : {"implicit_gemm128", "implicit_gemm64", "implicit_gemm128x64",
+                             "implicit_gemm64x128", "depthwise_rows", "depthwise", "direct", "gemm"}) {
     add_conv(std::string("BM_ConvKernel/") + kernel, {{"wgi.kernel", std::string(kernel)}});
   }
   // The register-window depthwise kernel's output rows per invocation (the default is 4).
@@ -272,15 +272,14 @@ void register_forced_kernels() {
     add_conv("BM_ConvConfig/depthwise_rows" + std::to_string(rows),
              {{"wgi.kernel", std::string("depthwise_rows")}, {"wgi.depthwise_rows", rows}});
   }
-  const std::vector<std::tuple<int64_t, int64_t, int64_t>> igemm_configs = {
-      {128, 16, 1}, {128, 16, 2}, {128, 8, 1}, {128, 8, 2},
-      {128, 32, 1}, {64, 16, 1},  {64, 16, 2}, {64, 32, 1}};
+  const std::vector<std::tuple<std::string, int64_t, int64_t>> igemm_configs = {
+      {"128", 16, 1},    {"128", 16, 2},    {"128", 8, 1},    {"128", 8, 2},     {"128", 32, 1},
+      {"64", 16, 1},     {"64", 16, 2},     {"64", 32, 1},    {"128x64", 16, 2}, {"128x64", 8, 1},
+      {"128x64", 32, 1}, {"64x128", 16, 2}, {"64x128", 32, 1}};
   for (const auto& [tile, tile_k, stages] : igemm_configs) {
-    add_conv("BM_ConvConfig/igemm" + std::to_string(tile) + "_k" + std::to_string(tile_k) + "s" +
-                 std::to_string(stages),
-             {{"wgi.kernel", "implicit_gemm" + std::to_string(tile)},
-              {"wgi.gemm_tile_k", tile_k},
-              {"wgi.gemm_stages", stages}});
+    add_conv(
+        "BM_ConvConfig/igemm" + tile + "_k" + std::to_string(tile_k) + "s" + std::to_string(stages),
+        {{"wgi.kernel", "implicit_gemm" + tile}, {"wgi.gemm_tile_k", tile_k}, {"wgi.gemm_stages", stages}});
   }
   for (const char* kernel : {"", "fast128", "fast64", "tiled"}) {
     const std::string forced = kernel;

@@ -358,9 +358,11 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   const bool depthwise = !transposed && groups == g.in_channels && in_per_group == 1;
   const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
   static const char* const kKernelNames =
-      "gemm, implicit_gemm, implicit_gemm128, implicit_gemm64, depthwise_rows, depthwise or direct";
-  const bool forced_igemm =
-      forced == "implicit_gemm" || forced == "implicit_gemm128" || forced == "implicit_gemm64";
+      "gemm, implicit_gemm, implicit_gemm128, implicit_gemm64, implicit_gemm128x64, implicit_gemm64x128, "
+      "depthwise_rows, depthwise or direct";
+  const bool forced_igemm = forced == "implicit_gemm" || forced == "implicit_gemm128" ||
+                            forced == "implicit_gemm64" || forced == "implicit_gemm128x64" ||
+                            forced == "implicit_gemm64x128";
   const bool forced_depthwise = forced == "depthwise" || forced == "depthwise_rows";
   if (!forced.empty() && forced != "gemm" && forced != "direct" && !forced_depthwise && !forced_igemm) {
     ctx.fail("unknown wgi.kernel '" + forced + "' (expected " + kKernelNames + ")");
@@ -446,7 +448,11 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
     }
     GemmLaunchSpec knobs;  // the GEMM's tuning attributes (K slab, buffers) apply to the implicit GEMM too
     read_gemm_attributes(ctx, knobs);
-    const uint32_t tile = forced == "implicit_gemm128" ? 128 : forced == "implicit_gemm64" ? 64 : 0;
+    const ops::ImplicitGemmTile tile = forced == "implicit_gemm128"      ? ImplicitGemmTile{128, 128}
+                                       : forced == "implicit_gemm64"     ? ImplicitGemmTile{64, 64}
+                                       : forced == "implicit_gemm128x64" ? ImplicitGemmTile{128, 64}
+                                       : forced == "implicit_gemm64x128" ? ImplicitGemmTile{64, 128}
+                                                                         : ImplicitGemmTile{};
     std::string why;
     if (auto c = choose_implicit_gemm_config(g, ctx.caps.limits, tile, knobs.tile_k, knobs.stages, why)) {
       add_implicit_gemm_launch(ctx, g, *c, activation, has_bias, plan);

@@ -16,8 +16,12 @@ namespace {
 constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM kernel
 // The 128x128 tile does 4x the work per thread of 64x64 with twice the reuse per loaded value, but it pays
 // only with many workgroups: on the H200 (docs/performance.md, 2026-11-29) 3x3 256->256 on 8x56x56 gives the
-// 128 tile 392 workgroups (three waves of one per SM) at 18.4 TFLOP/s and the 64 tile 1568 at 24.2.
+// 128 tile 392 workgroups (three waves of one per SM) at 18.4 TFLOP/s and the 64 tile 1568 at 24.2. The
+// 128x64 rectangle (8x4 per thread: 1.5x the 64 tile's reuse per workgroup-memory read) splits the difference
+// and wins there once it has enough workgroups: 784 of them, 29.7 TFLOP/s (2026-11-30); with 196 (3x3 s2
+// 128->256) the 64 tile's 392 still win.
 constexpr uint64_t kTile128MinWorkgroups = 1024;
+constexpr uint64_t kTile128x64MinWorkgroups = 512;
 // Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.
 constexpr uint32_t kDepthwiseThreads = 256;
 // The register-window depthwise kernel: output rows per invocation by default (4: each input row is loaded
@@ -42,14 +46,15 @@ uint64_t next_pow2(uint64_t v) {
   return p;
 }
 
-uint32_t implicit_gemm_storage(uint32_t tile, uint32_t tile_k, uint32_t stages) {
-  return stages * tile_k * 2 * (tile / 4) * 16;  // both operands' slabs as vec4s
+uint32_t implicit_gemm_storage(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t stages) {
+  return stages * tile_k * ((tile_m + tile_n) / 4) * 16;  // both operands' slabs as vec4s
 }
 
 }  // namespace
 
 std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,
-                                                              const gpu::Limits& limits, uint32_t forced_tile,
+                                                              const gpu::Limits& limits,
+                                                              ImplicitGemmTile forced_tile,
                                                               uint32_t forced_tile_k, uint32_t forced_stages,
                                                               std::string& why) {
   if (limits.max_compute_invocations_per_workgroup < kWideWorkgroup ||
@@ -68,39 +73,48 @@ std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry
   }
   const uint64_t m = static_cast<uint64_t>(g.out_channels / g.groups);
   const uint64_t n = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
-  uint32_t tile = forced_tile;
-  if (tile == 0) {
-    const uint64_t tiles128 = ceil_div(m, 128) * ceil_div(n, 128) * static_cast<uint64_t>(g.groups);
-    tile = m > 64 && tiles128 >= kTile128MinWorkgroups ? 128 : 64;
+  ImplicitGemmTile tile = forced_tile;
+  if (tile.m == 0) {
+    const uint64_t groups = static_cast<uint64_t>(g.groups);
+    const uint64_t tiles128 = ceil_div(m, 128) * ceil_div(n, 128) * groups;
+    const uint64_t tiles128x64 = ceil_div(m, 128) * ceil_div(n, 64) * groups;
+    tile = m <= 64                                   ? ImplicitGemmTile{64, 64}
+           : tiles128 >= kTile128MinWorkgroups       ? ImplicitGemmTile{128, 128}
+           : tiles128x64 >= kTile128x64MinWorkgroups ? ImplicitGemmTile{128, 64}
+                                                     : ImplicitGemmTile{64, 64};
   }
-  // A 16-deep slab with one buffer for both tiles, as measured on the H200 (docs/performance.md): the 64 tile
-  // ran 3x3 256->256 at 24.2 TFLOP/s with one buffer and 21.5 with two, the other benchmark shapes equal or
-  // better with one (unlike the plain GEMM's 64 tile, which prefers two). 128 x 16 with one buffer takes
-  // exactly WebGPU's default 16 KiB. The rest for devices with less workgroup memory, or when forced.
-  std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 1}, {16, 2}, {8, 1},
-                                                           {8, 2},  {32, 1}, {32, 2}};
-  if (tile == 64) candidates = {{16, 1}, {16, 2}, {32, 1}, {32, 2}};
+  const std::string tile_name =
+      tile.m == tile.n ? std::to_string(tile.m) : std::to_string(tile.m) + "x" + std::to_string(tile.n);
+  // One buffer, as measured on the H200 (docs/performance.md): the 64 tile ran 3x3 256->256 at 24.2 TFLOP/s
+  // with one buffer and 21.5 with two, the other benchmark shapes equal or better with one (unlike the plain
+  // GEMM's 64 tile, which prefers two). K slab: 16 for the 64 tile, 8 for the tiles 128 rows tall, which were
+  // 10-20% faster with it on every benchmark shape (2026-11-30; 3x3 256->256: 128x64 at 29.7 TFLOP/s with 8,
+  // 26.0 with 16). The rest for devices with less workgroup memory, or when forced.
+  std::vector<std::pair<uint32_t, uint32_t>> candidates = {{8, 1},  {8, 2},  {16, 1},
+                                                           {16, 2}, {32, 1}, {32, 2}};
+  if (tile.m == 64) candidates = {{16, 1}, {16, 2}, {32, 1}, {32, 2}};
   const bool knobs_forced = forced_tile_k != 0 || forced_stages != 0;
   uint32_t smallest = UINT32_MAX;
   for (const auto& [tile_k, stages] : candidates) {
     if (forced_tile_k != 0 && forced_tile_k != tile_k) continue;
     if (forced_stages != 0 && forced_stages != stages) continue;
     if (!knobs_forced && tile_k == 32) continue;  // only when asked for
-    if ((tile * tile_k) % 1024 != 0) continue;    // each of 256 threads loads whole vec4s of the weight
-    const uint32_t bytes = implicit_gemm_storage(tile, tile_k, stages);
+    // Each of 256 threads loads whole vec4s of the weight and the same number of activations per slab.
+    if ((tile.m * tile_k) % 1024 != 0 || (tile.n * tile_k) % 256 != 0) continue;
+    const uint32_t bytes = implicit_gemm_storage(tile.m, tile.n, tile_k, stages);
     if (bytes > limits.max_compute_workgroup_storage_size) {
       smallest = std::min(smallest, bytes);
       continue;
     }
-    return ImplicitGemmConfig{tile, tile_k, stages, bytes};
+    return ImplicitGemmConfig{tile.m, tile.n, tile_k, stages, bytes};
   }
   if (smallest == UINT32_MAX) {
-    why = "the implicit_gemm kernel has no configuration with tile " + std::to_string(tile) + ", K slab " +
+    why = "the implicit_gemm kernel has no configuration with tile " + tile_name + ", K slab " +
           std::to_string(forced_tile_k) + " and " + std::to_string(forced_stages) +
-          " buffer(s) (the tile times the K slab must be a multiple of 1024)";
+          " buffer(s) (the tile's rows times the K slab must be a multiple of 1024)";
   } else {
-    why = "the implicit_gemm kernel with tile " + std::to_string(tile) + " needs " +
-          std::to_string(smallest) + " bytes of workgroup memory; the device allows " +
+    why = "the implicit_gemm kernel with tile " + tile_name + " needs " + std::to_string(smallest) +
+          " bytes of workgroup memory; the device allows " +
           std::to_string(limits.max_compute_workgroup_storage_size);
   }
   return std::nullopt;
@@ -153,18 +167,21 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   plan.constants.push_back(std::move(taps));
 
   const int64_t n = g.batch * g.height.output * g.width.output;
-  const uint64_t tiles_m = ceil_div(static_cast<uint64_t>(m), config.tile);
-  const uint64_t tiles_n = ceil_div(static_cast<uint64_t>(n), config.tile);
+  const uint64_t tiles_m = ceil_div(static_cast<uint64_t>(m), config.tile_m);
+  const uint64_t tiles_n = ceil_div(static_cast<uint64_t>(n), config.tile_n);
 
   kernels::Defines defines;
   activation.add_defines(defines);
-  defines["TM"] = std::to_string(config.tile / 16);
-  defines["TN"] = std::to_string(config.tile / 16);
+  defines["TM"] = std::to_string(config.tile_m / 16);
+  defines["TN"] = std::to_string(config.tile_n / 16);
   defines["BK"] = std::to_string(config.tile_k);
   defines["STAGES"] = std::to_string(config.stages);
   KernelLaunch launch;
-  launch.program.label = "conv_igemm" + std::to_string(config.tile) + "_k" + std::to_string(config.tile_k) +
-                         "s" + std::to_string(config.stages) + activation.label_suffix();
+  const std::string tile_name = config.tile_m == config.tile_n
+                                    ? std::to_string(config.tile_m)
+                                    : std::to_string(config.tile_m) + "x" + std::to_string(config.tile_n);
+  launch.program.label = "conv_igemm" + tile_name + "_k" + std::to_string(config.tile_k) + "s" +
+                         std::to_string(config.stages) + activation.label_suffix();
   launch.program.wgsl = kernels::load_wgsl("conv/implicit_gemm.wgsl", defines);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,

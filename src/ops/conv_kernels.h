@@ -43,16 +43,24 @@ struct ConvGeometry {
 };
 
 struct ImplicitGemmConfig {
-  uint32_t tile = 128;   // output tile: tile (channels) x tile (pixels); 128 (8x8 per thread) or 64 (4x4)
+  // Output tile: tile_m (channels) x tile_n (pixels), 16 x 16 threads of (tile_m / 16) x (tile_n / 16) each:
+  // 128x128 (8x8 per thread), 64x64 (4x4), or the rectangles 128x64 / 64x128.
+  uint32_t tile_m = 128, tile_n = 128;
   uint32_t tile_k = 16;  // K slab
   uint32_t stages = 1;   // workgroup buffers
   uint32_t workgroup_storage_bytes = 0;
 };
 
-// `forced_tile` 0 (the planner's choice by problem size), 64 or 128; `forced_tile_k` 0, 8, 16 or 32;
-// `forced_stages` 0, 1 or 2.
+// A forced tile, as "implicit_gemm<M>" / "implicit_gemm<M>x<N>" name it: {0, 0} for the planner's choice.
+struct ImplicitGemmTile {
+  uint32_t m = 0, n = 0;
+};
+
+// `forced_tile` {0, 0} (the planner's choice by problem size) or one of the tiles above; `forced_tile_k` 0,
+// 8, 16 or 32; `forced_stages` 0, 1 or 2.
 std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,
-                                                              const gpu::Limits& limits, uint32_t forced_tile,
+                                                              const gpu::Limits& limits,
+                                                              ImplicitGemmTile forced_tile,
                                                               uint32_t forced_tile_k, uint32_t forced_stages,
                                                               std::string& why);
 

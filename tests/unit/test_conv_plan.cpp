@@ -92,10 +92,11 @@ TEST(ConvPlan, RoutesByChannelsPerGroupAndWeightConstness) {
   EXPECT_EQ(
       plan(node("Conv"), inputs({1, 8, 5, 5}, {4, 8, 3, 3}, std::nullopt, false)).launches[0].program.label,
       "conv2d");
+  // Depthwise takes the register-window kernel on every device (it has no barrier).
   EXPECT_EQ(plan(node("Conv", attrs({{"group", int64_t{8}}})), inputs({1, 8, 5, 5}, {8, 1, 3, 3}))
                 .launches[0]
                 .program.label,
-            "conv2d");
+            "conv_depthwise_rows4_k3x3_s1x1");
   EXPECT_EQ(plan(node("ConvTranspose"), inputs({1, 8, 5, 5}, {8, 4, 3, 3})).launches[0].program.label,
             "conv_transpose2d");
   ops::NodeInfo relu = node("Conv");
