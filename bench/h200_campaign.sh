@@ -134,14 +134,20 @@ else
   export WGI_BACKEND=vulkan
   {
     prepare_models
-    # Cold start (load -> first result) per model, three fresh processes each: the first may compile
-    # pipelines that the driver's shader cache then holds for the next.
+    # Cold start (load -> first result) per model, fresh processes: the first compiles every pipeline (an
+    # empty wgi pipeline cache; the driver's own shader cache may hold some from earlier calls), the next two
+    # find Dawn's compiled shaders in wgi's disk cache (WGI_CACHE_DIR), the last runs without it
+    # (WGI_PIPELINE_CACHE=0: only the driver's cache).
+    export WGI_CACHE_DIR=$out/../wgi-cache-$$
+    rm -rf "$WGI_CACHE_DIR"
     for dir in "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17; do
-      for attempt in 1 2 3; do
+      for attempt in 1 2 3 no-wgi-cache; do
         stamp cold start "$(basename "$dir")" process $attempt
         TIMEFORMAT='process wall %R s'
-        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 2>&1 |
-          grep -E '^(load|first run)')
+        cache=1
+        [[ $attempt == no-wgi-cache ]] && cache=0
+        time (WGI_PIPELINE_CACHE=$cache timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 \
+          --runs 1 --warmup 0 2>&1 | grep -E '^(load|first run)')
       done
     done
     stamp models: correctness
