@@ -5,6 +5,7 @@
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/gemm_tuning.h"
 
 namespace wgi::ops {
 
@@ -283,6 +284,19 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
   return seed_config(vec4_seed_possible(spec) ? GemmKernel::Vec4 : GemmKernel::Tiled);
 }
 
+bool valid_gemm_tile_k(int64_t v) {
+  return v == 8 || v == 16 || v == 32;
+}
+bool valid_gemm_stages(int64_t v) {
+  return v == 1 || v == 2;
+}
+bool valid_gemm_split_k(int64_t v) {
+  return v >= 1 && v <= 65535;
+}
+bool valid_gemv_lanes(int64_t v) {
+  return v >= 4 && v <= 256 && (v & (v - 1)) == 0;
+}
+
 void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
   const Attributes& attrs = ctx.node.attributes;
   if (spec.kernel == GemmKernel::Auto && attrs.has(kGemmKernelAttribute)) {
@@ -300,16 +314,10 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
     if (!valid(v)) ctx.fail(std::string(name) + " = " + std::to_string(v) + " (expected " + expected + ")");
     into = static_cast<uint32_t>(v);
   };
-  read_int(
-      kGemmTileKAttribute, spec.tile_k, [](int64_t v) { return v == 8 || v == 16 || v == 32; },
-      "8, 16 or 32");
-  read_int(
-      kGemmStagesAttribute, spec.stages, [](int64_t v) { return v == 1 || v == 2; }, "1 or 2");
-  read_int(
-      kGemmSplitKAttribute, spec.split_k, [](int64_t v) { return v >= 1 && v <= 65535; }, "1 to 65535");
-  read_int(
-      kGemvLanesAttribute, spec.gemv_lanes,
-      [](int64_t v) { return v >= 4 && v <= 256 && (v & (v - 1)) == 0; }, "a power of two from 4 to 256");
+  read_int(kGemmTileKAttribute, spec.tile_k, valid_gemm_tile_k, "8, 16 or 32");
+  read_int(kGemmStagesAttribute, spec.stages, valid_gemm_stages, "1 or 2");
+  read_int(kGemmSplitKAttribute, spec.split_k, valid_gemm_split_k, "1 to 65535");
+  read_int(kGemvLanesAttribute, spec.gemv_lanes, valid_gemv_lanes, "a power of two from 4 to 256");
 }
 
 namespace {
@@ -384,12 +392,46 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
   return launch;
 }
 
-GemmConfig checked_config(const PlanContext& ctx, const GemmLaunchSpec& spec) {
-  try {
-    return choose_gemm_config(spec, ctx.caps);
-  } catch (const Error& e) {
-    ctx.fail(e.what());
+bool nothing_forced(const GemmLaunchSpec& spec) {
+  return spec.kernel == GemmKernel::Auto && spec.tile_k == 0 && spec.stages == 0 && spec.gemv_lanes == 0 &&
+         spec.split_k == 0;
+}
+
+// The GEMM of `requested` as it will run: node attributes first (forcing), else ctx's tuned entry for the
+// problem if the device can run it, else the rules. With `report`, the observer of ctx's tuning hook hears of
+// it (prepack_b_as_nk's probe of the same GEMM does not report).
+GemmPlanned resolve_gemm(const PlanContext& ctx, const GemmLaunchSpec& requested, bool splittable,
+                         bool report) {
+  GemmLaunchSpec spec = requested;
+  read_gemm_attributes(ctx, spec);
+  const GemmTuning* tuning = ctx.gemm_tuning;
+  GemmProblemUse use;
+  use.node = &ctx.node;
+  use.forced = !nothing_forced(spec);
+  std::optional<GemmPlanned> planned;
+  if (tuning) {
+    use.problem = gemm_problem_key(spec, splittable);
+    if (tuning->table && !use.forced) {
+      if (const GemmChoice* choice = tuning->table->find(use.problem)) {
+        std::string why;
+        planned = plan_gemm_choice(spec, *choice, ctx.caps, splittable, why);
+        use.from_table = planned.has_value();
+        if (!planned) use.ignored = why;
+      }
+    }
   }
+  if (!planned) {
+    try {
+      planned = plan_gemm_rules(spec, ctx.caps, splittable);
+    } catch (const Error& e) {
+      ctx.fail(e.what());
+    }
+  }
+  if (report && tuning && tuning->observe) {
+    use.planned = gemm_choice_of(*planned);
+    tuning->observe(use);
+  }
+  return *planned;
 }
 
 }  // namespace
@@ -419,28 +461,46 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, spec.k / 512)));
 }
 
+GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, bool splittable) {
+  // A split runs on the tiled kernel: a forced split forces it unless another kernel was asked for.
+  if (splittable && spec.split_k > 1 && spec.kernel == GemmKernel::Auto) spec.kernel = GemmKernel::Tiled;
+  GemmConfig config = choose_gemm_config(spec, caps);
+  uint32_t splits = 1;
+  if (splittable) {
+    splits = choose_split_k(spec, config);
+    if (splits > 1 && config.kernel == GemmKernel::Vec4) {
+      spec.kernel = GemmKernel::Tiled;  // the seeds' split runs on the tiled kernel
+      config = choose_gemm_config(spec, caps);
+    }
+  }
+  return {spec, config, splits};
+}
+
+bool prepack_b_as_nk(const PlanContext& ctx, const GemmLaunchSpec& spec) {
+  if (spec.n % 4 != 0) return true;
+  GemmLaunchSpec probe = spec;
+  probe.b_nk = true;
+  try {
+    // The 128x128 kernel's choice does not depend on B's layout, so the probe as [N, K] decides. A forced
+    // or tuned split keeps [N, K]: the rule for forced splits from before tuning existed. The tuner prepacks
+    // through this same function, so it measures the layout the plan will get.
+    const GemmPlanned planned = resolve_gemm(ctx, probe, true, false);
+    return planned.config.kernel != GemmKernel::Fast128 || planned.spec.split_k > 1;
+  } catch (const Error&) {
+    return true;  // a forced choice that cannot run: append_gemm_launches reports it with the node
+  }
+}
+
 KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requested) {
-  GemmLaunchSpec spec = requested;
-  read_gemm_attributes(ctx, spec);
-  return gemm_launch(ctx, spec, checked_config(ctx, spec), 1);
+  const GemmPlanned planned = resolve_gemm(ctx, requested, false, true);
+  return gemm_launch(ctx, planned.spec, planned.config, 1);
 }
 
 void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requested, OpPlan& plan) {
-  GemmLaunchSpec spec = requested;
-  read_gemm_attributes(ctx, spec);
-  // A split runs on the tiled kernel: a forced split forces it unless another kernel was asked for.
-  if (spec.split_k > 1 && spec.kernel == GemmKernel::Auto) spec.kernel = GemmKernel::Tiled;
-  GemmConfig config = checked_config(ctx, spec);
-  uint32_t splits = 1;
-  try {
-    splits = choose_split_k(spec, config);
-  } catch (const Error& e) {
-    ctx.fail(e.what());
-  }
-  if (splits > 1 && config.kernel == GemmKernel::Vec4) {
-    spec.kernel = GemmKernel::Tiled;  // the seeds' split runs on the tiled kernel
-    config = checked_config(ctx, spec);
-  }
+  const GemmPlanned planned = resolve_gemm(ctx, requested, true, true);
+  const GemmLaunchSpec& spec = planned.spec;
+  const GemmConfig& config = planned.config;
+  const uint32_t splits = planned.splits;
   if (splits <= 1) {
     plan.launches.push_back(gemm_launch(ctx, spec, config, 1));
     return;

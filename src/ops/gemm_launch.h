@@ -71,6 +71,9 @@ struct GemmLaunchSpec {
   uint32_t stages = 0;                   // fast kernels' workgroup buffers (1 or 2); 0: the planner's choice
   uint32_t gemv_lanes = 0;               // GEMV threads per column; 0: the planner's choice
   uint32_t split_k = 0;                  // K chunks (append_gemm_launches); 0: the planner's choice, 1: none
+  // B is a constant that the op prepacks in the layout prepack_b_as_nk asks for (b_nk says which it was
+  // given): one problem for tuning whichever layout the chosen kernel gets.
+  bool b_prepacked = false;
   TensorRef a, b, out;
   std::optional<TensorRef> bias;
   uint32_t bias_stride_m = 0, bias_stride_n = 0;
@@ -95,6 +98,12 @@ struct GemmConfig {
 // without node prefix) when a forced choice is impossible.
 GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps);
 
+// The values the knobs above accept (attributes and tuned entries alike).
+bool valid_gemm_tile_k(int64_t v);   // 8, 16, 32
+bool valid_gemm_stages(int64_t v);   // 1, 2
+bool valid_gemm_split_k(int64_t v);  // 1 to 65535
+bool valid_gemv_lanes(int64_t v);    // a power of two from 4 to 256
+
 // Reads the tuning attributes above from ctx.node into `spec` (those `spec` leaves at 0 / Auto); throws via
 // ctx.fail for an unknown kernel name or a malformed value.
 void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec);
@@ -106,12 +115,29 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec);
 // kernel cannot do (GEMV, vec4).
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config);
 
-// The launch for `spec` on ctx's device (applies read_gemm_attributes first), never split. Throws wgi::Error
-// (via ctx.fail) if a forced kernel cannot run the problem.
+// What the planner's rules make of `spec` as given (its forced kernel and knobs honoured, nothing read from
+// attributes or a tuning table): the spec as launched (a split moves the seeds' kernels to the tiled one),
+// its configuration and K chunks. `splittable`: the caller can run a split (append_gemm_launches); otherwise
+// K is never split. Pure; throws wgi::Error like choose_gemm_config / choose_split_k.
+struct GemmPlanned {
+  GemmLaunchSpec spec;
+  GemmConfig config;
+  uint32_t splits = 1;
+};
+GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, bool splittable);
+
+// For a constant B that the op prepacks (spec.b_prepacked): whether to store it [N, K] (else [K, N]), from
+// the kernel that append_gemm_launches will run (attributes and ctx's tuning table included). [K, N] only for
+// the 128x128 kernel without a split, with N % 4 == 0 (linear.cpp says why).
+bool prepack_b_as_nk(const PlanContext& ctx, const GemmLaunchSpec& spec);
+
+// The launch for `spec` on ctx's device (applies read_gemm_attributes first, then ctx's tuning table), never
+// split. Throws wgi::Error (via ctx.fail) if a forced kernel cannot run the problem.
 KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec);
 
 // The launches for `spec` appended to `plan`: one, or two with a scratch buffer (appended to
-// plan.scratch_bytes) when choose_split_k splits K.
+// plan.scratch_bytes) when choose_split_k splits K. Node attributes force; otherwise an entry of ctx's tuning
+// table for this problem is run if the device can run it (checked as if forced), else the planner's rules.
 void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& spec, OpPlan& plan);
 
 }  // namespace wgi::ops

@@ -285,17 +285,10 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.beta = spec.beta;
   g.activation = activation;
   if (b_constant) {
-    // [K, N] for the 128x128 kernel (file comment), whose choice does not depend on B's layout; errors of
-    // a forced choice are left to append_gemm_launches, which reports them with the node.
-    GemmLaunchSpec probe = g;
-    read_gemm_attributes(ctx, probe);
-    bool want_nk = true;
-    if (N % 4 == 0 && probe.split_k <= 1) {
-      try {
-        want_nk = choose_gemm_config(probe, ctx.caps).kernel != GemmKernel::Fast128;
-      } catch (const Error&) {
-      }
-    }
+    // [K, N] for the 128x128 kernel (file comment); errors of a forced choice are left to
+    // append_gemm_launches, which reports them with the node.
+    g.b_prepacked = true;
+    const bool want_nk = prepack_b_as_nk(ctx, g);
     plan.constants.push_back(prepack_b(*b_constant, K, N, spec.trans_b, want_nk));
     g.b_nk = want_nk;
   }

@@ -42,12 +42,20 @@ struct NodeInfo {
   std::string describe() const;
 };
 
+struct GemmTuning;  // ops/gemm_tuning.h
+
 // The plan-time view of one node.
 struct PlanContext {
   const NodeInfo& node;
   std::vector<std::optional<TensorDesc>> inputs;  // nullopt: optional input not given
   std::vector<const Tensor*> constant_inputs;     // the value, when known at plan time; else nullptr
   const gpu::Capabilities& caps;
+  // GEMM configurations measured on this device, preferred over the GEMM planner's rules (node attributes
+  // still win), and an observer of the GEMM problems planned; null: the rules alone. Plans stay pure
+  // functions of their inputs and the table; a Session's table only gains entries for problems that none of
+  // its plans has planned yet (it tunes a new plan's problems before planning it), so memoised node plans
+  // stay valid.
+  const GemmTuning* gemm_tuning = nullptr;
 
   size_t input_count() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].has_value(); }

@@ -152,7 +152,7 @@ std::string node_plan_key(const graph::Graph& graph, const graph::Node& node, co
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress, std::vector<std::string>* errors,
-                     PlanSharing* sharing) {
+                     PlanSharing* sharing, const ops::GemmTuning* gemm_tuning) {
   const size_t value_count = graph.values.size();
   NodePlans out;
   out.descs.resize(value_count);
@@ -193,7 +193,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
             node.info.describe() + ": " +
             registry.unsupported_reason(node.info.domain, node.info.op_type, node.info.opset).value());
       }
-      ops::PlanContext ctx{node.info, {}, {}, caps};
+      ops::PlanContext ctx{node.info, {}, {}, caps, gemm_tuning};
       std::vector<const Tensor*> host_inputs;
       for (graph::ValueId v : node.inputs) {
         if (v == graph::kNoValue) {
@@ -262,10 +262,11 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
 ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                              WeightStore& weights, const std::vector<PlanInput>& inputs,
                              const std::function<void(size_t, size_t)>& progress, PlanSharing* sharing,
-                             std::span<const InputSource> sources)
+                             std::span<const InputSource> sources, const ops::GemmTuning* gemm_tuning)
     : device_(device), graph_(graph) {
   const size_t value_count = graph.values.size();
-  NodePlans planned = plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, sharing);
+  NodePlans planned =
+      plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, sharing, gemm_tuning);
   std::set<const gpu::Buffer*> prepacked;  // counted once each
   reused_node_plans_ = planned.reused;
   descs_ = std::move(planned.descs);

@@ -127,10 +127,12 @@ struct NodePlans {
 // Plans every node. With `errors` null, the first failing node throws; otherwise each failure is appended
 // (prefixed by the node's description) and planning continues with the nodes that do not depend on it. With
 // `sharing`, node plans are looked up there first and new ones are added.
+// `gemm_tuning` (may be null) is handed to every op's planner (ops::PlanContext::gemm_tuning).
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress,
-                     std::vector<std::string>* errors = nullptr, PlanSharing* sharing = nullptr);
+                     std::vector<std::string>* errors = nullptr, PlanSharing* sharing = nullptr,
+                     const ops::GemmTuning* gemm_tuning = nullptr);
 
 // Where a run takes one graph input from: a host tensor (uploaded), or device memory in the device layout.
 // `content_id` names immutable device contents (a DeviceTensor). An input the plan was made with from the
@@ -156,11 +158,11 @@ class ExecutionPlan {
   // With `sharing`, node plans, constants, activation buffers and bound dispatches are shared with the
   // session's other plans (PlanSharing). An
   // input whose `sources` entry is device memory with a content id (a DeviceTensor) is bound where it lives
-  // instead of getting a buffer of the plan (see InputSource).
+  // instead of getting a buffer of the plan (see InputSource). `gemm_tuning` goes to the op planners.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                 WeightStore& weights, const std::vector<PlanInput>& inputs,
                 const std::function<void(size_t, size_t)>& progress, PlanSharing* sharing = nullptr,
-                std::span<const InputSource> sources = {});
+                std::span<const InputSource> sources = {}, const ops::GemmTuning* gemm_tuning = nullptr);
 
   // Uploads `inputs` (in graph input order), runs every dispatch in one submission, downloads the outputs (in
   // graph output order). With a profiler, each dispatch is timed.

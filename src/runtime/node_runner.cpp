@@ -16,9 +16,10 @@ const ops::OpHandler& find_handler(const ops::NodeInfo& node, const ops::OpRegis
 }  // namespace
 
 ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
-                      std::span<const std::optional<NodeInput>> inputs, const ops::OpRegistry& registry) {
+                      std::span<const std::optional<NodeInput>> inputs, const ops::OpRegistry& registry,
+                      const ops::GemmTuning* gemm_tuning) {
   const ops::OpHandler& handler = find_handler(node, registry);
-  ops::PlanContext ctx{node, {}, {}, caps};
+  ops::PlanContext ctx{node, {}, {}, caps, gemm_tuning};
   for (const auto& in : inputs) {
     if (in) {
       ctx.inputs.push_back(ops::TensorDesc{in->value.dtype(), in->value.shape()});
@@ -35,7 +36,8 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
                            std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options,
                            const ops::OpRegistry& registry)
     : device_(device),
-      plan_(plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry)) {
+      plan_(plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry,
+                      options.gemm_tuning)) {
   auto own = [&](gpu::Buffer buffer) -> gpu::BufferSlice {
     owned_.push_back(std::make_unique<gpu::Buffer>(std::move(buffer)));
     return {owned_.back().get()};
@@ -79,6 +81,12 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
 
 void PreparedNode::encode(gpu::CommandBatch& batch) const {
   for (const auto& d : dispatches_) batch.dispatch(d);
+}
+
+void PreparedNode::encode_timed(gpu::CommandBatch& batch, gpu::TimestampProfiler& profiler,
+                                uint32_t first_slot) const {
+  for (size_t i = 0; i < dispatches_.size(); ++i)
+    batch.dispatch_timed(dispatches_[i], profiler, first_slot + static_cast<uint32_t>(i));
 }
 
 std::vector<Tensor> PreparedNode::read_outputs() {

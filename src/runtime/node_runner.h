@@ -11,6 +11,7 @@
 #include "gpu/buffer.h"
 #include "gpu/commands.h"
 #include "gpu/device.h"
+#include "gpu/profiler.h"
 #include "ops/op.h"
 #include "ops/registry.h"
 #include "wgi/tensor.h"
@@ -29,12 +30,15 @@ struct NodeRunOptions {
   // Plan as if the device had these capabilities instead of its own (which still bound what runs). Tests use
   // a small maxComputeWorkgroupsPerDimension to exercise grid folding without dispatching 65536+ workgroups.
   std::optional<gpu::Capabilities> capabilities;
+  // GEMM preferences for the planner (ops/gemm_tuning.h); null: the rules alone.
+  const ops::GemmTuning* gemm_tuning = nullptr;
 };
 
 // Plans the node with the registry's handler (throws wgi::Error saying why if it is not supported).
 ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
                       std::span<const std::optional<NodeInput>> inputs,
-                      const ops::OpRegistry& registry = ops::builtin_registry());
+                      const ops::OpRegistry& registry = ops::builtin_registry(),
+                      const ops::GemmTuning* gemm_tuning = nullptr);
 
 // A node planned, with its buffers allocated, inputs uploaded and dispatches bound: ready to run any number
 // of times (benchmarks encode it repeatedly).
@@ -47,6 +51,9 @@ class PreparedNode {
   const ops::OpPlan& plan() const { return plan_; }
   // Appends the node's dispatches to `batch` (no submit).
   void encode(gpu::CommandBatch& batch) const;
+  // The same, each dispatch in a pass of its own timed into `profiler` slots first_slot, first_slot + 1, ...
+  void encode_timed(gpu::CommandBatch& batch, gpu::TimestampProfiler& profiler, uint32_t first_slot) const;
+  size_t dispatch_count() const { return dispatches_.size(); }
   // Encodes, submits and downloads the outputs.
   std::vector<Tensor> run();
   std::vector<Tensor> read_outputs();
