@@ -44,6 +44,47 @@ struct SessionOptions {
   // past_len) holds at most this many. At least 1. A new signature reuses the kernel plans and prepacked
   // weights of every node whose input shapes an earlier plan already had, so replanning is cheap.
   size_t max_cached_plans = 4;
+  // GEMM tuning (docs/tuning.md). The GEMM configurations measured fastest on this adapter (by `wgi tune`,
+  // Session::tune or `tune` below) are read from a cache file and preferred over the planner's rules; node
+  // attributes still force, and an entry the device cannot run is ignored. Without a cache the shipped rules
+  // apply: tuning is optional.
+  bool use_tuning_cache = true;
+  // The cache file. Empty: $WGI_TUNING_CACHE if set (set but empty: no cache), else
+  // $XDG_CACHE_HOME/wgi/tuning.json, else ~/.cache/wgi/tuning.json.
+  std::filesystem::path tuning_cache;
+  // Before planning each new input-shape signature, measure every GEMM problem of the plan that the cache
+  // lacks (a few dozen configurations each, reported through `progress` as "tuning"; about a second per
+  // problem on a GPU, far longer on the CPU adapters) and save the cache (unless use_tuning_cache is off).
+  bool tune = false;
+  // Timed runs per configuration when tuning (their median counts).
+  int tune_runs = 10;
+};
+
+// Options of Session::tune.
+struct TuneOptions {
+  bool force = false;  // measure problems the cache already has, too
+  int runs = 10;       // timed runs per configuration (their median counts)
+};
+
+// One distinct GEMM problem of a model, as Session::tune found (and maybe measured) it.
+struct TunedProblem {
+  std::string problem;  // "196x3072x768 B=weight": M x N x K, then what differs from A [M,K], B [K,N]
+  std::vector<std::string> nodes;  // the nodes whose plans contain it
+  bool measured = false;           // false: the cache had it (TuneOptions::force measures anyway)
+  std::string default_config;      // the planner's rules, e.g. "fast64 k16 s2"
+  std::string tuned_config;        // the winner (the default when nothing beat it by 2%)
+  double default_ms = 0;           // medians, from the cache when not measured (0 if it kept none)
+  double tuned_ms = 0;
+  size_t candidates = 0;                // configurations timed
+  std::vector<std::string> mismatches;  // configurations whose output disagreed with the default's (bugs)
+  std::string timer;                    // "timestamps" or "wall clock"
+};
+
+struct TuneReport {
+  std::string adapter;     // the adapter the entries are for
+  std::string cache_path;  // empty when the cache is off
+  bool saved = false;      // the cache file was written
+  std::vector<TunedProblem> problems;
 };
 
 // Options of one Session::run with wgi::Value inputs.
@@ -77,6 +118,10 @@ struct SessionStats {
   size_t pipelines = 0;                // distinct compute pipelines created
   uint64_t buffers_created = 0;      // GPU buffers created since the device was (a repeated run creates none)
   uint64_t device_tensor_bytes = 0;  // device memory of this session's live DeviceTensors
+  // GEMMs planned for the most recent new plan (node plans reused from earlier plans not counted), and how
+  // many of them run a configuration from the tuning cache.
+  size_t last_plan_gemms = 0;
+  size_t last_plan_tuned_gemms = 0;
 };
 
 struct NodeTiming {
@@ -124,6 +169,17 @@ class Session {
   std::string profiling_note() const;
   // "SwiftShader Device (Subzero) on swiftshader", for reports.
   std::string adapter_description() const;
+
+  // "tuning cache /home/me/.cache/wgi/tuning.json: 5 entries for this adapter (7 in the file)" when a cache
+  // file was read, else empty: tools print it so that nobody reads a time without knowing.
+  std::string tuning_note() const;
+
+  // Measures the GEMM problems of the plan for these inputs' shapes (only their shapes and small shape-like
+  // values matter) that the cache lacks, or all of them with options.force, and saves the cache (when
+  // SessionOptions::use_tuning_cache is on). Later plans use the new entries; plans made before are dropped.
+  // Throws wgi::Error for bad inputs, or when the cache file cannot be written (the session keeps the
+  // results).
+  TuneReport tune(const std::map<std::string, Tensor>& inputs, const TuneOptions& options = {});
 
  private:
   struct Impl;

@@ -1,7 +1,9 @@
 #include "wgi/session.h"
 
+#include <algorithm>
 #include <fstream>
 #include <list>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -9,8 +11,11 @@
 #include "gpu/profiler.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "ops/gemm_tuning.h"
 #include "runtime/device_tensor.h"
 #include "runtime/execution_plan.h"
+#include "runtime/gemm_tuner.h"
+#include "runtime/tuning_cache.h"
 
 namespace wgi {
 
@@ -73,7 +78,32 @@ struct Session::Impl {
   std::string profiling_note;
   SessionStats stats;
 
+  // GEMM tuning (docs/tuning.md): the cache file, this adapter's entries as the planner's table, and the hook
+  // that hands the table to the planner and counts what it did with it.
+  runtime::AdapterKey adapter;
+  std::string kernels;  // ops::gemm_kernels_fingerprint()
+  bool cache_enabled = false;
+  runtime::TuningCache cache;
+  ops::GemmTuningTable table;
+  ops::GemmTuning tuning;
+  size_t planned_gemms = 0, planned_tuned_gemms = 0;
+
   void load(graph::Graph imported);
+  void init_tuning();
+  // The GEMM problems a plan for `inputs` contains (those no attribute forces), with the nodes that use each
+  // and whether the table has an entry the device runs for it. Plans without memo: every node reports.
+  struct ProblemUses {
+    size_t first = 0;  // in the order the plan meets them
+    std::vector<std::string> nodes;
+    bool tuned = false;
+  };
+  std::map<ops::GemmProblemKey, ProblemUses> gemm_problems(const std::vector<runtime::PlanInput>& inputs);
+  // Measures the problems of `inputs`' plan that the table lacks (all with `force`), adds them to the table
+  // and the cache, and saves the cache. Throws wgi::Error when the cache cannot be saved (the table keeps
+  // the results); with `refuse_unsavable`, already before measuring when the file is not one save() would
+  // replace.
+  TuneReport tune_problems(const std::vector<runtime::PlanInput>& inputs, bool force, int runs,
+                           bool refuse_unsavable);
   // Checks the inputs and returns them in graph order, with the shape signature of this call.
   std::vector<InputView> check_inputs(const std::map<std::string, InputView>& given,
                                       std::string& signature) const;
@@ -104,6 +134,7 @@ void Session::Impl::load(graph::Graph imported) {
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
   node_plans = std::make_unique<runtime::PlanSharing>(options.max_cached_plans);
+  init_tuning();
   if (options.profiling) {
     if (device->features().timestamp_query) {
       profiling_note = "per-dispatch GPU time from timestamp queries";
@@ -114,6 +145,127 @@ void Session::Impl::load(graph::Graph imported) {
   }
   stats.nodes = graph.nodes.size();
   stats.load_ms = ms_since(start);
+}
+
+void Session::Impl::init_tuning() {
+  adapter = runtime::adapter_key(*device);
+  kernels = ops::gemm_kernels_fingerprint();
+  if (options.use_tuning_cache) {
+    const std::filesystem::path path =
+        options.tuning_cache.empty() ? runtime::default_tuning_cache_path() : options.tuning_cache;
+    cache_enabled = !path.empty();
+    if (cache_enabled) {
+      cache = runtime::TuningCache::load(path);
+      table = cache.table_for(adapter, kernels);
+    }
+  }
+  tuning.table = &table;
+  tuning.observe = [this](const ops::GemmProblemUse& use) {
+    ++planned_gemms;
+    planned_tuned_gemms += use.from_table ? 1 : 0;
+    if (!use.ignored.empty()) {
+      runtime::warn_once("the tuned configuration for the GEMM " + ops::to_string(use.problem) +
+                         " does not run on this device (" + use.ignored + "); the planner's rules apply");
+    }
+  };
+}
+
+std::map<ops::GemmProblemKey, Session::Impl::ProblemUses> Session::Impl::gemm_problems(
+    const std::vector<runtime::PlanInput>& plan_inputs) {
+  std::map<ops::GemmProblemKey, ProblemUses> problems;
+  ops::GemmTuning collect;
+  collect.table = &table;
+  collect.observe = [&problems](const ops::GemmProblemUse& use) {
+    if (use.forced) return;  // node attributes win over any entry: nothing to tune
+    auto [it, inserted] = problems.try_emplace(use.problem);
+    ProblemUses& p = it->second;
+    if (inserted) p.first = problems.size();
+    const std::string name = use.node && !use.node->name.empty() ? use.node->name : "(unnamed)";
+    if (std::find(p.nodes.begin(), p.nodes.end(), name) == p.nodes.end()) p.nodes.push_back(name);
+    p.tuned |= use.from_table;
+  };
+  runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(), plan_inputs, {}, nullptr,
+                      nullptr, &collect);
+  return problems;
+}
+
+TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& plan_inputs, bool force,
+                                        int runs, bool refuse_unsavable) {
+  TuneReport report;
+  report.adapter = runtime::to_string(adapter);
+  if (cache_enabled) report.cache_path = cache.path().string();
+  // A file that save() would refuse to replace: say so before minutes of measuring, not after.
+  if (refuse_unsavable && cache_enabled && !cache.problem().empty()) {
+    throw Error("the tuning cache " + cache.path().string() + " is not one this build can update (" +
+                cache.problem() + "); not overwriting it: remove it, or use another path");
+  }
+  const auto problems = gemm_problems(plan_inputs);
+  const gpu::Capabilities& caps = device->capabilities();
+  // The candidates of every problem to measure, counted first for the progress callback.
+  size_t total = 0, done = 0;
+  for (const auto& [key, uses] : problems) {
+    if (force || !uses.tuned) total += runtime::gemm_candidates(key, caps).size();
+  }
+  std::vector<std::pair<ops::GemmProblemKey, const ProblemUses*>> ordered;
+  for (const auto& [key, uses] : problems) ordered.emplace_back(key, &uses);
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.second->first < b.second->first; });
+  bool measured_any = false;
+  for (const auto& [key, uses_pointer] : ordered) {
+    const ProblemUses& uses = *uses_pointer;
+    TunedProblem t;
+    t.problem = ops::to_string(key);
+    t.nodes = uses.nodes;
+    if (!force && uses.tuned) {
+      t.tuned_config = ops::to_string(*table.find(key));
+      if (const runtime::TuningEntry* e = cache.find(adapter, kernels, key)) {
+        t.default_config = ops::to_string(e->record.default_choice);
+        t.default_ms = e->record.default_ms;
+        t.tuned_ms = e->record.tuned_ms;
+        t.candidates = e->record.candidates;
+        t.timer = e->record.timer;
+      }
+      report.problems.push_back(std::move(t));
+      continue;
+    }
+    runtime::GemmTuneOptions tune_options;
+    tune_options.runs = runs;
+    if (options.progress) {
+      tune_options.progress = [this, &done, total](size_t d, size_t) {
+        options.progress(done + d, total, "tuning");
+      };
+    }
+    const runtime::GemmTuneResult result = runtime::tune_gemm(*device, key, tune_options);
+    done += result.candidates.size();
+    table.set(key, result.best);
+    runtime::TuningEntry entry;
+    entry.adapter = adapter;
+    entry.kernels = kernels;
+    entry.problem = key;
+    entry.choice = result.best;
+    entry.record.tuned_ms = result.best_ms;
+    entry.record.default_ms = result.default_ms;
+    entry.record.default_choice = result.default_choice;
+    entry.record.candidates = static_cast<uint32_t>(result.candidates.size());
+    entry.record.runs = static_cast<uint32_t>(result.runs);
+    entry.record.timer = result.timer;
+    if (cache_enabled) cache.set(std::move(entry));
+    measured_any = true;
+    t.measured = true;
+    t.default_config = ops::to_string(result.default_choice);
+    t.tuned_config = ops::to_string(result.best);
+    t.default_ms = result.default_ms;
+    t.tuned_ms = result.best_ms;
+    t.candidates = result.candidates.size();
+    t.mismatches = result.mismatches;
+    t.timer = result.timer;
+    report.problems.push_back(std::move(t));
+  }
+  if (measured_any && cache_enabled) {
+    cache.save();
+    report.saved = true;
+  }
+  return report;
 }
 
 std::vector<InputView> Session::Impl::check_inputs(const std::map<std::string, InputView>& given,
@@ -198,15 +350,29 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(plans.back().signature);
     plans.pop_back();
   }
-  auto start = std::chrono::steady_clock::now();
   std::vector<runtime::PlanInput> plan_inputs;
   for (const InputView& t : ordered) plan_inputs.push_back({{t.dtype(), t.shape()}, t.value()});
+  if (options.tune) {
+    // Before planning, so that no node plan (memoised for later plans too) is made without its entry. A
+    // cache file that cannot be saved still leaves this session its measurements; a failure leaves the
+    // rules for the problems not measured (and planning reports real errors itself).
+    try {
+      tune_problems(plan_inputs, false, options.tune_runs, false);
+    } catch (const Error& e) {
+      runtime::warn_once(std::string("GEMM tuning: ") + e.what());
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
   std::function<void(size_t, size_t)> progress;
   if (options.progress) {
     progress = [this](size_t done, size_t total) { options.progress(done, total, "planning"); };
   }
-  auto plan = std::make_unique<runtime::ExecutionPlan>(*device, graph, ops::builtin_registry(), *weights,
-                                                       plan_inputs, progress, node_plans.get(), sources);
+  planned_gemms = planned_tuned_gemms = 0;
+  auto plan =
+      std::make_unique<runtime::ExecutionPlan>(*device, graph, ops::builtin_registry(), *weights, plan_inputs,
+                                               progress, node_plans.get(), sources, &tuning);
+  stats.last_plan_gemms = planned_gemms;
+  stats.last_plan_tuned_gemms = planned_tuned_gemms;
   stats.last_plan_ms = ms_since(start);
   stats.last_plan_reused_nodes = plan->reused_node_plans();
   stats.last_plan_gpu_nodes = plan->gpu_node_count();
@@ -306,6 +472,46 @@ std::string Session::profiling_note() const {
 std::string Session::adapter_description() const {
   return impl_->device->adapter_info().device + " on " +
          std::string(gpu::to_string(impl_->device->backend()));
+}
+
+std::string Session::tuning_note() const {
+  const Impl& s = *impl_;
+  if (!s.cache.loaded()) return "";
+  size_t stale = 0;
+  for (const runtime::TuningEntry& e : s.cache.entries())
+    stale += e.adapter == s.adapter && e.kernels != s.kernels;
+  std::string note = "tuning cache " + s.cache.path().string() + ": " +
+                     std::to_string(s.cache.count_for(s.adapter, s.kernels)) + " entries for this adapter (" +
+                     std::to_string(s.cache.entries().size()) + " in the file";
+  if (stale) note += ", " + std::to_string(stale) + " measured on other GEMM kernels: ignored until re-tuned";
+  return note + ")";
+}
+
+TuneReport Session::tune(const std::map<std::string, Tensor>& inputs, const TuneOptions& options) {
+  Impl& s = *impl_;
+  std::map<std::string, InputView> given;
+  for (const auto& entry : inputs) given[entry.first] = InputView{&entry.second, nullptr};
+  std::string signature;
+  const std::vector<InputView> ordered = s.check_inputs(given, signature);
+  std::vector<runtime::PlanInput> plan_inputs;
+  for (const InputView& t : ordered) plan_inputs.push_back({{t.dtype(), t.shape()}, t.value()});
+  const ops::GemmTuningTable before = s.table;
+  auto drop_plans = [&s, &before] {
+    // Plans and memoised node plans made with the old table would keep the old configurations.
+    if (s.table.entries() == before.entries()) return;
+    s.plans.clear();
+    s.plan_index.clear();
+    s.node_plans = std::make_unique<runtime::PlanSharing>(s.options.max_cached_plans);
+    s.stats.cached_plans = 0;
+  };
+  try {
+    TuneReport report = s.tune_problems(plan_inputs, options.force, options.runs, true);
+    drop_plans();
+    return report;
+  } catch (...) {
+    drop_plans();
+    throw;
+  }
 }
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) {
