@@ -7,6 +7,8 @@ wgi=$1
 models=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Every command below reads (and `wgi tune` writes) this tuning cache, never the user's ~/.cache/wgi.
+export WGI_TUNING_CACHE="$work/tuning.json"
 failures=0
 check() {  # check NAME EXPECTED_EXIT PATTERN -- COMMAND...
   local name=$1 want=$2 pattern=$3
@@ -73,6 +75,57 @@ check "bench --decode host" 0 "^ +3 +7 " -- "$wgi" bench "$decoder" --dim batch=
   --dim past_len=4 --dim src_len=5 --decode 4
 check "bench --decode not a decoder" 1 "--decode needs a decoder step model" -- "$wgi" bench \
   "$models/gemm_chain/model.onnx" --decode 2
+
+# GEMM tuning (docs/tuning.md): measure, skip what the cache has, the cache in use said on stderr. One
+# measuring run only: SwiftShader compiles each candidate's pipeline in about a second (--force is covered by
+# tests/gpu/test_tuning.cpp through Session::tune).
+check_each() {  # check_each NAME EXPECTED_EXIT PATTERN... -- COMMAND...: every pattern must match
+  local name=$1 want=$2 patterns=() out rc p
+  shift 2
+  while [[ $1 != -- ]]; do patterns+=("$1"); shift; done
+  shift
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne $want ]]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | head -20; failures=$((failures + 1)); return
+  fi
+  for p in "${patterns[@]}"; do
+    if ! grep -qE -- "$p" <<<"$out"; then
+      echo "FAIL $name: output lacks /$p/"; echo "$out" | head -20; failures=$((failures + 1)); return
+    fi
+  done
+  echo "ok   $name"
+}
+check "help lists tune" 0 "tune.*Measure GEMM configurations" -- "$wgi" --help
+check_each "tune" 0 "3 GEMM problems: 3 measured" "cache: +$work/tuning.json \(written\)" \
+  "^5x24x20 B=weight +fc1 +[a-z0-9 ]+ +[0-9.]+ +[a-z0-9 ]+ +[0-9.]+ +[0-9.]+x +[0-9]+ candidates" \
+  -- "$wgi" tune "$models/gemm_chain/model.onnx" --runs 1
+json_ok "$work/tuning.json" && grep -q '"m": 5, "n": 24, "k": 20' "$work/tuning.json" && echo "ok   tune wrote the cache" ||
+  { echo "FAIL tune wrote no cache"; failures=$((failures + 1)); }
+check_each "tune again: cached" 0 "3 GEMM problems: 0 measured, 3 from the cache" "\(unchanged\)" "cached$" \
+  -- "$wgi" tune "$models/gemm_chain/model.onnx" --cache "$work/tuning.json"
+check "tune needs dims" 1 "--dim N=VALUE" -- "$wgi" tune "$models/conv_bn_relu/model.onnx"
+check_each "bench with the cache" 0 "wgi: tuning cache $work/tuning.json: 3 entries for this adapter" \
+  "tuning: +3 of the last plan's 3 GEMMs" -- "$wgi" bench "$models/gemm_chain/model.onnx" --runs 1 --warmup 0
+check "run says which cache" 0 "wgi: tuning cache .*tuning.json" -- "$wgi" run "$models/gemm_chain/model.onnx" \
+  --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/tuned"
+if "$wgi" run "$models/gemm_chain/model.onnx" --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/x" \
+  --no-tuning-cache 2>&1 | grep -q "tuning cache"; then
+  echo "FAIL run --no-tuning-cache still read a cache"; failures=$((failures + 1))
+else
+  echo "ok   run --no-tuning-cache"
+fi
+printf '{"format": "wgi-tuning", "version": 1, "entries": [' >"$work/broken.json"
+check "run ignores a malformed cache" 0 "ignoring the tuning cache .*broken.json: line 1" -- env \
+  WGI_TUNING_CACHE="$work/broken.json" "$wgi" run "$models/gemm_chain/model.onnx" \
+  --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/x"
+echo '{"format": "wgi-tuning", "version": 99, "entries": []}' >"$work/future.json"
+check "tune never overwrites a foreign cache" 1 "version 99 .*not overwriting it" -- "$wgi" tune \
+  "$models/gemm_chain/model.onnx" --cache "$work/future.json"
+grep -q '"version": 99' "$work/future.json" && echo "ok   foreign cache kept" ||
+  { echo "FAIL foreign cache overwritten"; failures=$((failures + 1)); }
+check "tune without a cache location" 1 "no tuning cache location" -- env WGI_TUNING_CACHE= "$wgi" tune \
+  "$models/gemm_chain/model.onnx"
 
 echo "$failures failure(s)"
 exit $((failures > 0))

@@ -206,6 +206,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
   add_model_options(*cmd, *opts);
+  add_tuning_cache_options(*cmd, *opts);
   cmd->add_option("--runs", opts->runs, "Timed runs (default 20)")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", opts->warmup, "Untimed runs after the first (default 3)")
       ->check(CLI::NonNegativeNumber);
@@ -231,6 +232,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     so.profiling = opts->profile || !opts->trace.empty();
     so.max_cached_plans = opts->plan_cache;
     Session session = Session::from_file(opts->model, so);
+    report_tuning_cache(session);
     auto inputs = make_inputs(session.inputs(), opts->inputs);
     auto t1 = std::chrono::steady_clock::now();
     std::cout << std::fixed << std::setprecision(3) << "model:      " << opts->model << "\n"
@@ -290,6 +292,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
               << " MiB, " << st.cached_plans << " plans cached of " << st.plans << " made\n"
               << "graph:      " << st.nodes << " nodes, " << st.dispatches << " dispatches per run, "
               << st.pipelines << " pipelines\n";
+    if (!session.tuning_note().empty()) {
+      std::cout << "tuning:     " << st.last_plan_tuned_gemms << " of the last plan's " << st.last_plan_gemms
+                << " GEMMs planned on a tuned configuration\n";
+    }
     if (so.profiling) {
       if (session.last_profile().empty()) {
         std::cout << "profile:    " << session.profiling_note() << "\n";

@@ -15,6 +15,7 @@ void add_info_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_tune_command(CLI::App& app, int& exit_code);
 
 // Options shared by the commands that run a model.
 struct ModelOptions {
@@ -22,9 +23,15 @@ struct ModelOptions {
   InputSpec inputs;
   std::string backend;
   std::string adapter;
+  std::string tuning_cache;  // empty: the default location (docs/tuning.md)
+  bool no_tuning_cache = false;
 };
 void add_model_options(CLI::App& cmd, ModelOptions& options);
+// --tuning-cache PATH and --no-tuning-cache (run, bench).
+void add_tuning_cache_options(CLI::App& cmd, ModelOptions& options);
 SessionOptions session_options(const ModelOptions& options, ProgressBar& progress);
+// Says on stderr which tuning cache the session read, if any, so that no time is read without knowing.
+void report_tuning_cache(const Session& session);
 // DIR-safe file name for an output: characters outside [A-Za-z0-9._-] become '_', plus ".npy".
 std::string output_file_name(const std::string& output_name);
 

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   wgi::cli::add_check_command(app, exit_code);
   wgi::cli::add_run_command(app, exit_code);
   wgi::cli::add_bench_command(app, exit_code);
+  wgi::cli::add_tune_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

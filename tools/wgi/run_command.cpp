@@ -31,10 +31,23 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--adapter", o.adapter, "Substring the adapter name must contain (default: WGI_ADAPTER)");
 }
 
+void add_tuning_cache_options(CLI::App& cmd, ModelOptions& o) {
+  cmd.add_option("--tuning-cache", o.tuning_cache,
+                 "GEMM tuning cache to use (default: WGI_TUNING_CACHE, else ~/.cache/wgi/tuning.json)");
+  cmd.add_flag("--no-tuning-cache", o.no_tuning_cache, "Ignore any tuning cache: the planner's rules only");
+}
+
+void report_tuning_cache(const Session& session) {
+  const std::string note = session.tuning_note();
+  if (!note.empty()) std::cerr << "wgi: " << note << "\n";
+}
+
 SessionOptions session_options(const ModelOptions& o, ProgressBar& progress) {
   SessionOptions s;
   s.backend = o.backend;
   s.adapter = o.adapter;
+  s.use_tuning_cache = !o.no_tuning_cache;
+  s.tuning_cache = o.tuning_cache;
   s.dims = parse_dims(o.inputs.dims);
   s.progress = [&progress](size_t done, size_t total, const std::string& what) {
     progress.update(done, total, what);
@@ -49,11 +62,13 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("run", "Run a model once and write every output to DIR/<output name>.npy");
   add_model_options(*cmd, *opts);
+  add_tuning_cache_options(*cmd, *opts);
   cmd->add_option("--output-dir", opts->output_dir, "Where to write the outputs")->required();
   cmd->callback([opts, &exit_code] {
     ProgressBar progress;
     auto t0 = std::chrono::steady_clock::now();
     Session session = Session::from_file(opts->model, session_options(*opts, progress));
+    report_tuning_cache(session);
     auto inputs = make_inputs(session.inputs(), opts->inputs);
     auto t1 = std::chrono::steady_clock::now();
     auto outputs = session.run(inputs);
