@@ -53,8 +53,9 @@ struct SessionOptions {
   // $XDG_CACHE_HOME/wgi/tuning.json, else ~/.cache/wgi/tuning.json.
   std::filesystem::path tuning_cache;
   // Before planning each new input-shape signature, measure every GEMM problem of the plan that the cache
-  // lacks (a few dozen configurations each, reported through `progress` as "tuning"; about a second per
-  // problem on a GPU, far longer on the CPU adapters) and save the cache (unless use_tuning_cache is off).
+  // lacks (a few dozen configurations each, every one compiled and timed, reported through `progress` as
+  // "tuning"; slow on the CPU adapters, where SwiftShader compiles a fast-kernel pipeline in 1-3 s) and save
+  // the cache (unless use_tuning_cache is off; a file that cannot be saved leaves the results in memory).
   bool tune = false;
   // Timed runs per configuration when tuning (their median counts).
   int tune_runs = 10;

@@ -194,10 +194,19 @@ TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& p
   TuneReport report;
   report.adapter = runtime::to_string(adapter);
   if (cache_enabled) report.cache_path = cache.path().string();
-  // A file that save() would refuse to replace: say so before minutes of measuring, not after.
-  if (refuse_unsavable && cache_enabled && !cache.problem().empty()) {
-    throw Error("the tuning cache " + cache.path().string() + " is not one this build can update (" +
-                cache.problem() + "); not overwriting it: remove it, or use another path");
+  // A file that save() would refuse to replace, or a directory it cannot create: say so before minutes of
+  // measuring, not after.
+  if (refuse_unsavable && cache_enabled) {
+    if (!cache.problem().empty()) {
+      throw Error("the tuning cache " + cache.path().string() + " is not one this build can update (" +
+                  cache.problem() + "); not overwriting it: remove it, or use another path");
+    }
+    std::error_code ec;
+    if (cache.path().has_parent_path()) std::filesystem::create_directories(cache.path().parent_path(), ec);
+    if (ec) {
+      throw Error("cannot create the directory of the tuning cache " + cache.path().string() + ": " +
+                  ec.message());
+    }
   }
   const auto problems = gemm_problems(plan_inputs);
   const gpu::Capabilities& caps = device->capabilities();

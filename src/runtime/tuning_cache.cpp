@@ -247,7 +247,9 @@ TuningCache TuningCache::load(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   if (in) text << in.rdbuf();
-  if (!in || in.bad()) {
+  if (std::filesystem::is_directory(path, ec)) {
+    cache.problem_ = "it is a directory";
+  } else if (!in || in.bad()) {
     cache.problem_ = "cannot read it";
   } else {
     try {
