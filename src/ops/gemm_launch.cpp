@@ -17,10 +17,16 @@ constexpr uint32_t kGemvMaxRows = 8;
 
 // Fast128 does 4x the work per thread of Fast64 with twice the reuse per loaded value; it pays once it has
 // enough tiles to keep a large GPU busy: about two workgroups per SM of the H200 (132 SMs; 256 invocations
-// of ~128 registers each allow two per SM). Pending measurement (docs/performance.md).
+// of ~128 registers each allow two per SM). Tall products pay with fewer: `wgi tune` on the H200 (2026-11-30,
+// docs/performance.md) chose it, split or not, over Fast64 for every DaViT product with M >= 2304 and
+// N >= 256 (1.2-2x), with as few as 72 tiles.
 constexpr uint64_t kFast128MinWorkgroups = 256;
-// Below a full 64-row (64-column) tile the 32x32 seeds' tile wastes less and gives more workgroups.
-constexpr uint32_t kFastMinExtent = 64;
+constexpr uint32_t kFast128TallRows = 2048;
+constexpr uint32_t kFast128TallMinColumns = 256;
+// Fast64 down to 16 rows or columns: the same tuning run found it 1.2-8.8x faster than the seeds' 32x32
+// tiles on DaViT's channel attention products (32x32x36864 in 4 batches, split; 32x36864x32), although
+// half of each tile is padding there.
+constexpr uint32_t kFastMinExtent = 16;
 // The fast kernels split K when a product has fewer output tiles than this (about one wave on the H200).
 constexpr uint64_t kFastSplitMaxTiles = 132;
 // GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
@@ -276,7 +282,8 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     const uint64_t tiles128 = uint64_t{ceil_div(spec.m, 128)} * ceil_div(spec.n, 128) * spec.batch;
     std::string why128, why64;
     std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, why128);
-    if (c128 && tiles128 >= kFast128MinWorkgroups) return *c128;
+    const bool tall = spec.m >= kFast128TallRows && spec.n >= kFast128TallMinColumns;
+    if (c128 && (tiles128 >= kFast128MinWorkgroups || tall)) return *c128;
     if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
     if (c128) return *c128;
     if (knobs_forced) throw Error(why64);

@@ -165,7 +165,10 @@ std::vector<ConvCase> conv_cases() {
   return {
       // Kernel sizes, strides, padding; input channels per group % 4 == 0 takes the vec4 kernel.
       // 1x1, stride 1, no padding: a GEMM per image; forced onto the direct kernel too.
-      {.name = "k1x1", .x = {1, 8, 7, 9}, .w = {16, 8, 1, 1}, .kernel = "conv1x1_gemm_tiled_bkn"},
+      {.name = "k1x1",
+       .x = {1, 8, 7, 9},
+       .w = {16, 8, 1, 1},
+       .kernel = "conv1x1_gemm_fast64_k16s2_bkn_bscalar"},
       {.name = "k1x1_batch3_no_bias_odd_channels",
        .x = {3, 5, 6, 7},
        .w = {9, 5, 1, 1},

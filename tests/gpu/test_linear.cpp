@@ -709,7 +709,11 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   EXPECT_EQ(ops::choose_gemm_config(problem(4096, 1024, 1024), h200).kernel, K::Fast128);
   EXPECT_EQ(ops::choose_gemm_config(problem(1024, 1024, 1024), h200).kernel, K::Fast64);
   EXPECT_EQ(ops::choose_gemm_config(problem(196, 768, 768), h200).kernel, K::Fast64);
-  EXPECT_EQ(ops::choose_gemm_config(problem(9216, 256, 256, false), h200).kernel, K::Fast64);
+  // Tall products take the 128 tile with fewer than 256 tiles (72 x 2 here), as `wgi tune` found.
+  EXPECT_EQ(ops::choose_gemm_config(problem(9216, 256, 256, false), h200).kernel, K::Fast128);
+  EXPECT_EQ(ops::choose_gemm_config(problem(2304, 512, 512), h200).kernel, K::Fast128);
+  EXPECT_EQ(ops::choose_gemm_config(problem(2304, 128, 512), h200).kernel, K::Fast64);   // too narrow
+  EXPECT_EQ(ops::choose_gemm_config(problem(576, 1024, 1024), h200).kernel, K::Fast64);  // not tall enough
   c = ops::choose_gemm_config(problem(1, 51289, 768), h200);
   EXPECT_EQ(c.kernel, K::Gemv);
   EXPECT_EQ(c.gemv_rows, 1u);
@@ -718,10 +722,12 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   EXPECT_EQ(c.kernel, K::Gemv);
   EXPECT_EQ(c.gemv_lanes, 64u);
   EXPECT_EQ(ops::choose_gemm_config(problem(5, 3072, 768), h200).gemv_rows, 8u);
-  // A runtime [K, N] B with few rows, small products and narrow ones stay on the seeds' kernels.
+  // A runtime [K, N] B with few rows and products under 16 rows stay on the seeds' kernels; from 16 rows and
+  // columns on the 64 tile runs them (faster on the H200 although half of a 32-row tile is padding).
   EXPECT_EQ(ops::choose_gemm_config(problem(1, 768, 64, false), h200).kernel, K::Tiled);
-  EXPECT_EQ(ops::choose_gemm_config(problem(32, 32, 32), h200).kernel, K::Vec4);
-  EXPECT_EQ(ops::choose_gemm_config(problem(33, 4096, 33), h200).kernel, K::Tiled);
+  EXPECT_EQ(ops::choose_gemm_config(problem(12, 4096, 64), h200).kernel, K::Vec4);
+  EXPECT_EQ(ops::choose_gemm_config(problem(32, 32, 32), h200).kernel, K::Fast64);
+  EXPECT_EQ(ops::choose_gemm_config(problem(33, 4096, 33), h200).kernel, K::Fast64);
 
   c = ops::choose_gemm_config(problem(4096, 4096, 4096), web);
   EXPECT_EQ(c.kernel, K::Fast128);
@@ -893,11 +899,15 @@ TEST(SplitK, BatchedMatMulWithBroadcastSplits) {
 TEST(SplitK, PlannerSplitsFewTilesOverALongK) {
   ops::GemmLaunchSpec channel_attention = problem(32, 32, 36864, false);  // DaViT stage 0, 4 heads
   channel_attention.batch = 4;
-  const ops::GemmConfig seed = ops::choose_gemm_config(channel_attention, gpu::default_capabilities());
+  const ops::GemmConfig seed{};                                       // the seeds' 32x32 tiled kernel
   EXPECT_EQ(ops::choose_split_k(channel_attention, seed), 64u);       // 4 tiles -> 256 workgroups of 576
   EXPECT_EQ(ops::choose_split_k(problem(32, 32, 1024), seed), 1u);    // K too short to pay
   EXPECT_EQ(ops::choose_split_k(problem(32, 32, 2048), seed), 4u);    // chunks of at least 512
   EXPECT_EQ(ops::choose_split_k(problem(512, 512, 8192), seed), 1u);  // 256 tiles: enough already
+  // The planner's choice for it now: the 64 tile, 4 tiles -> 66 chunks (about 264 workgroups) of 576.
+  const ops::GemmConfig chosen = ops::choose_gemm_config(channel_attention, gpu::default_capabilities());
+  EXPECT_EQ(chosen.kernel, ops::GemmKernel::Fast64);
+  EXPECT_EQ(ops::choose_split_k(channel_attention, chosen), 66u);
   ops::GemmConfig fast = seed;
   fast.kernel = ops::GemmKernel::Fast128;
   fast.tile_m = fast.tile_n = 128;
