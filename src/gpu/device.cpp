@@ -14,7 +14,6 @@
 #include "gpu/web/web_wait.h"
 #endif
 
-#include "gpu/disk_cache.h"
 #include "gpu/pipeline_cache.h"
 #include "gpu/webgpu_abi.h"
 #include "gpu/webgpu_util.h"
@@ -473,24 +472,7 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   }
   toggles.enabledToggleCount = enabled_toggles.size();
   toggles.enabledToggles = enabled_toggles.data();
-  // Dawn's blob cache on disk (gpu/disk_cache.h): the second process to plan a model skips Tint and the
-  // driver's pipeline builds for every shader the first one compiled.
-  WGPUDawnCacheDeviceDescriptor cache = WGPU_DAWN_CACHE_DEVICE_DESCRIPTOR_INIT;
-  if (auto dir = PipelineDiskCache::directory_from_environment()) {
-    device.disk_cache_ = std::make_unique<PipelineDiskCache>(*dir);
-    cache.isolationKey = to_string_view("wgi");
-    cache.loadDataFunction = [](const void* key, size_t key_size, void* value, size_t value_size,
-                                void* user) -> size_t {
-      return static_cast<const PipelineDiskCache*>(user)->load(key, key_size, value, value_size);
-    };
-    cache.storeDataFunction = [](const void* key, size_t key_size, const void* value, size_t value_size,
-                                 void* user) {
-      static_cast<const PipelineDiskCache*>(user)->store(key, key_size, value, value_size);
-    };
-    cache.functionUserdata = device.disk_cache_.get();
-    toggles.chain.next = &cache.chain;
-  }
-  desc.nextInChain = &toggles.chain;
+  if (toggles.disabledToggleCount + toggles.enabledToggleCount > 0) desc.nextInChain = &toggles.chain;
 #endif
   desc.label = to_string_view("wgi");
   desc.requiredFeatureCount = wanted.size();
@@ -563,10 +545,6 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   device.capabilities_.compatibility_mode = device.adapter_info_.compatibility_mode;
   device.capabilities_.costly_barriers = has_costly_barriers(device.adapter_info_);
   device.pipelines_ = std::make_unique<PipelineCache>(device);
-}
-
-std::string Device::pipeline_disk_cache_directory() const {
-  return disk_cache_ ? disk_cache_->directory().string() : std::string();
 }
 
 Device::~Device() {

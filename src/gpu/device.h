@@ -76,8 +76,7 @@ struct Capabilities {
   // Workgroup barriers cost more than the data reuse they buy: SwiftShader (it runs a workgroup's
   // invocations as coroutines that switch at every barrier). The GEMM and conv planners then take the seeds'
   // and the direct kernels unless one is forced: one OCR read of examples/ocr/sample.png took 213 s on the
-  // barrier-heavy kernels and 52 s without them (2 cores). Mesa's llvmpipe runs them well (24 s with them, 45
-  // s without).
+  // barrier-heavy kernels and 52 s without them (2 cores). Mesa's llvmpipe runs them well (24 s with them, 45 s without).
   bool costly_barriers = false;
 };
 
@@ -99,8 +98,6 @@ struct SelectionAttempt {
   bool accepted = false;
   std::string detail;
 };
-
-class PipelineDiskCache;
 
 class Device {
  public:
@@ -130,9 +127,6 @@ class Device {
   const Buffer& zero_buffer();
 
   PipelineCache& pipelines() { return *pipelines_; }
-  // Where Dawn's compiled shaders and pipeline data persist between processes (gpu/disk_cache.h); empty
-  // when that cache is off (WGI_PIPELINE_CACHE=0, no home directory, a browser).
-  std::string pipeline_disk_cache_directory() const;
   // Buffers created so far (tests check that repeated runs allocate nothing).
   uint64_t buffers_created() const { return buffers_created_; }
 
@@ -165,9 +159,6 @@ class Device {
   std::vector<SelectionAttempt> selection_log_;
   std::vector<std::string> granted_feature_names_;
   std::unique_ptr<PipelineCache> pipelines_;
-  // Outlives device_ (members are destroyed after the destructor's body releases it): Dawn may store entries
-  // until then.
-  std::unique_ptr<PipelineDiskCache> disk_cache_;
   std::optional<Buffer> zero_buffer_;
   std::optional<Buffer> staging_;  // reused for downloads; grown on demand
 

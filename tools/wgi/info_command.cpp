@@ -61,7 +61,6 @@ nlohmann::json info_json(const gpu::Device& device) {
         {"subgroups", device.features().subgroups},
         {"timestamp-query", device.features().timestamp_query}}},
       {"limits", limits},
-      {"pipelineDiskCache", device.pipeline_disk_cache_directory()},
       {"selection", selection},
   };
 }
@@ -84,9 +83,7 @@ void print_text(const gpu::Device& device, std::ostream& out) {
   for (size_t i = 0; i < device.granted_feature_names().size(); ++i) {
     out << (i ? ", " : "") << device.granted_feature_names()[i];
   }
-  const std::string cache = device.pipeline_disk_cache_directory();
-  out << "\npipeline cache: " << (cache.empty() ? "off" : cache) << "\n";
-  out << "limits:\n";
+  out << "\nlimits:\n";
   for (const auto& [name, value] : named_limits(device.limits())) {
     out << "  " << name << " = " << value << "\n";
   }
