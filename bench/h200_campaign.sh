@@ -5,6 +5,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh models  # carry [".device"]
 #   source .device/env.sh; bash bench/h200_campaign.sh sweep   # carry [".device"] (packed as `main`)
 #   source .device/env.sh; bash bench/h200_campaign.sh conv    # carry [".device"] (packed as `conv`)
+#   source .device/env.sh; bash bench/h200_campaign.sh tuned   # carry [".device"] (packed as `models`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -18,10 +19,15 @@
 #         (WGI_DAWN_TOGGLES=disable_robustness); a ratio table for each.
 # conv:   the conv kernel round: the conv tests (heavy ones included); cuDNN on the conv shapes; every conv
 #         kernel and configuration forced on them; a ratio table.
+# tuned:  the vision models and the decoder step without and with GEMM tuning (`wgi tune`, docs/tuning.md):
+#         cold start in three fresh processes; wgi bench on the rules; wgi tune; wgi bench
+#         and the float64 checks on the tuned configurations; PyTorch eager and ORT WebGPU on the same files;
+#         per-node GPU times of DaViT tuned; the planner's products and convs against cuBLAS / cuDNN. Fits
+#         one device call (600 s).
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -104,6 +110,54 @@ elif [[ $mode == conv ]]; then
     --benchmark_min_time=0.1 --benchmark_filter='BM_Conv' >/dev/null 2>"$out/wgi_bench.err"
   python3 bench/compare.py "$out/wgi_bench.json" "$out/torch.jsonl" >"$out/table.md" 2>&1
   stamp done
+elif [[ $mode == tuned ]]; then
+  export WGI_BACKEND=vulkan
+  export WGI_TUNING_CACHE=$out/tuning.json  # comes back with the results
+  rm -f "$WGI_TUNING_CACHE"
+  vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17)
+  {
+    echo "# date: $(date -u +%F' '%T) UTC"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    stamp prepare; prepare_models
+    for dir in "${vision[@]}"; do
+      for attempt in 1 2 3; do
+        stamp cold start "$(basename "$dir")" process $attempt
+        TIMEFORMAT='process wall %R s'
+        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 \
+          --no-tuning-cache 2>&1 | grep -E '^(load|first run)')
+      done
+    done
+    stamp rules: wgi bench
+    WGI_TUNING_CACHE="" wgi_bench_models
+    for name in florence2_vision_base_opset17 siglip_vision_base_opset17 bart_decoder_base_opset17; do
+      dims=(--dim batch=1)
+      [[ $name == bart* ]] && dims=(--dim batch=1 --dim new_tokens=1 --dim past_len=64 --dim src_len=590)
+      stamp wgi tune $name
+      timeout 120 wgi tune "$models/$name/model.onnx" "${dims[@]}" --runs 10 2>&1 | tail -40
+    done
+    stamp tuned: wgi bench; wgi_bench_models
+    stamp tuned: correctness
+    timeout 150 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
+      "${vision[@]}" "$models"/bart_decoder_base_opset17
+    stamp torch eager; timeout 100 python3 bench/model_torch_peer.py "${vision[@]}" "$models"/bart_decoder_base_opset17
+    for dir in "${vision[@]}"; do
+      stamp ORT WebGPU "$(basename "$dir")"
+      shape=pixel_values=1x3x224x224
+      [[ $dir == *florence2* ]] && shape=pixel_values=1x3x768x768
+      timeout 90 node .device/peers/ort_bench.js "$dir/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
+    done
+    stamp profile DaViT tuned
+    timeout 40 wgi bench "$models/florence2_vision_base_opset17/model.onnx" --random-inputs 1 --dim batch=1 \
+      --runs 5 --profile 2>&1 | head -45
+    stamp done
+  } >"$out/tuned.txt" 2>&1
+  # The planner's products and convs (rules, no tuning cache: wgi_bench_ops plans nodes directly) against
+  # cuBLAS / cuDNN in the same call.
+  stamp products
+  WGI_BENCH_SIZE=large timeout 120 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/wgi_ops.json" \
+    --benchmark_min_time=0.1 --benchmark_filter='BM_Linear/|BM_Conv/' >/dev/null 2>&1
+  timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
+  python3 bench/compare.py "$out/wgi_ops.json" "$out/torch.jsonl" >"$out/ops_table.md" 2>&1
 elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz
   {
@@ -134,20 +188,14 @@ else
   export WGI_BACKEND=vulkan
   {
     prepare_models
-    # Cold start (load -> first result) per model, fresh processes: the first compiles every pipeline (an
-    # empty wgi pipeline cache; the driver's own shader cache may hold some from earlier calls), the next two
-    # find Dawn's compiled shaders in wgi's disk cache (WGI_CACHE_DIR), the last runs without it
-    # (WGI_PIPELINE_CACHE=0: only the driver's cache).
-    export WGI_CACHE_DIR=$out/../wgi-cache-$$
-    rm -rf "$WGI_CACHE_DIR"
+    # Cold start (load -> first result) per model, three fresh processes each: the first may compile
+    # pipelines that the driver's shader cache then holds for the next.
     for dir in "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17; do
-      for attempt in 1 2 3 no-wgi-cache; do
+      for attempt in 1 2 3; do
         stamp cold start "$(basename "$dir")" process $attempt
         TIMEFORMAT='process wall %R s'
-        cache=1
-        [[ $attempt == no-wgi-cache ]] && cache=0
-        time (WGI_PIPELINE_CACHE=$cache timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 \
-          --runs 1 --warmup 0 2>&1 | grep -E '^(load|first run)')
+        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 2>&1 |
+          grep -E '^(load|first run)')
       done
     done
     stamp models: correctness
