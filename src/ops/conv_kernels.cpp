@@ -46,6 +46,32 @@ uint64_t next_pow2(uint64_t v) {
   return p;
 }
 
+// Both depthwise kernels bind input, weight (ONNX's layout), bias (or the zero buffer), output, uniform.
+KernelLaunch depthwise_launch(std::string label, std::string wgsl, bool has_bias) {
+  KernelLaunch launch;
+  launch.program.label = std::move(label);
+  launch.program.wgsl = std::move(wgsl);
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
+                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  return launch;
+}
+
+// The first members of both depthwise kernels' Params: the planes' sizes and the channel multiplier.
+gpu::UniformBuilder depthwise_uniform_head(const ConvGeometry& g) {
+  gpu::UniformBuilder u;
+  u.u32(u32(g.in_channels))
+      .u32(u32(g.height.input))
+      .u32(u32(g.width.input))
+      .u32(u32(g.out_channels))
+      .u32(u32(g.height.output))
+      .u32(u32(g.width.output))
+      .u32(u32(g.out_channels / g.in_channels));
+  return u;
+}
+
 uint32_t implicit_gemm_storage(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t stages) {
   return stages * tile_k * ((tile_m + tile_n) / 4) * 16;  // both operands' slabs as vec4s
 }
@@ -276,23 +302,10 @@ void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const D
   defines["TX"] = std::to_string(config.threads_x);
   defines["TY"] = std::to_string(config.threads_y);
   defines["TILE_ELEMS"] = std::to_string(config.tile_elements);
-  KernelLaunch launch;
-  launch.program.label = "conv_depthwise_t" + std::to_string(config.threads_x) + "x" +
-                         std::to_string(config.threads_y) + activation.label_suffix();
-  launch.program.wgsl = kernels::load_wgsl("conv/depthwise.wgsl", defines);
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
-                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(g.in_channels))
-                       .u32(u32(g.height.input))
-                       .u32(u32(g.width.input))
-                       .u32(u32(g.out_channels))
-                       .u32(u32(g.height.output))
-                       .u32(u32(g.width.output))
-                       .u32(u32(g.out_channels / g.in_channels))
+  KernelLaunch launch = depthwise_launch("conv_depthwise_t" + std::to_string(config.threads_x) + "x" +
+                                             std::to_string(config.threads_y) + activation.label_suffix(),
+                                         kernels::load_wgsl("conv/depthwise.wgsl", defines), has_bias);
+  launch.uniform = depthwise_uniform_head(g)
                        .u32(u32(g.height.kernel))
                        .u32(u32(g.width.kernel))
                        .u32(u32(g.height.stride))
@@ -382,25 +395,12 @@ void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
     defines["SHIFT"] = std::to_string(shift);
     defines["VECS"] = std::to_string((shift + span + 3) / 4);
   }
-  KernelLaunch launch;
-  launch.program.label = "conv_depthwise_rows" + std::to_string(config.rows) + (config.vec4 ? "_v4" : "") +
-                         "_k" + std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) +
-                         "_s" + std::to_string(g.height.stride) + "x" + std::to_string(g.width.stride) +
-                         activation.label_suffix();
-  launch.program.wgsl = kernels::load_wgsl("conv/depthwise_rows.wgsl", defines);
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
-                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(g.in_channels))
-                       .u32(u32(g.height.input))
-                       .u32(u32(g.width.input))
-                       .u32(u32(g.out_channels))
-                       .u32(u32(g.height.output))
-                       .u32(u32(g.width.output))
-                       .u32(u32(g.out_channels / g.in_channels))
+  KernelLaunch launch = depthwise_launch(
+      "conv_depthwise_rows" + std::to_string(config.rows) + (config.vec4 ? "_v4" : "") + "_k" +
+          std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) + "_s" +
+          std::to_string(g.height.stride) + "x" + std::to_string(g.width.stride) + activation.label_suffix(),
+      kernels::load_wgsl("conv/depthwise_rows.wgsl", defines), has_bias);
+  launch.uniform = depthwise_uniform_head(g)
                        .i32(static_cast<int32_t>(g.height.pad_begin))
                        .i32(static_cast<int32_t>(g.width.pad_begin))
                        .u32(u32(static_cast<int64_t>(groups_x)))
