@@ -33,6 +33,11 @@ mkdir -p "$out"
 root=$PWD
 start=$SECONDS
 stamp() { echo "## [$((SECONDS - start)) s] $*"; }
+stamp_machine() {
+  echo "# date: $(date -u +%F' '%T) UTC"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+}
+write_info() { stamp_machine; wgi info; }
 
 # The test programs hold their data paths as built here (/work/main/...).
 [[ -e /work/main ]] || { mkdir -p /work && ln -s "$root" /work/main; }
@@ -70,11 +75,7 @@ wgi_bench_models() {
 
 for f in .device/bin/*.xz; do xz -d "$f" && chmod +x "${f%.xz}"; done
 if [[ $mode == sweep ]]; then
-  {
-    echo "# date: $(date -u +%F' '%T) UTC"
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
-    wgi info
-  } >"$out/info.txt" 2>&1
+  write_info >"$out/info.txt" 2>&1
   export WGI_BACKEND=vulkan
   stamp kernel tests
   timeout 150 wgi_gpu_tests --gtest_brief=1 \
@@ -94,11 +95,7 @@ if [[ $mode == sweep ]]; then
   done
   stamp done
 elif [[ $mode == conv ]]; then
-  {
-    echo "# date: $(date -u +%F' '%T) UTC"
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
-    wgi info
-  } >"$out/info.txt" 2>&1
+  write_info >"$out/info.txt" 2>&1
   export WGI_BACKEND=vulkan
   stamp conv tests
   timeout 150 wgi_gpu_tests --gtest_brief=1 --gtest_filter='Conv*' >"$out/tests.txt" 2>&1
@@ -116,8 +113,7 @@ elif [[ $mode == tuned ]]; then
   rm -f "$WGI_TUNING_CACHE"
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17)
   {
-    echo "# date: $(date -u +%F' '%T) UTC"
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    stamp_machine
     stamp prepare; prepare_models
     for dir in "${vision[@]}"; do
       for attempt in 1 2 3; do
@@ -160,11 +156,7 @@ elif [[ $mode == tuned ]]; then
   python3 bench/compare.py "$out/wgi_ops.json" "$out/torch.jsonl" >"$out/ops_table.md" 2>&1
 elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz
-  {
-    echo "# date: $(date -u +%F' '%T) UTC"
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
-    wgi info
-  } >"$out/info.txt" 2>&1
+  write_info >"$out/info.txt" 2>&1
   export WGI_BACKEND=vulkan
   {
     stamp unit tests; timeout 60 wgi_unit_tests 2>&1 | grep -vE '^\[ +(RUN|OK) +\]' | tail -30
