@@ -459,17 +459,7 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
         uint64_t{ceil_div(spec.m, config.tile_m)} * ceil_div(spec.n, config.tile_n) * spec.batch;
     if (tiles >= kFastSplitMaxTiles || spec.k < 512) return 1;
     const uint64_t wanted = (2 * kFastSplitMaxTiles + tiles - 1) / tiles;
-    uint64_t splits = std::max<uint64_t>(1, std::min<uint64_t>(wanted, spec.k / 256));
-    // Many chunks: a power of two. Measured on the H200 (2026-11-30, `wgi tune`), DaViT's channel attention
-    // 32x32x36864 in 4 batches took 0.34 ms in 66 chunks and 0.075 ms in 64; 32x32x9216 (8 batches) 0.147 ms
-    // in 33 and 0.115 in 32; 32x32x2304 (16) 0.096 in 9 and 0.076 in 16. Why uneven counts cost that much
-    // is not understood yet (the chunks are whole K slabs either way); small counts (3, 6) won elsewhere.
-    if (splits > 8) {
-      uint64_t p = 1;
-      while (p * 2 <= splits) p *= 2;
-      splits = p;
-    }
-    return static_cast<uint32_t>(splits);
+    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, spec.k / 256)));
   }
   if (!seed_kernel || spec.k < 2048) return 1;
   const uint64_t tiles = uint64_t{ceil_div(spec.m, kSeedTile)} * ceil_div(spec.n, kSeedTile) * spec.batch;
