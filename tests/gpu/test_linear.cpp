@@ -714,6 +714,8 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   EXPECT_EQ(ops::choose_gemm_config(problem(2304, 512, 512), h200).kernel, K::Fast128);
   EXPECT_EQ(ops::choose_gemm_config(problem(2304, 128, 512), h200).kernel, K::Fast64);   // too narrow
   EXPECT_EQ(ops::choose_gemm_config(problem(576, 1024, 1024), h200).kernel, K::Fast64);  // not tall enough
+  // Fewer than 128 rows: the 64 tile however many 128 tiles there would be.
+  EXPECT_EQ(ops::choose_gemm_config(problem(32, 36864, 32, false), h200).kernel, K::Fast64);
   c = ops::choose_gemm_config(problem(1, 51289, 768), h200);
   EXPECT_EQ(c.kernel, K::Gemv);
   EXPECT_EQ(c.gemv_rows, 1u);
