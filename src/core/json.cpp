@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <locale>
 #include <sstream>
+#include <utility>
 
 #include "wgi/error.h"
 
@@ -105,7 +106,7 @@ class Parser {
       if (peek() != ':') fail("expected ':' after a member name");
       ++pos_;
       skip_space();
-      v.object.emplace_back(std::move(key), parse_value(depth + 1));
+      v.object.push_back(Member{std::move(key), parse_value(depth + 1)});
       skip_space();
       if (peek() == ',') {
         ++pos_;
@@ -277,7 +278,7 @@ class Parser {
 const Value* Value::find(std::string_view key) const {
   if (type != Type::Object) return nullptr;
   for (auto it = object.rbegin(); it != object.rend(); ++it) {
-    if (it->first == key) return &it->second;
+    if (it->key == key) return &it->value;
   }
   return nullptr;
 }

@@ -8,10 +8,11 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace wgi::json {
+
+struct Member;
 
 struct Value {
   enum class Type { Null, Bool, Number, String, Array, Object };
@@ -20,11 +21,19 @@ struct Value {
   double number = 0;
   std::string string;
   std::vector<Value> array;
-  std::vector<std::pair<std::string, Value>> object;  // in file order; a repeated key keeps its last value
+  // In file order; a repeated key keeps its last value. A struct of its own rather than std::pair: pair's
+  // constructor constraints ask whether Value is default-constructible while Value is still incomplete, which
+  // clang rejects with libstdc++ 12 (the fuzzing build).
+  std::vector<Member> object;
 
   bool is(Type t) const { return type == t; }
   // The member named `key` of an object (the last one, if repeated); nullptr if absent or not an object.
   const Value* find(std::string_view key) const;
+};
+
+struct Member {
+  std::string key;
+  Value value;
 };
 
 // Throws wgi::Error("line L, column C: what") on anything that is not one complete JSON value.

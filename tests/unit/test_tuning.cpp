@@ -41,11 +41,11 @@ TEST(Json, ParsesValuesEscapesAndNumbers) {
   // A repeated member: the last one counts.
   ASSERT_NE(v.find("a"), nullptr);
   EXPECT_TRUE(v.find("a")->is(json::Value::Type::Object));
-  EXPECT_EQ(v.object.at(0).second.array.size(), 6u);
-  EXPECT_EQ(v.object.at(0).second.array[1].number, -2500.0);
-  EXPECT_EQ(v.object.at(0).second.array[2].number, 0.125);
-  EXPECT_TRUE(v.object.at(0).second.array[3].boolean);
-  EXPECT_TRUE(v.object.at(0).second.array[5].is(json::Value::Type::Null));
+  EXPECT_EQ(v.object.at(0).value.array.size(), 6u);
+  EXPECT_EQ(v.object.at(0).value.array[1].number, -2500.0);
+  EXPECT_EQ(v.object.at(0).value.array[2].number, 0.125);
+  EXPECT_TRUE(v.object.at(0).value.array[3].boolean);
+  EXPECT_TRUE(v.object.at(0).value.array[5].is(json::Value::Type::Null));
   EXPECT_EQ(v.find("s")->string, "q\"\\/\n\xc3\xa9\xf0\x9f\x98\x80");
   EXPECT_EQ(v.find("missing"), nullptr);
   EXPECT_EQ(json::quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
