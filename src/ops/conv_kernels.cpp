@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -72,6 +73,11 @@ gpu::UniformBuilder depthwise_uniform_head(const ConvGeometry& g) {
   return u;
 }
 
+// "128" for a square tile, "128x64" for a rectangle: labels and messages name tiles alike.
+std::string implicit_gemm_tile_name(uint32_t tile_m, uint32_t tile_n) {
+  return tile_m == tile_n ? std::to_string(tile_m) : std::to_string(tile_m) + "x" + std::to_string(tile_n);
+}
+
 uint32_t implicit_gemm_storage(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t stages) {
   return stages * tile_k * ((tile_m + tile_n) / 4) * 16;  // both operands' slabs as vec4s
 }
@@ -109,8 +115,7 @@ std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry
            : tiles128x64 >= kTile128x64MinWorkgroups ? ImplicitGemmTile{128, 64}
                                                      : ImplicitGemmTile{64, 64};
   }
-  const std::string tile_name =
-      tile.m == tile.n ? std::to_string(tile.m) : std::to_string(tile.m) + "x" + std::to_string(tile.n);
+  const std::string tile_name = implicit_gemm_tile_name(tile.m, tile.n);
   // One buffer, as measured on the H200 (docs/performance.md): the 64 tile ran 3x3 256->256 at 24.2 TFLOP/s
   // with one buffer and 21.5 with two, the other benchmark shapes equal or better with one (unlike the plain
   // GEMM's 64 tile, which prefers two). K slab: 16 for the 64 tile, 8 for the tiles 128 rows tall, which were
@@ -203,11 +208,9 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   defines["BK"] = std::to_string(config.tile_k);
   defines["STAGES"] = std::to_string(config.stages);
   KernelLaunch launch;
-  const std::string tile_name = config.tile_m == config.tile_n
-                                    ? std::to_string(config.tile_m)
-                                    : std::to_string(config.tile_m) + "x" + std::to_string(config.tile_n);
-  launch.program.label = "conv_igemm" + tile_name + "_k" + std::to_string(config.tile_k) + "s" +
-                         std::to_string(config.stages) + activation.label_suffix();
+  launch.program.label = "conv_igemm" + implicit_gemm_tile_name(config.tile_m, config.tile_n) + "_k" +
+                         std::to_string(config.tile_k) + "s" + std::to_string(config.stages) +
+                         activation.label_suffix();
   launch.program.wgsl = kernels::load_wgsl("conv/implicit_gemm.wgsl", defines);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
