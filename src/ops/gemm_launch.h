@@ -130,6 +130,9 @@ GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, 
 // the kernel that append_gemm_launches will run (attributes and ctx's tuning table included). [K, N] only for
 // the 128x128 kernel without a split, with N % 4 == 0 (linear.cpp says why).
 bool prepack_b_as_nk(const PlanContext& ctx, const GemmLaunchSpec& spec);
+// B's host copy in that layout: each batch matrix of `b` ([K, N], or [N, K] when `stored_nk`) into
+// [matrices, N, K] when `want_nk`, else [matrices, K, N] (blocked transpose where the layouts differ).
+Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool want_nk);
 
 // The launch for `spec` on ctx's device (applies read_gemm_attributes first, then ctx's tuning table), never
 // split. Throws wgi::Error (via ctx.fail) if a forced kernel cannot run the problem.

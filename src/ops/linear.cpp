@@ -12,7 +12,6 @@
 // (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent fallback. The
 // GEMM family's tuning attributes (gemm_launch.h) apply too.
 #include <algorithm>
-#include <cstring>
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
@@ -106,36 +105,6 @@ BatchLayout broadcast_batch(const PlanContext& ctx, const Shape& a_batch, const 
     }
   }
   return out;
-}
-
-// Copies B (each batch matrix [K,N], or [N,K] when `stored_nk`) into [batch..., N, K] when `want_nk`, else
-// into [batch..., K, N].
-Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool want_nk) {
-  const int64_t matrices = b.element_count() / std::max<int64_t>(1, k * n);
-  Tensor packed(DType::Float32, want_nk ? Shape{matrices, n, k} : Shape{matrices, k, n});
-  auto src = b.data<float>();
-  auto dst = packed.data<float>();
-  for (int64_t m = 0; m < matrices; ++m) {
-    const float* s = src.data() + m * k * n;
-    float* d = dst.data() + m * k * n;
-    if (stored_nk == want_nk) {
-      if (k * n > 0) std::memcpy(d, s, static_cast<size_t>(k * n) * sizeof(float));
-    } else {
-      // Transpose an R x C matrix into C x R in 32 x 32 blocks, so that both sides stay in cache (a
-      // row-by-row transpose of SigLIP-B's 340 MB of weights took most of its load time).
-      constexpr int64_t kBlock = 32;
-      const int64_t rows = stored_nk ? n : k, cols = stored_nk ? k : n;
-      for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-        for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-          const int64_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
-          for (int64_t r = r0; r < r1; ++r) {
-            for (int64_t c = c0; c < c1; ++c) d[c * rows + r] = s[r * cols + c];
-          }
-        }
-      }
-    }
-  }
-  return packed;
 }
 
 OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {

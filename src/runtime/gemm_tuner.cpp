@@ -43,23 +43,6 @@ GemmProblemKey key_of(const ops::NodeInfo& node) {
   return key;
 }
 
-// Each batch matrix of `b` ([matrices, rows, cols]) transposed.
-Tensor transpose_matrices(const Tensor& b) {
-  const Shape& s = b.shape();
-  Tensor t(DType::Float32, {s[0], s[2], s[1]});
-  auto src = b.data<float>();
-  auto dst = t.data<float>();
-  const int64_t rows = s[1], cols = s[2];
-  for (int64_t m = 0; m < s[0]; ++m) {
-    const float* from = src.data() + m * rows * cols;
-    float* to = dst.data() + m * rows * cols;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) to[c * rows + r] = from[r * cols + c];
-    }
-  }
-  return t;
-}
-
 // Plans the problem the way its ops would: a weight-like B prepacked in the layout the chosen kernel wants
 // (linear.cpp), a split where the call site can run one.
 ops::OpPlan plan_problem(const ops::PlanContext& ctx) {
@@ -71,7 +54,7 @@ ops::OpPlan plan_problem(const ops::PlanContext& ctx) {
     const Tensor* b = ctx.constant(1);  // [matrices, N, K]
     if (!b) ctx.fail("the packed B must be a constant");
     const bool nk = ops::prepack_b_as_nk(ctx, spec);
-    plan.constants.push_back(nk ? *b : transpose_matrices(*b));
+    plan.constants.push_back(ops::prepack_b(*b, key.k, key.n, /*stored_nk=*/true, nk));
     spec.b_nk = nk;
   }
   if (key.splittable) {
