@@ -49,6 +49,13 @@ struct InputView {
   }
 };
 
+// What the planner sees of the inputs (in graph order): dtype, shape and the small values.
+std::vector<runtime::PlanInput> plan_inputs_of(const std::vector<InputView>& ordered) {
+  std::vector<runtime::PlanInput> plan_inputs;
+  for (const InputView& t : ordered) plan_inputs.push_back({{t.dtype(), t.shape()}, t.value()});
+  return plan_inputs;
+}
+
 std::string names_of(const std::vector<TensorInfo>& infos) {
   std::string out;
   for (const auto& i : infos) out += (out.empty() ? "" : ", ") + i.name;
@@ -201,12 +208,7 @@ TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& p
       throw Error("the tuning cache " + cache.path().string() + " is not one this build can update (" +
                   cache.problem() + "); not overwriting it: remove it, or use another path");
     }
-    std::error_code ec;
-    if (cache.path().has_parent_path()) std::filesystem::create_directories(cache.path().parent_path(), ec);
-    if (ec) {
-      throw Error("cannot create the directory of the tuning cache " + cache.path().string() + ": " +
-                  ec.message());
-    }
+    cache.create_directory();
   }
   const auto problems = gemm_problems(plan_inputs);
   const gpu::Capabilities& caps = device->capabilities();
@@ -359,8 +361,7 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(plans.back().signature);
     plans.pop_back();
   }
-  std::vector<runtime::PlanInput> plan_inputs;
-  for (const InputView& t : ordered) plan_inputs.push_back({{t.dtype(), t.shape()}, t.value()});
+  const std::vector<runtime::PlanInput> plan_inputs = plan_inputs_of(ordered);
   if (options.tune) {
     // Before planning, so that no node plan (memoised for later plans too) is made without its entry. A
     // cache file that cannot be saved still leaves this session its measurements; a failure leaves the
@@ -502,8 +503,7 @@ TuneReport Session::tune(const std::map<std::string, Tensor>& inputs, const Tune
   for (const auto& entry : inputs) given[entry.first] = InputView{&entry.second, nullptr};
   std::string signature;
   const std::vector<InputView> ordered = s.check_inputs(given, signature);
-  std::vector<runtime::PlanInput> plan_inputs;
-  for (const InputView& t : ordered) plan_inputs.push_back({{t.dtype(), t.shape()}, t.value()});
+  const std::vector<runtime::PlanInput> plan_inputs = plan_inputs_of(ordered);
   const ops::GemmTuningTable before = s.table;
   auto drop_plans = [&s, &before] {
     // Plans and memoised node plans made with the old table would keep the old configurations.

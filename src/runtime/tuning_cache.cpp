@@ -165,6 +165,25 @@ std::string path_string(const std::filesystem::path& path) {
   return path.string();
 }
 
+// The whole file into `text`; false when it cannot be read.
+bool read_text(const std::filesystem::path& path, std::string& text) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  if (in) out << in.rdbuf();
+  text = out.str();
+  return in && !in.bad();
+}
+
+// Puts `entry` into `entries`, replacing one for the same adapter and problem (whatever its kernels).
+void replace_entry(std::vector<TuningEntry>& entries, TuningEntry entry) {
+  entries.erase(std::remove_if(entries.begin(), entries.end(),
+                               [&entry](const TuningEntry& o) {
+                                 return o.adapter == entry.adapter && o.problem == entry.problem;
+                               }),
+                entries.end());
+  entries.push_back(std::move(entry));
+}
+
 }  // namespace
 
 AdapterKey adapter_key(const gpu::Device& device) {
@@ -219,14 +238,7 @@ TuningCache TuningCache::parse(std::string_view text) {
   if (!entries || !entries->is(Value::Type::Array)) throw Error("no \"entries\" array");
   TuningCache cache;
   for (size_t i = 0; i < entries->array.size(); ++i) {
-    TuningEntry e = read_entry(entries->array[i], i);
-    // A repeated key keeps the later entry, as set() would.
-    cache.entries_.erase(std::remove_if(cache.entries_.begin(), cache.entries_.end(),
-                                        [&e](const TuningEntry& o) {
-                                          return o.adapter == e.adapter && o.problem == e.problem;
-                                        }),
-                         cache.entries_.end());
-    cache.entries_.push_back(std::move(e));
+    replace_entry(cache.entries_, read_entry(entries->array[i], i));  // a repeated key keeps the later
   }
   return cache;
 }
@@ -244,16 +256,15 @@ TuningCache TuningCache::load(const std::filesystem::path& path) {
   cache.path_ = path;
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) return cache;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
+  std::string text;
+  const bool read = read_text(path, text);
   if (std::filesystem::is_directory(path, ec)) {
     cache.problem_ = "it is a directory";
-  } else if (!in || in.bad()) {
+  } else if (!read) {
     cache.problem_ = "cannot read it";
   } else {
     try {
-      TuningCache parsed = parse(text.str());
+      TuningCache parsed = parse(text);
       cache.entries_ = std::move(parsed.entries_);
       cache.loaded_ = true;
     } catch (const Error& e) {
@@ -290,13 +301,18 @@ size_t TuningCache::count_for(const AdapterKey& adapter, std::string_view kernel
 }
 
 void TuningCache::set(TuningEntry entry) {
-  auto same = [&entry](const TuningEntry& o) {
-    return o.adapter == entry.adapter && o.problem == entry.problem;
-  };
-  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), same), entries_.end());
-  added_.erase(std::remove_if(added_.begin(), added_.end(), same), added_.end());
-  entries_.push_back(entry);
-  added_.push_back(std::move(entry));
+  replace_entry(entries_, entry);
+  replace_entry(added_, std::move(entry));
+}
+
+void TuningCache::create_directory() const {
+  if (!path_.has_parent_path()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(path_.parent_path(), ec);
+  if (ec) {
+    throw Error("cannot create the directory of the tuning cache " + path_string(path_) + ": " +
+                ec.message());
+  }
 }
 
 void TuningCache::save() {
@@ -306,22 +322,17 @@ void TuningCache::save() {
   TuningCache merged;
   std::error_code ec;
   if (std::filesystem::exists(path_, ec)) {
-    std::ifstream in(path_, std::ios::binary);
-    std::ostringstream text;
-    if (in) text << in.rdbuf();
-    if (!in || in.bad()) throw Error("cannot read " + where + " to update it");
+    std::string text;
+    if (!read_text(path_, text)) throw Error("cannot read " + where + " to update it");
     try {
-      merged = parse(text.str());
+      merged = parse(text);
     } catch (const Error& e) {
       throw Error(where + " is not a tuning cache this build can update (" + e.what() +
                   "); not overwriting it: remove it, or use another path");
     }
   }
   for (const TuningEntry& e : added_) merged.set(e);
-  if (path_.has_parent_path()) {
-    std::filesystem::create_directories(path_.parent_path(), ec);
-    if (ec) throw Error("cannot create the directory of " + where + ": " + ec.message());
-  }
+  create_directory();
   // Written next to the file and renamed over it, so that a reader never sees half a file.
   std::filesystem::path temporary = path_;
   temporary += ".tmp-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());

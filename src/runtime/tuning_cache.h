@@ -91,6 +91,8 @@ class TuningCache {
   // wgi::Error naming the file when it cannot be written, or when the file on disk is not a cache of this
   // version (it is left as it is).
   void save();
+  // Creates the directory save() will write into; throws wgi::Error naming the file when it cannot.
+  void create_directory() const;
   void set_path(std::filesystem::path path) { path_ = std::move(path); }
 
  private:
