@@ -74,6 +74,13 @@ std::string content_hash(std::span<const std::byte> bytes) {
   return text;
 }
 
+// `wanted` rounded up to its pool size class (device_tensor.h), unless the device could not create or bind a
+// buffer that large; then `fallback`.
+uint64_t pooled_size_or(const gpu::Limits& limits, uint64_t wanted, uint64_t fallback) {
+  const uint64_t size = pooled_size_class(wanted);
+  return size <= limits.max_buffer_size && size <= limits.max_storage_buffer_binding_size ? size : fallback;
+}
+
 }  // namespace
 
 std::shared_ptr<const gpu::Buffer> PlanSharing::constant_buffer(gpu::Device& device, const Tensor& constant,
@@ -109,9 +116,8 @@ std::shared_ptr<gpu::Buffer> PlanSharing::activation_buffer(gpu::Device& device,
   if (!buffer || buffer->size() < bytes) {
     // Room to grow geometrically (a decoder's activations grow by a row per step, and every dispatch that
     // binds a new buffer needs a new bind group), within the device's limits.
-    uint64_t size = pooled_size_class(std::max(bytes, buffer ? buffer->size() + buffer->size() / 2 : 0));
-    if (size > device.limits().max_buffer_size || size > device.limits().max_storage_buffer_binding_size)
-      size = bytes;
+    const uint64_t size = pooled_size_or(
+        device.limits(), std::max(bytes, buffer ? buffer->size() + buffer->size() / 2 : 0), bytes);
     buffer =
         std::make_shared<gpu::Buffer>(device.create_buffer(size, "activations " + std::to_string(index)));
   }
@@ -332,12 +338,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   std::vector<uint64_t> exact_bytes;
   for (const graph::BufferRequest& r : requests) exact_bytes.push_back(r.size);
   if (sharing) {
-    for (graph::BufferRequest& r : requests) {
-      const uint64_t rounded = pooled_size_class(r.size);
-      if (rounded <= device.limits().max_buffer_size &&
-          rounded <= device.limits().max_storage_buffer_binding_size)
-        r.size = rounded;
-    }
+    for (graph::BufferRequest& r : requests) r.size = pooled_size_or(device.limits(), r.size, r.size);
   }
   graph::MemoryPlan memory = graph::plan_memory(requests, device.limits().max_buffer_size);
   activation_bytes_ = memory.total_bytes();
@@ -483,15 +484,12 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
         record.slot_input[k] = static_cast<int>(it->second);
         inputs_[it->second].used = binds_input = true;
       }
-      if (binds_input) {
-        dispatches_.push_back(std::make_shared<gpu::BoundDispatch>(
-            gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups)));
-        input_dispatches_.push_back(std::move(record));
-      } else if (node_plan) {
+      if (node_plan && !binds_input) {
         dispatches_.push_back(shared_dispatch(*node_plan, l, slices, sharing->per_node()));
       } else {
         dispatches_.push_back(std::make_shared<gpu::BoundDispatch>(
             gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups)));
+        if (binds_input) input_dispatches_.push_back(std::move(record));
       }
     }
     step.dispatch_count = dispatches_.size() - step.first_dispatch;
