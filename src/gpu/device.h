@@ -76,7 +76,8 @@ struct Capabilities {
   // Workgroup barriers cost more than the data reuse they buy: SwiftShader (it runs a workgroup's
   // invocations as coroutines that switch at every barrier). The GEMM and conv planners then take the seeds'
   // and the direct kernels unless one is forced: one OCR read of examples/ocr/sample.png took 213 s on the
-  // barrier-heavy kernels and 52 s without them (2 cores). Mesa's llvmpipe runs them well (24 s with them, 45 s without).
+  // barrier-heavy kernels and 52 s without them (2 cores). Mesa's llvmpipe runs them well (24 s with them,
+  // 45 s without).
   bool costly_barriers = false;
 };
 

@@ -33,8 +33,9 @@ struct GemmProblemKey {
   bool a_km = false;  // A stored [K, M]
   GemmBLayout b = GemmBLayout::KN;
   bool a_batched = false, b_batched = false;
-  bool splittable =
-      true;  // append_gemm_launches (MatMul, Gemm, attention); false for make_gemm_launch (1x1 conv)
+  // The call site can split K: append_gemm_launches (MatMul, Gemm, attention); not make_gemm_launch (1x1
+  // conv).
+  bool splittable = true;
   auto operator<=>(const GemmProblemKey&) const = default;
 };
 // The key of `spec` as planned from a call site that can (or cannot) split K.
