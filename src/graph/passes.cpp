@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <optional>
 #include <set>
 
@@ -100,6 +101,7 @@ std::string PassReport::summary() const {
   add(batch_norms_folded, "BatchNormalization folded");
   add(transposed_weights_read, "transposed weights read in place");
   add(bias_adds_fused, "MatMul+Add fused");
+  add(gelus_fused, "GELUs fused into Gelu");
   add(activations_fused, "activations fused");
   add(attentions_fused, "attentions fused");
   return s.empty() ? "no changes" : s;
@@ -357,7 +359,13 @@ int fuse_activations(Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& act = g.nodes[i];
     const std::string& op = act.info.op_type;
-    if ((op != "Relu" && op != "Clip") || act.inputs.empty()) continue;
+    if ((op != "Relu" && op != "Clip" && op != "Gelu") || act.inputs.empty()) continue;
+    std::string fused = op;
+    if (op == "Gelu") {
+      const std::string approximate = act.info.attributes.get_string("approximate", "none");
+      if (approximate != "none" && approximate != "tanh") continue;  // the op reports it
+      if (approximate == "tanh") fused = "GeluTanh";
+    }
     float lo = -INFINITY, hi = INFINITY;
     if (op == "Clip") {
       if (act.info.opset < 11) {
@@ -383,7 +391,7 @@ int fuse_activations(Graph& g) {
     const std::string& pop = producer.info.op_type;
     if (pop != "Conv" && pop != "ConvTranspose" && pop != "Gemm" && pop != "MatMul") continue;
     if (producer.info.attributes.has(ops::kFusedActivationAttribute)) continue;
-    producer.info.attributes.set(ops::kFusedActivationAttribute, op);
+    producer.info.attributes.set(ops::kFusedActivationAttribute, fused);
     if (op == "Clip") {
       // Absent bounds stay absent: the epilogue then clamps at the largest finite float.
       if (!std::isinf(lo)) producer.info.attributes.set(ops::kFusedActivationMinAttribute, lo);
@@ -419,7 +427,171 @@ bool derived_from_shapes(const Graph& g, ValueId v, int depth = 0) {
                      [&](ValueId in) { return derived_from_shapes(g, in, depth + 1); });
 }
 
+// The reader of `v` if it has exactly one and is not a graph output; else -1.
+int32_t sole_reader(const Graph& g, const std::vector<std::vector<int32_t>>& consumers, ValueId v) {
+  if (v == kNoValue || is_graph_output(g, v)) return -1;
+  const auto& readers = consumers[static_cast<size_t>(v)];
+  return readers.size() == 1 ? readers[0] : -1;
+}
+
+bool close_to(std::optional<float> c, double want) {
+  return c && std::abs(*c - want) <= 1e-6 * std::abs(want);
+}
+
+// The other operand of a binary node reading `v` once; kNoValue when it is not binary or reads v twice.
+ValueId other_operand(const Node& n, ValueId v) {
+  if (n.inputs.size() != 2) return kNoValue;
+  if (n.inputs[0] == v && n.inputs[1] != v) return n.inputs[1];
+  if (n.inputs[1] == v && n.inputs[0] != v) return n.inputs[0];
+  return kNoValue;
+}
+
+// Mul(v, c) or Mul(c, v) with a scalar constant c close to `factor`: returns v; else kNoValue.
+ValueId scaled_operand(const Graph& g, const Node& n, double factor) {
+  if (n.info.op_type != "Mul" || n.inputs.size() != 2) return kNoValue;
+  for (size_t side = 0; side < 2; ++side) {
+    if (close_to(scalar_constant(g, n.inputs[side]), factor)) return n.inputs[1 - side];
+  }
+  return kNoValue;
+}
+
+// A GELU as exporters write it out, element by element:
+//   erf form   0.5 x (1 + erf(x / sqrt 2))                             (nn.GELU(): Div, Erf, Add, Mul, Mul)
+//   tanh form  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))          (approximate="tanh": 8 nodes)
+// matched from its Erf / Tanh outwards. Every intermediate value must have that one reader (x may have more).
+struct GeluMatch {
+  ValueId x = kNoValue;
+  std::vector<size_t> nodes;  // every node of the pattern
+  size_t last = 0;            // the node whose output is the GELU's
+  bool tanh = false;
+};
+
+std::optional<GeluMatch> match_gelu(const Graph& g, const std::vector<std::vector<int32_t>>& consumers,
+                                    size_t core) {
+  GeluMatch m;
+  const Node& f = g.nodes[core];
+  m.tanh = f.info.op_type == "Tanh";
+  m.nodes.push_back(core);
+  // `v`'s producer, when its only reader is node `reader`.
+  auto producer_read_by = [&](ValueId v, size_t reader) -> const Node* {
+    const int32_t p = sole_producer(g, consumers, v, reader);
+    if (p < 0) return nullptr;
+    m.nodes.push_back(static_cast<size_t>(p));
+    return &g.nodes[static_cast<size_t>(p)];
+  };
+  if (f.inputs.size() != 1) return std::nullopt;
+  const Node* arg = producer_read_by(f.inputs[0], core);
+  if (!arg) return std::nullopt;
+  const size_t arg_index = m.nodes.back();
+  if (!m.tanh) {
+    // x / sqrt(2), or x * (1 / sqrt(2)).
+    if (arg->info.op_type == "Div" && arg->inputs.size() == 2 &&
+        close_to(scalar_constant(g, arg->inputs[1]), std::sqrt(2.0))) {
+      m.x = arg->inputs[0];
+    } else {
+      m.x = scaled_operand(g, *arg, std::sqrt(0.5));
+    }
+  } else {
+    // sqrt(2/pi) * (x + 0.044715 * x^3), x^3 as x * (x * x), (x * x) * x or Pow(x, 3).
+    const ValueId inner = scaled_operand(g, *arg, std::sqrt(2.0 / std::numbers::pi));
+    const Node* sum = producer_read_by(inner, arg_index);
+    if (!sum || sum->info.op_type != "Add" || sum->inputs.size() != 2) return std::nullopt;
+    const size_t sum_index = m.nodes.back();
+    const size_t matched = m.nodes.size();
+    for (size_t side = 0; side < 2 && m.x == kNoValue; ++side) {
+      m.nodes.resize(matched);
+      const ValueId x = sum->inputs[side];
+      const Node* cubic = producer_read_by(sum->inputs[1 - side], sum_index);
+      if (!cubic) continue;
+      const size_t cubic_index = m.nodes.back();
+      const Node* cube = producer_read_by(scaled_operand(g, *cubic, 0.044715), cubic_index);
+      if (!cube) continue;
+      const size_t cube_index = m.nodes.back();
+      if (cube->info.op_type == "Pow" && cube->inputs.size() == 2 && cube->inputs[0] == x &&
+          close_to(scalar_constant(g, cube->inputs[1]), 3.0)) {
+        m.x = x;
+      } else if (cube->info.op_type == "Mul") {
+        const ValueId square = other_operand(*cube, x);
+        const Node* sq = producer_read_by(square, cube_index);
+        if (sq && sq->info.op_type == "Mul" && sq->inputs.size() == 2 && sq->inputs[0] == x &&
+            sq->inputs[1] == x) {
+          m.x = x;
+        }
+      }
+    }
+  }
+  if (m.x == kNoValue || g.value(m.x).dtype != DType::Float32) return std::nullopt;
+  // 1 + f(...), then the product of x, that and 0.5 in any order: (x p) 0.5, (p x) 0.5, (x 0.5) p, ...
+  const int32_t one_plus = sole_reader(g, consumers, f.outputs[0]);
+  if (one_plus < 0) return std::nullopt;
+  const Node& add = g.nodes[static_cast<size_t>(one_plus)];
+  if (add.info.op_type != "Add" || !close_to(scalar_constant(g, other_operand(add, f.outputs[0])), 1.0))
+    return std::nullopt;
+  m.nodes.push_back(static_cast<size_t>(one_plus));
+  const int32_t first = sole_reader(g, consumers, add.outputs[0]);
+  if (first < 0 || g.nodes[static_cast<size_t>(first)].info.op_type != "Mul") return std::nullopt;
+  const Node& mul1 = g.nodes[static_cast<size_t>(first)];
+  m.nodes.push_back(static_cast<size_t>(first));
+  const ValueId partner = other_operand(mul1, add.outputs[0]);
+  if (partner == m.x || close_to(scalar_constant(g, partner), 0.5)) {
+    // (p x) 0.5 or (p 0.5) x: one more Mul by what is missing.
+    const int32_t second = sole_reader(g, consumers, mul1.outputs[0]);
+    if (second < 0) return std::nullopt;
+    const Node& mul2 = g.nodes[static_cast<size_t>(second)];
+    if (mul2.info.op_type != "Mul") return std::nullopt;
+    const ValueId rest = other_operand(mul2, mul1.outputs[0]);
+    const bool complete = partner == m.x ? close_to(scalar_constant(g, rest), 0.5) : rest == m.x;
+    if (!complete) return std::nullopt;
+    m.nodes.push_back(static_cast<size_t>(second));
+    m.last = static_cast<size_t>(second);
+  } else {
+    // p (0.5 x): the half of x computed first.
+    const Node* half = producer_read_by(partner, static_cast<size_t>(first));
+    if (!half || scaled_operand(g, *half, 0.5) != m.x) return std::nullopt;
+    m.last = static_cast<size_t>(first);
+  }
+  // A constant of shape [1, 1] would broadcast a [N] x to [1, N]: Gelu keeps x's shape, so only constants
+  // that cannot raise the rank.
+  const ValueShape& x_shape = g.value(m.x).shape;
+  for (size_t n : m.nodes) {
+    for (ValueId in : g.nodes[n].inputs) {
+      const auto& c = g.value(in).constant;
+      if (c && c->rank() > 0 &&
+          !(x_shape.rank_known && static_cast<size_t>(c->rank()) <= x_shape.dims.size()))
+        return std::nullopt;
+    }
+  }
+  return m;
+}
+
 }  // namespace
+
+int fuse_gelu(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const std::string& op = g.nodes[i].info.op_type;
+    const std::string& domain = g.nodes[i].info.domain;
+    if ((op != "Erf" && op != "Tanh") || (domain != "" && domain != "ai.onnx") || editor.removed(i)) continue;
+    std::optional<GeluMatch> m = match_gelu(g, consumers, i);
+    if (!m || std::any_of(m->nodes.begin(), m->nodes.end(), [&](size_t n) { return editor.removed(n); }))
+      continue;
+    const Node& last = g.nodes[m->last];
+    Node gelu;
+    gelu.info.name = last.info.name + "_gelu";
+    gelu.info.op_type = "Gelu";
+    gelu.info.opset = 20;  // ONNX's Gelu, whatever the model's opset
+    if (m->tanh) gelu.info.attributes.set("approximate", std::string("tanh"));
+    gelu.inputs = {m->x};
+    gelu.outputs = {last.outputs[0]};
+    for (size_t n : m->nodes) editor.remove(n);
+    editor.add(std::move(gelu));
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
 
 int fuse_attention(Graph& g) {
   NodeEditor editor(g);
@@ -542,6 +714,7 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   r.constants_folded = fold_constants(graph, registry);
   r.batch_norms_folded = fold_batch_norms(graph);
   r.bias_adds_fused = fuse_bias_adds(graph);
+  r.gelus_fused = fuse_gelu(graph);
   r.activations_fused = fuse_activations(graph);
   r.attentions_fused = fuse_attention(graph);
   r.dead_nodes_removed += remove_dead_nodes(graph);

@@ -17,7 +17,8 @@ struct PassReport {
   int batch_norms_folded = 0;       // into the preceding Conv / Gemm
   int transposed_weights_read = 0;  // MatMul(x, Transpose(W)) reads the constant W as [.., N, K]
   int bias_adds_fused = 0;          // MatMul + Add -> MatMul with bias
-  int activations_fused = 0;        // Relu / Clip into the preceding Conv / Gemm / MatMul epilogue
+  int gelus_fused = 0;              // a GELU written out element by element (Erf or Tanh form) -> one Gelu
+  int activations_fused = 0;        // Relu / Clip / Gelu into the preceding Conv / Gemm / MatMul epilogue
   int attentions_fused = 0;         // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
   std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
 };
@@ -35,6 +36,10 @@ int fold_batch_norms(Graph& graph);
 // Runs before constant folding.
 int read_transposed_weights(Graph& graph);
 int fuse_bias_adds(Graph& graph);
+// 0.5 x (1 + erf(x / sqrt 2)) and 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as exporters write them
+// (5 and 8 elementwise nodes, each a pass over memory) -> one ONNX Gelu node (opset 20; approximate="tanh"
+// for the second), which fuse_activations then folds into a preceding GEMM or conv.
+int fuse_gelu(Graph& graph);
 int fuse_activations(Graph& graph);
 // softmax(Q K^T * scale + mask) V as exported (see src/ops/attention.cpp) -> wgi's fused Attention node.
 int fuse_attention(Graph& graph);

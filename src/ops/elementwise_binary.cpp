@@ -238,7 +238,7 @@ KernelLaunch broadcast_launch(const PlanContext& ctx, const ElementwiseKernel& k
   const uint64_t invocations = static_cast<uint64_t>(total / (vec4 ? 4 : 1));
   const size_t arity = in_shapes.size();
 
-  kernels::Defines defines = {{"VEC4", vec4 ? "1" : "0"},
+  kernels::Defines defines = {{"MATH_VEC4", vec4 ? "1" : "0"},
                               {"FLAT", flat ? "1" : "0"},
                               {"ACCUMULATE", kernel.accumulate ? "1" : "0"},
                               {"ARITY2", arity >= 2 ? "1" : "0"},
@@ -815,7 +815,7 @@ KernelLaunch cast_f16_launch(const PlanContext& ctx, const TensorDesc& x, DType 
   if (n > static_cast<int64_t>(UINT32_MAX) / 2)
     ctx.fail("input " + shape_to_string(x.shape) + " is too large");
   const uint64_t invocations = static_cast<uint64_t>(from_f16 ? n : (n + 1) / 2);
-  kernels::Defines defines = {{"VEC4", "0"}, {"FROM_F16", from_f16 ? "1" : "0"}};
+  kernels::Defines defines = {{"MATH_VEC4", "0"}, {"FROM_F16", from_f16 ? "1" : "0"}};
   if (from_f16) {
     defines["SIN"] = "u32";
     defines["SOUT"] = to == DType::Float16 ? "u32" : wgsl_scalar(device_class(to));

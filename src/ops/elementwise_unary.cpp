@@ -337,7 +337,7 @@ OpPlan plan_unary(const UnaryOp& op, const PlanContext& ctx) {
   }
   launch.program.bindings.push_back(gpu::BindingKind::Uniform);
   launch.program.wgsl = kernels::load_wgsl("elementwise/unary.wgsl",
-                                           {{"VEC4", vec4 ? "1" : "0"},
+                                           {{"MATH_VEC4", vec4 ? "1" : "0"},
                                             {"TYPE", element},
                                             {"PARAM_TYPE", param},
                                             {"EXPR", expression},

@@ -20,8 +20,13 @@ FusedActivation FusedActivation::from_node(const NodeInfo& node) {
       throw Error(node.describe() + ": fused Clip has min " + std::to_string(a.min) + " > max " +
                   std::to_string(a.max));
     }
+  } else if (kind == "Gelu") {
+    a.kind = Kind::Gelu;
+  } else if (kind == "GeluTanh") {
+    a.kind = Kind::GeluTanh;
   } else {
-    throw Error(node.describe() + ": unknown fused activation '" + kind + "' (wgi fuses Relu and Clip)");
+    throw Error(node.describe() + ": unknown fused activation '" + kind +
+                "' (wgi fuses Relu, Clip, Gelu and GeluTanh)");
   }
   return a;
 }
@@ -33,8 +38,20 @@ std::string FusedActivation::wgsl_expression() const {
     case Kind::Relu:
     case Kind::Clip:
       return "clamp(v, lo, hi)";
+    // The same expressions as the standalone Gelu op (src/ops/elementwise_unary.cpp), so a fused and an
+    // unfused Gelu give the same values.
+    case Kind::Gelu:
+      return "0.5 * v * (1.0 + wgi_erf(v * 0.70710678118654752))";
+    case Kind::GeluTanh:
+      // 0.5 v (1 + tanh(u)) = v sigmoid(2u): no cancellation of 1 + tanh(u) for very negative v.
+      return "v * wgi_sigmoid(1.5957691216057308 * (v + 0.044715 * v * v * v))";
   }
   return "v";
+}
+
+void FusedActivation::add_defines(kernels::Defines& defines) const {
+  defines["ACTIVATION"] = wgsl_expression();
+  defines["ACTIVATION_MATH"] = kind == Kind::Gelu || kind == Kind::GeluTanh ? "1" : "0";
 }
 
 std::string FusedActivation::label_suffix() const {
@@ -45,6 +62,10 @@ std::string FusedActivation::label_suffix() const {
       return "_relu";
     case Kind::Clip:
       return "_clip";
+    case Kind::Gelu:
+      return "_gelu";
+    case Kind::GeluTanh:
+      return "_gelu_tanh";
   }
   return "";
 }

@@ -2,7 +2,7 @@
 // (the seeds' conv_with_clamp, Conv+Relu, MatMul+Clip, ...).
 //
 // The graph's fusion pass marks a node with the internal attributes below; tests set them directly:
-//   "wgi.activation"      string: "Relu" or "Clip"
+//   "wgi.activation"      string: "Relu", "Clip", "Gelu" (erf form) or "GeluTanh" (tanh approximation)
 //   "wgi.activation_min"  float (Clip only; default -FLT_MAX)
 //   "wgi.activation_max"  float (Clip only; default +FLT_MAX)
 #pragma once
@@ -19,7 +19,7 @@ inline constexpr const char* kFusedActivationMinAttribute = "wgi.activation_min"
 inline constexpr const char* kFusedActivationMaxAttribute = "wgi.activation_max";
 
 struct FusedActivation {
-  enum class Kind { None, Relu, Clip };
+  enum class Kind { None, Relu, Clip, Gelu, GeluTanh };
   Kind kind = Kind::None;
   float min = 0.0f;  // clamp bounds passed in the uniform block (Relu: [0, FLT_MAX])
   float max = 0.0f;
@@ -29,10 +29,11 @@ struct FusedActivation {
 
   // The WGSL expression over `v` (and the uniform's lo/hi) that src/kernels/common/activation.wgsl inserts.
   std::string wgsl_expression() const;
-  // "", "_relu", "_clip": appended to kernel labels so profiles show what was fused.
+  // "", "_relu", "_clip", "_gelu", "_gelu_tanh": appended to kernel labels so profiles show what was fused.
   std::string label_suffix() const;
-  // Adds the ACTIVATION define for common/activation.wgsl.
-  void add_defines(kernels::Defines& defines) const { defines["ACTIVATION"] = wgsl_expression(); }
+  // Adds the ACTIVATION define for common/activation.wgsl (and ACTIVATION_MATH where the expression calls
+  // the elementwise kernels' math helpers, e.g. wgi_erf).
+  void add_defines(kernels::Defines& defines) const;
 };
 
 }  // namespace wgi::ops

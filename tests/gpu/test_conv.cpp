@@ -17,6 +17,7 @@
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/reference_conv.h"
+#include "support/reference_elementwise.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -43,7 +44,7 @@ struct ConvCase {
   bool kernel_shape_attribute = false;
   bool bias = true;
   bool constant_weight = true;
-  std::string activation = {};  // "", "Relu" or "Clip" (clamped to [-0.25, 0.5])
+  std::string activation = {};  // "", "Relu", "Clip" (clamped to [-0.25, 0.5]), "Gelu" or "GeluTanh"
   // What auto_pad or output_shape must resolve to, as [top, left, bottom, right] (1-D: top = bottom = 0),
   // worked out by hand from the ONNX formulas; unset: the pads attribute.
   std::optional<std::array<int64_t, 4>> resolved_pads = std::nullopt;
@@ -117,7 +118,7 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
     node.attributes.set(ops::kFusedActivationAttribute, c.activation);
     if (c.activation == "Relu") {
       p.lo = 0;
-    } else {
+    } else if (c.activation == "Clip") {
       node.attributes.set(ops::kFusedActivationMinAttribute, -0.25f);
       node.attributes.set(ops::kFusedActivationMaxAttribute, 0.5f);
       p.lo = -0.25;
@@ -129,7 +130,7 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
 
   ops::OpPlan plan = runtime::plan_node(*options.capabilities, node, inputs);
   ASSERT_EQ(plan.launches.size(), 1u);
-  const std::string suffix = c.activation.empty() ? "" : c.activation == "Relu" ? "_relu" : "_clip";
+  const std::string suffix = ops::FusedActivation::from_node(node).label_suffix();
   const std::string& label = plan.launches[0].program.label;
   if (c.kernel.rfind("conv_", 0) == 0) {
     // The new kernels' labels carry their configuration (tile, K slab, threads) before the suffix.
@@ -154,8 +155,9 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
     p.pads = spatial == 1 ? std::array<int64_t, 4>{0, c.pads[0], 0, c.pads[1]}
                           : std::array<int64_t, 4>{c.pads[0], c.pads[1], c.pads[2], c.pads[3]};
   }
-  const test::ConvReference ref = transposed ? test::conv_transpose_reference(x, w, c.bias ? &b : nullptr, p)
-                                             : test::conv_reference(x, w, c.bias ? &b : nullptr, p);
+  test::ConvReference ref = transposed ? test::conv_transpose_reference(x, w, c.bias ? &b : nullptr, p)
+                                       : test::conv_reference(x, w, c.bias ? &b : nullptr, p);
+  for (double& v : ref.values) v = test::fused_activation_reference(c.activation, v, p.lo, p.hi);
   int64_t terms = (transposed ? c.w[0] : c.w[1] * group) / group;
   for (size_t i = 2; i < c.w.size(); ++i) terms *= c.w[i];
   EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(terms)));
@@ -496,6 +498,12 @@ std::vector<ConvCase> implicit_gemm_cases() {
        .activation = "Clip",
        .kernel = "conv_igemm128",
        .forced_kernel = "implicit_gemm128"},
+      {.name = "gelu",
+       .x = {1, 8, 6, 6},
+       .w = {20, 8, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .activation = "Gelu",
+       .kernel = "conv_igemm64"},
       // The GEMM's tuning knobs (K slab, buffers) on the implicit GEMM: every configuration of each tile.
       {.name = "tile128_k8_s2",
        .x = {1, 6, 7, 7},
@@ -877,6 +885,14 @@ std::vector<ConvCase> depthwise_rows_cases() {
        .group = 4,
        .activation = "Clip",
        .kernel = "conv_depthwise_rows4_k3x3",
+       .forced_kernel = dr},
+      {.name = "gelu_tanh_vec4",
+       .x = {1, 4, 6, 8},
+       .w = {4, 1, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 4,
+       .activation = "GeluTanh",
+       .kernel = "conv_depthwise_rows4_v4",
        .forced_kernel = dr},
       {.name = "64_invocations",
        .x = {1, 4, 20, 32},

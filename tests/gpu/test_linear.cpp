@@ -13,6 +13,7 @@
 #include "ops/fused_activation.h"
 #include "ops/gemm_launch.h"
 #include "runtime/node_runner.h"
+#include "support/reference_elementwise.h"
 #include "support/reference_linear.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
@@ -253,7 +254,7 @@ std::string mnk_name(const Mnk& p) {
 struct Forced {
   std::string kernel;
   int64_t tile_k = 0, stages = 0, gemv_lanes = 0;
-  std::string activation = {};  // "", "Relu" or "Clip" (to [-0.25, 0.5])
+  std::string activation = {};  // "", "Relu", "Clip" (to [-0.25, 0.5]), "Gelu" or "GeluTanh"
 };
 
 void apply(const Forced& f, ops::NodeInfo& n, const char* kernel_attribute = "wgi.kernel") {
@@ -273,6 +274,11 @@ double act_lo(const Forced& f) {
 }
 double act_hi(const Forced& f) {
   return f.activation == "Clip" ? 0.5 : INFINITY;
+}
+
+// The forced activation applied to a float64 reference computed without it.
+void activate(const Forced& f, std::vector<double>& values) {
+  for (double& v : values) v = test::fused_activation_reference(f.activation, v, act_lo(f), act_hi(f));
 }
 
 // The operand layouts the kernels read: A as [M,K] or [K,M] (transA), B as a constant (prepacked [N,K]) or at
@@ -304,7 +310,8 @@ void expect_gemm(const Forced& f, const Layout& l, const GemmProblem& p, const s
   g.attributes.set("alpha", p.alpha);
   g.attributes.set("beta", p.beta);
   apply(f, g);
-  auto ref = test::gemm_reference(a, b, &c, l.trans_a, l.trans_b, p.alpha, p.beta, act_lo(f), act_hi(f));
+  auto ref = test::gemm_reference(a, b, &c, l.trans_a, l.trans_b, p.alpha, p.beta);
+  activate(f, ref.values);
   std::ostringstream what;
   what << f.kernel << " " << layout_name(l) << " " << mnk_name({p.m, p.n, p.k}) << " C "
        << shape_to_string(p.c);
@@ -321,9 +328,7 @@ void expect_matmul(const Forced& f, const Shape& a_shape, const Shape& b_shape, 
   ops::NodeInfo mm = node("MatMul");
   apply(f, mm);
   auto ref = test::matmul_reference(a, b);
-  if (!f.activation.empty()) {
-    for (double& v : ref.values) v = std::clamp(v, act_lo(f), act_hi(f));
-  }
+  activate(f, ref.values);
   runtime::NodeRunOptions options;
   if (max_per_dimension) {
     options.capabilities = test::device().capabilities();
@@ -518,7 +523,7 @@ void expect_pointwise_conv(const Shape& x_shape, const Shape& w_shape, const For
   for (size_t i = 0; i < ref.values.size(); ++i) {
     double v =
         ref.values[i] + bias.data<float>()[(i / static_cast<size_t>(pixels)) % static_cast<size_t>(oc)];
-    ref.values[i] = std::clamp(v, act_lo(f), act_hi(f));
+    ref.values[i] = test::fused_activation_reference(f.activation, v, act_lo(f), act_hi(f));
   }
   ref.shape = {batch, oc, x_shape[2], x_shape[3]};
   runtime::NodeRunOptions options;
@@ -830,6 +835,32 @@ void expect_split_gemm(const ops::NodeInfo& n, const Inputs& in, const test::Ref
   EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(k))) << what;
 }
 
+// Both GELU forms in the epilogues of the seeds' kernels (the planner's choice for a small product), the 64
+// tile and GEMV (the split-K reduction's is in SplitK.ForcedSplitsOnTheFastKernels). Values of |x| up to ~3
+// cover GELU's curved range, and the tails of erf and the sigmoid.
+TEST(Gemm, FusedGeluEpilogues) {
+  struct Case {
+    const char* kernel;
+    int64_t m, n, k;
+    const char* activation;
+    const char* label;
+  };
+  for (const Case& c :
+       {Case{"", 40, 36, 24, "Gelu", "gemm_"}, Case{"", 9, 33, 20, "GeluTanh", "gemm_"},
+        Case{"fast64", 70, 67, 40, "GeluTanh", "gemm_fast64"}, Case{"gemv", 3, 50, 64, "Gelu", "gemv"}}) {
+    Tensor a = test::random_tensor({c.m, c.k}, 61);
+    Tensor b = test::random_tensor({c.k, c.n}, 62);
+    Tensor bias = test::random_tensor({c.n}, 63);
+    ops::NodeInfo g = node("Gemm");
+    const Forced f{c.kernel, 0, 0, 0, c.activation};
+    apply(f, g);
+    auto ref = test::gemm_reference(a, b, &bias, false, false, 1, 1);
+    activate(f, ref.values);
+    expect_kernel_matches(g, Inputs{NodeInput{a}, NodeInput{b, true}, NodeInput{bias}}, ref, c.k, c.label,
+                          std::string(c.kernel) + " " + c.activation + " " + mnk_name({c.m, c.n, c.k}));
+  }
+}
+
 struct SplitCase {
   const char* kernel;  // "" for the planner's (the tiled kernel takes a forced split)
   int64_t m, n, k, splits;
@@ -852,7 +883,8 @@ void expect_forced_split(const SplitCase& c) {
   g.attributes.set(ops::kGemmSplitKAttribute, c.splits);
   Forced f{c.kernel, 0, 0, 0, c.activation};
   apply(f, g);
-  auto ref = test::gemm_reference(a, b, &bias, l.trans_a, l.trans_b, 0.75f, 1.5f, act_lo(f), act_hi(f));
+  auto ref = test::gemm_reference(a, b, &bias, l.trans_a, l.trans_b, 0.75f, 1.5f);
+  activate(f, ref.values);
   std::ostringstream what;
   what << c.kernel << " " << c.splits << " chunks " << layout_name(l) << " " << mnk_name({c.m, c.n, c.k})
        << " " << c.activation;
@@ -877,7 +909,8 @@ TEST(SplitK, ForcedSplitsOnTheFastKernels) {
                              SplitCase{"fast64", 5, 130, 300, 3, {true, true, false}, "Relu"},
                              SplitCase{"fast64", 65, 64, 40, 5, {false, true, true}, "Clip"},
                              SplitCase{"fast128", 130, 129, 515, 2, {true, false, false}, ""},
-                             SplitCase{"fast128", 3, 200, 96, 3, {false, false, true}, "Relu"}}) {
+                             SplitCase{"fast128", 3, 200, 96, 3, {false, false, true}, "Relu"},
+                             SplitCase{"fast64", 20, 30, 600, 3, {false, true, true}, "GeluTanh"}}) {
     expect_forced_split(c);
   }
   Tensor a = test::random_tensor({2, 3, 66, 520}, 321);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 #include <random>
 
 namespace wgi::test {
@@ -170,6 +171,20 @@ Tensor random_int_tensor(DType dtype, const Shape& shape, uint64_t seed, int64_t
   const uint64_t span = static_cast<uint64_t>(hi - lo) + 1;
   for (int64_t& v : values) v = lo + static_cast<int64_t>(rng() % span);
   return int_tensor(dtype, shape, values);
+}
+
+double gelu(double x) {
+  return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+}
+
+double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+
+double fused_activation_reference(const std::string& kind, double v, double lo, double hi) {
+  if (kind == "Gelu") return gelu(v);
+  if (kind == "GeluTanh") return gelu_tanh(v);
+  return std::clamp(v, lo, hi);
 }
 
 }  // namespace wgi::test

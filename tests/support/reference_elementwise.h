@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "wgi/tensor.h"
@@ -36,5 +37,12 @@ uint16_t double_to_half_bits(double value);
 Tensor int_tensor(DType dtype, const Shape& shape, const std::vector<int64_t>& values);
 // Seeded integers in [lo, hi] as a tensor of `dtype`.
 Tensor random_int_tensor(DType dtype, const Shape& shape, uint64_t seed, int64_t lo, int64_t hi);
+
+// GELU in float64: the erf form and the tanh approximation (ONNX Gelu, approximate = "none" / "tanh").
+double gelu(double x);
+double gelu_tanh(double x);
+// A GEMM or conv epilogue's fused activation ("", "Relu", "Clip", "Gelu", "GeluTanh";
+// src/ops/fused_activation.h) on a float64 value; lo / hi are Relu's and Clip's bounds.
+double fused_activation_reference(const std::string& kind, double v, double lo, double hi);
 
 }  // namespace wgi::test

@@ -2,6 +2,7 @@
 // checked end to end by the model tests on the GPU.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "graph/passes.h"
@@ -89,6 +90,156 @@ TEST(Passes, FuseReluAndClipIntoConvsOfAnExportedCnn) {
     }
   }
   EXPECT_EQ(clip_fused, 1);
+}
+
+// A graph written node by node: float inputs, scalar constants, elementwise nodes (opset 17).
+class GraphBuilder {
+ public:
+  ValueId input(const std::string& name, const Shape& shape) {
+    Value v;
+    v.name = name;
+    v.shape = ValueShape::of(shape);
+    ValueId id = g.add_value(std::move(v));
+    g.inputs.push_back(id);
+    return id;
+  }
+  ValueId constant(float value, const Shape& shape = {}) {
+    Value v;
+    v.name = "c" + std::to_string(g.values.size());
+    std::vector<float> data(static_cast<size_t>(element_count(shape)), value);
+    v.constant = Tensor::from_vector(shape, data);
+    v.shape = ValueShape::of(shape);
+    return g.add_value(std::move(v));
+  }
+  ValueId node(const std::string& op, std::vector<ValueId> inputs) {
+    Value out;
+    out.name = op + std::to_string(g.values.size());
+    ValueId id = g.add_value(std::move(out));
+    Node n;
+    n.info.name = g.value(id).name;
+    n.info.op_type = op;
+    n.info.opset = 17;
+    n.inputs = std::move(inputs);
+    n.outputs = {id};
+    g.nodes.push_back(std::move(n));
+    return id;
+  }
+  Graph& finish(ValueId output) {
+    g.outputs = {output};
+    g.sort_topologically();
+    return g;
+  }
+  Graph g;
+};
+
+// The graph is one Gelu node from `x` to the graph's output.
+void expect_single_gelu(const Graph& g, ValueId x, const std::string& approximate, const std::string& what) {
+  ASSERT_EQ(g.nodes.size(), 1u) << what;
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.info.op_type, "Gelu") << what;
+  EXPECT_EQ(n.info.opset, 20) << what;
+  EXPECT_EQ(n.info.attributes.get_string("approximate", "none"), approximate) << what;
+  EXPECT_EQ(n.inputs, std::vector<ValueId>{x}) << what;
+  EXPECT_EQ(n.outputs, g.outputs) << what;
+}
+
+// 0.5 x (1 + erf(x / sqrt 2)) in the association orders and spellings exporters use.
+TEST(Passes, FuseGeluErfFormInEveryOrder) {
+  enum class Order { XpHalf, HalfXp, PHalfX, PxHalf };
+  for (bool divide : {true, false}) {
+    for (Order order : {Order::XpHalf, Order::HalfXp, Order::PHalfX, Order::PxHalf}) {
+      GraphBuilder b;
+      ValueId x = b.input("x", {2, 5});
+      ValueId s = divide ? b.node("Div", {x, b.constant(1.4142135381698608f)})
+                         : b.node("Mul", {b.constant(0.70710678f), x});
+      ValueId p = b.node("Add", {b.node("Erf", {s}), b.constant(1.0f)});
+      ValueId y = kNoValue;
+      switch (order) {
+        case Order::XpHalf:  // torch's nn.GELU export
+          y = b.node("Mul", {b.node("Mul", {x, p}), b.constant(0.5f)});
+          break;
+        case Order::HalfXp:
+          y = b.node("Mul", {b.node("Mul", {b.constant(0.5f), x}), p});
+          break;
+        case Order::PHalfX:
+          y = b.node("Mul", {b.node("Mul", {p, b.constant(0.5f)}), x});
+          break;
+        case Order::PxHalf:
+          y = b.node("Mul", {b.constant(0.5f), b.node("Mul", {p, x})});
+          break;
+      }
+      Graph& g = b.finish(y);
+      const std::string what = std::string(divide ? "Div" : "Mul") + " order " + std::to_string(int(order));
+      EXPECT_EQ(fuse_gelu(g), 1) << what;
+      expect_single_gelu(g, x, "none", what);
+    }
+  }
+}
+
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the cube as torch writes it and as Pow.
+TEST(Passes, FuseGeluTanhForm) {
+  for (bool pow : {false, true}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {3, 4});
+    ValueId cube = pow ? b.node("Pow", {x, b.constant(3.0f)}) : b.node("Mul", {x, b.node("Mul", {x, x})});
+    ValueId inner = b.node("Add", {x, b.node("Mul", {b.constant(0.044714998453855515f), cube})});
+    ValueId t = b.node("Tanh", {b.node("Mul", {b.constant(0.7978845834732056f), inner})});
+    ValueId y = b.node("Mul", {b.constant(0.5f), b.node("Mul", {x, b.node("Add", {b.constant(1.0f), t})})});
+    Graph& g = b.finish(y);
+    EXPECT_EQ(fuse_gelu(g), 1) << (pow ? "Pow" : "Mul");
+    expect_single_gelu(g, x, "tanh", pow ? "Pow" : "Mul");
+  }
+}
+
+// What must stay as it is: another constant, an intermediate that something else reads, a constant that
+// broadcasts x to a higher rank.
+TEST(Passes, FuseGeluLeavesLookalikesAlone) {
+  struct Variant {
+    const char* what;
+    float divisor;
+    bool erf_is_output;
+    Shape half_shape;
+  };
+  for (const Variant& v :
+       {Variant{"x / 2", 2.0f, false, {}}, Variant{"erf read twice", 1.41421356f, true, {}},
+        Variant{"[1,1,1] half", 1.41421356f, false, {1, 1, 1}}}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {2, 5});
+    ValueId e = b.node("Erf", {b.node("Div", {x, b.constant(v.divisor)})});
+    ValueId y = b.node(
+        "Mul", {b.node("Mul", {x, b.node("Add", {e, b.constant(1.0f)})}), b.constant(0.5f, v.half_shape)});
+    Graph& g = b.finish(y);
+    if (v.erf_is_output) g.outputs.push_back(e);
+    const size_t nodes = g.nodes.size();
+    EXPECT_EQ(fuse_gelu(g), 0) << v.what;
+    EXPECT_EQ(g.nodes.size(), nodes) << v.what;
+  }
+}
+
+// On the exported models: every GELU becomes one Gelu and then the epilogue of the MLP's first Linear.
+TEST(Passes, FuseGeluIntoTheMlpOfExportedTransformers) {
+  struct Case {
+    const char* model;
+    const char* written_as;
+    const char* fused_as;
+  };
+  for (const Case& c : {Case{"siglip_vision_tiny_opset17", "Tanh", "GeluTanh"},
+                        Case{"florence2_vision_tiny_opset17", "Erf", "Gelu"}}) {
+    Graph g = onnx::import_model_file(kModels / c.model / "model.onnx");
+    const int gelus = count_ops(g, c.written_as);
+    ASSERT_GT(gelus, 0) << c.model;
+    PassReport r = optimize(g, ops::builtin_registry());
+    EXPECT_EQ(r.gelus_fused, gelus) << c.model << ": " << r.summary();
+    EXPECT_EQ(count_ops(g, c.written_as), 0) << c.model;
+    EXPECT_EQ(count_ops(g, "Gelu"), 0) << c.model << ": each GELU follows a Linear";
+    int fused = 0;
+    for (const Node& n : g.nodes) {
+      if (n.info.attributes.get_string(ops::kFusedActivationAttribute, "") != c.fused_as) continue;
+      EXPECT_EQ(n.info.op_type, "MatMul") << n.info.name;
+      ++fused;
+    }
+    EXPECT_EQ(fused, gelus) << c.model;
+  }
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // binary arithmetic, comparison and logic ops, Where, Not, Cast and variadic Sum / Mean / Min / Max.
 //
 // The host merges adjacent dims that broadcast alike, so most tensors arrive as rank 1 (FLAT: offsets are
-// i * stride, no division) or 2-3. With VEC4 each invocation handles 4 consecutive outputs of the innermost
-// dim: an input that is contiguous there is read as vec4 (S<k> = vec4<...>), one broadcast along it as a
+// i * stride, no division) or 2-3. With MATH_VEC4 each invocation handles 4 consecutive outputs of the
+// innermost dim: an input that is contiguous there is read as vec4 (S<k> = vec4<...>), one broadcast along it as a
 // scalar splat (S<k> scalar, its strides in elements). Strides and dims travel in the uniform, never in the
 // text.
 //
@@ -18,7 +18,7 @@ struct Params {
   scale: f32,  // Mean's divisor
   _pad: u32,
   // Per collapsed dim, outermost first: xyz = the strides of inputs 0, 1, 2 (0 where broadcast, in their
-  // S<k> elements), w = the dim's size (in vec4s for the innermost dim with VEC4).
+  // S<k> elements), w = the dim's size (in vec4s for the innermost dim with MATH_VEC4).
   dims: array<vec4<u32>, 8>,
 }
 

@@ -1,9 +1,11 @@
 // Element types and math helpers shared by the elementwise kernels.
 //
 // F, I and U are the float, signed and unsigned element types at the kernel's width: scalars, or vec4 when
-// the define VEC4 is set. Every helper is written over them, so one text serves both widths; branches are
-// therefore select()s, and both sides must stay finite-or-harmless for every input.
-#if VEC4
+// the define MATH_VEC4 is set (not plain VEC4: kernels that include this file through common/activation.wgsl
+// have a VEC4 of their own and want the scalar helpers). Every helper is written over them, so one text
+// serves both widths; branches are therefore select()s, and both sides must stay finite-or-harmless for every
+// input.
+#if MATH_VEC4
 alias F = vec4<f32>;
 alias I = vec4<i32>;
 alias U = vec4<u32>;
