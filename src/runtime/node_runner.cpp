@@ -38,6 +38,19 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
     : device_(device),
       plan_(plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry,
                       options.gemm_tuning)) {
+  // Fills a buffer from byte `from` (a multiple of 4) to its end with a quiet NaN with a payload.
+  auto poison = [&](const gpu::Buffer& buffer, uint64_t from) {
+    if (!options.poison_outputs || from >= buffer.size()) return;
+    std::vector<uint32_t> bits((buffer.size() - from) / 4, 0x7fc0dead);
+    device.upload(buffer, from, std::as_bytes(std::span<const uint32_t>(bits)));
+  };
+  // A tensor's buffer with the bytes past the tensor (buffers are whole 16-byte units) poisoned: no kernel
+  // may read them, and on a device without Dawn's lazy clearing they are not zero.
+  auto upload = [&](const Tensor& t, const std::string& label) {
+    gpu::Buffer buffer = upload_tensor(device, t, label);
+    poison(buffer, t.element_count() == 0 ? buffer.size() : device_byte_size({t.dtype(), t.shape()}));
+    return buffer;
+  };
   auto own = [&](gpu::Buffer buffer) -> gpu::BufferSlice {
     owned_.push_back(std::make_unique<gpu::Buffer>(std::move(buffer)));
     return {owned_.back().get()};
@@ -53,9 +66,8 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
   std::vector<gpu::BufferSlice> input_slices;
   for (size_t i = 0; i < inputs.size(); ++i) {
     input_slices.push_back(
-        inputs[i] && bound[i]
-            ? own(upload_tensor(device, inputs[i]->value, node.describe() + " input " + std::to_string(i)))
-            : gpu::BufferSlice{});
+        inputs[i] && bound[i] ? own(upload(inputs[i]->value, node.describe() + " input " + std::to_string(i)))
+                              : gpu::BufferSlice{});
   }
   for (size_t i = 0; i < plan_.outputs.size(); ++i) {
     if (plan_.alias_output_to_input >= 0 && i == 0) {
@@ -63,18 +75,19 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
       continue;
     }
     gpu::BufferSlice slice = own(device.create_buffer(device_byte_size(plan_.outputs[i]), "output"));
-    if (options.poison_outputs) {
-      std::vector<uint32_t> poison(slice.buffer->size() / 4, 0x7fc0dead);  // a quiet NaN with a payload
-      device.upload(*slice.buffer, 0, std::as_bytes(std::span<const uint32_t>(poison)));
-    }
+    poison(*slice.buffer, 0);
     outputs_.push_back(slice);
   }
   std::vector<gpu::BufferSlice> scratch_slices;
-  for (uint64_t bytes : plan_.scratch_bytes)
+  for (uint64_t bytes : plan_.scratch_bytes) {
     scratch_slices.push_back(own(device.create_buffer(bytes, "scratch")));
+    // Scratch too: in a model it is a pooled activation buffer holding an earlier tensor, and on a device
+    // without Dawn's lazy clearing a fresh buffer is not zero either.
+    poison(*scratch_slices.back().buffer, 0);
+  }
   std::vector<gpu::BufferSlice> constant_slices;
   for (const Tensor& c : plan_.constants) {
-    constant_slices.push_back(own(upload_tensor(device, c, node.describe() + " prepacked constant")));
+    constant_slices.push_back(own(upload(c, node.describe() + " prepacked constant")));
   }
   dispatches_ = bind_plan(device, node, plan_, {input_slices, outputs_, scratch_slices, constant_slices});
 }

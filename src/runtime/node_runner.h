@@ -25,7 +25,9 @@ struct NodeInput {
 };
 
 struct NodeRunOptions {
-  // Fill outputs with a NaN pattern first, so that elements a kernel forgot to write cannot look right.
+  // Fill outputs and scratch buffers with a NaN pattern first, so that elements a kernel forgot to write, or
+  // scratch it reads before writing, cannot look right; likewise the bytes past each input and constant in
+  // its buffer (buffers are whole 16-byte units), which no kernel may read.
   bool poison_outputs = true;
   // Plan as if the device had these capabilities instead of its own (which still bound what runs). Tests use
   // a small maxComputeWorkgroupsPerDimension to exercise grid folding without dispatching 65536+ workgroups.

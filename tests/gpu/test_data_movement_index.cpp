@@ -1,7 +1,13 @@
 // Gather, GatherElements and Pad: on the GPU (indices known at plan time or computed at run time) and folded
 // on the host, compared exactly against per-element references; negative indices and axes, int32/int64
-// indices, every Pad mode and opset form, and the errors a model can cause.
+// indices, out-of-range indices computed at run time, every Pad mode and opset form, and the errors a model
+// can cause.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
 
 #include "runtime/node_runner.h"
 #include "support/reference_data_movement.h"
@@ -73,7 +79,104 @@ TEST(DataMovementGather, OpsetOneAndShapeArithmetic) {
   EXPECT_TRUE(test::identical(folded[0], Tensor::from_vector<int64_t>({}, {224})));
 }
 
+// Out-of-range indices the host cannot see (computed at run time) must not reach outside the data: with
+// Dawn's robustness off nothing else would stop the read. The kernels give zero bits for them (the planner
+// rejects known ones, see DataMovementErrors). The expected tensors here are built element by element:
+// `source(i)` is the data element output element i copies, or -1 for zero.
+Tensor gathered_or_zero(const Tensor& x, const Shape& shape, const std::function<int64_t(int64_t)>& source) {
+  Tensor out(x.dtype(), shape);
+  const size_t es = dtype_size(x.dtype());
+  std::fill(out.bytes().begin(), out.bytes().end(), std::byte{0});
+  for (int64_t i = 0; i < out.element_count(); ++i) {
+    const int64_t s = source(i);
+    if (s >= 0) {
+      std::memcpy(out.bytes().data() + static_cast<size_t>(i) * es,
+                  x.bytes().data() + static_cast<size_t>(s) * es, es);
+    }
+  }
+  return out;
+}
+
+// On the GPU only: host folding rejects these indices, as the planner does when it knows them.
+void expect_gpu_output(const ops::NodeInfo& node, const NodeInputs& inputs, const Tensor& expected) {
+  const std::vector<Tensor> gpu = runtime::run_node(test::device(), node, inputs);
+  ASSERT_EQ(gpu.size(), 1u);
+  EXPECT_TRUE(test::identical(gpu[0], expected));
+}
+
+// The index values that ONNX leaves undefined, next to valid ones (negative ones included).
+std::vector<int64_t> wild_indices(int64_t n) {
+  return {0,         n - 1,     n,         -n,     -n - 1, n + 7,  -1,
+          2 * n + 1, INT32_MAX, INT32_MIN, -n + 1, 100000, -99999, INT32_MAX - 5,
+          1 - n * 3, n / 2,     3,         n + 1,  -2 * n, 1};
+}
+
+TEST(DataMovementGather, RuntimeIndicesOutOfRangeGiveZeros) {
+  struct Case {
+    Shape data;
+    int64_t axis;
+  };
+  // Inner sizes 3 and 1 (scalar kernel) and 4, 8 (vec4 kernel).
+  for (const Case& c : {Case{{5, 7, 3}, 1}, Case{{6, 4}, 0}, Case{{3, 9, 8}, -2}, Case{{11}, 0}}) {
+    const size_t axis =
+        static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis);
+    const int64_t n = c.data[axis];
+    int64_t inner = 1;
+    for (size_t d = axis + 1; d < c.data.size(); ++d) inner *= c.data[d];
+    const std::vector<int64_t> wild = wild_indices(n);
+    Shape out_shape(c.data.begin(), c.data.begin() + static_cast<std::ptrdiff_t>(axis));
+    out_shape.push_back(static_cast<int64_t>(wild.size()));
+    out_shape.insert(out_shape.end(), c.data.begin() + static_cast<std::ptrdiff_t>(axis) + 1, c.data.end());
+    const int64_t count = static_cast<int64_t>(wild.size());
+    for (DType data_type : {DType::Float32, DType::Int64}) {
+      Tensor x = test::random_ints(data_type, c.data, 31, 1, 1000);  // never zero, so zeros are the kernel's
+      Tensor expected = gathered_or_zero(x, out_shape, [&](int64_t i) -> int64_t {
+        const int64_t k = i % inner, j = i / inner % count, o = i / inner / count;
+        int64_t index = wild[static_cast<size_t>(j)];
+        if (index < 0) index += n;
+        return index < 0 || index >= n ? -1 : (o * n + index) * inner + k;
+      });
+      ops::NodeInfo g = make_node("Gather", 13);
+      g.attributes.set("axis", c.axis);
+      std::vector<int32_t> wild32(wild.begin(), wild.end());
+      for (const Tensor& idx : {ints(wild), Tensor::from_vector<int32_t>({count}, wild32)}) {
+        SCOPED_TRACE(std::string(dtype_name(data_type)) + " data, " + std::string(dtype_name(idx.dtype())) +
+                     " indices, axis " + std::to_string(c.axis));
+        expect_gpu_output(g, {NodeInput{x}, NodeInput{idx, false}}, expected);
+      }
+    }
+  }
+}
+
 // ---- GatherElements ----
+
+TEST(DataMovementGatherElements, RuntimeIndicesOutOfRangeGiveZeros) {
+  // Indices smaller than the data on the other axes, as ONNX allows.
+  const Shape data = {4, 6, 5};
+  const Shape shape = {3, 5, 4};
+  for (int64_t axis : {0, 1, -1}) {
+    const size_t a = static_cast<size_t>(axis < 0 ? axis + 3 : axis);
+    const int64_t n = data[a];
+    const std::vector<int64_t> wild = wild_indices(n);
+    std::vector<int64_t> values;
+    for (int64_t i = 0; i < element_count(shape); ++i)
+      values.push_back(wild[static_cast<size_t>(i) % wild.size()]);
+    Tensor idx = Tensor::from_vector<int64_t>(shape, values);
+    Tensor x = test::random_ints(DType::Float32, data, 32, 1, 1000);
+    Tensor expected = gathered_or_zero(x, shape, [&](int64_t i) -> int64_t {
+      int64_t index = values[static_cast<size_t>(i)];
+      if (index < 0) index += n;
+      if (index < 0 || index >= n) return -1;
+      int64_t at[3] = {i / (shape[1] * shape[2]), i / shape[2] % shape[1], i % shape[2]};
+      at[a] = index;
+      return (at[0] * data[1] + at[1]) * data[2] + at[2];
+    });
+    ops::NodeInfo g = make_node("GatherElements", 13);
+    g.attributes.set("axis", axis);
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    expect_gpu_output(g, {NodeInput{x}, NodeInput{idx, false}}, expected);
+  }
+}
 
 TEST(DataMovementGatherElements, AxesAndNegativeIndices) {
   struct Case {
