@@ -6,6 +6,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh sweep   # carry [".device"] (packed as `main`)
 #   source .device/env.sh; bash bench/h200_campaign.sh conv    # carry [".device"] (packed as `conv`)
 #   source .device/env.sh; bash bench/h200_campaign.sh tuned   # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh defaults  # carry [".device"] (packed as `models`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -24,10 +25,15 @@
 #         and the float64 checks on the tuned configurations; PyTorch eager and ORT WebGPU on the same files;
 #         per-node GPU times of DaViT tuned; the planner's products and convs against cuBLAS / cuDNN. Fits
 #         one device call (600 s).
+# defaults: the session-level defaults: cold start in three fresh processes per vision model with planning's
+#         phases; the float64 checks; the vision models under each set of Dawn device toggles that ORT's
+#         WebGPU EP uses natively (robustness, workgroup zero-init, validation off); PyTorch eager and ORT
+#         WebGPU on the same files; DaViT's per-node profile and trace; the planner's products with and
+#         without robustness against cuBLAS.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -154,6 +160,60 @@ elif [[ $mode == tuned ]]; then
     --benchmark_min_time=0.1 --benchmark_filter='BM_Linear/|BM_Conv/' >/dev/null 2>&1
   timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
   python3 bench/compare.py "$out/wgi_ops.json" "$out/torch.jsonl" >"$out/ops_table.md" 2>&1
+elif [[ $mode == defaults ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17)
+  toggle_sets=("" disable_robustness disable_robustness,disable_workgroup_init
+               disable_robustness,disable_workgroup_init,skip_validation)
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    for dir in "${vision[@]}"; do
+      for attempt in 1 2 3; do
+        stamp cold start "$(basename "$dir")" process $attempt
+        TIMEFORMAT='process wall %R s'
+        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 2>&1 |
+          grep -E '^(load|first run|planning)')
+      done
+    done
+    stamp correctness
+    timeout 150 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
+      "${vision[@]}" "$models"/bart_decoder_base_opset17
+    # Two rounds over the toggle sets, so that drift during the call shows as a difference between rounds.
+    for round in 1 2; do
+      for toggles in "${toggle_sets[@]}"; do
+        for dir in "${vision[@]}"; do
+          stamp "round $round toggles [$toggles] $(basename "$dir")"
+          WGI_DAWN_TOGGLES=$toggles timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 \
+            --runs 30 2>&1 | grep -E '^(run|graph)'
+        done
+      done
+    done
+    stamp torch eager; timeout 100 python3 bench/model_torch_peer.py "${vision[@]}"
+    for dir in "${vision[@]}"; do
+      stamp ORT WebGPU "$(basename "$dir")"
+      shape=pixel_values=1x3x224x224
+      [[ $dir == *florence2* ]] && shape=pixel_values=1x3x768x768
+      timeout 90 node .device/peers/ort_bench.js "$dir/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
+    done
+    stamp profile DaViT
+    timeout 40 wgi bench "$models/florence2_vision_base_opset17/model.onnx" --random-inputs 1 --dim batch=1 \
+      --runs 5 --profile --trace "$out/davit_trace.json" 2>&1 | head -60
+    stamp done
+  } >"$out/defaults.txt" 2>&1
+  for variant in robust no_robustness; do
+    stamp products $variant
+    toggles=""
+    [[ $variant == no_robustness ]] && toggles=disable_robustness,disable_workgroup_init
+    WGI_DAWN_TOGGLES=$toggles WGI_BENCH_SIZE=large timeout 100 wgi_bench_ops --benchmark_format=json \
+      --benchmark_out="$out/wgi_ops_$variant.json" --benchmark_min_time=0.1 \
+      --benchmark_filter='BM_Linear/|BM_Conv/' >/dev/null 2>&1
+  done
+  timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
+  for variant in robust no_robustness; do
+    python3 bench/compare.py "$out/wgi_ops_$variant.json" "$out/torch.jsonl" >"$out/ops_$variant.md" 2>&1
+  done
+  stamp done
 elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz
   write_info >"$out/info.txt" 2>&1

@@ -106,8 +106,19 @@ struct TensorInfo {
 };
 
 struct SessionStats {
-  double load_ms = 0;                  // import + optimisation + weight upload
-  double last_plan_ms = 0;             // planning of the most recent new input-shape signature
+  double import_ms = 0;     // reading and parsing the model file (weights included)
+  double load_ms = 0;       // after the import: checks, optimisation, device creation
+  double optimize_ms = 0;   // of which the checks and graph optimisation (constant folding...)
+  double device_ms = 0;     // of which the adapter and device creation
+  double last_plan_ms = 0;  // planning of the most recent new input-shape signature
+  // ... and its phases: kernel plans (shapes, kernel choice, host prepacking), memory (activation buffers),
+  // pipelines (shader compilation), weight uploads (all weights at the first plan), bind (prepacked
+  // constants, bind groups, uniforms).
+  double last_plan_kernel_plans_ms = 0;
+  double last_plan_memory_ms = 0;
+  double last_plan_pipelines_ms = 0;
+  double last_plan_weight_uploads_ms = 0;
+  double last_plan_bind_ms = 0;
   uint64_t weight_bytes = 0;           // device bytes of weights (incl. the cached plans' prepacked copies)
   uint64_t peak_activation_bytes = 0;  // device bytes of the current plan's shared activation buffers
   size_t plans = 0;                    // plans made so far (a signature planned again after eviction counts)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -17,7 +18,9 @@ const gpu::Buffer& WeightStore::get(const graph::Graph& graph, graph::ValueId va
   auto it = buffers_.find(value);
   if (it != buffers_.end()) return it->second;
   const graph::Value& v = graph.value(value);
+  const auto start = std::chrono::steady_clock::now();
   gpu::Buffer buffer = upload_tensor(device_, *v.constant, "weight '" + v.name + "'");
+  upload_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   bytes_ += buffer.size();
   return buffers_.emplace(value, std::move(buffer)).first->second;
 }
@@ -270,9 +273,18 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
                              const std::function<void(size_t, size_t)>& progress, PlanSharing* sharing,
                              std::span<const InputSource> sources, const ops::GemmTuning* gemm_tuning)
     : device_(device), graph_(graph) {
+  // Phase times for cold-start reports: each phase ends where the next begins.
+  auto phase_start = std::chrono::steady_clock::now();
+  auto end_phase = [&phase_start](double& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phase += std::chrono::duration<double, std::milli>(now - phase_start).count();
+    phase_start = now;
+  };
+  const double weight_upload_ms_before = weights.upload_ms();
   const size_t value_count = graph.values.size();
   NodePlans planned =
       plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, sharing, gemm_tuning);
+  end_phase(phases_.kernel_plans);
   std::set<const gpu::Buffer*> prepacked;  // counted once each
   reused_node_plans_ = planned.reused;
   descs_ = std::move(planned.descs);
@@ -410,6 +422,8 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     throw Error("internal: value '" + graph.value(v).name + "' has no location");
   };
 
+  end_phase(phases_.memory);
+
   // 3. Pipelines (all compiled at once), prepacked constants and bind groups.
   std::vector<const gpu::ProgramSource*> programs;
   for (const auto& n : gpu_nodes) {
@@ -417,6 +431,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     for (const auto& launch : n.op_plan().launches) programs.push_back(&launch.program);
   }
   device.pipelines().prefetch(programs);
+  end_phase(phases_.pipelines);
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
     const graph::Node& node = graph.nodes[gpu_nodes[s].node];
     const ops::OpPlan& plan = gpu_nodes[s].op_plan();
@@ -505,6 +520,9 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
     output_input_.push_back(it == input_of_buffer.end() ? -1 : static_cast<int>(it->second));
     if (it != input_of_buffer.end()) inputs_[it->second].used = true;
   }
+  end_phase(phases_.bind);
+  phases_.weight_uploads = weights.upload_ms() - weight_upload_ms_before;
+  phases_.bind -= phases_.weight_uploads;
 }
 
 std::shared_ptr<gpu::BoundDispatch> ExecutionPlan::shared_dispatch(

@@ -29,11 +29,22 @@ class WeightStore {
   explicit WeightStore(gpu::Device& device) : device_(device) {}
   const gpu::Buffer& get(const graph::Graph& graph, graph::ValueId value);
   uint64_t bytes() const { return bytes_; }
+  double upload_ms() const { return upload_ms_; }  // spent creating and filling weight buffers so far
 
  private:
   gpu::Device& device_;
   std::map<graph::ValueId, gpu::Buffer> buffers_;
   uint64_t bytes_ = 0;
+  double upload_ms_ = 0;
+};
+
+// Where an ExecutionPlan's construction spent its time (milliseconds): what cold start is made of.
+struct PlanPhases {
+  double kernel_plans = 0;    // shapes, kernel choice and host prepacking of every node
+  double memory = 0;          // lifetimes, the memory plan, activation and input buffers
+  double pipelines = 0;       // shader modules and compute pipelines (compiled concurrently by Dawn)
+  double weight_uploads = 0;  // weights uploaded at first use (the first plan uploads them all)
+  double bind = 0;            // prepacked constants uploaded, bind groups and uniforms, minus the above
 };
 
 // A graph input as the planner sees it: its description, and its value when that is small enough to plan with
@@ -183,6 +194,7 @@ class ExecutionPlan {
   uint64_t prepacked_bytes() const { return prepacked_bytes_; }
   size_t gpu_node_count() const { return steps_.size(); }
   size_t reused_node_plans() const { return reused_node_plans_; }
+  const PlanPhases& phases() const { return phases_; }
 
  private:
   // The node plan's bound dispatch of `launch` for these slices: shared with an earlier plan that bound the
@@ -195,6 +207,7 @@ class ExecutionPlan {
 
   gpu::Device& device_;
   const graph::Graph& graph_;
+  PlanPhases phases_;
   std::vector<ops::TensorDesc> descs_;              // per value
   std::vector<std::optional<Tensor>> host_values_;  // per value: folded at plan time
   std::vector<gpu::BufferSlice> locations_;         // per value: where it lives on the device

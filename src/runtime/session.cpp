@@ -132,12 +132,15 @@ void Session::Impl::load(graph::Graph imported) {
   for (graph::ValueId v : graph.inputs) inputs.push_back(describe_value(graph.value(v)));
   for (graph::ValueId v : graph.outputs) outputs.push_back(describe_value(graph.value(v)));
   graph::optimize(graph, registry);
+  stats.optimize_ms = ms_since(start);
 
   gpu::DeviceOptions device_options;
   if (!options.backend.empty()) device_options.backend = gpu::parse_backend(options.backend);
   if (!options.adapter.empty()) device_options.adapter_filter = options.adapter;
   if (options.max_cached_plans == 0) throw Error("SessionOptions::max_cached_plans must be at least 1");
+  const auto device_start = std::chrono::steady_clock::now();
   device = gpu::Device::create(device_options);
+  stats.device_ms = ms_since(device_start);
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
   node_plans = std::make_unique<runtime::PlanSharing>(options.max_cached_plans);
@@ -384,6 +387,12 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
   stats.last_plan_gemms = planned_gemms;
   stats.last_plan_tuned_gemms = planned_tuned_gemms;
   stats.last_plan_ms = ms_since(start);
+  const runtime::PlanPhases& phases = plan->phases();
+  stats.last_plan_kernel_plans_ms = phases.kernel_plans;
+  stats.last_plan_memory_ms = phases.memory;
+  stats.last_plan_pipelines_ms = phases.pipelines;
+  stats.last_plan_weight_uploads_ms = phases.weight_uploads;
+  stats.last_plan_bind_ms = phases.bind;
   stats.last_plan_reused_nodes = plan->reused_node_plans();
   stats.last_plan_gpu_nodes = plan->gpu_node_count();
   ++stats.plans;
@@ -449,7 +458,11 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session Session::from_file(const std::filesystem::path& path, const SessionOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->load(onnx::import_model_file(path));
+  const auto start = std::chrono::steady_clock::now();
+  graph::Graph graph = onnx::import_model_file(path);
+  const double import_ms = ms_since(start);
+  impl->load(std::move(graph));
+  impl->stats.import_ms = import_ms;
   return Session(std::move(impl));
 }
 
@@ -457,7 +470,11 @@ Session Session::from_bytes(std::span<const std::byte> model, const SessionOptio
                             const std::filesystem::path& base_dir) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->load(onnx::import_model(model, base_dir));
+  const auto start = std::chrono::steady_clock::now();
+  graph::Graph graph = onnx::import_model(model, base_dir);
+  const double import_ms = ms_since(start);
+  impl->load(std::move(graph));
+  impl->stats.import_ms = import_ms;
   return Session(std::move(impl));
 }
 

@@ -836,8 +836,9 @@ void expect_split_gemm(const ops::NodeInfo& n, const Inputs& in, const test::Ref
 }
 
 // Both GELU forms in the epilogues of the seeds' kernels (the planner's choice for a small product), the 64
-// tile and GEMV (the split-K reduction's is in SplitK.ForcedSplitsOnTheFastKernels). Values of |x| up to ~3
-// cover GELU's curved range, and the tails of erf and the sigmoid.
+// and 128 tiles (whose second, in-place activation pass covers edge tiles here) and GEMV (the split-K
+// reduction's is in SplitK.ForcedSplitsOnTheFastKernels). Values of |x| up to ~3 cover GELU's curved range,
+// and the tails of erf and the sigmoid.
 TEST(Gemm, FusedGeluEpilogues) {
   struct Case {
     const char* kernel;
@@ -847,7 +848,8 @@ TEST(Gemm, FusedGeluEpilogues) {
   };
   for (const Case& c :
        {Case{"", 40, 36, 24, "Gelu", "gemm_"}, Case{"", 9, 33, 20, "GeluTanh", "gemm_"},
-        Case{"fast64", 70, 67, 40, "GeluTanh", "gemm_fast64"}, Case{"gemv", 3, 50, 64, "Gelu", "gemv"}}) {
+        Case{"fast64", 70, 67, 40, "GeluTanh", "gemm_fast64"},
+        Case{"fast128", 130, 131, 24, "Gelu", "gemm_fast128"}, Case{"gemv", 3, 50, 64, "Gelu", "gemv"}}) {
     Tensor a = test::random_tensor({c.m, c.k}, 61);
     Tensor b = test::random_tensor({c.k, c.n}, 62);
     Tensor bias = test::random_tensor({c.n}, 63);

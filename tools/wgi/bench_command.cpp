@@ -237,7 +237,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     auto t1 = std::chrono::steady_clock::now();
     std::cout << std::fixed << std::setprecision(3) << "model:      " << opts->model << "\n"
               << "adapter:    " << session.adapter_description() << "\n"
-              << "load:       " << ms(t0, t1) << " ms\n";
+              << "load:       " << ms(t0, t1) << " ms (read " << session.stats().import_ms << " ms, optimise "
+              << session.stats().optimize_ms << " ms, device " << session.stats().device_ms << " ms)\n";
     std::map<std::string, Value> values;  // --device-inputs: alive until the memory report
     if (opts->decode_steps > 0) {
       const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs, values);
@@ -277,8 +278,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                         static_cast<size_t>(opts->warmup + opts->runs), "benchmark");
       }
       progress.finish();
-      std::cout << "first run:  " << ms(t2, t3) << " ms (planning " << session.stats().last_plan_ms
-                << " ms)\n"
+      const SessionStats& first = session.stats();
+      std::cout << "first run:  " << ms(t2, t3) << " ms (planning " << first.last_plan_ms << " ms)\n"
+                << "planning:   kernel plans " << first.last_plan_kernel_plans_ms << " ms, memory "
+                << first.last_plan_memory_ms << " ms, pipelines " << first.last_plan_pipelines_ms
+                << " ms, weight uploads " << first.last_plan_weight_uploads_ms << " ms, bind groups "
+                << first.last_plan_bind_ms << " ms\n"
                 << "run:        median " << percentile(times, 0.5) << " ms, p90 " << percentile(times, 0.9)
                 << " ms, min " << *std::min_element(times.begin(), times.end()) << " ms over " << times.size()
                 << " runs ("

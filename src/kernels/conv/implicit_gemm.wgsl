@@ -232,11 +232,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           for (var jj = 0u; jj < 4u; jj++) {
             let c = gj * 4u + jj;
             if (col0 + gj * 64u + tx * 4u + jj < params.N) {
+#if ACTIVATION_MATH
+              output[col_offset[c] + oc * params.out_plane] = v[jj] + b;  // activated by the loop below
+#else
               output[col_offset[c] + oc * params.out_plane] = fused_activation(v[jj] + b, params.lo, params.hi);
+#endif
             }
           }
         }
       }
     }
   }
+#if ACTIVATION_MATH
+  // As in linear/gemm_fast.wgsl: a long activation inlined TM * TN times would stop the driver unrolling the
+  // loop above and send acc to local memory; this loop, reading no private array, activates in place.
+  for (var r = 0u; r < TM; r++) {
+    let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
+    for (var c = 0u; c < TN; c++) {
+      if (m < params.M && col0 + (c / 4u) * 64u + tx * 4u + c % 4u < params.N) {
+        let o = col_offset[c] + (group * params.M + m) * params.out_plane;
+        output[o] = fused_activation(output[o], params.lo, params.hi);
+      }
+    }
+  }
+#endif
 }

@@ -321,7 +321,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           }
           for (var j = 0u; j < 4u; j++) {
             if (n0 + j < params.N) {
+#if ACTIVATION_MATH
+              output[out_row + n0 + j] = v[j];  // activated by the loop below
+#else
               output[out_row + n0 + j] = fused_activation(v[j], params.act_lo, params.act_hi);
+#endif
             }
           }
 #endif
@@ -329,4 +333,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
+#if !SPLIT_K
+#if ACTIVATION_MATH
+  // A long activation (erf, exp: the Gelu forms) inlined TM * TN times made the loop above too big for the
+  // driver to unroll on the H200; acc, indexed by loop counters then, went to local memory for the whole
+  // kernel (16x slower). So that loop stores plain values, and this one, which reads no private array,
+  // activates this thread's outputs in place (cache-hot: it wrote them just now).
+  for (var r = 0u; r < TM; r++) {
+    let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
+    for (var c = 0u; c < TN; c++) {
+      let n = col0 + (c / 4u) * 64u + tx * 4u + c % 4u;
+      if (m < params.M && n < params.N) {
+        let o = out_base + m * params.N + n;
+        output[o] = fused_activation(output[o], params.act_lo, params.act_hi);
+      }
+    }
+  }
+#endif
+#endif
 }
