@@ -33,6 +33,11 @@ namespace wgi {
 struct SessionOptions {
   std::string backend;  // "vulkan", "swiftshader", "gles"; empty: WGI_BACKEND, else the automatic order
   std::string adapter;  // substring of the adapter's name; empty: WGI_ADAPTER
+  // Keep Dawn's shader robustness (every array index clamped in the generated shaders) and workgroup-memory
+  // zero-initialisation on a native device; also with WGI_SHADER_ROBUSTNESS=1. Off by default, as ONNX
+  // Runtime's WebGPU EP runs: wgi's kernels check their own bounds (docs/robustness_audit.md) and the clamps
+  // cost 5-15%. For debugging a kernel. A browser always keeps both.
+  bool shader_robustness = false;
   // Values for symbolic input dims (e.g. {"batch", 1}), used to report shapes before the first run.
   std::map<std::string, int64_t> dims;
   // Record per-node GPU time with timestamp queries (when the adapter has them); see Session::last_profile.
@@ -106,10 +111,10 @@ struct TensorInfo {
 };
 
 struct SessionStats {
-  double import_ms = 0;     // reading and parsing the model file (weights included)
-  double load_ms = 0;       // after the import: checks, optimisation, device creation
-  double optimize_ms = 0;   // of which the checks and graph optimisation (constant folding...)
-  double device_ms = 0;     // of which the adapter and device creation
+  double import_ms = 0;     // reading and parsing the model (weights included), on a thread of its own...
+  double device_ms = 0;     // ...while this one creates the adapter and device
+  double load_ms = 0;       // then: checks, graph optimisation and the device's stores
+  double optimize_ms = 0;   // of which the checks and graph optimisation (constant folding, fusion)
   double last_plan_ms = 0;  // planning of the most recent new input-shape signature
   // ... and its phases: kernel plans (shapes, kernel choice, host prepacking), memory (activation buffers),
   // pipelines (shader compilation), weight uploads (all weights at the first plan), bind (prepacked

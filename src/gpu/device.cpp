@@ -310,6 +310,11 @@ std::shared_ptr<Device> DeviceFactory::create(const DeviceOptions& options) {
   }
 
   std::shared_ptr<Device> device(new Device());
+#ifndef __EMSCRIPTEN__
+  const char* robustness_env = std::getenv("WGI_SHADER_ROBUSTNESS");
+  device->shader_robustness_ =
+      options.shader_robustness || (robustness_env != nullptr && std::string_view(robustness_env) == "1");
+#endif
   for (BackendKind kind : order) {
     SelectionAttempt attempt{kind, false, ""};
     bool ok = false;
@@ -456,10 +461,17 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
     toggles.disabledToggleCount = 1;
     toggles.disabledToggles = disabled_toggles;
   }
-  // WGI_DAWN_TOGGLES=a,b enables more Dawn toggles (e.g. disable_robustness), for measuring what they change;
+  // Without shader robustness (DeviceOptions::shader_robustness), as ONNX Runtime's WebGPU EP runs natively:
+  // Tint's index clamps cost 5-15% (SigLIP-B on the H200: 6.4-6.8 ms with them, 5.7-6.0 ms without,
+  // docs/performance.md), and zero-filling workgroup memory costs a pass and a barrier per workgroup.
+  std::vector<const char*> enabled_toggles;
+  if (!device.shader_robustness_) {
+    enabled_toggles.push_back("disable_robustness");
+    enabled_toggles.push_back("disable_workgroup_init");
+  }
+  // WGI_DAWN_TOGGLES=a,b enables more Dawn toggles (e.g. skip_validation), for measuring what they change;
   // announced on stderr so that no result is read without knowing.
   std::vector<std::string> extra_toggles;
-  std::vector<const char*> enabled_toggles;
   if (const char* env = std::getenv("WGI_DAWN_TOGGLES"); env != nullptr && *env != '\0') {
     std::string list = env;
     for (size_t start = 0; start <= list.size();) {

@@ -91,6 +91,11 @@ struct DeviceOptions {
   // Case-insensitive substring that the adapter's vendor, device or description must contain.
   // Unset: the WGI_ADAPTER environment variable if set.
   std::optional<std::string> adapter_filter;
+  // Dawn's shader robustness (every array index clamped in the generated code) and workgroup-memory
+  // zero-initialisation, on native devices. Off unless this is true or WGI_SHADER_ROBUSTNESS=1: wgi's kernels
+  // check their own bounds and write workgroup memory before reading it (docs/robustness_audit.md), as ONNX
+  // Runtime's WebGPU EP also assumes of its own. A browser keeps both whatever this says.
+  bool shader_robustness = false;
 };
 
 // One step of adapter selection, kept so that a failure can say what was tried and what each backend said.
@@ -115,6 +120,8 @@ class Device {
   const Features& features() const { return capabilities_.features; }
   const Capabilities& capabilities() const { return capabilities_; }
   const std::vector<SelectionAttempt>& selection_log() const { return selection_log_; }
+  // Whether Dawn clamps array indices in shaders and zero-fills workgroup memory (DeviceOptions).
+  bool shader_robustness() const { return shader_robustness_; }
   // Names of every feature the device was granted, as WebGPU spells them (unknown ones as hex).
   const std::vector<std::string>& granted_feature_names() const { return granted_feature_names_; }
 
@@ -151,6 +158,7 @@ class Device {
   Device() = default;
 
   BackendKind backend_ = BackendKind::Vulkan;
+  bool shader_robustness_ = true;
   WGPUInstanceImpl* instance_ = nullptr;
   WGPUAdapterImpl* adapter_ = nullptr;
   WGPUDeviceImpl* device_ = nullptr;

@@ -6,7 +6,9 @@
 // (each column's K run is contiguous), the seeds' vec4 kernel needs, and the 64x64 fast kernel reads with
 // vec4 loads along K. The 128x128 kernel gets [batch..., K, N] instead (N % 4 == 0): stored as read, no
 // transposing scalar stores into workgroup memory; measured on the H200, 4096^3 at 35.0 TFLOP/s against
-// 32.8 from [N, K] (docs/performance.md). A runtime B is read as it is ([K, N] or transposed).
+// 32.8 from [N, K] (docs/performance.md). A constant already stored in the wanted layout (nn.Linear's [N, K]
+// weight read in place) is bound as it is, without a copy. A runtime B is read as it is ([K, N] or
+// transposed).
 //
 // The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "gemv" forces a kernel
 // (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent fallback. The
@@ -258,7 +260,14 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     // append_gemm_launches, which reports them with the node.
     g.b_prepacked = true;
     const bool want_nk = prepack_b_as_nk(ctx, g);
-    plan.constants.push_back(prepack_b(*b_constant, K, N, spec.trans_b, want_nk));
+    if (want_nk == spec.trans_b) {
+      // Stored as the kernel wants it (nn.Linear's [N, K] weight read in place,
+      // graph::read_transposed_weights): bound as the weight itself, no prepacked copy on the host or on the
+      // device.
+      g.b = TensorRef::input(static_cast<uint32_t>(spec.b_input));
+    } else {
+      plan.constants.push_back(prepack_b(*b_constant, K, N, spec.trans_b, want_nk));
+    }
     g.b_nk = want_nk;
   }
   append_gemm_launches(ctx, g, plan);

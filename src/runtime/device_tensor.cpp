@@ -104,7 +104,13 @@ gpu::Buffer upload_tensor(gpu::Device& device, const Tensor& tensor, const std::
 
 void write_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const Tensor& tensor,
                   const std::string& what) {
-  auto bytes = to_device_bytes(tensor, what);
+  // Types the device stores as the host does go straight from the tensor: no converted copy (a model's
+  // weights are hundreds of MB, and the copy's allocation and page faults were a visible part of cold start).
+  const DType t = tensor.dtype();
+  const bool as_is = t == DType::Float32 || t == DType::Int32 || t == DType::Float16;
+  std::vector<std::byte> converted;
+  if (!as_is) converted = to_device_bytes(tensor, what);
+  const std::span<const std::byte> bytes = as_is ? tensor.bytes() : std::span<const std::byte>(converted);
   if (bytes.size() > slice.resolved_size()) {
     throw Error(what + ": " + std::to_string(bytes.size()) + " bytes do not fit a device region of " +
                 std::to_string(slice.resolved_size()));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <list>
 #include <map>
 #include <set>
@@ -95,7 +97,12 @@ struct Session::Impl {
   ops::GemmTuning tuning;
   size_t planned_gemms = 0, planned_tuned_gemms = 0;
 
+  // A session is made in two parts that overlap (Session::from_file): the device, on the calling thread,
+  // while another reads the model; then load() checks and optimises the graph and sets up the device's
+  // stores.
+  void create_device();
   void load(graph::Graph imported);
+  static Session make(const SessionOptions& options, std::function<graph::Graph()> import);
   void init_tuning();
   // The GEMM problems a plan for `inputs` contains (those no attribute forces), with the nodes that use each
   // and whether the table has an entry the device runs for it. Plans without memo: every node reports.
@@ -123,6 +130,17 @@ struct Session::Impl {
                           std::vector<DeviceTensor>& kept);
 };
 
+void Session::Impl::create_device() {
+  if (options.max_cached_plans == 0) throw Error("SessionOptions::max_cached_plans must be at least 1");
+  gpu::DeviceOptions device_options;
+  if (!options.backend.empty()) device_options.backend = gpu::parse_backend(options.backend);
+  if (!options.adapter.empty()) device_options.adapter_filter = options.adapter;
+  device_options.shader_robustness = options.shader_robustness;
+  const auto start = std::chrono::steady_clock::now();
+  device = gpu::Device::create(device_options);
+  stats.device_ms = ms_since(start);
+}
+
 void Session::Impl::load(graph::Graph imported) {
   auto start = std::chrono::steady_clock::now();
   graph = std::move(imported);
@@ -134,13 +152,6 @@ void Session::Impl::load(graph::Graph imported) {
   graph::optimize(graph, registry);
   stats.optimize_ms = ms_since(start);
 
-  gpu::DeviceOptions device_options;
-  if (!options.backend.empty()) device_options.backend = gpu::parse_backend(options.backend);
-  if (!options.adapter.empty()) device_options.adapter_filter = options.adapter;
-  if (options.max_cached_plans == 0) throw Error("SessionOptions::max_cached_plans must be at least 1");
-  const auto device_start = std::chrono::steady_clock::now();
-  device = gpu::Device::create(device_options);
-  stats.device_ms = ms_since(device_start);
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
   node_plans = std::make_unique<runtime::PlanSharing>(options.max_cached_plans);
@@ -455,27 +466,37 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-Session Session::from_file(const std::filesystem::path& path, const SessionOptions& options) {
+Session Session::Impl::make(const SessionOptions& options, std::function<graph::Graph()> import) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  const auto start = std::chrono::steady_clock::now();
-  graph::Graph graph = onnx::import_model_file(path);
-  const double import_ms = ms_since(start);
+  // Reading a model (hundreds of MB of weights: 230-350 ms for SigLIP-B and DaViT-base on the H200's host)
+  // and creating the device (130-550 ms) overlap: the import on another thread, the device on this one,
+  // which then uses it (an OpenGL ES context belongs to the thread that made it). Without threads (the
+  // browser build) the import runs when its result is asked for.
+#ifdef __EMSCRIPTEN__
+  constexpr auto policy = std::launch::deferred;
+#else
+  constexpr auto policy = std::launch::async;
+#endif
+  auto imported = std::async(policy, [&import] {
+    const auto start = std::chrono::steady_clock::now();
+    graph::Graph graph = import();
+    return std::make_pair(std::move(graph), ms_since(start));
+  });
+  impl->create_device();
+  auto [graph, import_ms] = imported.get();
   impl->load(std::move(graph));
   impl->stats.import_ms = import_ms;
   return Session(std::move(impl));
 }
 
+Session Session::from_file(const std::filesystem::path& path, const SessionOptions& options) {
+  return Impl::make(options, [&path] { return onnx::import_model_file(path); });
+}
+
 Session Session::from_bytes(std::span<const std::byte> model, const SessionOptions& options,
                             const std::filesystem::path& base_dir) {
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  const auto start = std::chrono::steady_clock::now();
-  graph::Graph graph = onnx::import_model(model, base_dir);
-  const double import_ms = ms_since(start);
-  impl->load(std::move(graph));
-  impl->stats.import_ms = import_ms;
-  return Session(std::move(impl));
+  return Impl::make(options, [&model, &base_dir] { return onnx::import_model(model, base_dir); });
 }
 
 const std::vector<TensorInfo>& Session::inputs() const {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -213,8 +214,8 @@ ProgramSource round_trip_program(uint32_t workgroup_size) {
 
 // A compute round trip with exactly representable results: any struct or enum mismatch in the dispatch path
 // (bind groups, uniforms, override constants, copies, mapping) shows up as a wrong value.
-TEST(DeviceAbi, ComputeRoundTripIsExact) {
-  Device& d = device();
+// A kernel's results through `d`: exact, and nothing written past the end.
+void expect_exact_round_trip(Device& d) {
   const uint32_t n = 1000;  // not a multiple of the workgroup size: the bounds guard matters
   std::vector<uint32_t> in_u(n);
   std::vector<float> in_f(n);
@@ -241,6 +242,24 @@ TEST(DeviceAbi, ComputeRoundTripIsExact) {
     ASSERT_EQ(got_f[i], in_f[i] * 0.5f + 2.0f) << i;
   }
   for (uint32_t i = n; i < n + 4; ++i) EXPECT_EQ(got_u[i], 0xDEADBEEFu) << "wrote past the end at " << i;
+}
+
+TEST(DeviceAbi, ComputeRoundTripIsExact) {
+  expect_exact_round_trip(device());
+}
+
+// Native devices run without Dawn's index clamps and workgroup-memory zeroing unless asked
+// (docs/robustness_audit.md); a device that keeps them runs the same kernels to the same results.
+TEST(Device, ShaderRobustnessIsOffUnlessAsked) {
+  const char* env = std::getenv("WGI_SHADER_ROBUSTNESS");
+  const bool asked_by_env = env != nullptr && std::string_view(env) == "1";
+  EXPECT_EQ(device().shader_robustness(), asked_by_env);
+  DeviceOptions options;
+  options.backend = device().backend();
+  options.shader_robustness = true;
+  auto robust = Device::create(options);
+  EXPECT_TRUE(robust->shader_robustness());
+  expect_exact_round_trip(*robust);
 }
 
 TEST(Device, DownloadsUnalignedRanges) {

@@ -25,6 +25,7 @@ struct ModelOptions {
   std::string adapter;
   std::string tuning_cache;  // empty: the default location (docs/tuning.md)
   bool no_tuning_cache = false;
+  bool shader_robustness = false;
 };
 void add_model_options(CLI::App& cmd, ModelOptions& options);
 // --tuning-cache PATH and --no-tuning-cache (run, bench).

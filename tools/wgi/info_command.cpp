@@ -60,6 +60,7 @@ nlohmann::json info_json(const gpu::Device& device) {
        {{"shader-f16", device.features().shader_f16},
         {"subgroups", device.features().subgroups},
         {"timestamp-query", device.features().timestamp_query}}},
+      {"shaderRobustness", device.shader_robustness()},
       {"limits", limits},
       {"selection", selection},
   };
@@ -79,6 +80,8 @@ void print_text(const gpu::Device& device, std::ostream& out) {
   const auto& f = device.features();
   out << "wgi features:   shader-f16 " << (f.shader_f16 ? "yes" : "no") << ", subgroups "
       << (f.subgroups ? "yes" : "no") << ", timestamp-query " << (f.timestamp_query ? "yes" : "no") << "\n";
+  out << "robustness:     " << (device.shader_robustness() ? "on" : "off")
+      << " (Dawn's index clamps and workgroup-memory zeroing in shaders; --shader-robustness)\n";
   out << "granted:        ";
   for (size_t i = 0; i < device.granted_feature_names().size(); ++i) {
     out << (i ? ", " : "") << device.granted_feature_names()[i];
@@ -101,6 +104,7 @@ void add_info_command(CLI::App& app, int& exit_code) {
     bool json = false;
     std::string backend;
     std::string adapter;
+    bool shader_robustness = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("info", "Show the WebGPU adapter, backend, features and limits wgi uses");
@@ -109,10 +113,15 @@ void add_info_command(CLI::App& app, int& exit_code) {
                   "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
   cmd->add_option("--adapter", opts->adapter,
                   "Substring the adapter name must contain (default: WGI_ADAPTER)");
+  cmd->add_flag(
+      "--shader-robustness", opts->shader_robustness,
+      "Create the device with Dawn's index clamps and workgroup-memory zeroing (default: off unless "
+      "WGI_SHADER_ROBUSTNESS=1)");
   cmd->callback([opts, &exit_code] {
     gpu::DeviceOptions options;
     if (!opts->backend.empty()) options.backend = gpu::parse_backend(opts->backend);
     if (!opts->adapter.empty()) options.adapter_filter = opts->adapter;
+    options.shader_robustness = opts->shader_robustness;
     auto device = gpu::Device::create(options);
     if (opts->json) {
       std::cout << info_json(*device).dump(2) << "\n";

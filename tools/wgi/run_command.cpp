@@ -29,6 +29,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--backend", o.backend,
                  "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
   cmd.add_option("--adapter", o.adapter, "Substring the adapter name must contain (default: WGI_ADAPTER)");
+  cmd.add_flag(
+      "--shader-robustness", o.shader_robustness,
+      "Keep Dawn's index clamps and workgroup-memory zeroing in every shader (slower; default: off unless "
+      "WGI_SHADER_ROBUSTNESS=1)");
 }
 
 void add_tuning_cache_options(CLI::App& cmd, ModelOptions& o) {
@@ -46,6 +50,7 @@ SessionOptions session_options(const ModelOptions& o, ProgressBar& progress) {
   SessionOptions s;
   s.backend = o.backend;
   s.adapter = o.adapter;
+  s.shader_robustness = o.shader_robustness;
   s.use_tuning_cache = !o.no_tuning_cache;
   s.tuning_cache = o.tuning_cache;
   s.dims = parse_dims(o.inputs.dims);
