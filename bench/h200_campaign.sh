@@ -26,10 +26,10 @@
 #         per-node GPU times of DaViT tuned; the planner's products and convs against cuBLAS / cuDNN. Fits
 #         one device call (600 s).
 # defaults: the session-level defaults: cold start in three fresh processes per vision model with planning's
-#         phases; the float64 checks; the vision models under each set of Dawn device toggles that ORT's
-#         WebGPU EP uses natively (robustness, workgroup zero-init, validation off); PyTorch eager and ORT
-#         WebGPU on the same files; DaViT's per-node profile and trace; the planner's products with and
-#         without robustness against cuBLAS.
+#         phases; the float64 checks; the vision models with Dawn's shader robustness (WGI_SHADER_ROBUSTNESS=1),
+#         without (the default), and with skip_validation too (ORT's WebGPU EP's native toggles); then tuned
+#         (`wgi tune`); PyTorch eager and ORT WebGPU on the same files; DaViT's per-node profile and trace;
+#         the planner's products with and without robustness against cuBLAS.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -163,8 +163,9 @@ elif [[ $mode == tuned ]]; then
 elif [[ $mode == defaults ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17)
-  toggle_sets=("" disable_robustness disable_robustness,disable_workgroup_init
-               disable_robustness,disable_workgroup_init,skip_validation)
+  # wgi's default on native devices is robustness and workgroup zeroing off (docs/robustness_audit.md);
+  # "robust" keeps them, "+skip_validation" adds the third toggle ORT's WebGPU EP sets.
+  variants=(robust default +skip_validation)
   {
     stamp_machine
     stamp prepare; prepare_models
@@ -179,15 +180,26 @@ elif [[ $mode == defaults ]]; then
     stamp correctness
     timeout 150 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
       "${vision[@]}" "$models"/bart_decoder_base_opset17
-    # Two rounds over the toggle sets, so that drift during the call shows as a difference between rounds.
+    # Two rounds over the variants, so that drift during the call shows as a difference between rounds.
     for round in 1 2; do
-      for toggles in "${toggle_sets[@]}"; do
+      for variant in "${variants[@]}"; do
+        robust=0 toggles=""
+        [[ $variant == robust ]] && robust=1
+        [[ $variant == +skip_validation ]] && toggles=skip_validation
         for dir in "${vision[@]}"; do
-          stamp "round $round toggles [$toggles] $(basename "$dir")"
-          WGI_DAWN_TOGGLES=$toggles timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 \
-            --runs 30 2>&1 | grep -E '^(run|graph)'
+          stamp "round $round $variant $(basename "$dir")"
+          WGI_SHADER_ROBUSTNESS=$robust WGI_DAWN_TOGGLES=$toggles timeout 60 wgi bench "$dir/model.onnx" \
+            --random-inputs 1 --dim batch=1 --runs 30 2>&1 | grep -E '^(run|graph)'
         done
       done
+    done
+    for dir in "${vision[@]}"; do
+      stamp "wgi tune $(basename "$dir")"
+      WGI_TUNING_CACHE=$out/tuning.json timeout 120 wgi tune "$dir/model.onnx" --dim batch=1 --runs 10 2>&1 |
+        tail -3
+      stamp "tuned $(basename "$dir")"
+      WGI_TUNING_CACHE=$out/tuning.json timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 \
+        --runs 30 2>&1 | grep -E '^(run|graph|tuning)'
     done
     stamp torch eager; timeout 100 python3 bench/model_torch_peer.py "${vision[@]}"
     for dir in "${vision[@]}"; do
@@ -203,9 +215,9 @@ elif [[ $mode == defaults ]]; then
   } >"$out/defaults.txt" 2>&1
   for variant in robust no_robustness; do
     stamp products $variant
-    toggles=""
-    [[ $variant == no_robustness ]] && toggles=disable_robustness,disable_workgroup_init
-    WGI_DAWN_TOGGLES=$toggles WGI_BENCH_SIZE=large timeout 100 wgi_bench_ops --benchmark_format=json \
+    robust=1
+    [[ $variant == no_robustness ]] && robust=0
+    WGI_SHADER_ROBUSTNESS=$robust WGI_BENCH_SIZE=large timeout 100 wgi_bench_ops --benchmark_format=json \
       --benchmark_out="$out/wgi_ops_$variant.json" --benchmark_min_time=0.1 \
       --benchmark_filter='BM_Linear/|BM_Conv/' >/dev/null 2>&1
   done
