@@ -24,6 +24,10 @@ constexpr uint32_t kGemvMaxRows = 8;
 constexpr uint64_t kFast128MinWorkgroups = 256;
 constexpr uint32_t kFast128TallRows = 2048;
 constexpr uint32_t kFast128TallMinColumns = 256;
+// From 512 rows, three quarters of a wave of 128 tiles do too: two later tuning rounds (2026-11-30) took the
+// 128 tile for DaViT's 576x3072x1024 and 576x4096x1024 (120 and 160 tiles), 1.2-1.5x over the 64 tile.
+constexpr uint32_t kFast128MidRows = 512;
+constexpr uint64_t kFast128MidMinWorkgroups = 96;
 // Fast64 down to 16 rows or columns: the same tuning run found it 1.2-8.8x faster than the seeds' 32x32
 // tiles on DaViT's channel attention products (32x32x36864 in 4 batches, split; 32x36864x32), although
 // half of each tile is padding there.
@@ -287,7 +291,8 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     // Fewer than 128 rows or columns leave most of a 128 tile padding: DaViT's 32x36864x32 (4 batches) ran
     // 1.6x faster on the 64 tile (2026-11-30).
     const bool fills_128 = spec.m >= 128 && spec.n >= 128;
-    if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall)) return *c128;
+    const bool mid = spec.m >= kFast128MidRows && tiles128 >= kFast128MidMinWorkgroups;
+    if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall || mid)) return *c128;
     if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
     if (c128) return *c128;
     if (knobs_forced) throw Error(why64);
@@ -445,6 +450,33 @@ GemmPlanned resolve_gemm(const PlanContext& ctx, const GemmLaunchSpec& requested
   return *planned;
 }
 
+// The fast tiles' K slab and buffers by how deep each workgroup's share of K is, from GEMM tuning on the
+// H200 (docs/performance.md, "Defaults from the tuning data", 2026-11-30; the same winners in three tuning
+// rounds): double buffering pays only over many slabs, so the 64 tile keeps one buffer for chunks of at most
+// 512 (DaViT's 32x36864x32 channel attention 1.2-1.3x, SigLIP's split 196x768x3072 1.6x; SigLIP-B 5.9-6.3
+// -> 5.4-5.5 ms), except on a single mostly-padding tile (32x32xK attention products split into many
+// chunks ran 1.1-1.4x slower with one); the 128 tile runs
+// unsplit K of 256-1024 in slabs of 8 with two buffers (the same workgroup memory as 16 with one, one
+// barrier per slab instead of two: 9216x256x256 1.15x, 2304x1536x512 1.2x, 2304x512x512 1.4x).
+GemmConfig choose_fast_buffers(const GemmLaunchSpec& spec, const GemmConfig& config, uint32_t splits,
+                               const gpu::Limits& limits) {
+  GemmLaunchSpec probe = spec;
+  const uint32_t chunk_k = ceil_div(spec.k, std::max<uint32_t>(1, splits));
+  const bool padding_tile = spec.m < 64 && spec.n < 64;
+  if (config.kernel == GemmKernel::Fast64 && config.stages == 2 && chunk_k <= 512 && !padding_tile) {
+    probe.tile_k = config.tile_k;
+    probe.stages = 1;
+  } else if (config.kernel == GemmKernel::Fast128 && splits == 1 && spec.k >= 256 && spec.k <= 1024) {
+    probe.tile_k = 8;
+    probe.stages = 2;
+  } else {
+    return config;
+  }
+  std::string why;
+  std::optional<GemmConfig> c = fast_config(probe, limits, config.tile_m, why);
+  return c ? *c : config;
+}
+
 }  // namespace
 
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
@@ -484,6 +516,7 @@ GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, 
       config = choose_gemm_config(spec, caps);
     }
   }
+  if (spec.tile_k == 0 && spec.stages == 0) config = choose_fast_buffers(spec, config, splits, caps.limits);
   return {spec, config, splits};
 }
 

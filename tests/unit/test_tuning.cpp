@@ -348,7 +348,7 @@ Planned plan_matmul(int64_t m, int64_t n, int64_t k, const gpu::Capabilities& ca
                        &tuning};
   const ops::OpPlan plan = ops::builtin_registry().find("", "MatMul", 13)->handler.plan(ctx);
   for (const auto& launch : plan.launches) out.labels.push_back(launch.program.label);
-  out.constant_shape = plan.constants.at(0).shape();
+  if (!plan.constants.empty()) out.constant_shape = plan.constants[0].shape();  // else bound as stored
   return out;
 }
 
@@ -374,11 +374,13 @@ TEST(GemmTuningPlanner, TakesAValidEntryIgnoresAnImpossibleOneAndAttributesWin) 
   EXPECT_EQ(tuned.uses[0].problem, key);
   EXPECT_EQ(tuned.uses[0].planned, (GemmChoice{GemmKernel::Fast64, 16, 1, 3, 0}));
 
-  // An entry for the 128 tile without a split gets the weight prepacked [K, N], as the rules would.
+  // An entry for the 128 tile without a split reads the weight [K, N], as the rules would: here as stored,
+  // with no prepacked copy (the 64 tile above got one, transposed to [N, K]).
+  EXPECT_EQ(tuned.constant_shape, (Shape{1, 3072, 768}));
   table.set(key, {GemmKernel::Fast128, 8, 1, 1, 0});
   Planned kn = plan_matmul(196, 3072, 768, h200_caps, &table);
   EXPECT_EQ(kn.labels.at(0), "gemm_fast128_k8s1_bkn");
-  EXPECT_EQ(kn.constant_shape, (Shape{1, 768, 3072}));
+  EXPECT_TRUE(kn.constant_shape.empty());
 
   // The same entry on a device whose workgroup memory cannot hold it is ignored: the rules, and why.
   table.set(key, {GemmKernel::Fast128, 16, 2, 1, 0});
@@ -454,7 +456,8 @@ TEST(GemmTuningCandidates, AFewDozenTheDeviceRunsDefaultFirst) {
   const std::vector<GemmChoice> c = runtime::gemm_candidates(down, h200_caps);
   ASSERT_FALSE(c.empty());
   EXPECT_EQ(c.front(), runtime::default_gemm_choice(down, h200_caps));
-  EXPECT_EQ(c.front(), (GemmChoice{GemmKernel::Fast64, 16, 2, 6, 0}));  // the rules: 48 tiles -> 6 chunks
+  // The rules: 48 tiles -> 6 chunks of 512, one buffer for so few slabs.
+  EXPECT_EQ(c.front(), (GemmChoice{GemmKernel::Fast64, 16, 1, 6, 0}));
   EXPECT_GE(c.size(), 20u);
   EXPECT_LE(c.size(), 48u);
   const ops::GemmLaunchSpec spec = ops::gemm_problem_spec(down);
