@@ -79,6 +79,29 @@ wgi_bench_models() {
   done
 }
 
+# Cold start (load -> first result) in three fresh processes per model directory: the first may compile
+# pipelines that the driver's shader cache then holds for the next. $1: extra `wgi bench` arguments.
+cold_start() {
+  local extra=$1 dir attempt
+  shift
+  for dir in "$@"; do
+    for attempt in 1 2 3; do
+      stamp cold start "$(basename "$dir")" process $attempt
+      TIMEFORMAT='process wall %R s'
+      # shellcheck disable=SC2086
+      time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 $extra \
+        2>&1 | grep -E '^(load|first run|planning)')
+    done
+  done
+}
+# ORT's WebGPU EP on a vision model directory (onnxruntime-node, .device/peers/ort_bench.js).
+ort_vision() {
+  local shape=pixel_values=1x3x224x224
+  [[ $1 == *florence2* ]] && shape=pixel_values=1x3x768x768
+  stamp ORT WebGPU "$(basename "$1")"
+  timeout 90 node .device/peers/ort_bench.js "$1/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
+}
+
 for f in .device/bin/*.xz; do xz -d "$f" && chmod +x "${f%.xz}"; done
 if [[ $mode == sweep ]]; then
   write_info >"$out/info.txt" 2>&1
@@ -121,14 +144,7 @@ elif [[ $mode == tuned ]]; then
   {
     stamp_machine
     stamp prepare; prepare_models
-    for dir in "${vision[@]}"; do
-      for attempt in 1 2 3; do
-        stamp cold start "$(basename "$dir")" process $attempt
-        TIMEFORMAT='process wall %R s'
-        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 \
-          --no-tuning-cache 2>&1 | grep -E '^(load|first run)')
-      done
-    done
+    cold_start --no-tuning-cache "${vision[@]}"
     stamp rules: wgi bench
     WGI_TUNING_CACHE="" wgi_bench_models
     for name in florence2_vision_base_opset17 siglip_vision_base_opset17 bart_decoder_base_opset17; do
@@ -142,12 +158,7 @@ elif [[ $mode == tuned ]]; then
     timeout 150 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
       "${vision[@]}" "$models"/bart_decoder_base_opset17
     stamp torch eager; timeout 100 python3 bench/model_torch_peer.py "${vision[@]}" "$models"/bart_decoder_base_opset17
-    for dir in "${vision[@]}"; do
-      stamp ORT WebGPU "$(basename "$dir")"
-      shape=pixel_values=1x3x224x224
-      [[ $dir == *florence2* ]] && shape=pixel_values=1x3x768x768
-      timeout 90 node .device/peers/ort_bench.js "$dir/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
-    done
+    for dir in "${vision[@]}"; do ort_vision "$dir"; done
     stamp profile DaViT tuned
     timeout 40 wgi bench "$models/florence2_vision_base_opset17/model.onnx" --random-inputs 1 --dim batch=1 \
       --runs 5 --profile 2>&1 | head -45
@@ -169,14 +180,7 @@ elif [[ $mode == defaults ]]; then
   {
     stamp_machine
     stamp prepare; prepare_models
-    for dir in "${vision[@]}"; do
-      for attempt in 1 2 3; do
-        stamp cold start "$(basename "$dir")" process $attempt
-        TIMEFORMAT='process wall %R s'
-        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 2>&1 |
-          grep -E '^(load|first run|planning)')
-      done
-    done
+    cold_start "" "${vision[@]}"
     stamp correctness
     timeout 150 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
       "${vision[@]}" "$models"/bart_decoder_base_opset17
@@ -202,12 +206,7 @@ elif [[ $mode == defaults ]]; then
         --runs 30 2>&1 | grep -E '^(run|graph|tuning)'
     done
     stamp torch eager; timeout 100 python3 bench/model_torch_peer.py "${vision[@]}"
-    for dir in "${vision[@]}"; do
-      stamp ORT WebGPU "$(basename "$dir")"
-      shape=pixel_values=1x3x224x224
-      [[ $dir == *florence2* ]] && shape=pixel_values=1x3x768x768
-      timeout 90 node .device/peers/ort_bench.js "$dir/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
-    done
+    for dir in "${vision[@]}"; do ort_vision "$dir"; done
     stamp profile DaViT
     timeout 40 wgi bench "$models/florence2_vision_base_opset17/model.onnx" --random-inputs 1 --dim batch=1 \
       --runs 5 --profile --trace "$out/davit_trace.json" 2>&1 | head -60
@@ -252,16 +251,7 @@ else
   export WGI_BACKEND=vulkan
   {
     prepare_models
-    # Cold start (load -> first result) per model, three fresh processes each: the first may compile
-    # pipelines that the driver's shader cache then holds for the next.
-    for dir in "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17; do
-      for attempt in 1 2 3; do
-        stamp cold start "$(basename "$dir")" process $attempt
-        TIMEFORMAT='process wall %R s'
-        time (timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 1 --warmup 0 2>&1 |
-          grep -E '^(load|first run)')
-      done
-    done
+    cold_start "" "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17
     stamp models: correctness
     timeout 180 python3 tests/models/check_with_wgi.py --wgi "$(command -v wgi)" --backend vulkan \
       "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 \
