@@ -480,12 +480,12 @@ Session Session::Impl::make(const SessionOptions& options, std::function<graph::
 #endif
   auto imported = std::async(policy, [&import] {
     const auto start = std::chrono::steady_clock::now();
-    graph::Graph graph = import();
-    return std::make_pair(std::move(graph), ms_since(start));
+    graph::Graph model = import();
+    return std::make_pair(std::move(model), ms_since(start));
   });
   impl->create_device();
-  auto [graph, import_ms] = imported.get();
-  impl->load(std::move(graph));
+  auto [model, import_ms] = imported.get();
+  impl->load(std::move(model));
   impl->stats.import_ms = import_ms;
   return Session(std::move(impl));
 }
