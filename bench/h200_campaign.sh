@@ -7,6 +7,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh conv    # carry [".device"] (packed as `conv`)
 #   source .device/env.sh; bash bench/h200_campaign.sh tuned   # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh defaults  # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh profile   # carry [".device"] (packed as `models`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -25,15 +26,17 @@
 #         and the float64 checks on the tuned configurations; PyTorch eager and ORT WebGPU on the same files;
 #         per-node GPU times of DaViT tuned; the planner's products and convs against cuBLAS / cuDNN. Fits
 #         one device call (600 s).
-# defaults: the session-level defaults: cold start in three fresh processes per vision model with planning's
+# defaults: the session-level defaults (vision models: DaViT, SigLIP, ResNet-50 from tests/models/resnet.py
+#         --large): cold start in three fresh processes per vision model with planning's
 #         phases; the float64 checks; the vision models with Dawn's shader robustness (WGI_SHADER_ROBUSTNESS=1),
 #         without (the default), and with skip_validation too (ORT's WebGPU EP's native toggles); then tuned
 #         (`wgi tune`); PyTorch eager and ORT WebGPU on the same files; DaViT's per-node profile and trace;
 #         the planner's products with and without robustness against cuBLAS.
+# profile: per-node GPU times and traces of the three vision models (rules, default device); ~1 min.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -98,6 +101,7 @@ cold_start() {
 ort_vision() {
   local shape=pixel_values=1x3x224x224
   [[ $1 == *florence2* ]] && shape=pixel_values=1x3x768x768
+  [[ $1 == *resnet* ]] && shape=image=1x3x224x224
   stamp ORT WebGPU "$(basename "$1")"
   timeout 90 node .device/peers/ort_bench.js "$1/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
 }
@@ -171,9 +175,24 @@ elif [[ $mode == tuned ]]; then
     --benchmark_min_time=0.1 --benchmark_filter='BM_Linear/|BM_Conv/' >/dev/null 2>&1
   timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
   python3 bench/compare.py "$out/wgi_ops.json" "$out/torch.jsonl" >"$out/ops_table.md" 2>&1
+elif [[ $mode == profile ]]; then
+  # Per-node GPU times of the vision models on the default device and the rules (no tuning cache), with
+  # a Chrome/Perfetto trace of each.
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    for dir in "$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 \
+      "$models"/resnet50_opset17; do
+      stamp profile "$(basename "$dir")"
+      timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 10 --profile \
+        --trace "$out/$(basename "$dir")_trace.json" 2>&1 | head -60
+    done
+    stamp done
+  } >"$out/profile.txt" 2>&1
 elif [[ $mode == defaults ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
-  vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17)
+  vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)
   # wgi's default on native devices is robustness and workgroup zeroing off (docs/robustness_audit.md);
   # "robust" keeps them, "+skip_validation" adds the third toggle ORT's WebGPU EP sets.
   variants=(robust default +skip_validation)

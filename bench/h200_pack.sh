@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fills .device/ (git-ignored) for bench/h200_campaign.sh on the lent GPU machine, within the device tool's
 # 64 MiB for everything that travels. Usage, from the repo root after `scripts/build release` and
-# `/usr/bin/python3 tests/models/florence_siglip.py --large`:
+# `/usr/bin/python3 tests/models/florence_siglip.py --large` and `tests/models/resnet.py --large`:
 #   bench/h200_pack.sh main    the test and benchmark programs (xz), ONNX's test data and the font the OCR
 #                              test renders with; carry [".device", "third_party/ocr-models"]
 #   bench/h200_pack.sh conv    wgi, wgi_bench_ops and the GPU tests (the conv round); carry [".device"]

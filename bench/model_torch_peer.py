@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch eager on CUDA (fp32, TF32 off) for the base-size target models: the latency wgi's `wgi bench` of
-the same model is compared with (docs/performance.md). The modules are tests/models/florence_siglip.py's; the
-vision inputs are the model folders' own input_pixel_values.npy (build/models-large/<name>_opset17, see that
-file's --large).
+the same model is compared with (docs/performance.md). The modules are tests/models/florence_siglip.py's and
+resnet.py's; the vision inputs are the model folders' own input_*.npy (build/models-large/<name>_opset17, see
+those files' --large).
 Decoder steps are timed at one new token after 64, with 590 encoder tokens (the shapes the campaign gives
 `wgi bench` and ORT). Weights are random in both (wgi's come from fill_weights.py); timing does not depend
 on their values.
@@ -21,6 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models"))
 import florence_siglip  # noqa: E402
+import resnet  # noqa: E402
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -43,6 +44,8 @@ def module_for(name):
         return florence_siglip.bart_decoder(False, cross_kv_inputs=True)
     if name.startswith("bart_decoder_base"):
         return florence_siglip.bart_decoder(False)
+    if name.startswith("resnet50"):
+        return resnet.resnet(False)
     return None
 
 
@@ -64,10 +67,12 @@ def decoder_step_inputs(module, past_len=64, src_len=590):
 
 
 def inputs_for(folder, module):
-    """Vision models: the folder's pixel_values; decoder steps: decoder_step_inputs."""
+    """Vision models: the folder's image input (input_pixel_values.npy, input_image.npy); decoder steps:
+    decoder_step_inputs."""
     if hasattr(module, "io_names"):
         return decoder_step_inputs(module)
-    return [torch.from_numpy(np.load(os.path.join(folder, "input_pixel_values.npy"))).to(device)]
+    (image,) = glob.glob(os.path.join(folder, "input_*.npy"))
+    return [torch.from_numpy(np.load(image)).to(device)]
 
 
 RUNS = 50

@@ -208,10 +208,12 @@ def main():
     unsupported(rng)
     if "--no-torch" not in sys.argv:
         torch_models(rng)
-        # Florence-2's vision tower, SigLIP, Florence-2's BART decoder step (own seed; --large there for the
-        # base configs).
+        # Florence-2's vision tower, SigLIP, Florence-2's BART decoder step, a ResNet-50-like CNN (own seeds;
+        # --large there for the base configs).
         import florence_siglip
         florence_siglip.write_tiny()
+        import resnet
+        resnet.main([])
     odd_names()
 
 
