@@ -454,7 +454,8 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
                                        : forced == "implicit_gemm64x128" ? ImplicitGemmTile{64, 128}
                                                                          : ImplicitGemmTile{};
     std::string why;
-    if (auto c = choose_implicit_gemm_config(g, ctx.caps.limits, tile, knobs.tile_k, knobs.stages, why)) {
+    if (auto c = choose_implicit_gemm_config(g, ctx.caps.limits, tile, knobs.tile_k, knobs.stages, why,
+                                             knobs.split_k)) {
       add_implicit_gemm_launch(ctx, g, *c, activation, has_bias, plan);
       return plan;
     }

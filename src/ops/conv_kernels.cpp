@@ -23,6 +23,7 @@ constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM ke
 // 128->256) the 64 tile's 392 still win.
 constexpr uint64_t kTile128MinWorkgroups = 1024;
 constexpr uint64_t kTile128x64MinWorkgroups = 512;
+constexpr uint64_t kSplitMaxTiles = 132;  // split K below about a wave of tiles (implicit_gemm_splits)
 // Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.
 constexpr uint32_t kDepthwiseThreads = 256;
 // The register-window depthwise kernel: output rows per invocation by default (4: each input row is loaded
@@ -84,11 +85,25 @@ uint32_t implicit_gemm_storage(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k
 
 }  // namespace
 
+// K chunks for a conv with fewer output tiles than about a wave of a large GPU (132 SMs on the H200) over
+// K >= 512: about two workgroups per SM, chunks of at least 256, as the GEMM's fast kernels split
+// (gemm_launch.cpp). ResNet-50's 3x3 convs of its last two stages had 8 and 16 tiles of 64x64 over K = 4608
+// and 2304 on the H200 and took most of its time (docs/performance.md).
+uint32_t implicit_gemm_splits(const ConvGeometry& g, ImplicitGemmTile tile) {
+  const uint64_t m = static_cast<uint64_t>(g.out_channels / g.groups);
+  const uint64_t n = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
+  const uint64_t k = static_cast<uint64_t>(g.in_channels / g.groups * g.height.kernel * g.width.kernel);
+  const uint64_t tiles = ceil_div(m, tile.m) * ceil_div(n, tile.n) * static_cast<uint64_t>(g.groups);
+  if (tiles >= kSplitMaxTiles || k < 512) return 1;
+  const uint64_t wanted = (2 * kSplitMaxTiles + tiles - 1) / tiles;
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, k / 256)));
+}
+
 std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,
                                                               const gpu::Limits& limits,
                                                               ImplicitGemmTile forced_tile,
                                                               uint32_t forced_tile_k, uint32_t forced_stages,
-                                                              std::string& why) {
+                                                              std::string& why, uint32_t forced_splits) {
   if (limits.max_compute_invocations_per_workgroup < kWideWorkgroup ||
       limits.max_compute_workgroup_size_x < kWideWorkgroup) {
     why = "the implicit_gemm kernel needs 256 invocations per workgroup; the device allows " +
@@ -137,7 +152,9 @@ std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry
       smallest = std::min(smallest, bytes);
       continue;
     }
-    return ImplicitGemmConfig{tile.m, tile.n, tile_k, stages, bytes};
+    ImplicitGemmConfig config{tile.m, tile.n, tile_k, stages, bytes, 1};
+    config.splits = forced_splits != 0 ? forced_splits : implicit_gemm_splits(g, tile);
+    return config;
   }
   if (smallest == UINT32_MAX) {
     why = "the implicit_gemm kernel has no configuration with tile " + tile_name + ", K slab " +
@@ -201,23 +218,29 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   const uint64_t tiles_m = ceil_div(static_cast<uint64_t>(m), config.tile_m);
   const uint64_t tiles_n = ceil_div(static_cast<uint64_t>(n), config.tile_n);
 
+  const bool split = config.splits > 1;
   kernels::Defines defines;
   activation.add_defines(defines);
   defines["TM"] = std::to_string(config.tile_m / 16);
   defines["TN"] = std::to_string(config.tile_n / 16);
   defines["BK"] = std::to_string(config.tile_k);
   defines["STAGES"] = std::to_string(config.stages);
+  defines["SPLIT_K"] = split ? "1" : "0";
   KernelLaunch launch;
   launch.program.label = "conv_igemm" + implicit_gemm_tile_name(config.tile_m, config.tile_n) + "_k" +
                          std::to_string(config.tile_k) + "s" + std::to_string(config.stages) +
-                         activation.label_suffix();
+                         (split ? "_splitk" : activation.label_suffix());
   launch.program.wgsl = kernels::load_wgsl("conv/implicit_gemm.wgsl", defines);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::constant(weight_index),
-                     TensorRef::constant(weight_index + 1),
-                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  // With a split, the partial sums go to a scratch buffer: one copy of the output per K chunk.
+  const uint64_t outputs = static_cast<uint64_t>(g.batch * g.out_channels * g.height.output * g.width.output);
+  const TensorRef partials = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+  if (split) plan.scratch_bytes.push_back(outputs * config.splits * sizeof(float));
+  launch.bindings = {
+      TensorRef::input(0), TensorRef::constant(weight_index), TensorRef::constant(weight_index + 1),
+      has_bias ? TensorRef::input(2) : TensorRef::zero(), split ? partials : TensorRef::output(0)};
   launch.uniform = gpu::UniformBuilder()
                        .u32(u32(m))
                        .u32(u32(n))
@@ -240,13 +263,46 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
                        .u32(has_bias ? 1 : 0)
                        .f32(activation.min)
                        .f32(activation.max)
-                       .u32(0)
+                       .u32(config.splits)
                        .u32(0)
                        .u32(0)
                        .bytes();
-  launch.groups = gpu::fold_workgroups(tiles_m * tiles_n * static_cast<uint64_t>(groups),
+  launch.groups = gpu::fold_workgroups(tiles_m * tiles_n * static_cast<uint64_t>(groups) * config.splits,
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
+  if (!split) return;
+
+  // The GEMM's split reduction: the NCHW output is its [batch][M][N] with M = all output channels and N =
+  // the output plane, the bias one per channel (strides 1 over m, 0 over n), alpha = beta = 1.
+  KernelLaunch reduce;
+  kernels::Defines reduce_defines;
+  activation.add_defines(reduce_defines);
+  reduce.program.wgsl = kernels::load_wgsl("linear/gemm_split_reduce.wgsl", reduce_defines);
+  reduce.program.label = "gemm_split_reduce";
+  reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
+  reduce.bindings = {partials, has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  reduce.uniform = gpu::UniformBuilder()
+                       .u32(u32(g.out_channels))                    // M
+                       .u32(u32(g.height.output * g.width.output))  // N
+                       .u32(u32(k))                                 // K (unused)
+                       .u32(u32(g.batch))                           // batch
+                       .u32(1)                                      // tiles (unused)
+                       .u32(1)
+                       .u32(has_bias ? 1 : 0)
+                       .u32(config.splits)
+                       .f32(1.0f)  // alpha
+                       .f32(1.0f)  // beta
+                       .f32(activation.min)
+                       .f32(activation.max)
+                       .vec4u({1, 1, 1, u32(g.batch)})  // batch dims (unused by the reduction)
+                       .vec4u({0, 0, 0, 0})
+                       .vec4u({0, 0, 0, 0})
+                       .vec4u({1, 0, 0, 0})  // bias strides over m (channel) and n (pixel)
+                       .bytes();
+  reduce.groups =
+      gpu::fold_workgroups((outputs + 63) / 64, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(reduce));
 }
 
 std::optional<DepthwiseConfig> choose_depthwise_config(const ConvGeometry& g, const gpu::Limits& limits,

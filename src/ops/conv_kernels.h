@@ -49,6 +49,7 @@ struct ImplicitGemmConfig {
   uint32_t tile_k = 16;  // K slab
   uint32_t stages = 1;   // workgroup buffers
   uint32_t workgroup_storage_bytes = 0;
+  uint32_t splits = 1;  // K chunks (split-K: partial sums, then linear/gemm_split_reduce.wgsl)
 };
 
 // A forced tile, as "implicit_gemm<M>" / "implicit_gemm<M>x<N>" name it: {0, 0} for the planner's choice.
@@ -57,15 +58,17 @@ struct ImplicitGemmTile {
 };
 
 // `forced_tile` {0, 0} (the planner's choice by problem size) or one of the tiles above; `forced_tile_k` 0,
-// 8, 16 or 32; `forced_stages` 0, 1 or 2.
+// 8, 16 or 32; `forced_stages` 0, 1 or 2; `forced_splits` 0 (the planner's: split K when the tiles are fewer
+// than a wave of a large GPU over K >= 512) or the number of K chunks.
 std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,
                                                               const gpu::Limits& limits,
                                                               ImplicitGemmTile forced_tile,
                                                               uint32_t forced_tile_k, uint32_t forced_stages,
-                                                              std::string& why);
+                                                              std::string& why, uint32_t forced_splits = 0);
 
-// Adds the implicit-GEMM launch and its two plan constants (packed weight, tap table) to `plan`. The weight
-// must be ctx's constant input 1.
+// Adds the implicit-GEMM launch and its two plan constants (packed weight, tap table) to `plan`, and with
+// config.splits > 1 a scratch buffer for the partial sums and the reduction's launch. The weight must be
+// ctx's constant input 1.
 void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, const ImplicitGemmConfig& config,
                               const FusedActivation& activation, bool has_bias, OpPlan& plan);
 

@@ -53,6 +53,9 @@ struct ConvCase {
   int64_t tile_k = 0;                  // wgi.gemm_tile_k / wgi.gemm_stages, if set
   int64_t stages = 0;
   int64_t depthwise_rows = 0;  // wgi.depthwise_rows, if set
+  int64_t split_k = 0;         // wgi.gemm_split_k (the implicit GEMM's K chunks), if set
+  // The implicit GEMM split into K chunks (forced or the planner's): its launch, then the reduction's.
+  bool expect_split = false;
   // Plan as if the device allowed only this many invocations per workgroup / bytes of workgroup memory (0:
   // its own limits): the fallbacks of smaller devices, run on this one.
   uint32_t invocations = 0;
@@ -101,6 +104,7 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
   if (c.tile_k) node.attributes.set("wgi.gemm_tile_k", c.tile_k);
   if (c.stages) node.attributes.set("wgi.gemm_stages", c.stages);
   if (c.depthwise_rows) node.attributes.set("wgi.depthwise_rows", c.depthwise_rows);
+  if (c.split_k) node.attributes.set("wgi.gemm_split_k", c.split_k);
   runtime::NodeRunOptions options;
   options.capabilities = test::device().capabilities();
   // The kernels a GPU gets, also on SwiftShader (whose own routing is tested below).
@@ -129,8 +133,13 @@ TEST_P(ConvTest, MatchesFloat64Reference) {
   if (c.bias) inputs.push_back(NodeInput{b, true});
 
   ops::OpPlan plan = runtime::plan_node(*options.capabilities, node, inputs);
-  ASSERT_EQ(plan.launches.size(), 1u);
-  const std::string suffix = ops::FusedActivation::from_node(node).label_suffix();
+  ASSERT_EQ(plan.launches.size(), c.expect_split ? 2u : 1u);
+  if (c.expect_split) {
+    EXPECT_EQ(plan.launches[1].program.label, "gemm_split_reduce");
+  }
+  // A split's first launch stores raw sums: the reduction applies bias and activation.
+  const std::string suffix =
+      c.expect_split ? "_splitk" : ops::FusedActivation::from_node(node).label_suffix();
   const std::string& label = plan.launches[0].program.label;
   if (c.kernel.rfind("conv_", 0) == 0) {
     // The new kernels' labels carry their configuration (tile, K slab, threads) before the suffix.
@@ -504,6 +513,35 @@ std::vector<ConvCase> implicit_gemm_cases() {
        .pads = {1, 1, 1, 1},
        .activation = "Gelu",
        .kernel = "conv_igemm64"},
+      // Split K: few tiles over a long K (ResNet's last stages) split on their own; forced splits with more
+      // chunks than slabs (empty chunks write zeros), unaligned sizes, batch 2, groups, fused activations.
+      {.name = "split_auto_few_tiles_long_k",
+       .x = {1, 64, 5, 5},
+       .w = {40, 64, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .activation = "Relu",
+       .kernel = "conv_igemm64_k16s1",
+       .expect_split = true},
+      {.name = "split_forced_more_chunks_than_slabs_batch2",
+       .x = {2, 5, 7, 9},
+       .w = {18, 5, 3, 3},
+       .pads = {1, 0, 1, 2},
+       .activation = "Gelu",
+       .kernel = "conv_igemm64",
+       .forced_kernel = ig,
+       .split_k = 5,
+       .expect_split = true},
+      {.name = "split_forced_groups_tile128_no_bias",
+       .x = {1, 8, 6, 6},
+       .w = {36, 4, 3, 3},
+       .pads = {1, 1, 1, 1},
+       .group = 2,
+       .bias = false,
+       .activation = "Clip",
+       .kernel = "conv_igemm128",
+       .forced_kernel = "implicit_gemm128",
+       .split_k = 3,
+       .expect_split = true},
       // The GEMM's tuning knobs (K slab, buffers) on the implicit GEMM: every configuration of each tile.
       {.name = "tile128_k8_s2",
        .x = {1, 6, 7, 7},

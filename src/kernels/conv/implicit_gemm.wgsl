@@ -18,6 +18,10 @@
 //   stores into workgroup memory hit 32 distinct banks.
 // - Tiles are ordered row tiles first: the workgroups that share one tile of pixels (and so the same gathered
 //   activations) run side by side and hit L2.
+// - SPLIT_K: for few tiles over a long K (ResNet-50's last stages: 8 tiles of 64x64 over K = 4608 on a 132-SM
+//   GPU), workgroups also split K into params.k_splits chunks of whole slabs and store raw partial sums, chunk
+//   after chunk in the output's NCHW order; linear/gemm_split_reduce.wgsl adds them, the bias and the
+//   activation.
 #include "common/activation.wgsl"
 #include "common/dispatch_grid.wgsl"
 
@@ -58,7 +62,7 @@ struct Params {
   has_bias: u32,
   lo: f32,  // fused activation clamp bounds
   hi: f32,
-  _pad0: u32,
+  k_splits: u32,  // SPLIT_K: K chunks, one partial sum each
   _pad1: u32,
   _pad2: u32,
 }
@@ -126,10 +130,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) flat: u32) {
   let tile_index = linear_workgroup_index(wid, nwg);
   let tiles = params.tiles_m * params.tiles_n;
-  if (tile_index >= tiles * params.groups) {
+#if SPLIT_K
+  let splits = params.k_splits;
+#else
+  let splits = 1u;
+#endif
+  if (tile_index >= tiles * params.groups * splits) {
     return;  // uniform: the whole workgroup leaves together
   }
-  let group = tile_index / tiles;
+  let split = tile_index / (tiles * params.groups);
+  let group = tile_index % (tiles * params.groups) / tiles;
   let in_group = tile_index % tiles;
   let row0 = (in_group % params.tiles_m) * BM;
   let col0 = (in_group / params.tiles_m) * BN;
@@ -151,19 +161,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var a_next: array<vec4<f32>, A_LOADS>;
   var b_next: array<f32, B_LOADS>;
 
-  let k_slabs = (params.K + BK - 1u) / BK;
+  // This workgroup's K chunk: whole slabs (none past K for a late chunk, whose loads then read zeros).
+  let all_slabs = (params.K + BK - 1u) / BK;
+  let slabs_per_chunk = (all_slabs + splits - 1u) / splits;
+  let slab_begin = min(all_slabs, split * slabs_per_chunk);
+  let k_slabs = min(all_slabs, slab_begin + slabs_per_chunk) - slab_begin;
+  let k_first = slab_begin * BK;
   for (var l = 0u; l < A_LOADS; l++) {
-    a_tile[(a_k + l * A_K_STEP) * SA + a_m / 4u] = fetch_a(group, row0 + a_m, a_k + l * A_K_STEP);
+    a_tile[(a_k + l * A_K_STEP) * SA + a_m / 4u] = fetch_a(group, row0 + a_m, k_first + a_k + l * A_K_STEP);
   }
   for (var l = 0u; l < B_LOADS; l++) {
-    store_b(0u, b_k + l * B_K_STEP, b_n, gather(px, b_k + l * B_K_STEP));
+    store_b(0u, b_k + l * B_K_STEP, b_n, gather(px, k_first + b_k + l * B_K_STEP));
   }
   workgroupBarrier();
 
   for (var s = 0u; s < k_slabs; s++) {
     let more = s + 1u < k_slabs;
     if (more) {
-      let k0 = (s + 1u) * BK;
+      let k0 = k_first + (s + 1u) * BK;
       for (var l = 0u; l < A_LOADS; l++) {
         a_next[l] = fetch_a(group, row0 + a_m, k0 + a_k + l * A_K_STEP);
       }
@@ -232,10 +247,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           for (var jj = 0u; jj < 4u; jj++) {
             let c = gj * 4u + jj;
             if (col0 + gj * 64u + tx * 4u + jj < params.N) {
+#if SPLIT_K
+              // The raw sum, in chunk `split`'s copy of the output (the reduction adds the bias).
+              output[split * params.N * params.out_channels + col_offset[c] + oc * params.out_plane] = v[jj];
+#else
 #if ACTIVATION_MATH
               output[col_offset[c] + oc * params.out_plane] = v[jj] + b;  // activated by the loop below
 #else
               output[col_offset[c] + oc * params.out_plane] = fused_activation(v[jj] + b, params.lo, params.hi);
+#endif
 #endif
             }
           }
@@ -243,6 +263,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
+#if !SPLIT_K
 #if ACTIVATION_MATH
   // As in linear/gemm_fast.wgsl: a long activation inlined TM * TN times would stop the driver unrolling the
   // loop above and send acc to local memory; this loop, reading no private array, activates in place.
@@ -255,5 +276,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
+#endif
 #endif
 }
