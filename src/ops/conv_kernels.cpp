@@ -9,6 +9,7 @@
 #include "gpu/dispatch_grid.h"
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/gemm_launch.h"
 
 namespace wgi::ops {
 
@@ -274,35 +275,17 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
 
   // The GEMM's split reduction: the NCHW output is its [batch][M][N] with M = all output channels and N =
   // the output plane, the bias one per channel (strides 1 over m, 0 over n), alpha = beta = 1.
-  KernelLaunch reduce;
-  kernels::Defines reduce_defines;
-  activation.add_defines(reduce_defines);
-  reduce.program.wgsl = kernels::load_wgsl("linear/gemm_split_reduce.wgsl", reduce_defines);
-  reduce.program.label = "gemm_split_reduce";
-  reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  reduce.bindings = {partials, has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
-  reduce.uniform = gpu::UniformBuilder()
-                       .u32(u32(g.out_channels))                    // M
-                       .u32(u32(g.height.output * g.width.output))  // N
-                       .u32(u32(k))                                 // K (unused)
-                       .u32(u32(g.batch))                           // batch
-                       .u32(1)                                      // tiles (unused)
-                       .u32(1)
-                       .u32(has_bias ? 1 : 0)
-                       .u32(config.splits)
-                       .f32(1.0f)  // alpha
-                       .f32(1.0f)  // beta
-                       .f32(activation.min)
-                       .f32(activation.max)
-                       .vec4u({1, 1, 1, u32(g.batch)})  // batch dims (unused by the reduction)
-                       .vec4u({0, 0, 0, 0})
-                       .vec4u({0, 0, 0, 0})
-                       .vec4u({1, 0, 0, 0})  // bias strides over m (channel) and n (pixel)
-                       .bytes();
-  reduce.groups =
-      gpu::fold_workgroups((outputs + 63) / 64, ctx.caps.limits.max_compute_workgroups_per_dimension);
-  plan.launches.push_back(std::move(reduce));
+  GemmLaunchSpec reduced;
+  reduced.m = u32(g.out_channels);
+  reduced.n = u32(g.height.output * g.width.output);
+  reduced.k = u32(k);
+  reduced.batch = u32(g.batch);
+  if (has_bias) reduced.bias = TensorRef::input(2);
+  reduced.bias_stride_m = 1;
+  reduced.bias_stride_n = 0;
+  reduced.activation = activation;
+  reduced.out = TensorRef::output(0);
+  plan.launches.push_back(gemm_split_reduce_launch(ctx, reduced, config.splits, partials));
 }
 
 std::optional<DepthwiseConfig> choose_depthwise_config(const ConvGeometry& g, const gpu::Limits& limits,

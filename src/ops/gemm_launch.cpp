@@ -340,6 +340,29 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
 namespace {
 
 // The main launch of `spec` run with `config`, its K split into `splits` chunks (1: none).
+// GemmParams of linear/gemm_common.wgsl.
+std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t tiles_m, uint32_t tiles_n,
+                                           uint32_t splits) {
+  return gpu::UniformBuilder()
+      .u32(spec.m)
+      .u32(spec.n)
+      .u32(spec.k)
+      .u32(spec.batch)
+      .u32(tiles_n)
+      .u32(tiles_m)
+      .u32(spec.bias ? 1 : 0)
+      .u32(splits)
+      .f32(spec.alpha)
+      .f32(spec.beta)
+      .f32(spec.activation.min)
+      .f32(spec.activation.max)
+      .vec4u(spec.batch_dims)
+      .vec4u(spec.a_batch_strides)
+      .vec4u(spec.b_batch_strides)
+      .vec4u({spec.bias_stride_m, spec.bias_stride_n, 0, 0})
+      .bytes();
+}
+
 KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, const GemmConfig& config,
                          uint32_t splits) {
   uint32_t tiles_m = 1, tiles_n = 1;
@@ -386,24 +409,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};
   launch.bindings = {spec.a, spec.b, spec.bias.value_or(TensorRef::zero()), spec.out};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(spec.m)
-                       .u32(spec.n)
-                       .u32(spec.k)
-                       .u32(spec.batch)
-                       .u32(tiles_n)
-                       .u32(tiles_m)
-                       .u32(spec.bias ? 1 : 0)
-                       .u32(splits)
-                       .f32(spec.alpha)
-                       .f32(spec.beta)
-                       .f32(spec.activation.min)
-                       .f32(spec.activation.max)
-                       .vec4u(spec.batch_dims)
-                       .vec4u(spec.a_batch_strides)
-                       .vec4u(spec.b_batch_strides)
-                       .vec4u({spec.bias_stride_m, spec.bias_stride_n, 0, 0})
-                       .bytes();
+  launch.uniform = gemm_params_uniform(spec, tiles_m, tiles_n, splits);
   launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * spec.batch * splits,
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
   return launch;
@@ -591,6 +597,11 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
   partial.out = partials;
   plan.launches.push_back(gemm_launch(ctx, partial, config, splits));
 
+  plan.launches.push_back(gemm_split_reduce_launch(ctx, spec, splits, partials));
+}
+
+KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, uint32_t splits,
+                                      const TensorRef& partials) {
   KernelLaunch reduce;
   kernels::Defines defines;
   spec.activation.add_defines(defines);
@@ -599,10 +610,11 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
   reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
   reduce.bindings = {partials, spec.bias.value_or(TensorRef::zero()), spec.out};
-  reduce.uniform = plan.launches.back().uniform;  // the same GemmParams: sizes, splits, epilogue
+  reduce.uniform = gemm_params_uniform(spec, 1, 1, splits);  // the reduction reads sizes, splits, epilogue
+  const uint64_t outputs = uint64_t{spec.m} * spec.n * spec.batch;
   reduce.groups =
       gpu::fold_workgroups((outputs + 63) / 64, ctx.caps.limits.max_compute_workgroups_per_dimension);
-  plan.launches.push_back(std::move(reduce));
+  return reduce;
 }
 
 }  // namespace wgi::ops

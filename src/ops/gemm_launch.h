@@ -138,6 +138,13 @@ Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool wan
 // split. Throws wgi::Error (via ctx.fail) if a forced kernel cannot run the problem.
 KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec);
 
+// The second launch of a split product: linear/gemm_split_reduce.wgsl adds the `splits` partial sums in
+// `partials` ([split][batch][M][N]) and writes spec.out ([batch][M][N]) through spec's epilogue (alpha,
+// beta * bias with its strides, activation). The implicit-GEMM conv's split uses it too (M = output channels,
+// N = output pixels, batch = images).
+KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, uint32_t splits,
+                                      const TensorRef& partials);
+
 // The launches for `spec` appended to `plan`: one, or two with a scratch buffer (appended to
 // plan.scratch_bytes) when choose_split_k splits K. Node attributes force; otherwise an entry of ctx's tuning
 // table for this problem is run if the device can run it (checked as if forced), else the planner's rules.
