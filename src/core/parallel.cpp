@@ -12,12 +12,12 @@ void parallel_for_ranges(int64_t count, int64_t min_per_thread,
                          const std::function<void(int64_t, int64_t)>& body, unsigned max_threads) {
   if (count <= 0) return;
 #ifdef __EMSCRIPTEN__
-  const int64_t threads = 1;
+  const int64_t cores = 1;  // the browser build has no threads
 #else
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+#endif
   const int64_t threads = std::clamp<int64_t>(count / std::max<int64_t>(1, min_per_thread), 1,
                                               std::min<int64_t>(cores, std::max(1u, max_threads)));
-#endif
   if (threads == 1) {
     body(0, count);
     return;
