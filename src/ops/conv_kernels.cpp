@@ -24,7 +24,6 @@ constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM ke
 // 128->256) the 64 tile's 392 still win.
 constexpr uint64_t kTile128MinWorkgroups = 1024;
 constexpr uint64_t kTile128x64MinWorkgroups = 512;
-constexpr uint64_t kSplitMaxTiles = 132;  // split K below about a wave of tiles (implicit_gemm_splits)
 // Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.
 constexpr uint32_t kDepthwiseThreads = 256;
 // The register-window depthwise kernel: output rows per invocation by default (4: each input row is loaded
@@ -86,18 +85,14 @@ uint32_t implicit_gemm_storage(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k
 
 }  // namespace
 
-// K chunks for a conv with fewer output tiles than about a wave of a large GPU (132 SMs on the H200) over
-// K >= 512: about two workgroups per SM, chunks of at least 256, as the GEMM's fast kernels split
-// (gemm_launch.cpp). ResNet-50's 3x3 convs of its last two stages had 8 and 16 tiles of 64x64 over K = 4608
-// and 2304 on the H200 and took most of its time (docs/performance.md).
+// K chunks for a conv, split as the GEMM's fast kernels split (wave_split_count). ResNet-50's 3x3 convs of
+// its last two stages had 8 and 16 tiles of 64x64 over K = 4608 and 2304 on the H200 and took most of its
+// time (docs/performance.md).
 uint32_t implicit_gemm_splits(const ConvGeometry& g, ImplicitGemmTile tile) {
   const uint64_t m = static_cast<uint64_t>(g.out_channels / g.groups);
   const uint64_t n = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
   const uint64_t k = static_cast<uint64_t>(g.in_channels / g.groups * g.height.kernel * g.width.kernel);
-  const uint64_t tiles = ceil_div(m, tile.m) * ceil_div(n, tile.n) * static_cast<uint64_t>(g.groups);
-  if (tiles >= kSplitMaxTiles || k < 512) return 1;
-  const uint64_t wanted = (2 * kSplitMaxTiles + tiles - 1) / tiles;
-  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, k / 256)));
+  return wave_split_count(ceil_div(m, tile.m) * ceil_div(n, tile.n) * static_cast<uint64_t>(g.groups), k);
 }
 
 std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,

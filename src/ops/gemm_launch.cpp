@@ -339,7 +339,6 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
 
 namespace {
 
-// The main launch of `spec` run with `config`, its K split into `splits` chunks (1: none).
 // GemmParams of linear/gemm_common.wgsl.
 std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t tiles_m, uint32_t tiles_n,
                                            uint32_t splits) {
@@ -363,6 +362,7 @@ std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t 
       .bytes();
 }
 
+// The main launch of `spec` run with `config`, its K split into `splits` chunks (1: none).
 KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, const GemmConfig& config,
                          uint32_t splits) {
   uint32_t tiles_m = 1, tiles_n = 1;
@@ -462,9 +462,9 @@ GemmPlanned resolve_gemm(const PlanContext& ctx, const GemmLaunchSpec& requested
 // rounds): double buffering pays only over many slabs, so the 64 tile keeps one buffer for chunks of at most
 // 512 (DaViT's 32x36864x32 channel attention 1.2-1.3x, SigLIP's split 196x768x3072 1.6x; SigLIP-B 5.9-6.3
 // -> 5.4-5.5 ms), except on a single mostly-padding tile (32x32xK attention products split into many
-// chunks ran 1.1-1.4x slower with one); the 128 tile runs
-// unsplit K of 256-1024 in slabs of 8 with two buffers (the same workgroup memory as 16 with one, one
-// barrier per slab instead of two: 9216x256x256 1.15x, 2304x1536x512 1.2x, 2304x512x512 1.4x).
+// chunks ran 1.1-1.4x slower with one); the 128 tile runs unsplit K of 256-1024 in slabs of 8 with two
+// buffers (the same workgroup memory as 16 with one, one barrier per slab instead of two: 9216x256x256
+// 1.15x, 2304x1536x512 1.2x, 2304x512x512 1.4x).
 GemmConfig choose_fast_buffers(const GemmLaunchSpec& spec, const GemmConfig& config, uint32_t splits,
                                const gpu::Limits& limits) {
   GemmLaunchSpec probe = spec;
@@ -486,6 +486,12 @@ GemmConfig choose_fast_buffers(const GemmLaunchSpec& spec, const GemmConfig& con
 
 }  // namespace
 
+uint32_t wave_split_count(uint64_t tiles, uint64_t k) {
+  if (tiles >= kFastSplitMaxTiles || k < 512) return 1;
+  const uint64_t wanted = (2 * kFastSplitMaxTiles + tiles - 1) / tiles;
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, k / 256)));
+}
+
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   const bool seed_kernel = config.kernel == GemmKernel::Tiled || config.kernel == GemmKernel::Vec4;
   const bool fast_kernel = config.kernel == GemmKernel::Fast128 || config.kernel == GemmKernel::Fast64;
@@ -496,13 +502,9 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   }
   if (spec.split_k != 0) return spec.split_k;
   if (fast_kernel) {
-    // Fewer tiles than a wave of a large GPU (132 SMs on the H200) over K >= 512: about two workgroups per
-    // SM, chunks of at least 256 (SigLIP-B's 196x768x3072 on 64x64 tiles: 48 tiles -> 6 chunks of 512).
-    const uint64_t tiles =
-        uint64_t{ceil_div(spec.m, config.tile_m)} * ceil_div(spec.n, config.tile_n) * spec.batch;
-    if (tiles >= kFastSplitMaxTiles || spec.k < 512) return 1;
-    const uint64_t wanted = (2 * kFastSplitMaxTiles + tiles - 1) / tiles;
-    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, spec.k / 256)));
+    // SigLIP-B's 196x768x3072 on 64x64 tiles: 48 tiles -> 6 chunks of 512.
+    return wave_split_count(
+        uint64_t{ceil_div(spec.m, config.tile_m)} * ceil_div(spec.n, config.tile_n) * spec.batch, spec.k);
   }
   if (!seed_kernel || spec.k < 2048) return 1;
   const uint64_t tiles = uint64_t{ceil_div(spec.m, kSeedTile)} * ceil_div(spec.n, kSeedTile) * spec.batch;

@@ -114,6 +114,10 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec);
 // K >= 512 (about 264 workgroups, chunks at least 256 deep). Throws wgi::Error for a forced split the chosen
 // kernel cannot do (GEMV, vec4).
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config);
+// K chunks for `tiles` output tiles over `k` on the fast tiles (and the implicit-GEMM conv): none from about
+// a wave of a large GPU (132 SMs on the H200) or below K = 512; else about two workgroups per SM, chunks of
+// at least 256.
+uint32_t wave_split_count(uint64_t tiles, uint64_t k);
 
 // What the planner's rules make of `spec` as given (its forced kernel and knobs honoured, nothing read from
 // attributes or a tuning table): the spec as launched (a split moves the seeds' kernels to the tiled one),
