@@ -194,6 +194,9 @@ void conv_shapes(benchmark::internal::Benchmark* b) {
     b->Args({8, 3, 64, 224, 7, 2, 1});       // stem
     b->Args({1, 128, 128, 192, 3, 1, 128});  // depthwise, DaViT-base's position encoding at 768^2 (stage 1)
     b->Args({8, 128, 128, 112, 3, 2, 128});  // depthwise stride 2 (MobileNet-like)
+    // DaViT-base's downsampling convs at 768^2 (3x3 s2, batch 1): 9216, 2304 and 576 output pixels over
+    // K = 1152, 2304, 4608; 5.4 GFLOP each.
+    b->Args({1, 128, 256, 192, 3, 2, 1})->Args({1, 256, 512, 96, 3, 2, 1})->Args({1, 512, 1024, 48, 3, 2, 1});
   } else {
     b->Args({1, 16, 32, 24, 3, 1, 1})->Args({1, 32, 64, 24, 1, 1, 1})->Args({1, 16, 16, 24, 3, 1, 16});
     b->Args({1, 3, 16, 32, 7, 2, 1});
@@ -280,6 +283,10 @@ void register_forced_kernels() {
     add_conv(
         "BM_ConvConfig/igemm" + tile + "_k" + std::to_string(tile_k) + "s" + std::to_string(stages),
         {{"wgi.kernel", "implicit_gemm" + tile}, {"wgi.gemm_tile_k", tile_k}, {"wgi.gemm_stages", stages}});
+  }
+  // The implicit GEMM's K split forced (wgi.gemm_split_k; 1 = unsplit), on the planner's tile.
+  for (int64_t splits : {1, 2, 3, 4, 6}) {
+    add_conv("BM_ConvSplit/" + std::to_string(splits), {{"wgi.gemm_split_k", splits}});
   }
   for (const char* kernel : {"", "fast128", "fast64", "tiled"}) {
     const std::string forced = kernel;

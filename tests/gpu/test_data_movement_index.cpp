@@ -275,6 +275,28 @@ TEST(DataMovementPad, OpsetTwoAttributesAndOpset18Axes) {
       {test::pad_reference(x, {1, 0, 2, 3, 0, 0}, "constant", scalar_like(DType::Float32, -2))});
 }
 
+// All-zero pads (windowed attention's pad to a window multiple where the image already fits): the output is
+// the input's memory, no launch, in every mode; one non-zero pad still pads.
+TEST(DataMovementPad, ZeroPadsAliasTheInput) {
+  Tensor x = test::random_tensor({2, 48, 48, 8}, 22);
+  const std::vector<int64_t> zeros(8, 0);
+  for (const char* mode : {"constant", "edge", "reflect"}) {
+    ops::NodeInfo n = make_node("Pad", 13);
+    n.attributes.set("mode", std::string(mode));
+    const NodeInputs in = {NodeInput{x}, NodeInput{ints(zeros), true}};
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
+    EXPECT_TRUE(plan.launches.empty()) << mode;
+    EXPECT_EQ(plan.alias_output_to_input, 0) << mode;
+    expect_node_outputs(n, in, {x});
+  }
+  ops::NodeInfo n = make_node("Pad", 13);
+  std::vector<int64_t> one = zeros;
+  one[6] = 1;  // one column at the end of axis 2
+  const NodeInputs in = {NodeInput{x}, NodeInput{ints(one), true}};
+  EXPECT_EQ(runtime::plan_node(test::device().capabilities(), n, in).launches.size(), 1u);
+  expect_node_outputs(n, in, {test::pad_reference(x, one, "constant", scalar_like(DType::Float32, 0))});
+}
+
 // ---- Errors ----
 
 TEST(DataMovementErrors, IndexOpsSayWhatIsWrong) {

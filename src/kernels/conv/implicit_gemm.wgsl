@@ -266,13 +266,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #if !SPLIT_K
 #if ACTIVATION_MATH
   // As in linear/gemm_fast.wgsl: a long activation inlined TM * TN times would stop the driver unrolling the
-  // loop above and send acc to local memory; this loop, reading no private array, activates in place.
+  // loop above and send acc to local memory; this loop, reading no accumulator, activates in place, a row's
+  // loads all issued before its first store.
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
-    for (var c = 0u; c < TN; c++) {
-      if (m < params.M && col0 + (c / 4u) * 64u + tx * 4u + c % 4u < params.N) {
-        let o = col_offset[c] + (group * params.M + m) * params.out_plane;
-        output[o] = fused_activation(output[o], params.lo, params.hi);
+    if (m < params.M) {
+      let row_offset = (group * params.M + m) * params.out_plane;
+      var vals: array<f32, TN>;
+      for (var c = 0u; c < TN; c++) {
+        vals[c] = output[col_offset[c] + row_offset];  // col_offset is in range for columns past N too
+      }
+      for (var c = 0u; c < TN; c++) {
+        if (col0 + (c / 4u) * 64u + tx * 4u + c % 4u < params.N) {
+          output[col_offset[c] + row_offset] = fused_activation(vals[c], params.lo, params.hi);
+        }
       }
     }
   }

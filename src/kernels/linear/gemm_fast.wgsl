@@ -337,15 +337,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #if ACTIVATION_MATH
   // A long activation (erf, exp: the Gelu forms) inlined TM * TN times made the loop above too big for the
   // driver to unroll on the H200; acc, indexed by loop counters then, went to local memory for the whole
-  // kernel (16x slower). So that loop stores plain values, and this one, which reads no private array,
-  // activates this thread's outputs in place (cache-hot: it wrote them just now).
+  // kernel (16x slower). So that loop stores plain values, and this one, which reads no accumulator,
+  // activates this thread's outputs in place (cache-hot: it wrote them just now). A row's TN loads are all
+  // issued before its first store: a load that follows a store to the same buffer waits for it, and one
+  // load-activate-store per element cost a memory latency per element.
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
-    for (var c = 0u; c < TN; c++) {
-      let n = col0 + (c / 4u) * 64u + tx * 4u + c % 4u;
-      if (m < params.M && n < params.N) {
-        let o = out_base + m * params.N + n;
-        output[o] = fused_activation(output[o], params.act_lo, params.act_hi);
+    if (m < params.M) {
+      let out_row = out_base + m * params.N;
+      var vals: array<f32, TN>;
+      for (var c = 0u; c < TN; c++) {
+        let n = col0 + (c / 4u) * 64u + tx * 4u + c % 4u;
+        vals[c] = output[out_row + min(n, params.N - 1u)];  // clamped: no branch between the loads
+      }
+      for (var c = 0u; c < TN; c++) {
+        let n = col0 + (c / 4u) * 64u + tx * 4u + c % 4u;
+        if (n < params.N) {
+          output[out_row + n] = fused_activation(vals[c], params.act_lo, params.act_hi);
+        }
       }
     }
   }
