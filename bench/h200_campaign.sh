@@ -32,7 +32,8 @@
 #         without (the default), and with skip_validation too (ORT's WebGPU EP's native toggles); then tuned
 #         (`wgi tune`); PyTorch eager and ORT WebGPU on the same files; DaViT's per-node profile and trace;
 #         the planner's products with and without robustness against cuBLAS.
-# profile: per-node GPU times and traces of the three vision models (rules, default device); ~1 min.
+# profile: per-node GPU times and traces of the three vision models (rules, default device), then DaViT's
+#         downsampling convs against cuDNN with every implicit-GEMM split forced; ~2 min.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -190,6 +191,13 @@ elif [[ $mode == profile ]]; then
     done
     stamp done
   } >"$out/profile.txt" 2>&1
+  # DaViT's downsampling convs: the planner's choice, every implicit-GEMM split forced, cuDNN.
+  stamp davit convs
+  timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
+  WGI_BENCH_SIZE=large timeout 120 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/wgi_convs.json" \
+    --benchmark_min_time=0.1 --benchmark_filter='BM_Conv(Split/[0-9]+|Kernel/implicit_gemm[0-9x]+)?/n:1/ic:(128|256|512)/oc:(256|512|1024)/' \
+    >/dev/null 2>&1
+  python3 bench/compare.py "$out/wgi_convs.json" "$out/torch.jsonl" >"$out/convs_table.md" 2>&1
 elif [[ $mode == defaults ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)

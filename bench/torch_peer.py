@@ -56,7 +56,9 @@ LINEAR = [(1024,) * 3, (2048,) * 3, (4096,) * 3, (196, 768, 768), (196, 3072, 76
 CONV = [(8, 256, 256, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 1), (8, 128, 256, 56, 3, 2, 1),
         (8, 256, 256, 56, 3, 1, 256), (8, 3, 64, 224, 7, 2, 1),
         # depthwise: DaViT-base's position encoding at 768^2 (stage 1), a MobileNet-like stride-2 one
-        (1, 128, 128, 192, 3, 1, 128), (8, 128, 128, 112, 3, 2, 128)]
+        (1, 128, 128, 192, 3, 1, 128), (8, 128, 128, 112, 3, 2, 128),
+        # DaViT-base's downsampling convs at 768^2
+        (1, 128, 256, 192, 3, 2, 1), (1, 256, 512, 96, 3, 2, 1), (1, 512, 1024, 48, 3, 2, 1)]
 
 if __name__ == "__main__":
     print(json.dumps({"name": "device", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),

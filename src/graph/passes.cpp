@@ -685,7 +685,48 @@ int fuse_attention(Graph& g) {
       k_transposed = false;
       chain.push_back(static_cast<size_t>(t));
     }
+    // No scale on the scores: exporters that scale Q instead (DaViT's window and channel attention:
+    // q * head_dim ** -0.5) write Mul(Q, scalar) before the first MatMul, possibly under a Transpose of Q.
+    // The scalar moves into the fused node; a Transpose in between then reads the unscaled Q.
+    ValueId q = matmul1.inputs[0];
+    int32_t q_transpose = -1;  // the Transpose between the Mul and the MatMul, if there is one
+    int32_t q_mul = -1;
+    if (scale == 1.0f && scale_tensor == kNoValue) {
+      int32_t qp = sole_producer(g, consumers, q, static_cast<size_t>(p));
+      if (qp >= 0 && g.nodes[static_cast<size_t>(qp)].info.op_type == "Transpose") {
+        q_transpose = qp;
+        qp = sole_producer(g, consumers, g.nodes[static_cast<size_t>(qp)].inputs[0], static_cast<size_t>(qp));
+      }
+      if (qp >= 0 && g.nodes[static_cast<size_t>(qp)].info.op_type == "Mul" &&
+          g.nodes[static_cast<size_t>(qp)].inputs.size() == 2) {
+        const Node& mul = g.nodes[static_cast<size_t>(qp)];
+        for (size_t side = 0; side < 2 && q_mul < 0; ++side) {
+          const ValueId factor = mul.inputs[1 - side];
+          if (auto c = scalar_constant(g, factor)) {
+            scale = *c;
+          } else if (derived_from_shapes(g, factor) && !derived_from_shapes(g, mul.inputs[side]) &&
+                     g.value(factor).shape.concrete() && element_count(*g.value(factor).shape.concrete()) == 1) {
+            scale_tensor = factor;
+          } else {
+            continue;
+          }
+          q_mul = qp;
+          q = mul.inputs[side];
+        }
+      }
+    }
+    if (q_mul < 0) {
+      q = matmul1.inputs[0];
+      q_transpose = -1;
+    } else {
+      chain.push_back(static_cast<size_t>(q_mul));
+    }
     if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return editor.removed(n); })) continue;
+    if (q_transpose >= 0) {
+      g.nodes[static_cast<size_t>(q_transpose)].inputs[0] = q;  // Transpose(Q * s) = Transpose(Q) * s
+      consumers[static_cast<size_t>(q)].push_back(q_transpose);  // later matches see the new reader
+      q = matmul1.inputs[0];
+    }
     Node fused;
     fused.info.name = softmax.info.name.empty() ? "attention" : softmax.info.name + "_attention";
     fused.info.op_type = "Attention";
@@ -694,7 +735,7 @@ int fuse_attention(Graph& g) {
     fused.info.attributes.set("scale", scale);
     fused.info.attributes.set("k_transposed", int64_t{k_transposed ? 1 : 0});
     fused.info.attributes.set("scale_divides", int64_t{scale_divides ? 1 : 0});
-    fused.inputs = {matmul1.inputs[0], k, matmul2.inputs[1], mask, scale_tensor};
+    fused.inputs = {q, k, matmul2.inputs[1], mask, scale_tensor};
     while (!fused.inputs.empty() && fused.inputs.back() == kNoValue) fused.inputs.pop_back();
     fused.outputs = {matmul2.outputs[0]};
     for (size_t n : chain) editor.remove(n);

@@ -242,5 +242,50 @@ TEST(Passes, FuseGeluIntoTheMlpOfExportedTransformers) {
   }
 }
 
+// Q scaled before the scores (DaViT: q * head_dim ** -0.5, in its channel attention under a Transpose of Q):
+// the scalar moves into the fused node, which reads the unscaled Q (through the Transpose where there is one).
+// A Mul by a tensor that is not one scalar stays.
+TEST(Passes, FuseAttentionTakesTheScaleOfQ) {
+  struct Variant {
+    const char* what;
+    bool transpose_q;
+    Shape factor_shape;
+    bool folds;
+  };
+  for (const Variant& v : {Variant{"Mul(q, s)", false, {}, true}, Variant{"Transpose(Mul(q, s))", true, {}, true},
+                           Variant{"Mul(q, per-column)", false, {8}, false}}) {
+    GraphBuilder b;
+    // [batch, heads, tokens, head]: Q·Kᵀ with K given as is and transposed by the MatMul's Transpose.
+    ValueId q = b.input("q", {1, 2, v.transpose_q ? 8 : 6, v.transpose_q ? 6 : 8});
+    ValueId k = b.input("k", {1, 2, 6, 8});
+    ValueId val = b.input("v", {1, 2, 6, 5});
+    ValueId scaled = b.node("Mul", {q, b.constant(0.125f, v.factor_shape)});
+    if (v.transpose_q) {
+      scaled = b.node("Transpose", {scaled});
+      b.g.nodes.back().info.attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+    }
+    ValueId kt = b.node("Transpose", {k});
+    b.g.nodes.back().info.attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+    ValueId p = b.node("Softmax", {b.node("MatMul", {scaled, kt})});
+    Graph& g = b.finish(b.node("MatMul", {p, val}));
+    ASSERT_EQ(fuse_attention(g), 1) << v.what;
+    remove_dead_nodes(g);
+    const auto attention = std::find_if(g.nodes.begin(), g.nodes.end(),
+                                        [](const Node& n) { return n.info.op_type == "Attention"; });
+    ASSERT_NE(attention, g.nodes.end()) << v.what;
+    EXPECT_EQ(attention->info.attributes.get_float("scale", 0.0f), v.folds ? 0.125f : 1.0f) << v.what;
+    EXPECT_EQ(count_ops(g, "Mul"), v.folds ? 0 : 1) << v.what;
+    const ValueId q_read = attention->inputs[0];
+    if (v.transpose_q) {
+      const int32_t t = g.value(q_read).producer;
+      ASSERT_GE(t, 0) << v.what;
+      EXPECT_EQ(g.nodes[static_cast<size_t>(t)].info.op_type, "Transpose") << v.what;
+      EXPECT_EQ(g.nodes[static_cast<size_t>(t)].inputs[0], q) << v.what;
+    } else {
+      EXPECT_EQ(q_read == q, v.folds) << v.what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wgi::graph
