@@ -21,9 +21,17 @@ constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM ke
 // 128 tile 392 workgroups (three waves of one per SM) at 18.4 TFLOP/s and the 64 tile 1568 at 24.2. The
 // 128x64 rectangle (8x4 per thread: 1.5x the 64 tile's reuse per workgroup-memory read) splits the difference
 // and wins there once it has enough workgroups: 784 of them, 29.7 TFLOP/s (2026-11-30); with 196 (3x3 s2
-// 128->256) the 64 tile's 392 still win.
+// 128->256 on 8x56x56) the 64 tile's 392 still win, with 288 (DaViT's first downsampling conv, 3x3 s2
+// 128->256 on 192x192) it takes 0.25 ms against the 64 tile's 0.41 (2026-11-30, fourth round).
 constexpr uint64_t kTile128MinWorkgroups = 1024;
-constexpr uint64_t kTile128x64MinWorkgroups = 512;
+constexpr uint64_t kTile128x64MinWorkgroups = 256;
+// Splitting K where the wave rule would not (wave_split_count: from 132 tiles on, never): DaViT's later
+// downsampling convs, 3x3 s2 over K = 2304 and 4608 on 288 and 144 tiles of 64, ran 0.35 -> 0.30 ms and
+// 0.55 -> 0.28 ms split into 3 and 6 chunks (2026-11-30, fourth round; 1x1-like K below 2048 gained less).
+// Up to this many workgroups in all, each chunk at least kConvSplitMinChunk long.
+constexpr uint64_t kConvSplitTargetWorkgroups = 864;
+constexpr uint64_t kConvSplitMinK = 2048;
+constexpr uint64_t kConvSplitMinChunk = 768;
 // Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.
 constexpr uint32_t kDepthwiseThreads = 256;
 // The register-window depthwise kernel: output rows per invocation by default (4: each input row is loaded
@@ -85,14 +93,18 @@ uint32_t implicit_gemm_storage(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k
 
 }  // namespace
 
-// K chunks for a conv, split as the GEMM's fast kernels split (wave_split_count). ResNet-50's 3x3 convs of
+// K chunks for a conv, split as the GEMM's fast kernels split (wave_split_count): ResNet-50's 3x3 convs of
 // its last two stages had 8 and 16 tiles of 64x64 over K = 4608 and 2304 on the H200 and took most of its
-// time (docs/performance.md).
+// time (docs/performance.md). Long K on a few hundred tiles splits too (kConvSplitTargetWorkgroups).
 uint32_t implicit_gemm_splits(const ConvGeometry& g, ImplicitGemmTile tile) {
   const uint64_t m = static_cast<uint64_t>(g.out_channels / g.groups);
   const uint64_t n = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
   const uint64_t k = static_cast<uint64_t>(g.in_channels / g.groups * g.height.kernel * g.width.kernel);
-  return wave_split_count(ceil_div(m, tile.m) * ceil_div(n, tile.n) * static_cast<uint64_t>(g.groups), k);
+  const uint64_t tiles = ceil_div(m, tile.m) * ceil_div(n, tile.n) * static_cast<uint64_t>(g.groups);
+  const uint32_t splits = wave_split_count(tiles, k);
+  if (splits > 1 || k < kConvSplitMinK || tiles * 2 > kConvSplitTargetWorkgroups) return splits;
+  return static_cast<uint32_t>(
+      std::max<uint64_t>(1, std::min(ceil_div(kConvSplitTargetWorkgroups, tiles), k / kConvSplitMinChunk)));
 }
 
 std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry& g,

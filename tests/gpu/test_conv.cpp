@@ -1089,8 +1089,8 @@ std::vector<ConvCase> conv_transpose_cases() {
 // ResNet / DaViT-like layers, each new kernel forced, against the float64 reference: tiles full in both
 // dimensions, many K slabs, many workgroups.
 std::vector<ConvCase> heavy_cases() {
-  // The implicit GEMM's tiles unsplit (split_k 1: these shapes would split on their own), then ResNet-50's
-  // layer4 3x3 conv, which splits into 18 chunks of K = 4608.
+  // The implicit GEMM's tiles unsplit (split_k 1: these shapes would split on their own), then a DaViT-like
+  // downsampling conv and ResNet-50's layer4 3x3 conv, which split into 3 and 18 chunks.
   return {
       {.name = "igemm128_3x3_128ch_28x28_batch2",
        .x = {2, 128, 28, 28},
@@ -1129,6 +1129,14 @@ std::vector<ConvCase> heavy_cases() {
        .pads = {3, 3, 3, 3},
        .kernel = "conv_igemm64",
        .forced_kernel = "implicit_gemm"},
+      // DaViT's downsampling convs' rule (144 tiles of 64 over K = 2304: 3 chunks), partial last column tile.
+      {.name = "igemm_split_davit_like_3x3_s2_256to512",
+       .x = {1, 256, 66, 66},
+       .w = {512, 256, 3, 3},
+       .strides = {2, 2},
+       .pads = {1, 1, 1, 1},
+       .kernel = "conv_igemm64_k16s1",
+       .expect_split = true},
       {.name = "igemm_split_resnet_layer4_3x3_512ch_7x7",
        .x = {1, 512, 7, 7},
        .w = {512, 512, 3, 3},

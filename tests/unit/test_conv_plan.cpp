@@ -104,6 +104,43 @@ TEST(ConvPlan, RoutesByChannelsPerGroupAndWeightConstness) {
   EXPECT_EQ(plan(relu, inputs({1, 8, 5, 5}, {4, 8, 3, 3})).launches[0].program.label, "conv2d_vec4_relu");
 }
 
+// The implicit GEMM's tile and K split on a device with the H200's limits, as measured there
+// (docs/performance.md, 2026-11-30 fourth round): DaViT-base's downsampling convs at 768^2 and the shapes the
+// earlier rules were measured on, which must keep their plans.
+TEST(ConvPlan, ImplicitGemmTileAndSplitForDaViTAndResNetShapes) {
+  gpu::Capabilities big = caps();
+  big.limits.max_compute_workgroup_storage_size = 32768;
+  struct Case {
+    Shape x, w;
+    int64_t stride;
+    const char* label_prefix;
+    bool split;
+  };
+  for (const Case& c : {
+           Case{{1, 128, 192, 192}, {256, 128, 3, 3}, 2, "conv_igemm128x64", false},  // 288 tiles of 128x64
+           Case{{1, 256, 96, 96}, {512, 256, 3, 3}, 2, "conv_igemm64", true},         // 288 tiles, K 2304
+           Case{{1, 512, 48, 48}, {1024, 512, 3, 3}, 2, "conv_igemm64", true},        // 144 tiles, K 4608
+           Case{{8, 128, 56, 56}, {256, 128, 3, 3}, 2, "conv_igemm64", false},        // 392 tiles, K 1152
+           Case{{8, 256, 56, 56}, {256, 256, 3, 3}, 1, "conv_igemm128x64", false},    // 784 tiles
+           Case{{1, 512, 7, 7}, {512, 512, 3, 3}, 1, "conv_igemm64", true},           // ResNet-50 layer4
+       }) {
+    ops::NodeInfo n =
+        node("Conv", attrs({{"strides", Ints{c.stride, c.stride}}, {"pads", Ints{1, 1, 1, 1}}}));
+    const PlanInputs in = inputs(c.x, c.w, Shape{c.w[0]});
+    ops::PlanContext ctx{n, in.descs, {}, big};
+    for (size_t i = 0; i < in.descs.size(); ++i)
+      ctx.constant_inputs.push_back(i == 0 ? nullptr : &in.constants[i]);
+    const ops::OpPlan p = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
+    const std::string what = shape_to_string(c.x) + " * " + shape_to_string(c.w);
+    ASSERT_FALSE(p.launches.empty()) << what;
+    const std::string& label = p.launches[0].program.label;
+    EXPECT_EQ(label.rfind(c.label_prefix, 0), 0u) << what << ": " << label;
+    EXPECT_EQ(label.find("128x64") != std::string::npos, std::string(c.label_prefix) == "conv_igemm128x64")
+        << what << ": " << label;
+    EXPECT_EQ(p.launches.size(), c.split ? 2u : 1u) << what << ": " << label;
+  }
+}
+
 TEST(ConvPlan, PrepacksTheWeightAsOhwiForTheVec4Kernel) {
   const int64_t oc_n = 3, ic_n = 8, kh_n = 2, kw_n = 3;
   std::vector<float> w(static_cast<size_t>(oc_n * ic_n * kh_n * kw_n));
