@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "ops/conv_channels_last.h"
 #include "ops/fused_activation.h"
 #include "ops/gemm_launch.h"
 
@@ -104,6 +105,7 @@ std::string PassReport::summary() const {
   add(gelus_fused, "GELUs fused into Gelu");
   add(activations_fused, "activations fused");
   add(attentions_fused, "attentions fused");
+  add(depthwise_convs_fused, "channels-last depthwise convs fused");
   return s.empty() ? "no changes" : s;
 }
 
@@ -746,6 +748,213 @@ int fuse_attention(Graph& g) {
   return count;
 }
 
+namespace {
+
+// A Transpose (default domain) with exactly this perm.
+bool is_transpose(const Node& n, const std::vector<int64_t>& perm) {
+  return n.info.op_type == "Transpose" && n.info.domain.empty() && n.inputs.size() == 1 &&
+         n.info.attributes.get_ints("perm", {}) == perm;
+}
+
+// A Reshape (default domain) whose 0 entries copy the input's dim (allowzero = 0).
+bool is_plain_reshape(const Node& n) {
+  return n.info.op_type == "Reshape" && n.info.domain.empty() && n.inputs.size() == 2 &&
+         n.inputs[1] != kNoValue && n.info.attributes.get_int("allowzero", 0) == 0;
+}
+
+// The int64 / int32 values of a constant, if it is one.
+std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v) {
+  const auto& c = g.value(v).constant;
+  if (!c) return std::nullopt;
+  if (c->dtype() == DType::Int64)
+    return std::vector<int64_t>(c->data<int64_t>().begin(), c->data<int64_t>().end());
+  if (c->dtype() == DType::Int32)
+    return std::vector<int64_t>(c->data<int32_t>().begin(), c->data<int32_t>().end());
+  return std::nullopt;
+}
+
+// The reader nodes of `v` other than `except`, if every one is a Shape node (which only needs v's shape).
+bool others_read_only_shape(const Graph& g, const std::vector<std::vector<int32_t>>& consumers, ValueId v,
+                            size_t except, std::vector<size_t>& shape_readers) {
+  for (int32_t r : consumers[static_cast<size_t>(v)]) {
+    if (static_cast<size_t>(r) == except) continue;
+    const Node& n = g.nodes[static_cast<size_t>(r)];
+    if (n.info.op_type != "Shape" || !n.info.domain.empty()) return false;
+    shape_readers.push_back(static_cast<size_t>(r));
+  }
+  return true;
+}
+
+// Whether the two values have the same fully known shape.
+bool same_known_shape(const Graph& g, ValueId a, ValueId b) {
+  const std::optional<Shape> sa = g.value(a).shape.concrete(), sb = g.value(b).shape.concrete();
+  return sa && sb && *sa == *sb;
+}
+
+}  // namespace
+
+int fuse_depthwise_conv_channels_last(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  const std::vector<int64_t> swap12 = {0, 2, 1};
+  std::vector<bool> kept(g.nodes.size(), false);  // Transposes a fused node reads: never removed as a t1
+  for (size_t ci = 0; ci < g.nodes.size(); ++ci) {
+    const Node& conv = g.nodes[ci];
+    if (conv.info.op_type != "Conv" || !conv.info.domain.empty() || editor.removed(ci)) continue;
+    if (conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
+    // Depthwise 2-D, weight [C, 1, KH, KW] and group C, kernels up to 7x7, dilation 1, explicit pads.
+    const Tensor* w = constant_of(g, conv, 1);
+    if (!is_float(w) || w->rank() != 4 || w->shape()[1] != 1) continue;
+    const int64_t channels = w->shape()[0], kh = w->shape()[2], kw = w->shape()[3];
+    if (kh < 1 || kw < 1 || kh > ops::kDepthwiseConvChannelsLastMaxKernel ||
+        kw > ops::kDepthwiseConvChannelsLastMaxKernel)
+      continue;
+    const ops::Attributes& a = conv.info.attributes;
+    if (a.get_int("group", 1) != channels) continue;
+    if (a.get_string("auto_pad", "NOTSET") != "NOTSET") continue;
+    if (a.has("kernel_shape") && a.get_ints("kernel_shape", {}) != std::vector<int64_t>{kh, kw}) continue;
+    if (a.get_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) continue;
+    const std::vector<int64_t> strides = a.get_ints("strides", {1, 1});
+    const std::vector<int64_t> pads = a.get_ints("pads", {0, 0, 0, 0});
+    if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1 || pads.size() != 4 ||
+        std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; }))
+      continue;
+    const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] != kNoValue;
+    const Tensor* bias = constant_of(g, conv, 2);
+    if (has_bias && (!is_float(bias) || bias->element_count() != channels)) continue;
+    // The output has X's spatial size: then the conv's output shape is its input's.
+    const bool same_size =
+        strides == std::vector<int64_t>{1, 1} && pads[0] + pads[2] == kh - 1 && pads[1] + pads[3] == kw - 1;
+
+    // Backwards: Reshape [B, C, H, W] <- Transpose(x, [0, 2, 1]).
+    const ValueId nchw = conv.inputs[0];
+    const int32_t r1 = g.value(nchw).producer;
+    if (r1 < 0 || is_graph_output(g, nchw)) continue;
+    const Node& reshape1 = g.nodes[static_cast<size_t>(r1)];
+    if (!is_plain_reshape(reshape1)) continue;
+    // Other readers of the NCHW tensor or of the conv's output may only take their shape (as exports do to
+    // compute the next Reshape's target): they then read the first Reshape, applied to x directly.
+    std::vector<size_t> shape_readers;
+    if (!others_read_only_shape(g, consumers, nchw, ci, shape_readers)) continue;
+    // x [B, N, C]: the input of the Transpose before the Reshape (removed with the chain), or, where the
+    // exporter cancelled a Transpose pair (x = Transpose(v) read by the block, the Reshape reading v [B, C,
+    // N] itself, as after DaViT's downsampling), the output of a Transpose of v (kept: the fused node reads
+    // it).
+    const ValueId v = reshape1.inputs[0];
+    int32_t t1 = sole_producer(g, consumers, v, static_cast<size_t>(r1));
+    if (t1 >= 0 && (!is_transpose(g.nodes[static_cast<size_t>(t1)], swap12) || kept[static_cast<size_t>(t1)]))
+      t1 = -1;
+    ValueId x = t1 >= 0 ? g.nodes[static_cast<size_t>(t1)].inputs[0] : kNoValue;
+    int32_t x_producer = -1;  // the kept Transpose of v
+    for (size_t k = 0; t1 < 0 && x == kNoValue && k < consumers[static_cast<size_t>(v)].size(); ++k) {
+      const int32_t r = consumers[static_cast<size_t>(v)][k];
+      const Node& n = g.nodes[static_cast<size_t>(r)];
+      if (is_transpose(n, swap12) && !editor.removed(static_cast<size_t>(r)) && n.outputs.size() == 1) {
+        x = n.outputs[0];
+        x_producer = r;
+      }
+    }
+    if (x == kNoValue || g.value(x).dtype != DType::Float32) continue;
+    const ValueShape& xs = g.value(x).shape;
+    if (xs.rank_known && (xs.dims.size() != 3 || (xs.dims[2].is_known() && xs.dims[2].value != channels)))
+      continue;
+
+    // Forwards: Reshape [B, C, Ho * Wo] -> Transpose([0, 2, 1]) -> [Add(R, .)].
+    const ValueId conv_out = conv.outputs[0];
+    if (is_graph_output(g, conv_out)) continue;
+    const size_t input_shape_readers = shape_readers.size();
+    int32_t r2 = -1;
+    bool ok = true;
+    for (int32_t r : consumers[static_cast<size_t>(conv_out)]) {
+      const Node& n = g.nodes[static_cast<size_t>(r)];
+      if (n.info.op_type == "Shape" && n.info.domain.empty()) {
+        shape_readers.push_back(static_cast<size_t>(r));
+      } else if (r2 < 0 && is_plain_reshape(n) && n.inputs[0] == conv_out && n.inputs[1] != conv_out) {
+        r2 = r;
+      } else {
+        ok = false;
+      }
+    }
+    // The conv's output shape is its input's only when the conv keeps the spatial size.
+    if (!ok || r2 < 0 || (shape_readers.size() > input_shape_readers && !same_size)) continue;
+    const Node& reshape2 = g.nodes[static_cast<size_t>(r2)];
+    const int32_t t2 = sole_reader(g, consumers, reshape2.outputs[0]);
+    if (t2 < 0 || !is_transpose(g.nodes[static_cast<size_t>(t2)], swap12)) continue;
+    const ValueId y = g.nodes[static_cast<size_t>(t2)].outputs[0];
+    // The residual: Add(R, y) or Add(y, R) as y's only reader, where R has y's shape for certain: x itself,
+    // or a tensor of x's fully known shape, and the conv keeps the spatial size.
+    int32_t add_index = sole_reader(g, consumers, y);
+    ValueId residual = kNoValue;
+    if (add_index >= 0) {
+      const Node& add = g.nodes[static_cast<size_t>(add_index)];
+      residual = add.info.op_type == "Add" && add.info.domain.empty() ? other_operand(add, y) : kNoValue;
+      if (residual != kNoValue && !(same_size && g.value(residual).dtype == DType::Float32 &&
+                                    (residual == x || same_known_shape(g, residual, x)))) {
+        residual = kNoValue;
+      }
+      if (residual == kNoValue) add_index = -1;
+    }
+
+    // The Reshape targets: checked here when they are constants (and x's shape is known), else by the op when
+    // it is planned (they must then be known: exports compute them from Shape nodes).
+    const ValueId target1 = reshape1.inputs[1], target2 = reshape2.inputs[1];
+    if (!derived_from_shapes(g, target1) || !derived_from_shapes(g, target2)) continue;
+    const auto ints1 = constant_ints(g, target1), ints2 = constant_ints(g, target2);
+    if (ints1 && (ints1->size() != 4 || ((*ints1)[1] != channels && (*ints1)[1] != 0))) continue;
+    if (ints2 && (ints2->size() != 3 || ((*ints2)[1] != channels && (*ints2)[1] != 0))) continue;
+    if (const std::optional<Shape> xc = xs.concrete(); xc && ints1 && ints2) {
+      const int64_t b = (*xc)[0], n = (*xc)[1];
+      const std::optional<Shape> s1 = ops::reshape_result({b, channels, n}, *ints1);
+      if (!s1 || (*s1)[0] != b || (*s1)[1] != channels) continue;
+      const int64_t out_h = (*s1)[2] + pads[0] + pads[2] - kh, out_w = (*s1)[3] + pads[1] + pads[3] - kw;
+      if (out_h < 0 || out_w < 0) continue;
+      const int64_t pixels = (out_h / strides[0] + 1) * (out_w / strides[1] + 1);
+      const std::optional<Shape> s2 =
+          ops::reshape_result({b, channels, out_h / strides[0] + 1, out_w / strides[1] + 1}, *ints2);
+      if (!s2 || *s2 != Shape{b, channels, pixels}) continue;
+    }
+
+    std::vector<size_t> chain = {static_cast<size_t>(r1), ci, static_cast<size_t>(r2),
+                                 static_cast<size_t>(t2)};
+    if (t1 >= 0) chain.push_back(static_cast<size_t>(t1));
+    if (add_index >= 0) chain.push_back(static_cast<size_t>(add_index));
+    if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return editor.removed(n); })) continue;
+
+    Node fused;
+    fused.info.name =
+        conv.info.name.empty() ? "depthwise_conv_channels_last" : conv.info.name + "_channels_last";
+    fused.info.op_type = ops::kDepthwiseConvChannelsLastOp;
+    fused.info.domain = ops::kDepthwiseConvChannelsLastDomain;
+    fused.info.opset = 1;
+    fused.info.attributes.set("kernel_shape", std::vector<int64_t>{kh, kw});
+    fused.info.attributes.set("pads", pads);
+    fused.info.attributes.set("strides", strides);
+    for (const char* name : {ops::kFusedActivationAttribute, ops::kFusedActivationMinAttribute,
+                             ops::kFusedActivationMaxAttribute}) {
+      if (a.has(name)) fused.info.attributes.set(name, a.all().at(name));
+    }
+    fused.inputs = {x, conv.inputs[1], has_bias ? conv.inputs[2] : kNoValue, residual, target1, target2};
+    fused.outputs = {add_index >= 0 ? g.nodes[static_cast<size_t>(add_index)].outputs[0] : y};
+    if (shape_readers.empty()) {
+      editor.remove(static_cast<size_t>(r1));
+    } else {
+      // Reshape(x, target1) has Reshape(Transpose(x), target1)'s shape (or fails when planned where a 0
+      // copies a dim that differs): no kernel, as every Reshape.
+      g.nodes[static_cast<size_t>(r1)].inputs[0] = x;
+      for (size_t s : shape_readers) g.nodes[s].inputs[0] = nchw;
+    }
+    for (size_t n : chain) {
+      if (n != static_cast<size_t>(r1)) editor.remove(n);
+    }
+    if (x_producer >= 0) kept[static_cast<size_t>(x_producer)] = true;
+    editor.add(std::move(fused));
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
 PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   PassReport r;
   r.identities_removed = eliminate_identities(graph);
@@ -757,6 +966,8 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   r.bias_adds_fused = fuse_bias_adds(graph);
   r.gelus_fused = fuse_gelu(graph);
   r.activations_fused = fuse_activations(graph);
+  // After the activation fusion, whose Relu / Clip / Gelu on the conv it takes over.
+  r.depthwise_convs_fused = fuse_depthwise_conv_channels_last(graph);
   r.attentions_fused = fuse_attention(graph);
   r.dead_nodes_removed += remove_dead_nodes(graph);
   return r;

@@ -20,6 +20,7 @@ struct PassReport {
   int gelus_fused = 0;              // a GELU written out element by element (Erf or Tanh form) -> one Gelu
   int activations_fused = 0;        // Relu / Clip / Gelu into the preceding Conv / Gemm / MatMul epilogue
   int attentions_fused = 0;         // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
+  int depthwise_convs_fused = 0;    // Transpose, Reshape, depthwise Conv, Reshape, Transpose [, Add] -> one
   std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
 };
 
@@ -43,5 +44,13 @@ int fuse_gelu(Graph& graph);
 int fuse_activations(Graph& graph);
 // softmax(Q K^T * scale + mask) V as exported (see src/ops/attention.cpp) -> wgi's fused Attention node.
 int fuse_attention(Graph& graph);
+// Transpose(x [B, N, C], perm [0, 2, 1]) -> Reshape [B, C, H, W] -> depthwise Conv (weight [C, 1, KH, KW],
+// group C, kernels up to 7x7, dilation 1) -> Reshape [B, C, Ho * Wo] -> Transpose(perm [0, 2, 1]) and an
+// optional Add of a tensor of x's shape (a convolutional position encoding, DaViT's ConvPosEnc) -> wgi's
+// DepthwiseConvChannelsLast (src/ops/conv_channels_last.h), which reads x in place. Every intermediate has
+// that one reader, except Shape nodes on the conv's input or output (exports compute the second Reshape's
+// target from them), which then read Reshape(x, target) instead. Reshape targets that are constants are
+// checked here; shape-derived ones by the op when it is planned.
+int fuse_depthwise_conv_channels_last(Graph& graph);
 
 }  // namespace wgi::graph

@@ -287,5 +287,168 @@ TEST(Passes, FuseAttentionTakesTheScaleOfQ) {
   }
 }
 
+// DaViT's convolutional position encoding, x [1, 12, 8] as a 3x4 image of 8 channels:
+//   Transpose(x, [0, 2, 1]) -> Reshape [1, 8, 3, 4] -> Conv (depthwise 3x3, pads 1) -> Reshape [1, 8, 12]
+//   -> Transpose([0, 2, 1]) -> [Add(x, .) or Add(., x)]
+// with one thing changed per lookalike.
+struct PosEnc {
+  const char* what;
+  enum class Residual { None, Left, Right } residual = Residual::Right;
+  std::vector<int64_t> perm1 = {0, 2, 1};
+  std::vector<int64_t> perm2 = {0, 2, 1};
+  Shape weight = {8, 1, 3, 3};
+  int64_t group = 8;
+  std::vector<int64_t> dilations = {1, 1};
+  std::vector<int64_t> target1 = {1, 8, 3, 4};
+  std::vector<int64_t> target2 = {1, 8, 12};
+  bool conv_output_also_graph_output = false;
+  bool transpose_read_twice = false;
+  bool relu_on_conv = false;
+  Shape residual_shape = {};  // {}: x itself; else a constant of this shape
+  // The exporter cancelled Transpose(Transpose(v)): x = Transpose(v [1, 8, 12]) and the Reshape reads v.
+  bool cancelled_pair = false;
+};
+
+ValueId ints_constant(Graph& g, const std::vector<int64_t>& v) {
+  Value c;
+  c.name = "ints" + std::to_string(g.values.size());
+  c.dtype = DType::Int64;
+  c.constant = Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
+  c.shape = ValueShape::of(c.constant->shape());
+  return g.add_value(std::move(c));
+}
+
+Graph build_pos_enc(const PosEnc& p, ValueId& x, ValueId& w, ValueId& b) {
+  GraphBuilder gb;
+  w = gb.constant(0.25f, p.weight);
+  b = gb.constant(0.5f, {p.weight[0]});
+  ValueId t = kNoValue;
+  if (p.cancelled_pair) {
+    t = gb.input("v", {1, 8, 12});
+    x = gb.node("Transpose", {t});
+    gb.g.nodes.back().info.attributes.set("perm", p.perm1);
+  } else {
+    x = gb.input("x", {1, 12, 8});
+    t = gb.node("Transpose", {x});
+    gb.g.nodes.back().info.attributes.set("perm", p.perm1);
+  }
+  ValueId nchw = gb.node("Reshape", {t, ints_constant(gb.g, p.target1)});
+  ValueId conv = gb.node("Conv", {nchw, w, b});
+  ops::Attributes& a = gb.g.nodes.back().info.attributes;
+  a.set("group", p.group);
+  a.set("kernel_shape", std::vector<int64_t>{p.weight[2], p.weight[3]});
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  a.set("strides", std::vector<int64_t>{1, 1});
+  a.set("dilations", p.dilations);
+  if (p.relu_on_conv) conv = gb.node("Relu", {conv});
+  ValueId flat = gb.node("Reshape", {conv, ints_constant(gb.g, p.target2)});
+  ValueId y = gb.node("Transpose", {flat});
+  gb.g.nodes.back().info.attributes.set("perm", p.perm2);
+  if (p.transpose_read_twice) gb.g.outputs.push_back(gb.node("Relu", {t}));
+  if (p.residual != PosEnc::Residual::None) {
+    const ValueId r = p.residual_shape.empty() ? x : gb.constant(1.0f, p.residual_shape);
+    y = p.residual == PosEnc::Residual::Left ? gb.node("Add", {r, y}) : gb.node("Add", {y, r});
+  }
+  gb.g.outputs.insert(gb.g.outputs.begin(), y);
+  if (p.conv_output_also_graph_output) gb.g.outputs.push_back(conv);
+  gb.g.sort_topologically();
+  return std::move(gb.g);
+}
+
+TEST(Passes, FuseDepthwiseConvChannelsLast) {
+  for (PosEnc p :
+       {PosEnc{.what = "Add(., x)"}, PosEnc{.what = "Add(x, .)", .residual = PosEnc::Residual::Left},
+        PosEnc{.what = "no Add", .residual = PosEnc::Residual::None},
+        PosEnc{.what = "Relu on the conv", .relu_on_conv = true},
+        PosEnc{.what = "cancelled Transpose pair", .cancelled_pair = true},
+        PosEnc{.what = "5x5 kernel, -1 and 0 in the targets",
+        .weight = {8, 1, 5, 5},
+        .target1 = {-1, 8, 3, 4},
+        .target2 = {0, 0, -1}}}) {
+    if (p.weight[2] == 5) p.residual = PosEnc::Residual::None;  // pads 1 shrink a 5x5 conv's output
+    ValueId x, w, b;
+    Graph g = build_pos_enc(p, x, w, b);
+    // The activation moves into the conv first, as in optimize.
+    if (p.relu_on_conv) {
+      EXPECT_EQ(fuse_activations(g), 1) << p.what;
+    }
+    EXPECT_EQ(fuse_depthwise_conv_channels_last(g), 1) << p.what;
+    // With a cancelled pair, x's Transpose stays: the fused node reads x.
+    ASSERT_EQ(g.nodes.size(), p.cancelled_pair ? 2u : 1u) << p.what;
+    const Node& n = g.nodes.back();
+    EXPECT_EQ(n.info.op_type, "DepthwiseConvChannelsLast") << p.what;
+    EXPECT_EQ(n.info.domain, "wgi") << p.what;
+    ASSERT_EQ(n.inputs.size(), 6u) << p.what;
+    EXPECT_EQ(n.inputs[0], x) << p.what;
+    EXPECT_EQ(n.inputs[1], w) << p.what;
+    EXPECT_EQ(n.inputs[2], b) << p.what;
+    EXPECT_EQ(n.inputs[3], p.residual == PosEnc::Residual::None ? kNoValue : x) << p.what;
+    EXPECT_EQ(n.outputs, g.outputs) << p.what;
+    EXPECT_EQ(n.info.attributes.get_ints("kernel_shape", {}),
+              (std::vector<int64_t>{p.weight[2], p.weight[3]}));
+    EXPECT_EQ(n.info.attributes.get_ints("pads", {}), (std::vector<int64_t>{1, 1, 1, 1})) << p.what;
+    EXPECT_EQ(n.info.attributes.get_string(ops::kFusedActivationAttribute, ""), p.relu_on_conv ? "Relu" : "")
+        << p.what;
+  }
+}
+
+TEST(Passes, FuseDepthwiseConvChannelsLastLeavesLookalikesAlone) {
+  for (const PosEnc& p :
+       {PosEnc{.what = "first perm [0, 1, 2]", .perm1 = {0, 1, 2}},
+        PosEnc{.what = "second perm [1, 0, 2]", .perm2 = {1, 0, 2}},
+        PosEnc{.what = "group 1 conv", .weight = {8, 8, 3, 3}, .group = 1},
+        PosEnc{.what = "grouped, not depthwise", .weight = {8, 2, 3, 3}, .group = 4},
+        PosEnc{.what = "dilation 2", .dilations = {2, 2}},
+        PosEnc{.what = "8x8 kernel", .weight = {8, 1, 8, 8}},
+        PosEnc{.what = "conv output read twice", .conv_output_also_graph_output = true},
+        PosEnc{.what = "transpose read twice", .transpose_read_twice = true},
+        PosEnc{.what = "cancelled pair, perm [1, 0, 2]", .perm1 = {1, 0, 2}, .cancelled_pair = true},
+        PosEnc{.what = "channels not second", .target1 = {1, 3, 8, 4}},
+        PosEnc{.what = "H * W != N", .target1 = {1, 8, 2, 4}, .target2 = {1, 8, 8}},
+        PosEnc{.what = "batch mixed into the image", .target1 = {1, 8, 3, 4}, .target2 = {1, 4, 24}}}) {
+    ValueId x, w, b;
+    Graph g = build_pos_enc(p, x, w, b);
+    const size_t nodes = g.nodes.size();
+    EXPECT_EQ(fuse_depthwise_conv_channels_last(g), 0) << p.what;
+    EXPECT_EQ(g.nodes.size(), nodes) << p.what;
+  }
+  // A residual that broadcasts (a [1, 1, 8] bias): the chain fuses, the Add stays.
+  ValueId x, w, b;
+  Graph g = build_pos_enc(PosEnc{.what = "bias", .residual_shape = {1, 1, 8}}, x, w, b);
+  EXPECT_EQ(fuse_depthwise_conv_channels_last(g), 1);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(count_ops(g, "Add"), 1);
+  EXPECT_EQ(count_ops(g, "DepthwiseConvChannelsLast"), 1);
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type == "DepthwiseConvChannelsLast") {
+      EXPECT_EQ(n.inputs[3], kNoValue);
+    }
+  }
+}
+
+// The exported DaViT: every ConvPosEnc (the Reshape targets computed from Shape nodes at run time, some of
+// them reading the conv's output; after a downsampling conv the exporter cancelled the Transpose pair, so the
+// Reshape reads the [B, C, N] tensor that x is the transpose of) becomes one node; the downsampling convs
+// between stages stay Convs.
+TEST(Passes, FuseDepthwiseConvChannelsLastInTheExportedDaViT) {
+  for (const char* model : {"florence2_vision_tiny_opset17", "florence2_vision_tiny_opset13"}) {
+    Graph g = onnx::import_model_file(kModels / model / "model.onnx");
+    int depthwise = 0;
+    for (const Node& n : g.nodes)
+      depthwise += n.info.op_type == "Conv" && n.info.attributes.get_int("group", 1) > 1;
+    ASSERT_EQ(depthwise, 8) << model;
+    const int convs = count_ops(g, "Conv");
+    PassReport r = optimize(g, ops::builtin_registry());
+    EXPECT_EQ(r.depthwise_convs_fused, depthwise) << model << ": " << r.summary();
+    EXPECT_EQ(count_ops(g, "DepthwiseConvChannelsLast"), depthwise) << model;
+    EXPECT_EQ(count_ops(g, "Conv"), convs - depthwise) << model;
+    for (const Node& n : g.nodes) {
+      if (n.info.op_type != "DepthwiseConvChannelsLast") continue;
+      EXPECT_NE(n.inputs[3], kNoValue) << n.info.name << ": the residual Add is fused";
+      EXPECT_EQ(n.inputs[3], n.inputs[0]) << n.info.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wgi::graph

@@ -1,0 +1,261 @@
+// wgi's internal DepthwiseConvChannelsLast (domain "wgi"; conv_channels_last.h has the op's definition and
+// the pattern it replaces). One kernel, conv/depthwise_channels_last.wgsl: channels contiguous, each
+// invocation computes one vec4 of channels (one channel when C % 4 != 0) for up to 4 consecutive output
+// pixels of one output row, reading each input column of a kernel row once for all of them; the weight is
+// prepacked to [KH * KW, C] (a tap's channels are one load) with the bias as one more row, and bias, fused
+// activation and residual are applied in the epilogue. Zero padding at the borders; any kernel up to 7x7, any
+// stride and padding, dilation 1.
+#include "ops/conv_channels_last.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/data_movement_internal.h"
+#include "ops/families.h"
+#include "ops/fused_activation.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+std::optional<Shape> reshape_result(const Shape& in, std::span<const int64_t> target) {
+  Shape out;
+  std::optional<size_t> inferred;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const int64_t v = target[i];
+    if (v == -1) {
+      if (inferred) return std::nullopt;
+      inferred = i;
+      out.push_back(1);
+    } else if (v == 0) {
+      if (i >= in.size()) return std::nullopt;
+      out.push_back(in[i]);
+    } else if (v < 0) {
+      return std::nullopt;
+    } else {
+      out.push_back(v);
+    }
+  }
+  const int64_t n = element_count(in);
+  const int64_t known = element_count(out);
+  if (inferred) {
+    if (known == 0 || n % known != 0) return std::nullopt;
+    out[*inferred] = n / known;
+  } else if (known != n) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+namespace {
+
+constexpr uint32_t kWorkgroupSize = 64;
+constexpr int64_t kPixelsPerInvocation = 4;  // consecutive output pixels along W
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
+
+// Element counts and byte sizes the kernel can address with u32 and bind in one storage binding.
+void require_addressable(const PlanContext& ctx, const std::string& what, const Shape& shape) {
+  const int64_t n = element_count(shape);
+  if (n > int64_t{std::numeric_limits<uint32_t>::max()}) {
+    ctx.fail(what + " " + shape_to_string(shape) + " has " + str(n) +
+             " elements; wgi's kernels index with u32 and take at most 4294967295");
+  }
+  const uint64_t bytes = static_cast<uint64_t>(n) * 4;
+  if (bytes > ctx.caps.limits.max_storage_buffer_binding_size) {
+    ctx.fail(what + " " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
+             " bytes, more than the device's maxStorageBufferBindingSize of " +
+             std::to_string(ctx.caps.limits.max_storage_buffer_binding_size));
+  }
+}
+
+// A per-axis ints attribute of `count` values, each in [min_value, max_value].
+std::vector<int64_t> ints_attribute(const PlanContext& ctx, const std::string& name, size_t count,
+                                    int64_t fallback, int64_t min_value, int64_t max_value) {
+  std::vector<int64_t> v = ctx.node.attributes.get_ints(name, std::vector<int64_t>(count, fallback));
+  if (v.size() != count)
+    ctx.fail(name + " " + shape_to_string(v) + " has " + str(static_cast<int64_t>(v.size())) +
+             " values; expected " + str(static_cast<int64_t>(count)));
+  for (int64_t x : v) {
+    if (x < min_value || x > max_value)
+      ctx.fail(name + " " + shape_to_string(v) + " has a value outside [" + str(min_value) + ", " +
+               str(max_value) + "]");
+  }
+  return v;
+}
+
+OpPlan plan_depthwise_conv_channels_last(const PlanContext& ctx) {
+  const TensorDesc& x = ctx.input(0);
+  if (x.dtype != DType::Float32)
+    ctx.fail(ctx.input_name(0) + " (X) has type " + std::string(dtype_name(x.dtype)) + "; expected float32");
+  if (x.shape.size() != 3)
+    ctx.fail(ctx.input_name(0) + " (X) is " + shape_to_string(x.shape) + "; expected [B, N, C] (rank 3)");
+  const int64_t batch = x.shape[0], tokens = x.shape[1], channels = x.shape[2];
+
+  // The weight [C, 1, KH, KW], prepacked below.
+  const Tensor* weight = ctx.constant(1);
+  if (!weight)
+    ctx.fail(ctx.input_name(1) +
+             " (W) is computed at run time; the weight must be a constant (it is prepacked)");
+  if (weight->dtype() != DType::Float32 || weight->rank() != 4 || weight->shape()[0] != channels ||
+      weight->shape()[1] != 1) {
+    ctx.fail(ctx.input_name(1) + " (W) is " + std::string(dtype_name(weight->dtype())) + " " +
+             shape_to_string(weight->shape()) + "; expected float32 [" + str(channels) +
+             ", 1, KH, KW] for X " + shape_to_string(x.shape));
+  }
+  const int64_t kh = weight->shape()[2], kw = weight->shape()[3];
+  if (kh < 1 || kw < 1 || kh > kDepthwiseConvChannelsLastMaxKernel ||
+      kw > kDepthwiseConvChannelsLastMaxKernel)
+    ctx.fail("the kernel " + str(kh) + "x" + str(kw) + " is outside 1x1 to 7x7");
+  if (ctx.node.attributes.has("kernel_shape") &&
+      ctx.node.attributes.get_ints("kernel_shape", {}) != std::vector<int64_t>{kh, kw}) {
+    ctx.fail("kernel_shape " + shape_to_string(ctx.node.attributes.get_ints("kernel_shape", {})) +
+             " disagrees with W " + shape_to_string(weight->shape()));
+  }
+  const Tensor* bias = nullptr;
+  if (ctx.has_input(2)) {
+    bias = ctx.constant(2);
+    if (!bias) ctx.fail(ctx.input_name(2) + " (bias) is computed at run time; it must be a constant");
+    if (bias->dtype() != DType::Float32 || bias->element_count() != channels || bias->rank() != 1)
+      ctx.fail(ctx.input_name(2) + " (bias) is " + std::string(dtype_name(bias->dtype())) + " " +
+               shape_to_string(bias->shape()) + "; expected float32 [" + str(channels) + "]");
+  }
+  const int64_t max_i32 = std::numeric_limits<int32_t>::max();
+  const std::vector<int64_t> pads = ints_attribute(ctx, "pads", 4, 0, 0, max_i32);
+  const std::vector<int64_t> strides = ints_attribute(ctx, "strides", 2, 1, 1, max_i32);
+
+  // H and W: from the first Reshape's target when it is given, else from the attributes.
+  int64_t height = ctx.node.attributes.get_int("height", -1);
+  int64_t width = ctx.node.attributes.get_int("width", -1);
+  if (ctx.has_input(4)) {
+    const std::vector<int64_t> target = data_movement::known_ints(ctx, 4, "the [B, C, H, W] reshape target");
+    const std::optional<Shape> s = reshape_result({batch, channels, tokens}, target);
+    if (!s || s->size() != 4 || (*s)[0] != batch || (*s)[1] != channels) {
+      ctx.fail(ctx.input_name(4) + " (the reshape target " + shape_to_string(target) +
+               ") does not take [B, C, N] " + shape_to_string({batch, channels, tokens}) + " to [" +
+               str(batch) + ", " + str(channels) + ", H, W]");
+    }
+    if ((height >= 0 && height != (*s)[2]) || (width >= 0 && width != (*s)[3]))
+      ctx.fail("height " + str(height) + " and width " + str(width) + " disagree with the reshape target " +
+               shape_to_string(*s));
+    height = (*s)[2];
+    width = (*s)[3];
+  }
+  if (height < 0 || width < 0)
+    ctx.fail("needs the height and width attributes or the reshape target (input 4)");
+  if (height * width != tokens) {
+    ctx.fail("height " + str(height) + " x width " + str(width) + " is not X's token count " + str(tokens) +
+             " (X is " + shape_to_string(x.shape) + ")");
+  }
+  if (height + pads[0] + pads[2] > max_i32 || width + pads[1] + pads[3] > max_i32)
+    ctx.fail("the padded height and width must fit i32");
+  const int64_t out_h_span = height + pads[0] + pads[2] - kh;
+  const int64_t out_w_span = width + pads[1] + pads[3] - kw;
+  if (out_h_span < 0 || out_w_span < 0) {
+    ctx.fail("the padded input " + str(height + pads[0] + pads[2]) + "x" + str(width + pads[1] + pads[3]) +
+             " is smaller than the kernel " + str(kh) + "x" + str(kw));
+  }
+  const int64_t out_h = out_h_span / strides[0] + 1, out_w = out_w_span / strides[1] + 1;
+  const Shape out_shape = {batch, out_h * out_w, channels};
+  if (ctx.has_input(5)) {
+    const std::vector<int64_t> target = data_movement::known_ints(ctx, 5, "the [B, C, N] reshape target");
+    const Shape conv_out = {batch, channels, out_h, out_w};
+    const std::optional<Shape> s = reshape_result(conv_out, target);
+    if (!s || *s != Shape{batch, channels, out_h * out_w}) {
+      ctx.fail(ctx.input_name(5) + " (the reshape target " + shape_to_string(target) +
+               ") does not take the conv's " + shape_to_string(conv_out) + " to " +
+               shape_to_string({batch, channels, out_h * out_w}));
+    }
+  }
+  const bool has_residual = ctx.has_input(3);
+  if (has_residual) {
+    const TensorDesc& r = ctx.input(3);
+    if (r.dtype != DType::Float32 || r.shape != out_shape) {
+      ctx.fail(ctx.input_name(3) + " (the residual) is " + std::string(dtype_name(r.dtype)) + " " +
+               shape_to_string(r.shape) + "; expected float32 " + shape_to_string(out_shape));
+    }
+  }
+  const FusedActivation activation = FusedActivation::from_node(ctx.node);
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, out_shape});
+  if (element_count(out_shape) == 0) return plan;
+  require_addressable(ctx, ctx.input_name(0) + " (X)", x.shape);
+  require_addressable(ctx, "the output", out_shape);
+
+  // [KH * KW + 1, C]: tap (i, j) at row i * KW + j, the bias (or zeros) in the last row.
+  const int64_t taps = kh * kw;
+  std::vector<float> packed(static_cast<size_t>((taps + 1) * channels), 0.0f);
+  auto w = weight->data<float>();
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t t = 0; t < taps; ++t) packed[static_cast<size_t>(t * channels + c)] = w[c * taps + t];
+    if (bias) packed[static_cast<size_t>(taps * channels + c)] = bias->data<float>()[c];
+  }
+  plan.constants.push_back(Tensor::from_vector<float>({taps + 1, channels}, packed));
+
+  const bool vec4 = channels % 4 == 0;
+  const int64_t lanes = vec4 ? channels / 4 : channels;  // units of the kernel's element type per pixel
+  const int64_t pixels = std::min(kPixelsPerInvocation, out_w);
+  const int64_t groups_w = (out_w + pixels - 1) / pixels;
+  const int64_t invocations = batch * out_h * groups_w * lanes;
+  if (invocations > int64_t{std::numeric_limits<uint32_t>::max()}) ctx.fail("too many invocations for u32");
+
+  kernels::Defines defines;
+  activation.add_defines(defines);
+  defines["VEC4"] = vec4 ? "1" : "0";
+  defines["WG"] = std::to_string(kWorkgroupSize);
+  defines["KH"] = std::to_string(kh);
+  defines["KW"] = std::to_string(kw);
+  defines["SH"] = std::to_string(strides[0]);
+  defines["SW"] = std::to_string(strides[1]);
+  defines["PIXELS"] = std::to_string(pixels);
+
+  KernelLaunch launch;
+  launch.program.label = "conv_depthwise_channels_last" + std::string(vec4 ? "_v4" : "") + "_k" + str(kh) +
+                         "x" + str(kw) + "_s" + str(strides[0]) + "x" + str(strides[1]) + "_p" + str(pixels) +
+                         (has_residual ? "_residual" : "") + activation.label_suffix();
+  launch.program.wgsl = kernels::load_wgsl("conv/depthwise_channels_last.wgsl", defines);
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::constant(0),
+                     has_residual ? TensorRef::input(3) : TensorRef::zero(), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u32(height))
+                       .u32(u32(width))
+                       .u32(u32(lanes))
+                       .u32(u32(out_h))
+                       .u32(u32(out_w))
+                       .u32(u32(groups_w))
+                       .u32(u32(invocations))
+                       .u32(has_residual ? 1 : 0)
+                       .i32(static_cast<int32_t>(pads[0]))
+                       .i32(static_cast<int32_t>(pads[1]))
+                       .f32(activation.min)
+                       .f32(activation.max)
+                       .bytes();
+  launch.groups =
+      gpu::fold_workgroups((static_cast<uint64_t>(invocations) + kWorkgroupSize - 1) / kWorkgroupSize,
+                           ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+}  // namespace
+
+void register_conv_channels_last_ops(OpRegistry& registry) {
+  registry.add(kDepthwiseConvChannelsLastDomain, kDepthwiseConvChannelsLastOp, 1, kLatestOpset,
+               {plan_depthwise_conv_channels_last, nullptr});
+}
+
+}  // namespace wgi::ops
