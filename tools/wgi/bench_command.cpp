@@ -49,10 +49,12 @@ void print_profile(const std::vector<NodeTiming>& profile) {
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   std::cout << "GPU time by op type (sum " << std::fixed << std::setprecision(3) << total << " ms):\n";
+  size_t name_width = 20;  // wider for long internal op names (DepthwiseConvChannelsLast)
+  for (const auto& row : rows) name_width = std::max(name_width, row.first.size() + 1);
   for (const auto& [op, v] : rows) {
-    std::cout << "  " << std::setw(20) << std::left << op << std::right << std::setw(10) << v.first << " ms  "
-              << std::setw(5) << std::setprecision(1) << (total > 0 ? 100 * v.first / total : 0) << "%  x"
-              << v.second << "\n"
+    std::cout << "  " << std::setw(static_cast<int>(name_width)) << std::left << op << std::right
+              << std::setw(10) << v.first << " ms  " << std::setw(5) << std::setprecision(1)
+              << (total > 0 ? 100 * v.first / total : 0) << "%  x" << v.second << "\n"
               << std::setprecision(3);
   }
   std::vector<NodeTiming> top = profile;
