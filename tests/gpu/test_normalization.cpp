@@ -495,6 +495,105 @@ TEST(NormLayerNorm, Errors) {
       std::string::npos);
 }
 
+// layer_norm_rows.wgsl runs LayerNormalization when scale (and bias) hold one value per row element and the
+// row length is a multiple of 4, up to 8192; row_norm.wgsl runs the rest. Values around 3 +- 1, so the mean
+// is far from 0 and the variance must come from centred values. Row counts that are not a multiple of the
+// rows per workgroup (8 to 128 invocations per row, so 2 to 32 rows per workgroup) leave rows past the end.
+TEST(NormLayerNorm, RowsKernelAndItsFallbacks) {
+  struct Case {
+    Shape shape;
+    int64_t axis;
+    Shape scale_shape;  // empty: the normalised shape
+    Shape bias_shape;   // empty: the normalised shape; {0}: no bias
+    bool fast;          // layer_norm_rows expected
+  };
+  const Shape none{0};
+  const gpu::Capabilities& caps = test::device().capabilities();
+  uint64_t seed = 900;
+  for (const Case& c : {
+           Case{{197, 4}, -1, {}, {}, true},       // 8 invocations, 1 of them busy; 32 rows per workgroup
+           Case{{1, 128}, -1, {}, none, true},     // one row in a 32-row workgroup
+           Case{{2305, 128}, 1, {}, {}, true},     // 72 workgroups of 32 rows and 1 row
+           Case{{197, 512}, -1, {}, none, true},   // 32 invocations x 4 vec4s
+           Case{{2, 197, 768}, -1, {}, {}, true},  // batch; 32 invocations x 6 vec4s
+           Case{{3, 4, 256}, 1, {}, {}, true},     // axis 1: rows of 1024, 32 invocations x 8 vec4s
+           Case{{6, 1, 4, 8}, 1, {1, 4, 8}, {}, true},  // scale [1, 4, 8] on axes [1, 4, 8]: one per element
+           Case{{5, 8192}, -1, {}, none, true},         // the cap: 128 invocations x 16 vec4s
+           Case{{3, 8196}, -1, {}, {}, false},          // above the cap
+           Case{{197, 30}, -1, {}, {}, false},          // length not a multiple of 4
+           Case{{4, 6, 64}, 1, {64}, {64}, false},      // scale and bias broadcast over a trailing axis
+           Case{{6, 64}, -1, {}, {1}, false},           // bias broadcast, scale per element
+       }) {
+    const Tensor x = test::random_tensor(c.shape, ++seed, 2, 4);
+    const int64_t axis = c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
+    const Shape normalized(c.shape.begin() + axis, c.shape.end());
+    const bool has_bias = c.bias_shape != none;
+    const Tensor scale =
+        test::random_tensor(c.scale_shape.empty() ? normalized : c.scale_shape, ++seed, 0.5, 1.5);
+    const Tensor bias =
+        test::random_tensor(c.bias_shape.empty() || !has_bias ? normalized : c.bias_shape, ++seed);
+    const auto ref = test::layer_norm_reference(x, axis, scale, has_bias ? &bias : nullptr, 1e-5);
+    const int64_t length = element_count(normalized);
+    for (const std::vector<std::string>& outputs :
+         {std::vector<std::string>{"y"}, std::vector<std::string>{"y", "mean", "inv_std"},
+          std::vector<std::string>{"y", "", "inv_std"}}) {
+      ops::NodeInfo n = node("LayerNormalization", 17);
+      n.attributes.set("axis", c.axis);
+      n.output_names = outputs;
+      Inputs in = {NodeInput{x}, NodeInput{scale, true}};
+      if (has_bias) in.push_back(NodeInput{bias, true});
+      const std::string what = shape_to_string(c.shape) + " axis " + std::to_string(c.axis) + " scale " +
+                               shape_to_string(scale.shape()) + (has_bias ? " bias " : " no bias ") +
+                               "outputs " + std::to_string(outputs.size());
+      const std::string label = runtime::plan_node(caps, n, in).launches.at(0).program.label;
+      EXPECT_EQ(label, std::string(c.fast ? "layer_norm_rows" : "row_norm_LayerNormalization") +
+                           (outputs.size() > 1 ? "_stats" : ""))
+          << what;
+      const auto out = runtime::run_node(test::device(), n, in);
+      ASSERT_EQ(out.size(), outputs.size());
+      EXPECT_TRUE(test::all_close(out[0], ref.y.shape, ref.y.values, norm_tolerance(length))) << what;
+      if (outputs.size() > 1 && !outputs[1].empty()) {
+        EXPECT_TRUE(test::all_close(out[1], ref.mean.shape, ref.mean.values, norm_tolerance(length))) << what;
+      }
+      if (outputs.size() > 2) {
+        EXPECT_TRUE(
+            test::all_close(out[2], ref.inv_std_dev.shape, ref.inv_std_dev.values, norm_tolerance(length)))
+            << what;
+      }
+    }
+  }
+}
+
+TEST(NormLayerNorm, RowsKernelOnFoldedGrids) {
+  // At most 16 workgroups per dimension: 700 rows of 128 (32 per workgroup) take 22 workgroups, folded to a
+  // 16 x 2 grid whose last 10 workgroups hold no rows; 300 rows of 2048 (4 per workgroup) take 75,
+  // folded to 16 x 5.
+  runtime::NodeRunOptions options;
+  options.capabilities = test::device().capabilities();
+  options.capabilities->limits.max_compute_workgroups_per_dimension = 16;
+  uint64_t seed = 950;
+  for (const Shape& shape : {Shape{700, 128}, Shape{300, 2048}}) {
+    const Tensor x = test::random_tensor(shape, ++seed, 2, 4);
+    const Tensor scale = test::random_tensor({shape[1]}, ++seed, 0.5, 1.5);
+    const Tensor bias = test::random_tensor({shape[1]}, ++seed);
+    ops::NodeInfo n = node("LayerNormalization", 17);
+    n.output_names = {"y", "mean", "inv_std"};
+    const Inputs in = {NodeInput{x}, NodeInput{scale, true}, NodeInput{bias, true}};
+    const ops::OpPlan plan = runtime::plan_node(*options.capabilities, n, in);
+    EXPECT_EQ(plan.launches.at(0).program.label, "layer_norm_rows_stats");
+    EXPECT_GT(plan.launches.at(0).groups.y, 1u);
+    const auto out = runtime::run_node(test::device(), n, in, options);
+    const auto ref = test::layer_norm_reference(x, 1, scale, &bias, 1e-5);
+    EXPECT_TRUE(test::all_close(out[0], ref.y.shape, ref.y.values, norm_tolerance(shape[1])))
+        << shape_to_string(shape);
+    EXPECT_TRUE(test::all_close(out[1], ref.mean.shape, ref.mean.values, norm_tolerance(shape[1])))
+        << shape_to_string(shape);
+    EXPECT_TRUE(
+        test::all_close(out[2], ref.inv_std_dev.shape, ref.inv_std_dev.values, norm_tolerance(shape[1])))
+        << shape_to_string(shape);
+  }
+}
+
 TEST(NormInstanceNorm, MatchesFloat64Reference) {
   uint64_t seed = 700;
   for (const Shape& shape : {Shape{2, 3, 4, 5}, Shape{2, 4, 100}, Shape{1, 2, 1, 3}, Shape{3, 5, 17, 19}}) {
