@@ -64,21 +64,6 @@ uint32_t u32(int64_t v) {
   return static_cast<uint32_t>(v);
 }
 
-// Element counts and byte sizes the kernel can address with u32 and bind in one storage binding.
-void require_addressable(const PlanContext& ctx, const std::string& what, const Shape& shape) {
-  const int64_t n = element_count(shape);
-  if (n > int64_t{std::numeric_limits<uint32_t>::max()}) {
-    ctx.fail(what + " " + shape_to_string(shape) + " has " + str(n) +
-             " elements; wgi's kernels index with u32 and take at most 4294967295");
-  }
-  const uint64_t bytes = static_cast<uint64_t>(n) * 4;
-  if (bytes > ctx.caps.limits.max_storage_buffer_binding_size) {
-    ctx.fail(what + " " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
-             " bytes, more than the device's maxStorageBufferBindingSize of " +
-             std::to_string(ctx.caps.limits.max_storage_buffer_binding_size));
-  }
-}
-
 // A per-axis ints attribute of `count` values, each in [min_value, max_value].
 std::vector<int64_t> ints_attribute(const PlanContext& ctx, const std::string& name, size_t count,
                                     int64_t fallback, int64_t min_value, int64_t max_value) {

@@ -39,21 +39,6 @@ void require_float32(const PlanContext& ctx, size_t i, const char* what) {
   }
 }
 
-// Element counts and byte sizes the kernels can address with u32 and bind in one storage binding.
-void require_addressable(const PlanContext& ctx, const std::string& what, const Shape& shape) {
-  const int64_t n = element_count(shape);
-  if (n > int64_t{std::numeric_limits<uint32_t>::max()}) {
-    ctx.fail(what + " " + shape_to_string(shape) + " has " + str(n) +
-             " elements; wgi's kernels index with u32 and take at most 4294967295");
-  }
-  const uint64_t bytes = static_cast<uint64_t>(n) * 4;
-  if (bytes > ctx.caps.limits.max_storage_buffer_binding_size) {
-    ctx.fail(what + " " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
-             " bytes, more than the device's maxStorageBufferBindingSize of " +
-             std::to_string(ctx.caps.limits.max_storage_buffer_binding_size));
-  }
-}
-
 int64_t normalize_axis(const PlanContext& ctx, int64_t axis, int64_t rank, const std::string& what) {
   if (axis < -rank || axis >= rank) {
     ctx.fail(what + " is " + str(axis) + "; for a rank-" + str(rank) + " input it must be in [" + str(-rank) +

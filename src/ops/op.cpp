@@ -24,4 +24,19 @@ void PlanContext::fail(const std::string& message) const {
   throw Error(node.describe() + ": " + message);
 }
 
+void require_addressable(const PlanContext& ctx, const std::string& what, const Shape& shape,
+                         int64_t max_elements) {
+  const int64_t n = element_count(shape);
+  if (n > max_elements) {
+    ctx.fail(what + " " + shape_to_string(shape) + " has " + std::to_string(n) + " elements; wgi's " +
+             ctx.node.op_type + " kernels take at most " + std::to_string(max_elements));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(n) * 4;
+  if (bytes > ctx.caps.limits.max_storage_buffer_binding_size) {
+    ctx.fail(what + " " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
+             " bytes, more than the device's maxStorageBufferBindingSize of " +
+             std::to_string(ctx.caps.limits.max_storage_buffer_binding_size));
+  }
+}
+
 }  // namespace wgi::ops

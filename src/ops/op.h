@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -101,5 +102,10 @@ struct OpHandler {
   // Optional: computes the outputs on the CPU, used to fold constant subgraphs such as shape arithmetic.
   std::function<std::vector<Tensor>(const PlanContext&, std::span<const Tensor* const>)> evaluate_on_host;
 };
+
+// Fails, naming `what`, unless a float32/int32 tensor of `shape` has at most `max_elements` elements (what
+// the kernel's index type reaches) and fits one storage binding of the device.
+void require_addressable(const PlanContext& ctx, const std::string& what, const Shape& shape,
+                         int64_t max_elements = std::numeric_limits<uint32_t>::max());
 
 }  // namespace wgi::ops

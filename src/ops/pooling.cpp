@@ -29,24 +29,13 @@ uint32_t u32(int64_t v) {
   return static_cast<uint32_t>(v);
 }
 
+// The pooling and resize kernels index with i32 (window positions before the image are negative).
+constexpr int64_t kMaxPoolingElements = std::numeric_limits<int32_t>::max();
+
 uint32_t f32_bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
   return b;
-}
-
-void require_addressable(const PlanContext& ctx, const std::string& what, const Shape& shape) {
-  const int64_t n = element_count(shape);
-  if (n > int64_t{std::numeric_limits<int32_t>::max()}) {
-    ctx.fail(what + " " + shape_to_string(shape) + " has " + str(n) +
-             " elements; wgi's pooling and resize kernels take at most 2147483647");
-  }
-  const uint64_t bytes = static_cast<uint64_t>(n) * 4;
-  if (bytes > ctx.caps.limits.max_storage_buffer_binding_size) {
-    ctx.fail(what + " " + shape_to_string(shape) + " needs " + std::to_string(bytes) +
-             " bytes, more than the device's maxStorageBufferBindingSize of " +
-             std::to_string(ctx.caps.limits.max_storage_buffer_binding_size));
-  }
 }
 
 bool output_requested(const PlanContext& ctx, size_t k) {
@@ -140,7 +129,7 @@ OpPlan plan_pool(const PlanContext& ctx, bool is_max) {
     ctx.fail(ctx.input_name(0) + " has shape " + shape_to_string(shape) + "; wgi runs " + op +
              " on 1-D, 2-D and 3-D data: [N, C, L], [N, C, H, W] or [N, C, D, H, W]");
   }
-  require_addressable(ctx, ctx.input_name(0), shape);
+  require_addressable(ctx, ctx.input_name(0), shape, kMaxPoolingElements);
   const size_t spatial = shape.size() - 2;
   if (!ctx.node.attributes.has("kernel_shape")) ctx.fail("the kernel_shape attribute is required");
   const auto kernel = spatial_ints(ctx, "kernel_shape", spatial, 1, 1);
@@ -177,7 +166,7 @@ OpPlan plan_pool(const PlanContext& ctx, bool is_max) {
   }
   Shape y_shape = {shape[0], shape[1]};
   for (size_t i = 0; i < spatial; ++i) y_shape.push_back(axes[first + i].output);
-  require_addressable(ctx, "output Y", y_shape);
+  require_addressable(ctx, "output Y", y_shape, kMaxPoolingElements);
 
   const bool indices = is_max && output_requested(ctx, 1);
   OpPlan plan;
@@ -600,10 +589,10 @@ OpPlan plan_resize(const PlanContext& ctx) {
     ctx.fail(ctx.input_name(0) + " has type float16, which wgi does not run yet");
   if (rank > 8)
     ctx.fail(ctx.input_name(0) + " has rank " + str(static_cast<int64_t>(rank)) + "; wgi resizes rank <= 8");
-  require_addressable(ctx, ctx.input_name(0), x.shape);
+  require_addressable(ctx, ctx.input_name(0), x.shape, kMaxPoolingElements);
   Shape y_shape;
   for (const ResizeAxis& a : cfg.axes) y_shape.push_back(a.output);
-  require_addressable(ctx, "output Y", y_shape);
+  require_addressable(ctx, "output Y", y_shape, kMaxPoolingElements);
 
   OpPlan plan;
   plan.outputs.push_back({x.dtype, y_shape});
