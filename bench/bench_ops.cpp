@@ -235,6 +235,27 @@ void register_forced_kernels() {
         large() ? std::vector<std::array<int64_t, 3>>{{1, 768, 768}, {8, 3072, 768}, {1, 51289, 768}}
                 : gemv_shapes());
   }
+  // The products of the target models (DaViT-base at 768^2: its four stages; SigLIP-B/16 at 224) on the
+  // planner's choice, then each fast tile with K split into 1..8 chunks forced (the K slab and buffers as the
+  // planner picks them for that split): what the split and tile rules are fitted to.
+  const std::vector<std::array<int64_t, 3>> model_products =
+      large() ? std::vector<std::array<int64_t, 3>>{{36864, 384, 128}, {36864, 512, 128}, {36864, 128, 512},
+                                                    {9216, 768, 256},  {9216, 1024, 256}, {9216, 256, 1024},
+                                                    {2304, 1536, 512}, {2304, 512, 512},  {2304, 2048, 512},
+                                                    {2304, 512, 2048}, {576, 3072, 1024}, {576, 1024, 1024},
+                                                    {576, 4096, 1024}, {576, 1024, 4096}, {577, 768, 1024},
+                                                    {196, 768, 768},   {196, 3072, 768},  {196, 768, 3072}}
+              : std::vector<std::array<int64_t, 3>>{{100, 257, 300}};
+  add(
+      "BM_LinearModel/planner", [](benchmark::State& state) { run_linear(state, {}); }, model_products);
+  for (const char* kernel : {"fast128", "fast64"}) {
+    for (int64_t splits : {1, 2, 3, 4, 6, 8}) {
+      const Attributes attributes = {{"wgi.kernel", std::string(kernel)}, {"wgi.gemm_split_k", splits}};
+      add(
+          std::string("BM_LinearSplit/") + kernel + "_s" + std::to_string(splits),
+          [attributes](benchmark::State& state) { run_linear(state, attributes); }, model_products);
+    }
+  }
   // The fast kernels' workgroup memory configurations (K slab, buffers); those that do not fit the adapter
   // are skipped with the bytes they need.
   const std::vector<std::array<int64_t, 3>> config_shapes =

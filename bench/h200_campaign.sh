@@ -8,6 +8,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh tuned   # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh defaults  # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh profile   # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh splits    # carry [".device"] (packed as `models`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -32,12 +33,14 @@
 #         without (the default), and with skip_validation too (ORT's WebGPU EP's native toggles); then tuned
 #         (`wgi tune`); PyTorch eager and ORT WebGPU on the same files; DaViT's per-node profile and trace;
 #         the planner's products with and without robustness against cuBLAS.
+# splits: the target models' GEMM products on the planner's choice and on each fast tile with K split into
+#         1..8 chunks (bench/split_table.py makes the table); ~2 min. Packed as `models`.
 # profile: per-node GPU times and traces of the three vision models (rules, default device), then DaViT's
 #         downsampling convs against cuDNN with every implicit-GEMM split forced; ~2 min.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile|splits}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -198,6 +201,14 @@ elif [[ $mode == profile ]]; then
     --benchmark_min_time=0.1 --benchmark_filter='BM_Conv(Split/[0-9]+|Kernel/implicit_gemm[0-9x]+)?/n:1/ic:(128|256|512)/oc:(256|512|1024)/' \
     >/dev/null 2>&1
   python3 bench/compare.py "$out/wgi_convs.json" "$out/torch.jsonl" >"$out/convs_table.md" 2>&1
+elif [[ $mode == splits ]]; then
+  # The target models' products on the planner's choice and on each fast tile with K split 1..8 chunks.
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  stamp_machine >"$out/splits.txt"
+  WGI_BENCH_SIZE=large timeout 400 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/splits.json" \
+    --benchmark_min_time=0.05 --benchmark_filter='BM_Linear(Model|Split)/' >/dev/null 2>"$out/splits.err"
+  python3 bench/split_table.py "$out/splits.json" >>"$out/splits.txt" 2>&1
+  stamp done
 elif [[ $mode == defaults ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)

@@ -35,9 +35,29 @@ constexpr uint64_t kFast128MidMinWorkgroups = 96;
 constexpr uint32_t kFastMinExtent = 16;
 // The fast kernels split K when a product has fewer output tiles than this (about one wave on the H200).
 constexpr uint64_t kFastSplitMaxTiles = 132;
+// Split rules fitted to the target models' products on the H200 (docs/performance.md, "GEMM split rules from
+// the models' products", 2026-11-30: every product on both tiles with 1..8 chunks forced).
+// The 64 tile: several of its workgroups share an SM, so a split pays up to about 864 workgroups in all, with
+// chunks down to ~96 deep (196x768x768: 48 tiles, 8 chunks 0.034 -> 0.028 ms; 576x1024x1024: 144 tiles, 6
+// chunks 0.095 -> 0.068 ms; SigLIP's 196x3072x768: 192 tiles, 4 chunks 0.073 -> 0.066), and chunks of at most
+// 512 keep it on one buffer (2304x512x2048, 288 tiles: 0.36 unsplit, 0.31 in 3 chunks, 0.21 in 4).
+constexpr uint64_t kFast64SplitMaxTiles = 432;
+constexpr uint64_t kFast64SplitWorkgroups = 864;
+constexpr uint64_t kFast64OneBufferChunk = 512;
+constexpr uint64_t kFast64MinChunk = 96;
+constexpr uint64_t kFast64MaxSplits = 8;
+// The 128 tile: unsplit K up to 1024 runs its K-slab-8, two-buffer configuration, which no split beat
+// (2304x512x512: 0.066 unsplit, 0.093 in 2 chunks; 576x3072x1024: 0.125, 0.163). From K = 2048 chunks of ~700
+// pay (2304x512x2048, 72 tiles: 0.33 -> 0.20 ms in 3; 576x1024x4096, 40 tiles: 0.67 -> 0.20 ms in 6).
+constexpr uint64_t kFast128SplitMinK = 2048;
+constexpr uint64_t kFast128SplitChunk = 768;
 // GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
 // this many workgroups.
 constexpr uint64_t kGemvMinWorkgroups = 256;
+
+uint64_t ceil_div64(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
 
 uint32_t ceil_div(uint32_t a, uint32_t b) {
   return (a + b - 1) / b;
@@ -492,6 +512,21 @@ uint32_t wave_split_count(uint64_t tiles, uint64_t k) {
   return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(wanted, k / 256)));
 }
 
+uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
+  const uint64_t wave = wave_split_count(tiles, k);
+  if (tile == 128) {
+    if (tiles >= kFastSplitMaxTiles || k < kFast128SplitMinK) return 1;
+    return static_cast<uint32_t>(std::max<uint64_t>(
+        1, std::min(ceil_div64(2 * kFastSplitMaxTiles, tiles), ceil_div64(k, kFast128SplitChunk))));
+  }
+  if (tiles >= kFast64SplitMaxTiles || k < kFast64OneBufferChunk) return static_cast<uint32_t>(wave);
+  const uint64_t wanted =
+      std::max(ceil_div64(kFast64SplitWorkgroups, tiles), ceil_div64(k, kFast64OneBufferChunk));
+  const uint64_t capped = std::min({wanted, k / kFast64MinChunk, kFast64MaxSplits});
+  // Few tiles over a very long K (DaViT's channel attention: 4 tiles over 36864) keep the wave rule's chunks.
+  return static_cast<uint32_t>(std::max<uint64_t>({1, wave, capped}));
+}
+
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   const bool seed_kernel = config.kernel == GemmKernel::Tiled || config.kernel == GemmKernel::Vec4;
   const bool fast_kernel = config.kernel == GemmKernel::Fast128 || config.kernel == GemmKernel::Fast64;
@@ -502,8 +537,8 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   }
   if (spec.split_k != 0) return spec.split_k;
   if (fast_kernel) {
-    // SigLIP-B's 196x768x3072 on 64x64 tiles: 48 tiles -> 6 chunks of 512.
-    return wave_split_count(
+    return fast_split_count(
+        config.tile_m,
         uint64_t{ceil_div(spec.m, config.tile_m)} * ceil_div(spec.n, config.tile_n) * spec.batch, spec.k);
   }
   if (!seed_kernel || spec.k < 2048) return 1;

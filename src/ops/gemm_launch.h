@@ -110,14 +110,18 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec);
 
 // K chunks for `spec` run with `config`: the forced spec.split_k, else more than one only where the kernel
 // would leave most of the device idle: the seeds' kernels with fewer than 128 output tiles and K >= 2048
-// (chunks for about 256 workgroups, each at least 512 deep), the fast kernels with fewer than 132 tiles and
-// K >= 512 (about 264 workgroups, chunks at least 256 deep). Throws wgi::Error for a forced split the chosen
-// kernel cannot do (GEMV, vec4).
+// (chunks for about 256 workgroups, each at least 512 deep), the fast kernels as fast_split_count says.
+// Throws wgi::Error for a forced split the chosen kernel cannot do (GEMV, vec4).
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config);
-// K chunks for `tiles` output tiles over `k` on the fast tiles (and the implicit-GEMM conv): none from about
+// K chunks for `tiles` output tiles over `k` (the implicit-GEMM conv's base rule): none from about
 // a wave of a large GPU (132 SMs on the H200) or below K = 512; else about two workgroups per SM, chunks of
 // at least 256.
 uint32_t wave_split_count(uint64_t tiles, uint64_t k);
+// K chunks of a product planned on the fast `tile` (128 or 64) with `tiles` output tiles over `k`: the 128
+// tile only from K = 2048 (chunks of ~768, about two workgroups per SM), the 64 tile up to about 864
+// workgroups with chunks of 96..512, never fewer than wave_split_count (the rules' measurements are in
+// gemm_launch.cpp).
+uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k);
 
 // What the planner's rules make of `spec` as given (its forced kernel and knobs honoured, nothing read from
 // attributes or a tuning table): the spec as launched (a split moves the seeds' kernels to the tiled one),

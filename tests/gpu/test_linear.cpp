@@ -954,14 +954,22 @@ TEST(SplitK, PlannerSplitsFewTilesOverALongK) {
   fast.kernel = ops::GemmKernel::Fast128;
   fast.tile_m = fast.tile_n = 128;
   EXPECT_EQ(ops::choose_split_k(problem(4096, 4096, 4096), fast), 1u);
-  // The fast tiles: fewer than 132 tiles over K >= 512, about 264 workgroups, chunks of at least 256.
+  // The 128 tile splits only from K = 2048 (chunks of ~768) on fewer than 132 tiles.
+  EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 2048), fast), 3u);  // 72 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(576, 1024, 4096), fast), 6u);  // 40 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 512), fast), 1u);   // K 512: unsplit is faster
+  EXPECT_EQ(ops::choose_split_k(problem(576, 3072, 1024), fast), 1u);  // K 1024, 120 tiles
+  // The 64 tile: up to about 864 workgroups on fewer than 432 tiles, chunks of 96..512, at most 8 of them.
   ops::GemmConfig fast64 = fast;
   fast64.kernel = ops::GemmKernel::Fast64;
   fast64.tile_m = fast64.tile_n = 64;
-  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 3072), fast64), 6u);  // 48 tiles
-  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 768), fast64), 3u);   // K caps it
-  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 256), fast64), 1u);   // K too short
-  EXPECT_EQ(ops::choose_split_k(problem(196, 3072, 768), fast64), 1u);  // 192 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 3072), fast64), 8u);   // 48 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 768), fast64), 8u);    // 48 tiles, chunks of 96
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 256), fast64), 1u);    // K too short
+  EXPECT_EQ(ops::choose_split_k(problem(196, 3072, 768), fast64), 5u);   // 192 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(576, 1024, 1024), fast64), 6u);  // 144 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 2048), fast64), 4u);  // 288 tiles: chunks of 512
+  EXPECT_EQ(ops::choose_split_k(problem(2304, 2048, 512), fast64), 1u);  // 1152 tiles
   ops::GemmLaunchSpec forced = problem(64, 64, 64);
   forced.split_k = 2;
   EXPECT_EQ(ops::choose_split_k(forced, fast), 2u);

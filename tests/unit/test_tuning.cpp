@@ -357,10 +357,11 @@ TEST(GemmTuningPlanner, TakesAValidEntryIgnoresAnImpossibleOneAndAttributesWin) 
   const gpu::Capabilities web = gpu::default_capabilities();  // 16 KiB of workgroup memory
   const GemmProblemKey key = problem(196, 3072, 768);
 
-  // Without a table: the rules (fast64, 2 buffers, [N, K] weight, no split: 192 tiles).
+  // Without a table: the rules (fast64, [N, K] weight, 192 tiles -> 5 chunks of 154, one buffer).
   Planned rules = plan_matmul(196, 3072, 768, h200_caps, nullptr);
-  ASSERT_EQ(rules.labels.size(), 1u);
-  EXPECT_EQ(rules.labels[0], "gemm_fast64_k16s2_bnk");
+  ASSERT_EQ(rules.labels.size(), 2u);
+  EXPECT_EQ(rules.labels[0], "gemm_fast64_k16s1_bnk_splitk");
+  EXPECT_EQ(rules.uses.at(0).planned, (GemmChoice{GemmKernel::Fast64, 16, 1, 5, 0}));
 
   // A valid entry is taken: a split on the 64 tile.
   ops::GemmTuningTable table;
@@ -385,7 +386,7 @@ TEST(GemmTuningPlanner, TakesAValidEntryIgnoresAnImpossibleOneAndAttributesWin) 
   // The same entry on a device whose workgroup memory cannot hold it is ignored: the rules, and why.
   table.set(key, {GemmKernel::Fast128, 16, 2, 1, 0});
   Planned ignored = plan_matmul(196, 3072, 768, web, &table);
-  EXPECT_EQ(ignored.labels.at(0), "gemm_fast64_k16s1_bnk");
+  EXPECT_EQ(ignored.labels.at(0), "gemm_fast64_k16s1_bnk_splitk");
   ASSERT_EQ(ignored.uses.size(), 1u);
   EXPECT_FALSE(ignored.uses[0].from_table);
   EXPECT_NE(ignored.uses[0].ignored.find("needs 33792 bytes of workgroup memory; the device allows 16384"),
@@ -414,7 +415,7 @@ TEST(GemmTuningPlanner, TakesAValidEntryIgnoresAnImpossibleOneAndAttributesWin) 
   EXPECT_EQ(plan_matmul(196, 3072, 768, h200_caps, &table, knob).labels,
             std::vector<std::string>{"gemm_fast64_k16s2_bnk"});
   // Another problem (other K) has no entry: the rules.
-  EXPECT_EQ(plan_matmul(196, 3072, 772, h200_caps, &table).labels.at(0), "gemm_fast64_k16s2_bnk");
+  EXPECT_EQ(plan_matmul(196, 3072, 772, h200_caps, &table).labels.at(0), "gemm_fast64_k16s1_bnk_splitk");
 }
 
 TEST(GemmTuningPlanner, ChoicesAreCheckedLikeForcing) {
@@ -456,8 +457,8 @@ TEST(GemmTuningCandidates, AFewDozenTheDeviceRunsDefaultFirst) {
   const std::vector<GemmChoice> c = runtime::gemm_candidates(down, h200_caps);
   ASSERT_FALSE(c.empty());
   EXPECT_EQ(c.front(), runtime::default_gemm_choice(down, h200_caps));
-  // The rules: 48 tiles -> 6 chunks of 512, one buffer for so few slabs.
-  EXPECT_EQ(c.front(), (GemmChoice{GemmKernel::Fast64, 16, 1, 6, 0}));
+  // The rules: 48 tiles -> 8 chunks of 384, one buffer for so few slabs.
+  EXPECT_EQ(c.front(), (GemmChoice{GemmKernel::Fast64, 16, 1, 8, 0}));
   EXPECT_GE(c.size(), 20u);
   EXPECT_LE(c.size(), 48u);
   const ops::GemmLaunchSpec spec = ops::gemm_problem_spec(down);
