@@ -105,6 +105,8 @@ std::string PassReport::summary() const {
   add(gelus_fused, "GELUs fused into Gelu");
   add(activations_fused, "activations fused");
   add(attentions_fused, "attentions fused");
+  add(packed_qkv_read, "attentions read packed Q, K, V");
+  add(attentions_transposed, "attention outputs written transposed");
   add(depthwise_convs_fused, "channels-last depthwise convs fused");
   return s.empty() ? "no changes" : s;
 }
@@ -955,6 +957,121 @@ int fuse_depthwise_conv_channels_last(Graph& g) {
   return count;
 }
 
+namespace {
+
+// A Gather (default domain) along axis 0 with a constant scalar index: the index; else nullopt.
+std::optional<int64_t> gather_axis0_scalar(const Graph& g, const Node& n) {
+  if (n.info.op_type != "Gather" || !n.info.domain.empty() || n.inputs.size() != 2 || n.outputs.size() != 1 ||
+      n.info.attributes.get_int("axis", 0) != 0)
+    return std::nullopt;
+  const auto& c = g.value(n.inputs[1]).constant;
+  if (!c || c->rank() != 0) return std::nullopt;
+  const std::optional<std::vector<int64_t>> ints = constant_ints(g, n.inputs[1]);
+  if (!ints || ints->size() != 1) return std::nullopt;
+  return (*ints)[0];
+}
+
+// Whether every reader of `v` is node `reader` (at least one) and `v` is not a graph output.
+bool read_only_by(const Graph& g, const std::vector<std::vector<int32_t>>& consumers, ValueId v,
+                  size_t reader) {
+  if (v == kNoValue || is_graph_output(g, v)) return false;
+  const auto& readers = consumers[static_cast<size_t>(v)];
+  return !readers.empty() && std::all_of(readers.begin(), readers.end(),
+                                         [&](int32_t r) { return static_cast<size_t>(r) == reader; });
+}
+
+}  // namespace
+
+int read_packed_qkv(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  const auto consumers = g.consumers();
+  const std::vector<int64_t> split_perm = {2, 0, 3, 1, 4};
+  for (size_t ai = 0; ai < g.nodes.size(); ++ai) {
+    Node& attention = g.nodes[ai];
+    if (attention.info.op_type != "Attention" || attention.info.domain != "wgi" ||
+        attention.inputs.size() < 3 || attention.inputs.size() > 5 ||
+        attention.info.attributes.get_int("qkv_packed", 0) != 0)
+      continue;
+    // Q, K and V: Gather(T, scalar constant, axis 0) each, read only by the attention.
+    std::vector<size_t> gathers;
+    std::vector<int64_t> indices;
+    ValueId t = kNoValue;
+    bool ok = true;
+    for (size_t i = 0; i < 3 && ok; ++i) {
+      const ValueId operand = attention.inputs[i];
+      const int32_t p = operand == kNoValue ? -1 : g.value(operand).producer;
+      ok = p >= 0 && read_only_by(g, consumers, operand, ai);
+      const std::optional<int64_t> index =
+          ok ? gather_axis0_scalar(g, g.nodes[static_cast<size_t>(p)]) : std::nullopt;
+      ok = index.has_value() && (t == kNoValue || g.nodes[static_cast<size_t>(p)].inputs[0] == t);
+      if (!ok) break;
+      t = g.nodes[static_cast<size_t>(p)].inputs[0];
+      indices.push_back(*index);
+      if (std::find(gathers.begin(), gathers.end(), static_cast<size_t>(p)) == gathers.end())
+        gathers.push_back(static_cast<size_t>(p));
+    }
+    if (!ok) continue;
+    // T = Transpose(R, perm [2, 0, 3, 1, 4]), read only by those Gathers.
+    const int32_t ti = g.value(t).producer;
+    if (ti < 0 || is_graph_output(g, t) || !is_transpose(g.nodes[static_cast<size_t>(ti)], split_perm))
+      continue;
+    const auto& t_readers = consumers[static_cast<size_t>(t)];
+    if (std::any_of(t_readers.begin(), t_readers.end(), [&](int32_t r) {
+          return std::find(gathers.begin(), gathers.end(), static_cast<size_t>(r)) == gathers.end();
+        }))
+      continue;
+    // R = Reshape(X, target [B, N, parts, heads, D]), read only by the Transpose; the target known when
+    // planning (the op checks it then; here only a constant's rank).
+    const ValueId r = g.nodes[static_cast<size_t>(ti)].inputs[0];
+    const int32_t ri = sole_producer(g, consumers, r, static_cast<size_t>(ti));
+    if (ri < 0 || !is_plain_reshape(g.nodes[static_cast<size_t>(ri)])) continue;
+    const Node& reshape = g.nodes[static_cast<size_t>(ri)];
+    const ValueId target = reshape.inputs[1];
+    if (!derived_from_shapes(g, target)) continue;
+    if (const auto ints = constant_ints(g, target); ints && ints->size() != 5) continue;
+    if (g.value(target).shape.rank_known && g.value(target).shape.dims.size() != 1) continue;
+    std::vector<size_t> chain = gathers;
+    chain.push_back(static_cast<size_t>(ti));
+    chain.push_back(static_cast<size_t>(ri));
+    if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return editor.removed(n); })) continue;
+    const ValueId x = reshape.inputs[0];
+    attention.inputs.resize(6, kNoValue);
+    attention.inputs[0] = attention.inputs[1] = attention.inputs[2] = x;
+    attention.inputs[5] = target;
+    attention.info.attributes.set("qkv_packed", int64_t{1});
+    attention.info.attributes.set("qkv_indices", indices);
+    for (size_t n : chain) editor.remove(n);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
+int write_attention_transposed(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  const auto consumers = g.consumers();
+  const std::vector<int64_t> swap12 = {0, 2, 1, 3};
+  for (size_t ai = 0; ai < g.nodes.size(); ++ai) {
+    Node& attention = g.nodes[ai];
+    if (attention.info.op_type != "Attention" || attention.info.domain != "wgi" ||
+        attention.outputs.size() != 1 || attention.info.attributes.get_int("transpose_output", 0) != 0)
+      continue;
+    // Its only reader a Transpose(perm [0, 2, 1, 3]) (so the output has rank 4: two batch dims).
+    const int32_t ti = sole_reader(g, consumers, attention.outputs[0]);
+    if (ti < 0 || editor.removed(static_cast<size_t>(ti))) continue;
+    const Node& transpose = g.nodes[static_cast<size_t>(ti)];
+    if (!is_transpose(transpose, swap12) || transpose.outputs.size() != 1) continue;
+    attention.outputs[0] = transpose.outputs[0];
+    attention.info.attributes.set("transpose_output", int64_t{1});
+    editor.remove(static_cast<size_t>(ti));
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
 PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   PassReport r;
   r.identities_removed = eliminate_identities(graph);
@@ -969,6 +1086,8 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   // After the activation fusion, whose Relu / Clip / Gelu on the conv it takes over.
   r.depthwise_convs_fused = fuse_depthwise_conv_channels_last(graph);
   r.attentions_fused = fuse_attention(graph);
+  r.packed_qkv_read = read_packed_qkv(graph);
+  r.attentions_transposed = write_attention_transposed(graph);
   r.dead_nodes_removed += remove_dead_nodes(graph);
   return r;
 }

@@ -20,6 +20,8 @@ struct PassReport {
   int gelus_fused = 0;              // a GELU written out element by element (Erf or Tanh form) -> one Gelu
   int activations_fused = 0;        // Relu / Clip / Gelu into the preceding Conv / Gemm / MatMul epilogue
   int attentions_fused = 0;         // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
+  int packed_qkv_read = 0;          // Attention reads Q, K, V in the packed qkv (no Transpose, Gathers)
+  int attentions_transposed = 0;    // Attention writes [B, N, heads, D] (no Transpose after it)
   int depthwise_convs_fused = 0;    // Transpose, Reshape, depthwise Conv, Reshape, Transpose [, Add] -> one
   std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
 };
@@ -44,6 +46,18 @@ int fuse_gelu(Graph& graph);
 int fuse_activations(Graph& graph);
 // softmax(Q K^T * scale + mask) V as exported (see src/ops/attention.cpp) -> wgi's fused Attention node.
 int fuse_attention(Graph& graph);
+// After fuse_attention, for the packed projection exporters write (timm / DaViT / Swin window attention):
+//   qkv [B, N, 3 * heads * D] -> Reshape [B, N, 3, heads, D] -> Transpose(perm [2, 0, 3, 1, 4])
+//   -> Gather(axis 0, constant scalar index) for each of Q, K, V of one Attention node
+// (every intermediate read only by the next step, none a graph output): the Attention node reads qkv itself
+// as Q, K and V, with the Reshape's target as input 5 and attributes qkv_packed = 1 and qkv_indices (the
+// three Gather indices); src/ops/attention.cpp works out the strided views when planning (the target may be
+// computed from Shape nodes; it must be known then).
+int read_packed_qkv(Graph& graph);
+// An Attention node whose only reader is Transpose(perm [0, 2, 1, 3]) ([B, heads, N, Dv] -> [B, N, heads,
+// Dv], before the heads are merged by a Reshape) writes that order itself (transpose_output = 1) and produces
+// the Transpose's output.
+int write_attention_transposed(Graph& graph);
 // Transpose(x [B, N, C], perm [0, 2, 1]) -> Reshape [B, C, H, W] -> depthwise Conv (weight [C, 1, KH, KW],
 // group C, kernels up to 7x7, dilation 1) -> Reshape [B, C, Ho * Wo] -> Transpose(perm [0, 2, 1]) and an
 // optional Add of a tensor of x's shape (a convolutional position encoding, DaViT's ConvPosEnc) -> wgi's

@@ -6,6 +6,19 @@
 // known when planning: exports often compute head_dim ** -0.5 from Shape). Attributes: scale (float),
 // scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int).
 //
+// Layouts (set by the graph pass read_packed_qkv / write_attention_transposed, see src/graph/passes.h):
+//   qkv_packed = 1   inputs 0, 1 and 2 are one tensor X (the packed projection, [B, N, 3 * heads * D]) and
+//                    input 5 is `target` (int64, known when planning) such that Q, K and V are
+//                    Gather(Transpose(Reshape(X, target), perm [2, 0, 3, 1, 4]), qkv_indices[i], axis 0):
+//                    with Reshape(X, target) = [A0, A1, A2, A3, A4] each is the [A0, A3, A1, A4] view of X
+//                    at element offset index * A3 * A4, with row (token) stride A2 * A3 * A4. qkv_indices
+//                    (ints, 3; negative ones count from A2) say which of the A2 slices Q, K and V are.
+//   transpose_output = 1   the output [B0, B1, Tq, Dv] (two batch dims) is written as its Transpose with
+//                    perm [0, 2, 1, 3], i.e. [B0, Tq, B1, Dv] (heads back beside each other per token).
+// The strides follow from the concrete shapes when planning; the fused kernels read and write the views in
+// place (attention_common.wgsl), the three-launch plan copies a strided operand into a contiguous scratch
+// buffer first and its result into the transposed output last.
+//
 // Three plans. The fused kernels never write the score matrix: attention/attention.wgsl (one workgroup per
 // query row, online softmax; V's last dim at most kMaxValueDim) and, for many query rows with heads of at
 // most 64 (window attention, vision transformers), attention/attention_tiled.wgsl (one query row per
@@ -16,11 +29,13 @@
 // Softmax over its rows into another, and the GEMM with V.
 #include <algorithm>
 #include <array>
-#include "ops/gemm_launch.h"
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/conv_channels_last.h"
+#include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/gemm_launch.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -59,6 +74,64 @@ std::vector<int64_t> batch_strides(const Shape& batch, const Shape& out, int64_t
   return strides;
 }
 
+// An operand as the kernels read it: logical `shape` ([batch..., rows, cols]), element `strides` per dim
+// (the last one 1) and the element `offset` of its first element in the bound tensor.
+struct View {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+View contiguous_view(const Shape& shape) {
+  return {shape, data_movement::row_major_strides(shape), 0};
+}
+
+bool is_contiguous(const View& v) {
+  return v.offset == 0 && v.strides == data_movement::row_major_strides(v.shape);
+}
+
+// The element strides of `v`'s batch dims aligned to the output's batch dims (rank `rank`), 0 where `v`
+// broadcasts (size 1 or missing).
+std::vector<int64_t> view_batch_strides(const View& v, size_t rank) {
+  std::vector<int64_t> strides(rank, 0);
+  const size_t batch = v.shape.size() - 2;
+  for (size_t i = 0; i < batch; ++i) {
+    if (v.shape[i] != 1) strides[rank - batch + i] = v.strides[i];
+  }
+  return strides;
+}
+
+// Q, K and V: the inputs as they are, or (qkv_packed) views of the packed projection (see the top).
+std::array<View, 3> operand_views(const PlanContext& ctx) {
+  if (ctx.node.attributes.get_int("qkv_packed", 0) == 0) {
+    return {contiguous_view(ctx.input(0).shape), contiguous_view(ctx.input(1).shape),
+            contiguous_view(ctx.input(2).shape)};
+  }
+  const Shape& xs = ctx.input(0).shape;
+  if (ctx.input(1).shape != xs || ctx.input(2).shape != xs)
+    ctx.fail("qkv_packed needs inputs 0, 1 and 2 to be the same tensor");
+  if (!ctx.has_input(5)) ctx.fail("qkv_packed needs input 5, the packed projection's Reshape target");
+  const std::vector<int64_t> target = data_movement::known_ints(ctx, 5, "the packed Q, K, V shape");
+  const std::optional<Shape> r = reshape_result(xs, target);
+  if (!r || r->size() != 5) {
+    ctx.fail("qkv_packed: " + shape_to_string(xs) + " reshaped to " + shape_to_string(target) +
+             " is not a 5-D [B, N, parts, heads, D]");
+  }
+  const std::vector<int64_t> indices = ctx.node.attributes.get_ints("qkv_indices", {});
+  if (indices.size() != 3) ctx.fail("qkv_packed needs qkv_indices, three ints");
+  const std::vector<int64_t> s = data_movement::row_major_strides(*r);
+  std::array<View, 3> views;
+  for (size_t i = 0; i < 3; ++i) {
+    const int64_t index = indices[i] < 0 ? indices[i] + (*r)[2] : indices[i];
+    if (index < 0 || index >= (*r)[2]) {
+      ctx.fail("qkv_indices " + shape_to_string(indices) + " out of range for " + std::to_string((*r)[2]) +
+               " packed parts");
+    }
+    views[i] = {{(*r)[0], (*r)[3], (*r)[1], (*r)[4]}, {s[0], s[3], s[1], s[4]}, index * s[2]};
+  }
+  return views;
+}
+
 OpPlan plan_attention(const PlanContext& ctx) {
   for (size_t i = 0; i < 3; ++i) {
     if (ctx.input(i).dtype != DType::Float32) {
@@ -66,9 +139,10 @@ OpPlan plan_attention(const PlanContext& ctx) {
                "; expected float32");
     }
   }
-  const Shape& qs = ctx.input(0).shape;
-  const Shape& ks = ctx.input(1).shape;
-  const Shape& vs = ctx.input(2).shape;
+  const std::array<View, 3> views = operand_views(ctx);
+  const Shape& qs = views[0].shape;
+  const Shape& ks = views[1].shape;
+  const Shape& vs = views[2].shape;
   if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) ctx.fail("Q, K and V need rank >= 2");
   const bool k_transposed = ctx.node.attributes.get_int("k_transposed", 0) != 0;
   float scale = ctx.node.attributes.get_float("scale", 1.0f);
@@ -106,9 +180,22 @@ OpPlan plan_attention(const PlanContext& ctx) {
     }
   }
   if (rank > 4) ctx.fail("more than 4 batch dims");
-  Shape out_shape = out_batch;
-  out_shape.push_back(tq);
-  out_shape.push_back(dv);
+  // The output: logical [batch..., Tq, Dv]; with transpose_output written as [B0, Tq, B1, Dv].
+  const bool transpose_output = ctx.node.attributes.get_int("transpose_output", 0) != 0;
+  if (transpose_output && rank != 2) {
+    ctx.fail("transpose_output needs two batch dims; the output has " + std::to_string(rank) + " (Q " +
+             shape_to_string(qs) + ")");
+  }
+  Shape logical_out = out_batch;
+  logical_out.push_back(tq);
+  logical_out.push_back(dv);
+  View out_view = contiguous_view(logical_out);
+  Shape out_shape = logical_out;
+  if (transpose_output) {
+    out_shape = {out_batch[0], tq, out_batch[1], dv};
+    const std::vector<int64_t> s = data_movement::row_major_strides(out_shape);
+    out_view.strides = {s[0], s[2], s[1], s[3]};
+  }
 
   const bool has_mask = ctx.has_input(3);
   std::vector<int64_t> mask_strides(rank, 0);
@@ -139,8 +226,8 @@ OpPlan plan_attention(const PlanContext& ctx) {
   plan.outputs.push_back({DType::Float32, out_shape});
   const int64_t rows = element_count(out_batch) * tq;
   if (rows == 0 || dv == 0) return plan;
-  for (const Shape* s : {&qs, &ks, &vs, static_cast<const Shape*>(&out_shape)})
-    to_u32(ctx, element_count(*s), "a tensor's element count");
+  for (size_t i = 0; i < 3; ++i) to_u32(ctx, element_count(ctx.input(i).shape), "a tensor's element count");
+  to_u32(ctx, element_count(out_shape), "a tensor's element count");
 
   auto pad4 = [&](const std::vector<int64_t>& v) {
     std::array<uint32_t, 4> out = {0, 0, 0, 0};
@@ -186,6 +273,27 @@ OpPlan plan_attention(const PlanContext& ctx) {
     }
     const uint64_t score_bytes = static_cast<uint64_t>(element_count(out_batch) * tq * tk) * sizeof(float);
     plan.scratch_bytes = {score_bytes, score_bytes};  // scores, probabilities; split-K partials may follow
+    // The GEMMs read contiguous matrices: a strided view (qkv_packed) is first copied into a scratch buffer
+    // of its own, and with transpose_output the product goes to one that is copied transposed at the end.
+    std::array<TensorRef, 3> operands = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2)};
+    for (uint32_t i = 0; i < 3; ++i) {
+      if (is_contiguous(views[i])) continue;
+      operands[i] = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+      plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(views[i].shape)) * sizeof(float));
+      data_movement::StridedCopy copy;
+      copy.shape = views[i].shape;
+      copy.src_strides = views[i].strides;
+      copy.dst_strides = data_movement::row_major_strides(views[i].shape);
+      copy.src_offset = views[i].offset;
+      copy.src = TensorRef::input(i);
+      copy.dst = operands[i];
+      data_movement::add_copy_launches(ctx, plan, std::move(copy));
+    }
+    TensorRef product = TensorRef::output(0);
+    if (!is_contiguous(out_view)) {
+      product = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+      plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
+    }
 
     GemmLaunchSpec scores;
     scores.m = to_u32(ctx, tq, "Tq");
@@ -196,8 +304,8 @@ OpPlan plan_attention(const PlanContext& ctx) {
     scores.a_batch_strides = pad4(q_strides);
     scores.b_batch_strides = pad4(k_strides);
     scores.b_nk = !k_transposed;  // K [Tk, D] is B stored [N, K]; K^T [D, Tk] is B [K, N]
-    scores.a = TensorRef::input(0);
-    scores.b = TensorRef::input(1);
+    scores.a = operands[0];
+    scores.b = operands[1];
     scores.out = TensorRef::scratch(0);
     if (has_mask) {
       scores.bias = TensorRef::input(3);
@@ -220,9 +328,18 @@ OpPlan plan_attention(const PlanContext& ctx) {
     values.a_batch_strides = pad4(score_strides);
     values.b_batch_strides = pad4(v_strides);
     values.a = TensorRef::scratch(1);
-    values.b = TensorRef::input(2);
-    values.out = TensorRef::output(0);
+    values.b = operands[2];
+    values.out = product;
     append_gemm_launches(ctx, values, plan);
+    if (!is_contiguous(out_view)) {
+      data_movement::StridedCopy copy;
+      copy.shape = logical_out;
+      copy.src_strides = data_movement::row_major_strides(logical_out);
+      copy.dst_strides = out_view.strides;
+      copy.src = product;
+      copy.dst = TensorRef::output(0);
+      data_movement::add_copy_launches(ctx, plan, std::move(copy));
+    }
     return plan;
   }
 
@@ -242,6 +359,9 @@ OpPlan plan_attention(const PlanContext& ctx) {
                              gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
   launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2),
                      has_mask ? TensorRef::input(3) : TensorRef::zero(), TensorRef::output(0)};
+  auto row_stride = [&](const View& v) {
+    return to_u32(ctx, v.strides[v.strides.size() - 2], "a row stride");
+  };
   launch.uniform = gpu::UniformBuilder()
                        .u32(to_u32(ctx, rows, "rows"))
                        .u32(to_u32(ctx, tq, "Tq"))
@@ -252,14 +372,19 @@ OpPlan plan_attention(const PlanContext& ctx) {
                        .u32(to_u32(ctx, mask_row, "mask row stride"))
                        .u32(to_u32(ctx, mask_col, "mask column stride"))
                        .f32(scale)
-                       .u32(0)
-                       .u32(0)
-                       .u32(0)
+                       .u32(row_stride(views[0]))
+                       .u32(row_stride(views[1]))
+                       .u32(row_stride(views[2]))
+                       .u32(to_u32(ctx, views[0].offset, "Q's offset"))
+                       .u32(to_u32(ctx, views[1].offset, "K's offset"))
+                       .u32(to_u32(ctx, views[2].offset, "V's offset"))
+                       .u32(row_stride(out_view))
                        .vec4u(dims)
-                       .vec4u(pad4(batch_strides(qb, out_batch, tq * d)))
-                       .vec4u(pad4(batch_strides(kb, out_batch, tk * d)))
-                       .vec4u(pad4(batch_strides(vb, out_batch, tk * dv)))
+                       .vec4u(pad4(view_batch_strides(views[0], rank)))
+                       .vec4u(pad4(view_batch_strides(views[1], rank)))
+                       .vec4u(pad4(view_batch_strides(views[2], rank)))
                        .vec4u(pad4(mask_strides))
+                       .vec4u(pad4(view_batch_strides(out_view, rank)))
                        .bytes();
   const uint64_t workgroups = static_cast<uint64_t>(tiled ? tiled_workgroups : rows);
   launch.groups = gpu::fold_workgroups(workgroups, ctx.caps.limits.max_compute_workgroups_per_dimension);

@@ -61,6 +61,8 @@ int64_t ref_element_count(const PlanContext& ctx, const OpPlan& plan, TensorRef 
       return element_count(plan.outputs.at(ref.index).shape);
     case TensorRef::Kind::Constant:
       return plan.constants.at(ref.index).element_count();
+    case TensorRef::Kind::Scratch:  // device elements are 4 bytes (runtime/device_tensor.h)
+      return static_cast<int64_t>(plan.scratch_bytes.at(ref.index) / 4);
     default:
       return 0;
   }

@@ -78,7 +78,8 @@ Tensor scalar_tensor(DType dtype, double value);
 std::array<uint32_t, 4> u32x4(const std::vector<int64_t>& v, size_t first);
 std::array<int32_t, 4> i32x4(const std::vector<int64_t>& v, size_t first);
 
-// Kernel launches. Zero-element copies add nothing.
+// Kernel launches. Zero-element copies add nothing. A copy into (or from) a scratch buffer takes its size
+// from plan.scratch_bytes: push it there first.
 void add_copy_launches(const PlanContext& ctx, OpPlan& plan, StridedCopy copy);
 void add_fill_launch(const PlanContext& ctx, OpPlan& plan, TensorRef dst, int64_t count, uint32_t bits);
 // An output that is a host-computed constant: stored in plan.constants and copied into output `output`.

@@ -254,6 +254,171 @@ TEST(Attention, ErrorsNameTheProblem) {
   EXPECT_NE(error(runtime_scale, attention_node(1, false)).find("known when planning"), std::string::npos);
 }
 
+// Q, K and V as views of one packed projection (qkv_packed, the graph pass read_packed_qkv): X [B, N, parts *
+// heads * D] reshaped to [B, N, parts, heads, D], permuted [2, 0, 3, 1, 4] and slice `index` taken: [B,
+// heads, N, D], copied out contiguously on the host for the reference.
+Tensor packed_slice(const Tensor& x, const Shape& r, int64_t index) {
+  const int64_t b = r[0], n = r[1], parts = r[2], heads = r[3], d = r[4];
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(b * heads * n * d));
+  auto xd = x.data<float>();
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t c = 0; c < d; ++c)
+          out.push_back(xd[static_cast<size_t>((((i * n + t) * parts + index) * heads + h) * d + c)]);
+  return Tensor::from_vector<float>({b, heads, n, d}, out);
+}
+
+// [B0, B1, T, D] -> [B0, T, B1, D] (the Transpose with perm [0, 2, 1, 3] that transpose_output folds in).
+std::vector<double> transpose_0213(const std::vector<double>& v, Shape& shape) {
+  const int64_t b0 = shape[0], b1 = shape[1], t = shape[2], d = shape[3];
+  std::vector<double> out(v.size());
+  for (int64_t i = 0; i < b0; ++i)
+    for (int64_t h = 0; h < b1; ++h)
+      for (int64_t r = 0; r < t; ++r)
+        for (int64_t c = 0; c < d; ++c)
+          out[static_cast<size_t>(((i * t + r) * b1 + h) * d + c)] =
+              v[static_cast<size_t>(((i * b1 + h) * t + r) * d + c)];
+  shape = {b0, t, b1, d};
+  return out;
+}
+
+struct PackedCase {
+  const char* name;
+  int64_t batch, tokens, parts, heads, head;  // X [batch, tokens, parts * heads * head]
+  std::vector<int64_t> indices;               // Q, K, V's parts (negative: from the end)
+  bool transpose_output;
+  std::optional<Shape> mask;
+  bool k_transposed = false;         // K's slice taken as K^T [.., D, Tk] (then tokens == head)
+  std::vector<int64_t> target = {};  // the Reshape target as given (0 and -1 allowed); {} = the shape itself
+};
+
+class PackedAttentionTest : public ::testing::TestWithParam<PackedCase> {};
+
+// Every case through the planner's choice and each kernel that can run it, against the float64 reference of
+// the same attention on contiguous copies of the slices (and the output transposed on the host).
+TEST_P(PackedAttentionTest, MatchesFloat64Reference) {
+  const PackedCase& c = GetParam();
+  const Shape r = {c.batch, c.tokens, c.parts, c.heads, c.head};
+  const Tensor x = test::random_tensor({c.batch, c.tokens, c.parts * c.heads * c.head}, 21, -2, 2);
+  auto part = [&](int64_t i) { return packed_slice(x, r, i < 0 ? i + c.parts : i); };
+  const Tensor q = part(c.indices[0]), k = part(c.indices[1]), v = part(c.indices[2]);
+  std::optional<Tensor> mask;
+  if (c.mask) mask = test::random_tensor(*c.mask, 22, -3, 1);
+  const float scale = 0.3f;
+  Shape shape;
+  std::vector<double> ref =
+      attention_reference(q, k, v, mask ? &*mask : nullptr, c.k_transposed, scale, shape);
+  if (c.transpose_output) ref = transpose_0213(ref, shape);
+  const std::vector<int64_t> target = c.target.empty() ? std::vector<int64_t>(r.begin(), r.end()) : c.target;
+  Inputs inputs = {NodeInput{x}, NodeInput{x},
+                   NodeInput{x}, mask ? std::optional<NodeInput>(NodeInput{*mask}) : std::nullopt,
+                   std::nullopt, NodeInput{Tensor::from_vector<int64_t>({5}, target), true}};
+  const int64_t d = c.head;
+  std::vector<std::string> kernels = {""};
+  if (d <= 512) kernels.push_back("rows");
+  if (d <= 64) kernels.push_back("tiled");
+  for (const std::string& kernel : kernels) {
+    ops::NodeInfo node = attention_node(scale, c.k_transposed);
+    node.attributes.set("qkv_packed", int64_t{1});
+    node.attributes.set("qkv_indices", c.indices);
+    if (c.transpose_output) node.attributes.set("transpose_output", int64_t{1});
+    if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+    std::string labels;
+    for (const ops::KernelLaunch& l : plan.launches) labels += l.program.label + " ";
+    if (!kernel.empty()) {
+      EXPECT_EQ(plan.launches.size(), 1u) << labels;  // the fused kernels read and write the views in place
+      EXPECT_EQ(labels.rfind(kernel == "tiled" ? "attention_tiled" : "attention", 0), 0u) << labels;
+    }
+    auto out = runtime::run_node(test::device(), node, inputs);
+    EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(d * 4)))
+        << "kernel " << (kernel.empty() ? "auto" : kernel) << ": " << labels;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PackedAttentionTest,
+    ::testing::Values(
+        // DaViT's window attention: 144 tokens per window, head size 32; several 64-row blocks and 32-key
+        // chunks, the last ones partial.
+        PackedCase{"window_144_d32", 2, 144, 3, 3, 32, {0, 1, 2}, true, std::nullopt},
+        PackedCase{"window_144_d32_no_transpose", 2, 144, 3, 2, 32, {0, 1, 2}, false, std::nullopt},
+        PackedCase{"n70_d8_mask", 3, 70, 3, 4, 8, {0, 1, 2}, true, Shape{70, 70}},
+        PackedCase{"n70_d8_mask_per_head", 2, 70, 3, 4, 8, {0, 1, 2}, false, Shape{1, 4, 70, 70}},
+        // Parts in another order, a negative index, a target with 0 and -1 as exports write it.
+        PackedCase{"shuffled_parts", 2, 70, 3, 2, 8, {2, -3, 1}, true, std::nullopt, false, {0, 0, 3, 2, -1}},
+        PackedCase{"four_parts", 2, 33, 4, 2, 8, {3, 0, 1}, true, std::nullopt},
+        // K's slice read as K^T [.., D, Tk] (the MatMul takes it as it is): tokens == head size.
+        PackedCase{"k_transposed", 2, 8, 3, 2, 8, {0, 1, 2}, true, std::nullopt, true},
+        // Head size past 512: the three-launch plan, which copies the views out and the output back.
+        PackedCase{"unfused", 2, 5, 3, 2, 520, {0, 1, 2}, true, std::nullopt},
+        PackedCase{"unfused_no_transpose", 1, 6, 3, 2, 520, {1, 2, 0}, false, Shape{6, 6}}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// transpose_output alone (Q, K, V contiguous, SigLIP's and the tiny transformer's pattern), on each plan.
+TEST(Attention, TransposedOutputOfContiguousOperands) {
+  struct Case {
+    Shape q, k, v;
+  };
+  for (const Case& c : {Case{{2, 3, 70, 8}, {2, 3, 70, 8}, {2, 3, 70, 8}},
+                        Case{{2, 3, 5, 8}, {1, 3, 7, 8}, {2, 3, 7, 520}}}) {
+    const Tensor q = test::random_tensor(c.q, 31), k = test::random_tensor(c.k, 32),
+                 v = test::random_tensor(c.v, 33);
+    Shape shape;
+    std::vector<double> ref = attention_reference(q, k, v, nullptr, false, 0.4, shape);
+    ref = transpose_0213(ref, shape);
+    const Inputs inputs = {NodeInput{q}, NodeInput{k}, NodeInput{v}};
+    std::vector<std::string> kernels = {""};
+    if (c.v.back() <= 64) kernels = {"", "rows", "tiled"};
+    for (const std::string& kernel : kernels) {
+      ops::NodeInfo node = attention_node(0.4f, false);
+      node.attributes.set("transpose_output", int64_t{1});
+      if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
+      auto out = runtime::run_node(test::device(), node, inputs);
+      EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(32)))
+          << shape_to_string(c.v) << " kernel " << kernel;
+    }
+  }
+}
+
+TEST(Attention, PackedLayoutErrorsNameTheProblem) {
+  const Tensor x = test::random_tensor({1, 4, 24}, 41);
+  auto error = [&](const std::vector<int64_t>& target, const std::vector<int64_t>& indices, bool transpose) {
+    ops::NodeInfo node = attention_node(1.0f, false);
+    node.attributes.set("qkv_packed", int64_t{1});
+    node.attributes.set("qkv_indices", indices);
+    if (transpose) node.attributes.set("transpose_output", int64_t{1});
+    try {
+      runtime::plan_node(
+          test::device().capabilities(), node,
+          Inputs{
+              NodeInput{x}, NodeInput{x}, NodeInput{x}, std::nullopt, std::nullopt,
+              NodeInput{Tensor::from_vector<int64_t>({static_cast<int64_t>(target.size())}, target), true}});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({1, 4, 3, 2, 4}, {0, 1, 2}, true), "no error");
+  EXPECT_NE(error({1, 4, 3, 8}, {0, 1, 2}, false).find("is not a 5-D"), std::string::npos);
+  EXPECT_NE(error({1, 4, 3, 2, 5}, {0, 1, 2}, false).find("is not a 5-D"), std::string::npos);
+  EXPECT_NE(error({1, 4, 3, 2, 4}, {0, 1, 3}, false).find("out of range"), std::string::npos);
+  EXPECT_NE(error({1, 4, 3, 2, 4}, {0, 1}, false).find("qkv_indices"), std::string::npos);
+  // A 3-D Q with transpose_output (one batch dim).
+  ops::NodeInfo node = attention_node(1.0f, false);
+  node.attributes.set("transpose_output", int64_t{1});
+  const Tensor q = test::random_tensor({2, 4, 8}, 42);
+  try {
+    runtime::plan_node(test::device().capabilities(), node, Inputs{NodeInput{q}, NodeInput{q}, NodeInput{q}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("transpose_output needs two batch dims"), std::string::npos)
+        << e.what();
+  }
+}
+
 // The exported transformer runs the same with and without the fusion: both paths must match the reference.
 TEST(AttentionFusion, FusedAndUnfusedGraphsMatchTheReference) {
   const std::filesystem::path dir =

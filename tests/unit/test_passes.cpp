@@ -450,5 +450,176 @@ TEST(Passes, FuseDepthwiseConvChannelsLastInTheExportedDaViT) {
   }
 }
 
+// Window attention as timm / DaViT export it, x [2, 70, 3 * 4 * 8]:
+//   Reshape [2, 70, 3, 4, 8] -> Transpose([2, 0, 3, 1, 4]) -> Gather(0 / 1 / 2, axis 0) -> q, k, v
+//   -> Attention(q * s, Transpose(k, [0, 1, 3, 2]), v) -> Transpose([0, 2, 1, 3]) -> Reshape [2, 70, 32]
+// with one thing changed per lookalike.
+struct PackedQkv {
+  const char* what;
+  std::vector<int64_t> split_perm = {2, 0, 3, 1, 4};
+  std::vector<int64_t> out_perm = {0, 2, 1, 3};
+  bool index_is_input = false;   // K's Gather index a graph input, not a constant
+  bool index_has_rank1 = false;  // K's Gather index [1] instead of a scalar
+  int64_t gather_axis = 0;
+  bool split_also_output = false;  // the Transpose's output also a graph output
+  bool q_read_twice = false;       // Q's Gather output also read by a Relu (a graph output)
+  bool reshape_read_twice = false;
+  bool shape_target = false;  // the Reshape target computed from Shape(x) (known only when planning)
+  bool attention_output_read_twice = false;
+};
+
+struct PackedQkvGraph {
+  Graph g;
+  ValueId x = kNoValue, target = kNoValue, y = kNoValue;
+};
+
+PackedQkvGraph build_packed_qkv(const PackedQkv& p) {
+  GraphBuilder b;
+  PackedQkvGraph out;
+  out.x = b.input("x", {2, 70, 96});
+  if (p.shape_target) {
+    // Concat(Shape(x)[0:2], [3, 4, 8]) as a stand-in for the exporters' Shape / Gather / Concat arithmetic.
+    const ValueId dims = b.node("Shape", {out.x});
+    const ValueId head = b.node("Slice", {dims, ints_constant(b.g, {0}), ints_constant(b.g, {2})});
+    out.target = b.node("Concat", {head, ints_constant(b.g, {3, 4, 8})});
+    b.g.nodes.back().info.attributes.set("axis", int64_t{0});
+  } else {
+    out.target = ints_constant(b.g, {2, 70, 3, 4, 8});
+  }
+  const ValueId r = b.node("Reshape", {out.x, out.target});
+  const ValueId t = b.node("Transpose", {r});
+  b.g.nodes.back().info.attributes.set("perm", p.split_perm);
+  std::vector<ValueId> qkv;
+  for (int64_t i = 0; i < 3; ++i) {
+    ValueId index = kNoValue;
+    if (i == 1 && p.index_is_input) {
+      index = b.input("index", {});
+    } else {
+      Value c;
+      c.name = "index" + std::to_string(i);
+      c.constant = i == 1 && p.index_has_rank1 ? Tensor::from_vector<int64_t>({1}, {i})
+                                               : Tensor::from_vector<int64_t>({}, {i});
+      c.shape = ValueShape::of(c.constant->shape());
+      index = b.g.add_value(std::move(c));
+    }
+    qkv.push_back(b.node("Gather", {t, index}));
+    b.g.nodes.back().info.attributes.set("axis", p.gather_axis);
+  }
+  const ValueId qs = b.node("Mul", {qkv[0], b.constant(0.35f)});
+  const ValueId kt = b.node("Transpose", {qkv[1]});
+  b.g.nodes.back().info.attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+  const ValueId probs = b.node("Softmax", {b.node("MatMul", {qs, kt})});
+  b.g.nodes.back().info.attributes.set("axis", int64_t{-1});
+  const ValueId o = b.node("MatMul", {probs, qkv[2]});
+  const ValueId y = b.node("Transpose", {o});
+  b.g.nodes.back().info.attributes.set("perm", p.out_perm);
+  out.y = y;
+  b.g.outputs = {b.node("Reshape", {y, ints_constant(b.g, {2, 70, 32})})};
+  if (p.split_also_output) b.g.outputs.push_back(t);
+  if (p.q_read_twice) b.g.outputs.push_back(b.node("Relu", {qkv[0]}));
+  if (p.reshape_read_twice) b.g.outputs.push_back(b.node("Relu", {r}));
+  if (p.attention_output_read_twice) b.g.outputs.push_back(b.node("Relu", {o}));
+  b.g.sort_topologically();
+  out.g = std::move(b.g);
+  return out;
+}
+
+const Node* find_attention(const Graph& g) {
+  const auto it = std::find_if(g.nodes.begin(), g.nodes.end(),
+                               [](const Node& n) { return n.info.op_type == "Attention"; });
+  return it == g.nodes.end() ? nullptr : &*it;
+}
+
+TEST(Passes, ReadPackedQkvAndWriteAttentionTransposed) {
+  for (const PackedQkv& p : {PackedQkv{.what = "constant target"},
+                             PackedQkv{.what = "shape-derived target", .shape_target = true}}) {
+    PackedQkvGraph m = build_packed_qkv(p);
+    Graph& g = m.g;
+    ASSERT_EQ(fuse_attention(g), 1) << p.what;
+    EXPECT_EQ(read_packed_qkv(g), 1) << p.what;
+    EXPECT_EQ(write_attention_transposed(g), 1) << p.what;
+    remove_dead_nodes(g);
+    EXPECT_EQ(count_ops(g, "Gather"), 0) << p.what;
+    EXPECT_EQ(count_ops(g, "Transpose"), 0) << p.what;
+    EXPECT_EQ(count_ops(g, "Reshape"), 1) << p.what;  // only the heads' merge after the attention
+    const Node* a = find_attention(g);
+    ASSERT_NE(a, nullptr) << p.what;
+    ASSERT_EQ(a->inputs.size(), 6u) << p.what;
+    EXPECT_EQ(a->inputs[0], m.x) << p.what;
+    EXPECT_EQ(a->inputs[1], m.x) << p.what;
+    EXPECT_EQ(a->inputs[2], m.x) << p.what;
+    EXPECT_EQ(a->inputs[3], kNoValue) << p.what;
+    EXPECT_EQ(a->inputs[4], kNoValue) << p.what;
+    EXPECT_EQ(a->inputs[5], m.target) << p.what;
+    EXPECT_EQ(a->info.attributes.get_int("qkv_packed", 0), 1) << p.what;
+    EXPECT_EQ(a->info.attributes.get_ints("qkv_indices", {}), (std::vector<int64_t>{0, 1, 2})) << p.what;
+    EXPECT_EQ(a->info.attributes.get_int("k_transposed", -1), 0) << p.what;
+    EXPECT_FLOAT_EQ(a->info.attributes.get_float("scale", 0.0f), 0.35f) << p.what;
+    EXPECT_EQ(a->info.attributes.get_int("transpose_output", 0), 1) << p.what;
+    ASSERT_EQ(a->outputs.size(), 1u);
+    EXPECT_EQ(a->outputs[0], m.y) << p.what;  // the Transpose's output, which the Reshape reads
+  }
+}
+
+TEST(Passes, ReadPackedQkvLeavesLookalikesAlone) {
+  struct Expect {
+    PackedQkv p;
+    bool packed, transposed;
+  };
+  for (const Expect& e :
+       {Expect{PackedQkv{.what = "split perm [2, 0, 1, 3, 4]", .split_perm = {2, 0, 1, 3, 4}}, false, true},
+        Expect{PackedQkv{.what = "index not a constant", .index_is_input = true}, false, true},
+        Expect{PackedQkv{.what = "index of rank 1", .index_has_rank1 = true}, false, true},
+        Expect{PackedQkv{.what = "Gather on axis 1", .split_perm = {0, 2, 3, 1, 4}, .gather_axis = 1}, false,
+               true},
+        Expect{PackedQkv{.what = "split also a graph output", .split_also_output = true}, false, true},
+        Expect{PackedQkv{.what = "q read twice", .q_read_twice = true}, false, true},
+        Expect{PackedQkv{.what = "reshape read twice", .reshape_read_twice = true}, false, true},
+        Expect{PackedQkv{.what = "output perm [0, 2, 3, 1]", .out_perm = {0, 2, 3, 1}}, true, false},
+        Expect{PackedQkv{.what = "attention output read twice", .attention_output_read_twice = true}, true,
+               false}}) {
+    PackedQkvGraph m = build_packed_qkv(e.p);
+    Graph& g = m.g;
+    // A Gather of rank-1 index gives Q a fifth dim, but the attention fuses the same (shapes are not known).
+    ASSERT_EQ(fuse_attention(g), 1) << e.p.what;
+    const size_t nodes = g.nodes.size();
+    EXPECT_EQ(read_packed_qkv(g), e.packed ? 1 : 0) << e.p.what;
+    EXPECT_EQ(write_attention_transposed(g), e.transposed ? 1 : 0) << e.p.what;
+    if (!e.packed && !e.transposed) {
+      EXPECT_EQ(g.nodes.size(), nodes) << e.p.what;
+    }
+    const Node* a = find_attention(g);
+    ASSERT_NE(a, nullptr) << e.p.what;
+    EXPECT_EQ(a->info.attributes.get_int("qkv_packed", 0), e.packed ? 1 : 0) << e.p.what;
+    EXPECT_EQ(a->info.attributes.get_int("transpose_output", 0), e.transposed ? 1 : 0) << e.p.what;
+    if (!e.packed) {
+      EXPECT_EQ(a->inputs.size(), 3u) << e.p.what;
+      EXPECT_EQ(count_ops(g, "Gather"), 3) << e.p.what;
+    }
+  }
+}
+
+// The exported DaViT: every window attention reads the packed projection and writes [B', N, heads, D]; the
+// channel attention (Q, K, V from the same kind of split, perm [2, 0, 3, 1, 4] too, but Q and K reach the
+// scores through Transposes) stays as it was.
+TEST(Passes, ReadPackedQkvInTheExportedDaViT) {
+  for (const char* model : {"florence2_vision_tiny_opset17", "florence2_vision_tiny_opset13"}) {
+    Graph g = onnx::import_model_file(kModels / model / "model.onnx");
+    PassReport r = optimize(g, ops::builtin_registry());
+    int window = 0;
+    for (const Node& n : g.nodes) {
+      if (n.info.op_type != "Attention") continue;
+      if (n.info.name.find("window_attn") != std::string::npos) {
+        ++window;
+        EXPECT_EQ(n.info.attributes.get_int("qkv_packed", 0), 1) << n.info.name;
+        EXPECT_EQ(n.info.attributes.get_int("transpose_output", 0), 1) << n.info.name;
+      }
+    }
+    EXPECT_GT(window, 0) << model << ": " << r.summary();
+    EXPECT_EQ(r.packed_qkv_read, window) << model << ": " << r.summary();
+    EXPECT_GE(r.attentions_transposed, window) << model << ": " << r.summary();
+  }
+}
+
 }  // namespace
 }  // namespace wgi::graph

@@ -4,7 +4,8 @@
 // [Tq, Tk] score matrix is never written to memory and any Tk works.
 //   Q [batch..., Tq, D]; K [batch..., Tk, D], or with K_TRANSPOSED [batch..., D, Tk]; V [batch..., Tk, Dv];
 //   mask (optional, additive) broadcast to [batch..., Tq, Tk]; out [batch..., Tq, Dv].
-// Batch dims are decoded from the output's (up to 4) with per-operand strides, 0 where an operand broadcasts.
+// Batch dims are decoded from the output's (up to 4) with per-operand strides, 0 where an operand broadcasts;
+// Q, K, V and the output are strided views (offset, row stride; attention_common.wgsl).
 @group(0) @binding(0) var<storage, read> q: array<f32>;
 @group(0) @binding(1) var<storage, read> k: array<f32>;
 @group(0) @binding(2) var<storage, read> v: array<f32>;
@@ -62,7 +63,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let i = row % params.tq;
   let bases = attention_bases(row / params.tq);
-  let q_base = bases.q + i * params.d;
+  let q_base = bases.q + i * params.q_row_stride;
   let k_base = bases.k;
   let v_base = bases.v;
   let m_base = bases.mask + i * params.mask_row_stride;
@@ -78,9 +79,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var s = 0.0;
       for (var c = 0u; c < params.d; c++) {
 #if K_TRANSPOSED
-        s = fma(q[q_base + c], k[k_base + c * params.tk + j], s);
+        s = fma(q[q_base + c], k[k_base + c * params.k_row_stride + j], s);
 #else
-        s = fma(q[q_base + c], k[k_base + j * params.d + c], s);
+        s = fma(q[q_base + c], k[k_base + j * params.k_row_stride + c], s);
 #endif
       }
       s = s * params.scale;
@@ -106,14 +107,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (c < params.dv) {
         var a = acc[slot] * correction;
         for (var jj = 0u; jj < n; jj++) {
-          a = fma(chunk_scores[jj], v[v_base + (start + jj) * params.dv + c], a);
+          a = fma(chunk_scores[jj], v[v_base + (start + jj) * params.v_row_stride + c], a);
         }
         acc[slot] = a;
       }
     }
     workgroupBarrier();  // chunk_scores is overwritten by the next chunk
   }
-  let out_base = row * params.dv;
+  let out_base = bases.out + i * params.out_row_stride;
   for (var slot = 0u; slot < MAX_DV_PER_THREAD; slot++) {
     let c = lid + slot * WG;
     if (c < params.dv) {

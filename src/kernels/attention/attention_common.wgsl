@@ -1,5 +1,11 @@
 // Shared by the attention kernels (attention.wgsl, attention_tiled.wgsl): the parameters and the decoding of
 // an output matrix's batch index into each operand's element offset.
+//
+// Every operand is a strided view: its [rows, cols] matrices start at offset + sum(batch index * batch
+// stride) and their rows are row_stride elements apart (columns contiguous). Q's rows are its queries, K's
+// its keys (with K_TRANSPOSED its head dims), V's its keys; the output's rows are its queries. Contiguous
+// operands have row strides D, D (Tk when transposed), Dv, Dv and offset 0; views let the kernels read Q, K
+// and V inside one packed projection [B, N, 3, heads, D] and write the output as [B, N, heads, Dv].
 #include "common/dispatch_grid.wgsl"
 
 struct Params {
@@ -12,14 +18,19 @@ struct Params {
   mask_row_stride: u32,
   mask_col_stride: u32,
   scale: f32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
+  q_row_stride: u32,
+  k_row_stride: u32,
+  v_row_stride: u32,
+  q_offset: u32,
+  k_offset: u32,
+  v_offset: u32,
+  out_row_stride: u32,
   batch_dims: vec4<u32>,
   q_strides: vec4<u32>,
   k_strides: vec4<u32>,
   v_strides: vec4<u32>,
   mask_strides: vec4<u32>,
+  out_strides: vec4<u32>,
 }
 
 struct AttentionBases {
@@ -27,13 +38,14 @@ struct AttentionBases {
   k: u32,
   v: u32,
   mask: u32,
+  out: u32,
 }
 
-// Element offsets of Q's, K's, V's and the mask's matrices for output matrix `batch` (batch dims decoded from
-// the output's, each operand with its own strides, 0 where it broadcasts).
+// Element offsets of Q's, K's, V's, the mask's and the output's matrices for output matrix `batch` (batch
+// dims decoded from the output's, each operand with its own strides, 0 where it broadcasts).
 fn attention_bases(batch: u32) -> AttentionBases {
   var rest = batch;
-  var b = AttentionBases(0u, 0u, 0u, 0u);
+  var b = AttentionBases(params.q_offset, params.k_offset, params.v_offset, 0u, 0u);
   for (var dim = 3; dim >= 0; dim--) {
     let extent = params.batch_dims[dim];
     let index = rest % extent;
@@ -42,6 +54,7 @@ fn attention_bases(batch: u32) -> AttentionBases {
     b.k += index * params.k_strides[dim];
     b.v += index * params.v_strides[dim];
     b.mask += index * params.mask_strides[dim];
+    b.out += index * params.out_strides[dim];
   }
   return b;
 }

@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var q_row: array<f32, D>;
   if (has_row) {
     for (var c = 0u; c < D; c++) {
-      q_row[c] = q[bases.q + i * D + c] * params.scale;
+      q_row[c] = q[bases.q + i * params.q_row_stride + c] * params.scale;
     }
   }
   var acc: array<f32, DV>;
@@ -56,9 +56,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var value = 0.0;
       if (j < n) {
 #if K_TRANSPOSED
-        value = k[bases.k + c * params.tk + start + j];
+        value = k[bases.k + c * params.k_row_stride + start + j];
 #else
-        value = k[bases.k + (start + j) * D + c];
+        value = k[bases.k + (start + j) * params.k_row_stride + c];
 #endif
       }
       k_tile[j][c] = value;
@@ -68,7 +68,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let c = e % DV;
       var value = 0.0;
       if (j < n) {
-        value = v[bases.v + (start + j) * DV + c];
+        value = v[bases.v + (start + j) * params.v_row_stride + c];
       }
       v_tile[j][c] = value;
     }
@@ -105,7 +105,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();  // the next chunk overwrites the tiles
   }
   if (has_row) {
-    let out_base = (batch * params.tq + i) * DV;
+    let out_base = bases.out + i * params.out_row_stride;
     for (var c = 0u; c < DV; c++) {
       output[out_base + c] = acc[c] / running_sum;
     }
