@@ -8,6 +8,7 @@
 
 #include "ops/conv_channels_last.h"
 #include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 
 namespace wgi::graph {
@@ -102,6 +103,7 @@ std::string PassReport::summary() const {
   add(batch_norms_folded, "BatchNormalization folded");
   add(transposed_weights_read, "transposed weights read in place");
   add(bias_adds_fused, "MatMul+Add fused");
+  add(residual_adds_fused, "residual Adds fused");
   add(gelus_fused, "GELUs fused into Gelu");
   add(activations_fused, "activations fused");
   add(attentions_fused, "attentions fused");
@@ -329,6 +331,75 @@ int fuse_bias_adds(Graph& g) {
                                      Tensor(DType::Float32, {n}, bias.bytes()));
       mm.inputs.push_back(bias_id);
       mm.outputs[0] = add.outputs[0];
+      editor.remove(i);
+      ++count;
+      break;
+    }
+  }
+  editor.commit();
+  return count;
+}
+
+namespace {
+
+// Whether two graph shapes may be those of one tensor: false only where both are given and differ (rank, a
+// known dim, a symbolic dim, or a known against a symbolic dim).
+bool shapes_may_match(const ValueShape& a, const ValueShape& b) {
+  if (!a.rank_known || !b.rank_known) return true;
+  if (a.dims.size() != b.dims.size()) return false;
+  for (size_t i = 0; i < a.dims.size(); ++i) {
+    const Dim &x = a.dims[i], &y = b.dims[i];
+    const bool x_unknown = !x.is_known() && x.symbol.empty(), y_unknown = !y.is_known() && y.symbol.empty();
+    if (x_unknown || y_unknown) continue;
+    if (x.is_known() != y.is_known()) return false;
+    if (x.is_known() ? x.value != y.value : x.symbol != y.symbol) return false;
+  }
+  return true;
+}
+
+bool produced_by(const Graph& g, ValueId v, const char* op) {
+  if (v == kNoValue) return false;
+  const int32_t p = g.value(v).producer;
+  return p >= 0 && g.nodes[static_cast<size_t>(p)].info.op_type == op;
+}
+
+}  // namespace
+
+int fuse_residual_adds(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  auto consumers = g.consumers();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& add = g.nodes[i];
+    if (add.info.op_type != "Add" || (!add.info.domain.empty() && add.info.domain != "ai.onnx")) continue;
+    if (add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1]) continue;
+    // An attention mask added to the scores: fuse_attention's.
+    const auto& readers = consumers[static_cast<size_t>(add.outputs[0])];
+    if (std::any_of(readers.begin(), readers.end(),
+                    [&](int32_t r) { return g.nodes[static_cast<size_t>(r)].info.op_type == "Softmax"; }))
+      continue;
+    for (size_t side = 0; side < 2; ++side) {
+      const int32_t p = sole_producer(g, consumers, add.inputs[side], i);
+      if (p < 0 || editor.removed(static_cast<size_t>(p))) continue;
+      Node& producer = g.nodes[static_cast<size_t>(p)];
+      const std::string& op = producer.info.op_type;
+      if ((op != "MatMul" && op != "Gemm" && op != "Conv") || !producer.info.domain.empty()) continue;
+      if (producer.outputs.size() != 1 || producer.inputs.size() < 2 || producer.inputs.size() > 3) continue;
+      const ops::Attributes& attrs = producer.info.attributes;
+      if (attrs.has(ops::kFusedActivationAttribute) || attrs.has(ops::kFusedResidualAttribute)) continue;
+      if (op == "MatMul" &&
+          (produced_by(g, producer.inputs[0], "Softmax") || produced_by(g, producer.inputs[1], "Softmax")))
+        continue;  // attention's P V
+      const ValueId residual = add.inputs[1 - side];
+      const Value& r = g.value(residual);
+      if (r.dtype != DType::Float32 || g.value(add.inputs[side]).dtype != DType::Float32) continue;
+      if (!shapes_may_match(g.value(add.inputs[side]).shape, r.shape) ||
+          !shapes_may_match(g.value(add.outputs[0]).shape, r.shape))
+        continue;
+      producer.inputs.resize(ops::kFusedResidualInput, kNoValue);
+      producer.inputs.push_back(residual);
+      producer.info.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+      producer.outputs[0] = add.outputs[0];
       editor.remove(i);
       ++count;
       break;
@@ -805,6 +876,7 @@ int fuse_depthwise_conv_channels_last(Graph& g) {
     const Node& conv = g.nodes[ci];
     if (conv.info.op_type != "Conv" || !conv.info.domain.empty() || editor.removed(ci)) continue;
     if (conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
+    if (conv.info.attributes.has(ops::kFusedResidualAttribute)) continue;
     // Depthwise 2-D, weight [C, 1, KH, KW] and group C, kernels up to 7x7, dilation 1, explicit pads.
     const Tensor* w = constant_of(g, conv, 1);
     if (!is_float(w) || w->rank() != 4 || w->shape()[1] != 1) continue;
@@ -1081,6 +1153,8 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   r.constants_folded = fold_constants(graph, registry);
   r.batch_norms_folded = fold_batch_norms(graph);
   r.bias_adds_fused = fuse_bias_adds(graph);
+  // Before the activation fusion: a Relu after the residual (ResNet's bottlenecks) then fuses too.
+  r.residual_adds_fused = fuse_residual_adds(graph);
   r.gelus_fused = fuse_gelu(graph);
   r.activations_fused = fuse_activations(graph);
   // After the activation fusion, whose Relu / Clip / Gelu on the conv it takes over.

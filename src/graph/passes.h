@@ -17,6 +17,7 @@ struct PassReport {
   int batch_norms_folded = 0;       // into the preceding Conv / Gemm
   int transposed_weights_read = 0;  // MatMul(x, Transpose(W)) reads the constant W as [.., N, K]
   int bias_adds_fused = 0;          // MatMul + Add -> MatMul with bias
+  int residual_adds_fused = 0;      // Add(MatMul / Gemm / Conv, R) -> R added in the producer's epilogue
   int gelus_fused = 0;              // a GELU written out element by element (Erf or Tanh form) -> one Gelu
   int activations_fused = 0;        // Relu / Clip / Gelu into the preceding Conv / Gemm / MatMul epilogue
   int attentions_fused = 0;         // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
@@ -39,6 +40,15 @@ int fold_batch_norms(Graph& graph);
 // Runs before constant folding.
 int read_transposed_weights(Graph& graph);
 int fuse_bias_adds(Graph& graph);
+// Add(P, R) or Add(R, P), P the output of a MatMul, Gemm or Conv (default domain) that has no fused
+// activation yet, is read only by this Add and is not a graph output: the producer takes R as input 3 with
+// the attribute "wgi.residual" = 1 (src/ops/fused_residual.h; input 2, the bias, may stay empty) and produces
+// the Add's output, R added in its epilogue before any activation fused later (y = act(acc + bias + R)).
+// Only where R has P's shape: the graph's shapes must agree where both are given (the same known or symbolic
+// dims); where either is unknown (exports without value_info) the op checks when planned and, if R
+// broadcasts, runs the add as a separate launch. Left alone: an Add read by a Softmax (an attention mask,
+// fuse_attention's pattern) and a MatMul reading a Softmax (attention's P V).
+int fuse_residual_adds(Graph& graph);
 // 0.5 x (1 + erf(x / sqrt 2)) and 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as exporters write them
 // (5 and 8 elementwise nodes, each a pass over memory) -> one ONNX Gelu node (opset 20; approximate="tanh"
 // for the second), which fuse_activations then folds into a preceding GEMM or conv.

@@ -14,7 +14,8 @@
 //   conv/conv_transpose2d.wgsl   ConvTranspose, in gather form
 // Where workgroup barriers are costly (SwiftShader) the direct kernels run every other conv they can unless
 // another kernel is forced. A 1-D conv runs as a 2-D one of unit height. Shapes and scalars travel in the
-// uniform block, so the shader text depends only on the kernel and the fused activation.
+// uniform block, so the shader text depends only on the kernel, the fused activation and whether a residual
+// is fused (ops/fused_residual.h: every kernel adds it in its epilogue).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -27,6 +28,7 @@
 #include "ops/conv_kernels.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 #include "ops/registry.h"
 
@@ -343,6 +345,11 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   require_fits_u32(ctx, "output Y", y_shape);
 
   const FusedActivation activation = FusedActivation::from_node(ctx.node);
+  const bool residual = has_fused_residual(ctx);
+  if (residual && ctx.input(kFusedResidualInput).shape != y_shape) {
+    return plan_residual_fallback(ctx, y_shape,
+                                  [transposed](const PlanContext& c) { return plan_conv(c, transposed); });
+  }
 
   OpPlan plan;
   plan.outputs.push_back({DType::Float32, y_shape});
@@ -396,6 +403,7 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
     mm.out = TensorRef::output(0);
     if (has_bias) mm.bias = TensorRef::input(2);
     mm.bias_stride_m = 1;
+    if (residual) mm.residual = TensorRef::input(kFusedResidualInput);  // NCHW: [batch][OC][pixels]
     mm.activation = activation;
     plan.launches.push_back(make_gemm_launch(ctx, mm));
     plan.launches.back().program.label = "conv1x1_" + plan.launches.back().program.label;
@@ -421,7 +429,7 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   if (depthwise && (forced == "depthwise_rows" || forced.empty())) {
     std::string why;
     if (auto c = choose_depthwise_rows_config(g, ctx.caps.limits, static_cast<uint32_t>(forced_rows), why)) {
-      add_depthwise_rows_launch(ctx, g, *c, activation, has_bias, plan);
+      add_depthwise_rows_launch(ctx, g, *c, activation, has_bias, residual, plan);
       return plan;
     }
     if (forced == "depthwise_rows" || forced_rows != 0)
@@ -430,7 +438,7 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   if (depthwise && (forced == "depthwise" || (forced.empty() && fast_kernels_pay))) {
     std::string why;
     if (auto c = choose_depthwise_config(g, ctx.caps.limits, why)) {
-      add_depthwise_launch(ctx, g, *c, activation, has_bias, plan);
+      add_depthwise_launch(ctx, g, *c, activation, has_bias, residual, plan);
       return plan;
     }
     if (forced == "depthwise") ctx.fail("wgi.kernel = depthwise cannot run here: " + why);
@@ -456,7 +464,7 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
     std::string why;
     if (auto c = choose_implicit_gemm_config(g, ctx.caps.limits, tile, knobs.tile_k, knobs.stages, why,
                                              knobs.split_k)) {
-      add_implicit_gemm_launch(ctx, g, *c, activation, has_bias, plan);
+      add_implicit_gemm_launch(ctx, g, *c, activation, has_bias, residual, plan);
       return plan;
     }
     if (forced_igemm) ctx.fail("wgi.kernel = " + forced + " cannot run here: " + why);
@@ -489,9 +497,10 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   }
   kernels::Defines defines;
   activation.add_defines(defines);
+  defines["RESIDUAL"] = residual ? "1" : "0";
   const gpu::DispatchGrid grid =
       gpu::compute_dispatch_grid(static_cast<uint64_t>(total), kWorkgroupSize, ctx.caps.limits);
-  launch.program.label = label + activation.label_suffix();
+  launch.program.label = label + residual_label_suffix(residual) + activation.label_suffix();
   launch.program.wgsl = kernels::load_wgsl(file, defines);
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
@@ -499,6 +508,7 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
                              gpu::BindingKind::Uniform};
   launch.bindings = {TensorRef::input(0), weight, has_bias ? TensorRef::input(2) : TensorRef::zero(),
                      TensorRef::output(0)};
+  if (residual) append_residual_binding(launch);
 
   // Every value below was bounded above (u32 element counts, i32 positions), so the narrowing is exact.
   auto u = [](int64_t v) { return static_cast<uint32_t>(v); };

@@ -9,6 +9,7 @@
 #include "gpu/dispatch_grid.h"
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 
 namespace wgi::ops {
@@ -56,8 +57,9 @@ uint64_t next_pow2(uint64_t v) {
   return p;
 }
 
-// Both depthwise kernels bind input, weight (ONNX's layout), bias (or the zero buffer), output, uniform.
-KernelLaunch depthwise_launch(std::string label, std::string wgsl, bool has_bias) {
+// Both depthwise kernels bind input, weight (ONNX's layout), bias (or the zero buffer), output, uniform
+// [, residual].
+KernelLaunch depthwise_launch(std::string label, std::string wgsl, bool has_bias, bool residual) {
   KernelLaunch launch;
   launch.program.label = std::move(label);
   launch.program.wgsl = std::move(wgsl);
@@ -66,6 +68,7 @@ KernelLaunch depthwise_launch(std::string label, std::string wgsl, bool has_bias
                              gpu::BindingKind::Uniform};
   launch.bindings = {TensorRef::input(0), TensorRef::input(1),
                      has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  if (residual) append_residual_binding(launch);
   return launch;
 }
 
@@ -177,7 +180,7 @@ std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry
 }
 
 void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, const ImplicitGemmConfig& config,
-                              const FusedActivation& activation, bool has_bias, OpPlan& plan) {
+                              const FusedActivation& activation, bool has_bias, bool residual, OpPlan& plan) {
   const int64_t groups = g.groups;
   const int64_t m = g.out_channels / groups;
   const int64_t icpg = g.in_channels / groups;
@@ -234,10 +237,13 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   defines["BK"] = std::to_string(config.tile_k);
   defines["STAGES"] = std::to_string(config.stages);
   defines["SPLIT_K"] = split ? "1" : "0";
+  // A split's partial sums leave the residual to the reduction.
+  defines["RESIDUAL"] = residual && !split ? "1" : "0";
   KernelLaunch launch;
-  launch.program.label = "conv_igemm" + implicit_gemm_tile_name(config.tile_m, config.tile_n) + "_k" +
-                         std::to_string(config.tile_k) + "s" + std::to_string(config.stages) +
-                         (split ? "_splitk" : activation.label_suffix());
+  launch.program.label =
+      "conv_igemm" + implicit_gemm_tile_name(config.tile_m, config.tile_n) + "_k" +
+      std::to_string(config.tile_k) + "s" + std::to_string(config.stages) +
+      (split ? "_splitk" : std::string(residual_label_suffix(residual)) + activation.label_suffix());
   launch.program.wgsl = kernels::load_wgsl("conv/implicit_gemm.wgsl", defines);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
@@ -249,6 +255,7 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   launch.bindings = {
       TensorRef::input(0), TensorRef::constant(weight_index), TensorRef::constant(weight_index + 1),
       has_bias ? TensorRef::input(2) : TensorRef::zero(), split ? partials : TensorRef::output(0)};
+  if (residual && !split) append_residual_binding(launch);
   launch.uniform = gpu::UniformBuilder()
                        .u32(u32(m))
                        .u32(u32(n))
@@ -291,6 +298,7 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   reduced.bias_stride_m = 1;
   reduced.bias_stride_n = 0;
   reduced.activation = activation;
+  if (residual) reduced.residual = TensorRef::input(kFusedResidualInput);  // NCHW is [batch][M][N] too
   reduced.out = TensorRef::output(0);
   plan.launches.push_back(gemm_split_reduce_launch(ctx, reduced, config.splits, partials));
 }
@@ -341,7 +349,7 @@ std::optional<DepthwiseConfig> choose_depthwise_config(const ConvGeometry& g, co
 }
 
 void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const DepthwiseConfig& config,
-                          const FusedActivation& activation, bool has_bias, OpPlan& plan) {
+                          const FusedActivation& activation, bool has_bias, bool residual, OpPlan& plan) {
   const uint64_t tiles_x = ceil_div(static_cast<uint64_t>(g.width.output), 4 * config.threads_x);
   const uint64_t tiles_y = ceil_div(static_cast<uint64_t>(g.height.output), config.threads_y);
   const uint64_t planes = static_cast<uint64_t>(g.batch * g.out_channels);
@@ -351,9 +359,11 @@ void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const D
   defines["TX"] = std::to_string(config.threads_x);
   defines["TY"] = std::to_string(config.threads_y);
   defines["TILE_ELEMS"] = std::to_string(config.tile_elements);
-  KernelLaunch launch = depthwise_launch("conv_depthwise_t" + std::to_string(config.threads_x) + "x" +
-                                             std::to_string(config.threads_y) + activation.label_suffix(),
-                                         kernels::load_wgsl("conv/depthwise.wgsl", defines), has_bias);
+  defines["RESIDUAL"] = residual ? "1" : "0";
+  KernelLaunch launch = depthwise_launch(
+      "conv_depthwise_t" + std::to_string(config.threads_x) + "x" + std::to_string(config.threads_y) +
+          residual_label_suffix(residual) + activation.label_suffix(),
+      kernels::load_wgsl("conv/depthwise.wgsl", defines), has_bias, residual);
   launch.uniform = depthwise_uniform_head(g)
                        .u32(u32(g.height.kernel))
                        .u32(u32(g.width.kernel))
@@ -418,7 +428,7 @@ std::optional<DepthwiseRowsConfig> choose_depthwise_rows_config(const ConvGeomet
 
 void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
                                const DepthwiseRowsConfig& config, const FusedActivation& activation,
-                               bool has_bias, OpPlan& plan) {
+                               bool has_bias, bool residual, OpPlan& plan) {
   const uint64_t groups_x = ceil_div(static_cast<uint64_t>(g.width.output), 4);
   const uint64_t blocks_y = ceil_div(static_cast<uint64_t>(g.height.output), config.rows);
   const uint64_t planes = static_cast<uint64_t>(g.batch * g.out_channels);
@@ -434,6 +444,7 @@ void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
   defines["DW"] = std::to_string(g.width.dilation);
   defines["ROWS"] = std::to_string(config.rows);
   defines["VEC4"] = config.vec4 ? "1" : "0";
+  defines["RESIDUAL"] = residual ? "1" : "0";
   if (config.vec4) {
     // Rows are loaded from LEFT columns before the first output's first tap: the left padding rounded up to
     // a multiple of 4, so that every vec4 is aligned and lies wholly inside or outside the image.
@@ -444,11 +455,12 @@ void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
     defines["SHIFT"] = std::to_string(shift);
     defines["VECS"] = std::to_string((shift + span + 3) / 4);
   }
-  KernelLaunch launch = depthwise_launch(
-      "conv_depthwise_rows" + std::to_string(config.rows) + (config.vec4 ? "_v4" : "") + "_k" +
-          std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) + "_s" +
-          std::to_string(g.height.stride) + "x" + std::to_string(g.width.stride) + activation.label_suffix(),
-      kernels::load_wgsl("conv/depthwise_rows.wgsl", defines), has_bias);
+  KernelLaunch launch =
+      depthwise_launch("conv_depthwise_rows" + std::to_string(config.rows) + (config.vec4 ? "_v4" : "") +
+                           "_k" + std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) +
+                           "_s" + std::to_string(g.height.stride) + "x" + std::to_string(g.width.stride) +
+                           residual_label_suffix(residual) + activation.label_suffix(),
+                       kernels::load_wgsl("conv/depthwise_rows.wgsl", defines), has_bias, residual);
   launch.uniform = depthwise_uniform_head(g)
                        .i32(static_cast<int32_t>(g.height.pad_begin))
                        .i32(static_cast<int32_t>(g.width.pad_begin))

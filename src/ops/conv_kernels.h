@@ -68,9 +68,10 @@ std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry
 
 // Adds the implicit-GEMM launch and its two plan constants (packed weight, tap table) to `plan`, and with
 // config.splits > 1 a scratch buffer for the partial sums and the reduction's launch. The weight must be
-// ctx's constant input 1.
+// ctx's constant input 1. `residual`: every add_*_launch below adds ctx's input 3, of the output's shape, in
+// the epilogue (ops/fused_residual.h).
 void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, const ImplicitGemmConfig& config,
-                              const FusedActivation& activation, bool has_bias, OpPlan& plan);
+                              const FusedActivation& activation, bool has_bias, bool residual, OpPlan& plan);
 
 struct DepthwiseConfig {
   uint32_t threads_x = 16;  // each thread computes 4 output columns
@@ -97,10 +98,10 @@ std::optional<DepthwiseRowsConfig> choose_depthwise_rows_config(const ConvGeomet
 // Adds the register-window depthwise launch to `plan` (weight read in ONNX's layout).
 void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
                                const DepthwiseRowsConfig& config, const FusedActivation& activation,
-                               bool has_bias, OpPlan& plan);
+                               bool has_bias, bool residual, OpPlan& plan);
 
 // Adds the depthwise launch to `plan` (weight read in ONNX's layout, so it may be a runtime tensor).
 void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const DepthwiseConfig& config,
-                          const FusedActivation& activation, bool has_bias, OpPlan& plan);
+                          const FusedActivation& activation, bool has_bias, bool residual, OpPlan& plan);
 
 }  // namespace wgi::ops

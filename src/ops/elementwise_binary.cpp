@@ -20,6 +20,7 @@
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/fused_residual.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -1050,6 +1051,22 @@ std::vector<Tensor> evaluate_variadic(const VariadicOp& op, const PlanContext& c
 }
 
 }  // namespace
+
+KernelLaunch broadcast_add_launch(const PlanContext& ctx, const Shape& out_shape, const Shape& a_shape,
+                                  TensorRef a, const Shape& b_shape, TensorRef b,
+                                  const FusedActivation& activation) {
+  // The clamp bounds as exact bit patterns (FLT_MAX written in decimal could round past f32's range).
+  auto bits = [](float v) {
+    uint32_t u = 0;
+    std::memcpy(&u, &v, sizeof u);
+    return "F(bitcast<f32>(" + std::to_string(u) + "u))";
+  };
+  ElementwiseKernel kernel{"Add" + activation.label_suffix(),
+                           activation.wgsl_expression("(a + b)", bits(activation.min), bits(activation.max)),
+                           {ElementClass::Float, ElementClass::Float},
+                           ElementClass::Float};
+  return broadcast_launch(ctx, kernel, out_shape, {a_shape, b_shape}, {a, b});
+}
 
 void register_binary_ops(OpRegistry& registry) {
   for (const BinaryOp& op : kBinaryOps) {

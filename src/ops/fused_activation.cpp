@@ -32,21 +32,27 @@ FusedActivation FusedActivation::from_node(const NodeInfo& node) {
 }
 
 std::string FusedActivation::wgsl_expression() const {
+  return wgsl_expression("v", "lo", "hi");
+}
+
+std::string FusedActivation::wgsl_expression(const std::string& v, const std::string& lo,
+                                             const std::string& hi) const {
   switch (kind) {
     case Kind::None:
-      return "v";
+      return v;
     case Kind::Relu:
     case Kind::Clip:
-      return "clamp(v, lo, hi)";
+      return "clamp(" + v + ", " + lo + ", " + hi + ")";
     // The same expressions as the standalone Gelu op (src/ops/elementwise_unary.cpp), so a fused and an
     // unfused Gelu give the same values.
     case Kind::Gelu:
-      return "0.5 * v * (1.0 + wgi_erf(v * 0.70710678118654752))";
+      return "0.5 * " + v + " * (1.0 + wgi_erf(" + v + " * 0.70710678118654752))";
     case Kind::GeluTanh:
       // 0.5 v (1 + tanh(u)) = v sigmoid(2u): no cancellation of 1 + tanh(u) for very negative v.
-      return "v * wgi_sigmoid(1.5957691216057308 * (v + 0.044715 * v * v * v))";
+      return v + " * wgi_sigmoid(1.5957691216057308 * (" + v + " + 0.044715 * " + v + " * " + v + " * " + v +
+             "))";
   }
-  return "v";
+  return v;
 }
 
 void FusedActivation::add_defines(kernels::Defines& defines) const {

@@ -29,6 +29,8 @@ struct FusedActivation {
 
   // The WGSL expression over `v` (and the uniform's lo/hi) that src/kernels/common/activation.wgsl inserts.
   std::string wgsl_expression() const;
+  // The same over the WGSL expressions `v`, `lo` and `hi` (e.g. in another kernel's element type).
+  std::string wgsl_expression(const std::string& v, const std::string& lo, const std::string& hi) const;
   // "", "_relu", "_clip", "_gelu", "_gelu_tanh": appended to kernel labels so profiles show what was fused.
   std::string label_suffix() const;
   // Adds the ACTIVATION define for common/activation.wgsl (and ACTIVATION_MATH where the expression calls

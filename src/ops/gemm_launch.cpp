@@ -7,6 +7,7 @@
 #include "core/parallel.h"
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/fused_residual.h"
 #include "ops/gemm_tuning.h"
 
 namespace wgi::ops {
@@ -228,7 +229,7 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
     if (!c.a_vec4) label += "_ascalar";
     if (!c.b_vec4) label += "_bscalar";
   }
-  return label + spec.activation.label_suffix();
+  return label + residual_label_suffix(spec.residual.has_value()) + spec.activation.label_suffix();
 }
 
 }  // namespace
@@ -389,6 +390,9 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
   KernelLaunch launch;
   kernels::Defines defines = {{"A_KM", spec.a_km ? "1" : "0"}, {"B_NK", spec.b_nk ? "1" : "0"}};
   spec.activation.add_defines(defines);
+  // The partial products of a split leave the epilogue (and so the residual) to the reduction.
+  const bool residual = spec.residual.has_value() && splits <= 1;
+  if (residual) defines["RESIDUAL"] = "1";
   switch (config.kernel) {
     case GemmKernel::Tiled:
     case GemmKernel::Vec4:
@@ -429,6 +433,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};
   launch.bindings = {spec.a, spec.b, spec.bias.value_or(TensorRef::zero()), spec.out};
+  if (residual) append_residual_binding(launch, *spec.residual);
   launch.uniform = gemm_params_uniform(spec, tiles_m, tiles_n, splits);
   launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * spec.batch * splits,
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
@@ -632,6 +637,7 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
   plan.scratch_bytes.push_back(outputs * splits * sizeof(float));
   GemmLaunchSpec partial = spec;
   partial.out = partials;
+  partial.residual.reset();  // added by the reduction
   plan.launches.push_back(gemm_launch(ctx, partial, config, splits));
 
   plan.launches.push_back(gemm_split_reduce_launch(ctx, spec, splits, partials));
@@ -642,11 +648,13 @@ KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSp
   KernelLaunch reduce;
   kernels::Defines defines;
   spec.activation.add_defines(defines);
+  if (spec.residual) defines["RESIDUAL"] = "1";
   reduce.program.wgsl = kernels::load_wgsl("linear/gemm_split_reduce.wgsl", defines);
-  reduce.program.label = "gemm_split_reduce";
+  reduce.program.label = std::string("gemm_split_reduce") + residual_label_suffix(spec.residual.has_value());
   reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
   reduce.bindings = {partials, spec.bias.value_or(TensorRef::zero()), spec.out};
+  if (spec.residual) append_residual_binding(reduce, *spec.residual);
   reduce.uniform = gemm_params_uniform(spec, 1, 1, splits);  // the reduction reads sizes, splits, epilogue
   const uint64_t outputs = uint64_t{spec.m} * spec.n * spec.batch;
   reduce.groups =

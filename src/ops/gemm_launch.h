@@ -1,7 +1,7 @@
 // Building a launch of the GEMM kernel family (src/kernels/linear/), shared by the ops that reduce to a
 // matrix product: MatMul and Gemm (linear.cpp) and 1x1 convolutions (conv.cpp).
 //   out[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + beta * C[m * bias_stride_m + n *
-//   bias_stride_n])
+//   bias_stride_n] + R[b, m, n])   (R: an optional fused residual of the output's shape)
 //
 // Kernels (all accumulate in f32, all take the same uniform block and fused epilogue):
 //   Tiled    gemm_tiled.wgsl  the seeds' 32x32 tile, 64 invocations, scalar loads; any layout, any K. The
@@ -77,6 +77,9 @@ struct GemmLaunchSpec {
   TensorRef a, b, out;
   std::optional<TensorRef> bias;
   uint32_t bias_stride_m = 0, bias_stride_n = 0;
+  // A tensor of the output's shape added in the epilogue before the activation (ops/fused_residual.h), read
+  // at the output element's index [batch][M][N]; split products add it in gemm_split_reduce.wgsl.
+  std::optional<TensorRef> residual;
   float alpha = 1.0f, beta = 1.0f;
   FusedActivation activation;
 };
@@ -148,8 +151,8 @@ KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec
 
 // The second launch of a split product: linear/gemm_split_reduce.wgsl adds the `splits` partial sums in
 // `partials` ([split][batch][M][N]) and writes spec.out ([batch][M][N]) through spec's epilogue (alpha,
-// beta * bias with its strides, activation). The implicit-GEMM conv's split uses it too (M = output channels,
-// N = output pixels, batch = images).
+// beta * bias with its strides, the residual, activation). The implicit-GEMM conv's split uses it too (M =
+// output channels, N = output pixels, batch = images).
 KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, uint32_t splits,
                                       const TensorRef& partials);
 

@@ -13,12 +13,16 @@
 // The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "gemv" forces a kernel
 // (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent fallback. The
 // GEMM family's tuning attributes (gemm_launch.h) apply too.
+//
+// A residual fused by graph::fuse_residual_adds (input 3, ops/fused_residual.h) is added in the epilogue of
+// every kernel (the split-K reduction's for split products).
 #include <algorithm>
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 #include "ops/registry.h"
 
@@ -163,6 +167,12 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     out_shape = {M, N};
   }
 
+  const bool residual = has_fused_residual(ctx);
+  if (residual && ctx.input(kFusedResidualInput).shape != out_shape) {
+    return plan_residual_fallback(ctx, out_shape,
+                                  [spec](const PlanContext& c) { return plan_gemm(c, spec); });
+  }
+
   // A weight-like B (no batch of its own) with a plain A: fold A's batch into M, one large GEMM.
   int64_t gemm_m = M;
   int64_t batch_count = 1;
@@ -250,6 +260,9 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.b = b_ref;
   g.out = TensorRef::output(0);
   if (has_bias) g.bias = TensorRef::input(static_cast<uint32_t>(*spec.c_input));
+  // R has the output's shape, so its row-major index is the kernels' [batch][M][N] (batch folded into M or
+  // not, rank-1 operands' dropped dims included).
+  if (residual) g.residual = TensorRef::input(kFusedResidualInput);
   g.bias_stride_m = bias_stride_m;
   g.bias_stride_n = bias_stride_n;
   g.alpha = spec.alpha;
@@ -277,7 +290,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
 OpPlan plan_matmul(const PlanContext& ctx) {
   GemmSpec spec;
   spec.matmul_semantics = true;
-  // A third input is the bias of a fused MatMul + Add (graph fusion pass), broadcast over rows.
+  // A third input is the bias of a fused MatMul + Add (graph fusion pass), broadcast over rows; it may be
+  // absent when a fourth, a fused residual, is given.
   if (ctx.input_count() > 2) spec.c_input = 2;
   spec.trans_b = ctx.node.attributes.get_int(kMatMulTransBAttribute, 0) != 0;
   if (spec.trans_b && ctx.input(1).shape.size() < 2)

@@ -8,6 +8,7 @@
 #include "graph/passes.h"
 #include "onnx/importer.h"
 #include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 
 namespace wgi::graph {
@@ -61,7 +62,8 @@ TEST(Passes, FuseBiasAddsIntoMatMulsOfAnExportedTransformer) {
   EXPECT_EQ(count_ops(g, "MatMul"), matmuls - 2);
   int with_bias = 0;
   for (const Node& n : g.nodes) {
-    if (n.info.op_type != "MatMul" || n.inputs.size() != 3) continue;
+    // A fourth input is a residual fused after the bias (fuse_residual_adds).
+    if (n.info.op_type != "MatMul" || n.inputs.size() < 3 || n.inputs[2] == kNoValue) continue;
     ++with_bias;
     EXPECT_EQ(n.info.attributes.get_int(ops::kMatMulTransBAttribute, 0), 1) << n.info.name;
     const auto& w = g.value(n.inputs[1]).constant;
@@ -131,6 +133,115 @@ class GraphBuilder {
   }
   Graph g;
 };
+
+// y = Add(P, R) or Add(R, P) with P a MatMul / Conv: R moves into the producer's epilogue (input 3 and
+// wgi.residual = 1), before an activation fused afterwards.
+TEST(Passes, FuseResidualAddIntoMatMulWithBias) {
+  for (size_t side = 0; side < 2; ++side) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {4, 8});
+    ValueId r = b.input("r", {4, 6});
+    ValueId w = b.constant(0.5f, {8, 6});
+    ValueId mm = b.node("MatMul", {x, w});
+    ValueId biased = b.node("Add", {mm, b.constant(1.0f, {6})});
+    Graph& g = b.finish(
+        b.node("Add", side == 0 ? std::vector<ValueId>{biased, r} : std::vector<ValueId>{r, biased}));
+    const ValueId y = g.outputs[0];
+    EXPECT_EQ(fuse_bias_adds(g), 1);
+    EXPECT_EQ(fuse_residual_adds(g), 1) << side;
+    ASSERT_EQ(g.nodes.size(), 1u);
+    const Node& n = g.nodes[0];
+    EXPECT_EQ(n.info.op_type, "MatMul");
+    ASSERT_EQ(n.inputs.size(), 4u);
+    EXPECT_EQ(n.inputs[0], x);
+    EXPECT_TRUE(g.value(n.inputs[2]).constant.has_value());  // the bias
+    EXPECT_EQ(n.inputs[ops::kFusedResidualInput], r);
+    EXPECT_EQ(n.info.attributes.get_int(ops::kFusedResidualAttribute, 0), 1);
+    EXPECT_EQ(n.outputs[0], y);
+  }
+}
+
+TEST(Passes, FuseResidualAddAndReluIntoConv) {
+  GraphBuilder b;
+  ValueId x = b.input("x", {1, 4, 5, 5});
+  ValueId conv = b.node("Conv", {x, b.constant(0.25f, {4, 4, 3, 3})});
+  b.g.nodes.back().info.attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  Graph& g = b.finish(b.node("Relu", {b.node("Add", {conv, x})}));
+  const ValueId y = g.outputs[0];
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(r.residual_adds_fused, 1) << r.summary();
+  EXPECT_EQ(r.activations_fused, 1) << r.summary();
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.info.op_type, "Conv");
+  ASSERT_EQ(n.inputs.size(), 4u);
+  EXPECT_EQ(n.inputs[2], kNoValue);  // no bias
+  EXPECT_EQ(n.inputs[ops::kFusedResidualInput], x);
+  EXPECT_EQ(n.info.attributes.get_int(ops::kFusedResidualAttribute, 0), 1);
+  EXPECT_EQ(n.info.attributes.get_string(ops::kFusedActivationAttribute, ""), "Relu");
+  EXPECT_EQ(n.outputs[0], y);
+}
+
+TEST(Passes, FuseResidualAddsLeavesLookalikesAlone) {
+  enum class Case { Broadcast, KnownAgainstSymbol, FusedGelu, TwoReaders, GraphOutput, SoftmaxReader };
+  for (Case c : {Case::Broadcast, Case::KnownAgainstSymbol, Case::FusedGelu, Case::TwoReaders,
+                 Case::GraphOutput, Case::SoftmaxReader}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {4, 8});
+    ValueId r = b.input("r", c == Case::Broadcast ? Shape{6} : Shape{4, 6});
+    ValueId mm = b.node("MatMul", {x, b.constant(0.5f, {8, 6})});
+    // The graph's shapes, where an exporter's value_info gives them.
+    b.g.value(mm).shape = ValueShape::of({4, 6});
+    if (c == Case::KnownAgainstSymbol) b.g.value(r).shape.dims[0] = Dim::named("batch");
+    if (c == Case::FusedGelu)
+      b.g.nodes.back().info.attributes.set(ops::kFusedActivationAttribute, std::string("Gelu"));
+    ValueId y = b.node("Add", {mm, r});
+    if (c == Case::SoftmaxReader) y = b.node("Softmax", {y});
+    Graph& g = b.finish(y);
+    if (c == Case::TwoReaders) {
+      g.outputs.push_back(b.node("Relu", {mm}));
+      g.sort_topologically();
+    }
+    if (c == Case::GraphOutput) g.outputs.push_back(mm);
+    const size_t nodes = g.nodes.size();
+    EXPECT_EQ(fuse_residual_adds(g), 0) << static_cast<int>(c);
+    EXPECT_EQ(g.nodes.size(), nodes) << static_cast<int>(c);
+  }
+}
+
+// The exported models: ResNet's bottleneck shortcuts (Conv + Add + Relu -> one Conv), and the transformer
+// blocks' x + attention projection and x + MLP (SigLIP: two per block of three, and its pooling head's).
+TEST(Passes, FuseResidualAddsOfExportedModels) {
+  {
+    Graph g = onnx::import_model_file(kModels / "resnet_tiny_opset17" / "model.onnx");
+    const int adds = count_ops(g, "Add");
+    ASSERT_EQ(adds, 4);
+    PassReport r = optimize(g, ops::builtin_registry());
+    EXPECT_EQ(r.residual_adds_fused, adds) << r.summary();
+    EXPECT_EQ(count_ops(g, "Add"), 0);
+    EXPECT_EQ(count_ops(g, "Relu"), 0);
+    int fused = 0;
+    for (const Node& n : g.nodes) {
+      if (!n.info.attributes.has(ops::kFusedResidualAttribute)) continue;
+      ++fused;
+      EXPECT_EQ(n.info.op_type, "Conv") << n.info.name;
+      EXPECT_EQ(n.info.attributes.get_string(ops::kFusedActivationAttribute, ""), "Relu") << n.info.name;
+      EXPECT_EQ(n.inputs.size(), 4u) << n.info.name;
+    }
+    EXPECT_EQ(fused, adds);
+  }
+  {
+    Graph g = onnx::import_model_file(kModels / "siglip_vision_tiny_opset17" / "model.onnx");
+    PassReport r = optimize(g, ops::builtin_registry());
+    EXPECT_EQ(r.residual_adds_fused, 7) << r.summary();
+    EXPECT_EQ(r.attentions_fused, 3) << r.summary();  // the masks and P V left to the attention fusion
+    for (const Node& n : g.nodes) {
+      if (n.info.attributes.has(ops::kFusedResidualAttribute)) {
+        EXPECT_EQ(n.info.op_type, "MatMul") << n.info.name;
+      }
+    }
+  }
+}
 
 // The graph is one Gelu node from `x` to the graph's output.
 void expect_single_gelu(const Graph& g, ValueId x, const std::string& approximate, const std::string& what) {

@@ -41,6 +41,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
+#if RESIDUAL
+// A fused residual of the output's shape (src/ops/fused_residual.h), added before the activation.
+@group(0) @binding(5) var<storage, read> residual: array<f32>;
+#endif
 
 override WG_SIZE: u32 = 64;
 
@@ -63,11 +67,14 @@ fn decode_output_index(i: u32) -> OutputIndex {
   return r;
 }
 
-// Bias, fused activation and the store: the epilogue every conv kernel ends with.
+// Bias, fused residual, fused activation and the store: the epilogue every conv kernel ends with.
 fn write_output(i: u32, oc: u32, acc: f32) {
   var v = acc;
   if (params.has_bias != 0u) {
     v = v + bias[oc];
   }
+#if RESIDUAL
+  v += residual[i];
+#endif
   output[i] = fused_activation(v, params.lo, params.hi);
 }

@@ -50,6 +50,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
+#if RESIDUAL
+// A fused residual of the output's shape (src/ops/fused_residual.h), added before the activation.
+@group(0) @binding(5) var<storage, read> residual: array<f32>;
+#endif
 
 var<workgroup> window: array<f32, TILE_ELEMS>;
 
@@ -115,7 +119,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var j = 0u; j < 4u; j++) {
     let ow = ow0 + tx + j * TX;
     if (ow < params.out_w) {
+#if RESIDUAL
+      output[out_row + ow] = fused_activation(acc[j] + b + residual[out_row + ow], params.lo, params.hi);
+#else
       output[out_row + ow] = fused_activation(acc[j] + b, params.lo, params.hi);
+#endif
     }
   }
 }

@@ -68,6 +68,14 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
 #endif
 @group(0) @binding(4) var<uniform> params: Params;
+#if RESIDUAL
+// A fused residual of the output's shape (src/ops/fused_residual.h), added before the activation.
+#if VEC4
+@group(0) @binding(5) var<storage, read> residual: array<vec4<f32>>;
+#else
+@group(0) @binding(5) var<storage, read> residual: array<f32>;
+#endif
+#endif
 
 @compute @workgroup_size(WG, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -148,16 +156,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let oh = oh0 + r;
     if (oh < params.out_h) {
       let at = (plane * params.out_h + oh) * params.out_w + ow0;
-      let v = acc[r] + b;
 #if VEC4
+#if RESIDUAL
+      let v = acc[r] + b + residual[at / 4u];
+#else
+      let v = acc[r] + b;
+#endif
       output[at / 4u] = vec4<f32>(fused_activation(v.x, params.lo, params.hi),
                                   fused_activation(v.y, params.lo, params.hi),
                                   fused_activation(v.z, params.lo, params.hi),
                                   fused_activation(v.w, params.lo, params.hi));
 #else
+      let v = acc[r] + b;
       for (var j = 0u; j < 4u; j++) {
         if (ow0 + j < params.out_w) {
+#if RESIDUAL
+          output[at + j] = fused_activation(v[j] + residual[at + j], params.lo, params.hi);
+#else
           output[at + j] = fused_activation(v[j], params.lo, params.hi);
+#endif
         }
       }
 #endif

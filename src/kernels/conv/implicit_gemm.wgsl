@@ -22,6 +22,8 @@
 //   GPU), workgroups also split K into params.k_splits chunks of whole slabs and store raw partial sums, chunk
 //   after chunk in the output's NCHW order; linear/gemm_split_reduce.wgsl adds them, the bias and the
 //   activation.
+// - RESIDUAL: a fused residual of the output's shape (src/ops/fused_residual.h) is added before the
+//   activation, one read per output element (with SPLIT_K, by the reduction).
 #include "common/activation.wgsl"
 #include "common/dispatch_grid.wgsl"
 
@@ -76,6 +78,9 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> output: array<f32>;
 @group(0) @binding(5) var<uniform> params: Params;
+#if RESIDUAL
+@group(0) @binding(6) var<storage, read> residual: array<f32>;
+#endif
 
 var<workgroup> a_tile: array<vec4<f32>, STAGES * BK * SA>;  // [stage][k][m / 4]
 var<workgroup> b_tile: array<vec4<f32>, STAGES * BK * SB>;  // [stage][k][n / 4]
@@ -251,10 +256,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               // The raw sum, in chunk `split`'s copy of the output (the reduction adds the bias).
               output[split * params.N * params.out_channels + col_offset[c] + oc * params.out_plane] = v[jj];
 #else
-#if ACTIVATION_MATH
-              output[col_offset[c] + oc * params.out_plane] = v[jj] + b;  // activated by the loop below
+              let at = col_offset[c] + oc * params.out_plane;
+#if RESIDUAL
+              let sum = v[jj] + b + residual[at];
 #else
-              output[col_offset[c] + oc * params.out_plane] = fused_activation(v[jj] + b, params.lo, params.hi);
+              let sum = v[jj] + b;
+#endif
+#if ACTIVATION_MATH
+              output[at] = sum;  // activated by the loop below
+#else
+              output[at] = fused_activation(sum, params.lo, params.hi);
 #endif
 #endif
             }

@@ -13,3 +13,6 @@
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
 @group(0) @binding(4) var<uniform> params: GemmParams;
+#if RESIDUAL
+@group(0) @binding(5) var<storage, read> residual: array<f32>;
+#endif

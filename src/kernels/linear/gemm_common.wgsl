@@ -1,5 +1,7 @@
 // Shared by the GEMM kernels: parameters, batch decoding and the epilogue.
-// out[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + beta * C[m, n])
+// out[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + beta * C[m, n] + R[b, m, n])
+// R, a fused residual of the output's shape (src/ops/fused_residual.h), only with RESIDUAL: the kernel then
+// declares `residual` (bound after its uniform).
 // A is stored [M, K] or, with A_KM, [K, M]; B is stored [N, K] (B_NK: the prepacked layout) or [K, N].
 #include "common/dispatch_grid.wgsl"
 #include "common/activation.wgsl"
@@ -45,10 +47,14 @@ fn gemm_batch_offsets(b: u32) -> vec2<u32> {
   return offsets;
 }
 
-fn gemm_epilogue(acc: f32, m: u32, n: u32) -> f32 {
+// `i`: the output element's index in [batch][M][N], where R is read.
+fn gemm_epilogue(acc: f32, m: u32, n: u32, i: u32) -> f32 {
   var v = params.alpha * acc;
   if (params.has_bias != 0u) {
     v += params.beta * bias[m * params.bias_strides.x + n * params.bias_strides.y];
   }
+#if RESIDUAL
+  v += residual[i];
+#endif
   return fused_activation(v, params.act_lo, params.act_hi);
 }

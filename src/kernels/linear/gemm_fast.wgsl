@@ -18,6 +18,7 @@
 // - SPLIT_K: for few output tiles over a long K (mid-size transformer products on a large GPU), workgroups
 //   also split K into params.k_splits chunks of whole slabs and write raw partial sums, chunk-major
 //   ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
+// - RESIDUAL: a fused residual of the output's shape is added before the activation (one read per output).
 const TM: u32 = {{TM}}u;  // rows per thread, 4 or 8
 const TN: u32 = {{TN}}u;  // columns per thread, 4 or 8
 const BK: u32 = {{BK}}u;  // K per slab; BM * BK and BN * BK are multiples of 1024
@@ -319,6 +320,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               v[j] += params.beta * bias[bias_row + min(n0 + j, params.N - 1u) * params.bias_strides.y];
             }
           }
+#if RESIDUAL
+          for (var j = 0u; j < 4u; j++) {
+            v[j] += residual[out_row + min(n0 + j, params.N - 1u)];  // clamped like the bias
+          }
+#endif
           for (var j = 0u; j < 4u; j++) {
             if (n0 + j < params.N) {
 #if ACTIVATION_MATH

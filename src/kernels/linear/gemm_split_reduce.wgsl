@@ -1,10 +1,13 @@
 // The second half of a split-K GEMM (gemm_tiled.wgsl or gemm_fast.wgsl with SPLIT_K): adds the params.k_splits partial
 // products of every output element, in chunk order, and applies the GEMM's epilogue (alpha, beta * C, the
-// fused activation). One invocation per output element.
+// fused residual with RESIDUAL, the fused activation). One invocation per output element.
 @group(0) @binding(0) var<storage, read> partials: array<f32>;  // [split][batch][M][N]
 @group(0) @binding(1) var<storage, read> bias: array<f32>;
 @group(0) @binding(2) var<storage, read_write> output: array<f32>;  // [batch][M][N]
 @group(0) @binding(3) var<uniform> params: GemmParams;
+#if RESIDUAL
+@group(0) @binding(4) var<storage, read> residual: array<f32>;  // [batch][M][N]
+#endif
 
 #include "linear/gemm_common.wgsl"
 
@@ -22,5 +25,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     acc += partials[s * total + i];
   }
   let in_matrix = i % per_matrix;
-  output[i] = gemm_epilogue(acc, in_matrix / params.N, in_matrix % params.N);
+  output[i] = gemm_epilogue(acc, in_matrix / params.N, in_matrix % params.N, i);
 }

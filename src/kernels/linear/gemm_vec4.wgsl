@@ -10,6 +10,9 @@ const RPT: u32 = 4u;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
 @group(0) @binding(4) var<uniform> params: GemmParams;
+#if RESIDUAL
+@group(0) @binding(5) var<storage, read> residual: array<f32>;
+#endif
 
 #include "linear/gemm_common.wgsl"
 
@@ -70,7 +73,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var j = 0u; j < RPT; j++) {
       let n = col0 + lid.x * RPT + j;
       if (m < params.M && n < params.N) {
-        output[out_base + m * params.N + n] = gemm_epilogue(acc[i][j], m, n);
+        output[out_base + m * params.N + n] = gemm_epilogue(acc[i][j], m, n, out_base + m * params.N + n);
       }
     }
   }

@@ -108,7 +108,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let out_base = batch * params.M * params.N;
     for (var r = 0u; r < ROWS; r++) {
       if (r < params.M) {
-        output[out_base + r * params.N + n] = gemm_epilogue(partial[r * 256u + flat], r, n);
+        let at = out_base + r * params.N + n;
+        output[at] = gemm_epilogue(partial[r * 256u + flat], r, n, at);
       }
     }
   }
