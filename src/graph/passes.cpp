@@ -108,6 +108,7 @@ std::string PassReport::summary() const {
   add(activations_fused, "activations fused");
   add(attentions_fused, "attentions fused");
   add(packed_qkv_read, "attentions read packed Q, K, V");
+  add(split_heads_read, "attentions read split heads in place");
   add(attentions_transposed, "attention outputs written transposed");
   add(depthwise_convs_fused, "channels-last depthwise convs fused");
   return s.empty() ? "no changes" : s;
@@ -780,7 +781,8 @@ int fuse_attention(Graph& g) {
           if (auto c = scalar_constant(g, factor)) {
             scale = *c;
           } else if (derived_from_shapes(g, factor) && !derived_from_shapes(g, mul.inputs[side]) &&
-                     g.value(factor).shape.concrete() && element_count(*g.value(factor).shape.concrete()) == 1) {
+                     g.value(factor).shape.concrete() &&
+                     element_count(*g.value(factor).shape.concrete()) == 1) {
             scale_tensor = factor;
           } else {
             continue;
@@ -798,7 +800,7 @@ int fuse_attention(Graph& g) {
     }
     if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return editor.removed(n); })) continue;
     if (q_transpose >= 0) {
-      g.nodes[static_cast<size_t>(q_transpose)].inputs[0] = q;  // Transpose(Q * s) = Transpose(Q) * s
+      g.nodes[static_cast<size_t>(q_transpose)].inputs[0] = q;   // Transpose(Q * s) = Transpose(Q) * s
       consumers[static_cast<size_t>(q)].push_back(q_transpose);  // later matches see the new reader
       q = matmul1.inputs[0];
     }
@@ -1120,6 +1122,67 @@ int read_packed_qkv(Graph& g) {
   return count;
 }
 
+int read_split_heads(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  const auto consumers = g.consumers();
+  const std::vector<int64_t> heads_first = {0, 2, 1, 3};  // [B, N, heads, D] -> [B, heads, N, D]
+  const std::vector<int64_t> keys_last = {0, 2, 3, 1};    // [B, N, heads, D] -> [B, heads, D, N] = K^T
+  for (size_t ai = 0; ai < g.nodes.size(); ++ai) {
+    Node& attention = g.nodes[ai];
+    if (attention.info.op_type != "Attention" || attention.info.domain != "wgi" ||
+        attention.inputs.size() < 3 || attention.inputs.size() > 5 ||
+        attention.info.attributes.get_int("qkv_packed", 0) != 0 ||
+        attention.info.attributes.has("heads_views"))
+      continue;
+    const bool k_transposed = attention.info.attributes.get_int("k_transposed", 0) != 0;
+    std::vector<int64_t> views(3, 0);
+    std::vector<ValueId> sources(3, kNoValue), targets(3, kNoValue);
+    std::vector<size_t> chain;
+    bool k_now_plain = false;
+    for (size_t i = 0; i < 3; ++i) {
+      const ValueId operand = attention.inputs[i];
+      // Q, K or V read twice (self-attention on one tensor) stays as it is.
+      if (std::count(attention.inputs.begin(), attention.inputs.begin() + 3, operand) != 1) continue;
+      if (!read_only_by(g, consumers, operand, ai)) continue;
+      const int32_t ti = g.value(operand).producer;
+      if (ti < 0 || editor.removed(static_cast<size_t>(ti))) continue;
+      const Node& transpose = g.nodes[static_cast<size_t>(ti)];
+      const bool as_keys_last = i == 1 && k_transposed && is_transpose(transpose, keys_last);
+      if (!is_transpose(transpose, heads_first) && !as_keys_last) continue;
+      const ValueId r = transpose.inputs[0];
+      const int32_t ri = sole_producer(g, consumers, r, static_cast<size_t>(ti));
+      if (ri < 0 || editor.removed(static_cast<size_t>(ri)) ||
+          !is_plain_reshape(g.nodes[static_cast<size_t>(ri)]))
+        continue;
+      const Node& reshape = g.nodes[static_cast<size_t>(ri)];
+      const ValueId target = reshape.inputs[1];
+      if (!derived_from_shapes(g, target)) continue;
+      if (const auto ints = constant_ints(g, target); ints && ints->size() != 4) continue;
+      if (g.value(target).shape.rank_known && g.value(target).shape.dims.size() != 1) continue;
+      views[i] = 1;
+      sources[i] = reshape.inputs[0];
+      targets[i] = target;
+      chain.push_back(static_cast<size_t>(ti));
+      chain.push_back(static_cast<size_t>(ri));
+      if (as_keys_last) k_now_plain = true;
+    }
+    if (chain.empty()) continue;
+    attention.inputs.resize(9, kNoValue);
+    for (size_t i = 0; i < 3; ++i) {
+      if (!views[i]) continue;
+      attention.inputs[i] = sources[i];
+      attention.inputs[6 + i] = targets[i];
+    }
+    attention.info.attributes.set("heads_views", views);
+    if (k_now_plain) attention.info.attributes.set("k_transposed", int64_t{0});
+    for (size_t n : chain) editor.remove(n);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
 int write_attention_transposed(Graph& g) {
   NodeEditor editor(g);
   int count = 0;
@@ -1161,6 +1224,7 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   r.depthwise_convs_fused = fuse_depthwise_conv_channels_last(graph);
   r.attentions_fused = fuse_attention(graph);
   r.packed_qkv_read = read_packed_qkv(graph);
+  r.split_heads_read = read_split_heads(graph);
   r.attentions_transposed = write_attention_transposed(graph);
   r.dead_nodes_removed += remove_dead_nodes(graph);
   return r;

@@ -22,6 +22,7 @@ struct PassReport {
   int activations_fused = 0;        // Relu / Clip / Gelu into the preceding Conv / Gemm / MatMul epilogue
   int attentions_fused = 0;         // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
   int packed_qkv_read = 0;          // Attention reads Q, K, V in the packed qkv (no Transpose, Gathers)
+  int split_heads_read = 0;         // Attention reads Q, K or V as heads of [B, N, heads * D] (no Transpose)
   int attentions_transposed = 0;    // Attention writes [B, N, heads, D] (no Transpose after it)
   int depthwise_convs_fused = 0;    // Transpose, Reshape, depthwise Conv, Reshape, Transpose [, Add] -> one
   std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
@@ -68,6 +69,12 @@ int read_packed_qkv(Graph& graph);
 // Dv], before the heads are merged by a Reshape) writes that order itself (transpose_output = 1) and produces
 // the Transpose's output.
 int write_attention_transposed(Graph& graph);
+// After fuse_attention (and read_packed_qkv): an Attention operand that is Transpose(perm [0, 2, 1, 3]) of a
+// Reshape of X [B, N, heads * D] to [B, N, heads, D] (separate Q, K, V projections: SigLIP, BART), or K^T as
+// Transpose(perm [0, 2, 3, 1]) of one (then read as K: k_transposed = 0), each intermediate read only by the
+// next step: the node reads X itself through strides (attribute heads_views = [q, k, v] flags, the Reshape
+// targets as inputs 6, 7, 8). Returns the nodes changed.
+int read_split_heads(Graph& graph);
 // Transpose(x [B, N, C], perm [0, 2, 1]) -> Reshape [B, C, H, W] -> depthwise Conv (weight [C, 1, KH, KW],
 // group C, kernels up to 7x7, dilation 1) -> Reshape [B, C, Ho * Wo] -> Transpose(perm [0, 2, 1]) and an
 // optional Add of a tensor of x's shape (a convolutional position encoding, DaViT's ConvPosEnc) -> wgi's

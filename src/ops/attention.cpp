@@ -13,6 +13,9 @@
 //                    with Reshape(X, target) = [A0, A1, A2, A3, A4] each is the [A0, A3, A1, A4] view of X
 //                    at element offset index * A3 * A4, with row (token) stride A2 * A3 * A4. qkv_indices
 //                    (ints, 3; negative ones count from A2) say which of the A2 slices Q, K and V are.
+//   heads_views = [q, k, v]   (read_split_heads) where a flag is 1, that input is X [B, N, heads * D] and
+//                    input 6 + i its Reshape target [B, N, heads, D]: the operand is the [B, heads, N, D]
+//                    view of X (row stride heads * D), as Transpose(perm [0, 2, 1, 3]) would have made it.
 //   transpose_output = 1   the output [B0, B1, Tq, Dv] (two batch dims) is written as its Transpose with
 //                    perm [0, 2, 1, 3], i.e. [B0, Tq, B1, Dv] (heads back beside each other per token).
 // The strides follow from the concrete shapes when planning; the fused kernels read and write the views in
@@ -103,6 +106,32 @@ std::vector<int64_t> view_batch_strides(const View& v, size_t rank) {
 
 // Q, K and V: the inputs as they are, or (qkv_packed) views of the packed projection (see the top).
 std::array<View, 3> operand_views(const PlanContext& ctx) {
+  if (ctx.node.attributes.has("heads_views")) {
+    const std::vector<int64_t> flags = ctx.node.attributes.get_ints("heads_views", {});
+    if (flags.size() != 3) ctx.fail("heads_views needs three flags (Q, K, V)");
+    std::array<View, 3> views;
+    for (size_t i = 0; i < 3; ++i) {
+      const Shape& xs = ctx.input(i).shape;
+      if (flags[i] == 0) {
+        views[i] = contiguous_view(xs);
+        continue;
+      }
+      // Transpose(Reshape(X, target [B, N, heads, D]), perm [0, 2, 1, 3]): [B, heads, N, D] in place.
+      if (!ctx.has_input(6 + i)) {
+        ctx.fail("heads_views needs input " + std::to_string(6 + i) + ", the Reshape target of " +
+                 ctx.input_name(i));
+      }
+      const std::vector<int64_t> target = data_movement::known_ints(ctx, 6 + i, "the heads' shape");
+      const std::optional<Shape> r = reshape_result(xs, target);
+      if (!r || r->size() != 4) {
+        ctx.fail("heads_views: " + ctx.input_name(i) + " " + shape_to_string(xs) + " reshaped to " +
+                 shape_to_string(target) + " is not a 4-D [B, N, heads, D]");
+      }
+      const std::vector<int64_t> st = data_movement::row_major_strides(*r);
+      views[i] = {{(*r)[0], (*r)[2], (*r)[1], (*r)[3]}, {st[0], st[2], st[1], st[3]}, 0};
+    }
+    return views;
+  }
   if (ctx.node.attributes.get_int("qkv_packed", 0) == 0) {
     return {contiguous_view(ctx.input(0).shape), contiguous_view(ctx.input(1).shape),
             contiguous_view(ctx.input(2).shape)};

@@ -357,6 +357,81 @@ INSTANTIATE_TEST_SUITE_P(
         PackedCase{"unfused_no_transpose", 1, 6, 3, 2, 520, {1, 2, 0}, false, Shape{6, 6}}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// Q, K and V split into heads in place (heads_views, the graph pass read_split_heads): X [B, N, heads * D]
+// read as [B, heads, N, D] through strides, on each plan, some operands contiguous, with the output written
+// transposed (SigLIP's whole attention then runs without a Transpose), against the float64 reference of the
+// same attention on contiguous copies.
+TEST(Attention, SplitHeadsViewsOfSeparateProjections) {
+  struct Case {
+    int64_t batch, tokens, heads, head;
+    std::vector<int64_t> flags;
+    bool transpose_output;
+    std::vector<int64_t> target;  // as given ({} = [B, N, heads, D])
+  };
+  for (const Case& c :
+       {Case{2, 70, 3, 8, {1, 1, 1}, true, {}}, Case{1, 197, 4, 32, {1, 1, 1}, true, {0, 0, 4, -1}},
+        Case{2, 33, 2, 8, {0, 1, 1}, false, {}}, Case{2, 6, 2, 520, {1, 0, 1}, true, {}}}) {
+    const Shape r = {c.batch, c.tokens, 1, c.heads, c.head};
+    const Shape x_shape = {c.batch, c.tokens, c.heads * c.head};
+    std::vector<Tensor> x, contiguous;
+    for (uint64_t i = 0; i < 3; ++i) {
+      x.push_back(test::random_tensor(x_shape, 41 + i, -2, 2));
+      contiguous.push_back(packed_slice(x.back(), r, 0));
+    }
+    Shape shape;
+    std::vector<double> ref =
+        attention_reference(contiguous[0], contiguous[1], contiguous[2], nullptr, false, 0.3, shape);
+    if (c.transpose_output) ref = transpose_0213(ref, shape);
+    const std::vector<int64_t> target =
+        c.target.empty() ? std::vector<int64_t>{c.batch, c.tokens, c.heads, c.head} : c.target;
+    Inputs inputs(9);
+    for (size_t i = 0; i < 3; ++i) {
+      inputs[i] = NodeInput{c.flags[i] ? x[i] : contiguous[i]};
+      if (c.flags[i]) inputs[6 + i] = NodeInput{Tensor::from_vector<int64_t>({4}, target), true};
+    }
+    std::vector<std::string> kernels = {""};
+    if (c.head <= 512) kernels.push_back("rows");
+    if (c.head <= 64) kernels.push_back("tiled");
+    for (const std::string& kernel : kernels) {
+      ops::NodeInfo node = attention_node(0.3f, false);
+      node.attributes.set("heads_views", c.flags);
+      if (c.transpose_output) node.attributes.set("transpose_output", int64_t{1});
+      if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
+      const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+      if (!kernel.empty()) {
+        EXPECT_EQ(plan.launches.size(), 1u) << "the views are read in place";
+      }
+      auto out = runtime::run_node(test::device(), node, inputs);
+      EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(c.head * 4)))
+          << c.tokens << " tokens, head " << c.head << ", kernel " << (kernel.empty() ? "auto" : kernel);
+    }
+  }
+  // A flagged operand without its target, or one that does not split into 4-D heads: errors naming it.
+  ops::NodeInfo node = attention_node(1.0f, false);
+  node.attributes.set("heads_views", std::vector<int64_t>{1, 0, 0});
+  const Tensor q = test::random_tensor({1, 5, 8}, 51), k = test::random_tensor({1, 2, 5, 4}, 52);
+  Inputs missing = {NodeInput{q}, NodeInput{k}, NodeInput{k}};
+  std::string msg;
+  try {
+    runtime::run_node(test::device(), node, missing);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("heads_views needs input 6"), std::string::npos) << msg;
+  Inputs bad(7);
+  bad[0] = NodeInput{q};
+  bad[1] = NodeInput{k};
+  bad[2] = NodeInput{k};
+  bad[6] = NodeInput{Tensor::from_vector<int64_t>({3}, {1, 5, 8}), true};
+  msg.clear();
+  try {
+    runtime::run_node(test::device(), node, bad);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("is not a 4-D [B, N, heads, D]"), std::string::npos) << msg;
+}
+
 // transpose_output alone (Q, K, V contiguous, SigLIP's and the tiny transformer's pattern), on each plan.
 TEST(Attention, TransposedOutputOfContiguousOperands) {
   struct Case {

@@ -354,8 +354,8 @@ TEST(Passes, FuseGeluIntoTheMlpOfExportedTransformers) {
 }
 
 // Q scaled before the scores (DaViT: q * head_dim ** -0.5, in its channel attention under a Transpose of Q):
-// the scalar moves into the fused node, which reads the unscaled Q (through the Transpose where there is one).
-// A Mul by a tensor that is not one scalar stays.
+// the scalar moves into the fused node, which reads the unscaled Q (through the Transpose where there is
+// one). A Mul by a tensor that is not one scalar stays.
 TEST(Passes, FuseAttentionTakesTheScaleOfQ) {
   struct Variant {
     const char* what;
@@ -363,8 +363,9 @@ TEST(Passes, FuseAttentionTakesTheScaleOfQ) {
     Shape factor_shape;
     bool folds;
   };
-  for (const Variant& v : {Variant{"Mul(q, s)", false, {}, true}, Variant{"Transpose(Mul(q, s))", true, {}, true},
-                           Variant{"Mul(q, per-column)", false, {8}, false}}) {
+  for (const Variant& v :
+       {Variant{"Mul(q, s)", false, {}, true}, Variant{"Transpose(Mul(q, s))", true, {}, true},
+        Variant{"Mul(q, per-column)", false, {8}, false}}) {
     GraphBuilder b;
     // [batch, heads, tokens, head]: Q·Kᵀ with K given as is and transposed by the MatMul's Transpose.
     ValueId q = b.input("q", {1, 2, v.transpose_q ? 8 : 6, v.transpose_q ? 6 : 8});
@@ -729,6 +730,77 @@ TEST(Passes, ReadPackedQkvInTheExportedDaViT) {
     EXPECT_GT(window, 0) << model << ": " << r.summary();
     EXPECT_EQ(r.packed_qkv_read, window) << model << ": " << r.summary();
     EXPECT_GE(r.attentions_transposed, window) << model << ": " << r.summary();
+  }
+}
+
+// Separate Q, K, V projections split into heads by Reshape + Transpose (SigLIP's export, K^T made by one
+// Transpose): read_split_heads makes the Attention read the projections in place; K read as K.
+TEST(Passes, ReadSplitHeadsOfSeparateProjections) {
+  GraphBuilder b;
+  auto split = [&](ValueId x, const std::vector<int64_t>& perm) {
+    Value target;
+    target.name = "target" + std::to_string(b.g.values.size());
+    target.constant = Tensor::from_vector<int64_t>({4}, {1, 6, 2, 4});
+    target.shape = ValueShape::of({4});
+    ValueId r = b.node("Reshape", {x, b.g.add_value(std::move(target))});
+    ValueId t = b.node("Transpose", {r});
+    b.g.nodes.back().info.attributes.set("perm", perm);
+    return t;
+  };
+  ValueId xq = b.input("xq", {1, 6, 8}), xk = b.input("xk", {1, 6, 8}), xv = b.input("xv", {1, 6, 8});
+  ValueId q = split(xq, {0, 2, 1, 3}), kt = split(xk, {0, 2, 3, 1}), v = split(xv, {0, 2, 1, 3});
+  ValueId scores = b.node("Mul", {b.node("MatMul", {q, kt}), b.constant(0.5f)});
+  Graph& g = b.finish(b.node("MatMul", {b.node("Softmax", {scores}), v}));
+  ASSERT_EQ(fuse_attention(g), 1);
+  EXPECT_EQ(read_split_heads(g), 1);
+  remove_dead_nodes(g);
+  EXPECT_EQ(count_ops(g, "Transpose"), 0);
+  EXPECT_EQ(count_ops(g, "Reshape"), 0);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const Node& a = g.nodes[0];
+  EXPECT_EQ(a.info.op_type, "Attention");
+  EXPECT_EQ(a.info.attributes.get_ints("heads_views", {}), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(a.info.attributes.get_int("k_transposed", 1), 0);
+  EXPECT_EQ(a.inputs[0], xq);
+  EXPECT_EQ(a.inputs[1], xk);
+  EXPECT_EQ(a.inputs[2], xv);
+  ASSERT_EQ(a.inputs.size(), 9u);
+  for (size_t i = 6; i < 9; ++i) EXPECT_TRUE(g.value(a.inputs[i]).constant.has_value());
+}
+
+// What stays: another perm, a Reshape to rank 5, a split head read elsewhere too; only that operand.
+TEST(Passes, ReadSplitHeadsLeavesLookalikesAlone) {
+  for (int variant = 0; variant < 3; ++variant) {
+    GraphBuilder b;
+    auto split = [&](ValueId x, const std::vector<int64_t>& perm, const std::vector<int64_t>& shape) {
+      Value target;
+      target.name = "target" + std::to_string(b.g.values.size());
+      target.constant = Tensor::from_vector<int64_t>({static_cast<int64_t>(shape.size())}, shape);
+      target.shape = ValueShape::of({static_cast<int64_t>(shape.size())});
+      ValueId r = b.node("Reshape", {x, b.g.add_value(std::move(target))});
+      ValueId t = b.node("Transpose", {r});
+      b.g.nodes.back().info.attributes.set("perm", perm);
+      return t;
+    };
+    ValueId xq = b.input("xq", {1, 6, 8}), xk = b.input("xk", {1, 6, 8}), xv = b.input("xv", {1, 6, 8});
+    ValueId q = variant == 0   ? split(xq, {0, 1, 2, 3}, {1, 6, 2, 4})        // identity perm
+                : variant == 1 ? split(xq, {0, 2, 1, 3, 4}, {1, 6, 2, 2, 2})  // rank 5
+                               : split(xq, {0, 2, 1, 3}, {1, 6, 2, 4});
+    ValueId k = split(xk, {0, 2, 1, 3}, {1, 6, 2, 4});
+    ValueId kt = b.node("Transpose", {k});
+    b.g.nodes.back().info.attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+    ValueId v = split(xv, {0, 2, 1, 3}, {1, 6, 2, 4});
+    ValueId y = b.node("MatMul", {b.node("Softmax", {b.node("MatMul", {q, kt})}), v});
+    Graph& g = b.finish(variant == 2 ? b.node("Add", {y, q}) : y);  // variant 2: Q also read by the Add
+    ASSERT_EQ(fuse_attention(g), 1) << variant;
+    ASSERT_EQ(read_split_heads(g), 1) << variant;
+    const auto a = std::find_if(g.nodes.begin(), g.nodes.end(),
+                                [](const Node& n) { return n.info.op_type == "Attention"; });
+    ASSERT_NE(a, g.nodes.end());
+    // K (read through fuse_attention's Transpose as K) and V are views; Q is not.
+    EXPECT_EQ(a->info.attributes.get_ints("heads_views", {}), (std::vector<int64_t>{0, 1, 1})) << variant;
+    EXPECT_EQ(a->inputs[0], q) << variant;
+    EXPECT_EQ(a->inputs[1], xk) << variant;
   }
 }
 
