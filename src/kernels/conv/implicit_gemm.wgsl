@@ -257,13 +257,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               output[split * params.N * params.out_channels + col_offset[c] + oc * params.out_plane] = v[jj];
 #else
               let at = col_offset[c] + oc * params.out_plane;
-#if RESIDUAL
-              let sum = v[jj] + b + residual[at];
-#else
               let sum = v[jj] + b;
-#endif
-#if ACTIVATION_MATH
-              output[at] = sum;  // activated by the loop below
+#if IN_PLACE_EPILOGUE
+              output[at] = sum;  // residual and activation in the loop below
 #else
               output[at] = fused_activation(sum, params.lo, params.hi);
 #endif
@@ -274,11 +270,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-#if !SPLIT_K
-#if ACTIVATION_MATH
-  // As in linear/gemm_fast.wgsl: a long activation inlined TM * TN times would stop the driver unrolling the
-  // loop above and send acc to local memory; this loop, reading no accumulator, activates in place, a row's
-  // loads all issued before its first store.
+#if IN_PLACE_EPILOGUE
+  // As in linear/gemm_fast.wgsl: a long activation or a residual read inlined TM * TN times would stop the
+  // driver unrolling the loop above and send acc to local memory; this loop, reading no accumulator, adds the
+  // residual and activates in place, a row's loads all issued before its first store.
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
     if (m < params.M) {
@@ -286,6 +281,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var vals: array<f32, TN>;
       for (var c = 0u; c < TN; c++) {
         vals[c] = output[col_offset[c] + row_offset];  // col_offset is in range for columns past N too
+#if RESIDUAL
+        vals[c] += residual[col_offset[c] + row_offset];
+#endif
       }
       for (var c = 0u; c < TN; c++) {
         if (col0 + (c / 4u) * 64u + tx * 4u + c % 4u < params.N) {
@@ -294,6 +292,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-#endif
 #endif
 }

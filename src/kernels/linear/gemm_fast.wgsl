@@ -18,7 +18,8 @@
 // - SPLIT_K: for few output tiles over a long K (mid-size transformer products on a large GPU), workgroups
 //   also split K into params.k_splits chunks of whole slabs and write raw partial sums, chunk-major
 //   ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
-// - RESIDUAL: a fused residual of the output's shape is added before the activation (one read per output).
+// - RESIDUAL: a fused residual of the output's shape is added before the activation (one read per output), in
+//   the in-place pass after the stores (IN_PLACE_EPILOGUE, with the long activations: see there).
 const TM: u32 = {{TM}}u;  // rows per thread, 4 or 8
 const TN: u32 = {{TN}}u;  // columns per thread, 4 or 8
 const BK: u32 = {{BK}}u;  // K per slab; BM * BK and BN * BK are multiples of 1024
@@ -320,15 +321,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               v[j] += params.beta * bias[bias_row + min(n0 + j, params.N - 1u) * params.bias_strides.y];
             }
           }
-#if RESIDUAL
-          for (var j = 0u; j < 4u; j++) {
-            v[j] += residual[out_row + min(n0 + j, params.N - 1u)];  // clamped like the bias
-          }
-#endif
           for (var j = 0u; j < 4u; j++) {
             if (n0 + j < params.N) {
-#if ACTIVATION_MATH
-              output[out_row + n0 + j] = v[j];  // activated by the loop below
+#if IN_PLACE_EPILOGUE
+              output[out_row + n0 + j] = v[j];  // residual and activation in the loop below
 #else
               output[out_row + n0 + j] = fused_activation(v[j], params.act_lo, params.act_hi);
 #endif
@@ -339,22 +335,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-#if !SPLIT_K
-#if ACTIVATION_MATH
+#if IN_PLACE_EPILOGUE
   // A long activation (erf, exp: the Gelu forms) inlined TM * TN times made the loop above too big for the
   // driver to unroll on the H200; acc, indexed by loop counters then, went to local memory for the whole
-  // kernel (16x slower). So that loop stores plain values, and this one, which reads no accumulator,
-  // activates this thread's outputs in place (cache-hot: it wrote them just now). A row's TN loads are all
-  // issued before its first store: a load that follows a store to the same buffer waits for it, and one
-  // load-activate-store per element cost a memory latency per element.
+  // kernel (16x slower). A residual read there did the same (DaViT's MLP-down on the 128 tile: 0.18 -> 3.2 ms,
+  // 2026-11-30). So that loop stores plain values, and this one, which reads no accumulator, adds the
+  // residual and activates this thread's outputs in place (cache-hot: it wrote them just now). A row's TN
+  // loads are all issued before its first store: a load that follows a store to the same buffer waits for it,
+  // and one load-activate-store per element cost a memory latency per element.
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
     if (m < params.M) {
       let out_row = out_base + m * params.N;
       var vals: array<f32, TN>;
       for (var c = 0u; c < TN; c++) {
-        let n = col0 + (c / 4u) * 64u + tx * 4u + c % 4u;
-        vals[c] = output[out_row + min(n, params.N - 1u)];  // clamped: no branch between the loads
+        let n = min(col0 + (c / 4u) * 64u + tx * 4u + c % 4u, params.N - 1u);  // clamped: no branch
+        vals[c] = output[out_row + n];
+#if RESIDUAL
+        vals[c] += residual[out_row + n];
+#endif
       }
       for (var c = 0u; c < TN; c++) {
         let n = col0 + (c / 4u) * 64u + tx * 4u + c % 4u;
@@ -364,6 +363,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-#endif
 #endif
 }
