@@ -173,7 +173,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
   const Shape& ks = views[1].shape;
   const Shape& vs = views[2].shape;
   if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) ctx.fail("Q, K and V need rank >= 2");
-  const bool k_transposed = ctx.node.attributes.get_int("k_transposed", 0) != 0;
+  bool k_transposed = ctx.node.attributes.get_int("k_transposed", 0) != 0;
   float scale = ctx.node.attributes.get_float("scale", 1.0f);
   if (ctx.has_input(4)) {
     const Tensor* t = ctx.constant(4);
@@ -376,14 +376,22 @@ OpPlan plan_attention(const PlanContext& ctx) {
     return plan;
   }
 
-  // The row kernel reads all of K and V once per query row: with several query rows per head, rows of a
-  // head that lie apart (split heads of SigLIP-B: 64 floats every 768) fall out of L1 and the kernel ran 3.7x
-  // slower on the H200 (0.154 against 0.042 ms per layer, 2026-11-30). Those get one contiguous copy, as the
-  // exporter's Transpose made; the tiled kernel stages K and V in workgroup memory and reads views in place.
-  if (!tiled && tq > 1) {
+  // The row kernel reads all of K and V once per query row, a key per invocation: it wants K^T (consecutive
+  // invocations on consecutive keys). SigLIP-B exports K^T (a Transpose with perm [0, 2, 3, 1]); read as a
+  // strided K view in place instead, its attention ran 3.7x slower on the H200 (0.154 against 0.042 ms per
+  // layer, 2026-11-30). With several query rows per head, a strided K is copied once as K^T and a strided V
+  // contiguously (what the exporter's Transposes made); the tiled kernel stages K and V in workgroup memory
+  // and reads the views in place.
+  if (!tiled && tq > 1 && !is_contiguous(views[1])) {
+    if (!k_transposed) {  // copy the view of K^T: K's last two dims swapped
+      const size_t r = views[1].shape.size();
+      std::swap(views[1].shape[r - 1], views[1].shape[r - 2]);
+      std::swap(views[1].strides[r - 1], views[1].strides[r - 2]);
+      k_transposed = true;
+    }
     materialise(1);
-    materialise(2);
   }
+  if (!tiled && tq > 1) materialise(2);
   KernelLaunch launch;
   launch.program.label = std::string(tiled ? "attention_tiled" : "attention") + (k_transposed ? "_kt" : "");
   if (tiled) {
