@@ -42,7 +42,10 @@ constexpr uint64_t kFastSplitMaxTiles = 132;
 // chunks down to ~96 deep (196x768x768: 48 tiles, 8 chunks 0.034 -> 0.028 ms; 576x1024x1024: 144 tiles, 6
 // chunks 0.095 -> 0.068 ms; SigLIP's 196x3072x768: 192 tiles, 4 chunks 0.073 -> 0.066), and chunks of at most
 // 512 keep it on one buffer (2304x512x2048, 288 tiles: 0.36 unsplit, 0.31 in 3 chunks, 0.21 in 4).
+// Over K < 2048 only up to 192 tiles: 1024^3 (256 tiles) ran 0.70x cuBLAS unsplit and 0.60x in 4 chunks.
 constexpr uint64_t kFast64SplitMaxTiles = 432;
+constexpr uint64_t kFast64ShortKMaxTiles = 192;
+constexpr uint64_t kFast64ShortK = 2048;
 constexpr uint64_t kFast64SplitWorkgroups = 864;
 constexpr uint64_t kFast64OneBufferChunk = 512;
 constexpr uint64_t kFast64MinChunk = 96;
@@ -528,7 +531,9 @@ uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
     return static_cast<uint32_t>(std::max<uint64_t>(
         1, std::min(ceil_div64(2 * kFastSplitMaxTiles, tiles), ceil_div64(k, kFast128SplitChunk))));
   }
-  if (tiles >= kFast64SplitMaxTiles || k < kFast64OneBufferChunk) return static_cast<uint32_t>(wave);
+  if (tiles >= kFast64SplitMaxTiles || k < kFast64OneBufferChunk ||
+      (tiles > kFast64ShortKMaxTiles && k < kFast64ShortK))
+    return static_cast<uint32_t>(wave);
   const uint64_t wanted =
       std::max(ceil_div64(kFast64SplitWorkgroups, tiles), ceil_div64(k, kFast64OneBufferChunk));
   const uint64_t capped = std::min({wanted, k / kFast64MinChunk, kFast64MaxSplits});

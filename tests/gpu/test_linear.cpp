@@ -963,13 +963,14 @@ TEST(SplitK, PlannerSplitsFewTilesOverALongK) {
   ops::GemmConfig fast64 = fast;
   fast64.kernel = ops::GemmKernel::Fast64;
   fast64.tile_m = fast64.tile_n = 64;
-  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 3072), fast64), 8u);   // 48 tiles
-  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 768), fast64), 8u);    // 48 tiles, chunks of 96
-  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 256), fast64), 1u);    // K too short
-  EXPECT_EQ(ops::choose_split_k(problem(196, 3072, 768), fast64), 5u);   // 192 tiles
-  EXPECT_EQ(ops::choose_split_k(problem(576, 1024, 1024), fast64), 6u);  // 144 tiles
-  EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 2048), fast64), 4u);  // 288 tiles: chunks of 512
-  EXPECT_EQ(ops::choose_split_k(problem(2304, 2048, 512), fast64), 1u);  // 1152 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 3072), fast64), 8u);    // 48 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 768), fast64), 8u);     // 48 tiles, chunks of 96
+  EXPECT_EQ(ops::choose_split_k(problem(196, 768, 256), fast64), 1u);     // K too short
+  EXPECT_EQ(ops::choose_split_k(problem(196, 3072, 768), fast64), 5u);    // 192 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(576, 1024, 1024), fast64), 6u);   // 144 tiles
+  EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 2048), fast64), 4u);   // 288 tiles: chunks of 512
+  EXPECT_EQ(ops::choose_split_k(problem(1024, 1024, 1024), fast64), 1u);  // 256 tiles over K < 2048
+  EXPECT_EQ(ops::choose_split_k(problem(2304, 2048, 512), fast64), 1u);   // 1152 tiles
   ops::GemmLaunchSpec forced = problem(64, 64, 64);
   forced.split_k = 2;
   EXPECT_EQ(ops::choose_split_k(forced, fast), 2u);
