@@ -735,17 +735,23 @@ TEST(Passes, ReadPackedQkvInTheExportedDaViT) {
 
 // Separate Q, K, V projections split into heads by Reshape + Transpose (SigLIP's export, K^T made by one
 // Transpose): read_split_heads makes the Attention read the projections in place; K read as K.
+// Transpose(Reshape(x, a constant `shape`), perm).
+ValueId reshape_transpose(GraphBuilder& b, ValueId x, const std::vector<int64_t>& perm,
+                          const std::vector<int64_t>& shape) {
+  Value target;
+  target.name = "target" + std::to_string(b.g.values.size());
+  target.constant = Tensor::from_vector<int64_t>({static_cast<int64_t>(shape.size())}, shape);
+  target.shape = ValueShape::of({static_cast<int64_t>(shape.size())});
+  ValueId r = b.node("Reshape", {x, b.g.add_value(std::move(target))});
+  ValueId t = b.node("Transpose", {r});
+  b.g.nodes.back().info.attributes.set("perm", perm);
+  return t;
+}
+
 TEST(Passes, ReadSplitHeadsOfSeparateProjections) {
   GraphBuilder b;
   auto split = [&](ValueId x, const std::vector<int64_t>& perm) {
-    Value target;
-    target.name = "target" + std::to_string(b.g.values.size());
-    target.constant = Tensor::from_vector<int64_t>({4}, {1, 6, 2, 4});
-    target.shape = ValueShape::of({4});
-    ValueId r = b.node("Reshape", {x, b.g.add_value(std::move(target))});
-    ValueId t = b.node("Transpose", {r});
-    b.g.nodes.back().info.attributes.set("perm", perm);
-    return t;
+    return reshape_transpose(b, x, perm, {1, 6, 2, 4});
   };
   ValueId xq = b.input("xq", {1, 6, 8}), xk = b.input("xk", {1, 6, 8}), xv = b.input("xv", {1, 6, 8});
   ValueId q = split(xq, {0, 2, 1, 3}), kt = split(xk, {0, 2, 3, 1}), v = split(xv, {0, 2, 1, 3});
@@ -773,14 +779,7 @@ TEST(Passes, ReadSplitHeadsLeavesLookalikesAlone) {
   for (int variant = 0; variant < 3; ++variant) {
     GraphBuilder b;
     auto split = [&](ValueId x, const std::vector<int64_t>& perm, const std::vector<int64_t>& shape) {
-      Value target;
-      target.name = "target" + std::to_string(b.g.values.size());
-      target.constant = Tensor::from_vector<int64_t>({static_cast<int64_t>(shape.size())}, shape);
-      target.shape = ValueShape::of({static_cast<int64_t>(shape.size())});
-      ValueId r = b.node("Reshape", {x, b.g.add_value(std::move(target))});
-      ValueId t = b.node("Transpose", {r});
-      b.g.nodes.back().info.attributes.set("perm", perm);
-      return t;
+      return reshape_transpose(b, x, perm, shape);
     };
     ValueId xq = b.input("xq", {1, 6, 8}), xk = b.input("xk", {1, 6, 8}), xv = b.input("xv", {1, 6, 8});
     ValueId q = variant == 0   ? split(xq, {0, 1, 2, 3}, {1, 6, 2, 4})        // identity perm
