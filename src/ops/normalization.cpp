@@ -474,18 +474,25 @@ struct RowNorm {
   bool stats = false;  // write mean and inv_std (to outputs 1 and 2, or scratch where not requested)
 };
 
-// The mean and inv_std bindings of a launch with r.stats: outputs 1 and 2 where requested, else scratch.
-void bind_row_stats(const PlanContext& ctx, const RowNorm& r, KernelLaunch& launch, OpPlan& plan) {
-  launch.program.bindings.push_back(gpu::BindingKind::Storage);
-  launch.program.bindings.push_back(gpu::BindingKind::Storage);
-  for (size_t k : {size_t{1}, size_t{2}}) {
-    if (output_requested(ctx, k)) {
-      launch.bindings.push_back(TensorRef::output(static_cast<uint32_t>(k)));
-    } else {
-      launch.bindings.push_back(TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size())));
-      plan.scratch_bytes.push_back(static_cast<uint64_t>(r.rows) * 4);
+// The bindings both row kernels take, in their order: X, scale, bias (the device's zero buffer when absent),
+// Y; with r.stats mean and inv_std (outputs 1 and 2 where requested, else scratch); the uniform last.
+void bind_row_norm(const PlanContext& ctx, const RowNorm& r, KernelLaunch& launch, OpPlan& plan) {
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
+                     r.has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+  if (r.stats) {
+    for (size_t k : {size_t{1}, size_t{2}}) {
+      launch.program.bindings.push_back(gpu::BindingKind::Storage);
+      if (output_requested(ctx, k)) {
+        launch.bindings.push_back(TensorRef::output(static_cast<uint32_t>(k)));
+      } else {
+        launch.bindings.push_back(TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size())));
+        plan.scratch_bytes.push_back(static_cast<uint64_t>(r.rows) * 4);
+      }
     }
   }
+  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
 }
 
 void add_row_norm_launch(const PlanContext& ctx, const RowNorm& r, OpPlan& plan) {
@@ -496,12 +503,7 @@ void add_row_norm_launch(const PlanContext& ctx, const RowNorm& r, OpPlan& plan)
   launch.program.label = std::string("row_norm_") + ctx.node.op_type + (r.stats ? "_stats" : "");
   launch.program.wgsl = kernels::load_wgsl("normalization/row_norm.wgsl", {{"STATS", r.stats ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", wg}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
-                     r.has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
-  if (r.stats) bind_row_stats(ctx, r, launch, plan);
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  bind_row_norm(ctx, r, launch, plan);
   launch.uniform = gpu::UniformBuilder()
                        .u32(u32(r.rows))
                        .u32(u32(r.length))
@@ -558,12 +560,7 @@ void add_layer_norm_rows_launch(const PlanContext& ctx, const RowNorm& r, OpPlan
                                            {{"STATS", r.stats ? "1" : "0"},
                                             {"THREADS_PER_ROW", std::to_string(threads_per_row)},
                                             {"VALUES_PER_THREAD", std::to_string(values_per_thread)}});
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
-                     r.has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
-  if (r.stats) bind_row_stats(ctx, r, launch, plan);
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  bind_row_norm(ctx, r, launch, plan);
   launch.uniform = gpu::UniformBuilder()
                        .u32(u32(r.rows))
                        .u32(u32(length4))
