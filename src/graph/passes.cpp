@@ -10,6 +10,7 @@
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
+#include "ops/reshape.h"
 
 namespace wgi::graph {
 

@@ -35,12 +35,12 @@
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
-#include "ops/conv_channels_last.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/gemm_launch.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
+#include "ops/reshape.h"
 
 namespace wgi::ops {
 

@@ -19,37 +19,9 @@
 #include "ops/families.h"
 #include "ops/fused_activation.h"
 #include "ops/registry.h"
+#include "ops/reshape.h"
 
 namespace wgi::ops {
-
-std::optional<Shape> reshape_result(const Shape& in, std::span<const int64_t> target) {
-  Shape out;
-  std::optional<size_t> inferred;
-  for (size_t i = 0; i < target.size(); ++i) {
-    const int64_t v = target[i];
-    if (v == -1) {
-      if (inferred) return std::nullopt;
-      inferred = i;
-      out.push_back(1);
-    } else if (v == 0) {
-      if (i >= in.size()) return std::nullopt;
-      out.push_back(in[i]);
-    } else if (v < 0) {
-      return std::nullopt;
-    } else {
-      out.push_back(v);
-    }
-  }
-  const int64_t n = element_count(in);
-  const int64_t known = element_count(out);
-  if (inferred) {
-    if (known == 0 || n % known != 0) return std::nullopt;
-    out[*inferred] = n / known;
-  } else if (known != n) {
-    return std::nullopt;
-  }
-  return out;
-}
 
 namespace {
 

@@ -16,19 +16,11 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <span>
-
-#include "wgi/tensor.h"
 
 namespace wgi::ops {
 
 inline constexpr const char* kDepthwiseConvChannelsLastDomain = "wgi";
 inline constexpr const char* kDepthwiseConvChannelsLastOp = "DepthwiseConvChannelsLast";
 inline constexpr int64_t kDepthwiseConvChannelsLastMaxKernel = 7;  // per axis
-
-// ONNX Reshape's output shape (allowzero = 0: a 0 copies the input's dim, one -1 is inferred) for `target` on
-// an input of shape `in`; nullopt where Reshape would fail.
-std::optional<Shape> reshape_result(const Shape& in, std::span<const int64_t> target);
 
 }  // namespace wgi::ops

@@ -14,6 +14,7 @@
 
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/reshape.h"
 
 namespace wgi::ops {
 
@@ -39,52 +40,12 @@ OpHandler alias_handler(std::function<Shape(const PlanContext&)> shape_of) {
 }
 
 Shape reshape_shape(const PlanContext& ctx) {
-  const Shape& in = ctx.input(0).shape;
   const std::vector<int64_t> target = known_ints(ctx, 1, "the target shape");
   const bool allowzero = ctx.node.opset >= 14 && ctx.node.attributes.get_int("allowzero", 0) != 0;
-  Shape out;
-  std::optional<size_t> inferred;
-  bool has_zero = false;
-  for (size_t i = 0; i < target.size(); ++i) {
-    const int64_t v = target[i];
-    if (v == -1) {
-      if (inferred) {
-        ctx.fail("the target shape " + shape_to_string(target) + " has more than one -1 (positions " +
-                 std::to_string(*inferred) + " and " + std::to_string(i) + ")");
-      }
-      inferred = i;
-      out.push_back(1);
-    } else if (v == 0 && !allowzero) {
-      if (i >= in.size()) {
-        ctx.fail("the target shape " + shape_to_string(target) +
-                 " has 0 (copy the input's dim) at position " + std::to_string(i) + ", but the input " +
-                 shape_to_string(in) + " has rank " + std::to_string(in.size()));
-      }
-      out.push_back(in[i]);
-    } else if (v < 0) {
-      ctx.fail("the target shape " + shape_to_string(target) + " has " + std::to_string(v) + " at position " +
-               std::to_string(i) + "; dims must be >= 0 or -1");
-    } else {
-      has_zero = has_zero || v == 0;
-      out.push_back(v);
-    }
-  }
-  if (allowzero && has_zero && inferred) {
-    ctx.fail("the target shape " + shape_to_string(target) + " has both 0 and -1, which allowzero=1 forbids");
-  }
-  const int64_t n = element_count(in);
-  const int64_t known = element_count(out);
-  if (inferred) {
-    if (known == 0 || n % known != 0) {
-      ctx.fail("cannot infer the -1 in the target shape " + shape_to_string(target) + " for an input of " +
-               shape_to_string(in) + " (" + std::to_string(n) + " elements)");
-    }
-    out[*inferred] = n / known;
-  } else if (known != n) {
-    ctx.fail("the target shape " + shape_to_string(target) + " has " + std::to_string(known) +
-             " elements; the input " + shape_to_string(in) + " has " + std::to_string(n));
-  }
-  return out;
+  std::string why;
+  const std::optional<Shape> out = reshape_result(ctx.input(0).shape, target, allowzero, &why);
+  if (!out) ctx.fail(why);
+  return *out;
 }
 
 Shape flatten_shape(const PlanContext& ctx) {
@@ -402,6 +363,58 @@ void register_shape_ops(OpRegistry& registry) {
 }
 
 }  // namespace data_movement
+
+std::optional<Shape> reshape_result(const Shape& in, std::span<const int64_t> target, bool allowzero,
+                                    std::string* why) {
+  auto fail = [&](const std::string& message) -> std::optional<Shape> {
+    if (why) *why = message;
+    return std::nullopt;
+  };
+  const std::string target_text = shape_to_string(std::vector<int64_t>(target.begin(), target.end()));
+  Shape out;
+  std::optional<size_t> inferred;
+  bool has_zero = false;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const int64_t v = target[i];
+    if (v == -1) {
+      if (inferred) {
+        return fail("the target shape " + target_text + " has more than one -1 (positions " +
+                    std::to_string(*inferred) + " and " + std::to_string(i) + ")");
+      }
+      inferred = i;
+      out.push_back(1);
+    } else if (v == 0 && !allowzero) {
+      if (i >= in.size()) {
+        return fail("the target shape " + target_text + " has 0 (copy the input's dim) at position " +
+                    std::to_string(i) + ", but the input " + shape_to_string(in) + " has rank " +
+                    std::to_string(in.size()));
+      }
+      out.push_back(in[i]);
+    } else if (v < 0) {
+      return fail("the target shape " + target_text + " has " + std::to_string(v) + " at position " +
+                  std::to_string(i) + "; dims must be >= 0 or -1");
+    } else {
+      has_zero = has_zero || v == 0;
+      out.push_back(v);
+    }
+  }
+  if (allowzero && has_zero && inferred) {
+    return fail("the target shape " + target_text + " has both 0 and -1, which allowzero=1 forbids");
+  }
+  const int64_t n = element_count(in);
+  const int64_t known = element_count(out);
+  if (inferred) {
+    if (known == 0 || n % known != 0) {
+      return fail("cannot infer the -1 in the target shape " + target_text + " for an input of " +
+                  shape_to_string(in) + " (" + std::to_string(n) + " elements)");
+    }
+    out[*inferred] = n / known;
+  } else if (known != n) {
+    return fail("the target shape " + target_text + " has " + std::to_string(known) +
+                " elements; the input " + shape_to_string(in) + " has " + std::to_string(n));
+  }
+  return out;
+}
 
 void register_data_movement_ops(OpRegistry& registry) {
   data_movement::register_shape_ops(registry);
