@@ -240,9 +240,7 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   // A split's partial sums leave the residual to the reduction.
   defines["RESIDUAL"] = residual && !split ? "1" : "0";
   // A Gelu or a residual: the epilogue's second, in-place pass (implicit_gemm.wgsl says why).
-  const auto math = defines.find("ACTIVATION_MATH");
-  defines["IN_PLACE_EPILOGUE"] =
-      !split && (residual || (math != defines.end() && math->second == "1")) ? "1" : "0";
+  defines["IN_PLACE_EPILOGUE"] = !split && (residual || activation.uses_math()) ? "1" : "0";
   KernelLaunch launch;
   launch.program.label =
       "conv_igemm" + implicit_gemm_tile_name(config.tile_m, config.tile_n) + "_k" +

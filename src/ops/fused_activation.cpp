@@ -57,7 +57,7 @@ std::string FusedActivation::wgsl_expression(const std::string& v, const std::st
 
 void FusedActivation::add_defines(kernels::Defines& defines) const {
   defines["ACTIVATION"] = wgsl_expression();
-  defines["ACTIVATION_MATH"] = kind == Kind::Gelu || kind == Kind::GeluTanh ? "1" : "0";
+  defines["ACTIVATION_MATH"] = uses_math() ? "1" : "0";
 }
 
 std::string FusedActivation::label_suffix() const {

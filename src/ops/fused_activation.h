@@ -33,8 +33,9 @@ struct FusedActivation {
   std::string wgsl_expression(const std::string& v, const std::string& lo, const std::string& hi) const;
   // "", "_relu", "_clip", "_gelu", "_gelu_tanh": appended to kernel labels so profiles show what was fused.
   std::string label_suffix() const;
-  // Adds the ACTIVATION define for common/activation.wgsl (and ACTIVATION_MATH where the expression calls
-  // the elementwise kernels' math helpers, e.g. wgi_erf).
+  // Whether the expression calls the elementwise kernels' math helpers (e.g. wgi_erf: the Gelu forms).
+  bool uses_math() const { return kind == Kind::Gelu || kind == Kind::GeluTanh; }
+  // Adds the ACTIVATION define for common/activation.wgsl (and ACTIVATION_MATH where uses_math()).
   void add_defines(kernels::Defines& defines) const;
 };
 

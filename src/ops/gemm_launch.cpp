@@ -420,9 +420,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
       defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
       // A Gelu or a residual: the epilogue's second, in-place pass (gemm_fast.wgsl says why).
-      const auto math = defines.find("ACTIVATION_MATH");
-      const bool long_activation = math != defines.end() && math->second == "1";
-      defines["IN_PLACE_EPILOGUE"] = splits <= 1 && (residual || long_activation) ? "1" : "0";
+      defines["IN_PLACE_EPILOGUE"] = splits <= 1 && (residual || spec.activation.uses_math()) ? "1" : "0";
       launch.program.wgsl = kernels::load_wgsl("linear/gemm_fast.wgsl", defines);
       break;
     }
