@@ -1068,15 +1068,27 @@ int read_packed_qkv(Graph& g) {
         attention.inputs.size() < 3 || attention.inputs.size() > 5 ||
         attention.info.attributes.get_int("qkv_packed", 0) != 0)
       continue;
-    // Q, K and V: Gather(T, scalar constant, axis 0) each, read only by the attention.
+    // Q, K and V: Gather(T, scalar constant, axis 0) each, or a Transpose of one over its last two dims
+    // (DaViT's channel attention: q^T, v^T), read only by the attention.
     std::vector<size_t> gathers;
+    std::vector<size_t> transposes;
     std::vector<int64_t> indices;
+    std::vector<int64_t> transposed(3, 0);
     ValueId t = kNoValue;
     bool ok = true;
     for (size_t i = 0; i < 3 && ok; ++i) {
-      const ValueId operand = attention.inputs[i];
-      const int32_t p = operand == kNoValue ? -1 : g.value(operand).producer;
+      ValueId operand = attention.inputs[i];
+      int32_t p = operand == kNoValue ? -1 : g.value(operand).producer;
       ok = p >= 0 && read_only_by(g, consumers, operand, ai);
+      if (ok && is_transpose(g.nodes[static_cast<size_t>(p)], {0, 1, 3, 2})) {
+        const size_t ti = static_cast<size_t>(p);
+        operand = g.nodes[ti].inputs[0];
+        p = g.value(operand).producer;
+        ok = p >= 0 && read_only_by(g, consumers, operand, ti) &&
+             std::count(attention.inputs.begin(), attention.inputs.begin() + 3, attention.inputs[i]) == 1;
+        transposes.push_back(ti);
+        transposed[i] = 1;
+      }
       const std::optional<int64_t> index =
           ok ? gather_axis0_scalar(g, g.nodes[static_cast<size_t>(p)]) : std::nullopt;
       ok = index.has_value() && (t == kNoValue || g.nodes[static_cast<size_t>(p)].inputs[0] == t);
@@ -1107,6 +1119,7 @@ int read_packed_qkv(Graph& g) {
     if (const auto ints = constant_ints(g, target); ints && ints->size() != 5) continue;
     if (g.value(target).shape.rank_known && g.value(target).shape.dims.size() != 1) continue;
     std::vector<size_t> chain = gathers;
+    chain.insert(chain.end(), transposes.begin(), transposes.end());
     chain.push_back(static_cast<size_t>(ti));
     chain.push_back(static_cast<size_t>(ri));
     if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return editor.removed(n); })) continue;
@@ -1116,6 +1129,7 @@ int read_packed_qkv(Graph& g) {
     attention.inputs[5] = target;
     attention.info.attributes.set("qkv_packed", int64_t{1});
     attention.info.attributes.set("qkv_indices", indices);
+    if (!transposes.empty()) attention.info.attributes.set("qkv_transposed", transposed);
     for (size_t n : chain) editor.remove(n);
     ++count;
   }
@@ -1189,18 +1203,26 @@ int write_attention_transposed(Graph& g) {
   int count = 0;
   const auto consumers = g.consumers();
   const std::vector<int64_t> swap12 = {0, 2, 1, 3};
+  const std::vector<int64_t> tokens_first = {0, 3, 1, 2};  // [B, heads, D, N] -> [B, N, heads, D]
   for (size_t ai = 0; ai < g.nodes.size(); ++ai) {
     Node& attention = g.nodes[ai];
     if (attention.info.op_type != "Attention" || attention.info.domain != "wgi" ||
         attention.outputs.size() != 1 || attention.info.attributes.get_int("transpose_output", 0) != 0)
       continue;
-    // Its only reader a Transpose(perm [0, 2, 1, 3]) (so the output has rank 4: two batch dims).
+    // Its only reader a Transpose(perm [0, 2, 1, 3]) or (DaViT's channel attention, whose product is the
+    // transposed [B, heads, D, N]) perm [0, 3, 1, 2] (so the output has rank 4: two batch dims).
     const int32_t ti = sole_reader(g, consumers, attention.outputs[0]);
-    if (ti < 0 || editor.removed(static_cast<size_t>(ti))) continue;
+    if (ti < 0 || editor.removed(static_cast<size_t>(ti)) || attention.info.attributes.has("output_perm"))
+      continue;
     const Node& transpose = g.nodes[static_cast<size_t>(ti)];
-    if (!is_transpose(transpose, swap12) || transpose.outputs.size() != 1) continue;
+    const bool heads_back = is_transpose(transpose, swap12);
+    if (!(heads_back || is_transpose(transpose, tokens_first)) || transpose.outputs.size() != 1) continue;
     attention.outputs[0] = transpose.outputs[0];
-    attention.info.attributes.set("transpose_output", int64_t{1});
+    if (heads_back) {
+      attention.info.attributes.set("transpose_output", int64_t{1});
+    } else {
+      attention.info.attributes.set("output_perm", tokens_first);
+    }
     editor.remove(static_cast<size_t>(ti));
     ++count;
   }

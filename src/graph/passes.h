@@ -60,14 +60,17 @@ int fuse_attention(Graph& graph);
 // After fuse_attention, for the packed projection exporters write (timm / DaViT / Swin window attention):
 //   qkv [B, N, 3 * heads * D] -> Reshape [B, N, 3, heads, D] -> Transpose(perm [2, 0, 3, 1, 4])
 //   -> Gather(axis 0, constant scalar index) for each of Q, K, V of one Attention node
+//   -> [Transpose(perm [0, 1, 3, 2]), DaViT's channel attention's q^T and v^T]
 // (every intermediate read only by the next step, none a graph output): the Attention node reads qkv itself
-// as Q, K and V, with the Reshape's target as input 5 and attributes qkv_packed = 1 and qkv_indices (the
-// three Gather indices); src/ops/attention.cpp works out the strided views when planning (the target may be
-// computed from Shape nodes; it must be known then).
+// as Q, K and V, with the Reshape's target as input 5 and attributes qkv_packed = 1, qkv_indices (the
+// three Gather indices) and, where an operand was transposed, qkv_transposed (three flags);
+// src/ops/attention.cpp works out the strided views when planning (the target may be computed from Shape
+// nodes; it must be known then).
 int read_packed_qkv(Graph& graph);
 // An Attention node whose only reader is Transpose(perm [0, 2, 1, 3]) ([B, heads, N, Dv] -> [B, N, heads,
 // Dv], before the heads are merged by a Reshape) writes that order itself (transpose_output = 1) and produces
-// the Transpose's output.
+// the Transpose's output; likewise for perm [0, 3, 1, 2] (DaViT's channel attention: [B, heads, D, N] ->
+// [B, N, heads, D]; attribute output_perm), which the three-launch plan writes as out^T = V^T P^T.
 int write_attention_transposed(Graph& graph);
 // After fuse_attention (and read_packed_qkv): an Attention operand that is Transpose(perm [0, 2, 1, 3]) of a
 // Reshape of X [B, N, heads * D] to [B, N, heads, D] (separate Q, K, V projections: SigLIP, BART), or K^T as

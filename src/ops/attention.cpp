@@ -16,11 +16,18 @@
 //   heads_views = [q, k, v]   (read_split_heads) where a flag is 1, that input is X [B, N, heads * D] and
 //                    input 6 + i its Reshape target [B, N, heads, D]: the operand is the [B, heads, N, D]
 //                    view of X (row stride heads * D), as Transpose(perm [0, 2, 1, 3]) would have made it.
+//   qkv_transposed = [q, k, v]   (with qkv_packed; DaViT's channel attention) where a flag is 1, that
+//                    operand is that view transposed over its last two dims, [A0, A3, A4, A1] (q^T, v^T).
 //   transpose_output = 1   the output [B0, B1, Tq, Dv] (two batch dims) is written as its Transpose with
 //                    perm [0, 2, 1, 3], i.e. [B0, Tq, B1, Dv] (heads back beside each other per token).
-// The strides follow from the concrete shapes when planning; the fused kernels read and write the views in
-// place (attention_common.wgsl), the three-launch plan copies a strided operand into a contiguous scratch
-// buffer first and its result into the transposed output last.
+//   output_perm = perm   the output is written as its Transpose with `perm` (any permutation; the graph pass
+//                    sets [0, 3, 1, 2]: the channel attention's [B, heads, D, N] written [B, N, heads, D]).
+// The strides follow from the concrete shapes when planning. The fused kernels read and write views whose
+// last dim is contiguous in place (attention_common.wgsl) and copy the others (a transposed operand into a
+// contiguous scratch buffer first, the output from one last). The three-launch plan's fast GEMMs read any
+// view that is contiguous along one of its matrix dims through strides and write the output in place, as
+// rows of P V or, where Tq is the output's contiguous dim, as rows of out^T = V^T P^T; on devices without the
+// fast GEMM kernels (compat limits) it copies strided operands and the output as the fused kernels do.
 //
 // Three plans. The fused kernels never write the score matrix: attention/attention.wgsl (one workgroup per
 // query row, online softmax; V's last dim at most kMaxValueDim) and, for many query rows with heads of at
@@ -28,8 +35,9 @@
 // invocation, keys and values staged in workgroup memory). Beyond that the scores are the small part: DaViT's
 // channel attention attends over the C/heads channels with the tokens (H*W, 36864 at 768x768) as both the
 // contracted dim and V's last dim, so its score matrix is [C/heads, C/heads]. There the plan is the
-// exporter's own sequence as three launches: the fast GEMM for scale * Q K^T (+ mask) into a scratch buffer,
-// Softmax over its rows into another, and the GEMM with V.
+// exporter's own sequence as three launches: the fast GEMM for scale * Q K^T (+ mask) into a scratch buffer
+// (split over the tokens), Softmax over its rows into another, and the GEMM with V. With the views above no
+// Transpose, Gather or copy runs around it (they cost DaViT-base 0.96 of 23 ms on the H200).
 #include <algorithm>
 #include <array>
 
@@ -104,8 +112,28 @@ std::vector<int64_t> view_batch_strides(const View& v, size_t rank) {
   return strides;
 }
 
-// Q, K and V: the inputs as they are, or (qkv_packed) views of the packed projection (see the top).
-std::array<View, 3> operand_views(const PlanContext& ctx) {
+// Swaps the last two dims of `v` (the view of its Transpose over them).
+void swap_last_two(View& v) {
+  const size_t r = v.shape.size();
+  std::swap(v.shape[r - 1], v.shape[r - 2]);
+  std::swap(v.strides[r - 1], v.strides[r - 2]);
+}
+
+// A matrix (the last two dims of `v`) as a GEMM operand reads it: `column_major` when its rows are
+// contiguous instead of its columns, `stride` the elements between consecutive rows (columns) as stored.
+struct MatrixLayout {
+  bool column_major = false;
+  int64_t stride = 0;
+};
+std::optional<MatrixLayout> matrix_layout(const View& v) {
+  const size_t r = v.shape.size();
+  if (v.strides[r - 1] == 1) return MatrixLayout{false, v.strides[r - 2]};
+  if (v.strides[r - 2] == 1) return MatrixLayout{true, v.strides[r - 1]};
+  return std::nullopt;
+}
+
+// Q, K and V as given: the inputs, or views of X (heads_views, qkv_packed; see the top).
+std::array<View, 3> packed_operand_views(const PlanContext& ctx) {
   if (ctx.node.attributes.has("heads_views")) {
     const std::vector<int64_t> flags = ctx.node.attributes.get_ints("heads_views", {});
     if (flags.size() != 3) ctx.fail("heads_views needs three flags (Q, K, V)");
@@ -161,6 +189,21 @@ std::array<View, 3> operand_views(const PlanContext& ctx) {
   return views;
 }
 
+// Q, K and V: the inputs as they are, or (qkv_packed) views of the packed projection (see the top), each
+// transposed over its last two dims where qkv_transposed says so.
+std::array<View, 3> operand_views(const PlanContext& ctx) {
+  std::array<View, 3> views = packed_operand_views(ctx);
+  if (ctx.node.attributes.has("qkv_transposed")) {
+    const std::vector<int64_t> flags = ctx.node.attributes.get_ints("qkv_transposed", {});
+    if (flags.size() != 3) ctx.fail("qkv_transposed needs three flags (Q, K, V)");
+    if (ctx.node.attributes.get_int("qkv_packed", 0) == 0) ctx.fail("qkv_transposed needs qkv_packed = 1");
+    for (size_t i = 0; i < 3; ++i) {
+      if (flags[i] != 0) swap_last_two(views[i]);
+    }
+  }
+  return views;
+}
+
 OpPlan plan_attention(const PlanContext& ctx) {
   for (size_t i = 0; i < 3; ++i) {
     if (ctx.input(i).dtype != DType::Float32) {
@@ -209,21 +252,37 @@ OpPlan plan_attention(const PlanContext& ctx) {
     }
   }
   if (rank > 4) ctx.fail("more than 4 batch dims");
-  // The output: logical [batch..., Tq, Dv]; with transpose_output written as [B0, Tq, B1, Dv].
+  // The output: logical [batch..., Tq, Dv], written as its Transpose by output_perm (transpose_output: perm
+  // [0, 2, 1, 3], i.e. [B0, Tq, B1, Dv]).
   const bool transpose_output = ctx.node.attributes.get_int("transpose_output", 0) != 0;
   if (transpose_output && rank != 2) {
     ctx.fail("transpose_output needs two batch dims; the output has " + std::to_string(rank) + " (Q " +
              shape_to_string(qs) + ")");
+  }
+  std::vector<int64_t> perm;
+  if (transpose_output) perm = {0, 2, 1, 3};
+  if (ctx.node.attributes.has("output_perm")) {
+    if (transpose_output) ctx.fail("transpose_output and output_perm both given");
+    perm = ctx.node.attributes.get_ints("output_perm", {});
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    bool permutation = sorted.size() == rank + 2;
+    for (size_t i = 0; i < sorted.size() && permutation; ++i)
+      permutation = sorted[i] == static_cast<int64_t>(i);
+    if (!permutation) {
+      ctx.fail("output_perm " + shape_to_string(perm) + " is not a permutation of the output's " +
+               std::to_string(rank + 2) + " dims (Q " + shape_to_string(qs) + ")");
+    }
   }
   Shape logical_out = out_batch;
   logical_out.push_back(tq);
   logical_out.push_back(dv);
   View out_view = contiguous_view(logical_out);
   Shape out_shape = logical_out;
-  if (transpose_output) {
-    out_shape = {out_batch[0], tq, out_batch[1], dv};
+  if (!perm.empty()) {
+    for (size_t i = 0; i < perm.size(); ++i) out_shape[i] = logical_out[static_cast<size_t>(perm[i])];
     const std::vector<int64_t> s = data_movement::row_major_strides(out_shape);
-    out_view.strides = {s[0], s[2], s[1], s[3]};
+    for (size_t i = 0; i < perm.size(); ++i) out_view.strides[static_cast<size_t>(perm[i])] = s[i];
   }
 
   const bool has_mask = ctx.has_input(3);
@@ -308,25 +367,40 @@ OpPlan plan_attention(const PlanContext& ctx) {
 
   if (dv > kMaxValueDim && !tiled) {
     // Scores S = scale * Q K^T (+ mask), P = softmax(S), out = P V: batch dims decoded by the GEMM.
-    const std::vector<int64_t> q_strides = batch_strides(qb, out_batch, tq * d);
-    const std::vector<int64_t> k_strides = batch_strides(kb, out_batch, tk * d);
-    const std::vector<int64_t> v_strides = batch_strides(vb, out_batch, tk * dv);
-    // The scores are written contiguously over the output's batch dims.
-    const std::vector<int64_t> score_strides = batch_strides(out_batch, out_batch, tq * tk);
     if (has_mask && std::any_of(mask_strides.begin(), mask_strides.end(), [](int64_t v) { return v != 0; })) {
       ctx.fail("a mask that differs across batch or heads needs V's last dim <= " +
                std::to_string(kMaxValueDim) + " (the fused kernel); V is " + shape_to_string(vs));
     }
     const uint64_t score_bytes = static_cast<uint64_t>(element_count(out_batch) * tq * tk) * sizeof(float);
     plan.scratch_bytes = {score_bytes, score_bytes};  // scores, probabilities; split-K partials may follow
-    // The GEMMs read contiguous matrices: a strided view is first copied into a scratch buffer of its own,
-    // and with transpose_output the product goes to one that is copied transposed at the end.
-    for (uint32_t i = 0; i < 3; ++i) materialise(i);
+    // The fast GEMMs read Q, K and V through their strides and write the output view in place (DaViT's
+    // channel attention: the packed projection read as Q^T, K^T and V^T, the output written [B, N, heads, D];
+    // those Transposes, Gathers and copies cost 0.96 of 23 ms on the H200). A view whose matrices are
+    // contiguous along neither dim is copied into a scratch buffer of its own first, and an output view that
+    // is neither rows nor columns of the product goes through one copied at the end. The seeds' kernels
+    // read packed matrices only: where the device cannot run the fast ones (compat devices' workgroup
+    // limits) every strided operand is copied and the output goes through a copy, as the Transposes did.
+    const bool in_place = gemm_views_supported(ctx.caps);
+    std::array<std::optional<MatrixLayout>, 3> layouts;
+    for (uint32_t i = 0; i < 3; ++i) {
+      layouts[i] = in_place ? matrix_layout(views[i]) : std::nullopt;
+      if (!layouts[i]) {
+        materialise(i);
+        layouts[i] = matrix_layout(views[i]);
+      }
+    }
+    const size_t out_rank = logical_out.size();
+    const int64_t out_row = out_view.strides[out_rank - 2], out_col = out_view.strides[out_rank - 1];
+    // The product written as rows (out = P V) or, where Tq is the output's contiguous dim, as columns:
+    // out^T = V^T P^T.
+    const bool rows_out = !in_place ? is_contiguous(out_view) : out_col == 1;
+    const bool columns_out = in_place && !rows_out && out_row == 1;
     TensorRef product = TensorRef::output(0);
-    if (!is_contiguous(out_view)) {
+    if (!rows_out && !columns_out) {
       product = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
       plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
     }
+    auto batch_of = [&](const View& v) { return pad4(view_batch_strides(v, rank)); };
 
     GemmLaunchSpec scores;
     scores.m = to_u32(ctx, tq, "Tq");
@@ -334,9 +408,16 @@ OpPlan plan_attention(const PlanContext& ctx) {
     scores.k = to_u32(ctx, d, "D");
     scores.batch = to_u32(ctx, element_count(out_batch), "batch");
     scores.batch_dims = dims;
-    scores.a_batch_strides = pad4(q_strides);
-    scores.b_batch_strides = pad4(k_strides);
-    scores.b_nk = !k_transposed;  // K [Tk, D] is B stored [N, K]; K^T [D, Tk] is B [K, N]
+    // Q [Tq, D] is A [M, K] (A [K, M] when stored by columns).
+    scores.a_km = layouts[0]->column_major;
+    scores.a_row_stride = to_u32(ctx, layouts[0]->stride, "Q's row stride");
+    scores.a_offset = to_u32(ctx, views[0].offset, "Q's offset");
+    scores.a_batch_strides = batch_of(views[0]);
+    // K [Tk, D] is B stored [N, K]; K^T [D, Tk] is B [K, N]; either the other way when stored by columns.
+    scores.b_nk = k_transposed == layouts[1]->column_major;
+    scores.b_row_stride = to_u32(ctx, layouts[1]->stride, "K's row stride");
+    scores.b_offset = to_u32(ctx, views[1].offset, "K's offset");
+    scores.b_batch_strides = batch_of(views[1]);
     scores.a = operands[0];
     scores.b = operands[1];
     scores.out = TensorRef::scratch(0);
@@ -352,19 +433,42 @@ OpPlan plan_attention(const PlanContext& ctx) {
     plan.launches.push_back(make_softmax_launch(ctx, element_count(out_batch) * tq, tk, 1, false,
                                                 TensorRef::scratch(0), TensorRef::scratch(1)));
 
+    // P [Tq, Tk], packed over the output's batch dims.
+    const std::array<uint32_t, 4> p_strides = pad4(batch_strides(out_batch, out_batch, tq * tk));
     GemmLaunchSpec values;
-    values.m = scores.m;
-    values.n = to_u32(ctx, dv, "Dv");
     values.k = scores.n;
     values.batch = scores.batch;
     values.batch_dims = dims;
-    values.a_batch_strides = pad4(score_strides);
-    values.b_batch_strides = pad4(v_strides);
-    values.a = TensorRef::scratch(1);
-    values.b = operands[2];
     values.out = product;
+    if (columns_out) {
+      // out^T [Dv, Tq] = V^T [Dv, Tk] P^T: A = V^T (stored [K, M] when V's rows are contiguous), B = P
+      // stored [N, K].
+      values.m = to_u32(ctx, dv, "Dv");
+      values.n = scores.m;
+      values.a = operands[2];
+      values.a_km = !layouts[2]->column_major;
+      values.a_row_stride = to_u32(ctx, layouts[2]->stride, "V's row stride");
+      values.a_offset = to_u32(ctx, views[2].offset, "V's offset");
+      values.a_batch_strides = batch_of(views[2]);
+      values.b = TensorRef::scratch(1);
+      values.b_nk = true;
+      values.b_batch_strides = p_strides;
+      values.out_row_stride = to_u32(ctx, out_col, "the output's column stride");
+    } else {
+      values.m = scores.m;
+      values.n = to_u32(ctx, dv, "Dv");
+      values.a = TensorRef::scratch(1);
+      values.a_batch_strides = p_strides;
+      values.b = operands[2];
+      values.b_nk = layouts[2]->column_major;
+      values.b_row_stride = to_u32(ctx, layouts[2]->stride, "V's row stride");
+      values.b_offset = to_u32(ctx, views[2].offset, "V's offset");
+      values.b_batch_strides = batch_of(views[2]);
+      if (rows_out) values.out_row_stride = to_u32(ctx, out_row, "the output's row stride");
+    }
+    if (rows_out || columns_out) values.out_batch_strides = pad4(view_batch_strides(out_view, rank));
     append_gemm_launches(ctx, values, plan);
-    if (!is_contiguous(out_view)) {
+    if (!rows_out && !columns_out) {
       data_movement::StridedCopy copy;
       copy.shape = logical_out;
       copy.src_strides = data_movement::row_major_strides(logical_out);
@@ -392,6 +496,20 @@ OpPlan plan_attention(const PlanContext& ctx) {
     materialise(1);
   }
   if (!tiled && tq > 1) materialise(2);
+  // Both fused kernels read rows whose last dim is contiguous and write such rows: a view transposed over its
+  // last two dims (qkv_transposed) is copied first, and an output view whose Dv is not contiguous
+  // (output_perm [0, 3, 1, 2]) is written to a scratch buffer copied into place last.
+  for (uint32_t i = 0; i < 3; ++i) {
+    if (views[i].strides.back() != 1) materialise(i);
+  }
+  const View written = contiguous_view(logical_out);
+  const bool copy_out = out_view.strides.back() != 1;
+  TensorRef fused_out = TensorRef::output(0);
+  if (copy_out) {
+    fused_out = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+    plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
+  }
+  const View& kernel_out = copy_out ? written : out_view;
   KernelLaunch launch;
   launch.program.label = std::string(tiled ? "attention_tiled" : "attention") + (k_transposed ? "_kt" : "");
   if (tiled) {
@@ -407,7 +525,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
   launch.bindings = {operands[0], operands[1], operands[2],
-                     has_mask ? TensorRef::input(3) : TensorRef::zero(), TensorRef::output(0)};
+                     has_mask ? TensorRef::input(3) : TensorRef::zero(), fused_out};
   auto row_stride = [&](const View& v) {
     return to_u32(ctx, v.strides[v.strides.size() - 2], "a row stride");
   };
@@ -427,17 +545,26 @@ OpPlan plan_attention(const PlanContext& ctx) {
                        .u32(to_u32(ctx, views[0].offset, "Q's offset"))
                        .u32(to_u32(ctx, views[1].offset, "K's offset"))
                        .u32(to_u32(ctx, views[2].offset, "V's offset"))
-                       .u32(row_stride(out_view))
+                       .u32(row_stride(kernel_out))
                        .vec4u(dims)
                        .vec4u(pad4(view_batch_strides(views[0], rank)))
                        .vec4u(pad4(view_batch_strides(views[1], rank)))
                        .vec4u(pad4(view_batch_strides(views[2], rank)))
                        .vec4u(pad4(mask_strides))
-                       .vec4u(pad4(view_batch_strides(out_view, rank)))
+                       .vec4u(pad4(view_batch_strides(kernel_out, rank)))
                        .bytes();
   const uint64_t workgroups = static_cast<uint64_t>(tiled ? tiled_workgroups : rows);
   launch.groups = gpu::fold_workgroups(workgroups, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
+  if (copy_out) {
+    data_movement::StridedCopy copy;
+    copy.shape = logical_out;
+    copy.src_strides = written.strides;
+    copy.dst_strides = out_view.strides;
+    copy.src = fused_out;
+    copy.dst = TensorRef::output(0);
+    data_movement::add_copy_launches(ctx, plan, std::move(copy));
+  }
   return plan;
 }
 

@@ -296,6 +296,7 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   reduced.n = u32(g.height.output * g.width.output);
   reduced.k = u32(k);
   reduced.batch = u32(g.batch);
+  reduced.batch_dims = {1, 1, 1, reduced.batch};  // the reduction decodes the output's matrices from these
   if (has_bias) reduced.bias = TensorRef::input(2);
   reduced.bias_stride_m = 1;
   reduced.bias_stride_n = 0;

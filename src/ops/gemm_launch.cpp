@@ -75,13 +75,23 @@ bool strides_multiple_of_4(const std::array<uint32_t, 4>& strides) {
   return std::all_of(strides.begin(), strides.end(), [](uint32_t s) { return s % 4 == 0; });
 }
 
-// vec4 loads read four elements along an operand's contiguous extent, so that extent and every batch
-// offset must be multiples of 4.
+// vec4 loads read four elements along an operand's contiguous extent, so that extent, its row stride, its
+// offset and every batch offset must be multiples of 4.
 bool a_vec4_possible(const GemmLaunchSpec& s) {
-  return (s.a_km ? s.m % 4 == 0 : s.k % 4 == 0) && strides_multiple_of_4(s.a_batch_strides);
+  return (s.a_km ? s.m % 4 == 0 : s.k % 4 == 0) && gemm_a_row_stride(s) % 4 == 0 && s.a_offset % 4 == 0 &&
+         strides_multiple_of_4(s.a_batch_strides);
 }
 bool b_vec4_possible(const GemmLaunchSpec& s) {
-  return (s.b_nk ? s.k % 4 == 0 : s.n % 4 == 0) && strides_multiple_of_4(s.b_batch_strides);
+  return (s.b_nk ? s.k % 4 == 0 : s.n % 4 == 0) && gemm_b_row_stride(s) % 4 == 0 && s.b_offset % 4 == 0 &&
+         strides_multiple_of_4(s.b_batch_strides);
+}
+
+// Why the seeds' kernels and GEMV cannot run `spec` ("" if they can): they read and write packed matrices.
+std::string views_problem(const GemmLaunchSpec& spec, GemmKernel kernel) {
+  if (!gemm_has_views(spec)) return "";
+  return std::string("the ") + gemm_kernel_name(kernel) +
+         " GEMM kernel reads and writes packed matrices only; this product has strided operand or output "
+         "views (run it on fast64 or fast128)";
 }
 
 // Empty if the device can run a 256-invocation workgroup; else why not.
@@ -267,9 +277,70 @@ std::string gemm_kernel_names() {
   return "tiled, vec4, fast128, fast64 or gemv";
 }
 
+uint32_t gemm_a_row_stride(const GemmLaunchSpec& spec) {
+  return spec.a_row_stride != 0 ? spec.a_row_stride : spec.a_km ? spec.m : spec.k;
+}
+uint32_t gemm_b_row_stride(const GemmLaunchSpec& spec) {
+  return spec.b_row_stride != 0 ? spec.b_row_stride : spec.b_nk ? spec.k : spec.n;
+}
+uint32_t gemm_out_row_stride(const GemmLaunchSpec& spec) {
+  return spec.out_row_stride != 0 ? spec.out_row_stride : spec.n;
+}
+std::array<uint32_t, 4> gemm_out_batch_strides(const GemmLaunchSpec& spec) {
+  if (std::any_of(spec.out_batch_strides.begin(), spec.out_batch_strides.end(), [](uint32_t v) { return v; }))
+    return spec.out_batch_strides;
+  std::array<uint32_t, 4> strides = {0, 0, 0, 0};
+  uint32_t stride = spec.m * gemm_out_row_stride(spec);
+  for (int d = 3; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = stride;
+    stride *= spec.batch_dims[static_cast<size_t>(d)];
+  }
+  return strides;
+}
+
+namespace {
+
+// Whether the output of `spec` is not written packed (batch strides count only over batch dims above 1).
+bool output_view(const GemmLaunchSpec& spec) {
+  if (gemm_out_row_stride(spec) != spec.n) return true;
+  GemmLaunchSpec packed = spec;
+  packed.out_batch_strides = {0, 0, 0, 0};
+  const std::array<uint32_t, 4> given = gemm_out_batch_strides(spec), dense = gemm_out_batch_strides(packed);
+  for (size_t d = 0; d < 4; ++d) {
+    if (spec.batch_dims[d] > 1 && given[d] != dense[d]) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool gemm_has_views(const GemmLaunchSpec& spec) {
+  return spec.a_offset != 0 || spec.b_offset != 0 ||
+         gemm_a_row_stride(spec) != (spec.a_km ? spec.m : spec.k) ||
+         gemm_b_row_stride(spec) != (spec.b_nk ? spec.k : spec.n) || output_view(spec);
+}
+
+bool gemm_views_supported(const gpu::Capabilities& caps) {
+  GemmLaunchSpec probe;
+  probe.m = probe.n = probe.k = 64;
+  std::string why;
+  return fast_config(probe, caps.limits, 64, why).has_value();
+}
+
 GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps) {
   const gpu::Limits& limits = caps.limits;
   std::string why;
+  const bool views = gemm_has_views(spec);
+  if (spec.residual && output_view(spec)) {
+    throw Error(
+        "a fused residual is read at the output's packed index; this product writes a strided output "
+        "view (row stride " +
+        std::to_string(gemm_out_row_stride(spec)) + ", N = " + std::to_string(spec.n) + ")");
+  }
+  if (views && spec.kernel != GemmKernel::Auto && spec.kernel != GemmKernel::Fast128 &&
+      spec.kernel != GemmKernel::Fast64) {
+    throw Error(views_problem(spec, spec.kernel));
+  }
   switch (spec.kernel) {
     case GemmKernel::Tiled:
       return seed_config(GemmKernel::Tiled);
@@ -301,14 +372,15 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
   // Where barriers are costly (gpu::Capabilities::costly_barriers) the seeds' kernels are the fast ones:
   // SwiftShader ran 128x256x192 in 26 ms on vec4, 74 ms on fast128, and 8x300x100 in 9 ms on vec4, 62 ms on
   // GEMV (2 cores).
-  if (caps.costly_barriers && !knobs_forced) {
+  // Views run on the fast kernels whatever the device's barriers cost: the seeds' kernels cannot read them.
+  if (caps.costly_barriers && !knobs_forced && !views) {
     return seed_config(vec4_seed_possible(spec) ? GemmKernel::Vec4 : GemmKernel::Tiled);
   }
   // A few rows against a [N, K] weight: stream the weight once.
-  if (spec.m <= kGemvMaxRows) {
+  if (spec.m <= kGemvMaxRows && !views) {
     if (auto c = gemv_config(spec, limits, why)) return *c;
   }
-  if (spec.m >= kFastMinExtent && spec.n >= kFastMinExtent) {
+  if (views || (spec.m >= kFastMinExtent && spec.n >= kFastMinExtent)) {
     const uint64_t tiles128 = uint64_t{ceil_div(spec.m, 128)} * ceil_div(spec.n, 128) * spec.batch;
     std::string why128, why64;
     std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, why128);
@@ -320,7 +392,8 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall || mid)) return *c128;
     if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
     if (c128) return *c128;
-    if (knobs_forced) throw Error(why64);
+    if (knobs_forced || views)
+      throw Error(views ? why64 + " (a product with strided views needs it)" : why64);
   }
   return seed_config(vec4_seed_possible(spec) ? GemmKernel::Vec4 : GemmKernel::Tiled);
 }
@@ -383,6 +456,12 @@ std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t 
       .vec4u(spec.a_batch_strides)
       .vec4u(spec.b_batch_strides)
       .vec4u({spec.bias_stride_m, spec.bias_stride_n, 0, 0})
+      .vec4u(gemm_out_batch_strides(spec))
+      .u32(gemm_a_row_stride(spec))
+      .u32(gemm_b_row_stride(spec))
+      .u32(gemm_out_row_stride(spec))
+      .u32(spec.a_offset)
+      .u32(spec.b_offset)
       .bytes();
 }
 
@@ -561,8 +640,10 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
 }
 
 GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, bool splittable) {
-  // A split runs on the tiled kernel: a forced split forces it unless another kernel was asked for.
-  if (splittable && spec.split_k > 1 && spec.kernel == GemmKernel::Auto) spec.kernel = GemmKernel::Tiled;
+  // A split runs on the tiled kernel: a forced split forces it unless another kernel was asked for (or the
+  // product has views, which only the fast kernels read).
+  if (splittable && spec.split_k > 1 && spec.kernel == GemmKernel::Auto && !gemm_has_views(spec))
+    spec.kernel = GemmKernel::Tiled;
   GemmConfig config = choose_gemm_config(spec, caps);
   uint32_t splits = 1;
   if (splittable) {

@@ -16,6 +16,8 @@
 // of 36864-long rows: DaViT's channel attention on the seeds' tiles; SigLIP-B's 196x768x3072 on the fast
 // tiles), the tiled or fast kernel also splits K into chunks that write partial products to a scratch
 // buffer, and gemm_split_reduce.wgsl adds them and applies the epilogue: two launches.
+// Strided views (GemmLaunchSpec's row strides, offsets and output strides: the attention op's Q, K, V read in
+// a packed projection and its output written transposed) run on the fast kernels only.
 // The fast kernels and GEMV need 256 invocations per workgroup and their workgroup memory (which depends on
 // the K slab and on double buffering) within the device's limits; the planner picks a configuration that fits
 // ctx.caps.limits and otherwise falls back to the seeds' kernels. Where workgroup barriers are costly
@@ -74,15 +76,37 @@ struct GemmLaunchSpec {
   // B is a constant that the op prepacks in the layout prepack_b_as_nk asks for (b_nk says which it was
   // given): one problem for tuning whichever layout the chosen kernel gets.
   bool b_prepacked = false;
+  // Strided views (attention's Q, K, V read in place from a packed projection, its output written
+  // transposed; 0 = the packed layout). Row strides are in elements between consecutive rows of a matrix as
+  // stored: A's M rows (K rows with a_km), B's K rows (N rows with b_nk), the output's M rows; offsets are
+  // the elements before A's and B's first element. out_batch_strides: the output's element stride per batch
+  // dim, outermost first (all 0: packed matrices of M * the output's row stride). Only the fast kernels read
+  // views: the planner never picks another kernel for them, and a forced one is an error (gemm_has_views).
+  // A split product keeps its partial sums packed; gemm_split_reduce.wgsl writes the output view.
+  uint32_t a_row_stride = 0, b_row_stride = 0, out_row_stride = 0;
+  uint32_t a_offset = 0, b_offset = 0;
+  std::array<uint32_t, 4> out_batch_strides = {0, 0, 0, 0};
   TensorRef a, b, out;
   std::optional<TensorRef> bias;
   uint32_t bias_stride_m = 0, bias_stride_n = 0;
   // A tensor of the output's shape added in the epilogue before the activation (ops/fused_residual.h), read
-  // at the output element's index [batch][M][N]; split products add it in gemm_split_reduce.wgsl.
+  // at the output element's index [batch][M][N]; split products add it in gemm_split_reduce.wgsl. Not with a
+  // strided output (the planner rejects the combination: the residual would be read at the view's index).
   std::optional<TensorRef> residual;
   float alpha = 1.0f, beta = 1.0f;
   FusedActivation activation;
 };
+
+// The strides that `spec`'s views resolve to (its 0s replaced by the packed layout's values).
+uint32_t gemm_a_row_stride(const GemmLaunchSpec& spec);
+uint32_t gemm_b_row_stride(const GemmLaunchSpec& spec);
+uint32_t gemm_out_row_stride(const GemmLaunchSpec& spec);
+std::array<uint32_t, 4> gemm_out_batch_strides(const GemmLaunchSpec& spec);
+// Whether any operand or the output of `spec` is not in the packed layout (only the fast kernels run it).
+bool gemm_has_views(const GemmLaunchSpec& spec);
+// Whether the device can run a product with views (a fast kernel fits its limits): where not (compat
+// devices allow 128 invocations per workgroup by default), callers copy their operands packed first.
+bool gemm_views_supported(const gpu::Capabilities& caps);
 
 // A kernel and its configuration, as chosen for one problem on one device.
 struct GemmConfig {

@@ -12,6 +12,7 @@
 #include "runtime/execution_plan.h"
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
+#include "support/reference_data_movement.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -526,6 +527,201 @@ TEST(AttentionFusion, FusedAndUnfusedGraphsMatchTheReference) {
                                 {{{x.dtype(), x.shape()}, nullptr}}, {});
     std::vector<Tensor> out = plan.run({&x}, nullptr);
     EXPECT_TRUE(test::close_in_l2(out[0], expected, 1e-4)) << (fuse ? "fused" : "unfused");
+  }
+}
+
+// DaViT's channel attention on a packed projection X [B, N, 3 * heads * D] (read_packed_qkv with
+// qkv_transposed, write_attention_transposed with output_perm [0, 3, 1, 2]): Q = q^T and V = v^T, the
+// [B, heads, D, N] views of the slices, K^T = k as it is, the output [B, heads, D, N] written as [B, N,
+// heads, D]. The reference: the same attention on contiguous copies, its output permuted on the host.
+std::vector<double> channel_attention_reference(const Tensor& x, const Shape& r, float scale, Shape& shape) {
+  const std::vector<int64_t> swap = {0, 1, 3, 2};
+  const Tensor q = test::transpose_reference(packed_slice(x, r, 0), swap), k = packed_slice(x, r, 1),
+               v = test::transpose_reference(packed_slice(x, r, 2), swap);
+  const std::vector<double> o = attention_reference(q, k, v, nullptr, true, scale, shape);  // [B, H, D, N]
+  const int64_t b = shape[0], h = shape[1], d = shape[2], n = shape[3];
+  std::vector<double> out(o.size());
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      for (int64_t c = 0; c < d; ++c)
+        for (int64_t t = 0; t < n; ++t)
+          out[static_cast<size_t>(((i * n + t) * h + j) * d + c)] =
+              o[static_cast<size_t>(((i * h + j) * d + c) * n + t)];
+  shape = {b, n, h, d};
+  return out;
+}
+
+// The node on each plan: the fused kernels (tokens <= 512) copy the transposed views and the output; the
+// three-launch plan (tokens > 512) reads the views and writes the output in place: no copy launch at all.
+TEST(Attention, ChannelAttentionViewsOfThePackedProjection) {
+  struct Case {
+    int64_t batch, tokens, heads, head;
+  };
+  for (const Case& c : {Case{2, 40, 2, 8}, Case{1, 520, 3, 8}, Case{2, 530, 2, 12}}) {
+    const Shape r = {c.batch, c.tokens, 3, c.heads, c.head};
+    const Tensor x = test::random_tensor({c.batch, c.tokens, 3 * c.heads * c.head}, 61 + c.tokens, -2, 2);
+    const float scale = 0.3f;
+    Shape shape;
+    const std::vector<double> ref = channel_attention_reference(x, r, scale, shape);
+    const Inputs inputs = {
+        NodeInput{x},
+        NodeInput{x},
+        NodeInput{x},
+        std::nullopt,
+        std::nullopt,
+        NodeInput{Tensor::from_vector<int64_t>({5}, std::vector<int64_t>(r.begin(), r.end())), true}};
+    std::vector<std::string> kernels = {""};
+    if (c.tokens <= 512) kernels.push_back("rows");
+    if (c.tokens <= 64) kernels.push_back("tiled");
+    for (const std::string& kernel : kernels) {
+      ops::NodeInfo node = attention_node(scale, true);
+      node.attributes.set("qkv_packed", int64_t{1});
+      node.attributes.set("qkv_indices", std::vector<int64_t>{0, 1, 2});
+      node.attributes.set("qkv_transposed", std::vector<int64_t>{1, 0, 1});
+      node.attributes.set("output_perm", std::vector<int64_t>{0, 3, 1, 2});
+      if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
+      const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+      std::string labels;
+      size_t copies = 0;
+      for (const ops::KernelLaunch& l : plan.launches) {
+        labels += l.program.label + " ";
+        if (l.program.label.rfind("copy_strided", 0) == 0) ++copies;
+      }
+      if (c.tokens > 512) {
+        EXPECT_EQ(copies, 0u) << labels;
+        EXPECT_NE(labels.find("softmax"), std::string::npos) << labels;
+      } else {
+        EXPECT_GT(copies, 0u) << labels;  // Q^T, V^T and the output copied around the fused kernel
+      }
+      auto out = runtime::run_node(test::device(), node, inputs);
+      EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(c.tokens * 4)))
+          << c.tokens << " tokens, kernel " << (kernel.empty() ? "auto" : kernel) << ": " << labels;
+    }
+    if (c.tokens > 512) {
+      // A device without the fast GEMM kernels (a compat device's 128 invocations per workgroup): the seeds'
+      // kernels on packed copies of the views, the output copied into place.
+      runtime::NodeRunOptions compat;
+      compat.capabilities = test::device().capabilities();
+      compat.capabilities->limits.max_compute_invocations_per_workgroup = 128;
+      compat.capabilities->limits.max_compute_workgroup_size_x = 128;
+      ops::NodeInfo node = attention_node(scale, true);
+      node.attributes.set("qkv_packed", int64_t{1});
+      node.attributes.set("qkv_indices", std::vector<int64_t>{0, 1, 2});
+      node.attributes.set("qkv_transposed", std::vector<int64_t>{1, 0, 1});
+      node.attributes.set("output_perm", std::vector<int64_t>{0, 3, 1, 2});
+      const ops::OpPlan plan = runtime::plan_node(*compat.capabilities, node, inputs);
+      std::string labels;
+      size_t copies = 0;
+      for (const ops::KernelLaunch& l : plan.launches) {
+        labels += l.program.label + " ";
+        if (l.program.label.rfind("copy_strided", 0) == 0) ++copies;
+        EXPECT_EQ(l.program.label.find("gemm_fast"), std::string::npos) << labels;
+      }
+      EXPECT_EQ(copies, 4u) << labels;  // Q^T, K, V^T in, the output out
+      auto out = runtime::run_node(test::device(), node, inputs, compat);
+      EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(c.tokens * 4)))
+          << c.tokens << " tokens, compat: " << labels;
+    }
+  }
+  // The output permutation must be one of the output's dims.
+  ops::NodeInfo node = attention_node(1.0f, true);
+  node.attributes.set("output_perm", std::vector<int64_t>{0, 3, 1});
+  const Tensor q = test::random_tensor({1, 2, 4, 6}, 71), k = test::random_tensor({1, 2, 6, 4}, 72);
+  std::string msg;
+  try {
+    runtime::run_node(test::device(), node, Inputs{NodeInput{q}, NodeInput{k}, NodeInput{q}});
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("output_perm [0, 3, 1] is not a permutation of the output's 4 dims"), std::string::npos)
+      << msg;
+}
+
+// The channel attention as DaViT exports it (Reshape, Transpose [2, 0, 3, 1, 4], Gathers, q * scale,
+// Transposes, MatMuls, Softmax, Transpose [0, 3, 1, 2], Reshape), run as is and after the passes that make
+// it one Attention node reading the packed projection: both against the float64 reference.
+TEST(AttentionFusion, ChannelAttentionGraphMatchesTheUnfusedGraph) {
+  struct Case {
+    int64_t batch, tokens, heads, head;
+  };
+  for (const Case& c : {Case{2, 48, 2, 8}, Case{1, 520, 2, 16}}) {
+    const int64_t channels = c.heads * c.head;
+    graph::Graph g;
+    auto value = [&](const std::string& name) {
+      graph::Value v;
+      v.name = name + std::to_string(g.values.size());
+      return g.add_value(std::move(v));
+    };
+    auto constant = [&](Tensor t) {
+      graph::Value v;
+      v.name = "c" + std::to_string(g.values.size());
+      v.dtype = t.dtype();
+      v.shape = graph::ValueShape::of(t.shape());
+      v.constant = std::move(t);
+      return g.add_value(std::move(v));
+    };
+    auto node = [&](const std::string& op, std::vector<graph::ValueId> in, std::vector<int64_t> perm = {}) {
+      const graph::ValueId out = value(op);
+      graph::Node n;
+      n.info.name = g.value(out).name;
+      n.info.op_type = op;
+      n.info.opset = 17;
+      if (!perm.empty()) n.info.attributes.set("perm", perm);
+      n.inputs = std::move(in);
+      n.outputs = {out};
+      g.nodes.push_back(std::move(n));
+      return out;
+    };
+    graph::Value xv;
+    xv.name = "x";
+    xv.shape = graph::ValueShape::of({c.batch, c.tokens, 3 * channels});
+    const graph::ValueId x = g.add_value(std::move(xv));
+    g.inputs = {x};
+    const std::vector<int64_t> target = {c.batch, c.tokens, 3, c.heads, c.head};
+    const graph::ValueId split =
+        node("Transpose", {node("Reshape", {x, constant(Tensor::from_vector<int64_t>({5}, target))})},
+             {2, 0, 3, 1, 4});
+    std::vector<graph::ValueId> qkv;
+    for (int64_t i = 0; i < 3; ++i) {
+      qkv.push_back(node("Gather", {split, constant(Tensor::from_vector<int64_t>({}, {i}))}));
+      g.nodes.back().info.attributes.set("axis", int64_t{0});
+    }
+    const float scale = 0.25f;
+    const graph::ValueId qt =
+        node("Transpose", {node("Mul", {qkv[0], constant(Tensor::from_vector<float>({}, {scale}))})},
+             {0, 1, 3, 2});
+    const graph::ValueId probs = node("Softmax", {node("MatMul", {qt, qkv[1]})});
+    g.nodes.back().info.attributes.set("axis", int64_t{-1});
+    const graph::ValueId o = node("MatMul", {probs, node("Transpose", {qkv[2]}, {0, 1, 3, 2})});
+    const graph::ValueId y = node("Transpose", {o}, {0, 3, 1, 2});
+    g.outputs = {
+        node("Reshape", {y, constant(Tensor::from_vector<int64_t>({3}, {c.batch, c.tokens, channels}))})};
+    g.sort_topologically();
+
+    const Tensor xt = test::random_tensor({c.batch, c.tokens, 3 * channels}, 81 + c.tokens, -2, 2);
+    Shape shape;
+    const std::vector<double> ref =
+        channel_attention_reference(xt, {c.batch, c.tokens, 3, c.heads, c.head}, scale, shape);
+    std::vector<Tensor> results;
+    for (bool fuse : {false, true}) {
+      graph::Graph run = g;
+      if (fuse) {
+        EXPECT_EQ(graph::fuse_attention(run), 1);
+        EXPECT_EQ(graph::read_packed_qkv(run), 1);
+        EXPECT_EQ(graph::write_attention_transposed(run), 1);
+        graph::remove_dead_nodes(run);
+        for (const graph::Node& n : run.nodes) {
+          EXPECT_TRUE(n.info.op_type == "Attention" || n.info.op_type == "Reshape") << n.info.op_type;
+        }
+      }
+      runtime::WeightStore weights(test::device());
+      runtime::ExecutionPlan plan(test::device(), run, ops::builtin_registry(), weights,
+                                  {{{xt.dtype(), xt.shape()}, nullptr}}, {});
+      results.push_back(plan.run({&xt}, nullptr)[0]);
+      EXPECT_TRUE(test::all_close(results.back(), {c.batch, c.tokens, channels}, ref,
+                                  test::fp32_tolerance(c.tokens * 4)))
+          << c.tokens << " tokens, " << (fuse ? "fused" : "unfused");
+    }
   }
 }
 

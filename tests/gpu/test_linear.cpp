@@ -12,6 +12,7 @@
 
 #include "ops/fused_activation.h"
 #include "ops/gemm_launch.h"
+#include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/reference_elementwise.h"
 #include "support/reference_linear.h"
@@ -988,6 +989,349 @@ TEST(SplitK, ForcedSplitOnAnotherForcedKernelIsAnError) {
   const std::string msg = plan_error(mm, Inputs{NodeInput{a}, NodeInput{b, true}});
   EXPECT_NE(msg.find("runs on the tiled and fast kernels only"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'linear_under_test'"), std::string::npos) << msg;
+}
+
+// ---- Strided views: GemmLaunchSpec's row strides, offsets and output strides (attention's Q, K, V read in
+// the packed projection, its output written transposed) on the fast kernels, split and unsplit ----
+
+namespace views {
+
+// One product over two batch dims [B0, B1] with every operand in a buffer of its own layout: A's and B's
+// stored rows `*_pad` elements longer than their contiguous extent and starting `*_offset` elements in, B
+// optionally broadcast over B0; the output's rows `out_pad` longer, or (interleave) its matrices side by side
+// per row as [B0, M, B1, N + out_pad] (the heads of an attention output written [B, N, heads, D]).
+struct Case {
+  const char* what;
+  uint32_t m, n, k;
+  uint32_t b0 = 1, b1 = 1;
+  bool a_km = false, b_nk = false;
+  uint32_t a_pad = 0, b_pad = 0, out_pad = 0, a_offset = 0, b_offset = 0;
+  bool b_broadcast0 = false;
+  bool interleave = false;
+  ops::GemmKernel kernel = ops::GemmKernel::Fast64;
+  uint32_t split_k = 1;
+  bool bias = false;
+};
+
+struct Layout {
+  uint32_t a_row, b_row, out_row;
+  std::array<uint32_t, 4> a_batch, b_batch, out_batch;
+  int64_t a_size, b_size, out_size;
+};
+
+Layout layout_of(const Case& c) {
+  Layout l;
+  l.a_row = (c.a_km ? c.m : c.k) + c.a_pad;
+  l.b_row = (c.b_nk ? c.k : c.n) + c.b_pad;
+  const uint32_t a_matrix = (c.a_km ? c.k : c.m) * l.a_row, b_matrix = (c.b_nk ? c.n : c.k) * l.b_row;
+  l.a_batch = {0, 0, c.b1 * a_matrix, a_matrix};
+  l.b_batch = {0, 0, c.b_broadcast0 ? 0 : c.b1 * b_matrix, b_matrix};
+  l.a_size = c.a_offset + int64_t{c.b0} * c.b1 * a_matrix + 3;  // a few elements past the view
+  l.b_size = c.b_offset + int64_t{c.b_broadcast0 ? 1 : c.b0} * c.b1 * b_matrix + 3;
+  if (c.interleave) {
+    l.out_row = c.b1 * (c.n + c.out_pad);
+    l.out_batch = {0, 0, c.m * l.out_row, c.n + c.out_pad};
+  } else {
+    l.out_row = c.n + c.out_pad;
+    l.out_batch = {0, 0, c.b1 * c.m * l.out_row, c.m * l.out_row};
+  }
+  l.out_size = int64_t{c.b0} * l.out_batch[2] + 5;
+  return l;
+}
+
+bool multiples_of_4(std::initializer_list<uint32_t> values) {
+  return std::all_of(values.begin(), values.end(), [](uint32_t v) { return v % 4 == 0; });
+}
+
+ops::GemmLaunchSpec spec_of(const Case& c) {
+  const Layout l = layout_of(c);
+  ops::GemmLaunchSpec s;
+  s.m = c.m;
+  s.n = c.n;
+  s.k = c.k;
+  s.batch = c.b0 * c.b1;
+  s.batch_dims = {1, 1, c.b0, c.b1};
+  s.a_batch_strides = l.a_batch;
+  s.b_batch_strides = l.b_batch;
+  s.a_km = c.a_km;
+  s.b_nk = c.b_nk;
+  s.a_row_stride = l.a_row;
+  s.b_row_stride = l.b_row;
+  s.a_offset = c.a_offset;
+  s.b_offset = c.b_offset;
+  s.out_row_stride = l.out_row;
+  s.out_batch_strides = l.out_batch;
+  s.kernel = c.kernel;
+  s.split_k = c.split_k;
+  s.a = ops::TensorRef::input(0);
+  s.b = ops::TensorRef::input(1);
+  if (c.bias) {
+    s.bias = ops::TensorRef::input(2);
+    s.bias_stride_n = 1;
+    s.beta = 0.5f;
+  }
+  s.alpha = 1.25f;
+  s.out = ops::TensorRef::output(0);
+  return s;
+}
+
+// A registry with one test op, "StridedGemm" (domain wgi.test), that runs `spec` into a flat output of
+// `out_size` elements through append_gemm_launches.
+ops::OpRegistry registry_for(const ops::GemmLaunchSpec& spec, int64_t out_size) {
+  ops::OpRegistry r;
+  r.add("wgi.test", "StridedGemm", 1, ops::kLatestOpset,
+        {[spec, out_size](const ops::PlanContext& ctx) {
+           ops::OpPlan plan;
+           plan.outputs.push_back({DType::Float32, {out_size}});
+           ops::append_gemm_launches(ctx, spec, plan);
+           return plan;
+         },
+         nullptr});
+  return r;
+}
+
+ops::NodeInfo strided_node() {
+  return ops::NodeInfo{"strided_gemm", "StridedGemm", "wgi.test", 1, {}, {}, {}};
+}
+
+void expect_case(const Case& c) {
+  SCOPED_TRACE(c.what);
+  const Layout l = layout_of(c);
+  const ops::GemmLaunchSpec spec = spec_of(c);
+  const uint64_t seed = 1000 + c.m * 31 + c.n * 7 + c.k;
+  Tensor a = test::random_tensor({l.a_size}, seed);
+  Tensor b = test::random_tensor({l.b_size}, seed + 1);
+  Tensor bias = test::random_tensor({c.n}, seed + 2);
+  Inputs in = {NodeInput{a}, NodeInput{b}};
+  if (c.bias) in.push_back(NodeInput{bias});
+  const ops::OpRegistry registry = registry_for(spec, l.out_size);
+
+  // The planner's vec4 decisions: loads where stride, offset and batch strides allow, stores likewise.
+  const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), strided_node(), in, registry);
+  ASSERT_EQ(plan.launches.size(), c.split_k > 1 ? 2u : 1u);
+  const std::string& label = plan.launches[0].program.label;
+  EXPECT_NE(label.find(c.kernel == ops::GemmKernel::Fast128 ? "gemm_fast128" : "gemm_fast64"),
+            std::string::npos)
+      << label;
+  const bool a_vec4 =
+      (c.a_km ? c.m : c.k) % 4 == 0 && multiples_of_4({l.a_row, c.a_offset, l.a_batch[2], l.a_batch[3]});
+  const bool b_vec4 =
+      (c.b_nk ? c.k : c.n) % 4 == 0 && multiples_of_4({l.b_row, c.b_offset, l.b_batch[2], l.b_batch[3]});
+  EXPECT_EQ(label.find("_ascalar") == std::string::npos, a_vec4) << label;
+  EXPECT_EQ(label.find("_bscalar") == std::string::npos, b_vec4) << label;
+  if (c.split_k <= 1) {
+    // vec4 stores where the view allows them and the kernel stores the packed output so.
+    auto vec4_stores = [&](const ops::GemmLaunchSpec& s) {
+      const ops::OpRegistry r = registry_for(s, l.out_size);
+      return runtime::plan_node(test::device().capabilities(), strided_node(), in, r)
+                 .launches[0]
+                 .program.wgsl.find("output: array<vec4<f32>>") != std::string::npos;
+    };
+    ops::GemmLaunchSpec packed_out = spec;
+    packed_out.out_row_stride = 0;
+    packed_out.out_batch_strides = {0, 0, 0, 0};
+    const bool out_vec4 = multiples_of_4({c.n, l.out_row, l.out_batch[2], l.out_batch[3]});
+    EXPECT_EQ(vec4_stores(spec), out_vec4 && vec4_stores(packed_out)) << label;
+  }
+
+  std::vector<Tensor> out = runtime::run_node(test::device(), strided_node(), in, {}, registry);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].element_count(), l.out_size);
+  auto av = a.data<float>();
+  auto bv = b.data<float>();
+  auto ov = out[0].data<float>();
+  std::vector<bool> written(static_cast<size_t>(l.out_size), false);
+  const test::Tolerance tolerance = test::fp32_tolerance(c.k);
+  int bad = 0;
+  for (uint32_t i0 = 0; i0 < c.b0; ++i0) {
+    for (uint32_t i1 = 0; i1 < c.b1; ++i1) {
+      const int64_t a_base = c.a_offset + int64_t{i0} * l.a_batch[2] + int64_t{i1} * l.a_batch[3];
+      const int64_t b_base = c.b_offset + int64_t{i0} * l.b_batch[2] + int64_t{i1} * l.b_batch[3];
+      const int64_t o_base = int64_t{i0} * l.out_batch[2] + int64_t{i1} * l.out_batch[3];
+      for (uint32_t m = 0; m < c.m; ++m) {
+        for (uint32_t n = 0; n < c.n; ++n) {
+          double sum = 0;
+          for (uint32_t k = 0; k < c.k; ++k) {
+            const int64_t ai = a_base + (c.a_km ? int64_t{k} * l.a_row + m : int64_t{m} * l.a_row + k);
+            const int64_t bi = b_base + (c.b_nk ? int64_t{n} * l.b_row + k : int64_t{k} * l.b_row + n);
+            sum += double{av[static_cast<size_t>(ai)]} * double{bv[static_cast<size_t>(bi)]};
+          }
+          double expected = 1.25 * sum;
+          if (c.bias) expected += 0.5 * double{bias.data<float>()[n]};
+          const size_t oi = static_cast<size_t>(o_base + int64_t{m} * l.out_row + n);
+          ASSERT_FALSE(written[oi]) << "views overlap at " << oi;
+          written[oi] = true;
+          const double got = ov[oi];
+          if (!(std::abs(got - expected) <= tolerance(expected)) && bad++ < 5) {
+            ADD_FAILURE() << "batch (" << i0 << ", " << i1 << ") m " << m << " n " << n << ": " << got
+                          << ", expected " << expected;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  // Nothing outside the view is written: the run poisons outputs with NaN first.
+  int stray = 0;
+  for (size_t i = 0; i < written.size(); ++i) {
+    if (!written[i] && !std::isnan(ov[i]) && stray++ < 5)
+      ADD_FAILURE() << "element " << i << " outside the view written";
+  }
+}
+
+}  // namespace views
+
+TEST(GemmViews, StridedOperandsAndOutputsMatchFloat64Reference) {
+  using ops::GemmKernel;
+  using views::Case;
+  for (const Case& c : {
+           // Unaligned row strides and offsets: scalar loads and stores.
+           Case{.what = "A[M,K] B[K,N] unaligned, packed out",
+           .m = 37,
+           .n = 20,
+           .k = 29,
+           .a_pad = 3,
+           .b_pad = 5,
+           .a_offset = 7,
+           .b_offset = 2},
+           Case{.what = "A[K,M] B[N,K] unaligned, batch, strided out, bias",
+           .m = 19,
+           .n = 23,
+           .k = 41,
+           .b0 = 2,
+           .b1 = 2,
+           .a_km = true,
+           .b_nk = true,
+           .a_pad = 1,
+           .b_pad = 2,
+           .out_pad = 1,
+           .a_offset = 5,
+           .b_offset = 3,
+           .b_broadcast0 = true,
+           .bias = true},
+           // Aligned: vec4 loads and stores, interleaved output matrices, both tiles.
+           Case{.what = "aligned, interleaved out, fast128",
+           .m = 40,
+           .n = 24,
+           .k = 32,
+           .b0 = 2,
+           .b1 = 3,
+           .a_pad = 4,
+           .b_pad = 8,
+           .out_pad = 4,
+           .a_offset = 4,
+           .b_offset = 8,
+           .interleave = true,
+           .kernel = GemmKernel::Fast128},
+           Case{.what = "aligned A[K,M] B[N,K], fast64",
+           .m = 68,
+           .n = 12,
+           .k = 20,
+           .b1 = 2,
+           .a_km = true,
+           .b_nk = true,
+           .a_pad = 8,
+           .b_pad = 4,
+           .out_pad = 8,
+           .a_offset = 12,
+           .b_offset = 4},
+           // DaViT's channel attention on a small scale (C = 36: 3 heads of 12, 200 tokens): the scores
+           // Q^T K read in the packed projection [200, 108], split over the tokens; and out^T = V^T P^T
+           // written [tokens, heads, D] (row stride C, heads side by side).
+           Case{.what = "channel scores, split",
+           .m = 12,
+           .n = 12,
+           .k = 200,
+           .b1 = 3,
+           .a_km = true,
+           .a_pad = 96,
+           .b_pad = 96,
+           .a_offset = 0,
+           .b_offset = 36,
+           .split_k = 3},
+           Case{.what = "channel values, interleaved out",
+           .m = 200,
+           .n = 12,
+           .k = 12,
+           .b1 = 3,
+           .b_nk = true,
+           .a_pad = 96,
+           .a_offset = 72,
+           .interleave = true},
+           Case{.what = "channel values, interleaved out, fast128",
+           .m = 200,
+           .n = 12,
+           .k = 12,
+           .b1 = 3,
+           .b_nk = true,
+           .a_pad = 96,
+           .a_offset = 72,
+           .interleave = true,
+           .kernel = GemmKernel::Fast128},
+           // Split products: packed partial sums, the reduction writes the view.
+           Case{.what = "split, unaligned interleaved out, bias",
+           .m = 33,
+           .n = 18,
+           .k = 150,
+           .b0 = 2,
+           .b1 = 2,
+           .b_nk = true,
+           .a_pad = 2,
+           .b_pad = 1,
+           .out_pad = 1,
+           .a_offset = 1,
+           .interleave = true,
+           .split_k = 4,
+           .bias = true},
+           Case{.what = "split on fast128, aligned strided out",
+           .m = 20,
+           .n = 16,
+           .k = 96,
+           .b0 = 3,
+           .a_km = true,
+           .a_pad = 4,
+           .b_pad = 4,
+           .out_pad = 8,
+           .a_offset = 8,
+           .b_offset = 4,
+           .b_broadcast0 = true,
+           .kernel = GemmKernel::Fast128,
+           .split_k = 2},
+       }) {
+    views::expect_case(c);
+  }
+}
+
+TEST(GemmViews, SeedKernelsAndStridedResidualsAreErrors) {
+  views::Case c{.what = "forced", .m = 8, .n = 8, .k = 8, .a_pad = 4};
+  const views::Layout l = views::layout_of(c);
+  Inputs in = {NodeInput{test::random_tensor({l.a_size}, 1)}, NodeInput{test::random_tensor({l.b_size}, 2)},
+               NodeInput{test::random_tensor({l.out_size}, 3)}};
+  auto error = [&](const ops::GemmLaunchSpec& spec) {
+    const ops::OpRegistry registry = views::registry_for(spec, l.out_size);
+    try {
+      runtime::run_node(test::device(), views::strided_node(), in, {}, registry);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (ops::GemmKernel k : {ops::GemmKernel::Tiled, ops::GemmKernel::Vec4, ops::GemmKernel::Gemv}) {
+    ops::GemmLaunchSpec spec = views::spec_of(c);
+    spec.kernel = k;
+    const std::string e = error(spec);
+    EXPECT_NE(e.find("strided_gemm"), std::string::npos) << e;
+    EXPECT_NE(
+        e.find(std::string(ops::gemm_kernel_name(k)) + " GEMM kernel reads and writes packed matrices only"),
+        std::string::npos)
+        << e;
+  }
+  ops::GemmLaunchSpec residual =
+      views::spec_of(views::Case{.what = "residual", .m = 8, .n = 8, .k = 8, .out_pad = 4});
+  residual.residual = ops::TensorRef::input(2);
+  const std::string e = error(residual);
+  EXPECT_NE(e.find("residual"), std::string::npos) << e;
+  EXPECT_NE(e.find("strided output"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -578,6 +578,10 @@ struct PackedQkv {
   bool reshape_read_twice = false;
   bool shape_target = false;  // the Reshape target computed from Shape(x) (known only when planning)
   bool attention_output_read_twice = false;
+  // DaViT's channel attention instead: Attention(Transpose(q * s, [0, 1, 3, 2]), k as K^T,
+  // Transpose(v, [0, 1, 3, 2])) -> out_perm (there [0, 3, 1, 2])
+  bool channel = false;
+  bool v_transpose_read_twice = false;  // channel: v^T also read by a Relu (a graph output)
 };
 
 struct PackedQkvGraph {
@@ -618,11 +622,22 @@ PackedQkvGraph build_packed_qkv(const PackedQkv& p) {
     b.g.nodes.back().info.attributes.set("axis", p.gather_axis);
   }
   const ValueId qs = b.node("Mul", {qkv[0], b.constant(0.35f)});
-  const ValueId kt = b.node("Transpose", {qkv[1]});
-  b.g.nodes.back().info.attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2});
-  const ValueId probs = b.node("Softmax", {b.node("MatMul", {qs, kt})});
-  b.g.nodes.back().info.attributes.set("axis", int64_t{-1});
-  const ValueId o = b.node("MatMul", {probs, qkv[2]});
+  auto swap_last_two = [&](ValueId v) {
+    const ValueId swapped = b.node("Transpose", {v});
+    b.g.nodes.back().info.attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+    return swapped;
+  };
+  ValueId o = kNoValue, vt = kNoValue;
+  if (p.channel) {
+    const ValueId probs = b.node("Softmax", {b.node("MatMul", {swap_last_two(qs), qkv[1]})});
+    b.g.nodes.back().info.attributes.set("axis", int64_t{-1});
+    vt = swap_last_two(qkv[2]);
+    o = b.node("MatMul", {probs, vt});
+  } else {
+    const ValueId probs = b.node("Softmax", {b.node("MatMul", {qs, swap_last_two(qkv[1])})});
+    b.g.nodes.back().info.attributes.set("axis", int64_t{-1});
+    o = b.node("MatMul", {probs, qkv[2]});
+  }
   const ValueId y = b.node("Transpose", {o});
   b.g.nodes.back().info.attributes.set("perm", p.out_perm);
   out.y = y;
@@ -631,6 +646,7 @@ PackedQkvGraph build_packed_qkv(const PackedQkv& p) {
   if (p.q_read_twice) b.g.outputs.push_back(b.node("Relu", {qkv[0]}));
   if (p.reshape_read_twice) b.g.outputs.push_back(b.node("Relu", {r}));
   if (p.attention_output_read_twice) b.g.outputs.push_back(b.node("Relu", {o}));
+  if (p.v_transpose_read_twice) b.g.outputs.push_back(b.node("Relu", {vt}));
   b.g.sort_topologically();
   out.g = std::move(b.g);
   return out;
@@ -673,6 +689,58 @@ TEST(Passes, ReadPackedQkvAndWriteAttentionTransposed) {
   }
 }
 
+// DaViT's channel attention: Q and V reach the attention through Transposes of their last two dims, and its
+// output [B, heads, D, N] goes back to [B, N, heads, D] by perm [0, 3, 1, 2]; all of it becomes views.
+TEST(Passes, ReadPackedQkvOfTheChannelAttention) {
+  for (const PackedQkv& p : {PackedQkv{.what = "constant target", .out_perm = {0, 3, 1, 2}, .channel = true},
+                             PackedQkv{.what = "shape-derived target",
+                             .out_perm = {0, 3, 1, 2},
+                             .shape_target = true,
+                             .channel = true}}) {
+    PackedQkvGraph m = build_packed_qkv(p);
+    Graph& g = m.g;
+    ASSERT_EQ(fuse_attention(g), 1) << p.what;
+    EXPECT_EQ(read_packed_qkv(g), 1) << p.what;
+    EXPECT_EQ(write_attention_transposed(g), 1) << p.what;
+    remove_dead_nodes(g);
+    EXPECT_EQ(count_ops(g, "Gather"), 0) << p.what;
+    EXPECT_EQ(count_ops(g, "Transpose"), 0) << p.what;
+    EXPECT_EQ(count_ops(g, "Reshape"), 1) << p.what;
+    const Node* a = find_attention(g);
+    ASSERT_NE(a, nullptr) << p.what;
+    ASSERT_EQ(a->inputs.size(), 6u) << p.what;
+    EXPECT_EQ(a->inputs[0], m.x) << p.what;
+    EXPECT_EQ(a->inputs[1], m.x) << p.what;
+    EXPECT_EQ(a->inputs[2], m.x) << p.what;
+    EXPECT_EQ(a->inputs[5], m.target) << p.what;
+    EXPECT_EQ(a->info.attributes.get_ints("qkv_indices", {}), (std::vector<int64_t>{0, 1, 2})) << p.what;
+    EXPECT_EQ(a->info.attributes.get_ints("qkv_transposed", {}), (std::vector<int64_t>{1, 0, 1})) << p.what;
+    EXPECT_EQ(a->info.attributes.get_int("k_transposed", -1), 1) << p.what;  // k itself is K^T
+    EXPECT_FLOAT_EQ(a->info.attributes.get_float("scale", 0.0f), 0.35f) << p.what;
+    EXPECT_EQ(a->info.attributes.get_int("transpose_output", 0), 0) << p.what;
+    EXPECT_EQ(a->info.attributes.get_ints("output_perm", {}), (std::vector<int64_t>{0, 3, 1, 2})) << p.what;
+    ASSERT_EQ(a->outputs.size(), 1u);
+    EXPECT_EQ(a->outputs[0], m.y) << p.what;
+  }
+  // Lookalikes: v^T read elsewhere keeps the whole split; another output perm keeps its Transpose.
+  {
+    PackedQkvGraph m = build_packed_qkv(PackedQkv{
+        .what = "v^T read twice", .out_perm = {0, 3, 1, 2}, .channel = true, .v_transpose_read_twice = true});
+    ASSERT_EQ(fuse_attention(m.g), 1);
+    EXPECT_EQ(read_packed_qkv(m.g), 0);
+    EXPECT_EQ(count_ops(m.g, "Gather"), 3);
+    EXPECT_EQ(write_attention_transposed(m.g), 1);
+  }
+  {
+    PackedQkvGraph m =
+        build_packed_qkv(PackedQkv{.what = "perm [0, 3, 2, 1]", .out_perm = {0, 3, 2, 1}, .channel = true});
+    ASSERT_EQ(fuse_attention(m.g), 1);
+    EXPECT_EQ(read_packed_qkv(m.g), 1);
+    EXPECT_EQ(write_attention_transposed(m.g), 0);
+    EXPECT_FALSE(find_attention(m.g)->info.attributes.has("output_perm"));
+  }
+}
+
 TEST(Passes, ReadPackedQkvLeavesLookalikesAlone) {
   struct Expect {
     PackedQkv p;
@@ -711,14 +779,14 @@ TEST(Passes, ReadPackedQkvLeavesLookalikesAlone) {
   }
 }
 
-// The exported DaViT: every window attention reads the packed projection and writes [B', N, heads, D]; the
-// channel attention (Q, K, V from the same kind of split, perm [2, 0, 3, 1, 4] too, but Q and K reach the
-// scores through Transposes) stays as it was.
+// The exported DaViT: every window attention reads the packed projection and writes [B', N, heads, D]; every
+// channel attention (the same split, Q and V through Transposes of their last two dims) reads it as views
+// too and writes [B, N, heads, D] through perm [0, 3, 1, 2]: no Gather or Transpose is left around them.
 TEST(Passes, ReadPackedQkvInTheExportedDaViT) {
   for (const char* model : {"florence2_vision_tiny_opset17", "florence2_vision_tiny_opset13"}) {
     Graph g = onnx::import_model_file(kModels / model / "model.onnx");
     PassReport r = optimize(g, ops::builtin_registry());
-    int window = 0;
+    int window = 0, channel = 0;
     for (const Node& n : g.nodes) {
       if (n.info.op_type != "Attention") continue;
       if (n.info.name.find("window_attn") != std::string::npos) {
@@ -726,10 +794,26 @@ TEST(Passes, ReadPackedQkvInTheExportedDaViT) {
         EXPECT_EQ(n.info.attributes.get_int("qkv_packed", 0), 1) << n.info.name;
         EXPECT_EQ(n.info.attributes.get_int("transpose_output", 0), 1) << n.info.name;
       }
+      if (n.info.name.find("channel_attn") != std::string::npos) {
+        ++channel;
+        EXPECT_EQ(n.info.attributes.get_int("qkv_packed", 0), 1) << n.info.name;
+        EXPECT_EQ(n.info.attributes.get_ints("qkv_transposed", {}), (std::vector<int64_t>{1, 0, 1}))
+            << n.info.name;
+        EXPECT_EQ(n.info.attributes.get_ints("output_perm", {}), (std::vector<int64_t>{0, 3, 1, 2}))
+            << n.info.name;
+      }
     }
     EXPECT_GT(window, 0) << model << ": " << r.summary();
-    EXPECT_EQ(r.packed_qkv_read, window) << model << ": " << r.summary();
-    EXPECT_GE(r.attentions_transposed, window) << model << ": " << r.summary();
+    EXPECT_GT(channel, 0) << model << ": " << r.summary();
+    EXPECT_EQ(r.packed_qkv_read, window + channel) << model << ": " << r.summary();
+    EXPECT_EQ(r.attentions_transposed, window + channel) << model << ": " << r.summary();
+    for (const Node& n : g.nodes) {
+      if (n.info.name.find("channel_attn/fn/") == std::string::npos) continue;
+      EXPECT_NE(n.info.op_type, "Transpose") << n.info.name;
+      EXPECT_FALSE(n.info.op_type == "Gather" && n.info.name.find("Gather_") != std::string::npos &&
+                   std::stoi(n.info.name.substr(n.info.name.rfind('_') + 1)) >= 3)
+          << n.info.name;
+    }
   }
 }
 

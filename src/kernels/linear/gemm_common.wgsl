@@ -3,6 +3,9 @@
 // R, a fused residual of the output's shape (src/ops/fused_residual.h), only with RESIDUAL: the kernel then
 // declares `residual` (bound after its uniform).
 // A is stored [M, K] or, with A_KM, [K, M]; B is stored [N, K] (B_NK: the prepacked layout) or [K, N].
+// Rows as stored are a_row_stride / b_row_stride elements apart and start a_offset / b_offset elements in (the
+// fast kernels' strided views; the packed values otherwise, which the seeds' kernels assume); the output's
+// rows out_row_stride apart, its matrices at out_batch_strides (gemm_fast.wgsl, gemm_split_reduce.wgsl).
 #include "common/dispatch_grid.wgsl"
 #include "common/activation.wgsl"
 
@@ -23,6 +26,12 @@ struct GemmParams {
   a_batch_strides: vec4<u32>,  // element stride of A per batch dim; 0 where A broadcasts
   b_batch_strides: vec4<u32>,
   bias_strides: vec4<u32>,     // x: stride of C over m, y: over n (0 where C broadcasts)
+  out_batch_strides: vec4<u32>,  // element stride of the output per batch dim
+  a_row_stride: u32,
+  b_row_stride: u32,
+  out_row_stride: u32,
+  a_offset: u32,
+  b_offset: u32,
 }
 
 // Where the workgroup at `tile_index` of a GEMM grid of `splits` K chunks works, as (K chunk, output matrix,
@@ -37,7 +46,7 @@ fn gemm_tile_coords(tile_index: u32, splits: u32) -> vec3<u32> {
 // Element offsets of A's and B's matrices for output matrix `b`.
 fn gemm_batch_offsets(b: u32) -> vec2<u32> {
   var rest = b;
-  var offsets = vec2<u32>(0u, 0u);
+  var offsets = vec2<u32>(params.a_offset, params.b_offset);
   for (var d = 3; d >= 0; d--) {
     let extent = params.batch_dims[d];
     let index = rest % extent;
@@ -47,7 +56,22 @@ fn gemm_batch_offsets(b: u32) -> vec2<u32> {
   return offsets;
 }
 
+// Element offset of output matrix `b` (its first element).
+fn gemm_output_offset(b: u32) -> u32 {
+  var rest = b;
+  var offset = 0u;
+  for (var d = 3; d >= 0 && rest > 0u; d--) {  // matrix 0 (every unbatched product) skips the loop
+    let extent = params.batch_dims[d];
+    offset += (rest % extent) * params.out_batch_strides[d];
+    rest = rest / extent;
+  }
+  return offset;
+}
+
+// The scalar epilogue of the kernels that write one element at a time (gemm_fast.wgsl has its own, which
+// writes vec4s with OUT_VEC4: then `residual` is an array of vec4s and this function would not compile).
 // `i`: the output element's index in [batch][M][N], where R is read.
+#if !OUT_VEC4
 fn gemm_epilogue(acc: f32, m: u32, n: u32, i: u32) -> f32 {
   var v = params.alpha * acc;
   if (params.has_bias != 0u) {
@@ -58,3 +82,4 @@ fn gemm_epilogue(acc: f32, m: u32, n: u32, i: u32) -> f32 {
 #endif
   return fused_activation(v, params.act_lo, params.act_hi);
 }
+#endif

@@ -15,6 +15,11 @@
 // - A warp (32 invocations) covers 8 x 4 threads, so its workgroup-memory reads touch 8 (B) and 4 (A)
 //   distinct consecutive vec4s: no bank conflicts, and few wavefronts per FMA.
 // - Any M, N, K: edge tiles are zero-filled when loaded and masked when stored.
+// - Strided views (attention's Q, K, V read in place): A's and B's stored rows are params.a_row_stride /
+//   b_row_stride apart from a_offset / b_offset, the output's rows params.out_row_stride apart from its
+//   matrix's gemm_output_offset (SPLIT_K's partial sums stay packed: gemm_split_reduce.wgsl writes the view);
+//   the planner sets A_VEC4 / B_VEC4 only where those strides and offsets are multiples of 4
+//   (gemm_launch.cpp).
 // - SPLIT_K: for few output tiles over a long K (mid-size transformer products on a large GPU), workgroups
 //   also split K into params.k_splits chunks of whole slabs and write raw partial sums, chunk-major
 //   ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
@@ -48,7 +53,7 @@ fn fetch_a(base: u32, m: u32, k: u32) -> vec4<f32> {
   if (k >= params.K) {
     return vec4<f32>(0.0);
   }
-  let i = base + k * params.M + m;
+  let i = base + k * params.a_row_stride + m;
 #if A_VEC4
   if (m >= params.M) {
     return vec4<f32>(0.0);
@@ -68,7 +73,7 @@ fn fetch_a(base: u32, m: u32, k: u32) -> vec4<f32> {
   if (m >= params.M) {
     return vec4<f32>(0.0);
   }
-  let i = base + m * params.K + k;
+  let i = base + m * params.a_row_stride + k;
 #if A_VEC4
   if (k >= params.K) {
     return vec4<f32>(0.0);
@@ -93,7 +98,7 @@ fn fetch_b(base: u32, n: u32, k: u32) -> vec4<f32> {
   if (n >= params.N) {
     return vec4<f32>(0.0);
   }
-  let i = base + n * params.K + k;
+  let i = base + n * params.b_row_stride + k;
 #if B_VEC4
   if (k >= params.K) {
     return vec4<f32>(0.0);
@@ -113,7 +118,7 @@ fn fetch_b(base: u32, n: u32, k: u32) -> vec4<f32> {
   if (k >= params.K) {
     return vec4<f32>(0.0);
   }
-  let i = base + k * params.N + n;
+  let i = base + k * params.b_row_stride + n;
 #if B_VEC4
   if (n >= params.N) {
     return vec4<f32>(0.0);
@@ -298,12 +303,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   // The epilogue per run of four columns: bias reads clamped into the matrix (values past N are dropped).
   // SPLIT_K stores the raw sums; the reduction applies alpha, bias and activation.
+#if SPLIT_K
   let out_base = (split * params.batch + batch) * params.M * params.N;
+  let out_stride = params.N;
+#else
+  let out_base = gemm_output_offset(batch);
+  let out_stride = params.out_row_stride;
+#endif
   for (var gi = 0u; gi < GM; gi++) {
     for (var i = 0u; i < 4u; i++) {
       let m = row0 + gi * 64u + ty * 4u + i;
       if (m < params.M) {
-        let out_row = out_base + m * params.N;
+        let out_row = out_base + m * out_stride;
         let bias_row = m * params.bias_strides.x;
         for (var gj = 0u; gj < GN; gj++) {
           let n0 = col0 + gj * 64u + tx * 4u;
@@ -346,7 +357,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
     if (m < params.M) {
-      let out_row = out_base + m * params.N;
+      let out_row = out_base + m * out_stride;
       var vals: array<f32, TN>;
       for (var c = 0u; c < TN; c++) {
         let n = min(col0 + (c / 4u) * 64u + tx * 4u + c % 4u, params.N - 1u);  // clamped: no branch
