@@ -9,6 +9,8 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh defaults  # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh profile   # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh splits    # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh variants  # carry [".device"] (packed as `models`,
+#                                                                # plus .device/bin/wgi_<variant>.xz builds)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -37,10 +39,13 @@
 #         1..8 chunks (bench/split_table.py makes the table); ~2 min. Packed as `models`.
 # profile: per-node GPU times and traces of the three vision models (rules, default device), then DaViT's
 #         downsampling convs against cuDNN with every implicit-GEMM split forced; ~2 min.
+# variants: A/B of builds: `wgi` and each carried `wgi_<variant>` (another commit, a change reverted) in
+#         alternating rounds on the three vision models, DaViT with shader robustness on, then DaViT's per-op
+#         GPU times and trace per build.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile|splits}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile|splits|variants}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -209,6 +214,38 @@ elif [[ $mode == splits ]]; then
     --benchmark_min_time=0.05 --benchmark_filter='BM_Linear(Model|Split)/' >/dev/null 2>"$out/splits.err"
   python3 bench/split_table.py "$out/splits.json" >>"$out/splits.txt" 2>&1
   stamp done
+elif [[ $mode == variants ]]; then
+  # A/B of builds in one call: every `wgi_<variant>` carried in .device/bin beside `wgi` (a build of another
+  # commit or with a change reverted), alternating over two rounds on the vision models (rules, no tuning
+  # cache), then a DaViT trace per variant (<variant>_davit_trace.json).
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)
+  builds=(wgi)
+  for b in .device/bin/wgi_*; do [[ -x $b && $b != *wgi_bench_ops ]] && builds+=("$(basename "$b")"); done
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    for round in 1 2; do
+      for build in "${builds[@]}"; do
+        for dir in "${vision[@]}"; do
+          stamp "round $round $build $(basename "$dir")"
+          timeout 60 "$build" bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 30 2>&1 |
+            grep -E '^(run|graph)'
+        done
+      done
+    done
+    for build in "${builds[@]}"; do  # with Dawn's shader robustness, as browsers run it
+      stamp "robust $build florence2_vision_base_opset17"
+      WGI_SHADER_ROBUSTNESS=1 timeout 60 "$build" bench "$models/florence2_vision_base_opset17/model.onnx" \
+        --random-inputs 1 --dim batch=1 --runs 30 2>&1 | grep -E '^run'
+    done
+    for build in "${builds[@]}"; do
+      stamp "profile DaViT $build"
+      timeout 40 "$build" bench "$models/florence2_vision_base_opset17/model.onnx" --random-inputs 1 \
+        --dim batch=1 --runs 5 --profile --trace "$out/${build}_davit_trace.json" 2>&1 | sed -n '/GPU time/,/^slowest/p'
+    done
+    stamp done
+  } >"$out/variants.txt" 2>&1
 elif [[ $mode == defaults ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)

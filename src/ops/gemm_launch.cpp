@@ -500,6 +500,15 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
       // A Gelu or a residual: the epilogue's second, in-place pass (gemm_fast.wgsl says why).
       defines["IN_PLACE_EPILOGUE"] = splits <= 1 && (residual || spec.activation.uses_math()) ? "1" : "0";
+      // The view's batch decoding only where the output is one (a split's partial sums are packed).
+      defines["OUT_VIEW"] = splits <= 1 && output_view(spec) ? "1" : "0";
+      // vec4 stores: N, and for a view (not the packed partial sums of a split) its row and batch strides,
+      // multiples of 4.
+      defines["OUT_VEC4"] =
+          spec.n % 4 == 0 && (splits > 1 || (gemm_out_row_stride(spec) % 4 == 0 &&
+                                             strides_multiple_of_4(gemm_out_batch_strides(spec))))
+              ? "1"
+              : "0";
       launch.program.wgsl = kernels::load_wgsl("linear/gemm_fast.wgsl", defines);
       break;
     }
@@ -737,6 +746,7 @@ KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSp
   kernels::Defines defines;
   spec.activation.add_defines(defines);
   if (spec.residual) defines["RESIDUAL"] = "1";
+  defines["OUT_VIEW"] = output_view(spec) ? "1" : "0";
   reduce.program.wgsl = kernels::load_wgsl("linear/gemm_split_reduce.wgsl", defines);
   reduce.program.label = std::string("gemm_split_reduce") + residual_label_suffix(spec.residual.has_value());
   reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,

@@ -89,6 +89,9 @@ TEST(FusedResidual, EveryGemmKernel) {
   for (const GemmCase& c : {
            GemmCase{"fast128", 130, 131, 24, true, "Relu", 0, {"gemm_fast128_"}},
            GemmCase{"fast128", 130, 131, 24, true, "Gelu", 0, {"gemm_fast128_"}},
+           // N % 4 == 0: vec4 stores and the vec4 in-place pass, on edge tiles in M and N.
+           GemmCase{"fast128", 130, 132, 24, true, "Gelu", 0, {"gemm_fast128_"}},
+           GemmCase{"fast64", 70, 68, 40, false, "Relu", 0, {"gemm_fast64_"}},
            GemmCase{"fast64", 70, 67, 40, false, "GeluTanh", 0, {"gemm_fast64_"}},
            GemmCase{"fast64", 64, 64, 32, true, "", 0, {"gemm_fast64_"}},
            GemmCase{"tiled", 33, 65, 20, true, "Relu", 0, {"gemm_tiled_bnk_res_relu"}},

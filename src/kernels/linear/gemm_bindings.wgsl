@@ -1,5 +1,6 @@
 // The bindings of the GEMM kernels that read A and B as vec4s where A_VEC4 / B_VEC4 say so (gemm_fast.wgsl,
-// gemv.wgsl): the layout make_gemm_launch binds (src/ops/gemm_launch.cpp).
+// gemv.wgsl), and write the output and read the residual as vec4s where OUT_VEC4 does (gemm_fast.wgsl): the
+// layout make_gemm_launch binds (src/ops/gemm_launch.cpp).
 #if A_VEC4
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
 #else
@@ -11,8 +12,16 @@
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 #endif
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
+#if OUT_VEC4
+@group(0) @binding(3) var<storage, read_write> output: array<vec4<f32>>;
+#else
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
+#endif
 @group(0) @binding(4) var<uniform> params: GemmParams;
 #if RESIDUAL
+#if OUT_VEC4
+@group(0) @binding(5) var<storage, read> residual: array<vec4<f32>>;
+#else
 @group(0) @binding(5) var<storage, read> residual: array<f32>;
+#endif
 #endif

@@ -16,15 +16,17 @@
 //   distinct consecutive vec4s: no bank conflicts, and few wavefronts per FMA.
 // - Any M, N, K: edge tiles are zero-filled when loaded and masked when stored.
 // - Strided views (attention's Q, K, V read in place): A's and B's stored rows are params.a_row_stride /
-//   b_row_stride apart from a_offset / b_offset, the output's rows params.out_row_stride apart from its
-//   matrix's gemm_output_offset (SPLIT_K's partial sums stay packed: gemm_split_reduce.wgsl writes the view);
-//   the planner sets A_VEC4 / B_VEC4 only where those strides and offsets are multiples of 4
-//   (gemm_launch.cpp).
+//   b_row_stride apart from a_offset / b_offset, the output's go where output_matrix says; the planner sets
+//   A_VEC4 / B_VEC4 / OUT_VEC4 only where those strides and offsets are multiples of 4 (gemm_launch.cpp).
 // - SPLIT_K: for few output tiles over a long K (mid-size transformer products on a large GPU), workgroups
 //   also split K into params.k_splits chunks of whole slabs and write raw partial sums, chunk-major
 //   ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
-// - RESIDUAL: a fused residual of the output's shape is added before the activation (one read per output), in
-//   the in-place pass after the stores (IN_PLACE_EPILOGUE, with the long activations: see there).
+// - The epilogue runs on the register tile: each thread's runs of four columns are written as vec4s where
+//   N % 4 == 0 (OUT_VEC4: a warp then writes whole 128-byte lines, against four scalar stores per run
+//   spread over 32-byte pieces of them). A long activation (the Gelu forms) or a residual goes to an in-place
+//   second pass (IN_PLACE_EPILOGUE, see there). Staging the tile through workgroup memory instead (coalesced
+//   stores, the activation once per element in a loop without accumulators) ran DaViT's plain products
+//   27-43% slower on the H200 (its barriers and passes outweigh the saved traffic; 2026-11-30).
 const TM: u32 = {{TM}}u;  // rows per thread, 4 or 8
 const TN: u32 = {{TN}}u;  // columns per thread, 4 or 8
 const BK: u32 = {{BK}}u;  // K per slab; BM * BK and BN * BK are multiples of 1024
@@ -177,6 +179,49 @@ fn store_b(stage: u32, rk: vec2<u32>, v: vec4<f32>) {
 #endif
 }
 
+// Where output matrix `batch` starts and how far apart its rows are, in elements: packed ([batch][M][N];
+// with SPLIT_K K chunk `split`'s partial sums, [split][batch][M][N]: gemm_split_reduce.wgsl writes a view),
+// or with OUT_VIEW the output view's (gemm_output_offset, out_row_stride). Packed outputs skip the view's
+// batch decoding: with its loop in the kernel, DaViT's one-wave products (72-120 tiles of 128) ran 1.3x
+// slower on the H200 (2026-11-30).
+fn output_matrix(split: u32, batch: u32) -> vec2<u32> {
+#if OUT_VIEW
+  return vec2<u32>(gemm_output_offset(batch), params.out_row_stride);
+#else
+  return vec2<u32>((split * params.batch + batch) * params.M * params.N, params.N);
+#endif
+}
+
+// Writes the four sums of output row m, columns n..n + 3 (those before N), at element index `i`: raw with
+// SPLIT_K (the reduction applies the epilogue), else alpha * sum + beta * bias, activated here unless the
+// in-place pass does it. One vec4 with OUT_VEC4 (N % 4 == 0: a run that starts before N ends before it).
+fn store_sums(i: u32, m: u32, n: u32, sums: vec4<f32>) {
+#if SPLIT_K
+  let v = sums;
+#else
+  var v = params.alpha * sums;
+  if (params.has_bias != 0u) {
+    for (var j = 0u; j < 4u; j++) {
+      v[j] += params.beta * bias[m * params.bias_strides.x + min(n + j, params.N - 1u) * params.bias_strides.y];
+    }
+  }
+#if !IN_PLACE_EPILOGUE
+  for (var j = 0u; j < 4u; j++) {
+    v[j] = fused_activation(v[j], params.act_lo, params.act_hi);
+  }
+#endif
+#endif
+#if OUT_VEC4
+  output[i / 4u] = v;
+#else
+  for (var j = 0u; j < 4u; j++) {
+    if (n + j < params.N) {
+      output[i + j] = v[j];
+    }
+  }
+#endif
+}
+
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) flat: u32) {
@@ -301,47 +346,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
   }
 
-  // The epilogue per run of four columns: bias reads clamped into the matrix (values past N are dropped).
-  // SPLIT_K stores the raw sums; the reduction applies alpha, bias and activation.
-#if SPLIT_K
-  let out_base = (split * params.batch + batch) * params.M * params.N;
-  let out_stride = params.N;
-#else
-  let out_base = gemm_output_offset(batch);
-  let out_stride = params.out_row_stride;
-#endif
+  let out_matrix = output_matrix(split, batch);
   for (var gi = 0u; gi < GM; gi++) {
     for (var i = 0u; i < 4u; i++) {
       let m = row0 + gi * 64u + ty * 4u + i;
       if (m < params.M) {
-        let out_row = out_base + m * out_stride;
-        let bias_row = m * params.bias_strides.x;
+        let out_row = out_matrix.x + m * out_matrix.y;
         for (var gj = 0u; gj < GN; gj++) {
-          let n0 = col0 + gj * 64u + tx * 4u;
-#if SPLIT_K
-          let v = acc[(gi * 4u + i) * GN + gj];
-          for (var j = 0u; j < 4u; j++) {
-            if (n0 + j < params.N) {
-              output[out_row + n0 + j] = v[j];
-            }
+          let n = col0 + gj * 64u + tx * 4u;
+          if (n < params.N) {
+            store_sums(out_row + n, m, n, acc[(gi * 4u + i) * GN + gj]);
           }
-#else
-          var v = params.alpha * acc[(gi * 4u + i) * GN + gj];
-          if (params.has_bias != 0u) {
-            for (var j = 0u; j < 4u; j++) {
-              v[j] += params.beta * bias[bias_row + min(n0 + j, params.N - 1u) * params.bias_strides.y];
-            }
-          }
-          for (var j = 0u; j < 4u; j++) {
-            if (n0 + j < params.N) {
-#if IN_PLACE_EPILOGUE
-              output[out_row + n0 + j] = v[j];  // residual and activation in the loop below
-#else
-              output[out_row + n0 + j] = fused_activation(v[j], params.act_lo, params.act_hi);
-#endif
-            }
-          }
-#endif
         }
       }
     }
@@ -351,19 +366,38 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // driver to unroll on the H200; acc, indexed by loop counters then, went to local memory for the whole
   // kernel (16x slower). A residual read there did the same (DaViT's MLP-down on the 128 tile: 0.18 -> 3.2 ms,
   // 2026-11-30). So that loop stores plain values, and this one, which reads no accumulator, adds the
-  // residual and activates this thread's outputs in place (cache-hot: it wrote them just now). A row's TN
-  // loads are all issued before its first store: a load that follows a store to the same buffer waits for it,
-  // and one load-activate-store per element cost a memory latency per element.
+  // residual and activates this thread's outputs in place (cache-hot: it wrote them just now). A row's loads
+  // are all issued before its first store: a load that follows a store to the same buffer waits for it, and
+  // one load-activate-store per run cost a memory latency per run.
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
     if (m < params.M) {
-      let out_row = out_base + m * out_stride;
+      let out_row = out_matrix.x + m * out_matrix.y;
+#if OUT_VEC4
+      var vals: array<vec4<f32>, GN>;
+      for (var g = 0u; g < GN; g++) {
+        let at = (out_row + min(col0 + g * 64u + tx * 4u, params.N - 4u)) / 4u;  // no branch
+        vals[g] = output[at];
+#if RESIDUAL
+        vals[g] += residual[at];
+#endif
+      }
+      for (var g = 0u; g < GN; g++) {
+        let n = col0 + g * 64u + tx * 4u;
+        if (n < params.N) {
+          for (var j = 0u; j < 4u; j++) {
+            vals[g][j] = fused_activation(vals[g][j], params.act_lo, params.act_hi);
+          }
+          output[(out_row + n) / 4u] = vals[g];
+        }
+      }
+#else
       var vals: array<f32, TN>;
       for (var c = 0u; c < TN; c++) {
-        let n = min(col0 + (c / 4u) * 64u + tx * 4u + c % 4u, params.N - 1u);  // clamped: no branch
-        vals[c] = output[out_row + n];
+        let at = out_row + min(col0 + (c / 4u) * 64u + tx * 4u + c % 4u, params.N - 1u);
+        vals[c] = output[at];
 #if RESIDUAL
-        vals[c] += residual[out_row + n];
+        vals[c] += residual[at];
 #endif
       }
       for (var c = 0u; c < TN; c++) {
@@ -372,6 +406,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           output[out_row + n] = fused_activation(vals[c], params.act_lo, params.act_hi);
         }
       }
+#endif
     }
   }
 #endif

@@ -3,7 +3,8 @@
 // fused residual with RESIDUAL, the fused activation). One invocation per output element.
 @group(0) @binding(0) var<storage, read> partials: array<f32>;  // [split][batch][M][N]
 @group(0) @binding(1) var<storage, read> bias: array<f32>;
-@group(0) @binding(2) var<storage, read_write> output: array<f32>;  // a view: out_row_stride, out_batch_strides
+// [batch][M][N], or with OUT_VIEW a view: out_row_stride, out_batch_strides
+@group(0) @binding(2) var<storage, read_write> output: array<f32>;
 @group(0) @binding(3) var<uniform> params: GemmParams;
 #if RESIDUAL
 @group(0) @binding(4) var<storage, read> residual: array<f32>;  // [batch][M][N]
@@ -28,5 +29,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let m = in_matrix / params.N;
   let n = in_matrix % params.N;
   // The residual stays at i: the planner rejects a residual with a strided output.
+#if OUT_VIEW
   output[gemm_output_offset(i / per_matrix) + m * params.out_row_stride + n] = gemm_epilogue(acc, m, n, i);
+#else
+  output[i] = gemm_epilogue(acc, m, n, i);  // packed: no batch decoding (gemm_fast.wgsl's output_matrix)
+#endif
 }
