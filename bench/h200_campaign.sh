@@ -222,15 +222,21 @@ elif [[ $mode == variants ]]; then
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)
   builds=(wgi)
   for b in .device/bin/wgi_*; do [[ -x $b && $b != *wgi_bench_ops ]] && builds+=("$(basename "$b")"); done
+  # VARIANT_ENV="A=1 A=2": each assignment is a variant of every build too (e.g. WGI_DISPATCHES_PER_SUBMIT).
+  read -ra settings <<<"${VARIANT_ENV:-}"
+  [[ ${#settings[@]} -eq 0 ]] && settings=("")
   {
     stamp_machine
     stamp prepare; prepare_models
     for round in 1 2; do
       for build in "${builds[@]}"; do
-        for dir in "${vision[@]}"; do
-          stamp "round $round $build $(basename "$dir")"
-          timeout 60 "$build" bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 30 2>&1 |
-            grep -E '^(run|graph)'
+        for setting in "${settings[@]}"; do
+          for dir in "${vision[@]}"; do
+            stamp "round $round $build $setting $(basename "$dir")"
+            # shellcheck disable=SC2086
+            env $setting timeout 60 "$build" bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 30 \
+              2>&1 | grep -E '^(run|graph)'
+          done
         done
       done
     done
