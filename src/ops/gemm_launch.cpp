@@ -79,7 +79,8 @@ bool strides_multiple_of_4(const std::array<uint32_t, 4>& strides) {
 // offset and every batch offset must be multiples of 4.
 bool a_vec4_possible(const GemmLaunchSpec& s) {
   return (s.a_km ? s.m % 4 == 0 : s.k % 4 == 0) && gemm_a_row_stride(s) % 4 == 0 && s.a_offset % 4 == 0 &&
-         strides_multiple_of_4(s.a_batch_strides);
+         strides_multiple_of_4(s.a_batch_strides) &&
+         (!s.a_row_map || strides_multiple_of_4(s.a_row_map->strides));
 }
 bool b_vec4_possible(const GemmLaunchSpec& s) {
   return (s.b_nk ? s.k % 4 == 0 : s.n % 4 == 0) && gemm_b_row_stride(s) % 4 == 0 && s.b_offset % 4 == 0 &&
@@ -91,7 +92,7 @@ std::string views_problem(const GemmLaunchSpec& spec, GemmKernel kernel) {
   if (!gemm_has_views(spec)) return "";
   return std::string("the ") + gemm_kernel_name(kernel) +
          " GEMM kernel reads and writes packed matrices only; this product has strided operand or output "
-         "views (run it on fast64 or fast128)";
+         "views or row maps (run it on fast64 or fast128)";
 }
 
 // Empty if the device can run a 256-invocation workgroup; else why not.
@@ -232,7 +233,8 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
     case GemmKernel::Fast128:
     case GemmKernel::Fast64:
       label = "gemm_" + fast_name(c.tile_m) + "_k" + std::to_string(c.tile_k) + "s" +
-              std::to_string(c.stages) + (spec.a_km ? "_akm" : "") + (spec.b_nk ? "_bnk" : "_bkn");
+              std::to_string(c.stages) + (spec.a_km ? "_akm" : "") + (spec.b_nk ? "_bnk" : "_bkn") +
+              (spec.a_row_map ? "_amap" : "") + (spec.out_row_map ? "_outmap" : "");
       break;
     case GemmKernel::Gemv:
       label = "gemv_r" + std::to_string(c.gemv_rows) + "_l" + std::to_string(c.gemv_lanes);
@@ -315,9 +317,31 @@ bool output_view(const GemmLaunchSpec& spec) {
 }  // namespace
 
 bool gemm_has_views(const GemmLaunchSpec& spec) {
-  return spec.a_offset != 0 || spec.b_offset != 0 ||
+  return spec.a_row_map || spec.out_row_map || spec.a_offset != 0 || spec.b_offset != 0 ||
          gemm_a_row_stride(spec) != (spec.a_km ? spec.m : spec.k) ||
          gemm_b_row_stride(spec) != (spec.b_nk ? spec.k : spec.n) || output_view(spec);
+}
+
+std::string gemm_row_map_problem(const GemmLaunchSpec& spec) {
+  auto check = [&](const std::optional<GemmRowMap>& map, const char* what,
+                   uint32_t row_stride) -> std::string {
+    if (!map) return "";
+    uint64_t rows = 1;
+    for (uint32_t e : map->extents) rows *= e;
+    if (rows != spec.m) {
+      return std::string(what) + "'s row map has extents (" + std::to_string(map->extents[0]) + ", " +
+             std::to_string(map->extents[1]) + ", " + std::to_string(map->extents[2]) + ", " +
+             std::to_string(map->extents[3]) + "), " + std::to_string(rows) +
+             " rows; the product has M = " + std::to_string(spec.m);
+    }
+    if (row_stride != 0)
+      return std::string(what) + " has both a row map and a row stride (" + std::to_string(row_stride) + ")";
+    return "";
+  };
+  std::string why = check(spec.a_row_map, "A", spec.a_row_stride);
+  if (why.empty() && spec.a_row_map && spec.a_km) why = "A's row map needs A stored as [M, K], not [K, M]";
+  if (why.empty()) why = check(spec.out_row_map, "the output", spec.out_row_stride);
+  return why;
 }
 
 bool gemm_views_supported(const gpu::Capabilities& caps) {
@@ -331,6 +355,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
   const gpu::Limits& limits = caps.limits;
   std::string why;
   const bool views = gemm_has_views(spec);
+  if (std::string why_map = gemm_row_map_problem(spec); !why_map.empty()) throw Error(why_map);
   if (spec.residual && output_view(spec)) {
     throw Error(
         "a fused residual is read at the output's packed index; this product writes a strided output "
@@ -439,8 +464,8 @@ namespace {
 // GemmParams of linear/gemm_common.wgsl.
 std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t tiles_m, uint32_t tiles_n,
                                            uint32_t splits) {
-  return gpu::UniformBuilder()
-      .u32(spec.m)
+  gpu::UniformBuilder params;
+  params.u32(spec.m)
       .u32(spec.n)
       .u32(spec.k)
       .u32(spec.batch)
@@ -461,8 +486,22 @@ std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t 
       .u32(gemm_b_row_stride(spec))
       .u32(gemm_out_row_stride(spec))
       .u32(spec.a_offset)
-      .u32(spec.b_offset)
-      .bytes();
+      .u32(spec.b_offset);
+  // The row maps' fields only for the launches that declare them (ROW_MAPS, row_map_defines).
+  if (spec.a_row_map || spec.out_row_map) {
+    const GemmRowMap a = spec.a_row_map.value_or(GemmRowMap{}), out = spec.out_row_map.value_or(GemmRowMap{});
+    params.vec4u(a.extents).vec4u(a.strides).vec4u(out.extents).vec4u(out.strides);
+  }
+  return params.bytes();
+}
+
+// ROW_MAPS (GemmParams declares the maps) where `spec` has any; A_ROW_MAP / OUT_ROW_MAP for the maps the
+// launch applies (`out_map`: false for a split's packed partial sums). Other products compile as without.
+void row_map_defines(const GemmLaunchSpec& spec, bool a_map, bool out_map, kernels::Defines& defines) {
+  if (!spec.a_row_map && !spec.out_row_map) return;
+  defines["ROW_MAPS"] = "1";
+  defines["A_ROW_MAP"] = a_map && spec.a_row_map ? "1" : "0";
+  defines["OUT_ROW_MAP"] = out_map && spec.out_row_map ? "1" : "0";
 }
 
 // The main launch of `spec` run with `config`, its K split into `splits` chunks (1: none).
@@ -505,10 +544,13 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       // vec4 stores: N, and for a view (not the packed partial sums of a split) its row and batch strides,
       // multiples of 4.
       defines["OUT_VEC4"] =
-          spec.n % 4 == 0 && (splits > 1 || (gemm_out_row_stride(spec) % 4 == 0 &&
-                                             strides_multiple_of_4(gemm_out_batch_strides(spec))))
+          spec.n % 4 == 0 &&
+                  (splits > 1 || (gemm_out_row_stride(spec) % 4 == 0 &&
+                                  strides_multiple_of_4(gemm_out_batch_strides(spec)) &&
+                                  (!spec.out_row_map || strides_multiple_of_4(spec.out_row_map->strides))))
               ? "1"
               : "0";
+      row_map_defines(spec, true, splits <= 1, defines);
       launch.program.wgsl = kernels::load_wgsl("linear/gemm_fast.wgsl", defines);
       break;
     }
@@ -747,6 +789,7 @@ KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSp
   spec.activation.add_defines(defines);
   if (spec.residual) defines["RESIDUAL"] = "1";
   defines["OUT_VIEW"] = output_view(spec) ? "1" : "0";
+  row_map_defines(spec, false, true, defines);
   reduce.program.wgsl = kernels::load_wgsl("linear/gemm_split_reduce.wgsl", defines);
   reduce.program.label = std::string("gemm_split_reduce") + residual_label_suffix(spec.residual.has_value());
   reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,

@@ -60,6 +60,17 @@ const char* gemm_kernel_name(GemmKernel kernel);
 // For error messages: "tiled, vec4, fast128, fast64 or gemv".
 std::string gemm_kernel_names();
 
+// Where a matrix's rows lie when they are not a constant stride apart: row m (< M) starts
+//   sum_d digit_d(m) * strides[d]
+// elements after the matrix's start, where digit_0..digit_3 are m written in the mixed radix `extents`
+// (outermost first, padded with 1s in front; their product is M). DaViT's window partition of x [H, W, C]
+// into windows of ws x ws tokens: extents (H/ws, W/ws, ws, ws), strides (ws*W*C, ws*C, W*C, C) (an image
+// batch folded into M merges into the outermost digit: H*W*C = (H/ws) * ws*W*C).
+struct GemmRowMap {
+  std::array<uint32_t, 4> extents = {1, 1, 1, 1};
+  std::array<uint32_t, 4> strides = {0, 0, 0, 0};
+};
+
 struct GemmLaunchSpec {
   uint32_t m = 0, n = 0, k = 0;
   uint32_t batch = 1;                                 // output matrices, decoded from batch_dims
@@ -86,6 +97,13 @@ struct GemmLaunchSpec {
   uint32_t a_row_stride = 0, b_row_stride = 0, out_row_stride = 0;
   uint32_t a_offset = 0, b_offset = 0;
   std::array<uint32_t, 4> out_batch_strides = {0, 0, 0, 0};
+  // Row maps (window attention's partition and reverse read and written in place): A's rows and the
+  // output's rows scattered over a tensor instead of a row stride apart (GemmRowMap). Only the fast kernels
+  // run them (gemm_has_views); a map replaces the row stride (a_row_stride / out_row_stride must stay 0) and
+  // A's needs A as [M, K]. A split product keeps its partial sums packed; the reduction writes through the
+  // output's map. A fused residual of a row-mapped output is laid out like the output (read where the
+  // element is written), which is what the window reverse's residual Add sees.
+  std::optional<GemmRowMap> a_row_map, out_row_map;
   TensorRef a, b, out;
   std::optional<TensorRef> bias;
   uint32_t bias_stride_m = 0, bias_stride_n = 0;
@@ -102,8 +120,12 @@ uint32_t gemm_a_row_stride(const GemmLaunchSpec& spec);
 uint32_t gemm_b_row_stride(const GemmLaunchSpec& spec);
 uint32_t gemm_out_row_stride(const GemmLaunchSpec& spec);
 std::array<uint32_t, 4> gemm_out_batch_strides(const GemmLaunchSpec& spec);
-// Whether any operand or the output of `spec` is not in the packed layout (only the fast kernels run it).
+// Whether any operand or the output of `spec` is not in the packed layout (only the fast kernels run it);
+// row maps count.
 bool gemm_has_views(const GemmLaunchSpec& spec);
+// Why `spec`'s row maps are malformed ("" if they are not): extents whose product is not M, a map next to a
+// row stride, A's map with A as [K, M].
+std::string gemm_row_map_problem(const GemmLaunchSpec& spec);
 // Whether the device can run a product with views (a fast kernel fits its limits): where not (compat
 // devices allow 128 invocations per workgroup by default), callers copy their operands packed first.
 bool gemm_views_supported(const gpu::Capabilities& caps);

@@ -1335,5 +1335,259 @@ TEST(GemmViews, SeedKernelsAndStridedResidualsAreErrors) {
   EXPECT_NE(e.find("strided output"), std::string::npos) << e;
 }
 
+// ---- Row maps: A read through DaViT's window partition, the output written through the window reverse
+// (GemmLaunchSpec::a_row_map / out_row_map) on both fast tiles, split and unsplit, with a fused residual ----
+
+namespace row_maps {
+
+// Per batch matrix an image x [H, W, K] cut into windows of wh x ww tokens; the product's row m is token
+// (i, j) of window (wi, wj), m = ((wi * W/ww + wj) * wh + i) * ww + j. A read through the partition (or
+// packed in window order without a_map), the output written back into [H, W, N] (or packed without
+// out_map). `fold`: the b0 images folded into M (the outermost digit then runs over images and window rows,
+// as linear.cpp folds a weight product's batch); otherwise b0 batch matrices, B broadcast over them.
+struct Case {
+  const char* what;
+  uint32_t h, w, wh, ww, n, k;
+  uint32_t b0 = 1;
+  bool fold = false;
+  bool a_map = true, out_map = true;
+  ops::GemmKernel kernel = ops::GemmKernel::Fast64;
+  uint32_t split_k = 1;
+  bool residual = false;
+};
+
+// The row map of a window partition of [rows, w, c] (rows: all image rows, several images when folded).
+ops::GemmRowMap window_map(uint32_t rows, uint32_t w, uint32_t wh, uint32_t ww, uint32_t c) {
+  return {{rows / wh, w / ww, wh, ww}, {wh * w * c, ww * c, w * c, c}};
+}
+
+// Element offset of row m as the map says (the reference's own decoding).
+int64_t mapped(const ops::GemmRowMap& map, uint32_t m) {
+  int64_t offset = 0;
+  for (int d = 3; d >= 0; --d) {
+    offset += int64_t{m % map.extents[static_cast<size_t>(d)]} * map.strides[static_cast<size_t>(d)];
+    m /= map.extents[static_cast<size_t>(d)];
+  }
+  return offset;
+}
+
+void expect_case(const Case& c) {
+  SCOPED_TRACE(c.what);
+  const uint32_t tokens = c.h * c.w;
+  const uint32_t m = c.fold ? c.b0 * tokens : tokens;
+  const uint32_t matrices = c.fold ? 1 : c.b0;
+  const ops::GemmRowMap a_map = window_map(c.fold ? c.b0 * c.h : c.h, c.w, c.wh, c.ww, c.k);
+  const ops::GemmRowMap out_map = window_map(c.fold ? c.b0 * c.h : c.h, c.w, c.wh, c.ww, c.n);
+  const ops::GemmRowMap packed_a{{1, 1, 1, m}, {0, 0, 0, c.k}}, packed_out{{1, 1, 1, m}, {0, 0, 0, c.n}};
+  const ops::GemmRowMap& a_rows = c.a_map ? a_map : packed_a;
+  const ops::GemmRowMap& out_rows = c.out_map ? out_map : packed_out;
+  const int64_t out_size = int64_t{c.b0} * tokens * c.n;
+
+  ops::GemmLaunchSpec s;
+  s.m = m;
+  s.n = c.n;
+  s.k = c.k;
+  s.batch = matrices;
+  s.batch_dims = {1, 1, 1, matrices};
+  s.a_batch_strides = {0, 0, 0, matrices > 1 ? tokens * c.k : 0};
+  s.b_nk = true;
+  if (c.a_map) s.a_row_map = a_map;
+  if (c.out_map) s.out_row_map = out_map;
+  s.kernel = c.kernel;
+  s.split_k = c.split_k;
+  s.a = ops::TensorRef::input(0);
+  s.b = ops::TensorRef::input(1);
+  s.bias = ops::TensorRef::input(2);
+  s.bias_stride_n = 1;
+  s.beta = 0.5f;
+  s.alpha = 1.25f;
+  if (c.residual) s.residual = ops::TensorRef::input(3);
+  s.out = ops::TensorRef::output(0);
+
+  const uint64_t seed = 5000 + c.h * 131 + c.w * 31 + c.n * 7 + c.k;
+  Tensor a = test::random_tensor({int64_t{c.b0} * tokens * c.k}, seed);
+  Tensor b = test::random_tensor({int64_t{c.n} * c.k}, seed + 1);
+  Tensor bias = test::random_tensor({c.n}, seed + 2);
+  Tensor residual = test::random_tensor({out_size}, seed + 3);
+  Inputs in = {NodeInput{a}, NodeInput{b}, NodeInput{bias}};
+  if (c.residual) in.push_back(NodeInput{residual});
+  const ops::OpRegistry registry = views::registry_for(s, out_size);
+
+  const ops::OpPlan plan =
+      runtime::plan_node(test::device().capabilities(), views::strided_node(), in, registry);
+  ASSERT_EQ(plan.launches.size(), c.split_k > 1 ? 2u : 1u);
+  const std::string& label = plan.launches[0].program.label;
+  EXPECT_NE(label.find(c.kernel == ops::GemmKernel::Fast128 ? "gemm_fast128" : "gemm_fast64"),
+            std::string::npos)
+      << label;
+  EXPECT_EQ(label.find("_amap") != std::string::npos, c.a_map) << label;
+  EXPECT_EQ(label.find("_ascalar") == std::string::npos, c.k % 4 == 0) << label;
+  if (c.split_k <= 1) {
+    EXPECT_EQ(plan.launches[0].program.wgsl.find("output: array<vec4<f32>>") != std::string::npos,
+              c.n % 4 == 0)
+        << label;
+  }
+
+  std::vector<Tensor> out = runtime::run_node(test::device(), views::strided_node(), in, {}, registry);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].element_count(), out_size);
+  auto av = a.data<float>();
+  auto bv = b.data<float>();
+  auto ov = out[0].data<float>();
+  std::vector<bool> written(static_cast<size_t>(out_size), false);
+  const test::Tolerance tolerance = test::fp32_tolerance(c.k);
+  int bad = 0;
+  for (uint32_t mat = 0; mat < matrices; ++mat) {
+    const int64_t a_base = int64_t{mat} * tokens * c.k, o_base = int64_t{mat} * tokens * c.n;
+    for (uint32_t row = 0; row < m; ++row) {
+      const int64_t a_row = a_base + mapped(a_rows, row), o_row = o_base + mapped(out_rows, row);
+      for (uint32_t n = 0; n < c.n; ++n) {
+        double sum = 0;
+        for (uint32_t k = 0; k < c.k; ++k) {
+          sum += double{av[static_cast<size_t>(a_row + k)]} *
+                 double{bv[static_cast<size_t>(int64_t{n} * c.k + k)]};
+        }
+        const size_t oi = static_cast<size_t>(o_row + n);
+        double expected = 1.25 * sum + 0.5 * double{bias.data<float>()[n]};
+        if (c.residual) expected += double{residual.data<float>()[oi]};
+        ASSERT_FALSE(written[oi]) << "rows overlap at " << oi;
+        written[oi] = true;
+        const double got = ov[oi];
+        if (!(std::abs(got - expected) <= tolerance(expected)) && bad++ < 5) {
+          ADD_FAILURE() << "matrix " << mat << " row " << row << " n " << n << ": " << got << ", expected "
+                        << expected;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_TRUE(std::all_of(written.begin(), written.end(), [](bool w) { return w; }));
+}
+
+}  // namespace row_maps
+
+TEST(GemmRowMaps, WindowPartitionAndReverseMatchFloat64Reference) {
+  using ops::GemmKernel;
+  using row_maps::Case;
+  for (const Case& c : {
+           // vec4 loads and stores (K, N multiples of 4), both maps, two images as batch matrices.
+           Case{.what = "aligned, batch, fast64", .h = 6, .w = 6, .wh = 3, .ww = 3, .n = 12, .k = 8, .b0 = 2},
+           Case{.what = "aligned, folded images, fast128, residual",
+           .h = 6,
+           .w = 4,
+           .wh = 3,
+           .ww = 2,
+           .n = 8,
+           .k = 12,
+           .b0 = 2,
+           .fold = true,
+           .kernel = GemmKernel::Fast128,
+           .residual = true},
+           // Scalar loads and stores (K, N not multiples of 4), non-square windows.
+           Case{.what = "unaligned, batch, fast128, residual",
+           .h = 4,
+           .w = 6,
+           .wh = 2,
+           .ww = 3,
+           .n = 10,
+           .k = 6,
+           .b0 = 2,
+           .kernel = GemmKernel::Fast128,
+           .residual = true},
+           Case{.what = "unaligned, fast64, residual",
+           .h = 6,
+           .w = 6,
+           .wh = 2,
+           .ww = 3,
+           .n = 7,
+           .k = 9,
+           .residual = true},
+           // One map at a time.
+           Case{.what = "A map only",
+           .h = 4,
+           .w = 4,
+           .wh = 2,
+           .ww = 2,
+           .n = 8,
+           .k = 8,
+           .b0 = 2,
+           .out_map = false},
+           Case{.what = "output map only, residual",
+           .h = 4,
+           .w = 4,
+           .wh = 2,
+           .ww = 2,
+           .n = 8,
+           .k = 8,
+           .b0 = 2,
+           .a_map = false,
+           .residual = true},
+           // Split: packed partial sums (A still read through its map), the reduction writes through the
+           // output's map and adds the residual there.
+           Case{.what = "split, fast64, residual",
+           .h = 4,
+           .w = 6,
+           .wh = 2,
+           .ww = 3,
+           .n = 12,
+           .k = 40,
+           .b0 = 2,
+           .split_k = 3,
+           .residual = true},
+           Case{.what = "split, unaligned, folded, fast128",
+           .h = 6,
+           .w = 6,
+           .wh = 3,
+           .ww = 3,
+           .n = 6,
+           .k = 30,
+           .b0 = 2,
+           .fold = true,
+           .kernel = GemmKernel::Fast128,
+           .split_k = 2},
+       }) {
+    row_maps::expect_case(c);
+  }
+}
+
+TEST(GemmRowMaps, SeedKernelsAndMalformedMapsAreErrors) {
+  ops::GemmLaunchSpec s;
+  s.m = 16;
+  s.n = s.k = 8;
+  s.b_nk = true;
+  s.a_row_map = row_maps::window_map(4, 4, 2, 2, 8);
+  const gpu::Capabilities& caps = test::device().capabilities();
+  auto error = [&](const ops::GemmLaunchSpec& spec) {
+    try {
+      ops::choose_gemm_config(spec, caps);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(s), "no error");
+  EXPECT_TRUE(ops::gemm_has_views(s));
+  // The planner's own choice is a fast kernel, even where barriers are costly (SwiftShader).
+  const ops::GemmKernel chosen = ops::choose_gemm_config(s, caps).kernel;
+  EXPECT_TRUE(chosen == ops::GemmKernel::Fast64 || chosen == ops::GemmKernel::Fast128);
+  for (ops::GemmKernel k : {ops::GemmKernel::Tiled, ops::GemmKernel::Vec4, ops::GemmKernel::Gemv}) {
+    ops::GemmLaunchSpec forced = s;
+    forced.kernel = k;
+    EXPECT_NE(error(forced).find("row maps"), std::string::npos) << error(forced);
+  }
+  ops::GemmLaunchSpec rows = s;
+  rows.out_row_map = row_maps::window_map(4, 2, 2, 2, 8);  // 8 rows for M = 16
+  EXPECT_NE(error(rows).find("the output's row map has extents (2, 1, 2, 2), 8 rows; the product has M = 16"),
+            std::string::npos)
+      << error(rows);
+  ops::GemmLaunchSpec stride = s;
+  stride.a_row_stride = 12;
+  EXPECT_NE(error(stride).find("A has both a row map and a row stride (12)"), std::string::npos)
+      << error(stride);
+  ops::GemmLaunchSpec km = s;
+  km.a_km = true;
+  EXPECT_NE(error(km).find("A's row map needs A stored as [M, K]"), std::string::npos) << error(km);
+}
+
 }  // namespace
 }  // namespace wgi

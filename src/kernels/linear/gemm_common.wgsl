@@ -32,6 +32,15 @@ struct GemmParams {
   out_row_stride: u32,
   a_offset: u32,
   b_offset: u32,
+#if ROW_MAPS
+  // Row maps (GemmRowMap in src/ops/gemm_launch.h; only gemm_fast.wgsl and gemm_split_reduce.wgsl): with
+  // A_ROW_MAP / OUT_ROW_MAP, row m of A / of the output starts gemm_row_offset(extents, strides, m) elements
+  // after its matrix's start instead of m row strides.
+  a_row_extents: vec4<u32>,
+  a_row_strides: vec4<u32>,
+  out_row_extents: vec4<u32>,
+  out_row_strides: vec4<u32>,
+#endif
 }
 
 // Where the workgroup at `tile_index` of a GEMM grid of `splits` K chunks works, as (K chunk, output matrix,
@@ -55,6 +64,20 @@ fn gemm_batch_offsets(b: u32) -> vec2<u32> {
   }
   return offsets;
 }
+
+#if ROW_MAPS
+// Where row m of a row-mapped matrix starts: m's digits in the mixed radix `extents` (outermost first) times
+// `strides`. A fixed count of steps, no data-dependent exit (gemm_fast.wgsl's output_matrix says why).
+fn gemm_row_offset(extents: vec4<u32>, strides: vec4<u32>, m: u32) -> u32 {
+  var rest = m;
+  var offset = 0u;
+  for (var d = 3; d >= 0; d--) {
+    offset += (rest % extents[d]) * strides[d];
+    rest = rest / extents[d];
+  }
+  return offset;
+}
+#endif
 
 // Element offset of output matrix `b` (its first element).
 fn gemm_output_offset(b: u32) -> u32 {

@@ -18,6 +18,12 @@
 // - Strided views (attention's Q, K, V read in place): A's and B's stored rows are params.a_row_stride /
 //   b_row_stride apart from a_offset / b_offset, the output's go where output_matrix says; the planner sets
 //   A_VEC4 / B_VEC4 / OUT_VEC4 only where those strides and offsets are multiples of 4 (gemm_launch.cpp).
+// - Row maps (DaViT's window partition read and window reverse written in place): with A_ROW_MAP, A's row m
+//   starts gemm_row_offset(a_row_extents, a_row_strides, m) into its matrix. A thread's A rows are the same
+//   in every slab (a_rk), so it decodes them once before the K loop (a_rows) and fetch_a gets the row's
+//   start. With OUT_ROW_MAP the thread's TM output rows are decoded once after the K loop (out_rows), outside
+//   the unrolled store loop: anything long in there risks the accumulators going to local memory (see
+//   IN_PLACE_EPILOGUE).
 // - SPLIT_K: for few output tiles over a long K (mid-size transformer products on a large GPU), workgroups
 //   also split K into params.k_splits chunks of whole slabs and write raw partial sums, chunk-major
 //   ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
@@ -75,7 +81,11 @@ fn fetch_a(base: u32, m: u32, k: u32) -> vec4<f32> {
   if (m >= params.M) {
     return vec4<f32>(0.0);
   }
+#if A_ROW_MAP
+  let i = base + k;  // base: where row m starts (a_rows in main)
+#else
   let i = base + m * params.a_row_stride + k;
+#endif
 #if A_VEC4
   if (k >= params.K) {
     return vec4<f32>(0.0);
@@ -266,6 +276,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var l = 0u; l < B_LOADS; l++) {
     b_rk[l] = slab_coords(flat, l, BN, b_k_contiguous);
   }
+#if A_ROW_MAP
+  var a_rows: array<u32, A_LOADS>;  // where each load's A row starts (fetch_a skips rows past M)
+  for (var l = 0u; l < A_LOADS; l++) {
+    a_rows[l] = offsets.x + gemm_row_offset(params.a_row_extents, params.a_row_strides, row0 + a_rk[l].x);
+  }
+#endif
 
   var acc: array<vec4<f32>, TM * GN>;  // row r, column group g at acc[r * GN + g]; zero-initialised
   var a_next: array<vec4<f32>, A_LOADS>;
@@ -279,7 +295,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let k_first = slab_begin * BK;
   if (k_slabs > 0u) {
     for (var l = 0u; l < A_LOADS; l++) {
+#if A_ROW_MAP
+      store_a(0u, a_rk[l], fetch_a(a_rows[l], row0 + a_rk[l].x, k_first + a_rk[l].y));
+#else
       store_a(0u, a_rk[l], fetch_a(offsets.x, row0 + a_rk[l].x, k_first + a_rk[l].y));
+#endif
     }
     for (var l = 0u; l < B_LOADS; l++) {
       store_b(0u, b_rk[l], fetch_b(offsets.y, col0 + b_rk[l].x, k_first + b_rk[l].y));
@@ -292,7 +312,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (more) {
       let k0 = k_first + (s + 1u) * BK;
       for (var l = 0u; l < A_LOADS; l++) {
+#if A_ROW_MAP
+        a_next[l] = fetch_a(a_rows[l], row0 + a_rk[l].x, k0 + a_rk[l].y);
+#else
         a_next[l] = fetch_a(offsets.x, row0 + a_rk[l].x, k0 + a_rk[l].y);
+#endif
       }
       for (var l = 0u; l < B_LOADS; l++) {
         b_next[l] = fetch_b(offsets.y, col0 + b_rk[l].x, k0 + b_rk[l].y);
@@ -347,11 +371,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   let out_matrix = output_matrix(split, batch);
+#if OUT_ROW_MAP
+  var out_rows: array<u32, TM>;  // where each of the thread's output rows starts (rows past M: unused)
+  for (var r = 0u; r < TM; r++) {
+    let m = min(row0 + (r / 4u) * 64u + ty * 4u + r % 4u, params.M - 1u);
+    out_rows[r] = out_matrix.x + gemm_row_offset(params.out_row_extents, params.out_row_strides, m);
+  }
+#endif
   for (var gi = 0u; gi < GM; gi++) {
     for (var i = 0u; i < 4u; i++) {
       let m = row0 + gi * 64u + ty * 4u + i;
       if (m < params.M) {
+#if OUT_ROW_MAP
+        let out_row = out_rows[gi * 4u + i];
+#else
         let out_row = out_matrix.x + m * out_matrix.y;
+#endif
         for (var gj = 0u; gj < GN; gj++) {
           let n = col0 + gj * 64u + tx * 4u;
           if (n < params.N) {
@@ -372,7 +407,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
     if (m < params.M) {
+#if OUT_ROW_MAP
+      let out_row = out_rows[r];
+#else
       let out_row = out_matrix.x + m * out_matrix.y;
+#endif
 #if OUT_VEC4
       var vals: array<vec4<f32>, GN>;
       for (var g = 0u; g < GN; g++) {

@@ -28,10 +28,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let in_matrix = i % per_matrix;
   let m = in_matrix / params.N;
   let n = in_matrix % params.N;
+#if OUT_ROW_MAP
+  // A row-mapped output's residual is laid out like the output: read where the element goes.
+  let row = gemm_row_offset(params.out_row_extents, params.out_row_strides, m);
+  let at = gemm_output_offset(i / per_matrix) + row + n;
+  output[at] = gemm_epilogue(acc, m, n, at);
+#else
   // The residual stays at i: the planner rejects a residual with a strided output.
 #if OUT_VIEW
   output[gemm_output_offset(i / per_matrix) + m * params.out_row_stride + n] = gemm_epilogue(acc, m, n, i);
 #else
   output[i] = gemm_epilogue(acc, m, n, i);  // packed: no batch decoding (gemm_fast.wgsl's output_matrix)
+#endif
 #endif
 }
