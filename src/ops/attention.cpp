@@ -55,16 +55,27 @@ namespace wgi::ops {
 namespace {
 
 constexpr uint32_t kMaxValueDim = 512;  // 8 accumulators per thread x 64 threads (attention.wgsl)
-// attention_tiled.wgsl: one query row per invocation, 64 rows per workgroup, keys staged 32 at a time; its
-// q row and accumulator are registers, so the head sizes are compiled in and bounded.
-constexpr int64_t kTiledQueriesPerWorkgroup = 64;  // BQ in attention_tiled.wgsl
+// attention_tiled.wgsl: one query row per invocation, keys staged 32 at a time; its q row and accumulator are
+// registers, so the head sizes are compiled in and bounded.
 constexpr int64_t kTiledMaxHeadDim = 64;
 constexpr int64_t kTiledKeysPerChunk = 32;
-constexpr int64_t kTiledMinQueries = 32;  // below, most of a 64-row workgroup would idle: attention.wgsl
-// ... and it must fill the GPU: on the H200 SigLIP-B's 12 heads x 197 queries (48 tiled workgroups) ran in
-// 1.97 ms tiled against 0.92 ms on attention.wgsl's 2364 workgroups, while DaViT's window attention
-// (thousands of tiled workgroups) went from 14.9 to 4.4 ms (docs/performance.md).
-constexpr int64_t kTiledMinWorkgroups = 256;
+constexpr int64_t kTiledMaxQueriesPerWorkgroup = 256;
+constexpr int64_t kTiledMinQueries = 32;  // below, most of a 32-row workgroup would idle: attention.wgsl
+// ... and it must fill the GPU: on the H200 SigLIP-B's 12 heads x 197 queries (48 tiled workgroups of 64)
+// ran in 1.97 ms tiled against 0.92 ms on attention.wgsl's 2364 workgroups, while DaViT's window attention
+// (thousands of tiled workgroups) went from 14.9 to 4.4 ms (docs/performance.md): at least 256 workgroups'
+// worth of 64 query rows.
+constexpr int64_t kTiledMinInvocations = 256 * 64;
+
+// The tiled kernel's query rows per workgroup: a head's queries rounded up to whole warps (32), so that
+// they share one staging of the keys and values (DaViT's 144 queries: 160; with 64 rows per workgroup each
+// head staged them three times), at most 256 and what the device allows. 0 if it allows fewer than 32.
+int64_t tiled_queries_per_workgroup(int64_t tq, const gpu::Limits& limits) {
+  const int64_t device =
+      std::min<int64_t>(limits.max_compute_invocations_per_workgroup, limits.max_compute_workgroup_size_x);
+  const int64_t cap = std::min(kTiledMaxQueriesPerWorkgroup, device) / 32 * 32;
+  return std::min(cap, (tq + 31) / 32 * 32);
+}
 
 uint32_t to_u32(const PlanContext& ctx, int64_t v, const char* what) {
   if (v < 0 || v > static_cast<int64_t>(UINT32_MAX)) ctx.fail(std::string(what) + " does not fit u32");
@@ -329,9 +340,16 @@ OpPlan plan_attention(const PlanContext& ctx) {
   const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
   if (!forced.empty() && forced != "rows" && forced != "tiled")
     ctx.fail("unknown wgi.kernel '" + forced + "' (expected rows or tiled)");
-  const uint64_t tiled_storage = static_cast<uint64_t>(kTiledKeysPerChunk * (d + dv)) * sizeof(float);
+  // Keys and values staged as whole vec4s (head dims padded).
+  const uint64_t tiled_storage =
+      static_cast<uint64_t>(kTiledKeysPerChunk * ((d + 3) / 4 + (dv + 3) / 4) * 4) * sizeof(float);
+  const int64_t tiled_queries = tiled_queries_per_workgroup(tq, ctx.caps.limits);
   std::string why_not_tiled;
-  if (d > kTiledMaxHeadDim || dv > kTiledMaxHeadDim) {
+  if (tiled_queries == 0) {
+    why_not_tiled = "32 invocations per workgroup; the device allows " +
+                    std::to_string(std::min(ctx.caps.limits.max_compute_invocations_per_workgroup,
+                                            ctx.caps.limits.max_compute_workgroup_size_x));
+  } else if (d > kTiledMaxHeadDim || dv > kTiledMaxHeadDim) {
     why_not_tiled = "head sizes up to " + std::to_string(kTiledMaxHeadDim) + "; Q·K has " +
                     std::to_string(d) + " and V " + std::to_string(dv);
   } else if (tiled_storage > ctx.caps.limits.max_compute_workgroup_storage_size) {
@@ -344,9 +362,10 @@ OpPlan plan_attention(const PlanContext& ctx) {
              shape_to_string(vs));
   }
   const int64_t tiled_workgroups =
-      element_count(out_batch) * ((tq + kTiledQueriesPerWorkgroup - 1) / kTiledQueriesPerWorkgroup);
-  const bool tiled = forced == "tiled" || (forced.empty() && why_not_tiled.empty() &&
-                                           tq >= kTiledMinQueries && tiled_workgroups >= kTiledMinWorkgroups);
+      tiled_queries == 0 ? 0 : element_count(out_batch) * ((tq + tiled_queries - 1) / tiled_queries);
+  const bool tiled =
+      forced == "tiled" || (forced.empty() && why_not_tiled.empty() && tq >= kTiledMinQueries &&
+                            tiled_workgroups * tiled_queries >= kTiledMinInvocations);
 
   // Operand i as a contiguous copy in a scratch buffer of its own: its view becomes the plain layout.
   std::array<TensorRef, 3> operands = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2)};
@@ -513,10 +532,11 @@ OpPlan plan_attention(const PlanContext& ctx) {
   KernelLaunch launch;
   launch.program.label = std::string(tiled ? "attention_tiled" : "attention") + (k_transposed ? "_kt" : "");
   if (tiled) {
-    launch.program.wgsl =
-        kernels::load_wgsl("attention/attention_tiled.wgsl", {{"K_TRANSPOSED", k_transposed ? "1" : "0"},
-                                                              {"HEAD_DIM", std::to_string(d)},
-                                                              {"VALUE_DIM", std::to_string(dv)}});
+    launch.program.wgsl = kernels::load_wgsl("attention/attention_tiled.wgsl",
+                                             {{"K_TRANSPOSED", k_transposed ? "1" : "0"},
+                                              {"HEAD_DIM", std::to_string(d)},
+                                              {"VALUE_DIM", std::to_string(dv)},
+                                              {"QUERIES_PER_WORKGROUP", std::to_string(tiled_queries)}});
   } else {
     launch.program.wgsl =
         kernels::load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_transposed ? "1" : "0"}});

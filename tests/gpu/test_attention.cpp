@@ -203,9 +203,11 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"broadcast_v", {2, 3, 4, 5}, {2, 3, 9, 5}, {2, 1, 9, 4}, std::nullopt, false},
         AttentionCase{"broadcast_q", {1, 3, 4, 5}, {2, 3, 9, 5}, {2, 3, 9, 4}, std::nullopt, false},
         AttentionCase{"wide_values", {1, 3, 16}, {1, 5, 16}, {1, 5, 130}, std::nullopt, false},
-        // Many queries, as the tiled kernel takes them (forced in the test): several 64-row blocks, a partial
-        // last block, several 32-key chunks, a partial last chunk; with a mask and K given transposed.
+        // Many queries, as the tiled kernel takes them (forced in the test): one block of whole warps (96
+        // rows for 70), several 32-key chunks, a partial last chunk; with a mask and K given transposed;
+        // past 256 queries two blocks (the second partial), head dims that are not whole vec4s.
         AttentionCase{"window_like", {2, 2, 70, 12}, {2, 2, 70, 12}, {2, 2, 70, 12}, std::nullopt, false},
+        AttentionCase{"window_two_blocks", {1, 1, 270, 6}, {1, 1, 270, 6}, {1, 1, 270, 3}, Shape{270}, false},
         AttentionCase{
             "window_like_kt_mask", {1, 3, 40, 8}, {1, 3, 8, 33}, {1, 3, 33, 5}, Shape{40, 33}, true},
         // V's last dim past the fused kernel's 512: the three-launch plan (GEMM, Softmax, GEMM). DaViT's

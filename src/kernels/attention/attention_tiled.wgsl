@@ -4,6 +4,11 @@
 // its own online softmax over them (running max and sum in registers; no cross-invocation reduction, so one
 // barrier pair per chunk instead of attention.wgsl's several per row). All invocations of a workgroup read
 // the same K / V element at once: a broadcast, no bank conflicts.
+// - BQ (a multiple of 32, at most 256) covers a head's queries in one workgroup where they fit, so its keys
+//   and values are staged once per head, not once per 64 queries (DaViT: 144 queries, BQ 160).
+// - Head dims are padded to whole vec4s (D4, DV4: zeros), so a workgroup-memory read serves four FMAs, and
+//   a chunk's scores loop runs to the constant BKV (keys past Tk score -3.4e38, weight 0): unrolled, the
+//   scores stay in registers (with the chunk's key count as the bound they went to local memory).
 //   HEAD_DIM = D and VALUE_DIM = Dv are compiled in (at most 64 each), so q and the accumulator live in
 //   registers. Operands and batch decoding as in attention.wgsl (attention_common.wgsl).
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -15,15 +20,18 @@
 
 #include "attention/attention_common.wgsl"
 
-const BQ: u32 = 64u;   // query rows per workgroup, one per invocation
-const BKV: u32 = 32u;  // keys staged per chunk
+const BQ: u32 = {{QUERIES_PER_WORKGROUP}}u;  // query rows per workgroup, one per invocation
+const BKV: u32 = 32u;                         // keys staged per chunk
 const D: u32 = {{HEAD_DIM}}u;
 const DV: u32 = {{VALUE_DIM}}u;
+const D4: u32 = (D + 3u) / 4u;  // vec4s per key row, zero-padded
+const DV4: u32 = (DV + 3u) / 4u;
+const NO_SCORE: f32 = -3.4028234e38;
 
-var<workgroup> k_tile: array<array<f32, D>, BKV>;
-var<workgroup> v_tile: array<array<f32, DV>, BKV>;
+var<workgroup> k_tile: array<array<vec4<f32>, D4>, BKV>;
+var<workgroup> v_tile: array<array<vec4<f32>, DV4>, BKV>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(BQ)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let blocks_per_matrix = (params.tq + BQ - 1u) / BQ;
@@ -36,52 +44,59 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let has_row = i < params.tq;
   let bases = attention_bases(batch);
 
-  var q_row: array<f32, D>;
+  var q_row: array<vec4<f32>, D4>;
   if (has_row) {
     for (var c = 0u; c < D; c++) {
-      q_row[c] = q[bases.q + i * params.q_row_stride + c] * params.scale;
+      q_row[c / 4u][c % 4u] = q[bases.q + i * params.q_row_stride + c] * params.scale;
     }
   }
-  var acc: array<f32, DV>;
-  var running_max = -3.4028234e38;
+  var acc: array<vec4<f32>, DV4>;
+  var running_max = NO_SCORE;
   var running_sum = 0.0;
   let m_base = bases.mask + i * params.mask_row_stride;
 
   for (var start = 0u; start < params.tk; start += BKV) {
     let n = min(BKV, params.tk - start);
-    // Stage the chunk: 64 invocations copy n x D keys and n x Dv values (zeros past the last key).
-    for (var e = lid; e < BKV * D; e += BQ) {
-      let j = e / D;
-      let c = e % D;
-      var value = 0.0;
-      if (j < n) {
+    // Stage the chunk: BQ invocations copy n x D keys and n x Dv values, zeros past the last key and in the
+    // padding.
+    for (var e = lid; e < BKV * D4; e += BQ) {
+      let j = e / D4;
+      let c0 = (e % D4) * 4u;
+      var value = vec4<f32>(0.0);
+      for (var c = c0; c < min(c0 + 4u, D); c++) {
+        if (j < n) {
 #if K_TRANSPOSED
-        value = k[bases.k + c * params.k_row_stride + start + j];
+          value[c - c0] = k[bases.k + c * params.k_row_stride + start + j];
 #else
-        value = k[bases.k + (start + j) * params.k_row_stride + c];
+          value[c - c0] = k[bases.k + (start + j) * params.k_row_stride + c];
 #endif
+        }
       }
-      k_tile[j][c] = value;
+      k_tile[j][c0 / 4u] = value;
     }
-    for (var e = lid; e < BKV * DV; e += BQ) {
-      let j = e / DV;
-      let c = e % DV;
-      var value = 0.0;
-      if (j < n) {
-        value = v[bases.v + (start + j) * params.v_row_stride + c];
+    for (var e = lid; e < BKV * DV4; e += BQ) {
+      let j = e / DV4;
+      let c0 = (e % DV4) * 4u;
+      var value = vec4<f32>(0.0);
+      for (var c = c0; c < min(c0 + 4u, DV); c++) {
+        if (j < n) {
+          value[c - c0] = v[bases.v + (start + j) * params.v_row_stride + c];
+        }
       }
-      v_tile[j][c] = value;
+      v_tile[j][c0 / 4u] = value;
     }
     workgroupBarrier();
     if (has_row) {
       var scores: array<f32, BKV>;
-      var chunk_max = -3.4028234e38;
-      for (var j = 0u; j < n; j++) {
+      var chunk_max = NO_SCORE;
+      for (var j = 0u; j < BKV; j++) {
         var s = 0.0;
-        for (var c = 0u; c < D; c++) {
-          s = fma(q_row[c], k_tile[j][c], s);
+        for (var c = 0u; c < D4; c++) {
+          s += dot(q_row[c], k_tile[j][c]);
         }
-        if (params.has_mask != 0u) {
+        if (j >= n) {
+          s = NO_SCORE;
+        } else if (params.has_mask != 0u) {
           s += mask[m_base + (start + j) * params.mask_col_stride];
         }
         scores[j] = s;
@@ -90,14 +105,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let new_max = max(running_max, chunk_max);
       let correction = exp(running_max - new_max);
       running_sum *= correction;
-      for (var c = 0u; c < DV; c++) {
+      for (var c = 0u; c < DV4; c++) {
         acc[c] *= correction;
       }
-      for (var j = 0u; j < n; j++) {
-        let p = exp(scores[j] - new_max);
+      for (var j = 0u; j < BKV; j++) {
+        let p = exp(scores[j] - new_max);  // 0 past the last key
         running_sum += p;
-        for (var c = 0u; c < DV; c++) {
-          acc[c] = fma(p, v_tile[j][c], acc[c]);
+        for (var c = 0u; c < DV4; c++) {
+          acc[c] = fma(vec4<f32>(p), v_tile[j][c], acc[c]);
         }
       }
       running_max = new_max;
@@ -107,7 +122,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (has_row) {
     let out_base = bases.out + i * params.out_row_stride;
     for (var c = 0u; c < DV; c++) {
-      output[out_base + c] = acc[c] / running_sum;
+      output[out_base + c] = acc[c / 4u][c % 4u] / running_sum;
     }
   }
 }
