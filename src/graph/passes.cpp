@@ -112,6 +112,8 @@ std::string PassReport::summary() const {
   add(split_heads_read, "attentions read split heads in place");
   add(attentions_transposed, "attention outputs written transposed");
   add(depthwise_convs_fused, "channels-last depthwise convs fused");
+  add(windows_read, "window partitions read in place");
+  add(windows_written, "window reverses written in place");
   return s.empty() ? "no changes" : s;
 }
 
@@ -386,8 +388,15 @@ int fuse_residual_adds(Graph& g) {
       Node& producer = g.nodes[static_cast<size_t>(p)];
       const std::string& op = producer.info.op_type;
       if ((op != "MatMul" && op != "Gemm" && op != "Conv") || !producer.info.domain.empty()) continue;
-      if (producer.outputs.size() != 1 || producer.inputs.size() < 2 || producer.inputs.size() > 3) continue;
       const ops::Attributes& attrs = producer.info.attributes;
+      // A window reverse written in place (write_windows_in_place) keeps an empty input 3 for the residual
+      // before its shape inputs.
+      const bool windows_out = op == "MatMul" && attrs.get_int(ops::kMatMulWindowsOutAttribute, 0) != 0 &&
+                               producer.inputs.size() > ops::kMatMulWindowInputs &&
+                               producer.inputs[ops::kFusedResidualInput] == kNoValue;
+      if (producer.outputs.size() != 1 || producer.inputs.size() < 2 ||
+          (producer.inputs.size() > 3 && !windows_out))
+        continue;
       if (attrs.has(ops::kFusedActivationAttribute) || attrs.has(ops::kFusedResidualAttribute)) continue;
       if (op == "MatMul" &&
           (produced_by(g, producer.inputs[0], "Softmax") || produced_by(g, producer.inputs[1], "Softmax")))
@@ -398,8 +407,12 @@ int fuse_residual_adds(Graph& g) {
       if (!shapes_may_match(g.value(add.inputs[side]).shape, r.shape) ||
           !shapes_may_match(g.value(add.outputs[0]).shape, r.shape))
         continue;
-      producer.inputs.resize(ops::kFusedResidualInput, kNoValue);
-      producer.inputs.push_back(residual);
+      if (windows_out) {
+        producer.inputs[ops::kFusedResidualInput] = residual;
+      } else {
+        producer.inputs.resize(ops::kFusedResidualInput, kNoValue);
+        producer.inputs.push_back(residual);
+      }
       producer.info.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
       producer.outputs[0] = add.outputs[0];
       editor.remove(i);
@@ -1230,6 +1243,192 @@ int write_attention_transposed(Graph& g) {
   return count;
 }
 
+namespace {
+
+const std::vector<int64_t> kSwapWindowAxes = {0, 1, 3, 2, 4, 5};
+
+// The constant int list of `v` if every entry is known; else nullopt (shape-derived values are checked by
+// the MatMul when it is planned).
+std::optional<std::vector<int64_t>> known_target(const Graph& g, ValueId v) {
+  return v == kNoValue ? std::nullopt : constant_ints(g, v);
+}
+
+// A Slice (default domain) of one axis `axis` from 0 with step 1, as the window reverse's crop is exported:
+// starts [0], axes [axis], steps [1] or absent, as constants; the ends (computed from shapes) are input 2.
+bool is_crop(const Graph& g, const Node& n, int64_t axis) {
+  if (n.info.op_type != "Slice" || !n.info.domain.empty() || n.inputs.size() < 4 || n.inputs.size() > 5 ||
+      n.outputs.size() != 1)
+    return false;
+  if (known_target(g, n.inputs[1]) != std::vector<int64_t>{0}) return false;
+  if (known_target(g, n.inputs[3]) != std::vector<int64_t>{axis}) return false;
+  if (n.inputs.size() == 5 && n.inputs[4] != kNoValue &&
+      known_target(g, n.inputs[4]) != std::vector<int64_t>{1})
+    return false;
+  return n.inputs[2] != kNoValue && derived_from_shapes(g, n.inputs[2]);
+}
+
+// Where the window geometry is all constants (tests, exports with static shapes): whether
+// Reshape(image [B, H, W, C], target) is [B, H / wh, wh, W / ww, ww, C], i.e. the windows divide H and W.
+// True where it cannot be known before planning.
+bool windows_may_divide(const ValueShape& image, const std::optional<std::vector<int64_t>>& target) {
+  const std::optional<Shape> xs = image.concrete();
+  if (!xs || !target) return true;
+  const std::optional<Shape> r = ops::reshape_result(*xs, *target);
+  return xs->size() == 4 && r && r->size() == 6 && (*r)[0] == (*xs)[0] && (*r)[1] * (*r)[2] == (*xs)[1] &&
+         (*r)[3] * (*r)[4] == (*xs)[2] && (*r)[5] == (*xs)[3];
+}
+
+}  // namespace
+
+int read_windows_in_place(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  const auto consumers = g.consumers();
+  for (size_t mi = 0; mi < g.nodes.size(); ++mi) {
+    Node& mm = g.nodes[mi];
+    if (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.outputs.size() != 1) continue;
+    if (mm.inputs.size() < 2 || mm.inputs.size() > 3 || mm.inputs[0] == mm.inputs[1]) continue;
+    const ops::Attributes& attrs = mm.info.attributes;
+    if (attrs.has(ops::kMatMulWindowsInAttribute) || attrs.has(ops::kMatMulWindowsOutAttribute) ||
+        attrs.has(ops::kFusedResidualAttribute))
+      continue;
+    // Backwards from A: Reshape <- Reshape <- Transpose(perm [0, 1, 3, 2, 4, 5]) <- Reshape <- X. A may also
+    // be read by Shape nodes (exports compute the attention's targets from it); every other step has one
+    // reader.
+    const ValueId a = mm.inputs[0];
+    if (a == kNoValue || is_graph_output(g, a)) continue;
+    const int32_t r5 = g.value(a).producer;
+    if (r5 < 0 || editor.removed(static_cast<size_t>(r5)) ||
+        !is_plain_reshape(g.nodes[static_cast<size_t>(r5)]))
+      continue;
+    std::vector<size_t> shape_readers;
+    if (!others_read_only_shape(g, consumers, a, mi, shape_readers)) continue;
+    const Node& reshape5 = g.nodes[static_cast<size_t>(r5)];
+    const int32_t r4 = sole_producer(g, consumers, reshape5.inputs[0], static_cast<size_t>(r5));
+    if (r4 < 0 || !is_plain_reshape(g.nodes[static_cast<size_t>(r4)])) continue;
+    const Node& reshape4 = g.nodes[static_cast<size_t>(r4)];
+    const int32_t ti = sole_producer(g, consumers, reshape4.inputs[0], static_cast<size_t>(r4));
+    if (ti < 0 || !is_transpose(g.nodes[static_cast<size_t>(ti)], kSwapWindowAxes)) continue;
+    const int32_t r3 =
+        sole_producer(g, consumers, g.nodes[static_cast<size_t>(ti)].inputs[0], static_cast<size_t>(ti));
+    if (r3 < 0 || !is_plain_reshape(g.nodes[static_cast<size_t>(r3)])) continue;
+    const Node& reshape3 = g.nodes[static_cast<size_t>(r3)];
+    const ValueId x = reshape3.inputs[0];
+    if (g.value(x).dtype != DType::Float32) continue;
+    const ValueId t3 = reshape3.inputs[1], t4 = reshape4.inputs[1], t5 = reshape5.inputs[1];
+    if (!derived_from_shapes(g, t3) || !derived_from_shapes(g, t4) || !derived_from_shapes(g, t5)) continue;
+    if (g.value(x).shape.rank_known && g.value(x).shape.dims.size() != 4) continue;
+    if (!windows_may_divide(g.value(x).shape, known_target(g, t3))) continue;
+    const std::vector<size_t> chain = {static_cast<size_t>(r3), static_cast<size_t>(ti),
+                                       static_cast<size_t>(r4), static_cast<size_t>(r5)};
+    if (std::any_of(chain.begin(), chain.end(), [&](size_t n) { return editor.removed(n); })) continue;
+
+    const ValueId bias = mm.inputs.size() > 2 ? mm.inputs[2] : kNoValue;
+    mm.inputs = {x, mm.inputs[1], bias, kNoValue, t3, t4, t5};
+    mm.info.attributes.set(ops::kMatMulWindowsInAttribute, int64_t{1});
+    if (shape_readers.empty()) {
+      for (size_t n : chain) editor.remove(n);
+    } else {
+      // The Shape readers keep the Reshapes (no kernels), the second now reading the first: the same shape
+      // unless a 0 in its target copies a dim the Transpose moved, which the MatMul's plan rejects.
+      g.nodes[static_cast<size_t>(r4)].inputs[0] = reshape3.outputs[0];
+      editor.remove(static_cast<size_t>(ti));
+    }
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
+int write_windows_in_place(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  const auto consumers = g.consumers();
+  // The next node along a chain: the only reader of `n`'s output, not yet removed.
+  auto next = [&](const Node& n) -> int32_t {
+    if (n.outputs.size() != 1) return -1;
+    const int32_t r = sole_reader(g, consumers, n.outputs[0]);
+    if (r < 0 || editor.removed(static_cast<size_t>(r))) return -1;
+    const Node& reader = g.nodes[static_cast<size_t>(r)];
+    return reader.inputs.empty() || reader.inputs[0] != n.outputs[0] ||
+                   std::count(reader.inputs.begin(), reader.inputs.end(), n.outputs[0]) != 1
+               ? -1
+               : r;
+  };
+  for (size_t mi = 0; mi < g.nodes.size(); ++mi) {
+    Node& mm = g.nodes[mi];
+    if (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.outputs.size() != 1) continue;
+    if (mm.inputs.size() < 2 || mm.inputs.size() > 3) continue;
+    const ops::Attributes& attrs = mm.info.attributes;
+    if (attrs.has(ops::kMatMulWindowsInAttribute) || attrs.has(ops::kMatMulWindowsOutAttribute) ||
+        attrs.has(ops::kFusedResidualAttribute) || attrs.has(ops::kFusedActivationAttribute))
+      continue;
+    // Forwards: Reshape -> Reshape -> Transpose(perm [0, 1, 3, 2, 4, 5]) -> Reshape -> Slice(axis 1) ->
+    // Slice(axis 2) -> Reshape, each the only reader of the one before.
+    const int32_t r8 = next(mm);
+    if (r8 < 0 || !is_plain_reshape(g.nodes[static_cast<size_t>(r8)])) continue;
+    const int32_t r9 = next(g.nodes[static_cast<size_t>(r8)]);
+    if (r9 < 0 || !is_plain_reshape(g.nodes[static_cast<size_t>(r9)])) continue;
+    const int32_t ti = next(g.nodes[static_cast<size_t>(r9)]);
+    if (ti < 0 || !is_transpose(g.nodes[static_cast<size_t>(ti)], kSwapWindowAxes)) continue;
+    const int32_t r10 = next(g.nodes[static_cast<size_t>(ti)]);
+    if (r10 < 0 || !is_plain_reshape(g.nodes[static_cast<size_t>(r10)])) continue;
+    // The crop is exported only where the image was padded when traced (DaViT at 768 x 768 has none).
+    int32_t s1 = next(g.nodes[static_cast<size_t>(r10)]), s2 = -1, r11 = s1;
+    if (s1 >= 0 && is_crop(g, g.nodes[static_cast<size_t>(s1)], 1)) {
+      s2 = next(g.nodes[static_cast<size_t>(s1)]);
+      if (s2 < 0 || !is_crop(g, g.nodes[static_cast<size_t>(s2)], 2)) continue;
+      r11 = next(g.nodes[static_cast<size_t>(s2)]);
+    } else {
+      s1 = -1;
+    }
+    if (r11 < 0 || !is_plain_reshape(g.nodes[static_cast<size_t>(r11)])) continue;
+    const Node &reshape8 = g.nodes[static_cast<size_t>(r8)], &reshape9 = g.nodes[static_cast<size_t>(r9)],
+               &reshape10 = g.nodes[static_cast<size_t>(r10)], &reshape11 = g.nodes[static_cast<size_t>(r11)];
+    const ValueId t8 = reshape8.inputs[1], t9 = reshape9.inputs[1], t10 = reshape10.inputs[1],
+                  t11 = reshape11.inputs[1];
+    const ValueId end_h = s1 >= 0 ? g.nodes[static_cast<size_t>(s1)].inputs[2] : kNoValue,
+                  end_w = s2 >= 0 ? g.nodes[static_cast<size_t>(s2)].inputs[2] : kNoValue;
+    bool known = true;
+    for (ValueId t : {t8, t9, t10, t11}) known = known && derived_from_shapes(g, t);
+    if (!known) continue;
+    // A crop that constants show to cut rows or columns (a padded image): the reverse is then not the
+    // output; left as exported. Shape-derived crops are checked when planned (a non-empty one runs as
+    // copies after the product).
+    const std::optional<std::vector<int64_t>> image = known_target(g, t10);
+    bool cuts = false;
+    for (const auto& [end, axis] : {std::pair{end_h, size_t{1}}, std::pair{end_w, size_t{2}}}) {
+      const std::optional<std::vector<int64_t>> e = known_target(g, end);
+      if (e && image && image->size() == 4 && (*image)[axis] > 0 && e->size() == 1 &&
+          std::clamp<int64_t>((*e)[0] < 0 ? (*e)[0] + (*image)[axis] : (*e)[0], 0, (*image)[axis]) !=
+              (*image)[axis])
+        cuts = true;
+    }
+    if (cuts) continue;
+    // Where the product's shape and the targets are constants: the windows must divide the image.
+    if (const std::optional<Shape> ps = g.value(mm.outputs[0]).shape.concrete(); ps) {
+      const auto k8 = known_target(g, t8), k9 = known_target(g, t9);
+      if (k8 && k9) {
+        const std::optional<Shape> a8 = ops::reshape_result(*ps, *k8);
+        const std::optional<Shape> a9 = a8 ? ops::reshape_result(*a8, *k9) : std::nullopt;
+        if (!a9 || a9->size() != 6 || a9->back() != ps->back()) continue;
+      }
+    }
+    std::vector<size_t> chain = {static_cast<size_t>(r8), static_cast<size_t>(r9), static_cast<size_t>(ti),
+                                 static_cast<size_t>(r10), static_cast<size_t>(r11)};
+    if (s1 >= 0) chain.insert(chain.end(), {static_cast<size_t>(s1), static_cast<size_t>(s2)});
+    const ValueId out = reshape11.outputs[0];
+    const ValueId bias = mm.inputs.size() > 2 ? mm.inputs[2] : kNoValue;
+    mm.inputs = {mm.inputs[0], mm.inputs[1], bias, kNoValue, t8, t9, t10, end_h, end_w, t11};
+    mm.outputs[0] = out;
+    mm.info.attributes.set(ops::kMatMulWindowsOutAttribute, int64_t{1});
+    for (size_t n : chain) editor.remove(n);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
 PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   PassReport r;
   r.identities_removed = eliminate_identities(graph);
@@ -1239,6 +1438,10 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   r.constants_folded = fold_constants(graph, registry);
   r.batch_norms_folded = fold_batch_norms(graph);
   r.bias_adds_fused = fuse_bias_adds(graph);
+  // After the bias fusion (the window MatMuls keep their bias) and before the residual fusion, which then
+  // takes the Add after a window reverse written in place into the proj MatMul's epilogue.
+  r.windows_read = read_windows_in_place(graph);
+  r.windows_written = write_windows_in_place(graph);
   // Before the activation fusion: a Relu after the residual (ResNet's bottlenecks) then fuses too.
   r.residual_adds_fused = fuse_residual_adds(graph);
   r.gelus_fused = fuse_gelu(graph);

@@ -25,6 +25,8 @@ struct PassReport {
   int split_heads_read = 0;         // Attention reads Q, K or V as heads of [B, N, heads * D] (no Transpose)
   int attentions_transposed = 0;    // Attention writes [B, N, heads, D] (no Transpose after it)
   int depthwise_convs_fused = 0;    // Transpose, Reshape, depthwise Conv, Reshape, Transpose [, Add] -> one
+  int windows_read = 0;             // MatMul reads a window partition through a row map (no Transpose)
+  int windows_written = 0;          // MatMul writes a window reverse through a row map (no Transpose)
   std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
 };
 
@@ -41,6 +43,24 @@ int fold_batch_norms(Graph& graph);
 // Runs before constant folding.
 int read_transposed_weights(Graph& graph);
 int fuse_bias_adds(Graph& graph);
+// Window attention's partition and reverse as timm / DaViT / Swin export them, around the qkv and proj
+// MatMuls (ops/gemm_launch.h, kMatMulWindowsInAttribute / kMatMulWindowsOutAttribute; the GEMM reads and
+// writes them through row maps):
+//   read_windows_in_place: MatMul(A) with A = Reshape(Reshape(Transpose(Reshape(X, [B, H/wh, wh, W/ww, ww,
+//   C]), perm [0, 1, 3, 2, 4, 5]), [-1, wh, ww, C]), [-1, wh * ww, C]): the MatMul reads X itself, the three
+//   targets as inputs 4-6. Each intermediate has one reader, except A, which Shape nodes may read too (they
+//   then read the Reshapes without the Transpose: same shape, no kernel).
+//   write_windows_in_place: MatMul -> Reshape -> Reshape [B, H/wh, W/ww, wh, ww, C] -> Transpose(perm
+//   [0, 1, 3, 2, 4, 5]) -> Reshape [B, H, W, C] [-> Slice(axis 1, from 0) -> Slice(axis 2, from 0), the crop
+//   of the padding, exported where the image was padded when traced] -> Reshape, each the only reader of the
+//   one before: the MatMul produces the last Reshape's output, the targets and the crop's ends (empty without
+//   a crop) as inputs 4-9, and fuse_residual_adds can then take the residual
+//   Add after it. A crop that is not empty when planned (a padded image) runs as copies after the product.
+// Targets may be computed from Shape nodes (checked by the MatMul when planned); where they are constants,
+// windows that do not divide the image and crops that cut it are left as exported. Run after fuse_bias_adds,
+// before fuse_residual_adds. Each returns the MatMuls changed.
+int read_windows_in_place(Graph& graph);
+int write_windows_in_place(Graph& graph);
 // Add(P, R) or Add(R, P), P the output of a MatMul, Gemm or Conv (default domain) that has no fused
 // activation yet, is read only by this Add and is not a graph output: the producer takes R as input 3 with
 // the attribute "wgi.residual" = 1 (src/ops/fused_residual.h; input 2, the bias, may stay empty) and produces

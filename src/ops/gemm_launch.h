@@ -53,6 +53,22 @@ inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
 inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
 // On MatMul: int, 1 = B is given as [..., N, K] (set by graph::read_transposed_weights).
 inline constexpr const char* kMatMulTransBAttribute = "wgi.trans_b";
+// On MatMul, set by graph::read_windows_in_place / write_windows_in_place (window attention's partition and
+// reverse, DaViT / Swin):
+//   "wgi.windows_in"  int, 1 = input 0 is the image X [B, H, W, C] and A is
+//                     Reshape(Reshape(Transpose(Reshape(X, input 4), perm [0, 1, 3, 2, 4, 5]), input 5),
+//                     input 6), input 4 giving [B, H / wh, wh, W / ww, ww, C]: A's rows are read from X
+//                     through a GemmRowMap (no partition copy)
+//   "wgi.windows_out" int, 1 = the output is the product P reversed into the image and cropped:
+//                     Reshape(Slice(Slice(Reshape(Transpose(Reshape(Reshape(P, input 4), input 5),
+//                     perm [0, 1, 3, 2, 4, 5]), input 6), ends input 7 on axis 1), ends input 8 on axis 2),
+//                     input 9), input 5 giving [B, H / wh, W / ww, wh, ww, N] (inputs 7, 8 empty: no crop);
+//                     written through a GemmRowMap when the crop is empty (a fused residual then added in
+//                     the epilogue)
+// Inputs 2 (bias) and 3 (fused residual) keep their meaning and may be empty.
+inline constexpr const char* kMatMulWindowsInAttribute = "wgi.windows_in";
+inline constexpr const char* kMatMulWindowsOutAttribute = "wgi.windows_out";
+inline constexpr size_t kMatMulWindowInputs = 4;  // the first of the windows' shape inputs
 
 // "tiled", "vec4", "fast128", "fast64", "gemv" (and "auto"); nullopt for any other name.
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name);

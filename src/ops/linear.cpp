@@ -16,21 +16,42 @@
 //
 // A residual fused by graph::fuse_residual_adds (input 3, ops/fused_residual.h) is added in the epilogue of
 // every kernel (the split-K reduction's for split products).
+//
+// Window attention's partition and reverse (graph::read_windows_in_place / write_windows_in_place;
+// kMatMulWindowsInAttribute / kMatMulWindowsOutAttribute in gemm_launch.h): the qkv MatMul reads its rows
+// from the image [B, H, W, C] through a GemmRowMap, and the proj MatMul writes its rows into the image
+// through one, the Transposes of the export never run. The shapes come from the exports' Reshape targets and
+// the crop's ends, known only when planned; the plan checks that the windows tile the image exactly.
 #include <algorithm>
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 #include "ops/registry.h"
+#include "ops/reshape.h"
 
 namespace wgi::ops {
 
 namespace {
 
 constexpr size_t kMaxBatchDims = 4;
+
+// An image [B, nh * wh, nw * ww, C] cut into nh x nw windows of wh x ww tokens, taken in the order
+// [B, nh, nw, wh, ww, C] (a window's tokens consecutive).
+struct WindowGeometry {
+  int64_t b = 0, nh = 0, wh = 0, nw = 0, ww = 0, c = 0;
+  Shape image() const { return {b, nh * wh, nw * ww, c}; }
+  Shape windows() const { return {b, nh, nw, wh, ww, c}; }
+  // Where each dim of windows() steps in the image, in elements.
+  std::vector<int64_t> image_strides() const {
+    const int64_t w = nw * ww;
+    return {nh * wh * w * c, wh * w * c, ww * c, w * c, c, 1};
+  }
+};
 
 struct GemmSpec {
   size_t a_input = 0;
@@ -41,6 +62,11 @@ struct GemmSpec {
   float alpha = 1.0f;
   float beta = 1.0f;
   bool matmul_semantics = false;  // numpy-style ranks and batch broadcasting (MatMul) vs 2-D only (Gemm)
+  // Window attention (file comment): A's logical shape and windows where input a_input is the image, and
+  // whether the output is the product reversed into the image.
+  std::optional<Shape> a_shape;
+  std::optional<WindowGeometry> a_windows;
+  bool out_windows = false;
 };
 
 uint32_t checked_u32(const PlanContext& ctx, int64_t v, const char* what) {
@@ -113,6 +139,129 @@ BatchLayout broadcast_batch(const PlanContext& ctx, const Shape& a_batch, const 
   return out;
 }
 
+// The rows of the windows in the image as a GemmRowMap: digits (B * nh, nw, wh, ww) (the batch merges into
+// the outermost digit, as B * H = B * nh * wh).
+GemmRowMap window_row_map(const PlanContext& ctx, const WindowGeometry& w) {
+  const std::vector<int64_t> st = w.image_strides();
+  GemmRowMap map;
+  map.extents = {checked_u32(ctx, w.b * w.nh, "windows"), checked_u32(ctx, w.nw, "windows"),
+                 checked_u32(ctx, w.wh, "window rows"), checked_u32(ctx, w.ww, "window columns")};
+  map.strides = {checked_u32(ctx, st[1], "window stride"), checked_u32(ctx, st[2], "window stride"),
+                 checked_u32(ctx, st[3], "window row stride"),
+                 checked_u32(ctx, st[4], "window column stride")};
+  return map;
+}
+
+// The copy between the image (strided) and the windows packed in partition order; `to_windows` picks the
+// direction. Used where the GEMM cannot read or write through a row map.
+data_movement::StridedCopy window_copy(const WindowGeometry& w, TensorRef image, TensorRef packed,
+                                       bool to_windows) {
+  data_movement::StridedCopy copy;
+  copy.shape = w.windows();
+  const std::vector<int64_t> image_strides = w.image_strides(),
+                             packed_strides = data_movement::row_major_strides(copy.shape);
+  copy.src_strides = to_windows ? image_strides : packed_strides;
+  copy.dst_strides = to_windows ? packed_strides : image_strides;
+  copy.src = to_windows ? image : packed;
+  copy.dst = to_windows ? packed : image;
+  return copy;
+}
+
+// wgi.windows_in: the image's windows and A's logical shape (Reshape(Reshape(windows, input 5), input 6)).
+WindowGeometry resolve_windows_in(const PlanContext& ctx, Shape& a_shape) {
+  const Shape& xs = ctx.input(0).shape;
+  const std::string attr = kMatMulWindowsInAttribute;
+  if (xs.size() != 4)
+    ctx.fail(attr + ": the image " + ctx.input_name(0) + " must be [B, H, W, C], got " + shape_to_string(xs));
+  for (size_t i = kMatMulWindowInputs; i < kMatMulWindowInputs + 3; ++i) {
+    if (!ctx.has_input(i)) ctx.fail(attr + " needs input " + std::to_string(i) + ", a Reshape target");
+  }
+  const std::vector<int64_t> t3 =
+      data_movement::known_ints(ctx, kMatMulWindowInputs, "the window partition's shape");
+  const std::optional<Shape> s3 = reshape_result(xs, t3);
+  if (!s3 || s3->size() != 6 || (*s3)[0] != xs[0] || (*s3)[1] * (*s3)[2] != xs[1] ||
+      (*s3)[3] * (*s3)[4] != xs[2] || (*s3)[5] != xs[3]) {
+    ctx.fail(attr + ": the image " + shape_to_string(xs) + " reshaped to " + shape_to_string(t3) +
+             " is not [B, H / wh, wh, W / ww, ww, C]: the windows must tile the image exactly");
+  }
+  const WindowGeometry w{(*s3)[0], (*s3)[1], (*s3)[2], (*s3)[3], (*s3)[4], (*s3)[5]};
+  const std::vector<int64_t> t4 =
+      data_movement::known_ints(ctx, kMatMulWindowInputs + 1, "the windows' shape");
+  const std::vector<int64_t> t5 =
+      data_movement::known_ints(ctx, kMatMulWindowInputs + 2, "the tokens' shape");
+  // The graph's Shape readers of the old A read the Reshapes without the Transpose
+  // (graph::read_windows_in_place): the same shape unless a 0 copies a dim the Transpose moved.
+  const Shape windows = w.windows();
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    if (i < t4.size() && t4[i] == 0 && windows[i] != (*s3)[i]) {
+      ctx.fail(attr + ": the windows' shape " + shape_to_string(t4) + " copies dim " + std::to_string(i) +
+               " with a 0, which the partition's Transpose moved");
+    }
+  }
+  const std::optional<Shape> s4 = reshape_result(windows, t4);
+  const std::optional<Shape> s5 = s4 ? reshape_result(*s4, t5) : std::nullopt;
+  if (!s5 || s5->size() < 2 || s5->back() != w.c) {
+    ctx.fail(attr + ": the windows " + shape_to_string(windows) + " reshaped to " + shape_to_string(t4) +
+             " and " + shape_to_string(t5) + " are not rows of C = " + std::to_string(w.c) + " channels");
+  }
+  a_shape = *s5;
+  return w;
+}
+
+// wgi.windows_out: the reversed image's windows, the crop and the node's output shape.
+struct WindowOutput {
+  WindowGeometry windows;
+  Shape cropped;  // [B, H', W', C] with H' <= H, W' <= W
+  Shape shape;    // the node's output: Reshape(cropped, input 9)
+  bool crop_empty() const { return cropped == windows.image(); }
+};
+
+WindowOutput resolve_windows_out(const PlanContext& ctx, const Shape& product) {
+  const std::string attr = kMatMulWindowsOutAttribute;
+  // Inputs 7 and 8, the crop's ends, are empty where the export has no crop.
+  for (size_t i : {0, 1, 2, 5}) {
+    if (!ctx.has_input(kMatMulWindowInputs + i))
+      ctx.fail(attr + " needs input " + std::to_string(kMatMulWindowInputs + i) + ", a Reshape target");
+  }
+  auto ints = [&](size_t i, const char* what) {
+    return ctx.has_input(kMatMulWindowInputs + i)
+               ? data_movement::known_ints(ctx, kMatMulWindowInputs + i, what)
+               : std::vector<int64_t>{};
+  };
+  const std::vector<int64_t> t8 = ints(0, "the windows' shape"), t9 = ints(1, "the windows' image shape"),
+                             t10 = ints(2, "the image's shape"), end_h = ints(3, "the crop's end in H"),
+                             end_w = ints(4, "the crop's end in W"), t11 = ints(5, "the output's shape");
+  const std::optional<Shape> s8 = reshape_result(product, t8);
+  const std::optional<Shape> s9 = s8 ? reshape_result(*s8, t9) : std::nullopt;
+  if (!s9 || s9->size() != 6 || s9->back() != product.back()) {
+    ctx.fail(attr + ": the product " + shape_to_string(product) + " reshaped to " + shape_to_string(t8) +
+             " and " + shape_to_string(t9) + " is not the windows [B, H / wh, W / ww, wh, ww, N]");
+  }
+  WindowOutput out;
+  out.windows = {(*s9)[0], (*s9)[1], (*s9)[3], (*s9)[2], (*s9)[4], (*s9)[5]};
+  const WindowGeometry& w = out.windows;
+  const std::optional<Shape> s10 = reshape_result({w.b, w.nh, w.wh, w.nw, w.ww, w.c}, t10);
+  if (!s10 || *s10 != w.image()) {
+    ctx.fail(attr + ": the reversed windows reshaped to " + shape_to_string(t10) + " are not the image " +
+             shape_to_string(w.image()) + ": the windows must tile the image exactly");
+  }
+  // Slice's end: negative from the end, clamped to the dim.
+  auto crop = [&](const std::vector<int64_t>& end, int64_t dim, const char* what) {
+    if (end.empty()) return dim;  // no crop
+    if (end.size() != 1) ctx.fail(attr + ": the crop's end in " + what + " must be one value");
+    const int64_t e = end[0] < 0 ? end[0] + dim : end[0];
+    return std::clamp<int64_t>(e, 0, dim);
+  };
+  out.cropped = {w.b, crop(end_h, w.nh * w.wh, "H"), crop(end_w, w.nw * w.ww, "W"), w.c};
+  const std::optional<Shape> s11 = reshape_result(out.cropped, t11);
+  if (!s11) {
+    ctx.fail(attr + ": the cropped image " + shape_to_string(out.cropped) + " cannot be reshaped to " +
+             shape_to_string(t11));
+  }
+  out.shape = *s11;
+  return out;
+}
+
 OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const TensorDesc& a = ctx.input(spec.a_input);
   const TensorDesc& b = ctx.input(spec.b_input);
@@ -122,7 +271,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
                "; wgi runs " + ctx.node.op_type + " on float32");
     }
   }
-  Shape a_shape = a.shape, b_shape = b.shape;
+  Shape a_shape = spec.a_shape.value_or(a.shape), b_shape = b.shape;
   bool drop_m = false, drop_n = false;
   if (spec.matmul_semantics) {
     if (a_shape.empty() || b_shape.empty()) ctx.fail("MatMul inputs must have rank >= 1");
@@ -168,7 +317,10 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   }
 
   const bool residual = has_fused_residual(ctx);
-  if (residual && ctx.input(kFusedResidualInput).shape != out_shape) {
+  // The window reverse: the node's output is the product reversed into the image, cropped and reshaped.
+  std::optional<WindowOutput> windows_out;
+  if (spec.out_windows) windows_out = resolve_windows_out(ctx, out_shape);
+  if (residual && !windows_out && ctx.input(kFusedResidualInput).shape != out_shape) {
     return plan_residual_fallback(ctx, out_shape,
                                   [spec](const PlanContext& c) { return plan_gemm(c, spec); });
   }
@@ -188,8 +340,26 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   }
 
   OpPlan plan;
-  plan.outputs.push_back({DType::Float32, out_shape});
-  if (element_count(out_shape) == 0) return plan;
+  plan.outputs.push_back({DType::Float32, windows_out ? windows_out->shape : out_shape});
+  // With a residual, the window reverse's output is the Add's: R may broadcast to a larger shape.
+  Shape sum_shape = plan.outputs[0].shape;
+  if (windows_out && residual) {
+    const Shape& rs = ctx.input(kFusedResidualInput).shape;
+    const size_t rank = std::max(sum_shape.size(), rs.size());
+    Shape sum(rank, 1);
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t x = i + sum_shape.size() >= rank ? sum_shape[i + sum_shape.size() - rank] : 1;
+      const int64_t y = i + rs.size() >= rank ? rs[i + rs.size() - rank] : 1;
+      if (x != y && x != 1 && y != 1) {
+        ctx.fail("the fused residual " + shape_to_string(rs) + " does not broadcast with the output " +
+                 shape_to_string(sum_shape));
+      }
+      sum[i] = x == 1 ? y : x;
+    }
+    sum_shape = sum;
+    plan.outputs[0].shape = sum_shape;
+  }
+  if (element_count(out_shape) == 0 || element_count(sum_shape) == 0) return plan;
 
   // B: a constant is prepacked (below, once the kernel is known; planned as [N, K]); a runtime B is read as
   // it is.
@@ -283,7 +453,69 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     }
     g.b_nk = want_nk;
   }
+
+  // Window partition (A) and reverse (output) through row maps: the fast kernels' views. The row maps
+  // address the whole product's rows, so A's batch must be folded into M (a weight B, as the exports' qkv
+  // and proj). Device-capability fallback: where the device cannot run the fast kernels
+  // (gemm_views_supported), the plan copies the windows packed and back itself, as the export's Transposes
+  // did; likewise a crop that is not empty (a padded image) or a residual that broadcasts.
+  const bool views = gemm_views_supported(ctx.caps);
+  const bool rows_folded = batch_count == 1 && !spec.trans_a;
+  if (spec.a_windows) {
+    const WindowGeometry& w = *spec.a_windows;
+    if (views && rows_folded) {
+      g.a_row_map = window_row_map(ctx, w);
+    } else {
+      const TensorRef packed = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+      plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(w.windows())) * sizeof(float));
+      data_movement::add_copy_launches(ctx, plan, window_copy(w, g.a, packed, true));
+      g.a = packed;
+    }
+  }
+  if (!windows_out) {
+    append_gemm_launches(ctx, g, plan);
+    return plan;
+  }
+  const WindowGeometry& w = windows_out->windows;
+  const bool residual_in_place = !residual || ctx.input(kFusedResidualInput).shape == windows_out->shape;
+  if (views && rows_folded && windows_out->crop_empty() && residual_in_place) {
+    // The reversed image is the output (the final Reshape moves nothing); R, of its shape, is read where
+    // each element is written.
+    g.out_row_map = window_row_map(ctx, w);
+    append_gemm_launches(ctx, g, plan);
+    return plan;
+  }
+  // The product packed in a scratch buffer, reversed into the image, cropped, then R added.
+  auto scratch = [&plan](const Shape& shape) {
+    const TensorRef ref = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+    plan.scratch_bytes.push_back(static_cast<uint64_t>(std::max<int64_t>(1, element_count(shape))) *
+                                 sizeof(float));
+    return ref;
+  };
+  const TensorRef product = scratch(out_shape);
+  g.out = product;
+  if (residual) {
+    g.residual.reset();
+    g.activation = FusedActivation();  // after the residual, in the add
+  }
   append_gemm_launches(ctx, g, plan);
+  const bool crop = !windows_out->crop_empty();
+  const TensorRef image = crop || residual ? scratch(w.image()) : TensorRef::output(0);
+  data_movement::add_copy_launches(ctx, plan, window_copy(w, image, product, false));
+  TensorRef cropped = image;
+  if (crop) {
+    cropped = residual ? scratch(windows_out->cropped) : TensorRef::output(0);
+    data_movement::StridedCopy copy = data_movement::gather_view(
+        windows_out->cropped, {w.nh * w.wh * w.nw * w.ww * w.c, w.nw * w.ww * w.c, w.c, 1});
+    copy.src = image;
+    copy.dst = cropped;
+    data_movement::add_copy_launches(ctx, plan, std::move(copy));
+  }
+  if (residual) {
+    plan.launches.push_back(broadcast_add_launch(ctx, sum_shape, windows_out->shape, cropped,
+                                                 ctx.input(kFusedResidualInput).shape,
+                                                 TensorRef::input(kFusedResidualInput), activation));
+  }
   return plan;
 }
 
@@ -296,6 +528,18 @@ OpPlan plan_matmul(const PlanContext& ctx) {
   spec.trans_b = ctx.node.attributes.get_int(kMatMulTransBAttribute, 0) != 0;
   if (spec.trans_b && ctx.input(1).shape.size() < 2)
     ctx.fail(std::string(kMatMulTransBAttribute) + " needs B of rank >= 2");
+  const Attributes& attrs = ctx.node.attributes;
+  const bool windows_in = attrs.get_int(kMatMulWindowsInAttribute, 0) != 0;
+  spec.out_windows = attrs.get_int(kMatMulWindowsOutAttribute, 0) != 0;
+  if (windows_in && spec.out_windows) {
+    ctx.fail(std::string(kMatMulWindowsInAttribute) + " and " + kMatMulWindowsOutAttribute +
+             " share their inputs; a MatMul takes one");
+  }
+  if (windows_in) {
+    Shape a_shape;
+    spec.a_windows = resolve_windows_in(ctx, a_shape);
+    spec.a_shape = a_shape;
+  }
   return plan_gemm(ctx, spec);
 }
 

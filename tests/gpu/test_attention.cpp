@@ -8,6 +8,8 @@
 #include "core/npy.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "ops/fused_residual.h"
+#include "ops/gemm_launch.h"
 #include "ops/registry.h"
 #include "runtime/execution_plan.h"
 #include "runtime/node_runner.h"
@@ -724,6 +726,270 @@ TEST(AttentionFusion, ChannelAttentionGraphMatchesTheUnfusedGraph) {
                                   test::fp32_tolerance(c.tokens * 4)))
           << c.tokens << " tokens, " << (fuse ? "fused" : "unfused");
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Window partition and reverse as DaViT exports them, around a token-mixing product inside each window (so a
+// wrong window order cannot cancel out): x [1, h * w, C] -> image [1, h, w, C] -> Pad to multiples of 4 ->
+// partition into 4x4 windows -> qkv MatMul + bias -> MatMul(M, .) mixing a window's 16 tokens -> proj MatMul
+// + bias -> reverse -> crop (ends from Shape, as exported) -> Reshape -> Add(., x). The optimised graph (qkv
+// reading the image through a row map, proj writing the reversed image with the residual in its epilogue, or
+// the copies of the plan where the crop is not empty or the device lacks the fast kernels) must match the
+// graph as exported and a float64 reference.
+struct WindowBlock {
+  graph::Graph g;
+  Tensor x;
+  test::Float64Array expected;
+};
+
+WindowBlock window_block(int64_t h, int64_t w) {
+  constexpr int64_t c = 8, ws = 4, tokens = ws * ws;
+  const int64_t hp = (h + ws - 1) / ws * ws, wp = (w + ws - 1) / ws * ws;
+  uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>((seed >> 8) % 2001) / 1000.0f - 1.0f;
+  };
+  auto randoms = [&](const Shape& shape) {
+    std::vector<float> v(static_cast<size_t>(element_count(shape)));
+    for (float& e : v) e = next();
+    return Tensor::from_vector(shape, v);
+  };
+  WindowBlock r;
+  graph::Graph& g = r.g;
+  auto value = [&g](std::optional<Tensor> t = std::nullopt) {
+    graph::Value v;
+    v.name = "v" + std::to_string(g.values.size());
+    if (t) {
+      v.dtype = t->dtype();
+      v.shape = graph::ValueShape::of(t->shape());
+      v.constant = std::move(*t);
+    }
+    return g.add_value(std::move(v));
+  };
+  auto ints = [&](const std::vector<int64_t>& v) {
+    return value(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+  };
+  auto node = [&](const std::string& op, std::vector<graph::ValueId> inputs) {
+    const graph::ValueId out = value();
+    graph::Node n;
+    n.info.name = op + std::to_string(out);
+    n.info.op_type = op;
+    n.info.opset = 17;
+    n.inputs = std::move(inputs);
+    n.outputs = {out};
+    g.nodes.push_back(std::move(n));
+    return out;
+  };
+  auto transpose = [&](graph::ValueId v) {
+    const graph::ValueId t = node("Transpose", {v});
+    g.nodes.back().info.attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2, 4, 5});
+    return t;
+  };
+  r.x = randoms({1, h * w, c});
+  const Tensor w1 = randoms({c, c}), b1 = randoms({c}), mix = randoms({tokens, tokens}), w2 = randoms({c, c}),
+               b2 = randoms({c});
+  const graph::ValueId x = value();
+  g.values[static_cast<size_t>(x)].name = "x";
+  g.values[static_cast<size_t>(x)].shape = graph::ValueShape::of(r.x.shape());
+  g.inputs = {x};
+  const graph::ValueId image = node("Reshape", {x, ints({1, h, w, c})});
+  const graph::ValueId padded = node("Pad", {image, ints({0, 0, 0, 0, 0, hp - h, wp - w, 0})});
+  const graph::ValueId image_shape = node("Shape", {image});
+  const graph::ValueId end_h = node("Slice", {image_shape, ints({1}), ints({2})});
+  const graph::ValueId end_w = node("Slice", {image_shape, ints({2}), ints({3})});
+  const graph::ValueId part = transpose(node("Reshape", {padded, ints({1, hp / ws, ws, wp / ws, ws, c})}));
+  const graph::ValueId a =
+      node("Reshape", {node("Reshape", {part, ints({-1, ws, ws, c})}), ints({-1, tokens, c})});
+  const graph::ValueId qkv = node("Add", {node("MatMul", {a, value(w1)}), value(b1)});
+  const graph::ValueId mixed = node("MatMul", {value(mix), qkv});
+  const graph::ValueId proj = node("Add", {node("MatMul", {mixed, value(w2)}), value(b2)});
+  const graph::ValueId windows = node(
+      "Reshape", {node("Reshape", {proj, ints({-1, ws, ws, c})}), ints({1, hp / ws, wp / ws, ws, ws, c})});
+  const graph::ValueId reversed = node("Reshape", {transpose(windows), ints({1, hp, wp, c})});
+  const graph::ValueId crop_h = node("Slice", {reversed, ints({0}), end_h, ints({1}), ints({1})});
+  const graph::ValueId crop_w = node("Slice", {crop_h, ints({0}), end_w, ints({2}), ints({1})});
+  g.outputs = {node("Add", {node("Reshape", {crop_w, ints({1, h * w, c})}), x})};
+  g.sort_topologically();
+
+  // The reference, window by window.
+  auto at = [](const Tensor& t, int64_t i) {
+    return static_cast<double>(t.data<float>()[static_cast<size_t>(i)]);
+  };
+  r.expected.shape = {1, h * w, c};
+  r.expected.values.assign(static_cast<size_t>(h * w * c), 0.0);
+  for (int64_t wy = 0; wy < hp / ws; ++wy) {
+    for (int64_t wx = 0; wx < wp / ws; ++wx) {
+      std::vector<double> q(static_cast<size_t>(tokens * c), 0.0);
+      for (int64_t t = 0; t < tokens; ++t) {
+        const int64_t y = wy * ws + t / ws, xx = wx * ws + t % ws;
+        for (int64_t n = 0; n < c; ++n) {
+          double acc = at(b1, n);
+          for (int64_t k = 0; k < c && y < h && xx < w; ++k)
+            acc += at(r.x, (y * w + xx) * c + k) * at(w1, k * c + n);
+          q[static_cast<size_t>(t * c + n)] = acc;
+        }
+      }
+      for (int64_t t = 0; t < tokens; ++t) {
+        const int64_t y = wy * ws + t / ws, xx = wx * ws + t % ws;
+        if (y >= h || xx >= w) continue;
+        for (int64_t n = 0; n < c; ++n) {
+          double acc = at(b2, n);
+          for (int64_t k = 0; k < c; ++k) {
+            double m = 0.0;
+            for (int64_t s = 0; s < tokens; ++s)
+              m += at(mix, t * tokens + s) * q[static_cast<size_t>(s * c + k)];
+            acc += m * at(w2, k * c + n);
+          }
+          const int64_t i = (y * w + xx) * c + n;
+          r.expected.values[static_cast<size_t>(i)] = acc + at(r.x, i);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+TEST(WindowsInPlace, RewrittenGraphMatchesTheExportedGraphAndTheReference) {
+  // 8x8: the windows tile the image (row maps, the residual in proj's epilogue); 6x6: padded to 8x8, the
+  // crop is not empty (the plan's copies after the product).
+  for (int64_t size : {8, 6}) {
+    std::vector<Tensor> outputs;
+    for (bool optimise : {false, true}) {
+      WindowBlock block = window_block(size, size);
+      if (optimise) {
+        const graph::PassReport report = graph::optimize(block.g, ops::builtin_registry());
+        EXPECT_EQ(report.windows_read, 1) << report.summary();
+        EXPECT_EQ(report.windows_written, 1) << report.summary();
+        EXPECT_EQ(report.residual_adds_fused, 1) << report.summary();
+        EXPECT_FALSE(std::any_of(block.g.nodes.begin(), block.g.nodes.end(),
+                                 [](const graph::Node& n) { return n.info.op_type == "Transpose"; }));
+      }
+      runtime::WeightStore weights(test::device());
+      runtime::ExecutionPlan plan(test::device(), block.g, ops::builtin_registry(), weights,
+                                  {{{block.x.dtype(), block.x.shape()}, nullptr}}, {});
+      std::vector<Tensor> out = plan.run({&block.x}, nullptr);
+      EXPECT_TRUE(test::close_in_l2(out[0], block.expected, 1e-5))
+          << size << "x" << size << (optimise ? " optimised" : " as exported");
+      outputs.push_back(std::move(out[0]));
+    }
+    ASSERT_EQ(outputs[0].shape(), outputs[1].shape());
+    for (int64_t i = 0; i < outputs[0].element_count(); ++i) {
+      ASSERT_NEAR(outputs[0].data<float>()[static_cast<size_t>(i)],
+                  outputs[1].data<float>()[static_cast<size_t>(i)], 1e-4)
+          << size << "x" << size << " element " << i;
+    }
+  }
+}
+
+// The rewritten MatMuls as single nodes, on this device and as on a device without the fast GEMM kernels (a
+// compat device's 128 invocations per workgroup): there the plan copies the windows packed and back. An 8x8
+// image of 4x4 windows; the reverse cropped to 8x8 (empty: the output written through the row map, the
+// residual in the epilogue) and to 6x7 (the product reversed, cropped and added by copies).
+TEST(WindowsInPlace, RewrittenMatMulsOnEveryDevice) {
+  constexpr int64_t c = 8, size = 8;
+  uint32_t seed = 777;
+  auto randoms = [&seed](const Shape& shape) {
+    std::vector<float> v(static_cast<size_t>(element_count(shape)));
+    for (float& e : v) {
+      seed = seed * 1664525u + 1013904223u;
+      e = static_cast<float>((seed >> 8) % 2001) / 1000.0f - 1.0f;
+    }
+    return Tensor::from_vector(shape, v);
+  };
+  auto ints = [](const std::vector<int64_t>& v) {
+    return runtime::NodeInput{Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v), true};
+  };
+  const Tensor image = randoms({1, size, size, c}), w = randoms({c, c}), bias = randoms({c});
+  // Token t of window (wy, wx) is pixel (4 wy + t / 4, 4 wx + t % 4).
+  auto pixel = [](int64_t window, int64_t t) {
+    return ((window / 2) * 4 + t / 4) * size + (window % 2) * 4 + t % 4;
+  };
+  auto product = [&](const Tensor& a, int64_t row, int64_t n) {
+    double acc = bias.data<float>()[static_cast<size_t>(n)];
+    for (int64_t k = 0; k < c; ++k)
+      acc += static_cast<double>(a.data<float>()[static_cast<size_t>(row * c + k)]) *
+             w.data<float>()[static_cast<size_t>(k * c + n)];
+    return acc;
+  };
+  runtime::NodeRunOptions compat;
+  compat.capabilities = test::device().capabilities();
+  compat.capabilities->limits.max_compute_invocations_per_workgroup = 128;
+  compat.capabilities->limits.max_compute_workgroup_size_x = 128;
+  const bool views = ops::gemm_views_supported(test::device().capabilities());
+  auto check = [&](const ops::NodeInfo& node, const std::vector<std::optional<runtime::NodeInput>>& inputs,
+                   const Shape& shape, const std::vector<double>& want, bool in_place,
+                   const std::string& what) {
+    for (bool on_compat : {false, true}) {
+      const ops::OpPlan plan =
+          runtime::plan_node(on_compat ? *compat.capabilities : test::device().capabilities(), node, inputs);
+      std::string labels;
+      size_t copies = 0, fast = 0;
+      for (const ops::KernelLaunch& l : plan.launches) {
+        labels += l.program.label + " ";
+        copies += l.program.label.rfind("copy_strided", 0) == 0 ? 1 : 0;
+        fast += l.program.label.find("map") != std::string::npos ? 1 : 0;
+      }
+      if (on_compat) {
+        EXPECT_GT(copies, 0u) << what << ": " << labels;
+        EXPECT_EQ(fast, 0u) << what << ": " << labels;
+      } else if (in_place && views) {
+        EXPECT_EQ(copies, 0u) << what << ": " << labels;
+        EXPECT_GT(fast, 0u) << what << ": " << labels;
+      }
+      const auto out = on_compat ? runtime::run_node(test::device(), node, inputs, compat)
+                                 : runtime::run_node(test::device(), node, inputs);
+      EXPECT_TRUE(test::all_close(out[0], shape, want, test::fp32_tolerance(c * 4)))
+          << what << (on_compat ? " (compat)" : "") << ": " << labels;
+    }
+  };
+
+  // The partition read in place: out [4 windows, 16 tokens, C].
+  ops::NodeInfo qkv;
+  qkv.op_type = "MatMul";
+  qkv.opset = 17;
+  qkv.name = "qkv";
+  qkv.attributes.set(ops::kMatMulWindowsInAttribute, int64_t{1});
+  std::vector<double> want(4 * 16 * c);
+  for (int64_t win = 0; win < 4; ++win)
+    for (int64_t t = 0; t < 16; ++t)
+      for (int64_t n = 0; n < c; ++n)
+        want[static_cast<size_t>((win * 16 + t) * c + n)] = product(image, pixel(win, t), n);
+  check(qkv,
+        {runtime::NodeInput{image}, runtime::NodeInput{w, true}, runtime::NodeInput{bias, true}, std::nullopt,
+         ints({1, 2, 4, 2, 4, c}), ints({-1, 4, 4, c}), ints({-1, 16, c})},
+        {4, 16, c}, want, true, "partition");
+
+  // The reverse written in place, with a residual, cropped to crop_h x crop_w.
+  const Tensor windows = randoms({4, 16, c});
+  ops::NodeInfo proj = qkv;
+  proj.name = "proj";
+  proj.attributes = ops::Attributes();
+  proj.attributes.set(ops::kMatMulWindowsOutAttribute, int64_t{1});
+  proj.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+  for (const auto& [crop_h, crop_w] : {std::pair<int64_t, int64_t>{8, 8}, {6, 7}}) {
+    const Tensor residual = randoms({1, crop_h * crop_w, c});
+    std::vector<double> reversed(static_cast<size_t>(size * size * c));
+    for (int64_t win = 0; win < 4; ++win)
+      for (int64_t t = 0; t < 16; ++t)
+        for (int64_t n = 0; n < c; ++n)
+          reversed[static_cast<size_t>(pixel(win, t) * c + n)] = product(windows, win * 16 + t, n);
+    std::vector<double> expected;
+    for (int64_t y = 0; y < crop_h; ++y)
+      for (int64_t x = 0; x < crop_w; ++x)
+        for (int64_t n = 0; n < c; ++n)
+          expected.push_back(reversed[static_cast<size_t>((y * size + x) * c + n)] +
+                             residual.data<float>()[expected.size()]);
+    check(proj,
+          {runtime::NodeInput{windows}, runtime::NodeInput{w, true}, runtime::NodeInput{bias, true},
+           runtime::NodeInput{residual}, ints({-1, 4, 4, c}), ints({1, 2, 2, 4, 4, c}),
+           ints({1, size, size, c}), ints({crop_h}), ints({crop_w}), ints({1, crop_h * crop_w, c})},
+          {1, crop_h * crop_w, c}, expected, crop_h == size && crop_w == size,
+          "reverse cropped to " + std::to_string(crop_h) + "x" + std::to_string(crop_w));
   }
 }
 

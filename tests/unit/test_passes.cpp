@@ -421,6 +421,12 @@ struct PosEnc {
   bool cancelled_pair = false;
 };
 
+std::vector<int64_t> constant_ints_of(const Graph& g, ValueId v) {
+  const auto& c = g.value(v).constant;
+  if (!c || c->dtype() != DType::Int64) return {};
+  return std::vector<int64_t>(c->data<int64_t>().begin(), c->data<int64_t>().end());
+}
+
 ValueId ints_constant(Graph& g, const std::vector<int64_t>& v) {
   Value c;
   c.name = "ints" + std::to_string(g.values.size());
@@ -885,6 +891,165 @@ TEST(Passes, ReadSplitHeadsLeavesLookalikesAlone) {
     EXPECT_EQ(a->inputs[0], q) << variant;
     EXPECT_EQ(a->inputs[1], xk) << variant;
   }
+}
+
+// Window attention's partition and reverse as DaViT exports them, with constant targets: image X [1, H, W, C]
+// -> Reshape [1, H/4, 4, W/4, 4, C] -> Transpose(perm [0, 1, 3, 2, 4, 5]) -> Reshape [-1, 4, 4, C] -> Reshape
+// [-1, 16, C] -> qkv MatMul (+ bias; A also read by a Shape node) ... proj MatMul (+ bias) -> Reshape
+// [-1, 4, 4, C] -> Reshape [1, H/4, W/4, 4, 4, C] -> Transpose -> Reshape [1, H, W, C] -> Slice(axis 1) ->
+// Slice(axis 2) -> Reshape [1, H * W, C] -> Add(x, .).
+struct Windows {
+  int64_t h = 8, w = 8;
+  std::vector<int64_t> perm_in = {0, 1, 3, 2, 4, 5}, perm_out = {0, 1, 3, 2, 4, 5};
+  std::vector<int64_t> partition;     // Reshape_3's target; default [1, h/4, 4, w/4, 4, C]
+  int64_t crop_h = 8;                 // the crop's constant end in H
+  bool partition_read_twice = false;  // the partition's Transpose also read by a graph output
+  bool reverse_read_twice = false;    // the reverse's Transpose also read by a graph output
+  bool crop_exported = true;          // false: no Slices (the image was not padded when traced)
+};
+
+struct WindowGraph {
+  Graph g;
+  ValueId image, qkv_out, y, shape_of_a;
+};
+
+WindowGraph build_windows(const Windows& p) {
+  const int64_t c = 8;
+  GraphBuilder b;
+  auto reshape = [&](ValueId x, const std::vector<int64_t>& target) {
+    return b.node("Reshape", {x, ints_constant(b.g, target)});
+  };
+  auto transpose = [&](ValueId x, const std::vector<int64_t>& perm) {
+    ValueId t = b.node("Transpose", {x});
+    b.g.nodes.back().info.attributes.set("perm", perm);
+    return t;
+  };
+  WindowGraph r;
+  ValueId x = b.input("x", {1, p.h * p.w, c});
+  r.image = b.input("image", {1, p.h, p.w, c});
+  const std::vector<int64_t> partition =
+      p.partition.empty() ? std::vector<int64_t>{1, p.h / 4, 4, p.w / 4, 4, c} : p.partition;
+  ValueId t1 = transpose(reshape(r.image, partition), p.perm_in);
+  ValueId a = reshape(reshape(t1, {-1, 4, 4, c}), {-1, 16, c});
+  r.shape_of_a = b.node("Shape", {a});
+  ValueId qkv = b.node("Add", {b.node("MatMul", {a, b.constant(0.5f, {c, c})}), b.constant(1.0f, {c})});
+  r.qkv_out = qkv;
+  ValueId proj = b.node("Add", {b.node("MatMul", {qkv, b.constant(0.25f, {c, c})}), b.constant(2.0f, {c})});
+  ValueId t5 = transpose(reshape(reshape(proj, {-1, 4, 4, c}), {1, p.h / 4, p.w / 4, 4, 4, c}), p.perm_out);
+  ValueId img = reshape(t5, {1, p.h / 4 * 4, p.w / 4 * 4, c});
+  ValueId cropped = img;
+  if (p.crop_exported) {
+    cropped = b.node("Slice", {img, ints_constant(b.g, {0}), ints_constant(b.g, {p.crop_h}),
+                               ints_constant(b.g, {1}), ints_constant(b.g, {1})});
+    cropped = b.node("Slice", {cropped, ints_constant(b.g, {0}), ints_constant(b.g, {p.w}),
+                               ints_constant(b.g, {2}), ints_constant(b.g, {1})});
+  }
+  r.y = b.node("Add", {x, reshape(cropped, {1, p.h * p.w, c})});
+  b.finish(r.y);
+  b.g.outputs.push_back(r.shape_of_a);
+  if (p.partition_read_twice) b.g.outputs.push_back(t1);
+  if (p.reverse_read_twice) b.g.outputs.push_back(t5);
+  r.g = std::move(b.g);
+  return r;
+}
+
+TEST(Passes, ReadAndWriteWindowsInPlace) {
+  for (bool crop_exported : {true, false}) {
+    Windows p;
+    p.crop_exported = crop_exported;
+    WindowGraph w = build_windows(p);
+    Graph& g = w.g;
+    ASSERT_EQ(fuse_bias_adds(g), 2);
+    EXPECT_EQ(read_windows_in_place(g), 1);
+    EXPECT_EQ(write_windows_in_place(g), 1);
+    EXPECT_EQ(fuse_residual_adds(g), 1);
+    EXPECT_EQ(remove_dead_nodes(g), 0);
+    EXPECT_EQ(count_ops(g, "Transpose"), 0);
+    EXPECT_EQ(count_ops(g, "Slice"), 0);
+    EXPECT_EQ(count_ops(g, "Add"), 0);
+    EXPECT_EQ(count_ops(g, "Reshape"), 3);  // kept for the Shape reader of A, without the Transpose
+    const Node& qkv = g.nodes[static_cast<size_t>(g.value(w.qkv_out).producer)];
+    EXPECT_EQ(qkv.info.attributes.get_int(ops::kMatMulWindowsInAttribute, 0), 1);
+    ASSERT_EQ(qkv.inputs.size(), 7u);
+    EXPECT_EQ(qkv.inputs[0], w.image);
+    EXPECT_TRUE(g.value(qkv.inputs[2]).constant.has_value());  // the bias
+    EXPECT_EQ(qkv.inputs[3], kNoValue);
+    EXPECT_EQ(constant_ints_of(g, qkv.inputs[4]), (std::vector<int64_t>{1, 2, 4, 2, 4, 8}));
+    const Node& proj = g.nodes[static_cast<size_t>(g.value(w.y).producer)];
+    EXPECT_EQ(proj.info.op_type, "MatMul");
+    EXPECT_EQ(proj.info.attributes.get_int(ops::kMatMulWindowsOutAttribute, 0), 1);
+    EXPECT_EQ(proj.info.attributes.get_int(ops::kFusedResidualAttribute, 0), 1);
+    ASSERT_EQ(proj.inputs.size(), 10u);
+    EXPECT_EQ(proj.inputs[0], w.qkv_out);
+    EXPECT_EQ(g.value(proj.inputs[3]).name, "x");
+    if (crop_exported) {
+      EXPECT_EQ(constant_ints_of(g, proj.inputs[7]), (std::vector<int64_t>{8}));
+    } else {
+      EXPECT_EQ(proj.inputs[7], kNoValue);
+      EXPECT_EQ(proj.inputs[8], kNoValue);
+    }
+    // The Shape reader reads the Reshapes, now of the un-transposed partition.
+    const Node& shape = g.nodes[static_cast<size_t>(g.value(w.shape_of_a).producer)];
+    const Node& r5 = g.nodes[static_cast<size_t>(g.value(shape.inputs[0]).producer)];
+    const Node& r4 = g.nodes[static_cast<size_t>(g.value(r5.inputs[0]).producer)];
+    EXPECT_EQ(r5.info.op_type, "Reshape");
+    EXPECT_EQ(r4.info.op_type, "Reshape");
+    const Node& r3 = g.nodes[static_cast<size_t>(g.value(r4.inputs[0]).producer)];
+    EXPECT_EQ(r3.info.op_type, "Reshape");
+    EXPECT_EQ(r3.inputs[0], w.image);
+  }
+}
+
+// Near misses stay as exported: another perm on either side, windows that do not divide the image, a
+// Transpose read by another node too, a crop that cuts the image.
+TEST(Passes, WindowsInPlaceLeaveLookalikesAlone) {
+  struct Case {
+    Windows p;
+    int read, written;
+    const char* what;
+  };
+  Windows wrong_in, wrong_out, divide, twice_in, twice_out, crop;
+  wrong_in.perm_in = {0, 2, 1, 3, 4, 5};
+  wrong_out.perm_out = {0, 1, 2, 3, 4, 5};
+  divide.h = divide.w = 6;  // [1, 6, 6, C] as [1, 1, 4, 1, 4, C]: 4 does not divide 6
+  divide.crop_h = 6;
+  divide.partition = {1, 1, 4, 1, 4, 8};
+  twice_in.partition_read_twice = true;
+  twice_out.reverse_read_twice = true;
+  crop.crop_h = 6;
+  for (const Case& c :
+       {Case{wrong_in, 0, 1, "wrong partition perm"}, Case{wrong_out, 1, 0, "wrong reverse perm"},
+        Case{divide, 0, 1, "windows do not divide"}, Case{twice_in, 0, 1, "partition read twice"},
+        Case{twice_out, 1, 0, "reverse read twice"}, Case{crop, 1, 0, "crop cuts the image"}}) {
+    WindowGraph w = build_windows(c.p);
+    Graph& g = w.g;
+    fuse_bias_adds(g);
+    const size_t nodes = g.nodes.size();
+    EXPECT_EQ(read_windows_in_place(g), c.read) << c.what;
+    EXPECT_EQ(write_windows_in_place(g), c.written) << c.what;
+    const int transposes_left = 2 - c.read - c.written;
+    EXPECT_EQ(count_ops(g, "Transpose"), transposes_left) << c.what;
+    EXPECT_EQ(g.nodes.size(), nodes - (c.read ? 1 : 0) - (c.written ? 7 : 0)) << c.what;
+    // Without the reverse in place, the residual Add is not the product's.
+    EXPECT_EQ(fuse_residual_adds(g), c.written) << c.what;
+  }
+}
+
+TEST(Passes, WindowsInPlaceInTheExportedDaViT) {
+  Graph g = onnx::import_model_file(kModels / "florence2_vision_tiny_opset17" / "model.onnx");
+  PassReport r = optimize(g, ops::builtin_registry());
+  int window_transposes = 0;
+  for (const Node& n : g.nodes) {
+    // (The Transpose of the pads' shape arithmetic runs on the host.)
+    if (n.info.op_type == "Transpose" && n.info.name.find("window_attn") != std::string::npos &&
+        n.info.attributes.get_ints("perm", {}).size() == 6)
+      ++window_transposes;
+  }
+  EXPECT_EQ(window_transposes, 0) << r.summary();
+  EXPECT_EQ(r.windows_read, 2) << r.summary();
+  EXPECT_EQ(r.windows_written, 2) << r.summary();
+  // The window attention's residual Adds too (the MLPs' as before).
+  EXPECT_EQ(r.residual_adds_fused, 8) << r.summary();
 }
 
 }  // namespace
