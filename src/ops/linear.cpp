@@ -438,6 +438,20 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.alpha = spec.alpha;
   g.beta = spec.beta;
   g.activation = activation;
+  // Window partition (A) and reverse (output) through row maps: the fast kernels' views, set before B's
+  // layout is chosen for the kernel that runs them. The row maps address the whole product's rows, so A's
+  // batch must be folded into M (a weight B, as the exports' qkv and proj). Device-capability fallback:
+  // where the device cannot run the fast kernels (gemm_views_supported), the plan copies the windows packed
+  // and back itself, as the export's Transposes did; likewise around a crop that is not empty (a padded
+  // image) or a residual that broadcasts.
+  const bool window_maps = gemm_views_supported(ctx.caps) && batch_count == 1 && !spec.trans_a;
+  if (spec.a_windows && window_maps) g.a_row_map = window_row_map(ctx, *spec.a_windows);
+  if (windows_out && window_maps && windows_out->crop_empty() &&
+      (!residual || ctx.input(kFusedResidualInput).shape == windows_out->shape)) {
+    // The reversed image is the output (the final Reshape moves nothing); R, of its shape, is read where
+    // each element is written.
+    g.out_row_map = window_row_map(ctx, windows_out->windows);
+  }
   if (b_constant) {
     // [K, N] for the 128x128 kernel (file comment); errors of a forced choice are left to
     // append_gemm_launches, which reports them with the node.
@@ -454,37 +468,19 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     g.b_nk = want_nk;
   }
 
-  // Window partition (A) and reverse (output) through row maps: the fast kernels' views. The row maps
-  // address the whole product's rows, so A's batch must be folded into M (a weight B, as the exports' qkv
-  // and proj). Device-capability fallback: where the device cannot run the fast kernels
-  // (gemm_views_supported), the plan copies the windows packed and back itself, as the export's Transposes
-  // did; likewise a crop that is not empty (a padded image) or a residual that broadcasts.
-  const bool views = gemm_views_supported(ctx.caps);
-  const bool rows_folded = batch_count == 1 && !spec.trans_a;
-  if (spec.a_windows) {
+  if (spec.a_windows && !g.a_row_map) {
+    // The partition copied packed (window_maps' fallback).
     const WindowGeometry& w = *spec.a_windows;
-    if (views && rows_folded) {
-      g.a_row_map = window_row_map(ctx, w);
-    } else {
-      const TensorRef packed = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-      plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(w.windows())) * sizeof(float));
-      data_movement::add_copy_launches(ctx, plan, window_copy(w, g.a, packed, true));
-      g.a = packed;
-    }
+    const TensorRef packed = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
+    plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(w.windows())) * sizeof(float));
+    data_movement::add_copy_launches(ctx, plan, window_copy(w, g.a, packed, true));
+    g.a = packed;
   }
-  if (!windows_out) {
+  if (!windows_out || g.out_row_map) {
     append_gemm_launches(ctx, g, plan);
     return plan;
   }
   const WindowGeometry& w = windows_out->windows;
-  const bool residual_in_place = !residual || ctx.input(kFusedResidualInput).shape == windows_out->shape;
-  if (views && rows_folded && windows_out->crop_empty() && residual_in_place) {
-    // The reversed image is the output (the final Reshape moves nothing); R, of its shape, is read where
-    // each element is written.
-    g.out_row_map = window_row_map(ctx, w);
-    append_gemm_launches(ctx, g, plan);
-    return plan;
-  }
   // The product packed in a scratch buffer, reversed into the image, cropped, then R added.
   auto scratch = [&plan](const Shape& shape) {
     const TensorRef ref = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
