@@ -993,5 +993,50 @@ TEST(WindowsInPlace, RewrittenMatMulsOnEveryDevice) {
   }
 }
 
+// What the plan checks when the shapes are known: windows that do not tile the image, a 0 in the windows'
+// shape copying a dim the partition moved, targets that do not lead back to the image; each names the
+// attribute and what it expected.
+TEST(WindowsInPlace, PlanErrorsNameTheProblem) {
+  constexpr int64_t c = 8;
+  auto ints = [](const std::vector<int64_t>& v) {
+    return runtime::NodeInput{Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v), true};
+  };
+  const Tensor image = test::random_tensor({1, 8, 8, c}, 5), w = test::random_tensor({c, c}, 6),
+               windows = test::random_tensor({4, 16, c}, 7);
+  auto error = [&](const char* attribute, const std::vector<std::optional<runtime::NodeInput>>& inputs) {
+    ops::NodeInfo n;
+    n.op_type = "MatMul";
+    n.opset = 17;
+    n.name = "windowed";
+    n.attributes.set(attribute, int64_t{1});
+    try {
+      runtime::plan_node(test::device().capabilities(), n, inputs);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const runtime::NodeInput a{image}, b{w, true}, x{windows};
+  // 8 rows cut as 2 x 3 do not tile them (the partition's Reshape does not even hold the image).
+  std::string e = error(
+      ops::kMatMulWindowsInAttribute,
+      {a, b, std::nullopt, std::nullopt, ints({1, 2, 3, 2, 4, c}), ints({-1, 4, 4, c}), ints({-1, 16, c})});
+  EXPECT_NE(e.find("windowed"), std::string::npos) << e;
+  EXPECT_NE(e.find("the windows must tile the image exactly"), std::string::npos) << e;
+  // 4 x 2 windows of 2 x 4 tokens: the Transpose makes [B, nh, nw, wh, ww, C] = [1, 4, 4, 2, 2, C] of
+  // [1, 4, 2, 4, 2, C], so a 0 at dim 2 would copy wh (2) where nw (4) now stands.
+  e = error(ops::kMatMulWindowsInAttribute, {a, b, std::nullopt, std::nullopt, ints({1, 4, 2, 4, 2, c}),
+                                             ints({-1, 2, 0, c}), ints({-1, 4, c})});
+  EXPECT_NE(e.find("copies dim 2 with a 0"), std::string::npos) << e;
+  // The reversed windows reshaped to an image of other sides than the windows make.
+  e = error(ops::kMatMulWindowsOutAttribute,
+            {x, b, std::nullopt, std::nullopt, ints({-1, 4, 4, c}), ints({1, 2, 2, 4, 4, c}),
+             ints({1, 4, 16, c}), std::nullopt, std::nullopt, ints({1, 64, c})});
+  EXPECT_NE(e.find("are not the image"), std::string::npos) << e;
+  // A missing target.
+  e = error(ops::kMatMulWindowsOutAttribute, {x, b});
+  EXPECT_NE(e.find("needs input 4"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace wgi
