@@ -18,10 +18,8 @@ bool has_fused_residual(const PlanContext& ctx) {
   return true;
 }
 
-OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
-                              const std::function<OpPlan(const PlanContext&)>& plan) {
+Shape residual_sum_shape(const PlanContext& ctx, const Shape& out_shape) {
   const Shape& r_shape = ctx.input(kFusedResidualInput).shape;
-  // The Add's output: numpy broadcasting of the product and R.
   const size_t rank = std::max(out_shape.size(), r_shape.size());
   Shape sum_shape(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
@@ -33,6 +31,13 @@ OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
     }
     sum_shape[i] = a == 1 ? b : a;
   }
+  return sum_shape;
+}
+
+OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
+                              const std::function<OpPlan(const PlanContext&)>& plan) {
+  const Shape& r_shape = ctx.input(kFusedResidualInput).shape;
+  const Shape sum_shape = residual_sum_shape(ctx, out_shape);
 
   NodeInfo stripped = ctx.node;
   stripped.attributes = Attributes();

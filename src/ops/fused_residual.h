@@ -28,6 +28,10 @@ inline constexpr size_t kFusedResidualInput = 3;
 // but input 3 is absent or not float32.
 bool has_fused_residual(const PlanContext& ctx);
 
+// The Add's output shape: numpy broadcasting of the op's output `out_shape` and the residual's; throws via
+// ctx.fail when they do not broadcast.
+Shape residual_sum_shape(const PlanContext& ctx, const Shape& out_shape);
+
 // For an op whose planned output shape `out_shape` differs from its residual's: the plan described above.
 // `plan` is the op's plan function, called with the node stripped of the residual input and attribute and of
 // the fused activation.

@@ -344,19 +344,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   // With a residual, the window reverse's output is the Add's: R may broadcast to a larger shape.
   Shape sum_shape = plan.outputs[0].shape;
   if (windows_out && residual) {
-    const Shape& rs = ctx.input(kFusedResidualInput).shape;
-    const size_t rank = std::max(sum_shape.size(), rs.size());
-    Shape sum(rank, 1);
-    for (size_t i = 0; i < rank; ++i) {
-      const int64_t x = i + sum_shape.size() >= rank ? sum_shape[i + sum_shape.size() - rank] : 1;
-      const int64_t y = i + rs.size() >= rank ? rs[i + rs.size() - rank] : 1;
-      if (x != y && x != 1 && y != 1) {
-        ctx.fail("the fused residual " + shape_to_string(rs) + " does not broadcast with the output " +
-                 shape_to_string(sum_shape));
-      }
-      sum[i] = x == 1 ? y : x;
-    }
-    sum_shape = sum;
+    sum_shape = residual_sum_shape(ctx, sum_shape);
     plan.outputs[0].shape = sum_shape;
   }
   if (element_count(out_shape) == 0 || element_count(sum_shape) == 0) return plan;
