@@ -34,8 +34,8 @@ struct GemmParams {
   b_offset: u32,
 #if ROW_MAPS
   // Row maps (GemmRowMap in src/ops/gemm_launch.h; only gemm_fast.wgsl and gemm_split_reduce.wgsl): with
-  // A_ROW_MAP / OUT_ROW_MAP, row m of A / of the output starts gemm_row_offset(extents, strides, m) elements
-  // after its matrix's start instead of m row strides.
+  // A_ROW_MAP / OUT_ROW_MAP, row m of A / of the output starts mixed_radix_offset(extents, strides, m)
+  // elements after its matrix's start instead of m row strides.
   a_row_extents: vec4<u32>,
   a_row_strides: vec4<u32>,
   out_row_extents: vec4<u32>,
@@ -65,11 +65,12 @@ fn gemm_batch_offsets(b: u32) -> vec2<u32> {
   return offsets;
 }
 
-#if ROW_MAPS
-// Where row m of a row-mapped matrix starts: m's digits in the mixed radix `extents` (outermost first) times
-// `strides`. A fixed count of steps, no data-dependent exit (gemm_fast.wgsl's output_matrix says why).
-fn gemm_row_offset(extents: vec4<u32>, strides: vec4<u32>, m: u32) -> u32 {
-  var rest = m;
+// `index` written in the mixed radix `extents` (outermost first), each digit times its element stride in
+// `strides`: where output matrix `index` starts (gemm_output_offset), or where row `index` of a row-mapped
+// matrix starts in it (ROW_MAPS). A fixed count of steps, no data-dependent exit (gemm_fast.wgsl's
+// output_matrix says why).
+fn mixed_radix_offset(extents: vec4<u32>, strides: vec4<u32>, index: u32) -> u32 {
+  var rest = index;
   var offset = 0u;
   for (var d = 3; d >= 0; d--) {
     offset += (rest % extents[d]) * strides[d];
@@ -77,18 +78,10 @@ fn gemm_row_offset(extents: vec4<u32>, strides: vec4<u32>, m: u32) -> u32 {
   }
   return offset;
 }
-#endif
 
 // Element offset of output matrix `b` (its first element).
 fn gemm_output_offset(b: u32) -> u32 {
-  var rest = b;
-  var offset = 0u;
-  for (var d = 3; d >= 0 && rest > 0u; d--) {  // matrix 0 (every unbatched product) skips the loop
-    let extent = params.batch_dims[d];
-    offset += (rest % extent) * params.out_batch_strides[d];
-    rest = rest / extent;
-  }
-  return offset;
+  return mixed_radix_offset(params.batch_dims, params.out_batch_strides, b);
 }
 
 // The scalar epilogue of the kernels that write one element at a time (gemm_fast.wgsl has its own, which

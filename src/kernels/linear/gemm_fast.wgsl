@@ -19,8 +19,8 @@
 //   b_row_stride apart from a_offset / b_offset, the output's go where output_matrix says; the planner sets
 //   A_VEC4 / B_VEC4 / OUT_VEC4 only where those strides and offsets are multiples of 4 (gemm_launch.cpp).
 // - Row maps (DaViT's window partition read and window reverse written in place): with A_ROW_MAP, A's row m
-//   starts gemm_row_offset(a_row_extents, a_row_strides, m) into its matrix. A thread's A rows are the same
-//   in every slab (a_rk), so it decodes them once before the K loop (a_rows) and fetch_a gets the row's
+//   starts mixed_radix_offset(a_row_extents, a_row_strides, m) into its matrix. A thread's A rows are the
+//   same in every slab (a_rk), so it decodes them once before the K loop (a_rows) and fetch_a gets the row's
 //   start. With OUT_ROW_MAP the thread's TM output rows are decoded once after the K loop (out_rows), outside
 //   the unrolled store loop: anything long in there risks the accumulators going to local memory (see
 //   IN_PLACE_EPILOGUE).
@@ -279,7 +279,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #if A_ROW_MAP
   var a_rows: array<u32, A_LOADS>;  // where each load's A row starts (fetch_a skips rows past M)
   for (var l = 0u; l < A_LOADS; l++) {
-    a_rows[l] = offsets.x + gemm_row_offset(params.a_row_extents, params.a_row_strides, row0 + a_rk[l].x);
+    let m = row0 + a_rk[l].x;
+    a_rows[l] = offsets.x + mixed_radix_offset(params.a_row_extents, params.a_row_strides, m);
   }
 #endif
 
@@ -375,7 +376,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var out_rows: array<u32, TM>;  // where each of the thread's output rows starts (rows past M: unused)
   for (var r = 0u; r < TM; r++) {
     let m = min(row0 + (r / 4u) * 64u + ty * 4u + r % 4u, params.M - 1u);
-    out_rows[r] = out_matrix.x + gemm_row_offset(params.out_row_extents, params.out_row_strides, m);
+    out_rows[r] = out_matrix.x + mixed_radix_offset(params.out_row_extents, params.out_row_strides, m);
   }
 #endif
   for (var gi = 0u; gi < GM; gi++) {

@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let n = in_matrix % params.N;
 #if OUT_ROW_MAP
   // A row-mapped output's residual is laid out like the output: read where the element goes.
-  let row = gemm_row_offset(params.out_row_extents, params.out_row_strides, m);
+  let row = mixed_radix_offset(params.out_row_extents, params.out_row_strides, m);
   let at = gemm_output_offset(i / per_matrix) + row + n;
   output[at] = gemm_epilogue(acc, m, n, at);
 #else
