@@ -259,7 +259,7 @@ void register_forced_kernels() {
   // The fast kernels' workgroup memory configurations (K slab, buffers); those that do not fit the adapter
   // are skipped with the bytes they need.
   const std::vector<std::array<int64_t, 3>> config_shapes =
-      large() ? std::vector<std::array<int64_t, 3>>{{4096, 4096, 4096}, {1024, 1024, 1024}}
+      large() ? std::vector<std::array<int64_t, 3>>{{4096, 4096, 4096}, {2048, 2048, 2048}, {1024, 1024, 1024}}
               : std::vector<std::array<int64_t, 3>>{{128, 256, 192}};
   for (const auto& [kernel, tile_k, stages] :
        std::vector<std::tuple<std::string, int64_t, int64_t>>{{"fast128", 16, 2},

@@ -11,6 +11,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh splits    # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh variants  # carry [".device"] (packed as `models`,
 #                                                                # plus .device/bin/wgi_<variant>.xz builds)
+#   source .device/env.sh; bash bench/h200_campaign.sh shaders   # carry [".device"] (packed as `shaders`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -42,10 +43,13 @@
 # variants: A/B of builds: `wgi` and each carried `wgi_<variant>` (another commit, a change reverted) in
 #         alternating rounds on the three vision models, DaViT with shader robustness on, then DaViT's per-op
 #         GPU times and trace per build.
+# shaders: the GEMM kernel round: registers and local memory of the hot kernels as the driver compiled them
+#         (bench/shader_stats.sh; SHADER_FILTERS overrides the benchmarks, "none" skips them), the fast GEMM configurations and
+#         the planner's products (GEMM_FILTER) for wgi_bench_ops and each carried wgi_<variant>_bench, cuBLAS.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile|splits|variants}
+mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile|splits|variants|shaders}
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -221,7 +225,9 @@ elif [[ $mode == variants ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)
   builds=(wgi)
-  for b in .device/bin/wgi_*; do [[ -x $b && $b != *wgi_bench_ops ]] && builds+=("$(basename "$b")"); done
+  for b in .device/bin/wgi_*; do
+    [[ -x $b && $b != *wgi_bench_ops && $b != *_bench && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
+  done
   # VARIANT_ENV="A=1 A=2": each assignment is a variant of every build too (e.g. WGI_DISPATCHES_PER_SUBMIT).
   read -ra settings <<<"${VARIANT_ENV:-}"
   [[ ${#settings[@]} -eq 0 ]] && settings=("")
@@ -252,6 +258,35 @@ elif [[ $mode == variants ]]; then
     done
     stamp done
   } >"$out/variants.txt" 2>&1
+elif [[ $mode == shaders ]]; then
+  # The GEMM kernel round: what the driver compiled the hot kernels into (registers, local memory, through
+  # bench/shader_stats.sh), then the fast GEMM's configurations and the planner's products for
+  # wgi_bench_ops and each carried kernel variant (.device/bin/wgi_<variant>_bench from bench/wgsl_variant.sh)
+  # in two alternating rounds, and cuBLAS on the same products.
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
+  benches=(wgi_bench_ops)
+  for b in .device/bin/wgi_*_bench; do [[ -x $b ]] && benches+=("$(basename "$b")"); done
+  {
+    stamp_machine
+    [[ ${SHADER_FILTERS:-} == none ]] || for bench in "${benches[@]}"; do
+      stamp "shader statistics $bench"
+      # shellcheck disable=SC2086
+      PATH=".device/bin:$PATH" WGI_SHADER_STATS_BENCH=$bench timeout 120 bash bench/shader_stats.sh \
+        "$out/stats_$bench" ${SHADER_FILTERS:-'BM_LinearConfig/fast128_k16s1/4096/' 'BM_LinearConfig/fast128_k8s1/4096/' \
+        'BM_LinearConfig/fast128_k8s2/4096/' 'BM_LinearConfig/fast64_k16s2/1024/' 'BM_ConvConfig/igemm128_k16s1/'}
+    done
+    for round in 1 2; do
+      for bench in "${benches[@]}"; do
+        stamp "round $round $bench"
+        timeout 120 "$bench" --benchmark_min_time=0.2 \
+          --benchmark_filter="${GEMM_FILTER:-BM_LinearConfig/fast|BM_Linear/}" 2>&1 | grep manual_time
+      done
+    done
+    stamp torch peer
+    timeout 90 python3 bench/torch_peer.py 2>&1 | grep '"BM_Linear/'
+    stamp done
+  } >"$out/shaders.txt" 2>&1
+  tar -C "$out" -czf "$out/stats.tgz" $(cd "$out" && ls -d stats_* 2>/dev/null) && rm -rf "$out"/stats_*
 elif [[ $mode == defaults ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)

@@ -5,6 +5,8 @@
 #   bench/h200_pack.sh main    the test and benchmark programs (xz), ONNX's test data and the font the OCR
 #                              test renders with; carry [".device", "third_party/ocr-models"]
 #   bench/h200_pack.sh conv    wgi, wgi_bench_ops and the GPU tests (the conv round); carry [".device"]
+#   bench/h200_pack.sh shaders wgi_bench_ops, wgi_probe_pipeline_stats and spirv-as (the GEMM kernel round;
+#                              add variants as .device/bin/wgi_<variant>_bench.xz); carry [".device"]
 #   bench/h200_pack.sh models  wgi and wgi_bench_ops, the base-size models without their weights
 #                              (fill_weights.py rebuilds them there), node + onnxruntime-node (ORT's WebGPU
 #                              EP); carry [".device"]
@@ -12,7 +14,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-mode=${1:?usage: bench/h200_pack.sh main|models|conv}
+mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders}
 rm -rf .device
 args=()
 [[ $mode == models ]] && args+=(--peers)
@@ -20,6 +22,7 @@ bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
 [[ $mode == conv ]] && bins+=(build/release/tests/wgi_gpu_tests)
+[[ $mode == shaders ]] && bins=(build/release/wgi_bench_ops build/release/wgi_probe_pipeline_stats "$(command -v spirv-as)")
 bash "${WGI_DEVICE_PACK:-$root/../shared/device/pack.sh}" "${args[@]}" "${bins[@]}"
 for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpacks them
 # Models: graph + small tensors + inputs + float64 references; the 360 MB weight files are rebuilt there.

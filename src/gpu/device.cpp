@@ -272,6 +272,30 @@ bool vulkan_driver_manifests_present() {
 }
 #endif
 
+#ifndef __EMSCRIPTEN__
+// WGI_DAWN_LOG=<file> appends Dawn's log messages to the file: its warnings, and with
+// WGI_DAWN_TOGGLES=dump_shaders every shader's WGSL and the code it became (SPIR-V disassembly on Vulkan) —
+// what bench/shader_stats.sh feeds to the driver to read register counts. Off by default: Dawn logs nothing
+// a user acts on in a normal run.
+void forward_dawn_log(WGPUDevice device) {
+  const char* path = std::getenv("WGI_DAWN_LOG");
+  if (path == nullptr || *path == '\0') return;
+  static FILE* dawn_log = nullptr;  // one per process: every device appends to it; closed at exit
+  if (dawn_log == nullptr) dawn_log = std::fopen(path, "a");
+  if (dawn_log == nullptr) throw Error(std::string("WGI_DAWN_LOG: cannot open ") + path + " for appending");
+  WGPULoggingCallbackInfo info = WGPU_LOGGING_CALLBACK_INFO_INIT;
+  info.callback = [](WGPULoggingType type, WGPUStringView message, void*, void*) {
+    const char* kind = type == WGPULoggingType_Error     ? "error"
+                       : type == WGPULoggingType_Warning ? "warning"
+                       : type == WGPULoggingType_Info    ? "info"
+                                                         : "verbose";
+    std::fprintf(dawn_log, "[dawn %s]\n%s\n", kind, to_std_string(message).c_str());
+    std::fflush(dawn_log);
+  };
+  wgpuDeviceSetLoggingCallback(device, info);
+}
+#endif
+
 }  // namespace
 
 class DeviceFactory {
@@ -523,6 +547,9 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   if (!request.device) throw Error("requestDevice failed: " + request.message);
   device.device_ = request.device;
   device.queue_ = wgpuDeviceGetQueue(request.device);
+#ifndef __EMSCRIPTEN__
+  forward_dawn_log(request.device);
+#endif
 
   WGPULimits granted = WGPU_LIMITS_INIT;
   if (wgpuDeviceGetLimits(request.device, &granted) != WGPUStatus_Success) {

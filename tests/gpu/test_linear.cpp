@@ -712,7 +712,7 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   ops::GemmConfig c = ops::choose_gemm_config(problem(4096, 4096, 4096), h200);
   EXPECT_EQ(c.kernel, K::Fast128);
   EXPECT_EQ(c.tile_k, 16u);
-  EXPECT_EQ(c.stages, 1u);  // measured faster than double buffering for this tile
+  EXPECT_EQ(c.stages, 1u);  // the base choice: the rules then refine K slab and buffers (GemmRulesBuffers.*)
   c = ops::choose_gemm_config(problem(1024, 1024, 1024), h200);
   EXPECT_EQ(c.kernel, K::Fast64);
   EXPECT_EQ(c.stages, 2u);

@@ -418,6 +418,22 @@ TEST(GemmTuningPlanner, TakesAValidEntryIgnoresAnImpossibleOneAndAttributesWin) 
   EXPECT_EQ(plan_matmul(196, 3072, 772, h200_caps, &table).labels.at(0), "gemm_fast64_k16s1_bnk_splitk");
 }
 
+// The rules' K slab and buffers for the 128 tile: slabs of 8 with two buffers (one barrier per slab) for any
+// chunk of K of at least 256, split or not, where the device holds them (measured on the H200: 4096^3 1.22x,
+// 2304x512x2048 in 3 chunks 1.08x against slabs of 16 with one buffer); shorter K keeps slabs of 16.
+TEST(GemmRulesBuffers, TheLargeTileRunsSlabsOf8WithTwoBuffersFromAChunkOf256) {
+  const gpu::Capabilities h200_caps = model_device(49152, 1024);
+  const gpu::Capabilities web = gpu::default_capabilities();  // 16 KiB: two buffers of 8 need 16896 bytes
+  EXPECT_EQ(plan_matmul(4096, 4096, 4096, h200_caps, nullptr).labels.at(0), "gemm_fast128_k8s2_bkn");
+  EXPECT_EQ(plan_matmul(2304, 1536, 512, h200_caps, nullptr).labels.at(0), "gemm_fast128_k8s2_bkn");
+  const Planned split = plan_matmul(2304, 512, 2048, h200_caps, nullptr);
+  ASSERT_EQ(split.uses.size(), 1u);
+  EXPECT_EQ(split.uses[0].planned, (GemmChoice{GemmKernel::Fast128, 8, 2, 3, 0}));
+  EXPECT_EQ(split.labels.at(0), "gemm_fast128_k8s2_bkn_splitk");
+  EXPECT_EQ(plan_matmul(36864, 384, 128, h200_caps, nullptr).labels.at(0), "gemm_fast128_k16s1_bkn");
+  EXPECT_EQ(plan_matmul(4096, 4096, 4096, web, nullptr).labels.at(0), "gemm_fast128_k8s1_bkn");
+}
+
 TEST(GemmTuningPlanner, ChoicesAreCheckedLikeForcing) {
   const gpu::Capabilities h200_caps = model_device(49152, 1024);
   const ops::GemmLaunchSpec spec = ops::gemm_problem_spec(problem(196, 768, 3072));
