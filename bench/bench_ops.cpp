@@ -259,8 +259,9 @@ void register_forced_kernels() {
   // The fast kernels' workgroup memory configurations (K slab, buffers); those that do not fit the adapter
   // are skipped with the bytes they need.
   const std::vector<std::array<int64_t, 3>> config_shapes =
-      large() ? std::vector<std::array<int64_t, 3>>{{4096, 4096, 4096}, {2048, 2048, 2048}, {1024, 1024, 1024}}
-              : std::vector<std::array<int64_t, 3>>{{128, 256, 192}};
+      large()
+          ? std::vector<std::array<int64_t, 3>>{{4096, 4096, 4096}, {2048, 2048, 2048}, {1024, 1024, 1024}}
+          : std::vector<std::array<int64_t, 3>>{{128, 256, 192}};
   for (const auto& [kernel, tile_k, stages] :
        std::vector<std::tuple<std::string, int64_t, int64_t>>{{"fast128", 16, 2},
                                                               {"fast128", 16, 1},
@@ -297,9 +298,9 @@ void register_forced_kernels() {
              {{"wgi.kernel", std::string("depthwise_rows")}, {"wgi.depthwise_rows", rows}});
   }
   const std::vector<std::tuple<std::string, int64_t, int64_t>> igemm_configs = {
-      {"128", 16, 1},    {"128", 16, 2},    {"128", 8, 1},    {"128", 8, 2},     {"128", 32, 1},
-      {"64", 16, 1},     {"64", 16, 2},     {"64", 32, 1},    {"128x64", 16, 2}, {"128x64", 8, 1},
-      {"128x64", 32, 1}, {"64x128", 16, 2}, {"64x128", 32, 1}};
+      {"128", 16, 1},   {"128", 16, 2},    {"128", 8, 1},     {"128", 8, 2},     {"128", 32, 1},
+      {"64", 16, 1},    {"64", 16, 2},     {"64", 32, 1},     {"128x64", 16, 2}, {"128x64", 8, 1},
+      {"128x64", 8, 2}, {"128x64", 32, 1}, {"64x128", 16, 2}, {"64x128", 32, 1}};
   for (const auto& [tile, tile_k, stages] : igemm_configs) {
     add_conv(
         "BM_ConvConfig/igemm" + tile + "_k" + std::to_string(tile_k) + "s" + std::to_string(stages),

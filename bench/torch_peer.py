@@ -53,6 +53,10 @@ LINEAR = [(1024,) * 3, (2048,) * 3, (4096,) * 3, (196, 768, 768), (196, 3072, 76
           (4096, 1024, 1024), (9216, 256, 256), (1, 768, 768), (8, 3072, 768), (1, 51289, 768),
           # the other decoder-step (GEMV) shapes of bench_ops.cpp
           (1, 3072, 768), (1, 768, 3072), (4, 3072, 768), (8, 768, 3072), (8, 51289, 768)]
+# The target models' products (bench_ops.cpp's BM_LinearModel: DaViT-base at 768^2, SigLIP-B/16 at 224)
+MODEL_LINEAR = [(36864, 384, 128), (36864, 512, 128), (36864, 128, 512), (9216, 768, 256), (9216, 1024, 256),
+                (9216, 256, 1024), (2304, 1536, 512), (2304, 512, 512), (2304, 2048, 512), (2304, 512, 2048),
+                (576, 3072, 1024), (576, 1024, 1024), (576, 4096, 1024), (576, 1024, 4096), (577, 768, 1024)]
 CONV = [(8, 256, 256, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 1), (8, 128, 256, 56, 3, 2, 1),
         (8, 256, 256, 56, 3, 1, 256), (8, 3, 64, 224, 7, 2, 1),
         # depthwise: DaViT-base's position encoding at 768^2 (stage 1), a MobileNet-like stride-2 one
@@ -63,7 +67,7 @@ CONV = [(8, 256, 256, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 1), (8, 128, 256, 56,
 if __name__ == "__main__":
     print(json.dumps({"name": "device", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
                       "cudnn": torch.backends.cudnn.version()}), flush=True)
-    for shape in LINEAR:
+    for shape in LINEAR + MODEL_LINEAR:
         print(json.dumps(linear(*shape)), flush=True)
     for shape in CONV:
         print(json.dumps(conv(*shape)), flush=True)
