@@ -1,5 +1,5 @@
-// What the Vulkan driver made of a compute shader: registers, local (spill) memory, instruction counts, as
-// the driver reports them through VK_KHR_pipeline_executable_properties. Issue 7's tool for the GEMM's inner
+// What the Vulkan driver made of a compute shader: registers, workgroup memory, binary size, as the driver
+// reports them through VK_KHR_pipeline_executable_properties. Issue 7's tool for the GEMM's inner
 // loop: WebGPU hides the compiled code, so this compiles the SPIR-V that Dawn generated (logged with
 // WGI_DAWN_TOGGLES=dump_shaders WGI_DAWN_LOG=<file>, assembled by spirv-as; bench/shader_stats.sh does both)
 // once more, directly on the driver, and reads what the driver says about it.
@@ -9,10 +9,11 @@
 // Exit status: 0 when every shader was compiled and described, 2 when the device lacks the extension.
 #include <vulkan/vulkan.h>
 
-#include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>

@@ -619,14 +619,14 @@ GemmPlanned resolve_gemm(const PlanContext& ctx, const GemmLaunchSpec& requested
 
 // The fast tiles' K slab and buffers by how deep each workgroup's share of K is, from GEMM tuning on the
 // H200 (2026-11-30, the same winners in three tuning rounds; docs/performance.md, "GEMM split rules from the
-// models' products" and "The sixth round"): double buffering pays only over many slabs, so the 64 tile keeps
+// models' products" and "The sixth round"). Double buffering pays only over many slabs, so the 64 tile keeps
 // one buffer for chunks of at most 512 (DaViT's 32x36864x32 channel attention 1.2-1.3x, SigLIP's split
-// 196x768x3072 1.6x; SigLIP-B 5.9-6.3
-// -> 5.4-5.5 ms), except on a single mostly-padding tile (32x32xK attention products split into many
-// chunks ran 1.1-1.4x slower with one); the 128 tile runs every chunk of at least 256 in slabs of 8 with two
-// buffers (the same workgroup memory as 16 with one, one barrier per slab instead of two: 9216x256x256
-// 1.15x, 2304x1536x512 1.2x, 2304x512x512 1.4x; 4096^3 1.22x, 2048^3 1.23x, 2304x512x2048 in 3 chunks 1.08x,
-// DaViT-base 22.9 -> 22.3 ms).
+// 196x768x3072 1.6x; SigLIP-B 5.9-6.3 -> 5.4-5.5 ms), except on a single mostly-padding tile (32x32xK
+// attention products split into many chunks ran 1.1-1.4x slower with one). The 128 tile runs every chunk of
+// at least 256 in slabs of 8 with two buffers: the same workgroup memory as 16 with one, one barrier per slab
+// instead of two (9216x256x256 1.15x, 2304x1536x512 1.2x, 2304x512x512 1.4x, 4096^3 1.22x, 2048^3 1.23x,
+// 2304x512x2048 in 3 chunks 1.08x; DaViT-base 22.9 -> 22.3 ms). Slabs of 16 with two buffers (33 KB) leave
+// room for one workgroup per SM instead of two on the H200's driver.
 GemmConfig choose_fast_buffers(const GemmLaunchSpec& spec, const GemmConfig& config, uint32_t splits,
                                const gpu::Limits& limits) {
   GemmLaunchSpec probe = spec;
