@@ -38,6 +38,16 @@ void check(VkResult r, const char* call) {
   if (r != VK_SUCCESS) fail(std::string(call) + " returned VkResult " + std::to_string(r));
 }
 
+// Vulkan's two-call enumeration of tagged structures: the count, then the array filled.
+template <class T, class Query>
+std::vector<T> enumerate(VkStructureType type, const char* call, Query query) {
+  uint32_t count = 0;
+  check(query(&count, static_cast<T*>(nullptr)), call);
+  std::vector<T> items(count, vk_struct<T>(type));
+  check(query(&count, items.data()), call);
+  return items;
+}
+
 // The interface a compute shader declares, read from its SPIR-V words: the entry point's name, each
 // descriptor binding's kind, and whether it uses push constants. Only what Tint emits for wgi's kernels
 // (storage and uniform buffers) is understood; anything else is an error naming the binding.
@@ -257,41 +267,35 @@ int main(int argc, char** argv) {
 
     auto which = vk_struct<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
     which.pipeline = pipeline;
-    uint32_t executables = 0;
-    check(executable_properties(device, &which, &executables, nullptr),
-          "vkGetPipelineExecutablePropertiesKHR");
-    std::vector<VkPipelineExecutablePropertiesKHR> described(
-        executables,
-        vk_struct<VkPipelineExecutablePropertiesKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR));
-    check(executable_properties(device, &which, &executables, described.data()),
-          "vkGetPipelineExecutablePropertiesKHR");
+    const auto described = enumerate<VkPipelineExecutablePropertiesKHR>(
+        VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR, "vkGetPipelineExecutablePropertiesKHR",
+        [&](uint32_t* n, VkPipelineExecutablePropertiesKHR* out) {
+          return executable_properties(device, &which, n, out);
+        });
     std::printf("%s:\n", file.c_str());
-    for (uint32_t e = 0; e < executables; ++e) {
+    for (uint32_t e = 0; e < described.size(); ++e) {
       std::printf("  executable %u: %s (subgroup size %u)\n", e, described[e].name,
                   described[e].subgroupSize);
       auto exec = vk_struct<VkPipelineExecutableInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR);
       exec.pipeline = pipeline;
       exec.executableIndex = e;
-      uint32_t stat_count = 0;
-      check(executable_statistics(device, &exec, &stat_count, nullptr),
-            "vkGetPipelineExecutableStatisticsKHR");
-      std::vector<VkPipelineExecutableStatisticKHR> stats(
-          stat_count,
-          vk_struct<VkPipelineExecutableStatisticKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR));
-      check(executable_statistics(device, &exec, &stat_count, stats.data()),
-            "vkGetPipelineExecutableStatisticsKHR");
+      const auto stats = enumerate<VkPipelineExecutableStatisticKHR>(
+          VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR, "vkGetPipelineExecutableStatisticsKHR",
+          [&](uint32_t* n, VkPipelineExecutableStatisticKHR* out) {
+            return executable_statistics(device, &exec, n, out);
+          });
       for (const VkPipelineExecutableStatisticKHR& s : stats) {
         std::printf("    %-32s %12s   %s\n", s.name, statistic_value(s).c_str(), s.description);
       }
       if (ir_dir.empty()) continue;
-      uint32_t ir_count = 0;
-      check(executable_irs(device, &exec, &ir_count, nullptr),
-            "vkGetPipelineExecutableInternalRepresentationsKHR");
-      std::vector<VkPipelineExecutableInternalRepresentationKHR> irs(
-          ir_count, vk_struct<VkPipelineExecutableInternalRepresentationKHR>(
-                        VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR));
-      check(executable_irs(device, &exec, &ir_count, irs.data()),
-            "vkGetPipelineExecutableInternalRepresentationsKHR");
+      // Counts and sizes first, then the data into buffers of those sizes.
+      auto irs = enumerate<VkPipelineExecutableInternalRepresentationKHR>(
+          VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR,
+          "vkGetPipelineExecutableInternalRepresentationsKHR",
+          [&](uint32_t* n, VkPipelineExecutableInternalRepresentationKHR* out) {
+            return executable_irs(device, &exec, n, out);
+          });
+      uint32_t ir_count = static_cast<uint32_t>(irs.size());
       std::vector<std::vector<char>> data(ir_count);
       for (uint32_t r = 0; r < ir_count; ++r) {
         data[r].resize(irs[r].dataSize);
