@@ -14,6 +14,7 @@
 #include "ops/gemm_launch.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
+#include "support/planner_devices.h"
 #include "support/reference_elementwise.h"
 #include "support/reference_linear.h"
 #include "support/tensor_check.h"
@@ -675,13 +676,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GemvHeavyTest,
 
 // ---- The planner on model devices ----
 
-gpu::Capabilities model_device(uint32_t storage, uint32_t invocations) {
-  gpu::Capabilities caps = gpu::default_capabilities();
-  caps.limits.max_compute_workgroup_storage_size = storage;
-  caps.limits.max_compute_invocations_per_workgroup = invocations;
-  caps.limits.max_compute_workgroup_size_x = invocations;
-  return caps;
-}
+using test::model_device;
 
 ops::GemmLaunchSpec problem(uint32_t m, uint32_t n, uint32_t k, bool b_nk = true) {
   ops::GemmLaunchSpec s;
@@ -690,15 +685,6 @@ ops::GemmLaunchSpec problem(uint32_t m, uint32_t n, uint32_t k, bool b_nk = true
   s.k = k;
   s.b_nk = b_nk;
   return s;
-}
-
-std::string choose_error(const ops::GemmLaunchSpec& s, const gpu::Capabilities& caps) {
-  try {
-    ops::choose_gemm_config(s, caps);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 // The planner on model devices (pure, no GPU): the H200 (48 KiB, 1024 invocations), WebGPU's defaults
@@ -769,28 +755,30 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   // Forced choices that cannot run are errors that say why.
   ops::GemmLaunchSpec s = problem(4096, 4096, 4096);
   s.kernel = K::Fast128;
-  EXPECT_NE(choose_error(s, compat).find("needs 256 invocations per workgroup; the device allows 128"),
-            std::string::npos);
+  EXPECT_NE(
+      test::gemm_choice_error(s, compat).find("needs 256 invocations per workgroup; the device allows 128"),
+      std::string::npos);
   s.stages = 2;
   s.tile_k = 16;
-  EXPECT_NE(choose_error(s, web).find("needs 33792 bytes of workgroup memory; the device allows 16384"),
-            std::string::npos);
+  EXPECT_NE(
+      test::gemm_choice_error(s, web).find("needs 33792 bytes of workgroup memory; the device allows 16384"),
+      std::string::npos);
   EXPECT_EQ(ops::choose_gemm_config(s, h200).workgroup_storage_bytes, 33792u);
   s.kernel = K::Fast64;
   s.tile_k = 8;
-  EXPECT_NE(choose_error(s, h200).find("has no configuration"), std::string::npos);
+  EXPECT_NE(test::gemm_choice_error(s, h200).find("has no configuration"), std::string::npos);
   s = problem(9, 100, 100);
   s.kernel = K::Gemv;
-  EXPECT_NE(choose_error(s, h200).find("M <= 8"), std::string::npos);
+  EXPECT_NE(test::gemm_choice_error(s, h200).find("M <= 8"), std::string::npos);
   s = problem(2, 100, 100, false);
   s.kernel = K::Gemv;
-  EXPECT_NE(choose_error(s, h200).find("B as [K, N]"), std::string::npos);
+  EXPECT_NE(test::gemm_choice_error(s, h200).find("B as [K, N]"), std::string::npos);
   s = problem(2, 100, 100);
   s.a_km = true;
   s.kernel = K::Gemv;
-  EXPECT_NE(choose_error(s, h200).find("A as [K, M]"), std::string::npos);
+  EXPECT_NE(test::gemm_choice_error(s, h200).find("A as [K, M]"), std::string::npos);
   s.kernel = K::Vec4;
-  EXPECT_NE(choose_error(s, h200).find("K % 4 == 0"), std::string::npos);
+  EXPECT_NE(test::gemm_choice_error(s, h200).find("K % 4 == 0"), std::string::npos);
 }
 
 TEST(GemmPlanner, ForcedKernelsThatCannotRunAreErrorsNamingTheNode) {

@@ -7,16 +7,13 @@
 
 #include "gpu/device.h"
 #include "ops/gemm_launch.h"
-#include "wgi/error.h"
+#include "support/planner_devices.h"
 
 namespace wgi {
 namespace {
 
 gpu::Capabilities device(uint32_t invocations = 1024, bool costly_barriers = false) {
-  gpu::Capabilities caps = gpu::default_capabilities();
-  caps.limits.max_compute_workgroup_storage_size = 48 * 1024;
-  caps.limits.max_compute_invocations_per_workgroup = invocations;
-  caps.limits.max_compute_workgroup_size_x = invocations;
+  gpu::Capabilities caps = test::model_device(48 * 1024, invocations);
   caps.costly_barriers = costly_barriers;
   return caps;
 }
@@ -33,15 +30,6 @@ ops::GemmLaunchSpec channel_scores(uint32_t c = 64, uint32_t d = 32, uint32_t to
   s.b_row_stride = 3 * c;
   s.b_offset = c;
   return s;
-}
-
-std::string choose_error(const ops::GemmLaunchSpec& s, const gpu::Capabilities& caps) {
-  try {
-    ops::choose_gemm_config(s, caps);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(GemmViews, ZeroAndPackedValuesAreNoViews) {
@@ -98,7 +86,7 @@ TEST(GemmViews, OnlyTheFastKernelsRunThem) {
   for (ops::GemmKernel k : {ops::GemmKernel::Tiled, ops::GemmKernel::Vec4, ops::GemmKernel::Gemv}) {
     ops::GemmLaunchSpec s = channel_scores();
     s.kernel = k;
-    const std::string e = choose_error(s, device());
+    const std::string e = test::gemm_choice_error(s, device());
     EXPECT_NE(e.find(std::string("the ") + ops::gemm_kernel_name(k) + " GEMM kernel reads and writes packed"),
               std::string::npos)
         << e;
@@ -114,7 +102,7 @@ TEST(GemmViews, OnlyTheFastKernelsRunThem) {
   // operands packed instead (gemm_views_supported), and a view asked for anyway is an error.
   EXPECT_TRUE(ops::gemm_views_supported(device()));
   EXPECT_FALSE(ops::gemm_views_supported(device(128)));
-  const std::string e = choose_error(channel_scores(), device(128));
+  const std::string e = test::gemm_choice_error(channel_scores(), device(128));
   EXPECT_NE(e.find("256 invocations"), std::string::npos) << e;
   EXPECT_NE(e.find("strided views"), std::string::npos) << e;
 }
@@ -151,16 +139,17 @@ TEST(GemmViews, Vec4LoadsNeedAlignedStridesAndOffsets) {
 TEST(GemmViews, AResidualWithAStridedOutputIsRejected) {
   ops::GemmLaunchSpec s = channel_scores();
   s.residual = ops::TensorRef::input(2);
-  EXPECT_EQ(choose_error(s, device()), "no error");  // strided operands, packed output: read at its index
+  EXPECT_EQ(test::gemm_choice_error(s, device()),
+            "no error");  // strided operands, packed output: read at its index
   s.out_row_stride = 40;
-  const std::string e = choose_error(s, device());
+  const std::string e = test::gemm_choice_error(s, device());
   EXPECT_NE(e.find("residual"), std::string::npos) << e;
   EXPECT_NE(e.find("row stride 40"), std::string::npos) << e;
   s.out_row_stride = 0;
   s.batch = 2;
   s.batch_dims = {1, 1, 1, 2};
   s.out_batch_strides = {0, 0, 0, 2 * 32 * 32};
-  EXPECT_NE(choose_error(s, device()).find("residual"), std::string::npos);
+  EXPECT_NE(test::gemm_choice_error(s, device()).find("residual"), std::string::npos);
 }
 
 }  // namespace

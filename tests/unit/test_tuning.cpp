@@ -13,6 +13,7 @@
 #include "ops/registry.h"
 #include "runtime/gemm_tuner.h"
 #include "runtime/tuning_cache.h"
+#include "support/planner_devices.h"
 
 namespace wgi {
 namespace {
@@ -318,13 +319,7 @@ TEST(TuningCache, DefaultLocation) {
 
 // ---- The planner ----
 
-gpu::Capabilities model_device(uint32_t storage, uint32_t invocations) {
-  gpu::Capabilities caps = gpu::default_capabilities();
-  caps.limits.max_compute_workgroup_storage_size = storage;
-  caps.limits.max_compute_invocations_per_workgroup = invocations;
-  caps.limits.max_compute_workgroup_size_x = invocations;
-  return caps;
-}
+using test::model_device;
 
 struct Planned {
   std::vector<std::string> labels;
