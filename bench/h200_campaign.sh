@@ -43,9 +43,10 @@
 # variants: A/B of builds: `wgi` and each carried `wgi_<variant>` (another commit, a change reverted) in
 #         alternating rounds on the three vision models, DaViT with shader robustness on, then DaViT's per-op
 #         GPU times and trace per build.
-# shaders: the GEMM kernel round: registers and local memory of the hot kernels as the driver compiled them
-#         (bench/shader_stats.sh; SHADER_FILTERS overrides the benchmarks, "none" skips them), the fast GEMM configurations and
-#         the planner's products (GEMM_FILTER) for wgi_bench_ops and each carried wgi_<variant>_bench, cuBLAS.
+# shaders: the GEMM kernel round: registers and workgroup memory of the hot kernels as the driver compiled
+#         them (bench/shader_stats.sh; SHADER_FILTERS overrides the benchmarks, "none" skips them), the fast
+#         GEMM configurations and the planner's products (GEMM_FILTER) for wgi_bench_ops and each carried
+#         wgi_<variant>_bench, cuBLAS.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -259,7 +260,7 @@ elif [[ $mode == variants ]]; then
     stamp done
   } >"$out/variants.txt" 2>&1
 elif [[ $mode == shaders ]]; then
-  # The GEMM kernel round: what the driver compiled the hot kernels into (registers, local memory, through
+  # The GEMM kernel round: what the driver compiled the hot kernels into (registers, workgroup memory, through
   # bench/shader_stats.sh), then the fast GEMM's configurations and the planner's products for
   # wgi_bench_ops and each carried kernel variant (.device/bin/wgi_<variant>_bench from bench/wgsl_variant.sh)
   # in two alternating rounds, and cuBLAS on the same products.
