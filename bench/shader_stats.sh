@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the GPU driver compiled wgi's kernels into (issue 7: registers, spills, instruction counts), on a
+# What the GPU driver compiled wgi's kernels into (issue 7: registers, workgroup memory, binary size), on a
 # Vulkan adapter. For each benchmark filter: runs wgi_bench_ops on it with Dawn's shader dumps
 # (WGI_DAWN_TOGGLES=dump_shaders, WGI_DAWN_LOG), assembles the SPIR-V that Dawn generated for each kernel
 # (spirv-as) and has the driver compile it once more and describe it (wgi_probe_pipeline_stats, through
