@@ -664,34 +664,48 @@ const Node* find_attention(const Graph& g) {
   return it == g.nodes.end() ? nullptr : &*it;
 }
 
+// Fuses `m`'s attention and runs both view passes, expecting each to rewrite it, then checks what every
+// attention read in the packed projection shares: no Gather or Transpose left, the heads' merge the only
+// Reshape, Q, K and V all read in x with indices 0, 1, 2, the target as input 5, Q's scale kept and the
+// graph's y (the Reshape's input) as the output. Returns the Attention node, null after a fatal failure.
+const Node* expect_packed_attention(PackedQkvGraph& m, const PackedQkv& p) {
+  Graph& g = m.g;
+  if (fuse_attention(g) != 1) {
+    ADD_FAILURE() << p.what << ": fuse_attention did not fuse exactly one attention";
+    return nullptr;
+  }
+  EXPECT_EQ(read_packed_qkv(g), 1) << p.what;
+  EXPECT_EQ(write_attention_transposed(g), 1) << p.what;
+  remove_dead_nodes(g);
+  EXPECT_EQ(count_ops(g, "Gather"), 0) << p.what;
+  EXPECT_EQ(count_ops(g, "Transpose"), 0) << p.what;
+  EXPECT_EQ(count_ops(g, "Reshape"), 1) << p.what;  // only the heads' merge after the attention
+  const Node* a = find_attention(g);
+  if (a == nullptr || a->inputs.size() != 6u || a->outputs.size() != 1u) {
+    ADD_FAILURE() << p.what << ": no attention with 6 inputs and 1 output";
+    return nullptr;
+  }
+  EXPECT_EQ(a->inputs[0], m.x) << p.what;
+  EXPECT_EQ(a->inputs[1], m.x) << p.what;
+  EXPECT_EQ(a->inputs[2], m.x) << p.what;
+  EXPECT_EQ(a->inputs[5], m.target) << p.what;
+  EXPECT_EQ(a->info.attributes.get_int("qkv_packed", 0), 1) << p.what;
+  EXPECT_EQ(a->info.attributes.get_ints("qkv_indices", {}), (std::vector<int64_t>{0, 1, 2})) << p.what;
+  EXPECT_FLOAT_EQ(a->info.attributes.get_float("scale", 0.0f), 0.35f) << p.what;
+  EXPECT_EQ(a->outputs[0], m.y) << p.what;
+  return a;
+}
+
 TEST(Passes, ReadPackedQkvAndWriteAttentionTransposed) {
   for (const PackedQkv& p : {PackedQkv{.what = "constant target"},
                              PackedQkv{.what = "shape-derived target", .shape_target = true}}) {
     PackedQkvGraph m = build_packed_qkv(p);
-    Graph& g = m.g;
-    ASSERT_EQ(fuse_attention(g), 1) << p.what;
-    EXPECT_EQ(read_packed_qkv(g), 1) << p.what;
-    EXPECT_EQ(write_attention_transposed(g), 1) << p.what;
-    remove_dead_nodes(g);
-    EXPECT_EQ(count_ops(g, "Gather"), 0) << p.what;
-    EXPECT_EQ(count_ops(g, "Transpose"), 0) << p.what;
-    EXPECT_EQ(count_ops(g, "Reshape"), 1) << p.what;  // only the heads' merge after the attention
-    const Node* a = find_attention(g);
+    const Node* a = expect_packed_attention(m, p);
     ASSERT_NE(a, nullptr) << p.what;
-    ASSERT_EQ(a->inputs.size(), 6u) << p.what;
-    EXPECT_EQ(a->inputs[0], m.x) << p.what;
-    EXPECT_EQ(a->inputs[1], m.x) << p.what;
-    EXPECT_EQ(a->inputs[2], m.x) << p.what;
     EXPECT_EQ(a->inputs[3], kNoValue) << p.what;
     EXPECT_EQ(a->inputs[4], kNoValue) << p.what;
-    EXPECT_EQ(a->inputs[5], m.target) << p.what;
-    EXPECT_EQ(a->info.attributes.get_int("qkv_packed", 0), 1) << p.what;
-    EXPECT_EQ(a->info.attributes.get_ints("qkv_indices", {}), (std::vector<int64_t>{0, 1, 2})) << p.what;
     EXPECT_EQ(a->info.attributes.get_int("k_transposed", -1), 0) << p.what;
-    EXPECT_FLOAT_EQ(a->info.attributes.get_float("scale", 0.0f), 0.35f) << p.what;
     EXPECT_EQ(a->info.attributes.get_int("transpose_output", 0), 1) << p.what;
-    ASSERT_EQ(a->outputs.size(), 1u);
-    EXPECT_EQ(a->outputs[0], m.y) << p.what;  // the Transpose's output, which the Reshape reads
   }
 }
 
@@ -704,29 +718,12 @@ TEST(Passes, ReadPackedQkvOfTheChannelAttention) {
                              .shape_target = true,
                              .channel = true}}) {
     PackedQkvGraph m = build_packed_qkv(p);
-    Graph& g = m.g;
-    ASSERT_EQ(fuse_attention(g), 1) << p.what;
-    EXPECT_EQ(read_packed_qkv(g), 1) << p.what;
-    EXPECT_EQ(write_attention_transposed(g), 1) << p.what;
-    remove_dead_nodes(g);
-    EXPECT_EQ(count_ops(g, "Gather"), 0) << p.what;
-    EXPECT_EQ(count_ops(g, "Transpose"), 0) << p.what;
-    EXPECT_EQ(count_ops(g, "Reshape"), 1) << p.what;
-    const Node* a = find_attention(g);
+    const Node* a = expect_packed_attention(m, p);
     ASSERT_NE(a, nullptr) << p.what;
-    ASSERT_EQ(a->inputs.size(), 6u) << p.what;
-    EXPECT_EQ(a->inputs[0], m.x) << p.what;
-    EXPECT_EQ(a->inputs[1], m.x) << p.what;
-    EXPECT_EQ(a->inputs[2], m.x) << p.what;
-    EXPECT_EQ(a->inputs[5], m.target) << p.what;
-    EXPECT_EQ(a->info.attributes.get_ints("qkv_indices", {}), (std::vector<int64_t>{0, 1, 2})) << p.what;
     EXPECT_EQ(a->info.attributes.get_ints("qkv_transposed", {}), (std::vector<int64_t>{1, 0, 1})) << p.what;
     EXPECT_EQ(a->info.attributes.get_int("k_transposed", -1), 1) << p.what;  // k itself is K^T
-    EXPECT_FLOAT_EQ(a->info.attributes.get_float("scale", 0.0f), 0.35f) << p.what;
     EXPECT_EQ(a->info.attributes.get_int("transpose_output", 0), 0) << p.what;
     EXPECT_EQ(a->info.attributes.get_ints("output_perm", {}), (std::vector<int64_t>{0, 3, 1, 2})) << p.what;
-    ASSERT_EQ(a->outputs.size(), 1u);
-    EXPECT_EQ(a->outputs[0], m.y) << p.what;
   }
   // Lookalikes: v^T read elsewhere keeps the whole split; another output perm keeps its Transpose.
   {
