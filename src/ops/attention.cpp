@@ -371,8 +371,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
   std::array<TensorRef, 3> operands = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2)};
   auto materialise = [&](uint32_t i) {
     if (is_contiguous(views[i])) return;
-    operands[i] = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-    plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(views[i].shape)) * sizeof(float));
+    operands[i] = plan.add_scratch(static_cast<uint64_t>(element_count(views[i].shape)) * sizeof(float));
     data_movement::StridedCopy copy;
     copy.shape = views[i].shape;
     copy.src_strides = views[i].strides;
@@ -416,8 +415,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
     const bool columns_out = in_place && !rows_out && out_row == 1;
     TensorRef product = TensorRef::output(0);
     if (!rows_out && !columns_out) {
-      product = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-      plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
+      product = plan.add_scratch(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
     }
     auto batch_of = [&](const View& v) { return pad4(view_batch_strides(v, rank)); };
 
@@ -525,8 +523,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
   const bool copy_out = out_view.strides.back() != 1;
   TensorRef fused_out = TensorRef::output(0);
   if (copy_out) {
-    fused_out = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-    plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
+    fused_out = plan.add_scratch(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
   }
   const View& kernel_out = copy_out ? written : out_view;
   KernelLaunch launch;

@@ -250,13 +250,14 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
-  // With a split, the partial sums go to a scratch buffer: one copy of the output per K chunk.
+  // With a split, the partial sums go to a scratch buffer (one copy of the output per K chunk), else the
+  // kernel writes the output.
   const uint64_t outputs = static_cast<uint64_t>(g.batch * g.out_channels * g.height.output * g.width.output);
-  const TensorRef partials = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-  if (split) plan.scratch_bytes.push_back(outputs * config.splits * sizeof(float));
-  launch.bindings = {
-      TensorRef::input(0), TensorRef::constant(weight_index), TensorRef::constant(weight_index + 1),
-      has_bias ? TensorRef::input(2) : TensorRef::zero(), split ? partials : TensorRef::output(0)};
+  const TensorRef written =
+      split ? plan.add_scratch(outputs * config.splits * sizeof(float)) : TensorRef::output(0);
+  launch.bindings = {TensorRef::input(0), TensorRef::constant(weight_index),
+                     TensorRef::constant(weight_index + 1),
+                     has_bias ? TensorRef::input(2) : TensorRef::zero(), written};
   if (residual && !split) append_residual_binding(launch);
   launch.uniform = gpu::UniformBuilder()
                        .u32(u32(m))
@@ -303,7 +304,7 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   reduced.activation = activation;
   if (residual) reduced.residual = TensorRef::input(kFusedResidualInput);  // NCHW is [batch][M][N] too
   reduced.out = TensorRef::output(0);
-  plan.launches.push_back(gemm_split_reduce_launch(ctx, reduced, config.splits, partials));
+  plan.launches.push_back(gemm_split_reduce_launch(ctx, reduced, config.splits, written));
 }
 
 std::optional<DepthwiseConfig> choose_depthwise_config(const ConvGeometry& g, const gpu::Limits& limits,

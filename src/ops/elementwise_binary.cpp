@@ -862,12 +862,12 @@ OpPlan plan_with_float16(const PlanContext& ctx, const std::function<OpPlan(cons
     const TensorDesc& desc = ctx.input(i);
     inner.inputs[i]->dtype = DType::Float32;
     inner.constant_inputs[i] = nullptr;
-    const uint32_t slot = static_cast<uint32_t>(plan.scratch_bytes.size());
-    scratch_of[i] = static_cast<int>(slot);
-    plan.scratch_bytes.push_back(std::max<uint64_t>(4, 4 * static_cast<uint64_t>(element_count(desc.shape))));
+    const TensorRef converted =
+        plan.add_scratch(std::max<uint64_t>(4, 4 * static_cast<uint64_t>(element_count(desc.shape))));
+    scratch_of[i] = static_cast<int>(converted.index);
     if (element_count(desc.shape) > 0) {
-      plan.launches.push_back(cast_f16_launch(
-          ctx, desc, DType::Float32, TensorRef::input(static_cast<uint32_t>(i)), TensorRef::scratch(slot)));
+      plan.launches.push_back(
+          cast_f16_launch(ctx, desc, DType::Float32, TensorRef::input(static_cast<uint32_t>(i)), converted));
     }
   }
   OpPlan body = plan_f32(inner);

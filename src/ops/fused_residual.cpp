@@ -62,9 +62,8 @@ OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
     return result;
   }
   // The product goes to a scratch buffer; the add writes the output.
-  const TensorRef product = TensorRef::scratch(static_cast<uint32_t>(result.scratch_bytes.size()));
-  result.scratch_bytes.push_back(static_cast<uint64_t>(std::max<int64_t>(1, element_count(out_shape))) *
-                                 sizeof(float));
+  const TensorRef product = result.add_scratch(
+      static_cast<uint64_t>(std::max<int64_t>(1, element_count(out_shape))) * sizeof(float));
   for (KernelLaunch& launch : result.launches) {
     for (TensorRef& ref : launch.bindings) {
       if (ref.kind == TensorRef::Kind::Output && ref.index == 0) ref = product;

@@ -774,8 +774,7 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
     return;
   }
   const uint64_t outputs = uint64_t{spec.m} * spec.n * spec.batch;
-  const auto partials = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-  plan.scratch_bytes.push_back(outputs * splits * sizeof(float));
+  const TensorRef partials = plan.add_scratch(outputs * splits * sizeof(float));
   GemmLaunchSpec partial = spec;
   partial.out = partials;
   partial.residual.reset();  // added by the reduction

@@ -459,8 +459,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   if (spec.a_windows && !g.a_row_map) {
     // The partition copied packed (window_maps' fallback).
     const WindowGeometry& w = *spec.a_windows;
-    const TensorRef packed = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-    plan.scratch_bytes.push_back(static_cast<uint64_t>(element_count(w.windows())) * sizeof(float));
+    const TensorRef packed =
+        plan.add_scratch(static_cast<uint64_t>(element_count(w.windows())) * sizeof(float));
     data_movement::add_copy_launches(ctx, plan, window_copy(w, g.a, packed, true));
     g.a = packed;
   }
@@ -471,10 +471,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const WindowGeometry& w = windows_out->windows;
   // The product packed in a scratch buffer, reversed into the image, cropped, then R added.
   auto scratch = [&plan](const Shape& shape) {
-    const TensorRef ref = TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size()));
-    plan.scratch_bytes.push_back(static_cast<uint64_t>(std::max<int64_t>(1, element_count(shape))) *
-                                 sizeof(float));
-    return ref;
+    return plan.add_scratch(static_cast<uint64_t>(std::max<int64_t>(1, element_count(shape))) *
+                            sizeof(float));
   };
   const TensorRef product = scratch(out_shape);
   g.out = product;

@@ -487,8 +487,7 @@ void bind_row_norm(const PlanContext& ctx, const RowNorm& r, KernelLaunch& launc
       if (output_requested(ctx, k)) {
         launch.bindings.push_back(TensorRef::output(static_cast<uint32_t>(k)));
       } else {
-        launch.bindings.push_back(TensorRef::scratch(static_cast<uint32_t>(plan.scratch_bytes.size())));
-        plan.scratch_bytes.push_back(static_cast<uint64_t>(r.rows) * 4);
+        launch.bindings.push_back(plan.add_scratch(static_cast<uint64_t>(r.rows) * 4));
       }
     }
   }

@@ -95,6 +95,12 @@ struct OpPlan {
   std::vector<uint64_t> scratch_bytes;  // temporary buffers for multi-kernel ops
   std::vector<Tensor> constants;        // derived once from constant inputs (e.g. prepacked weights)
   int alias_output_to_input = -1;       // >= 0: output 0 is that input's bytes unchanged (reshape-like ops)
+
+  // A new scratch buffer of `bytes`, and the reference that binds it.
+  TensorRef add_scratch(uint64_t bytes) {
+    scratch_bytes.push_back(bytes);
+    return TensorRef::scratch(static_cast<uint32_t>(scratch_bytes.size() - 1));
+  }
 };
 
 struct OpHandler {
