@@ -259,6 +259,10 @@ int main(int argc, char** argv) {
     }
   }
   std::sort(tests.begin(), tests.end());
+  if (tests.empty()) {
+    std::cerr << "wgi_conformance: no test matches --filter '" << filter << "'\n";
+    return 2;
+  }
   try {
     auto device = gpu::Device::create();
     const std::string adapter =
@@ -300,6 +304,11 @@ int main(int argc, char** argv) {
               << (known ? "; " + std::to_string(known) + " known limitations" : "") << ") in " << seconds
               << " s\n";
     if (!report.empty()) write_report(report, per_op, passed, failed, skipped, adapter);
+    // A run that compared nothing (every matching test skipped) proves nothing: fail it.
+    if (passed == 0 && failed == 0) {
+      std::cerr << "wgi_conformance: no test ran (all " << skipped << " skipped)\n";
+      return 1;
+    }
     return failed == 0 ? 0 : 1;
   } catch (const Error& e) {
     std::cerr << "wgi_conformance: " << e.what() << "\n";

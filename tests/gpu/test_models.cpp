@@ -37,13 +37,17 @@ TEST_P(ModelTest, MatchesFloat64Reference) {
   for (const TensorInfo& in : session.inputs())
     inputs[in.name] = npy::load(dir / ("input_" + in.name + ".npy"));
   auto outputs = session.run(inputs);
+  int compared = 0;
   for (const TensorInfo& out : session.outputs()) {
     fs::path expected = dir / ("expected_" + out.name + ".npy");
     if (!fs::exists(expected)) continue;
+    ++compared;
     auto result = test::close_in_l2(outputs.at(out.name), test::load_float64_npy(expected), 1e-4);
     EXPECT_TRUE(result) << GetParam() << " output '" << out.name << "'";
     std::cerr << "[ model " << GetParam() << " / " << out.name << ": " << result.message() << " ]\n";
   }
+  // A folder whose expected files name no output of the model compared nothing: that is a failure.
+  EXPECT_GT(compared, 0) << GetParam() << ": no output has an expected_<name>.npy";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelTest, ::testing::ValuesIn(model_names()),
