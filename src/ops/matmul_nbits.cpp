@@ -1,0 +1,335 @@
+// Weight-only quantized matrix products of the com.microsoft domain, as ONNX Runtime's quantizers write them
+// (the _q4 / _q4f16 / _bnb4 variants of onnx-community's exports):
+//   MatMulNBits  Y = A @ dequant(B)^T + bias, B [N, K] in blocks of block_size along K, 2, 4 or 8 bits per
+//                code, W = (code - zero_point) * scale with one scale (and zero point) per block
+//   MatMulBnb4   Y = A @ dequant(B)^T, B [N, K] flattened and cut into blocks of block_size, 4-bit NF4 or
+//                FP4 codes, W = table[code] * absmax
+// The dequantisation happens inside the kernels (linear/matmul_nbits_gemv.wgsl for M <= 8 rows,
+// linear/matmul_nbits_tiled.wgsl otherwise; quantized_common.wgsl has the layouts): B stays packed on the
+// GPU, so a 4-bit weight takes an eighth of its float32 bytes plus its scales. Batch dims of A fold into M.
+// docs/quantized_matmul.md says what is supported and what is not.
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/families.h"
+#include "ops/gemm_launch.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+constexpr const char* kDomain = "com.microsoft";
+// Forces a kernel ("gemv" or "tiled"; "auto" = the planner's choice), like MatMul's attribute of that name.
+constexpr const char* kKernelAttribute = "wgi.kernel";
+constexpr int64_t kGemvMaxRows = 8;
+constexpr uint32_t kWorkgroupInvocations = 128;  // GEMV's workgroup; the tiled kernel's is 64
+constexpr uint32_t kTile = 32;                   // the tiled kernel's output tile
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+enum class ZeroPointForm { Default, Packed, Float };
+
+// The quantized weight as the kernels read it (linear/quantized_common.wgsl), and where its parts come from.
+struct QuantizedWeight {
+  int64_t k = 0, n = 0, bits = 4, block_size = 32;
+  int64_t col_words = 0;         // u32 words of codes per column
+  int64_t scale_col_stride = 0;  // element (n, k) is in block (n * scale_col_stride + k) / block_size
+  int64_t blocks_per_col = 0;
+  int64_t zp_col_bits = 0;
+  float default_zero = 0;
+  const char* code_table = nullptr;  // "NF4", "FP4", or none
+  bool scale_per_code = false;
+  ZeroPointForm zero_points = ZeroPointForm::Default;
+  Tensor packed_b;                           // int32 words: the bytes as the kernels read them
+  std::optional<Tensor> packed_zero_points;  // int32 words (ZeroPointForm::Packed)
+  TensorRef scales, zero_point_values = TensorRef::zero(), bias = TensorRef::zero();
+  bool scales_f16 = false, zero_points_f16 = false, bias_f16 = false, has_bias = false;
+};
+
+bool is_float(DType d) {
+  return d == DType::Float32 || d == DType::Float16;
+}
+
+std::string type_of(const PlanContext& ctx, size_t i, const char* role) {
+  return ctx.input_name(i) + " (" + role + ") has type " + std::string(dtype_name(ctx.input(i).dtype));
+}
+
+int64_t required_int(const PlanContext& ctx, const char* name) {
+  if (!ctx.node.attributes.has(name)) ctx.fail("attribute " + std::string(name) + " is required but missing");
+  return ctx.node.attributes.get_int(name, 0);
+}
+
+// K, N and block_size attributes in range; A float32 with K as its last dim.
+void read_common(const PlanContext& ctx, QuantizedWeight& w, int64_t max_block_size) {
+  w.k = required_int(ctx, "K");
+  w.n = required_int(ctx, "N");
+  w.block_size = required_int(ctx, "block_size");
+  if (w.k < 1 || w.n < 1) ctx.fail("attributes K = " + str(w.k) + ", N = " + str(w.n) + " must be positive");
+  if (w.block_size < 16 || w.block_size > max_block_size || !std::has_single_bit(uint64_t(w.block_size))) {
+    ctx.fail("attribute block_size = " + str(w.block_size) +
+             " is unsupported: wgi takes powers of two from 16 to " + str(max_block_size));
+  }
+  const TensorDesc& a = ctx.input(0);
+  if (a.dtype != DType::Float32) {
+    ctx.fail(type_of(ctx, 0, "A") +
+             "; wgi's quantized matmuls take float32 activations (float16 scales, zero points and bias are "
+             "read as stored)");
+  }
+  if (a.shape.empty() || a.shape.back() != w.k) {
+    ctx.fail(ctx.input_name(0) + " (A) is " + shape_to_string(a.shape) +
+             "; its last dim must be K = " + str(w.k));
+  }
+  if (!ctx.has_input(1)) ctx.fail(ctx.input_name(1) + " (B) is required but was not given");
+  if (ctx.input(1).dtype != DType::UInt8) ctx.fail(type_of(ctx, 1, "B") + "; expected uint8");
+  if (!ctx.constant(1)) {
+    ctx.fail(ctx.input_name(1) +
+             " (B) is not a constant: wgi repacks the quantized weight once at load, so it must be an "
+             "initializer");
+  }
+}
+
+// A float32 / float16 input of `count` elements, bound as stored; returns whether it is float16.
+bool read_float_input(const PlanContext& ctx, size_t i, const char* role, int64_t count,
+                      const std::string& shape) {
+  const TensorDesc& d = ctx.input(i);
+  if (!is_float(d.dtype)) ctx.fail(type_of(ctx, i, role) + "; expected float32 or float16");
+  if (element_count(d.shape) != count) {
+    ctx.fail(ctx.input_name(i) + " (" + role + ") is " + shape_to_string(d.shape) + " (" +
+             str(element_count(d.shape)) + " elements); expected " + shape + " (" + str(count) +
+             " elements)");
+  }
+  return d.dtype == DType::Float16;
+}
+
+Tensor words_from_bytes(std::span<const std::byte> bytes) {
+  Tensor t(DType::Int32, {std::max<int64_t>(1, ceil_div(static_cast<int64_t>(bytes.size()), 4))});
+  if (!bytes.empty()) std::memcpy(t.bytes().data(), bytes.data(), bytes.size());
+  return t;
+}
+
+QuantizedWeight read_matmul_nbits(const PlanContext& ctx) {
+  QuantizedWeight w;
+  const Attributes& at = ctx.node.attributes;
+  w.bits = at.get_int("bits", 4);
+  if (w.bits != 2 && w.bits != 4 && w.bits != 8)
+    ctx.fail("attribute bits = " + str(w.bits) + " is unsupported: wgi takes 2, 4 or 8");
+  if (int64_t prepacked = at.get_int("weight_prepacked", 0); prepacked != 0) {
+    ctx.fail("attribute weight_prepacked = " + str(prepacked) +
+             ": B is prepacked for another execution provider; wgi reads the standard layout only");
+  }
+  if (ctx.has_input(4)) {
+    ctx.fail(ctx.input_name(4) +
+             " (g_idx, the deprecated act-order group index) is given; wgi supports MatMulNBits without it");
+  }
+  read_common(ctx, w, 256);
+  w.blocks_per_col = ceil_div(w.k, w.block_size);
+  const int64_t blob = w.block_size * w.bits / 8;  // a multiple of 4 bytes: one column is whole words
+  const int64_t b_bytes = w.n * w.blocks_per_col * blob;
+  const TensorDesc& b = ctx.input(1);
+  const std::string b_shape = "[" + str(w.n) + ", " + str(w.blocks_per_col) + ", " + str(blob) + "]";
+  if (element_count(b.shape) != b_bytes ||
+      (b.shape.size() == 3 && b.shape != Shape{w.n, w.blocks_per_col, blob})) {
+    ctx.fail(ctx.input_name(1) + " (B) is " + shape_to_string(b.shape) + "; expected " + b_shape +
+             " (N, ceil(K / block_size), block_size * bits / 8) for K = " + str(w.k) + ", N = " + str(w.n) +
+             ", bits = " + str(w.bits) + ", block_size = " + str(w.block_size));
+  }
+  w.packed_b = words_from_bytes(ctx.constant(1)->bytes());
+  w.col_words = w.blocks_per_col * blob / 4;
+  w.scale_col_stride = w.blocks_per_col * w.block_size;
+  w.default_zero = static_cast<float>(int64_t{1} << (w.bits - 1));
+  const std::string per_block = "[" + str(w.n) + ", " + str(w.blocks_per_col) + "]";
+  w.scales_f16 = read_float_input(ctx, 2, "scales", w.n * w.blocks_per_col, per_block);
+  w.scales = TensorRef::input(2);
+  if (ctx.has_input(3)) {
+    const TensorDesc& zp = ctx.input(3);
+    if (zp.dtype == DType::UInt8) {
+      const int64_t col_bytes = ceil_div(w.blocks_per_col * w.bits, 8);
+      if (element_count(zp.shape) != w.n * col_bytes) {
+        ctx.fail(ctx.input_name(3) + " (zero_points) is " + shape_to_string(zp.shape) + "; expected [" +
+                 str(w.n) + ", " + str(col_bytes) +
+                 "] (N, ceil(ceil(K / block_size) * bits / 8)) packed uint8");
+      }
+      if (!ctx.constant(3))
+        ctx.fail(ctx.input_name(3) + " (zero_points, packed uint8) must be an initializer");
+      w.zero_points = ZeroPointForm::Packed;
+      w.zp_col_bits = col_bytes * 8;
+      w.packed_zero_points = words_from_bytes(ctx.constant(3)->bytes());
+    } else {
+      if (!is_float(zp.dtype))
+        ctx.fail(type_of(ctx, 3, "zero_points") + "; expected uint8, float32 or float16");
+      w.zero_points_f16 = read_float_input(ctx, 3, "zero_points", w.n * w.blocks_per_col, per_block);
+      w.zero_points = ZeroPointForm::Float;
+      w.zero_point_values = TensorRef::input(3);
+    }
+  }
+  if (ctx.has_input(5)) {
+    w.bias_f16 = read_float_input(ctx, 5, "bias", w.n, "[" + str(w.n) + "]");
+    w.bias = TensorRef::input(5);
+    w.has_bias = true;
+  }
+  return w;
+}
+
+QuantizedWeight read_matmul_bnb4(const PlanContext& ctx) {
+  QuantizedWeight w;
+  const Attributes& at = ctx.node.attributes;
+  w.bits = 4;
+  const int64_t quant_type = required_int(ctx, "quant_type");
+  if (quant_type != 0 && quant_type != 1)
+    ctx.fail("attribute quant_type = " + str(quant_type) + " is unknown: 0 is FP4, 1 is NF4");
+  w.code_table = quant_type == 1 ? "NF4" : "FP4";
+  if (int64_t trans_b = at.get_int("transB", 1); trans_b != 1) {
+    ctx.fail("attribute transB = " + str(trans_b) +
+             " is unsupported: wgi runs MatMulBnb4 with transB = 1 only");
+  }
+  read_common(ctx, w, 4096);
+  const int64_t codes = w.n * w.k;
+  const TensorDesc& b = ctx.input(1);
+  if (element_count(b.shape) != (codes + 1) / 2) {
+    ctx.fail(ctx.input_name(1) + " (B) is " + shape_to_string(b.shape) + "; expected [" +
+             str((codes + 1) / 2) + "] ((N * K + 1) / 2) for K = " + str(w.k) + ", N = " + str(w.n));
+  }
+  // Column n's codes into whole words of its own, low nibble first (bitsandbytes puts the first code of a
+  // byte in its high nibble, and a column can start mid-byte).
+  w.col_words = ceil_div(w.k, 8);
+  w.packed_b = Tensor(DType::Int32, {w.n * w.col_words});
+  auto src = ctx.constant(1)->data<uint8_t>();
+  auto dst = w.packed_b.data<int32_t>();
+  for (int64_t n = 0; n < w.n; ++n) {
+    for (int64_t k = 0; k < w.k; ++k) {
+      const int64_t i = n * w.k + k;
+      const uint32_t code = (i % 2 == 0 ? src[i / 2] >> 4 : src[i / 2]) & 0xfu;
+      dst[n * w.col_words + k / 8] |= static_cast<int32_t>(code << (4 * (k % 8)));
+    }
+  }
+  w.scale_col_stride = w.k;
+  w.scale_per_code = w.k % w.block_size != 0;  // then a word of codes can straddle two blocks
+  w.blocks_per_col = ceil_div(w.k, w.block_size);
+  w.scales_f16 = read_float_input(ctx, 2, "absmax", ceil_div(codes, w.block_size),
+                                  "[" + str(ceil_div(codes, w.block_size)) + "] (ceil(N * K / block_size))");
+  w.scales = TensorRef::input(2);
+  return w;
+}
+
+OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
+  const Shape& a_shape = ctx.input(0).shape;
+  const int64_t m = element_count(a_shape) / w.k;
+  Shape out_shape(a_shape.begin(), a_shape.end() - 1);
+  out_shape.push_back(w.n);
+  require_addressable(ctx, ctx.input_name(0) + " (A)", a_shape);
+  require_addressable(ctx, "the output", out_shape);
+  require_addressable(ctx, "the packed weight", {w.n * w.col_words});
+  if (w.n * w.scale_col_stride > int64_t{UINT32_MAX} || w.n * w.zp_col_bits > int64_t{UINT32_MAX})
+    ctx.fail("the weight's " + str(w.n) + " x " + str(w.k) + " codes exceed the kernels' 32-bit indices");
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, out_shape});
+  if (m == 0) return plan;
+
+  const std::string forced = ctx.node.attributes.get_string(kKernelAttribute, "auto");
+  if (forced != "auto" && forced != "gemv" && forced != "tiled")
+    ctx.fail("attribute " + std::string(kKernelAttribute) + " = '" + forced +
+             "' is unknown: auto, gemv or tiled");
+  const bool gemv = forced == "gemv" || (forced == "auto" && m <= kGemvMaxRows);
+  if (gemv && m > kGemvMaxRows)
+    ctx.fail("the gemv kernel takes at most " + str(kGemvMaxRows) + " rows; A has " + str(m));
+  if (ctx.caps.limits.max_compute_invocations_per_workgroup < kWorkgroupInvocations) {
+    ctx.fail("the device allows " + str(ctx.caps.limits.max_compute_invocations_per_workgroup) +
+             " invocations per workgroup; wgi's quantized matmuls need " + str(kWorkgroupInvocations));
+  }
+
+  kernels::Defines defines = {{"BITS", str(w.bits)},
+                              {"SCALES_F16", w.scales_f16 ? "1" : "0"},
+                              {"ZP_PACKED", w.zero_points == ZeroPointForm::Packed ? "1" : "0"},
+                              {"ZP_FLOAT", w.zero_points == ZeroPointForm::Float ? "1" : "0"},
+                              {"ZP_F16", w.zero_points_f16 ? "1" : "0"},
+                              {"BIAS_F16", w.bias_f16 ? "1" : "0"},
+                              {"SCALE_PER_CODE", w.scale_per_code ? "1" : "0"},
+                              {"CODE_TABLE", w.code_table ? "1" : "0"},
+                              {"NF4", w.code_table && std::string(w.code_table) == "NF4" ? "1" : "0"}};
+  KernelLaunch launch;
+  uint32_t tiles_n = 0, tiles_m = 1;
+  std::string label = std::string(w.code_table ? w.code_table : ("q" + str(w.bits)).c_str());
+  if (gemv) {
+    // Fewest threads per column that still give each about two words: long contiguous runs, few
+    // reduction steps.
+    const int64_t words = ceil_div(w.k, 32 / w.bits);
+    int64_t lanes = std::clamp<int64_t>(
+        std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, words / 2))), 4, kWorkgroupInvocations);
+    if (ctx.node.attributes.has(kGemvLanesAttribute)) {
+      lanes = ctx.node.attributes.get_int(kGemvLanesAttribute, 0);
+      if (lanes < 4 || lanes > kWorkgroupInvocations || !std::has_single_bit(static_cast<uint64_t>(lanes)))
+        ctx.fail("attribute " + std::string(kGemvLanesAttribute) + " = " + str(lanes) +
+                 " must be a power of two from 4 to " + str(kWorkgroupInvocations));
+    }
+    defines["ROWS"] = str(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(m))));
+    defines["LANES"] = str(lanes);
+    tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes));
+    launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_gemv.wgsl", defines);
+    label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes);
+  } else {
+    tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));
+    tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));
+    launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_tiled.wgsl", defines);
+    label = "matmul_nbits_tiled_" + label;
+  }
+  launch.program.label = label;
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  // B's initializer is never bound (so never uploaded): the kernels read the packed words below.
+  plan.constants.push_back(std::move(w.packed_b));
+  TensorRef zero_points = w.zero_point_values;
+  if (w.packed_zero_points) {
+    plan.constants.push_back(std::move(*w.packed_zero_points));
+    zero_points = TensorRef::constant(1);
+  }
+  launch.bindings = {TensorRef::input(0), TensorRef::constant(0), w.scales, zero_points, w.bias,
+                     TensorRef::output(0)};
+  gpu::UniformBuilder params;
+  params.u32(static_cast<uint32_t>(m))
+      .u32(static_cast<uint32_t>(w.n))
+      .u32(static_cast<uint32_t>(w.k))
+      .u32(static_cast<uint32_t>(w.block_size))
+      .u32(static_cast<uint32_t>(w.col_words))
+      .u32(static_cast<uint32_t>(w.scale_col_stride))
+      .u32(static_cast<uint32_t>(w.zp_col_bits))
+      .u32(static_cast<uint32_t>(w.blocks_per_col))
+      .u32(w.has_bias ? 1 : 0)
+      .u32(tiles_n)
+      .u32(tiles_m)
+      .f32(w.default_zero);
+  launch.uniform = params.bytes();
+  launch.groups =
+      gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+OpPlan plan_matmul_nbits(const PlanContext& ctx) {
+  return plan_quantized_matmul(ctx, read_matmul_nbits(ctx));
+}
+
+OpPlan plan_matmul_bnb4(const PlanContext& ctx) {
+  return plan_quantized_matmul(ctx, read_matmul_bnb4(ctx));
+}
+
+}  // namespace
+
+void register_quantized_matmul_ops(OpRegistry& registry) {
+  registry.add(kDomain, "MatMulNBits", 1, kLatestOpset, {plan_matmul_nbits, nullptr});
+  registry.add(kDomain, "MatMulBnb4", 1, kLatestOpset, {plan_matmul_bnb4, nullptr});
+}
+
+}  // namespace wgi::ops
