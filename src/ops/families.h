@@ -17,10 +17,14 @@ void register_pooling_ops(OpRegistry& registry);        // pooling.cpp: MaxPool,
 void register_attention_ops(OpRegistry& registry);      // attention.cpp: wgi's fused Attention
 // conv_channels_last.cpp: wgi's DepthwiseConvChannelsLast (a fused convolutional position encoding)
 void register_conv_channels_last_ops(OpRegistry& registry);
+void register_quantize_ops(OpRegistry& registry);  // quantize.cpp: QuantizeLinear, DequantizeLinear, ...
+// integer_linear.cpp: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void register_integer_linear_ops(OpRegistry& registry);
 
 inline constexpr std::array kOpFamilies = {
     &register_unary_ops,   &register_linear_ops,        &register_conv_ops,
     &register_binary_ops,  &register_data_movement_ops, &register_normalization_ops,
-    &register_pooling_ops, &register_attention_ops,     &register_conv_channels_last_ops};
+    &register_pooling_ops, &register_attention_ops,     &register_conv_channels_last_ops,
+    &register_quantize_ops, &register_integer_linear_ops};
 
 }  // namespace wgi::ops
