@@ -36,7 +36,6 @@ namespace wgi::ops {
 
 namespace {
 
-enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
 enum class ConvKernel { Direct, DirectVec4, Transposed };
 
 constexpr uint32_t kWorkgroupSize = 64;
@@ -45,6 +44,8 @@ constexpr const char* kDepthwiseRowsAttribute = "wgi.depthwise_rows";
 // Below this many output channels per group the implicit GEMM's 64-row tile would be mostly padding; the
 // direct kernels do as well there.
 constexpr int64_t kImplicitGemmMinChannels = 16;
+
+}  // namespace
 
 AutoPad parse_auto_pad(const PlanContext& ctx) {
   std::string s = ctx.node.attributes.get_string("auto_pad", "NOTSET");
@@ -78,6 +79,8 @@ std::vector<int64_t> spatial_ints(const PlanContext& ctx, const std::string& nam
   return v;
 }
 
+namespace {
+
 void require_float32(const PlanContext& ctx, size_t input, const char* what) {
   const TensorDesc& d = ctx.input(input);
   if (d.dtype != DType::Float32) {
@@ -85,6 +88,8 @@ void require_float32(const PlanContext& ctx, size_t input, const char* what) {
              "; wgi runs " + ctx.node.op_type + " on float32 only");
   }
 }
+
+}  // namespace
 
 void require_fits_u32(const PlanContext& ctx, const std::string& what, const Shape& shape) {
   int64_t n = element_count(shape);
@@ -125,6 +130,8 @@ void resolve_conv_axis(const PlanContext& ctx, const char* axis_name, AutoPad au
              std::to_string(extent));
   }
 }
+
+namespace {
 
 // ConvTranspose output size and leading padding along one axis. `requested` is the output_shape entry or -1.
 void resolve_conv_transpose_axis(const PlanContext& ctx, const char* axis_name, AutoPad auto_pad,

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ops/fused_activation.h"
 #include "ops/op.h"
@@ -103,5 +104,18 @@ void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
 // Adds the depthwise launch to `plan` (weight read in ONNX's layout, so it may be a runtime tensor).
 void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const DepthwiseConfig& config,
                           const FusedActivation& activation, bool has_bias, bool residual, OpPlan& plan);
+
+// conv.cpp's attribute helpers, shared with ConvInteger / QLinearConv (integer_linear.cpp).
+enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
+AutoPad parse_auto_pad(const PlanContext& ctx);
+// An ints attribute with `per_axis` values per spatial axis (2 for pads), each at least `min_value` and at
+// most i32's maximum.
+std::vector<int64_t> spatial_ints(const PlanContext& ctx, const std::string& name, size_t spatial,
+                                  size_t per_axis, int64_t fallback, int64_t min_value);
+// Fails unless a 32-bit-per-element tensor of `shape` is indexable with u32 and fits one storage binding.
+void require_fits_u32(const PlanContext& ctx, const std::string& what, const Shape& shape);
+// Conv output size and leading padding along one axis (a.input, kernel, stride, dilation, pad_begin given).
+void resolve_conv_axis(const PlanContext& ctx, const char* axis_name, AutoPad auto_pad, int64_t pad_end,
+                       ConvAxis& a);
 
 }  // namespace wgi::ops

@@ -19,11 +19,26 @@ void register_attention_ops(OpRegistry& registry);      // attention.cpp: wgi's 
 void register_conv_channels_last_ops(OpRegistry& registry);
 // matmul_nbits.cpp: com.microsoft MatMulNBits and MatMulBnb4 (weight-only quantized MatMul)
 void register_quantized_matmul_ops(OpRegistry& registry);
+void register_quantize_ops(OpRegistry& registry);  // quantize.cpp: QuantizeLinear, DequantizeLinear, ...
+// integer_linear.cpp: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void register_integer_linear_ops(OpRegistry& registry);
 
+// One family per line, so that adding a family is a one-line change.
+// clang-format off
 inline constexpr std::array kOpFamilies = {
-    &register_unary_ops,           &register_linear_ops,        &register_conv_ops,
-    &register_binary_ops,          &register_data_movement_ops, &register_normalization_ops,
-    &register_pooling_ops,         &register_attention_ops,     &register_conv_channels_last_ops,
-    &register_quantized_matmul_ops};
+    &register_unary_ops,
+    &register_linear_ops,
+    &register_conv_ops,
+    &register_binary_ops,
+    &register_data_movement_ops,
+    &register_normalization_ops,
+    &register_pooling_ops,
+    &register_attention_ops,
+    &register_conv_channels_last_ops,
+    &register_quantized_matmul_ops,
+    &register_quantize_ops,
+    &register_integer_linear_ops,
+};
+// clang-format on
 
 }  // namespace wgi::ops

@@ -1,0 +1,98 @@
+// ConvInteger and QLinearConv (src/ops/integer_linear.cpp), 1-D and 2-D NCHW with groups, strides,
+// dilations and pads: out = sum (x - x_zp) (w - w_zp) over a group's input channels and the kernel window,
+// exact int32 accumulation; padding contributes 0 (the spec subtracts the zero point before padding). With
+// QLINEAR the int32 bias is added and the sum requantized to 8 bits. x is widened to 32 bits per element;
+// the weight is a constant prepacked [M, ceil(R / 4)] words (R = C / group * KH * KW, ONNX's order), four
+// consecutive bytes per word. One invocation per output element.
+#include "common/dispatch_grid.wgsl"
+#include "quantize/unpack.wgsl"
+
+struct Params {
+  count: u32,
+  channels: u32,  // C
+  height: u32,
+  width: u32,
+  out_channels: u32,  // M
+  out_height: u32,
+  out_width: u32,
+  kernel_h: u32,
+  kernel_w: u32,
+  stride_h: u32,
+  stride_w: u32,
+  dilation_h: u32,
+  dilation_w: u32,
+  pad_h: u32,
+  pad_w: u32,
+  group_channels: u32,      // C / group
+  group_out_channels: u32,  // M / group
+  reduce: u32,              // R
+  reduce_words: u32,
+  w_zp_stride: u32,         // 0 per tensor, 1 per output channel
+  y_zero_point: i32,
+  qmin: i32,
+  qmax: i32,
+  has_bias: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> x_zero_point: array<i32>;
+@group(0) @binding(3) var<storage, read> w_zero_point: array<i32>;
+#if QLINEAR
+@group(0) @binding(4) var<storage, read> bias: array<i32>;
+@group(0) @binding(5) var<storage, read> multipliers: array<f32>;  // x_scale * w_scale / y_scale per channel
+@group(0) @binding(6) var<storage, read_write> out: array<i32>;
+@group(0) @binding(7) var<uniform> params: Params;
+#else
+@group(0) @binding(4) var<storage, read_write> out: array<i32>;
+@group(0) @binding(5) var<uniform> params: Params;
+#endif
+
+override WG_SIZE: u32 = 64;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let idx = linear_invocation_index(wid, nwg, lid, WG_SIZE);
+  if (idx >= params.count) {
+    return;
+  }
+  let ow = idx % params.out_width;
+  let oh = (idx / params.out_width) % params.out_height;
+  let m = (idx / (params.out_width * params.out_height)) % params.out_channels;
+  let n = idx / (params.out_width * params.out_height * params.out_channels);
+  let c0 = (m / params.group_out_channels) * params.group_channels;
+  let window = params.kernel_h * params.kernel_w;
+  let zx = x_zero_point[0];
+  let zw = w_zero_point[m * params.w_zp_stride];
+  // Signed so that positions in the padding come out negative.
+  let ih0 = i32(oh * params.stride_h) - i32(params.pad_h);
+  let iw0 = i32(ow * params.stride_w) - i32(params.pad_w);
+  var acc = 0;
+  for (var rw = 0u; rw < params.reduce_words; rw++) {
+    let word = w[m * params.reduce_words + rw];
+    for (var j = 0u; j < 4u; j++) {
+      let r = 4u * rw + j;
+      if (r >= params.reduce) {
+        break;
+      }
+      let c = r / window;
+      let kh = (r % window) / params.kernel_w;
+      let kw = r % params.kernel_w;
+      let ih = ih0 + i32(kh * params.dilation_h);
+      let iw = iw0 + i32(kw * params.dilation_w);
+      if (ih >= 0 && ih < i32(params.height) && iw >= 0 && iw < i32(params.width)) {
+        let xv = x[((n * params.channels + c0 + c) * params.height + u32(ih)) * params.width + u32(iw)];
+        acc += (xv - zx) * (unpack_byte(word, j) - zw);
+      }
+    }
+  }
+#if QLINEAR
+  if (params.has_bias != 0u) {
+    acc += bias[m];
+  }
+  out[idx] = requantize(acc, multipliers[m], params.y_zero_point, params.qmin, params.qmax);
+#else
+  out[idx] = acc;
+#endif
+}

@@ -1,0 +1,133 @@
+// MatMulInteger and QLinearMatMul (src/ops/integer_linear.cpp): out[b] = (A[b] - a_zp) (B[b] - b_zp) with exact
+// int32 accumulation (wrapping like ONNX Runtime's int32 on overflow), written as int32 or, with QLINEAR,
+// requantized to 8 bits. A is [M, K] per batch, widened to 32 bits per element as the device stores 8-bit
+// tensors; B is a constant prepacked [N, ceil(K / 4)] words of four K-consecutive bytes (B_PACKED) or a
+// runtime [K, N] widened tensor. a_zp is per tensor (stride 0) or per row of A, b_zp per tensor or per column.
+// Each batch's element offsets into A and B come from a small table (numpy broadcasting resolved when
+// planned). A 32 x 32 output tile per workgroup of 8 x 8 invocations, 4 x 4 outputs each, K in slabs of 32.
+#include "quantize/unpack.wgsl"
+
+struct Params {
+  m: u32,
+  n: u32,
+  k: u32,
+  k_words: u32,
+  a_zp_stride: u32,
+  b_zp_stride: u32,
+  multiplier_stride: u32,
+  y_zero_point: i32,
+  qmin: i32,
+  qmax: i32,
+  _pad0: u32,
+  _pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<i32>;
+#if B_PACKED
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+#else
+@group(0) @binding(1) var<storage, read> b: array<i32>;
+#endif
+@group(0) @binding(2) var<storage, read> a_zero_point: array<i32>;
+@group(0) @binding(3) var<storage, read> b_zero_point: array<i32>;
+@group(0) @binding(4) var<storage, read> batch_offsets: array<u32>;  // per batch: A's, B's element offset
+#if QLINEAR
+@group(0) @binding(5) var<storage, read> multipliers: array<f32>;  // a_scale * b_scale / y_scale per column
+@group(0) @binding(6) var<storage, read_write> out: array<i32>;
+@group(0) @binding(7) var<uniform> params: Params;
+#else
+@group(0) @binding(5) var<storage, read_write> out: array<i32>;
+@group(0) @binding(6) var<uniform> params: Params;
+#endif
+
+const TM: u32 = 32u;
+const TN: u32 = 32u;
+const TK: u32 = 32u;
+
+var<workgroup> a_tile: array<i32, 1024>;  // [TM][TK], zero point subtracted, 0 outside A
+var<workgroup> b_tile: array<i32, 1024>;  // [TK][TN], zero point subtracted, 0 outside B
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let a_base = batch_offsets[2u * wid.z];
+  let b_base = batch_offsets[2u * wid.z + 1u];
+  let row0 = wid.y * TM;
+  let col0 = wid.x * TN;
+  var acc: array<i32, 16>;
+  for (var k0 = 0u; k0 < params.k; k0 += TK) {
+    for (var e = 0u; e < 16u; e++) {
+      let idx = li + 64u * e;
+      let r = row0 + idx / TK;
+      let kk = k0 + idx % TK;
+      var v = 0;
+      if (r < params.m && kk < params.k) {
+        v = a[a_base + r * params.k + kk] - a_zero_point[r * params.a_zp_stride];
+      }
+      a_tile[idx] = v;
+    }
+#if B_PACKED
+    // TK / 4 words per column: 256 words, 4 per invocation.
+    for (var e = 0u; e < 4u; e++) {
+      let idx = li + 64u * e;
+      let c = col0 + idx / (TK / 4u);
+      let w = idx % (TK / 4u);
+      let kk = k0 + 4u * w;
+      var word = 0u;
+      var zp = 0;
+      let inside = c < params.n;
+      if (inside && kk < params.k) {
+        word = b[b_base + c * params.k_words + k0 / 4u + w];
+        zp = b_zero_point[c * params.b_zp_stride];
+      }
+      for (var j = 0u; j < 4u; j++) {
+        var v = 0;
+        if (inside && kk + j < params.k) {
+          v = unpack_byte(word, j) - zp;
+        }
+        b_tile[(4u * w + j) * TN + idx / (TK / 4u)] = v;
+      }
+    }
+#else
+    for (var e = 0u; e < 16u; e++) {
+      let idx = li + 64u * e;
+      let kk = k0 + idx / TN;
+      let c = col0 + idx % TN;
+      var v = 0;
+      if (kk < params.k && c < params.n) {
+        v = b[b_base + kk * params.n + c] - b_zero_point[c * params.b_zp_stride];
+      }
+      b_tile[idx] = v;
+    }
+#endif
+    workgroupBarrier();
+    for (var kk = 0u; kk < TK; kk++) {
+      var bv: array<i32, 4>;
+      for (var j = 0u; j < 4u; j++) {
+        bv[j] = b_tile[kk * TN + 4u * lid.x + j];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        let av = a_tile[(4u * lid.y + i) * TK + kk];
+        for (var j = 0u; j < 4u; j++) {
+          acc[4u * i + j] += av * bv[j];
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  let out_base = wid.z * params.m * params.n;
+  for (var i = 0u; i < 4u; i++) {
+    let r = row0 + 4u * lid.y + i;
+    for (var j = 0u; j < 4u; j++) {
+      let c = col0 + 4u * lid.x + j;
+      if (r < params.m && c < params.n) {
+#if QLINEAR
+        out[out_base + r * params.n + c] = requantize(acc[4u * i + j], multipliers[c * params.multiplier_stride],
+                                                      params.y_zero_point, params.qmin, params.qmax);
+#else
+        out[out_base + r * params.n + c] = acc[4u * i + j];
+#endif
+      }
+    }
+  }
+}

@@ -1,0 +1,435 @@
+// Integer linear algebra: MatMulInteger and ConvInteger (opset 10, exact int32 results) and their
+// requantizing forms QLinearMatMul and QLinearConv (opset 10), on two kernels
+// (src/kernels/quantize/integer_matmul.wgsl, conv_integer.wgsl) that accumulate (a - a_zp)(b - b_zp) in i32,
+// never in float.
+//
+// Memory: the device widens 8-bit tensors to 32 bits per element (runtime/device_tensor.h). A constant
+// weight (MatMulInteger's / QLinearMatMul's B, the convs' W, what dynamic quantization writes) is instead
+// prepacked once, four bytes per u32 along the reduction axis: [batch..., N, ceil(K / 4)] words for B,
+// [M, ceil(C / group * KH * KW / 4)] for W. The widened initializer is then never bound, so it is never
+// uploaded: a quantized model's weights take a quarter of their float32 size on the GPU. A runtime B is read
+// widened, [K, N] as given.
+//
+// Zero points: A's per tensor or per row of A (1-D of M), B's per tensor or per column (1-D of N); x's per
+// tensor, W's per tensor or per output channel. They are bound as tensors, so DynamicQuantizeLinear's
+// zero point, computed on the GPU, is read where it lies.
+//
+// QLinear*: scales and the output zero point must be known when planned (initializers, as the quantizers
+// write them): the kernel multiplies the exact int32 sum by the float32 multiplier
+// a_scale * b_scale / y_scale per output column / channel, rounds half to even, adds the zero point and
+// saturates, as ONNX Runtime's CPU kernels do.
+#include <algorithm>
+#include <cstring>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/conv_kernels.h"
+#include "ops/families.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+bool is_8bit(DType t) {
+  return t == DType::UInt8 || t == DType::Int8;
+}
+
+void require_8bit(const PlanContext& ctx, size_t i, const char* role) {
+  const DType t = ctx.input(i).dtype;
+  if (!is_8bit(t)) {
+    ctx.fail(ctx.input_name(i) + " (" + role + ") has type " + std::string(dtype_name(t)) + "; " +
+             ctx.node.op_type + " takes uint8 or int8 there");
+  }
+}
+
+// A zero point's stride over its axis: 0 for one value (or none), 1 for one per row / column / channel.
+uint32_t zero_point_stride(const PlanContext& ctx, size_t zp, size_t of, const char* role, int64_t per_count,
+                           const char* per_what) {
+  if (!ctx.has_input(zp)) return 0;
+  const TensorDesc& desc = ctx.input(zp);
+  if (desc.dtype != ctx.input(of).dtype) {
+    ctx.fail(ctx.input_name(zp) + " (" + role + ") has type " + std::string(dtype_name(desc.dtype)) +
+             " but " + ctx.input_name(of) + " has " + std::string(dtype_name(ctx.input(of).dtype)) +
+             "; they must match");
+  }
+  if (element_count(desc.shape) == 1 && desc.shape.size() <= 1) return 0;
+  if (desc.shape.size() == 1 && desc.shape[0] == per_count && per_what) return 1;
+  ctx.fail(ctx.input_name(zp) + " (" + role + ") has shape " + shape_to_string(desc.shape) +
+           "; wgi takes a scalar" +
+           (per_what ? std::string(" or a 1-D tensor of ") + std::to_string(per_count) + " (one per " +
+                           per_what + ")"
+                     : std::string()));
+}
+
+TensorRef zero_point_ref(const PlanContext& ctx, size_t zp) {
+  return ctx.has_input(zp) ? TensorRef::input(static_cast<uint32_t>(zp)) : TensorRef::zero();
+}
+
+// The bytes of `matrices` row-major [rows, length] 8-bit matrices, each row read from `source` (a callback
+// giving element (matrix, row, i) of the constant), packed four per u32 along `length`, rows padded with zero
+// bytes to whole words. Stored as an int32 tensor, which the device holds as is.
+template <class Element>
+Tensor pack_rows(int64_t matrices, int64_t rows, int64_t length, Element element) {
+  const int64_t words = std::max<int64_t>(1, (length + 3) / 4);
+  std::vector<uint32_t> packed(static_cast<size_t>(std::max<int64_t>(1, matrices * rows * words)), 0);
+  for (int64_t m = 0; m < matrices; ++m) {
+    for (int64_t r = 0; r < rows; ++r) {
+      uint32_t* row = packed.data() + (m * rows + r) * words;
+      for (int64_t i = 0; i < length; ++i) row[i / 4] |= uint32_t{element(m, r, i)} << (8 * (i % 4));
+    }
+  }
+  Tensor t(DType::Int32, {static_cast<int64_t>(packed.size())});
+  std::memcpy(t.bytes().data(), packed.data(), packed.size() * 4);
+  return t;
+}
+
+const uint8_t* raw_bytes(const Tensor& t) {
+  return reinterpret_cast<const uint8_t*>(t.bytes().data());
+}
+
+// A float32 input that must be known when planned, with 1 or `per_count` values.
+std::vector<float> known_scales(const PlanContext& ctx, size_t i, const char* role, int64_t per_count) {
+  const TensorDesc& desc = ctx.input(i);
+  if (desc.dtype != DType::Float32) {
+    ctx.fail(ctx.input_name(i) + " (" + role + ") has type " + std::string(dtype_name(desc.dtype)) +
+             "; wgi takes float32 scales");
+  }
+  const Tensor* t = ctx.constant(i);
+  if (!t) {
+    ctx.fail(ctx.input_name(i) + " (" + role + ") is computed at run time; wgi's " + ctx.node.op_type +
+             " needs its scales known when the model is planned (an initializer)");
+  }
+  const int64_t n = t->element_count();
+  if (n != 1 && !(desc.shape.size() == 1 && n == per_count)) {
+    ctx.fail(ctx.input_name(i) + " (" + role + ") has shape " + shape_to_string(desc.shape) +
+             "; expected a scalar" + (per_count > 1 ? " or " + std::to_string(per_count) + " values" : ""));
+  }
+  auto v = t->data<float>();
+  return {v.begin(), v.end()};
+}
+
+// QLinear*'s requantization: float32 multipliers per output column / channel, the output's type, zero point
+// and range.
+struct Requantization {
+  std::vector<float> multipliers;
+  DType out_type = DType::UInt8;
+  int32_t zero_point = 0, qmin = 0, qmax = 255;
+};
+
+Requantization resolve_requantization(const PlanContext& ctx, size_t a_scale, size_t b_scale, size_t y_scale,
+                                      size_t y_zp, int64_t columns) {
+  Requantization r;
+  const float sa = known_scales(ctx, a_scale, "input scale", 1)[0];
+  const std::vector<float> sb = known_scales(ctx, b_scale, "weight scale", columns);
+  const float sy = known_scales(ctx, y_scale, "output scale", 1)[0];
+  r.multipliers.resize(static_cast<size_t>(columns));
+  for (int64_t c = 0; c < columns; ++c) {
+    // In float32, step by step, as ONNX Runtime computes it.
+    const float product = sa * sb[sb.size() == 1 ? 0 : static_cast<size_t>(c)];
+    r.multipliers[static_cast<size_t>(c)] = product / sy;
+  }
+  require_8bit(ctx, y_zp, "output zero point");
+  r.out_type = ctx.input(y_zp).dtype;
+  const Tensor* zp = ctx.constant(y_zp);
+  if (!zp || zp->element_count() != 1) {
+    ctx.fail(ctx.input_name(y_zp) + " (output zero point) must be a single value known when planned");
+  }
+  r.zero_point =
+      r.out_type == DType::UInt8 ? int32_t{zp->data<uint8_t>()[0]} : int32_t{zp->data<int8_t>()[0]};
+  if (r.out_type == DType::Int8) r.qmin = -128, r.qmax = 127;
+  return r;
+}
+
+Tensor float_tensor(const std::vector<float>& v) {
+  return Tensor::from_vector<float>({static_cast<int64_t>(v.size())}, v);
+}
+
+// Input positions of the matrix-product forms.
+struct MatMulInputs {
+  size_t a = 0, b = 1, a_zp = 2, b_zp = 3;
+  bool qlinear = false;
+  size_t a_scale = 0, b_scale = 0, y_scale = 0, y_zp = 0;
+};
+
+constexpr MatMulInputs kMatMulInteger{};
+constexpr MatMulInputs kQLinearMatMul{0, 3, 2, 5, true, 1, 4, 6, 7};
+
+OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
+  require_8bit(ctx, in.a, "A");
+  require_8bit(ctx, in.b, "B");
+  Shape a_shape = ctx.input(in.a).shape, b_shape = ctx.input(in.b).shape;
+  if (a_shape.empty() || b_shape.empty()) ctx.fail("A and B must have rank 1 or more (numpy matmul)");
+  const bool a_vector = a_shape.size() == 1, b_vector = b_shape.size() == 1;
+  if (a_vector) a_shape.insert(a_shape.begin(), 1);
+  if (b_vector) b_shape.push_back(1);
+  const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back();
+  const int64_t n = b_shape.back();
+  if (b_shape[b_shape.size() - 2] != k) {
+    ctx.fail("A " + shape_to_string(ctx.input(in.a).shape) + " and B " +
+             shape_to_string(ctx.input(in.b).shape) +
+             " do not chain: A's last dim must equal B's second to last");
+  }
+  require_fits_u32(ctx, ctx.input_name(in.a) + " (A)", ctx.input(in.a).shape);
+  require_fits_u32(ctx, ctx.input_name(in.b) + " (B)", ctx.input(in.b).shape);
+
+  // Batch dims broadcast numpy-style; each output batch's A and B matrix index, row-major.
+  const Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
+  const size_t rank = std::max(a_batch.size(), b_batch.size());
+  Shape out_batch(rank);
+  auto dim = [rank](const Shape& s, size_t i) { return i < rank - s.size() ? 1 : s[i - (rank - s.size())]; };
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = dim(a_batch, i), db = dim(b_batch, i);
+    if (da != db && da != 1 && db != 1) {
+      ctx.fail("batch dims of A " + shape_to_string(a_batch) + " and B " + shape_to_string(b_batch) +
+               " do not broadcast");
+    }
+    out_batch[i] = std::max(da, db);
+  }
+  const int64_t batches = element_count(out_batch);
+  if (batches > int64_t{ctx.caps.limits.max_compute_workgroups_per_dimension}) {
+    ctx.fail("the product has " + std::to_string(batches) + " batches; wgi's integer kernel takes at most " +
+             std::to_string(ctx.caps.limits.max_compute_workgroups_per_dimension));
+  }
+  Shape out_shape = out_batch;
+  if (!a_vector) out_shape.push_back(m);
+  if (!b_vector) out_shape.push_back(n);
+
+  const uint32_t a_zp_stride = zero_point_stride(ctx, in.a_zp, in.a, "A's zero point", m, "row of A");
+  const uint32_t b_zp_stride = zero_point_stride(ctx, in.b_zp, in.b, "B's zero point", n, "column of B");
+  std::optional<Requantization> requant;
+  if (in.qlinear) requant = resolve_requantization(ctx, in.a_scale, in.b_scale, in.y_scale, in.y_zp, n);
+
+  OpPlan plan;
+  plan.outputs.push_back({requant ? requant->out_type : DType::Int32, out_shape});
+  if (m == 0 || n == 0 || batches == 0) return plan;
+
+  const Tensor* b_const = ctx.constant(in.b);
+  const int64_t k_words = std::max<int64_t>(1, (k + 3) / 4);
+  const int64_t b_matrix = b_const ? n * k_words : k * n;
+  std::vector<uint32_t> offsets;
+  offsets.reserve(static_cast<size_t>(2 * batches));
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t rest = bi, ai = 0, bj = 0, a_step = 1, b_step = 1;
+    for (size_t i = rank; i-- > 0;) {
+      const int64_t idx = rest % out_batch[i];
+      rest /= out_batch[i];
+      const int64_t da = dim(a_batch, i), db = dim(b_batch, i);
+      if (da != 1) ai += idx * a_step;
+      if (db != 1) bj += idx * b_step;
+      a_step *= da;
+      b_step *= db;
+    }
+    offsets.push_back(static_cast<uint32_t>(ai * m * k));
+    offsets.push_back(static_cast<uint32_t>(bj * b_matrix));
+  }
+
+  KernelLaunch launch;
+  launch.program.label =
+      std::string(in.qlinear ? "qlinear_matmul" : "matmul_integer") + (b_const ? "_packed" : "");
+  launch.program.wgsl = kernels::load_wgsl("quantize/integer_matmul.wgsl",
+                                           {{"B_PACKED", b_const ? "1" : "0"},
+                                            {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"},
+                                            {"QLINEAR", in.qlinear ? "1" : "0"}});
+  launch.program.bindings.assign(in.qlinear ? 6 : 5, gpu::BindingKind::ReadOnlyStorage);
+  launch.program.bindings.push_back(gpu::BindingKind::Storage);
+  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  launch.bindings = {TensorRef::input(static_cast<uint32_t>(in.a)),
+                     TensorRef::input(static_cast<uint32_t>(in.b)), zero_point_ref(ctx, in.a_zp),
+                     zero_point_ref(ctx, in.b_zp)};
+  if (b_const) {
+    const int64_t b_batches = element_count(b_batch);
+    const uint8_t* bytes = raw_bytes(*b_const);
+    // B [batch, K, N] -> [batch, N, K] bytes.
+    plan.constants.push_back(pack_rows(b_batches, n, k, [&](int64_t mat, int64_t col, int64_t i) {
+      return bytes[(mat * k + i) * n + col];
+    }));
+    launch.bindings[1] = TensorRef::constant(0);
+  }
+  plan.constants.push_back(Tensor::from_vector<int32_t>(
+      {static_cast<int64_t>(offsets.size())}, std::vector<int32_t>(offsets.begin(), offsets.end())));
+  launch.bindings.push_back(TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+  if (requant) {
+    plan.constants.push_back(float_tensor(requant->multipliers));
+    launch.bindings.push_back(TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+  }
+  launch.bindings.push_back(TensorRef::output(0));
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(static_cast<uint32_t>(m))
+                       .u32(static_cast<uint32_t>(n))
+                       .u32(static_cast<uint32_t>(k))
+                       .u32(static_cast<uint32_t>(k_words))
+                       .u32(a_zp_stride)
+                       .u32(b_zp_stride)
+                       .u32(1)
+                       .i32(requant ? requant->zero_point : 0)
+                       .i32(requant ? requant->qmin : 0)
+                       .i32(requant ? requant->qmax : 0)
+                       .u32(0)
+                       .u32(0)
+                       .bytes();
+  const auto tiles = [](int64_t v) { return static_cast<uint32_t>((v + 31) / 32); };
+  if (tiles(m) > ctx.caps.limits.max_compute_workgroups_per_dimension) {
+    ctx.fail("A has " + std::to_string(m) + " rows; wgi's integer kernel takes at most " +
+             std::to_string(int64_t{ctx.caps.limits.max_compute_workgroups_per_dimension} * 32));
+  }
+  launch.groups = {tiles(n), tiles(m), static_cast<uint32_t>(batches)};
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+struct ConvInputs {
+  size_t x = 0, w = 1, x_zp = 2, w_zp = 3;
+  bool qlinear = false;
+  size_t x_scale = 0, w_scale = 0, y_scale = 0, y_zp = 0, bias = 0;
+};
+
+constexpr ConvInputs kConvInteger{};
+constexpr ConvInputs kQLinearConv{0, 3, 2, 5, true, 1, 4, 6, 7, 8};
+
+OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
+  require_8bit(ctx, in.x, "x");
+  require_8bit(ctx, in.w, "w");
+  const Shape& x_shape = ctx.input(in.x).shape;
+  const Shape& w_shape = ctx.input(in.w).shape;
+  if (x_shape.size() != 3 && x_shape.size() != 4) {
+    ctx.fail(ctx.input_name(in.x) + " has shape " + shape_to_string(x_shape) + "; wgi runs " +
+             ctx.node.op_type + " on 1-D and 2-D data only: rank 3 [N, C, L] or rank 4 [N, C, H, W]");
+  }
+  if (w_shape.size() != x_shape.size()) {
+    ctx.fail(ctx.input_name(in.w) + " (w) has shape " + shape_to_string(w_shape) +
+             "; it must have the rank of " + shape_to_string(x_shape));
+  }
+  require_fits_u32(ctx, ctx.input_name(in.x) + " (x)", x_shape);
+  const Tensor* w_const = ctx.constant(in.w);
+  if (!w_const) {
+    ctx.fail(ctx.input_name(in.w) + " (w) is computed at run time; wgi's " + ctx.node.op_type +
+             " needs a constant weight (it is prepacked when planned)");
+  }
+  const size_t spatial = x_shape.size() - 2;
+  const int64_t groups = ctx.node.attributes.get_int("group", 1);
+  const int64_t channels = x_shape[1], out_channels = w_shape[0];
+  if (groups < 1 || channels % groups != 0 || out_channels % groups != 0 || w_shape[1] * groups != channels) {
+    ctx.fail("group " + std::to_string(groups) + " does not fit x " + shape_to_string(x_shape) + " and w " +
+             shape_to_string(w_shape) + ": it must divide both channel counts, with w's dim 1 = C / group");
+  }
+  const AutoPad auto_pad = parse_auto_pad(ctx);
+  const std::vector<int64_t> kernel_shape = spatial_ints(ctx, "kernel_shape", spatial, 1, 1, 1);
+  if (ctx.node.attributes.has("kernel_shape") && kernel_shape != Shape(w_shape.begin() + 2, w_shape.end())) {
+    ctx.fail("kernel_shape " + shape_to_string(kernel_shape) + " does not match w " +
+             shape_to_string(w_shape));
+  }
+  const std::vector<int64_t> strides = spatial_ints(ctx, "strides", spatial, 1, 1, 1);
+  const std::vector<int64_t> dilations = spatial_ints(ctx, "dilations", spatial, 1, 1, 1);
+  const std::vector<int64_t> pads = spatial_ints(ctx, "pads", spatial, 2, 0, 0);
+  ConvAxis axes[2];
+  for (size_t i = 0; i < spatial; ++i) {
+    ConvAxis& a = axes[2 - spatial + i];
+    a.input = x_shape[2 + i];
+    a.kernel = w_shape[2 + i];
+    a.stride = strides[i];
+    a.dilation = dilations[i];
+    a.pad_begin = pads[i];
+    resolve_conv_axis(ctx, spatial == 1 ? "length" : (i == 0 ? "height" : "width"), auto_pad,
+                      pads[spatial + i], a);
+  }
+  const ConvAxis& h = axes[0];
+  const ConvAxis& w = axes[1];
+  zero_point_stride(ctx, in.x_zp, in.x, "x's zero point", 0, nullptr);  // checks it is one value
+  const uint32_t w_zp_stride =
+      zero_point_stride(ctx, in.w_zp, in.w, "w's zero point", out_channels, "output channel");
+  std::optional<Requantization> requant;
+  bool has_bias = false;
+  if (in.qlinear) {
+    requant = resolve_requantization(ctx, in.x_scale, in.w_scale, in.y_scale, in.y_zp, out_channels);
+    has_bias = ctx.has_input(in.bias);
+    if (has_bias) {
+      const TensorDesc& b = ctx.input(in.bias);
+      if (b.dtype != DType::Int32 || b.shape != Shape{out_channels}) {
+        ctx.fail(ctx.input_name(in.bias) + " (B) is " + std::string(dtype_name(b.dtype)) + " " +
+                 shape_to_string(b.shape) + "; expected int32 [" + std::to_string(out_channels) + "]");
+      }
+    }
+  }
+
+  Shape out_shape = {x_shape[0], out_channels};
+  if (spatial == 2) out_shape.push_back(h.output);
+  out_shape.push_back(w.output);
+  require_fits_u32(ctx, "the output", out_shape);
+  OpPlan plan;
+  plan.outputs.push_back({requant ? requant->out_type : DType::Int32, out_shape});
+  const int64_t count = element_count(out_shape);
+  if (count == 0) return plan;
+
+  const int64_t reduce = w_shape[1] * h.kernel * w.kernel;  // ONNX's [M, C / group, KH, KW] order
+  const int64_t reduce_words = std::max<int64_t>(1, (reduce + 3) / 4);
+  const uint8_t* bytes = raw_bytes(*w_const);
+  plan.constants.push_back(pack_rows(
+      1, out_channels, reduce, [&](int64_t, int64_t row, int64_t i) { return bytes[row * reduce + i]; }));
+
+  const gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 64, ctx.caps.limits);
+  KernelLaunch launch;
+  launch.program.label = in.qlinear ? "qlinear_conv" : "conv_integer";
+  launch.program.wgsl = kernels::load_wgsl(
+      "quantize/conv_integer.wgsl",
+      {{"B_SIGNED", ctx.input(in.w).dtype == DType::Int8 ? "1" : "0"}, {"QLINEAR", in.qlinear ? "1" : "0"}});
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  launch.program.bindings.assign(in.qlinear ? 6 : 4, gpu::BindingKind::ReadOnlyStorage);
+  launch.program.bindings.push_back(gpu::BindingKind::Storage);
+  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  launch.bindings = {TensorRef::input(static_cast<uint32_t>(in.x)), TensorRef::constant(0),
+                     zero_point_ref(ctx, in.x_zp), zero_point_ref(ctx, in.w_zp)};
+  if (requant) {
+    launch.bindings.push_back(has_bias ? TensorRef::input(static_cast<uint32_t>(in.bias))
+                                       : TensorRef::zero());
+    plan.constants.push_back(float_tensor(requant->multipliers));
+    launch.bindings.push_back(TensorRef::constant(1));
+  }
+  launch.bindings.push_back(TensorRef::output(0));
+  auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(u(count))
+                       .u32(u(channels))
+                       .u32(u(h.input))
+                       .u32(u(w.input))
+                       .u32(u(out_channels))
+                       .u32(u(h.output))
+                       .u32(u(w.output))
+                       .u32(u(h.kernel))
+                       .u32(u(w.kernel))
+                       .u32(u(h.stride))
+                       .u32(u(w.stride))
+                       .u32(u(h.dilation))
+                       .u32(u(w.dilation))
+                       .u32(u(h.pad_begin))
+                       .u32(u(w.pad_begin))
+                       .u32(u(w_shape[1]))
+                       .u32(u(out_channels / groups))
+                       .u32(u(reduce))
+                       .u32(u(reduce_words))
+                       .u32(w_zp_stride)
+                       .i32(requant ? requant->zero_point : 0)
+                       .i32(requant ? requant->qmin : 0)
+                       .i32(requant ? requant->qmax : 0)
+                       .u32(has_bias ? 1 : 0)
+                       .bytes();
+  launch.groups = grid.groups;
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+}  // namespace
+
+void register_integer_linear_ops(OpRegistry& registry) {
+  registry.add("", "MatMulInteger", 10, kLatestOpset,
+               {[](const PlanContext& ctx) { return plan_integer_matmul(ctx, kMatMulInteger); }, nullptr});
+  registry.add("", "QLinearMatMul", 10, kLatestOpset,
+               {[](const PlanContext& ctx) { return plan_integer_matmul(ctx, kQLinearMatMul); }, nullptr});
+  registry.add("", "ConvInteger", 10, kLatestOpset,
+               {[](const PlanContext& ctx) { return plan_integer_conv(ctx, kConvInteger); }, nullptr});
+  registry.add("", "QLinearConv", 10, kLatestOpset,
+               {[](const PlanContext& ctx) { return plan_integer_conv(ctx, kQLinearConv); }, nullptr});
+}
+
+}  // namespace wgi::ops

@@ -1,0 +1,387 @@
+// Quantization and integer ops (src/ops/quantize.cpp, integer_linear.cpp) against the spec's CPU references
+// (tests/support/reference_integer.h): QuantizeLinear / DequantizeLinear per tensor, per axis on several axes
+// and blocked, with ties (x.5 quotients), saturation and zero points at the ends of the range;
+// DynamicQuantizeLinear over many workgroups; MatMulInteger and ConvInteger with exact int32 results
+// (batched, broadcast, unaligned, uint8 / int8 mixes, per-row / per-column / per-channel zero points, packed
+// constant and runtime B); QLinearMatMul and QLinearConv. Integers are compared exactly, and so are the float
+// outputs: every float step is one correctly rounded f32 operation on both sides (software adapters divide
+// correctly rounded).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "runtime/node_runner.h"
+#include "support/reference_integer.h"
+#include "support/tensor_check.h"
+#include "support/test_device.h"
+
+namespace wgi {
+namespace {
+
+using runtime::NodeInput;
+using Inputs = std::vector<std::optional<NodeInput>>;
+
+ops::NodeInfo node(const std::string& op, int opset, ops::Attributes attrs = {}) {
+  return ops::NodeInfo{"quantize_under_test", op, "", opset, std::move(attrs), {}, {}};
+}
+
+std::vector<Tensor> run(const ops::NodeInfo& n, const Inputs& in) {
+  return runtime::run_node(test::device(), n, in);
+}
+
+std::string run_error(const ops::NodeInfo& n, const Inputs& in) {
+  try {
+    runtime::run_node(test::device(), n, in);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+template <class T>
+Tensor random_ints(const Shape& shape, uint64_t seed, int lo, int hi) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(static_cast<size_t>(element_count(shape)));
+  for (T& x : v) x = static_cast<T>(lo + static_cast<int>(rng() % static_cast<uint64_t>(hi - lo + 1)));
+  return Tensor::from_vector<T>(shape, v);
+}
+
+Tensor random_8bit(DType t, const Shape& shape, uint64_t seed) {
+  return t == DType::UInt8 ? random_ints<uint8_t>(shape, seed, 0, 255)
+                           : random_ints<int8_t>(shape, seed, -128, 127);
+}
+
+// Exact equality of type, shape and bytes; reports the first difference.
+::testing::AssertionResult identical(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+    return ::testing::AssertionFailure()
+           << "got " << dtype_name(got.dtype()) << " " << shape_to_string(got.shape()) << ", want "
+           << dtype_name(want.dtype()) << " " << shape_to_string(want.shape());
+  }
+  if (want.element_count() == 0) return ::testing::AssertionFailure() << "nothing compared";
+  if (want.dtype() == DType::Float32) {
+    auto g = got.data<float>(), w = want.data<float>();
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (!(g[i] == w[i]))
+        return ::testing::AssertionFailure() << "element " << i << ": " << g[i] << ", want " << w[i];
+    }
+    return ::testing::AssertionSuccess();
+  }
+  const std::vector<int64_t> g = test::integer_values(got), w = test::integer_values(want);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (g[i] != w[i] && bad++ == 0) first = i;
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << g.size() << " differ; first at " << first << ": "
+                                       << g[first] << ", want " << w[first];
+}
+
+// Scales that are powers of two times small odd numbers, so x / scale can be an exact half-integer.
+Tensor scales(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> v;
+  for (int64_t i = 0; i < n; ++i)
+    v.push_back(std::ldexp(static_cast<float>(1 + 2 * (rng() % 4)), -static_cast<int>(rng() % 6)));
+  return Tensor::from_vector<float>({n}, v);
+}
+
+// x whose quotients are a mix of random values, exact ties k + 0.5 (both parities) and values past the range.
+Tensor quantize_input(const Shape& shape, const Tensor& scale, const test::QuantAxis& q, uint64_t seed) {
+  Tensor x = test::random_tensor(shape, seed, -40.0f, 40.0f);
+  std::mt19937_64 rng(seed + 1);
+  auto xs = x.data<float>();
+  for (int64_t i = 0; i < x.element_count(); ++i) {
+    const float s = scale.data<float>()[test::quant_param_index(shape, q, i)];
+    switch (i % 4) {
+      case 0:
+        xs[static_cast<size_t>(i)] =
+            (static_cast<float>(static_cast<int>(rng() % 301) - 150) + 0.5f) * s;  // tie
+        break;
+      case 1:
+        xs[static_cast<size_t>(i)] =
+            static_cast<float>(static_cast<int>(rng() % 2001) - 1000) * s;  // saturates
+        break;
+      default:
+        xs[static_cast<size_t>(i)] *= s * 8;
+    }
+  }
+  return x;
+}
+
+struct AxisCase {
+  Shape shape;
+  int64_t axis;
+  DType type;
+};
+
+TEST(Quantize, QuantizeLinearPerAxisMatchesSpec) {
+  const AxisCase cases[] = {{{3, 5, 7}, 0, DType::UInt8},
+                            {{3, 5, 7}, 1, DType::Int8},
+                            {{2, 3, 5, 9}, 3, DType::UInt8},
+                            {{2, 3, 5, 9}, -2, DType::Int8},
+                            {{1027}, 0, DType::UInt8}};
+  uint64_t seed = 100;
+  for (const AxisCase& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.shape) + " axis " + std::to_string(c.axis));
+    const int64_t axis = c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
+    const int64_t len = c.shape[static_cast<size_t>(axis)];
+    const Tensor scale = scales(len, seed++);
+    // Zero points include both ends of the type's range.
+    Tensor zp = random_8bit(c.type, {len}, seed++);
+    if (c.type == DType::UInt8) zp.data<uint8_t>()[0] = 0, zp.data<uint8_t>()[len - 1] = 255;
+    if (c.type == DType::Int8) zp.data<int8_t>()[0] = -128, zp.data<int8_t>()[len - 1] = 127;
+    const test::QuantAxis q{axis, 0};
+    const Tensor x = quantize_input(c.shape, scale, q, seed++);
+    ops::Attributes attrs;
+    attrs.set("axis", int64_t{c.axis});
+    auto y =
+        run(node("QuantizeLinear", 13, attrs), {NodeInput{x}, NodeInput{scale, true}, NodeInput{zp, true}});
+    EXPECT_TRUE(identical(y.at(0), test::quantize_linear_reference(x, scale, zp, q)));
+    // And back: DequantizeLinear of the quantized values.
+    auto back = run(node("DequantizeLinear", 13, attrs),
+                    {NodeInput{y[0]}, NodeInput{scale, true}, NodeInput{zp, true}});
+    EXPECT_TRUE(identical(back.at(0), test::dequantize_linear_reference(y[0], scale, zp, q)));
+  }
+}
+
+TEST(Quantize, PerTensorTiesRoundHalfToEvenAndSaturate) {
+  // x / 0.5 = -3, -2.5, ..., exact halves; 1000 and -1000 saturate; zero point 0 and 255 and int8's ends.
+  std::vector<float> values;
+  for (int i = -41; i <= 41; ++i) values.push_back(0.25f * static_cast<float>(i));
+  values.push_back(1000.0f);
+  values.push_back(-1000.0f);
+  const Tensor x = Tensor::from_vector<float>({static_cast<int64_t>(values.size())}, values);
+  const Tensor scale = Tensor::from_vector<float>({}, {0.5f});
+  for (const Tensor& zp : {Tensor::from_vector<uint8_t>({}, {0}), Tensor::from_vector<uint8_t>({}, {255}),
+                           Tensor::from_vector<int8_t>({}, {-128}), Tensor::from_vector<int8_t>({}, {127}),
+                           Tensor::from_vector<int8_t>({}, {3})}) {
+    for (int opset : {10, 13, 21}) {
+      auto y = run(node("QuantizeLinear", opset), {NodeInput{x}, NodeInput{scale}, NodeInput{zp}});
+      EXPECT_TRUE(identical(y.at(0), test::quantize_linear_reference(x, scale, zp, {}))) << opset;
+    }
+  }
+  // No zero point: uint8 with 0.
+  auto y = run(node("QuantizeLinear", 13), {NodeInput{x}, NodeInput{scale}});
+  EXPECT_TRUE(identical(
+      y.at(0), test::quantize_linear_reference(x, scale, Tensor::from_vector<uint8_t>({}, {0}), {})));
+}
+
+TEST(Quantize, BlockedQuantizationOfOpset21) {
+  const Shape shape = {3, 10, 4};
+  for (int64_t axis : {1, 2}) {
+    const int64_t block = axis == 1 ? 4 : 3;  // 10 / 4 and 4 / 3: the last block is partial
+    Shape scale_shape = shape;
+    scale_shape[static_cast<size_t>(axis)] = (shape[static_cast<size_t>(axis)] + block - 1) / block;
+    Tensor scale = scales(element_count(scale_shape), 7 + static_cast<uint64_t>(axis));
+    scale = Tensor(DType::Float32, scale_shape, scale.bytes());
+    const Tensor zp = random_8bit(DType::Int8, scale_shape, 9);
+    const test::QuantAxis q{axis, block};
+    const Tensor x = quantize_input(shape, scale, q, 11);
+    ops::Attributes attrs;
+    attrs.set("axis", int64_t{axis});
+    attrs.set("block_size", int64_t{block});
+    auto y =
+        run(node("QuantizeLinear", 21, attrs), {NodeInput{x}, NodeInput{scale, true}, NodeInput{zp, true}});
+    EXPECT_TRUE(identical(y.at(0), test::quantize_linear_reference(x, scale, zp, q)));
+    auto back = run(node("DequantizeLinear", 21, attrs),
+                    {NodeInput{y[0]}, NodeInput{scale, true}, NodeInput{zp, true}});
+    EXPECT_TRUE(identical(back.at(0), test::dequantize_linear_reference(y[0], scale, zp, q)));
+  }
+}
+
+TEST(Quantize, DequantizeLinearInt8AndInt32) {
+  const Tensor x = random_8bit(DType::Int8, {4, 33}, 21);
+  const Tensor scale = scales(33, 22);
+  const Tensor zp = random_8bit(DType::Int8, {33}, 23);
+  ops::Attributes attrs;
+  attrs.set("axis", int64_t{1});
+  auto y = run(node("DequantizeLinear", 13, attrs), {NodeInput{x}, NodeInput{scale}, NodeInput{zp}});
+  EXPECT_TRUE(identical(y.at(0), test::dequantize_linear_reference(x, scale, zp, {1, 0})));
+  const Tensor xi = random_ints<int32_t>({37}, 24, -100000, 100000);
+  const Tensor s = Tensor::from_vector<float>({}, {0.0625f});
+  auto yi = run(node("DequantizeLinear", 10), {NodeInput{xi}, NodeInput{s}});
+  EXPECT_TRUE(identical(yi.at(0),
+                        test::dequantize_linear_reference(xi, s, Tensor::from_vector<int32_t>({}, {0}), {})));
+}
+
+TEST(Quantize, DynamicQuantizeLinearOverManyWorkgroups) {
+  struct Case {
+    Shape shape;
+    float lo, hi;
+  };
+  // Mixed signs over several range workgroups (4096 elements each), all positive (min adjusted to 0), all
+  // negative (max adjusted to 0), and all zero (scale 1 / 255, as the spec's reference sets it).
+  const Case cases[] = {
+      {{3, 7, 613}, -2.5f, 7.0f}, {{1, 300}, 0.5f, 3.0f}, {{17}, -9.0f, -1.0f}, {{5, 5}, 0.0f, 0.0f}};
+  uint64_t seed = 31;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.shape));
+    const Tensor x =
+        c.lo == c.hi ? Tensor(DType::Float32, c.shape) : test::random_tensor(c.shape, seed++, c.lo, c.hi);
+    const test::DynamicQuantized want = test::dynamic_quantize_reference(x);
+    auto y = run(node("DynamicQuantizeLinear", 11), {NodeInput{x}});
+    ASSERT_EQ(y.size(), 3u);
+    EXPECT_EQ(y[1].data<float>()[0], want.scale);
+    EXPECT_EQ(y[2].data<uint8_t>()[0], want.zero_point);
+    EXPECT_TRUE(identical(y[0], want.y));
+  }
+}
+
+struct MatMulCase {
+  Shape a, b;
+  DType a_type, b_type;
+  int a_zp;  // 0 none, 1 scalar, 2 per row
+  int b_zp;  // 0 none, 1 scalar, 2 per column
+  bool b_constant;
+};
+
+std::vector<int64_t> zp_values(const std::optional<NodeInput>& t) {
+  return t ? test::integer_values(t->value) : std::vector<int64_t>{};
+}
+
+TEST(Quantize, MatMulIntegerIsExact) {
+  const MatMulCase cases[] = {
+      {{19, 37}, {37, 23}, DType::UInt8, DType::UInt8, 1, 1, true},
+      {{2, 3, 19, 37}, {3, 37, 23}, DType::UInt8, DType::Int8, 1, 2, true},
+      {{2, 1, 5, 70}, {4, 70, 33}, DType::Int8, DType::Int8, 2, 2, false},
+      {{2, 6, 64}, {64, 64}, DType::Int8, DType::UInt8, 0, 2, true},
+      {{37}, {37, 9}, DType::UInt8, DType::Int8, 1, 0, true},
+      {{3, 40, 31}, {31}, DType::UInt8, DType::UInt8, 1, 1, false},
+  };
+  uint64_t seed = 50;
+  for (const MatMulCase& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.a) + " x " + shape_to_string(c.b));
+    const Tensor a = random_8bit(c.a_type, c.a, seed++);
+    const Tensor b = random_8bit(c.b_type, c.b, seed++);
+    const int64_t m = c.a.size() > 1 ? c.a[c.a.size() - 2] : 1;
+    const int64_t n = c.b.size() > 1 ? c.b.back() : 1;
+    Inputs in = {NodeInput{a}, NodeInput{b, c.b_constant}, std::nullopt, std::nullopt};
+    if (c.a_zp) in[2] = NodeInput{random_8bit(c.a_type, c.a_zp == 1 ? Shape{} : Shape{m}, seed++)};
+    if (c.b_zp) in[3] = NodeInput{random_8bit(c.b_type, c.b_zp == 1 ? Shape{} : Shape{n}, seed++), true};
+    Tensor want = test::matmul_integer_reference(
+        c.a.size() == 1 ? Tensor(a.dtype(), {1, c.a[0]}, a.bytes()) : a,
+        c.b.size() == 1 ? Tensor(b.dtype(), {c.b[0], 1}, b.bytes()) : b, zp_values(in[2]), zp_values(in[3]));
+    Shape want_shape = want.shape();
+    if (c.a.size() == 1) want_shape.erase(want_shape.end() - 2);
+    if (c.b.size() == 1) want_shape.pop_back();
+    want = Tensor(DType::Int32, want_shape, want.bytes());
+    auto y = run(node("MatMulInteger", 10), in);
+    EXPECT_TRUE(identical(y.at(0), want));
+  }
+}
+
+TEST(Quantize, MatMulIntegerWrapsLikeInt32) {
+  // 255 * 255 * 40000 > 2^31: ONNX Runtime's int32 accumulator wraps, and so does wgi's (no float, no clamp).
+  const int64_t k = 40000;
+  const Tensor a = Tensor::from_vector<uint8_t>({1, k}, std::vector<uint8_t>(k, 255));
+  const Tensor b = Tensor::from_vector<uint8_t>({k, 2}, std::vector<uint8_t>(2 * k, 255));
+  auto y = run(node("MatMulInteger", 10), {NodeInput{a}, NodeInput{b, true}});
+  EXPECT_TRUE(identical(y.at(0), test::matmul_integer_reference(a, b, {}, {})));
+}
+
+TEST(Quantize, ConvIntegerIsExact) {
+  struct Case {
+    Shape x, w;
+    DType x_type, w_type;
+    test::ConvIntegerParams p;
+    bool per_channel;
+  };
+  const Case cases[] = {
+      {{2, 3, 11, 9}, {5, 3, 3, 3}, DType::UInt8, DType::UInt8, {1, {1, 1}, {1, 1}, {1, 1, 1, 1}}, false},
+      {{1, 4, 13, 10}, {6, 2, 3, 2}, DType::UInt8, DType::Int8, {2, {2, 1}, {1, 2}, {0, 1, 2, 0}}, true},
+      {{3, 2, 7, 7}, {4, 2, 1, 1}, DType::Int8, DType::Int8, {1, {1, 1}, {1, 1}, {0, 0, 0, 0}}, true},
+  };
+  uint64_t seed = 70;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w));
+    const Tensor x = random_8bit(c.x_type, c.x, seed++);
+    const Tensor w = random_8bit(c.w_type, c.w, seed++);
+    const Tensor x_zp = random_8bit(c.x_type, {}, seed++);
+    const Tensor w_zp = random_8bit(c.w_type, c.per_channel ? Shape{c.w[0]} : Shape{}, seed++);
+    ops::Attributes attrs;
+    attrs.set("group", int64_t{c.p.group});
+    attrs.set("strides", c.p.strides);
+    attrs.set("dilations", c.p.dilations);
+    attrs.set("pads", c.p.pads);
+    auto y = run(node("ConvInteger", 10, attrs),
+                 {NodeInput{x}, NodeInput{w, true}, NodeInput{x_zp}, NodeInput{w_zp, true}});
+    EXPECT_TRUE(identical(y.at(0), test::conv_integer_reference(x, w, test::integer_values(x_zp)[0],
+                                                                test::integer_values(w_zp), c.p)));
+  }
+}
+
+TEST(Quantize, QLinearMatMulAndConvRequantizeTheExactSum) {
+  const Tensor a = random_8bit(DType::UInt8, {2, 13, 29}, 90);
+  const Tensor b = random_8bit(DType::Int8, {29, 11}, 91);
+  const Tensor a_zp = Tensor::from_vector<uint8_t>({}, {131});
+  const Tensor b_zp = random_8bit(DType::Int8, {11}, 92);
+  const Tensor a_scale = Tensor::from_vector<float>({}, {0.02f});
+  const Tensor b_scale = test::random_tensor({11}, 93, 0.001f, 0.01f);
+  const Tensor y_scale = Tensor::from_vector<float>({}, {0.05f});
+  const Tensor y_zp = Tensor::from_vector<int8_t>({}, {-7});
+  auto y =
+      run(node("QLinearMatMul", 10),
+          {NodeInput{a}, NodeInput{a_scale, true}, NodeInput{a_zp, true}, NodeInput{b, true},
+           NodeInput{b_scale, true}, NodeInput{b_zp, true}, NodeInput{y_scale, true}, NodeInput{y_zp, true}});
+  const Tensor acc =
+      test::matmul_integer_reference(a, b, test::integer_values(a_zp), test::integer_values(b_zp));
+  const std::vector<float> sb(b_scale.data<float>().begin(), b_scale.data<float>().end());
+  EXPECT_TRUE(identical(y.at(0), test::requantize_reference(acc, 0.02f, sb, 0.05f, -7, DType::Int8, 1, 11)));
+
+  const Tensor x = random_8bit(DType::UInt8, {2, 3, 8, 9}, 94);
+  const Tensor w = random_8bit(DType::Int8, {4, 3, 3, 3}, 95);
+  const Tensor x_zp = Tensor::from_vector<uint8_t>({}, {128});
+  const Tensor w_zp = Tensor::from_vector<int8_t>({}, {0});
+  const Tensor w_scale = Tensor::from_vector<float>({4}, {0.004f, 0.002f, 0.003f, 0.001f});
+  const Tensor bias = random_ints<int32_t>({4}, 96, -3000, 3000);
+  const Tensor out_zp = Tensor::from_vector<uint8_t>({}, {100});
+  ops::Attributes attrs;
+  attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto yc = run(node("QLinearConv", 10, attrs),
+                {NodeInput{x}, NodeInput{a_scale, true}, NodeInput{x_zp, true}, NodeInput{w, true},
+                 NodeInput{w_scale, true}, NodeInput{w_zp, true}, NodeInput{y_scale, true},
+                 NodeInput{out_zp, true}, NodeInput{bias, true}});
+  test::ConvIntegerParams p;
+  p.pads = {1, 1, 1, 1};
+  Tensor conv = test::conv_integer_reference(x, w, 128, {0}, p);
+  auto cv = conv.data<int32_t>();
+  for (size_t i = 0; i < cv.size(); ++i) cv[i] += bias.data<int32_t>()[(i / (8 * 9)) % 4];
+  const std::vector<float> ws(w_scale.data<float>().begin(), w_scale.data<float>().end());
+  EXPECT_TRUE(
+      identical(yc.at(0), test::requantize_reference(conv, 0.02f, ws, 0.05f, 100, DType::UInt8, 8 * 9, 4)));
+}
+
+TEST(Quantize, ErrorsNameTheProblem) {
+  const Tensor x = test::random_tensor({4, 6}, 1);
+  EXPECT_NE(run_error(node("QuantizeLinear", 13), {NodeInput{x}, NodeInput{scales(5, 2)}})
+                .find("needs a 1-D scale of 6"),
+            std::string::npos);
+  EXPECT_NE(
+      run_error(node("QuantizeLinear", 10), {NodeInput{x}, NodeInput{scales(6, 2)}}).find("before opset 13"),
+      std::string::npos);
+  ops::Attributes f8;
+  f8.set("output_dtype", int64_t{17});
+  EXPECT_NE(run_error(node("QuantizeLinear", 21, f8),
+                      {NodeInput{x}, NodeInput{Tensor::from_vector<float>({}, {1.0f})}})
+                .find("output_dtype is 17"),
+            std::string::npos);
+  const Tensor xq = random_8bit(DType::UInt8, {1, 2, 5, 5}, 3);
+  const Tensor wq = random_8bit(DType::UInt8, {3, 2, 4, 4}, 4);  // 96 elements: not handed over by value
+  EXPECT_NE(run_error(node("ConvInteger", 10), {NodeInput{xq}, NodeInput{wq, false}})
+                .find("needs a constant weight"),
+            std::string::npos);
+  const Tensor a = random_8bit(DType::UInt8, {3, 4}, 5);
+  const Tensor b = random_8bit(DType::UInt8, {4, 5}, 6);
+  EXPECT_NE(run_error(node("MatMulInteger", 10), {NodeInput{a}, NodeInput{b}, std::nullopt,
+                                                  NodeInput{random_8bit(DType::UInt8, {4}, 7)}})
+                .find("1-D tensor of 5 (one per column of B)"),
+            std::string::npos);
+  EXPECT_NE(run_error(node("MatMulInteger", 10),
+                      {NodeInput{a}, NodeInput{b}, NodeInput{random_8bit(DType::Int8, {}, 8)}})
+                .find("they must match"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace wgi
