@@ -22,6 +22,9 @@ void register_quantized_matmul_ops(OpRegistry& registry);
 void register_quantize_ops(OpRegistry& registry);  // quantize.cpp: QuantizeLinear, DequantizeLinear, ...
 // integer_linear.cpp: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void register_integer_linear_ops(OpRegistry& registry);
+void register_mask_ops(OpRegistry& registry);     // masks.cpp: Trilu
+void register_scatter_ops(OpRegistry& registry);  // scatter.cpp: ScatterND, ScatterElements, Scatter
+void register_einsum_ops(OpRegistry& registry);   // einsum.cpp: Einsum
 
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
@@ -38,6 +41,9 @@ inline constexpr std::array kOpFamilies = {
     &register_quantized_matmul_ops,
     &register_quantize_ops,
     &register_integer_linear_ops,
+    &register_mask_ops,
+    &register_scatter_ops,
+    &register_einsum_ops,
 };
 // clang-format on
 

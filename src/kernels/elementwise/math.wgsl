@@ -188,3 +188,97 @@ fn wgi_wrap_i8(v: I) -> I {
 fn wgi_wrap_u8(v: U) -> U {
   return v & U(255u);
 }
+
+// ---- Hyperbolic and inverse hyperbolic functions (Sinh, Cosh, Asinh, Acosh, Atanh) ----
+// WGSL's builtins are the textbook formulas (sinh = (exp(x) - exp(-x)) / 2, asinh = log(x + sqrt(x^2 + 1)),
+// atanh = log((1 + x) / (1 - x)) / 2): they cancel near 0 (and asinh for negative x) and overflow early.
+// These keep the relative accuracy there and reach the float32 range's end.
+
+const WGI_LN2 = 0.6931471805599453;
+
+// exp(a - ln 2) = exp(a) / 2 without overflowing for a up to ~89.4, where sinh and cosh are still finite.
+fn wgi_sinh(x: F) -> F {
+  let a = abs(x);
+  let small = F(0.5) * (wgi_expm1(a) - wgi_expm1(-a));
+  let r = select(exp(a - F(WGI_LN2)) - exp(-a - F(WGI_LN2)), small, a < F(1.0));
+  return select(-r, r, x >= F(0.0));
+}
+
+fn wgi_cosh(x: F) -> F {
+  let a = abs(x);
+  return exp(a - F(WGI_LN2)) + exp(-a - F(WGI_LN2));
+}
+
+// asinh(a) = log1p(a + a^2 / (1 + sqrt(1 + a^2))) for small a (the argument stays below 0.62), log(a + sqrt(a^2
+// + 1)) in between, log(a) + ln 2 past 1e4 (where a^2 + 1 rounds to a^2, and before a^2 overflows).
+fn wgi_asinh(x: F) -> F {
+  let a = abs(x);
+  let s = sqrt(a * a + F(1.0));
+  let small = wgi_log1p_unit(a + a * a / (F(1.0) + s));
+  let r = select(select(log(a + s), small, a < F(0.5)), log(a) + F(WGI_LN2), a > F(1e4));
+  return select(-r, r, x >= F(0.0));
+}
+
+// acosh(x) = log1p(t), t = (x - 1) + sqrt((x - 1)(x + 1)), while t <= 1 (x - 1 is exact there, so no
+// cancellation near 1); log(x + sqrt(x^2 - 1)) above; log(x) + ln 2 past 1e4. NaN below 1.
+fn wgi_acosh(x: F) -> F {
+  let d = x - F(1.0);
+  let t = d + sqrt(max(d * (x + F(1.0)), F(0.0)));
+  let mid = log(x + sqrt(max(x * x - F(1.0), F(0.0))));
+  let r = select(select(mid, wgi_log1p_unit(t), t <= F(1.0)), log(x) + F(WGI_LN2), x > F(1e4));
+  return select(r, wgi_nan(), x < F(1.0));
+}
+
+// atanh(a) = log1p(2a / (1 - a)) / 2 for a <= 1/3 (the argument stays within [0, 1]), log((1 + a) / (1 - a)) / 2
+// above (the result is at least 0.34 there); inf at 1, NaN past it.
+fn wgi_atanh(x: F) -> F {
+  let a = abs(x);
+  let small = F(0.5) * wgi_log1p_unit(F(2.0) * a / (F(1.0) - a));
+  let r = select(F(0.5) * log((F(1.0) + a) / (F(1.0) - a)), small, a <= F(1.0 / 3.0));
+  return select(select(-r, r, x >= F(0.0)), wgi_nan(), a > F(1.0));
+}
+
+// ---- Inverse trigonometric functions (Asin, Acos, Atan) ----
+// WGSL's builtins promise 4096 ulp; the CPU adapters' measure up to 4e-4 absolute. These are Cephes'
+// single-precision reductions and polynomials (a few ulp).
+
+const WGI_PI_2 = 1.5707963267948966;
+const WGI_PI_4 = 0.7853981633974483;
+
+// atan of |x| reduced to |t| <= tan(pi/8) through atan(a) = pi/2 + atan(-1/a) (a > tan(3pi/8)) or
+// pi/4 + atan((a - 1) / (a + 1)) (a > tan(pi/8)).
+fn wgi_atan(x: F) -> F {
+  let a = abs(x);
+  let far = a > F(2.414213562373095);
+  let mid = a > F(0.4142135623730950);
+  let t = select(select(a, (a - F(1.0)) / (a + F(1.0)), mid), F(-1.0) / a, far);
+  let base = select(select(F(0.0), F(WGI_PI_4), mid), F(WGI_PI_2), far);
+  let z = t * t;
+  let r = base + ((((F(8.05374449538e-2) * z - F(1.38776856032e-1)) * z + F(1.99777106478e-1)) * z -
+                   F(3.33329491539e-1)) * z * t + t);
+  return select(-r, r, x >= F(0.0));
+}
+
+// asin on [0, 0.5] by its polynomial; above, asin(a) = pi/2 - 2 asin(sqrt((1 - a) / 2)) (1 - a is exact).
+fn wgi_asin_abs(a: F) -> F {
+  let high = a > F(0.5);
+  let z = select(a * a, F(0.5) * (F(1.0) - a), high);
+  let s = select(a, sqrt(z), high);
+  let p = ((((F(4.2163199048e-2) * z + F(2.4181311049e-2)) * z + F(4.5470025998e-2)) * z + F(7.4953002686e-2)) * z +
+           F(1.6666752422e-1)) * z * s + s;
+  return select(p, F(WGI_PI_2) - F(2.0) * p, high);
+}
+
+fn wgi_asin(x: F) -> F {
+  let r = wgi_asin_abs(min(abs(x), F(1.0)));
+  return select(select(-r, r, x >= F(0.0)), wgi_nan(), abs(x) > F(1.0));
+}
+
+// acos near +-1 as 2 asin(sqrt((1 -+ x) / 2)): pi/2 - asin(x) would lose acos's small values near 1.
+fn wgi_acos(x: F) -> F {
+  let h = sqrt(F(0.5) * (F(1.0) - min(abs(x), F(1.0))));
+  let near_one = F(2.0) * wgi_asin_abs(h);
+  let middle = F(WGI_PI_2) - wgi_asin_abs(abs(x)) * select(F(-1.0), F(1.0), x >= F(0.0));
+  let r = select(middle, select(F(2.0 * WGI_PI_2) - near_one, near_one, x > F(0.0)), abs(x) > F(0.5));
+  return select(r, wgi_nan(), abs(x) > F(1.0));
+}

@@ -1,0 +1,59 @@
+// ScatterND: output = data, then for every index tuple t of indices [..., q] in row-major order, the slice
+// output[indices[t]] (data.shape[q:] elements) = COMBINE(that slice, updates[t]).
+// One invocation per output element scans every tuple in order and applies those that address its slice, so
+// duplicate tuples resolve deterministically (the last one wins without a reduction; every one is applied
+// with one) and no atomics are needed. The cost is output elements x tuples x q index reads: right for the
+// masks exports build (a few tuples, or slices of a few elements), quadratic for a scatter of many single
+// elements (docs/new_ops.md). Negative indices count from the end; a tuple still out of range at run time
+// addresses nothing and is dropped (known indices are checked when planned).
+#include "common/dispatch_grid.wgsl"
+
+struct Params {
+  count: u32,   // output (= data) elements
+  slice: u32,   // elements of data.shape[q:]
+  tuples: u32,  // index tuples: elements of indices.shape[:-1]
+  q: u32,       // indices.shape[-1]
+  dims: array<vec4u, 2>,            // data.shape[:q]
+  prefix_strides: array<vec4u, 2>,  // row-major strides of data.shape[:q], in slices
+}
+
+@group(0) @binding(0) var<storage, read> data: array<{{TYPE}}>;
+@group(0) @binding(1) var<storage, read> indices: array<i32>;
+@group(0) @binding(2) var<storage, read> updates: array<{{TYPE}}>;
+@group(0) @binding(3) var<storage, read_write> destination: array<{{TYPE}}>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+override WG_SIZE: u32 = 256;
+
+fn combine(v: {{TYPE}}, u: {{TYPE}}) -> {{TYPE}} {
+  return {{COMBINE}};
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_invocation_index(wid, nwg, lid, WG_SIZE);
+  if (i >= params.count) {
+    return;
+  }
+  let slice_index = i / params.slice;
+  let within = i % params.slice;
+  var v = data[i];
+  for (var t = 0u; t < params.tuples; t++) {
+    var at = 0u;
+    var valid = true;
+    for (var l = 0u; l < params.q; l++) {
+      let n = params.dims[l / 4][l % 4];
+      var index = indices[t * params.q + l];
+      if (index < 0) {
+        index += i32(n);
+      }
+      valid = valid && index >= 0 && u32(index) < n;
+      at += u32(index) * params.prefix_strides[l / 4][l % 4];
+    }
+    if (valid && at == slice_index) {
+      v = combine(v, updates[t * params.slice + within]);
+    }
+  }
+  destination[i] = v;
+}

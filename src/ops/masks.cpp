@@ -1,0 +1,97 @@
+// Mask-building ops: Trilu (the triangle of every matrix of the last two dims; GPT-style causal masks are
+// Trilu of a ones tensor). One kernel per op under src/kernels/masks/, moving 4-byte device elements, so
+// every element type the device stores runs the same pipeline.
+#include <algorithm>
+#include <limits>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/data_movement_internal.h"
+#include "ops/families.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+constexpr uint32_t kWorkgroupSize = 256;
+
+// ---- Trilu ----
+
+OpPlan plan_trilu(const PlanContext& ctx) {
+  const TensorDesc& x = ctx.input(0);
+  data_movement::require_device_elements(ctx, 0);
+  if (x.shape.size() < 2) {
+    ctx.fail("input 0 " + shape_to_string(x.shape) + " has rank " + std::to_string(x.shape.size()) +
+             "; Trilu needs rank >= 2 (matrices in the last two dims)");
+  }
+  const int64_t upper = ctx.node.attributes.get_int("upper", 1);
+  if (upper != 0 && upper != 1)
+    ctx.fail("attribute 'upper' is " + std::to_string(upper) + "; expected 0 or 1");
+  const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  const int64_t count = element_count(x.shape);
+  require_addressable(ctx, "input 0", x.shape);
+
+  // k: absent = 0; known at plan time = the uniform (clamped: past [-rows, cols] the triangle is empty or
+  // full, and a clamped k keeps j - i - k within i32); else read by the kernel from its tensor.
+  int64_t k = 0;
+  bool k_input = false;
+  if (ctx.has_input(1)) {
+    const TensorDesc& kd = ctx.input(1);
+    if (kd.dtype != DType::Int64 && kd.dtype != DType::Int32) {
+      ctx.fail("input 1 (k, " + ctx.input_name(1) + ") has type " + std::string(dtype_name(kd.dtype)) +
+               "; expected int64");
+    }
+    if (element_count(kd.shape) != 1) {
+      ctx.fail("input 1 (k, " + ctx.input_name(1) + ") has shape " + shape_to_string(kd.shape) +
+               "; expected a single value");
+    }
+    if (const Tensor* known = ctx.constant(1)) {
+      k = data_movement::tensor_ints(ctx, *known, "input 1 (k)")[0];
+    } else {
+      k_input = true;
+    }
+  }
+  k = std::clamp<int64_t>(k, -rows, cols);
+
+  OpPlan plan;
+  plan.outputs.push_back(x);
+  if (count == 0) return plan;
+  if (rows > std::numeric_limits<int32_t>::max() || cols > std::numeric_limits<int32_t>::max()) {
+    ctx.fail("matrices of " + std::to_string(rows) + " x " + std::to_string(cols) +
+             " are beyond the 32-bit indexing of wgi's Trilu kernel");
+  }
+  gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
+  KernelLaunch launch;
+  launch.program.label = std::string("trilu_") + (upper ? "upper" : "lower") + (k_input ? "_k_input" : "");
+  launch.program.wgsl = kernels::load_wgsl("masks/trilu.wgsl",
+                                           {{"UPPER", upper ? "1" : "0"}, {"K_INPUT", k_input ? "1" : "0"}});
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
+  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
+  if (k_input) {
+    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
+    launch.bindings.push_back(TensorRef::input(1));
+  }
+  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(static_cast<uint32_t>(count))
+                       .u32(static_cast<uint32_t>(rows))
+                       .u32(static_cast<uint32_t>(cols))
+                       .i32(static_cast<int32_t>(k))
+                       .bytes();
+  launch.groups = grid.groups;
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+}  // namespace
+
+void register_mask_ops(OpRegistry& registry) {
+  OpHandler trilu;
+  trilu.plan = plan_trilu;
+  registry.add("", "Trilu", 14, kLatestOpset, std::move(trilu));
+}
+
+}  // namespace wgi::ops
