@@ -198,6 +198,17 @@ TEST(MatMulNBits, GemvLaneCountsAndAFoldedGrid) {
   EXPECT_TRUE(test::close_in_l2(out[0], as_array(ref), kRelativeL2)) << "tiled, folded grid";
 }
 
+TEST(MatMulNBits, PlannerTakesGemvUpToEightRows) {
+  NbitsProblem p(64, 16, 4, 32, Zp::None, false, 81);
+  for (int64_t rows : {1, 8, 9, 40}) {
+    ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), nbits_node(64, 16, 4, 32),
+                                          p.inputs(test::random_tensor({rows, 64}, 82), false));
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_NE(plan.launches[0].program.label.find(rows <= 8 ? "gemv" : "tiled"), std::string::npos)
+        << rows << " rows: " << plan.launches[0].program.label;
+  }
+}
+
 // B stays packed on the GPU: its uint8 initializer is never bound (the device stores uint8 tensors one per
 // u32), the kernels read a copy of its bytes as words: an eighth of the float32 weight for 4 bits.
 TEST(MatMulNBits, WeightStaysPacked) {
