@@ -170,6 +170,11 @@ TEST(MatMulNBits, Float16ScalesZeroPointsAndBias) {
   }
 }
 
+TEST(MatMulNBits, VectorAGivesOneRow) {
+  NbitsProblem p(96, 50, 4, 32, Zp::Packed, false, 91);
+  check_nbits(p, {96}, true, 92);
+}
+
 TEST(MatMulNBits, BlockSize256AndLongK) {
   NbitsProblem p(600, 20, 4, 256, Zp::Packed, false, 31);
   check_nbits(p, {1, 600}, true, 32);
