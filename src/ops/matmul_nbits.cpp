@@ -259,7 +259,7 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
                               {"NF4", w.code_table && std::string(w.code_table) == "NF4" ? "1" : "0"}};
   KernelLaunch launch;
   uint32_t tiles_n = 0, tiles_m = 1;
-  std::string label = std::string(w.code_table ? w.code_table : ("q" + str(w.bits)).c_str());
+  std::string label = w.code_table ? std::string(w.code_table) : "q" + str(w.bits);
   if (gemv) {
     // Fewest threads per column that still give each about two words: long contiguous runs, few
     // reduction steps.
