@@ -259,7 +259,7 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
                               {"NF4", w.code_table && std::string(w.code_table) == "NF4" ? "1" : "0"}};
   KernelLaunch launch;
   uint32_t tiles_n = 0, tiles_m = 1;
-  std::string label = std::string(w.code_table ? w.code_table : ("q" + str(w.bits)).c_str());
+  std::string label = w.code_table ? std::string(w.code_table) : "q" + str(w.bits);
   if (gemv) {
     // Fewest threads per column that still give each about two words: long contiguous runs, few
     // reduction steps.
@@ -273,10 +273,12 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
                  " must be a power of two from 4 to " + str(kWorkgroupInvocations));
     }
     defines["ROWS"] = str(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(m))));
+    defines["A_VEC4"] = w.k % 4 == 0 ? "1" : "0";
     defines["LANES"] = str(lanes);
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes));
     launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_gemv.wgsl", defines);
-    label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes);
+    label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) +
+            (w.k % 4 == 0 ? "_vec4" : "");
   } else {
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));
     tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));

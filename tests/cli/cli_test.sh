@@ -40,6 +40,10 @@ check "check symbolic dims" 0 "give --dim for image \(N\)" -- "$wgi" check "$mod
 check "check with --dim" 0 "can run \(3 after optimisation\): 3 on the GPU" -- "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N=2
 check "check missing file" 1 "cannot|No such|not" -- "$wgi" check "$work/nothing.onnx"
 check "check bad --dim" 1 "NAME=VALUE" -- "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N
+check "check q4 variant" 0 "all 262 nodes can run" -- "$wgi" check \
+  "$models/variants/bart_decoder_tiny_opset17_q4/model.onnx" --dim batch=1 --dim new_tokens=1 --dim src_len=5 --dim past_len=3
+check "check unknown contrib op" 1 "FancyContribOp \(com.microsoft opset 1\): op missing" -- "$wgi" check \
+  "$models/variants/unknown_contrib/model.onnx"
 
 check "run" 0 "y: float32 \[5, 8\], min" -- "$wgi" run "$models/gemm_chain/model.onnx" \
   --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/run"

@@ -170,6 +170,11 @@ TEST(MatMulNBits, Float16ScalesZeroPointsAndBias) {
   }
 }
 
+TEST(MatMulNBits, VectorAGivesOneRow) {
+  NbitsProblem p(96, 50, 4, 32, Zp::Packed, false, 91);
+  check_nbits(p, {96}, true, 92);
+}
+
 TEST(MatMulNBits, BlockSize256AndLongK) {
   NbitsProblem p(600, 20, 4, 256, Zp::Packed, false, 31);
   check_nbits(p, {1, 600}, true, 32);
@@ -196,6 +201,17 @@ TEST(MatMulNBits, GemvLaneCountsAndAFoldedGrid) {
   options.capabilities->limits.max_compute_workgroups_per_dimension = 3;
   auto out = runtime::run_node(test::device(), tiled, p.inputs(a, true), options);
   EXPECT_TRUE(test::close_in_l2(out[0], as_array(ref), kRelativeL2)) << "tiled, folded grid";
+}
+
+TEST(MatMulNBits, PlannerTakesGemvUpToEightRows) {
+  NbitsProblem p(64, 16, 4, 32, Zp::None, false, 81);
+  for (int64_t rows : {1, 8, 9, 40}) {
+    ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), nbits_node(64, 16, 4, 32),
+                                          p.inputs(test::random_tensor({rows, 64}, 82), false));
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_NE(plan.launches[0].program.label.find(rows <= 8 ? "gemv" : "tiled"), std::string::npos)
+        << rows << " rows: " << plan.launches[0].program.label;
+  }
 }
 
 // B stays packed on the GPU: its uint8 initializer is never bound (the device stores uint8 tensors one per
@@ -392,6 +408,29 @@ TEST_P(WeightOnlyVariantTest, MatchesOnnxRuntimeOnTheSameFile) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, WeightOnlyVariantTest, ::testing::ValuesIn(variant_names()),
                          [](const auto& p) { return p.param; });
+
+// A whole q4 model's device weights against its fp32 source, run on the same inputs: the 4-bit codes are
+// 0.125x of each MatMul weight and the float32 scales of blocks of 32 another 0.125x; embeddings, LayerNorm
+// parameters and biases stay float32 (bart_decoder_tiny: ~0.2x in all). If B's uint8 initializer were
+// uploaded too (one u32 per byte), the q4 file would need more than the fp32 one.
+TEST(MatMulNBits, QuantizedModelHoldsAQuarterOfTheWeightBytes) {
+  const fs::path fp32 = fs::path(WGI_TEST_DATA_DIR) / "models" / "bart_decoder_tiny_opset17";
+  const fs::path q4 = kVariants / "bart_decoder_tiny_opset17_q4";
+  uint64_t bytes[2] = {0, 0};
+  int i = 0;
+  for (const fs::path& dir : {fp32, q4}) {
+    Session session = Session::from_file(dir / "model.onnx");
+    std::map<std::string, Tensor> inputs;
+    for (const TensorInfo& in : session.inputs())
+      inputs[in.name] = npy::load(dir / ("input_" + in.name + ".npy"));
+    session.run(inputs);
+    bytes[i++] = session.stats().weight_bytes;
+  }
+  EXPECT_GT(bytes[1], 0u);
+  EXPECT_LE(static_cast<double>(bytes[1]), 0.25 * static_cast<double>(bytes[0]))
+      << "q4 " << bytes[1] << " bytes, fp32 " << bytes[0];
+  std::cerr << "[ bart_decoder_tiny weights: fp32 " << bytes[0] << " bytes, q4 " << bytes[1] << " ]\n";
+}
 
 // com.microsoft is an op domain like any other: a contrib op wgi does not implement still fails at load,
 // by name, while the quantized matmul beside it is accepted.

@@ -207,7 +207,8 @@ def convert(model, recipe, block_size=None, accuracy_level=4):
 # attribute as user models have it (ORT then quantises A to int8: a looser comparison, suffix _acc4).
 TEST_VARIANTS = [("tiny_transformer_opset17", r, 0) for r in RECIPES] + [
     ("tiny_transformer_opset17", "q4", 4), ("bart_decoder_tiny_opset17", "q4", 0),
-    ("bart_decoder_tiny_opset17", "q4_zp", 0), ("bart_decoder_tiny_opset17", "nf4", 0)]
+    ("bart_decoder_tiny_opset17", "q4_zp", 0), ("bart_decoder_tiny_opset17", "nf4", 0),
+    ("florence2_vision_tiny_opset17", "q4", 0), ("siglip_vision_tiny_opset17", "q4_zp", 0)]
 
 
 def write_test_variants(models_dir):

@@ -4,7 +4,7 @@
 //
 // A 128-invocation workgroup covers 128 / LANES columns (output features); the LANES threads of a column
 // stride through its packed words, each dequantising a word's codes once for all ROWS rows and keeping ROWS
-// partial sums in f32. The partial sums of a column are added in workgroup memory by a tree, and the
+// partial sums in f32 (A read as vec4s where K % 4 == 0). The partial sums of a column are added in workgroup memory by a tree, and the
 // column's first thread adds the bias and writes the M results.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
@@ -36,9 +36,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (r < params.M) {
           let row = r * params.K + k0;
           var sum = 0.0;
+#if A_VEC4
+          // count is a multiple of 4 here (K % 4 == 0): whole vec4s of A, none past K.
+          for (var q = 0u; q < count / 4u; q++) {
+            let w = vec4<f32>(weights[4u * q], weights[4u * q + 1u], weights[4u * q + 2u], weights[4u * q + 3u]);
+            sum += dot(a[row / 4u + q], w);
+          }
+#else
           for (var i = 0u; i < count; i++) {
             sum += a[row + i] * weights[i];
           }
+#endif
           acc[r] += sum;
         }
       }

@@ -12,6 +12,7 @@
 // W = (code - zero) * scale with the zero point packed like B (ZP_PACKED: BITS bits per block, column n
 //   starting at bit n * params.zp_col_bits), given as floats (ZP_FLOAT: one per block), or the default
 //   2^(BITS-1); with CODE_TABLE (NF4 / FP4), W = table[code] * scale.
+// A_VEC4 (GEMV only, K % 4 == 0): A read as vec4s.
 // SCALES_F16 / ZP_F16 / BIAS_F16: those inputs are float16 as the model stores them (two per u32 word).
 #include "common/dispatch_grid.wgsl"
 
@@ -34,7 +35,11 @@ struct QuantizedMatMulParams {
   default_zero: f32,
 }
 
+#if A_VEC4
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;  // the GEMV's A when K % 4 == 0
+#else
 @group(0) @binding(0) var<storage, read> a: array<f32>;
+#endif
 @group(0) @binding(1) var<storage, read> b: array<u32>;
 #if SCALES_F16
 @group(0) @binding(2) var<storage, read> scales: array<u32>;

@@ -1,0 +1,132 @@
+// GPU time of the weight-only quantized matmuls (com.microsoft MatMulNBits, MatMulBnb4;
+// src/ops/matmul_nbits.cpp) next to the float32 Gemm of the same shape (out = x W^T + b, W prepacked), on the
+// adapter wgi picks.
+//
+// BM_QuantizedLinear/<form>/M/N/K with form q4 (symmetric, block 32), q4_zp (packed zero points), q8, nf4
+// (MatMulBnb4, block 64) or f32 (the Gemm). Each run is timed like bench_ops.cpp's: the node prepared once,
+// encoded `repeats` times per submission. Counters: FLOP (2 per multiply-add) and weight_bytes/s, the packed
+// weight streamed per second (what bounds the M <= 8 GEMV). WGI_BENCH_SIZE=large: the Florence-2-base decoder
+// step (768x768, 768x3072, 3072x768 and the 51289x768 LM head at M = 1) and encoder-like products (M = 577,
+// 2304); default: small shapes for the CPU adapters. WGI_BENCH_KERNEL=gemv|tiled forces the quantized kernel.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "runtime/node_runner.h"
+#include "support/reference_quantized.h"
+#include "support/tensor_check.h"
+
+namespace {
+
+using wgi::runtime::NodeInput;
+using Inputs = std::vector<std::optional<NodeInput>>;
+
+wgi::gpu::Device& device() {
+  static std::shared_ptr<wgi::gpu::Device> d = wgi::gpu::Device::create();
+  return *d;
+}
+
+bool large() {
+  const char* v = std::getenv("WGI_BENCH_SIZE");
+  return v && std::string(v) == "large";
+}
+
+void run_form(benchmark::State& state, const std::string& form) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  wgi::ops::NodeInfo node{"linear", "", "com.microsoft", 1, {}, {}, {}};
+  Inputs inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)}};
+  double weight_bytes = 0;
+  if (form == "f32") {
+    node = {"linear", "Gemm", "", 13, {}, {}, {}};
+    node.attributes.set("transB", int64_t{1});
+    inputs.push_back(NodeInput{wgi::test::random_tensor({n, k}, 2), true});
+    inputs.push_back(NodeInput{wgi::test::random_tensor({n}, 3), true});
+    weight_bytes = 4.0 * n * k;
+  } else if (form == "nf4") {
+    const int64_t block = 64;
+    node.op_type = "MatMulBnb4";
+    node.attributes.set("K", k);
+    node.attributes.set("N", n);
+    node.attributes.set("block_size", block);
+    node.attributes.set("quant_type", int64_t{1});
+    inputs.push_back(NodeInput{wgi::test::random_bytes({(n * k + 1) / 2}, 2), true});
+    inputs.push_back(NodeInput{wgi::test::random_scales({(n * k + block - 1) / block}, 3, false), true});
+    weight_bytes = 0.5 * n * k;
+  } else {
+    const int64_t bits = form == "q8" ? 8 : 4, block = 32, blocks = (k + block - 1) / block;
+    node.op_type = "MatMulNBits";
+    node.attributes.set("K", k);
+    node.attributes.set("N", n);
+    node.attributes.set("bits", bits);
+    node.attributes.set("block_size", block);
+    node.attributes.set("accuracy_level", int64_t{4});
+    inputs.push_back(NodeInput{wgi::test::random_bytes({n, blocks, block * bits / 8}, 2), true});
+    inputs.push_back(NodeInput{wgi::test::random_scales({n, blocks}, 3, false), true});
+    if (form == "q4_zp")
+      inputs.push_back(NodeInput{wgi::test::random_bytes({n, (blocks * bits + 7) / 8}, 4), true});
+    weight_bytes = static_cast<double>(bits) / 8 * n * k;
+  }
+  if (const char* kernel = std::getenv("WGI_BENCH_KERNEL"); kernel && form != "f32")
+    node.attributes.set("wgi.kernel", std::string(kernel));
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
+  try {
+    prepared = std::make_unique<wgi::runtime::PreparedNode>(
+        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
+  } catch (const wgi::Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  state.SetLabel(prepared->plan().launches.at(0).program.label);
+  wgi::gpu::Device& d = device();
+  prepared->run();  // warm up: pipelines compiled, first dispatch done
+  auto time_batch = [&](int repeats) {
+    auto start = std::chrono::steady_clock::now();
+    wgi::gpu::CommandBatch batch(d);
+    for (int i = 0; i < repeats; ++i) prepared->encode(batch);
+    batch.submit();
+    d.wait_idle();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // Enough runs per submission for about 20 ms of GPU work, so that submission latency is amortised.
+  int repeats = 1;
+  for (double s = time_batch(1); s < 0.02 && repeats < 4096;) {
+    repeats = std::min(4096, std::max(repeats * 2, static_cast<int>(repeats * 0.02 / std::max(s, 1e-7))));
+    s = time_batch(repeats);
+  }
+  while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
+  state.counters["FLOP"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes"] =
+      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["runs_per_submit"] = repeats;
+}
+
+void register_benchmarks() {
+  const std::vector<std::array<int64_t, 3>> shapes =
+      large() ? std::vector<std::array<int64_t, 3>>{{1, 768, 768},    {1, 3072, 768},    {1, 768, 3072},
+                                                    {1, 51289, 768},  {4, 51289, 768},   {577, 768, 768},
+                                                    {577, 3072, 768}, {2304, 1024, 1024}}
+              : std::vector<std::array<int64_t, 3>>{{1, 300, 200}, {8, 300, 200}, {64, 96, 128}};
+  for (const char* form : {"f32", "q4", "q4_zp", "q8", "nf4"}) {
+    const std::string f = form;
+    auto* b = benchmark::RegisterBenchmark(("BM_QuantizedLinear/" + f).c_str(),
+                                           [f](benchmark::State& state) { run_form(state, f); });
+    for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
+    b->UseManualTime()->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
