@@ -8,12 +8,17 @@
 // correctly rounded).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
+#include "core/npy.h"
+#include "onnxruntime_reference.h"
 #include "runtime/node_runner.h"
+#include "support/model_reference.h"
 #include "support/reference_integer.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
+#include "wgi/session.h"
 
 namespace wgi {
 namespace {
@@ -382,6 +387,55 @@ TEST(Quantize, ErrorsNameTheProblem) {
                 .find("they must match"),
             std::string::npos);
 }
+
+// Models that tests/models/variants_dynamic.py made from the committed float models (DynamicQuantizeLinear ->
+// MatMulInteger / ConvInteger -> Cast -> Mul, weights uint8 or int8), with the first integer product exposed
+// as an int32 output; wgi against onnxruntime's CPU provider on the same file and input.
+struct QuantizedModel {
+  const char* file;
+  const char* input_folder;
+};
+
+class QuantizedModelTest : public ::testing::TestWithParam<QuantizedModel> {};
+
+TEST_P(QuantizedModelTest, AgreesWithOnnxRuntime) {
+  namespace fs = std::filesystem;
+  const fs::path data = WGI_TEST_DATA_DIR;
+  const fs::path model = data / "quantized" / GetParam().file;
+  Session session = Session::from_file(model);
+  ASSERT_EQ(session.inputs().size(), 1u);
+  ASSERT_EQ(session.outputs().size(), 2u);
+  const std::string in = session.inputs()[0].name;
+  const std::string y = session.outputs()[0].name, integers = session.outputs()[1].name;
+  const Tensor x = npy::load(data / "models" / GetParam().input_folder / ("input_" + in + ".npy"));
+  auto got = session.run({{in, x}});
+  auto want = test::run_onnxruntime(model, {{in, x}}, {y, integers});
+  // The first product quantizes the input (the CNN) or its LayerNorm (the transformer), which both runtimes
+  // compute alike to within an ULP or so: the same uint8 activations (unless a quotient sits within an ULP of
+  // a rounding boundary, which none does here), the same weights, so the same int32 sums, exactly. (With
+  // full-range int8 weights onnxruntime's x86 kernels saturate pairs of products in int16 and do not give the
+  // exact sums: the int8 variants use reduce_range, as onnxruntime advises;
+  // tests/models/variants_dynamic.py.)
+  EXPECT_TRUE(identical(got.at(integers), want.at(integers))) << integers;
+  // The float output: later layers quantize activations that the runtimes computed in float32 with different
+  // roundings (LayerNorm, GELU, Softmax: relative differences ~1e-7); one that rounds to the neighbouring
+  // quantization step changes its products by one step (1 / 255 of its range). 1e-3 of relative L2 allows a
+  // few such flips on any adapter; on SwiftShader the outputs agree to ~1e-7.
+  const Tensor& ref = want.at(y);
+  test::Float64Array ref64{ref.shape(),
+                           std::vector<double>(ref.data<float>().begin(), ref.data<float>().end())};
+  auto result = test::close_in_l2(got.at(y), ref64, 1e-3);
+  EXPECT_TRUE(result) << GetParam().file;
+  std::cerr << "[ " << GetParam().file << ": " << result.message() << " ]\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DynamicQuantization, QuantizedModelTest,
+    ::testing::Values(QuantizedModel{"tiny_transformer_uint8.onnx", "tiny_transformer_opset17"},
+                      QuantizedModel{"tiny_transformer_int8.onnx", "tiny_transformer_opset17"},
+                      QuantizedModel{"small_cnn_uint8.onnx", "small_cnn_opset17"},
+                      QuantizedModel{"small_cnn_int8.onnx", "small_cnn_opset17"}),
+    [](const auto& param_info) { return std::filesystem::path(param_info.param.file).stem().string(); });
 
 }  // namespace
 }  // namespace wgi
