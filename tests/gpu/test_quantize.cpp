@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "core/npy.h"
@@ -394,6 +395,7 @@ TEST(Quantize, ErrorsNameTheProblem) {
 struct QuantizedModel {
   const char* file;
   const char* input_folder;
+  double max_relative_l2 = 1e-3;  // on the first output; the reason at the check and at the BART entry
 };
 
 class QuantizedModelTest : public ::testing::TestWithParam<QuantizedModel> {};
@@ -403,14 +405,17 @@ TEST_P(QuantizedModelTest, AgreesWithOnnxRuntime) {
   const fs::path data = WGI_TEST_DATA_DIR;
   const fs::path model = data / "quantized" / GetParam().file;
   Session session = Session::from_file(model);
-  ASSERT_EQ(session.inputs().size(), 1u);
-  ASSERT_EQ(session.outputs().size(), 2u);
-  const std::string in = session.inputs()[0].name;
-  const std::string y = session.outputs()[0].name, integers = session.outputs()[1].name;
-  const Tensor x = npy::load(data / "models" / GetParam().input_folder / ("input_" + in + ".npy"));
-  auto got = session.run({{in, x}});
-  auto want = test::run_onnxruntime(model, {{in, x}}, {y, integers});
-  // The first product quantizes the input (the CNN) or its LayerNorm (the transformer), which both runtimes
+  std::map<std::string, Tensor> inputs;
+  for (const TensorInfo& info : session.inputs()) {
+    inputs[info.name] =
+        npy::load(data / "models" / GetParam().input_folder / ("input_" + info.name + ".npy"));
+  }
+  // The model's first output (y, logits) and its last, the exposed integer product.
+  ASSERT_GE(session.outputs().size(), 2u);
+  const std::string y = session.outputs().front().name, integers = session.outputs().back().name;
+  auto got = session.run(inputs);
+  auto want = test::run_onnxruntime(model, inputs, {y, integers});
+  // The first product quantizes the input (the CNN) or a LayerNorm (the transformers), which both runtimes
   // compute alike to within an ULP or so: the same uint8 activations (unless a quotient sits within an ULP of
   // a rounding boundary, which none does here), the same weights, so the same int32 sums, exactly. (With
   // full-range int8 weights onnxruntime's x86 kernels saturate pairs of products in int16 and do not give the
@@ -424,7 +429,7 @@ TEST_P(QuantizedModelTest, AgreesWithOnnxRuntime) {
   const Tensor& ref = want.at(y);
   test::Float64Array ref64{ref.shape(),
                            std::vector<double>(ref.data<float>().begin(), ref.data<float>().end())};
-  auto result = test::close_in_l2(got.at(y), ref64, 1e-3);
+  auto result = test::close_in_l2(got.at(y), ref64, GetParam().max_relative_l2);
   EXPECT_TRUE(result) << GetParam().file;
   std::cerr << "[ " << GetParam().file << ": " << result.message() << " ]\n";
 }
@@ -434,7 +439,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(QuantizedModel{"tiny_transformer_uint8.onnx", "tiny_transformer_opset17"},
                       QuantizedModel{"tiny_transformer_int8.onnx", "tiny_transformer_opset17"},
                       QuantizedModel{"small_cnn_uint8.onnx", "small_cnn_opset17"},
-                      QuantizedModel{"small_cnn_int8.onnx", "small_cnn_opset17"}),
+                      QuantizedModel{"small_cnn_int8.onnx", "small_cnn_opset17"},
+                      // Traced node by node: every integer product of the first layer and most of the second
+                      // agree exactly, until one element of one activation (of 192) quantizes one step apart
+                      // (its scale differs by an ULP after the float32 attention); in a 2-layer decoder of
+                      // width 32 that moves the logits by 2.9e-3 of relative L2 on SwiftShader and GLES.
+                      QuantizedModel{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2}),
     [](const auto& param_info) { return std::filesystem::path(param_info.param.file).stem().string(); });
 
 }  // namespace
