@@ -358,6 +358,39 @@ TEST(Quantize, QLinearMatMulAndConvRequantizeTheExactSum) {
       identical(yc.at(0), test::requantize_reference(conv, 0.02f, ws, 0.05f, 100, DType::UInt8, 8 * 9, 4)));
 }
 
+TEST(Quantize, ConstantWeightsArePackedFourPerWord) {
+  // The widened 8-bit initializer is never bound (so a Session never uploads it); the kernel reads the packed
+  // copy: ceil(K / 4) words per column of B, per output channel of W.
+  const Tensor a = random_8bit(DType::UInt8, {5, 37}, 1);
+  const Tensor b = random_8bit(DType::Int8, {37, 23}, 2);
+  std::vector<std::optional<NodeInput>> in = {NodeInput{a}, NodeInput{b, true}};
+  const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node("MatMulInteger", 10), in);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  for (const ops::TensorRef& ref : plan.launches[0].bindings) {
+    EXPECT_FALSE(ref.kind == ops::TensorRef::Kind::Input && ref.index == 1) << "B bound widened";
+  }
+  ASSERT_FALSE(plan.constants.empty());
+  EXPECT_EQ(plan.constants[0].byte_size(), size_t{23} * 10 * 4);  // 23 columns x ceil(37 / 4) words
+
+  const Tensor x = random_8bit(DType::UInt8, {1, 6, 9, 9}, 3);
+  const Tensor w = random_8bit(DType::UInt8, {8, 6, 3, 3}, 4);
+  std::vector<std::optional<NodeInput>> conv_in = {NodeInput{x}, NodeInput{w, true}};
+  const ops::OpPlan conv =
+      runtime::plan_node(test::device().capabilities(), node("ConvInteger", 10), conv_in);
+  for (const ops::TensorRef& ref : conv.launches.at(0).bindings) {
+    EXPECT_FALSE(ref.kind == ops::TensorRef::Kind::Input && ref.index == 1) << "W bound widened";
+  }
+  EXPECT_EQ(conv.constants.at(0).byte_size(), size_t{8} * 14 * 4);  // 8 channels x ceil(54 / 4) words
+}
+
+TEST(Quantize, DynamicQuantizeLinearOfAnEmptyTensor) {
+  auto y = run(node("DynamicQuantizeLinear", 11), {NodeInput{Tensor(DType::Float32, {0, 5})}});
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0].shape(), (Shape{0, 5}));
+  EXPECT_EQ(y[1].data<float>()[0], 1.0f / 255.0f);  // the spec reference's scale for an empty range
+  EXPECT_EQ(y[2].data<uint8_t>()[0], 0);
+}
+
 TEST(Quantize, ErrorsNameTheProblem) {
   const Tensor x = test::random_tensor({4, 6}, 1);
   EXPECT_NE(run_error(node("QuantizeLinear", 13), {NodeInput{x}, NodeInput{scales(5, 2)}})
