@@ -317,6 +317,21 @@ TEST(Quantize, ConvIntegerIsExact) {
   }
 }
 
+TEST(Quantize, ConvInteger1DWithAutoPad) {
+  // 1-D: the 2-D reference over a height of one. SAME_LOWER with a kernel of 4 pads 2 before and 1 after.
+  const Tensor x = random_8bit(DType::Int8, {2, 3, 10}, 80);
+  const Tensor w = random_8bit(DType::UInt8, {4, 3, 4}, 81);
+  const Tensor x_zp = Tensor::from_vector<int8_t>({}, {-5});
+  ops::Attributes attrs;
+  attrs.set("auto_pad", std::string("SAME_LOWER"));
+  auto y = run(node("ConvInteger", 10, attrs), {NodeInput{x}, NodeInput{w, true}, NodeInput{x_zp}});
+  test::ConvIntegerParams p;
+  p.pads = {0, 2, 0, 1};
+  Tensor want = test::conv_integer_reference(Tensor(x.dtype(), {2, 3, 1, 10}, x.bytes()),
+                                             Tensor(w.dtype(), {4, 3, 1, 4}, w.bytes()), -5, {}, p);
+  EXPECT_TRUE(identical(y.at(0), Tensor(DType::Int32, {2, 4, 10}, want.bytes())));
+}
+
 TEST(Quantize, QLinearMatMulAndConvRequantizeTheExactSum) {
   const Tensor a = random_8bit(DType::UInt8, {2, 13, 29}, 90);
   const Tensor b = random_8bit(DType::Int8, {29, 11}, 91);
