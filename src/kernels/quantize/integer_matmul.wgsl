@@ -54,7 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let b_base = batch_offsets[2u * wid.z + 1u];
   let row0 = wid.y * TM;
   let col0 = wid.x * TN;
-  var acc: array<i32, 16>;
+  var acc: array<vec4<i32>, 4>;  // rows 4 lid.y + i, columns 4 lid.x .. + 3
   for (var k0 = 0u; k0 < params.k; k0 += TK) {
     for (var e = 0u; e < 16u; e++) {
       let idx = li + 64u * e;
@@ -102,15 +102,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 #endif
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
-      var bv: array<i32, 4>;
-      for (var j = 0u; j < 4u; j++) {
-        bv[j] = b_tile[kk * TN + 4u * lid.x + j];
-      }
+      let b0 = kk * TN + 4u * lid.x;
+      let bv = vec4<i32>(b_tile[b0], b_tile[b0 + 1u], b_tile[b0 + 2u], b_tile[b0 + 3u]);
       for (var i = 0u; i < 4u; i++) {
-        let av = a_tile[(4u * lid.y + i) * TK + kk];
-        for (var j = 0u; j < 4u; j++) {
-          acc[4u * i + j] += av * bv[j];
-        }
+        acc[i] += a_tile[(4u * lid.y + i) * TK + kk] * bv;
       }
     }
     workgroupBarrier();
@@ -122,10 +117,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       let c = col0 + 4u * lid.x + j;
       if (r < params.m && c < params.n) {
 #if QLINEAR
-        out[out_base + r * params.n + c] = requantize(acc[4u * i + j], multipliers[c * params.multiplier_stride],
+        out[out_base + r * params.n + c] = requantize(acc[i][j], multipliers[c * params.multiplier_stride],
                                                       params.y_zero_point, params.qmin, params.qmax);
 #else
-        out[out_base + r * params.n + c] = acc[4u * i + j];
+        out[out_base + r * params.n + c] = acc[i][j];
 #endif
       }
     }
