@@ -20,11 +20,13 @@ void register_conv_channels_last_ops(OpRegistry& registry);
 void register_mask_ops(OpRegistry& registry);     // masks.cpp: Trilu
 void register_scatter_ops(OpRegistry& registry);  // scatter.cpp: ScatterND, ScatterElements, Scatter
 void register_einsum_ops(OpRegistry& registry);   // einsum.cpp: Einsum
+void register_scan_ops(OpRegistry& registry);     // scan.cpp: CumSum
 
 inline constexpr std::array kOpFamilies = {
     &register_unary_ops,   &register_linear_ops,        &register_conv_ops,
     &register_binary_ops,  &register_data_movement_ops, &register_normalization_ops,
     &register_pooling_ops, &register_attention_ops,     &register_conv_channels_last_ops,
-    &register_mask_ops,    &register_scatter_ops,       &register_einsum_ops};
+    &register_mask_ops,    &register_scatter_ops,       &register_einsum_ops,
+    &register_scan_ops};
 
 }  // namespace wgi::ops
