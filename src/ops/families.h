@@ -25,6 +25,7 @@ void register_integer_linear_ops(OpRegistry& registry);
 void register_mask_ops(OpRegistry& registry);     // masks.cpp: Trilu
 void register_scatter_ops(OpRegistry& registry);  // scatter.cpp: ScatterND, ScatterElements, Scatter
 void register_einsum_ops(OpRegistry& registry);   // einsum.cpp: Einsum
+void register_scan_ops(OpRegistry& registry);     // scan.cpp: CumSum
 
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
@@ -44,6 +45,7 @@ inline constexpr std::array kOpFamilies = {
     &register_mask_ops,
     &register_scatter_ops,
     &register_einsum_ops,
+    &register_scan_ops,
 };
 // clang-format on
 
