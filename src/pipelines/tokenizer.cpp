@@ -1,9 +1,9 @@
 #include "pipelines/tokenizer.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <fstream>
-#include <limits>
 #include <mutex>
 #include <queue>
 #include <sstream>
@@ -188,9 +188,7 @@ class AddedTokenSplitter {
   std::vector<Node> nodes_ = std::vector<Node>(1);
 };
 
-// GPT-2's pre-tokenizer pattern, 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+,
-// matched as JavaScript's regular expressions do (first alternative that matches at each position, greedy
-// with backtracking): returns the end of the match that starts at `pos` (always > pos).
+// The classes of GPT-2's split: letters, numbers, and what is neither nor whitespace.
 bool is_letter(char32_t c) {
   return unicode::is_letter(c);
 }
@@ -198,9 +196,13 @@ bool is_number(char32_t c) {
   return unicode::is_number(c);
 }
 bool is_other(char32_t c) {
-  return !unicode::is_whitespace(c) && !unicode::is_letter(c) && !unicode::is_number(c);
+  return !unicode::is_whitespace(c) && !is_letter(c) && !is_number(c);
 }
 
+// GPT-2's pre-tokenizer pattern, 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+,
+// matched as JavaScript's regular expressions do (first alternative that matches at each position, greedy
+// with backtracking): returns the end of the match that starts at `pos` (always > pos). Every character is
+// whitespace, a letter, a number or other, so some alternative always matches.
 size_t gpt2_match_end(const std::vector<char32_t>& cps, size_t pos) {
   const size_t n = cps.size();
   if (cps[pos] == U'\'') {
@@ -544,6 +546,11 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
     }();
     c.typed(config, "(the document)", Value::Type::Object);
     s->clean_up_tokenization_spaces = c.flag(config, "", "clean_up_tokenization_spaces", true);
+    // transformers.js would apply these to the text before BPE; wgi does not, so it refuses them.
+    for (const char* key : {"remove_space", "do_lowercase_and_remove_accent"}) {
+      if (c.flag(config, "", key, false))
+        c.fail(key, "must be false (wgi does not rewrite the text before BPE)");
+    }
     if (const Value* extra = config.find("additional_special_tokens");
         extra && !extra->is(Value::Type::Null)) {
       c.typed(*extra, "additional_special_tokens", Value::Type::Array);

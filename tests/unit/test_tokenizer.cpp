@@ -397,7 +397,7 @@ std::string tiny_tokenizer(const std::string& model_extra = "", const std::strin
          R"("normalizer":null,"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},)" +
          R"("post_processor":{"type":"RobertaProcessing","cls":["<s>",0],"sep":["</s>",1]},)" +
          R"("decoder":{"type":"ByteLevel"},)" + root_extra + R"("model":{"type":"BPE",)" + model_extra +
-         R"("vocab":{"<s>":0,"</s>":1,"a":2,"b":3,"ab":4,"Ġ":5},"merges":[["a","b"]]}})";
+         R"("vocab":{"<s>":0,"</s>":1,"a":2,"b":3,"ab":4,"Ġ":5,".":6},"merges":[["a","b"]]}})";
 }
 
 std::string error_of(const std::string& json) {
@@ -456,6 +456,29 @@ TEST(Tokenizer, MalformedFilesSayWhichKey) {
                "'added_tokens[0].id' must be a token id");
   expect_error(std::string(bad).replace(bad.find("\"added_tokens\":["), 16, "\"added_tokens\":{},\"x\":["),
                "'added_tokens' must be an array");
+}
+
+TEST(Tokenizer, MalformedConfigSaysWhichKey) {
+  const auto error_with_config = [](const std::string& config) {
+    try {
+      Tokenizer::from_json(tiny_tokenizer(), config);
+    } catch (const wgi::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_with_config(R"({"clean_up_tokenization_spaces":"yes"})"),
+            "tokenizer_config.json: 'clean_up_tokenization_spaces' must be a boolean, found a string");
+  EXPECT_EQ(error_with_config(R"({"remove_space":true})"),
+            "tokenizer_config.json: 'remove_space' must be false (wgi does not rewrite the text before BPE)");
+  EXPECT_EQ(error_with_config(R"({"additional_special_tokens":[3]})"),
+            "tokenizer_config.json: 'additional_special_tokens[0]' must be a string, found a number");
+  // Without clean-up, " ." stays; with it (the default), the space goes.
+  const Tokenizer raw = Tokenizer::from_json(tiny_tokenizer(), R"({"clean_up_tokenization_spaces":false})");
+  const std::vector<int32_t> ids = {2, 5, 6};
+  EXPECT_EQ(raw.decode(ids), "a .");
+  EXPECT_EQ(raw.decode(ids, {.skip_special_tokens = false, .clean_up_tokenization_spaces = true}), "a.");
+  EXPECT_EQ(Tokenizer::from_json(tiny_tokenizer()).decode(ids), "a.");
 }
 
 TEST(Tokenizer, RejectsInvalidUtf8) {
