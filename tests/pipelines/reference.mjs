@@ -35,11 +35,13 @@ const modelId = path.basename(folder);
 const tokenizer = await AutoTokenizer.from_pretrained(modelId);
 const processor = await AutoProcessor.from_pretrained(modelId);
 
-const decodeAll = (ids) => ids.length === 0 ? { text: '', skip: '', raw: '' } : {
-  text: tokenizer.decode(ids),
-  skip: tokenizer.decode(ids, { skip_special_tokens: true }),
-  raw: tokenizer.decode(ids, { clean_up_tokenization_spaces: false }),
-};
+// transformers.js throws on an empty list; wgi gives "" (docs/pipelines.md).
+const decode = (ids, options = {}) => ids.length === 0 ? '' : tokenizer.decode(ids, options);
+const decodeAll = (ids) => ({
+  text: decode(ids),
+  skip: decode(ids, { skip_special_tokens: true }),
+  raw: decode(ids, { clean_up_tokenization_spaces: false }),
+});
 
 const out = {
   encode: (cases.encode ?? []).map((text) => {
@@ -47,8 +49,8 @@ const out = {
     return {
       ids,
       ids_plain: tokenizer.encode(text, { add_special_tokens: false }),
-      decoded: tokenizer.decode(ids),
-      decoded_skip: tokenizer.decode(ids, { skip_special_tokens: true }),
+      decoded: decode(ids),
+      decoded_skip: decode(ids, { skip_special_tokens: true }),
     };
   }),
   decode: (cases.decode ?? []).map(decodeAll),

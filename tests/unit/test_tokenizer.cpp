@@ -60,21 +60,29 @@ struct ScratchFolder {
   }
 };
 
+fs::path make_tokenizer(const std::string& name, const std::string& options) {
+  static const ScratchFolder scratch;
+  const fs::path dir = scratch.path / name;
+  fs::create_directories(dir);
+  run("node '" + (kScripts / "make_tokenizer.mjs").string() + "' '" + dir.string() + "'" + options);
+  return dir;
+}
+
 // The Florence-2-shaped tokenizer folder, written once per test binary run.
 const fs::path& tokenizer_folder() {
-  static const ScratchFolder scratch;
-  static const fs::path folder = [] {
-    const fs::path dir = scratch.path / "florence2";
-    fs::create_directories(dir);
-    run("node '" + (kScripts / "make_tokenizer.mjs").string() + "' '" + dir.string() + "'");
-    return dir;
-  }();
+  static const fs::path folder = make_tokenizer("florence2", "");
   return folder;
 }
 
 const Tokenizer& tokenizer() {
   static const Tokenizer t = Tokenizer::from_folder(tokenizer_folder());
   return t;
+}
+
+// The same vocabulary with the options Florence-2 does not use (make_tokenizer.mjs --variant).
+const fs::path& variant_folder() {
+  static const fs::path folder = make_tokenizer("variant", " --variant");
+  return folder;
 }
 
 std::string quote_all(const std::vector<std::string>& items) {
@@ -107,11 +115,11 @@ struct Cases {
   std::vector<PostCase> post;
 };
 
-// transformers.js's results for `cases`, through reference.mjs.
-Value reference(const Cases& c, const std::string& name) {
-  const fs::path dir = tokenizer_folder().parent_path();
+// transformers.js's results for `cases` with the tokenizer in `folder`, through reference.mjs.
+Value reference(const Cases& c, const std::string& name, const fs::path& folder = tokenizer_folder()) {
+  const fs::path dir = folder.parent_path();
   std::string text =
-      "{\"folder\":" + wgi::json::quote(tokenizer_folder().string()) + ",\"encode\":" + quote_all(c.encode);
+      "{\"folder\":" + wgi::json::quote(folder.string()) + ",\"encode\":" + quote_all(c.encode);
   text += ",\"decode\":[";
   for (size_t i = 0; i < c.decode.size(); ++i) text += (i ? "," : "") + ids_json(c.decode[i]);
   text += "],\"prompts\":[";
@@ -373,6 +381,34 @@ TEST(Tokenizer, DecodesAsTransformersJs) {
   EXPECT_GT(replaced, 50u);
 }
 
+TEST(Tokenizer, OtherOptionsAsTransformersJs) {
+  // add_prefix_space, [a, b] merges, ignore_merges, no post-processor, no clean-up.
+  const Tokenizer variant = Tokenizer::from_folder(variant_folder());
+  Cases cases;
+  TextGenerator gen(99);
+  cases.encode = {"", "Hello", " Hello", "<s>Hello</s>", "x <mask> y", "it 's ok . really ?"};
+  for (int i = 0; i < 800; ++i) cases.encode.push_back(gen.text());
+  const Value ref = reference(cases, "variant", variant_folder());
+  const Value& expected = *ref.find("encode");
+  ASSERT_EQ(expected.array.size(), cases.encode.size());
+  size_t tokens = 0;
+  for (size_t i = 0; i < cases.encode.size(); ++i) {
+    const std::string& text = cases.encode[i];
+    const Value& e = expected.array[i];
+    const std::vector<int32_t> ids = variant.encode(text);
+    EXPECT_EQ(ids, ids_of(*e.find("ids"))) << "text " << wgi::json::quote(text);
+    EXPECT_EQ(variant.decode(ids), e.find("decoded")->string) << "text " << wgi::json::quote(text);
+    EXPECT_EQ(
+        variant.decode(ids, {.skip_special_tokens = true, .clean_up_tokenization_spaces = std::nullopt}),
+        e.find("decoded_skip")->string)
+        << "text " << wgi::json::quote(text);
+    tokens += ids.size();
+  }
+  EXPECT_GT(tokens, 8000u);
+  // No post-processor: nothing added around the text.
+  EXPECT_EQ(variant.encode("Hello"), variant.encode("Hello", false));
+}
+
 TEST(Tokenizer, LayoutIsFlorence2s) {
   const Tokenizer& t = tokenizer();
   EXPECT_EQ(t.token_to_id("<s>"), 0);
@@ -413,6 +449,7 @@ TEST(Tokenizer, SmallFileWithPairMerges) {
   const Tokenizer t = Tokenizer::from_json(tiny_tokenizer());
   EXPECT_EQ(t.encode("abab a"), (std::vector<int32_t>{0, 4, 4, 5, 2, 1}));
   EXPECT_EQ(t.decode(std::vector<int32_t>{0, 4, 5, 3, 1}), "<s>ab b</s>");
+  EXPECT_EQ(t.decode(std::vector<int32_t>{}), "");
   // Without an unk_token, a piece outside the vocabulary is an error rather than dropped.
   EXPECT_NE(std::string([&] {
               try {
