@@ -310,10 +310,14 @@ TEST(Quantize, ConvIntegerIsExact) {
     attrs.set("strides", c.p.strides);
     attrs.set("dilations", c.p.dilations);
     attrs.set("pads", c.p.pads);
-    auto y = run(node("ConvInteger", 10, attrs),
-                 {NodeInput{x}, NodeInput{w, true}, NodeInput{x_zp}, NodeInput{w_zp, true}});
-    EXPECT_TRUE(identical(y.at(0), test::conv_integer_reference(x, w, test::integer_values(x_zp)[0],
-                                                                test::integer_values(w_zp), c.p)));
+    const Tensor want =
+        test::conv_integer_reference(x, w, test::integer_values(x_zp)[0], test::integer_values(w_zp), c.p);
+    // The weight prepacked (an initializer) and read as a runtime tensor.
+    for (bool constant : {true, false}) {
+      auto y = run(node("ConvInteger", 10, attrs),
+                   {NodeInput{x}, NodeInput{w, constant}, NodeInput{x_zp}, NodeInput{w_zp, true}});
+      EXPECT_TRUE(identical(y.at(0), want)) << (constant ? "packed" : "runtime") << " weight";
+    }
   }
 }
 
@@ -421,9 +425,8 @@ TEST(Quantize, ErrorsNameTheProblem) {
                 .find("output_dtype is 17"),
             std::string::npos);
   const Tensor xq = random_8bit(DType::UInt8, {1, 2, 5, 5}, 3);
-  const Tensor wq = random_8bit(DType::UInt8, {3, 2, 4, 4}, 4);  // 96 elements: not handed over by value
-  EXPECT_NE(run_error(node("ConvInteger", 10), {NodeInput{xq}, NodeInput{wq, false}})
-                .find("needs a constant weight"),
+  const Tensor wq = random_8bit(DType::UInt8, {3, 3, 2, 2}, 4);  // 3 input channels for x's 2
+  EXPECT_NE(run_error(node("ConvInteger", 10), {NodeInput{xq}, NodeInput{wq}}).find("w's dim 1 = C / group"),
             std::string::npos);
   const Tensor a = random_8bit(DType::UInt8, {3, 4}, 5);
   const Tensor b = random_8bit(DType::UInt8, {4, 5}, 6);
