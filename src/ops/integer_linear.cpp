@@ -7,8 +7,8 @@
 // weight (MatMulInteger's / QLinearMatMul's B, the convs' W, what dynamic quantization writes) is instead
 // prepacked once, four bytes per u32 along the reduction axis: [batch..., N, ceil(K / 4)] words for B,
 // [M, ceil(C / group * KH * KW / 4)] for W. The widened initializer is then never bound, so it is never
-// uploaded: a quantized model's weights take a quarter of their float32 size on the GPU. A runtime B is read
-// widened, [K, N] as given.
+// uploaded: a quantized model's weights take a quarter of their float32 size on the GPU. A runtime B or W is
+// read widened, in ONNX's layout.
 //
 // Zero points: A's per tensor or per row of A (1-D of M), B's per tensor or per column (1-D of N); x's per
 // tensor, W's per tensor or per output channel. They are bound as tensors, so DynamicQuantizeLinear's
@@ -302,10 +302,7 @@ OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
   }
   require_fits_u32(ctx, ctx.input_name(in.x) + " (x)", x_shape);
   const Tensor* w_const = ctx.constant(in.w);
-  if (!w_const) {
-    ctx.fail(ctx.input_name(in.w) + " (w) is computed at run time; wgi's " + ctx.node.op_type +
-             " needs a constant weight (it is prepacked when planned)");
-  }
+  require_fits_u32(ctx, ctx.input_name(in.w) + " (w)", w_shape);
   const size_t spatial = x_shape.size() - 2;
   const int64_t groups = ctx.node.attributes.get_int("group", 1);
   const int64_t channels = x_shape[1], out_channels = w_shape[0];
@@ -363,28 +360,33 @@ OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
 
   const int64_t reduce = w_shape[1] * h.kernel * w.kernel;  // ONNX's [M, C / group, KH, KW] order
   const int64_t reduce_words = std::max<int64_t>(1, (reduce + 3) / 4);
-  const uint8_t* bytes = raw_bytes(*w_const);
-  plan.constants.push_back(pack_rows(
-      1, out_channels, reduce, [&](int64_t, int64_t row, int64_t i) { return bytes[row * reduce + i]; }));
+  if (w_const) {
+    const uint8_t* bytes = raw_bytes(*w_const);
+    plan.constants.push_back(pack_rows(
+        1, out_channels, reduce, [&](int64_t, int64_t row, int64_t i) { return bytes[row * reduce + i]; }));
+  }
 
   const gpu::DispatchGrid grid =
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 64, ctx.caps.limits);
   KernelLaunch launch;
-  launch.program.label = in.qlinear ? "qlinear_conv" : "conv_integer";
-  launch.program.wgsl = kernels::load_wgsl(
-      "quantize/conv_integer.wgsl",
-      {{"B_SIGNED", ctx.input(in.w).dtype == DType::Int8 ? "1" : "0"}, {"QLINEAR", in.qlinear ? "1" : "0"}});
+  launch.program.label =
+      std::string(in.qlinear ? "qlinear_conv" : "conv_integer") + (w_const ? "_packed" : "");
+  launch.program.wgsl = kernels::load_wgsl("quantize/conv_integer.wgsl",
+                                           {{"B_SIGNED", ctx.input(in.w).dtype == DType::Int8 ? "1" : "0"},
+                                            {"W_PACKED", w_const ? "1" : "0"},
+                                            {"QLINEAR", in.qlinear ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings.assign(in.qlinear ? 6 : 4, gpu::BindingKind::ReadOnlyStorage);
   launch.program.bindings.push_back(gpu::BindingKind::Storage);
   launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.bindings = {TensorRef::input(static_cast<uint32_t>(in.x)), TensorRef::constant(0),
+  launch.bindings = {TensorRef::input(static_cast<uint32_t>(in.x)),
+                     w_const ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(in.w)),
                      zero_point_ref(ctx, in.x_zp), zero_point_ref(ctx, in.w_zp)};
   if (requant) {
     launch.bindings.push_back(has_bias ? TensorRef::input(static_cast<uint32_t>(in.bias))
                                        : TensorRef::zero());
     plan.constants.push_back(float_tensor(requant->multipliers));
-    launch.bindings.push_back(TensorRef::constant(1));
+    launch.bindings.push_back(TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
   }
   launch.bindings.push_back(TensorRef::output(0));
   auto u = [](int64_t v) { return static_cast<uint32_t>(v); };

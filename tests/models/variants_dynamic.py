@@ -30,6 +30,7 @@ import sys
 import numpy as np
 import onnx
 import onnx.shape_inference
+import onnx.version_converter
 from onnx import TensorProto, helper, numpy_helper
 
 RECIPES = ("uint8", "int8", "int8_full")
@@ -66,13 +67,20 @@ class Rewriter:
         return f"{base}_q{self.counter}"
 
     def constant(self, name):
-        """The numpy value of an initializer, or of Transpose(initializer) (folded), else None."""
+        """The numpy value of an initializer, a Constant node's tensor, or a Transpose of either (folded), else
+        None."""
         if name in self.inits:
             return numpy_helper.to_array(self.inits[name])
         for node in self.graph.node:
-            if name in node.output and node.op_type == "Transpose" and node.input[0] in self.inits:
+            if name not in node.output:
+                continue
+            if node.op_type == "Constant":
+                value = next((a.t for a in node.attribute if a.name == "value"), None)
+                return None if value is None else numpy_helper.to_array(value)
+            if node.op_type == "Transpose":
+                source = self.constant(node.input[0])
                 perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
-                return np.transpose(numpy_helper.to_array(self.inits[node.input[0]]), perm)
+                return None if source is None else np.transpose(source, perm)
         return None
 
     def add_init(self, base, array):
@@ -173,11 +181,11 @@ class Rewriter:
             inferred = onnx.shape_inference.infer_shapes(self.model).graph.value_info
             info = next(v for v in inferred if v.name == self.integer_outputs[0])
             self.graph.output.append(info)
-        # MatMulInteger / ConvInteger / DynamicQuantizeLinear need opset 10 / 11; the models are newer.
-        for opset in self.model.opset_import:
-            if opset.domain in ("", "ai.onnx") and opset.version < 11:
-                opset.version = 11
         return self.model
+
+
+def default_opset(model):
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 def convert(model, recipe, expose_integers=False):
@@ -185,8 +193,20 @@ def convert(model, recipe, expose_integers=False):
         raise ValueError(f"recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
     out = onnx.ModelProto()
     out.CopyFrom(model)
+    # DynamicQuantizeLinear needs opset 11: older models are converted first (as quantize_dynamic does), since
+    # other ops changed form on the way (Clip's bounds became inputs in 11, Resize's attributes in 10 and 11).
+    if default_opset(out) < 11:
+        out = onnx.version_converter.convert_version(out, 11)
+    # Some exporters' models do not pass onnx's checker themselves (paddle2onnx's Clip); check the result only
+    # when the input passes.
+    try:
+        onnx.checker.check_model(out)
+        input_valid = True
+    except onnx.checker.ValidationError:
+        input_valid = False
     out = Rewriter(out, recipe).run(expose_integers)
-    onnx.checker.check_model(out)
+    if input_valid:
+        onnx.checker.check_model(out)
     return out
 
 

@@ -3,7 +3,7 @@
 // exact int32 accumulation; padding contributes 0 (the spec subtracts the zero point before padding). With
 // QLINEAR the int32 bias is added and the sum requantized to 8 bits. x is widened to 32 bits per element;
 // the weight is a constant prepacked [M, ceil(R / 4)] words (R = C / group * KH * KW, ONNX's order), four
-// consecutive bytes per word. One invocation per output element.
+// consecutive bytes per word (W_PACKED), or a runtime one read widened. One invocation per output element.
 #include "common/dispatch_grid.wgsl"
 #include "quantize/unpack.wgsl"
 
@@ -35,7 +35,11 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> x: array<i32>;
+#if W_PACKED
 @group(0) @binding(1) var<storage, read> w: array<u32>;
+#else
+@group(0) @binding(1) var<storage, read> w: array<i32>;  // a runtime weight, widened, in ONNX's layout
+#endif
 @group(0) @binding(2) var<storage, read> x_zero_point: array<i32>;
 @group(0) @binding(3) var<storage, read> w_zero_point: array<i32>;
 #if QLINEAR
@@ -70,12 +74,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let iw0 = i32(ow * params.stride_w) - i32(params.pad_w);
   var acc = 0;
   for (var rw = 0u; rw < params.reduce_words; rw++) {
+#if W_PACKED
     let word = w[m * params.reduce_words + rw];
+#endif
     for (var j = 0u; j < 4u; j++) {
       let r = 4u * rw + j;
       if (r >= params.reduce) {
         break;
       }
+#if W_PACKED
+      let wv = unpack_byte(word, j);
+#else
+      let wv = w[m * params.reduce + r];
+#endif
       let c = r / window;
       let kh = (r % window) / params.kernel_w;
       let kw = r % params.kernel_w;
@@ -83,7 +94,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let iw = iw0 + i32(kw * params.dilation_w);
       if (ih >= 0 && ih < i32(params.height) && iw >= 0 && iw < i32(params.width)) {
         let xv = x[((n * params.channels + c0 + c) * params.height + u32(ih)) * params.width + u32(iw)];
-        acc += (xv - zx) * (unpack_byte(word, j) - zw);
+        acc += (xv - zx) * (wv - zw);
       }
     }
   }
