@@ -26,6 +26,8 @@ void register_mask_ops(OpRegistry& registry);     // masks.cpp: Trilu
 void register_scatter_ops(OpRegistry& registry);  // scatter.cpp: ScatterND, ScatterElements, Scatter
 void register_einsum_ops(OpRegistry& registry);   // einsum.cpp: Einsum
 void register_scan_ops(OpRegistry& registry);     // scan.cpp: CumSum
+void register_float_class_ops(OpRegistry& registry);  // float_class.cpp: IsNaN, IsInf
+void register_lrn_ops(OpRegistry& registry);          // lrn.cpp: LRN
 
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
@@ -46,6 +48,8 @@ inline constexpr std::array kOpFamilies = {
     &register_scatter_ops,
     &register_einsum_ops,
     &register_scan_ops,
+    &register_float_class_ops,
+    &register_lrn_ops,
 };
 // clang-format on
 

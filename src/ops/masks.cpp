@@ -1,6 +1,6 @@
 // Mask-building ops: Trilu (the triangle of every matrix of the last two dims; GPT-style causal masks are
-// Trilu of a ones tensor). One kernel per op under src/kernels/masks/, moving 4-byte device elements, so
-// every element type the device stores runs the same pipeline.
+// Trilu of a ones tensor) and EyeLike (an identity-like matrix). One kernel per op under src/kernels/masks/,
+// moving 4-byte device elements, so every element type the device stores runs the same pipeline.
 #include <algorithm>
 #include <limits>
 
@@ -86,12 +86,75 @@ OpPlan plan_trilu(const PlanContext& ctx) {
   return plan;
 }
 
+// ---- EyeLike ----
+
+// TensorProto.DataType -> DType for EyeLike's 'dtype' (the types the device stores as 4-byte words).
+DType eye_like_dtype(const PlanContext& ctx) {
+  if (!ctx.node.attributes.has("dtype")) return ctx.input(0).dtype;
+  const int64_t t = ctx.node.attributes.get_int("dtype", 0);
+  switch (t) {
+    case 1:
+      return DType::Float32;
+    case 2:
+      return DType::UInt8;
+    case 3:
+      return DType::Int8;
+    case 6:
+      return DType::Int32;
+    case 7:
+      return DType::Int64;
+    case 9:
+      return DType::Bool;
+    default:
+      ctx.fail("attribute 'dtype' is TensorProto data type " + std::to_string(t) +
+               "; wgi's EyeLike writes float32, int64, int32, int8, uint8 or bool");
+  }
+}
+
+OpPlan plan_eye_like(const PlanContext& ctx) {
+  const TensorDesc& x = ctx.input(0);
+  if (x.shape.size() != 2) {
+    ctx.fail("input 0 " + shape_to_string(x.shape) + " has rank " + std::to_string(x.shape.size()) +
+             "; EyeLike takes a matrix (rank 2)");
+  }
+  const DType dtype = eye_like_dtype(ctx);
+  if (dtype == DType::Float16) ctx.fail("wgi's EyeLike does not write float16 yet");
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  require_addressable(ctx, "input 0", x.shape, std::numeric_limits<int32_t>::max());
+  // Past the matrix the diagonal is empty; clamped so the kernel's i32 comparison holds.
+  const int64_t k = std::clamp<int64_t>(ctx.node.attributes.get_int("k", 0), -rows - 1, cols + 1);
+  OpPlan plan;
+  plan.outputs.push_back({dtype, x.shape});
+  const int64_t count = rows * cols;
+  if (count == 0) return plan;
+  gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
+  KernelLaunch launch;
+  launch.program.label = "eye_like";
+  launch.program.wgsl = kernels::load_wgsl("masks/eye_like.wgsl");
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  launch.program.bindings = {gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(static_cast<uint32_t>(count))
+                       .u32(static_cast<uint32_t>(cols))
+                       .i32(static_cast<int32_t>(k))
+                       .u32(data_movement::device_bits(dtype, 1.0))
+                       .bytes();
+  launch.groups = grid.groups;
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
 }  // namespace
 
 void register_mask_ops(OpRegistry& registry) {
   OpHandler trilu;
   trilu.plan = plan_trilu;
   registry.add("", "Trilu", 14, kLatestOpset, std::move(trilu));
+  OpHandler eye_like;
+  eye_like.plan = plan_eye_like;
+  registry.add("", "EyeLike", 9, kLatestOpset, std::move(eye_like));
 }
 
 }  // namespace wgi::ops

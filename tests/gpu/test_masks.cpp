@@ -80,5 +80,35 @@ TEST(MasksTrilu, ErrorsNameTheProblem) {
   EXPECT_NE(bad_upper.find("'upper'"), std::string::npos) << bad_upper;
 }
 
+TEST(MasksEyeLike, DiagonalsTypesAndShapes) {
+  for (const Shape& shape : {Shape{4, 5}, Shape{7, 3}, Shape{33, 33}, Shape{1, 70}}) {
+    for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{-2}, int64_t{40}, int64_t{-40}}) {
+      for (int64_t onnx_type : {int64_t{-1}, int64_t{1}, int64_t{7}, int64_t{6}, int64_t{9}, int64_t{2}}) {
+        SCOPED_TRACE(shape_to_string(shape) + " k=" + std::to_string(k) + " dtype " +
+                     std::to_string(onnx_type));
+        ops::NodeInfo node = make_node("EyeLike", 9);
+        node.attributes.set("k", k);
+        if (onnx_type >= 0) node.attributes.set("dtype", onnx_type);
+        const DType dtype = onnx_type == 1   ? DType::Float32
+                            : onnx_type == 7 ? DType::Int64
+                            : onnx_type == 6 ? DType::Int32
+                            : onnx_type == 9 ? DType::Bool
+                            : onnx_type == 2 ? DType::UInt8
+                                             : DType::Int32;  // the input's type
+        auto out = run(node, NodeInputs{NodeInput{test::random_ints(DType::Int32, shape, 3)}});
+        EXPECT_TRUE(test::identical(out[0], test::eye_like_reference(shape[0], shape[1], k, dtype)));
+      }
+    }
+  }
+  const std::string rank3 = test::node_error(
+      make_node("EyeLike", 9), NodeInputs{NodeInput{test::random_ints(DType::Int32, {2, 2, 2}, 3)}});
+  EXPECT_NE(rank3.find("rank 2"), std::string::npos) << rank3;
+  ops::NodeInfo f64 = make_node("EyeLike", 9);
+  f64.attributes.set("dtype", int64_t{11});
+  const std::string bad_type =
+      test::node_error(f64, NodeInputs{NodeInput{test::random_ints(DType::Int32, {2, 2}, 3)}});
+  EXPECT_NE(bad_type.find("data type 11"), std::string::npos) << bad_type;
+}
+
 }  // namespace
 }  // namespace wgi

@@ -1,0 +1,25 @@
+// EyeLike: one (the output type's bits of 1) where col - row == k, zero bits elsewhere, for one matrix.
+#include "common/dispatch_grid.wgsl"
+
+struct Params {
+  count: u32,
+  cols: u32,
+  k: i32,
+  one: u32,  // 1 in the output's device representation (1.0f bits for float32)
+}
+
+@group(0) @binding(0) var<storage, read_write> destination: array<u32>;
+@group(0) @binding(1) var<uniform> params: Params;
+
+override WG_SIZE: u32 = 256;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_invocation_index(wid, nwg, lid, WG_SIZE);
+  if (i >= params.count) {
+    return;
+  }
+  let diagonal = i32(i % params.cols) - i32(i / params.cols);
+  destination[i] = select(0u, params.one, diagonal == params.k);
+}
