@@ -382,11 +382,18 @@ TEST(Tokenizer, DecodesAsTransformersJs) {
 }
 
 TEST(Tokenizer, OtherOptionsAsTransformersJs) {
-  // add_prefix_space, [a, b] merges, ignore_merges, no post-processor, no clean-up.
+  // add_prefix_space, [a, b] merges, ignore_merges, no post-processor, no clean-up, rstrip.
   const Tokenizer variant = Tokenizer::from_folder(variant_folder());
   Cases cases;
   TextGenerator gen(99);
-  cases.encode = {"", "Hello", " Hello", "<s>Hello</s>", "x <mask> y", "it 's ok . really ?"};
+  cases.encode = {"",
+                  "Hello",
+                  " Hello",
+                  "<s>Hello</s>",
+                  "x <mask> y",
+                  "it 's ok . really ?",
+                  "a \t<sep>\n b",
+                  "<sep> <sep>  <mask>  <sep>"};
   for (int i = 0; i < 800; ++i) cases.encode.push_back(gen.text());
   const Value ref = reference(cases, "variant", variant_folder());
   const Value& expected = *ref.find("encode");
