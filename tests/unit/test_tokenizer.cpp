@@ -499,6 +499,8 @@ TEST(Tokenizer, MalformedFilesSayWhichKey) {
                "'post_processor.sep' names '<x>'");
   expect_error(std::string(bad).replace(bad.find("\"id\":0"), 6, "\"id\":-1"),
                "'added_tokens[0].id' must be a token id");
+  expect_error(std::string(bad).replace(bad.find("\"ab\":4"), 6, "\"ab\":1e9"),
+               "'model.vocab.ab' must be a token id (an integer in [0, 274)");
   expect_error(std::string(bad).replace(bad.find("\"added_tokens\":["), 16, "\"added_tokens\":{},\"x\":["),
                "'added_tokens' must be an array");
 }
