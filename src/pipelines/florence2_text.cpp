@@ -110,7 +110,7 @@ void parse_quad_boxes(std::string_view text, ImageSize size, Answer& answer) {
   offsets.reserve(cps.size() + 1);
   for (size_t pos = 0, i = 0; i <= cps.size(); ++i) {
     offsets.push_back(pos);
-    if (i < cps.size()) pos += cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4;
+    if (i < cps.size()) pos += unicode::utf8_length(cps[i]);
   }
   std::vector<double> values;
   for (size_t first = 0; first < cps.size();) {

@@ -355,7 +355,7 @@ struct Tokenizer::State {
     std::vector<size_t> offsets(cps.size() + 1, section.size());
     for (size_t pos = 0, i = 0; i < cps.size(); ++i) {
       offsets[i] = pos;
-      pos += cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4;
+      pos += unicode::utf8_length(cps[i]);
     }
     for (size_t pos = 0; pos < cps.size();) {
       const size_t end = gpt2_match_end(cps, pos);
@@ -392,7 +392,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
       type && !(type->is(Value::Type::String) && type->string == "BPE")) {
     r.fail("model.type", "must be \"BPE\"");
   }
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+  for (const char* key : {"continuing_subword_prefix", "continuing_subword_suffix", "end_of_word_suffix"}) {
     const Value* v = model.find(key);
     if (v && !v->is(Value::Type::Null) && !(v->is(Value::Type::String) && v->string.empty())) {
       r.fail(std::string("model.") + key, "must be empty or null (byte-level BPE has no subword markers)");
