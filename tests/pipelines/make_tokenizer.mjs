@@ -35,7 +35,7 @@ if (!outDir || (process.argv.length > 3 && !variant)) {
   process.exit(2);
 }
 
-export const florenceAddedTokens = [
+const florenceAddedTokens = [
   '<od>', '</od>', '<ocr>', '</ocr>',
   ...Array.from({ length: 1000 }, (_, i) => `<loc_${i}>`),
   '<cap>', '</cap>', '<ncap>', '</ncap>', '<dcap>', '</dcap>', '<grounding>', '</grounding>', '<seg>', '</seg>',
