@@ -1,8 +1,11 @@
 #include "pipelines/florence2_text.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 
+#include "core/json.h"
 #include "pipelines/unicode.h"
 #include "wgi/error.h"
 
@@ -107,7 +110,7 @@ void parse_quad_boxes(std::string_view text, ImageSize size, Answer& answer) {
   offsets.reserve(cps.size() + 1);
   for (size_t pos = 0, i = 0; i <= cps.size(); ++i) {
     offsets.push_back(pos);
-    if (i < cps.size()) pos += cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4;
+    if (i < cps.size()) pos += unicode::utf8_length(cps[i]);
   }
   std::vector<double> values;
   for (size_t first = 0; first < cps.size();) {
@@ -127,6 +130,13 @@ void parse_quad_boxes(std::string_view text, ImageSize size, Answer& answer) {
     answer.quad_boxes.push_back(quad);
     // The match ends at a character boundary (after a '>').
     while (offsets[first] < *match_end) ++first;
+  }
+}
+
+void check_image_size(ImageSize size) {
+  if (!(std::isfinite(size.width) && std::isfinite(size.height) && size.width > 0 && size.height > 0)) {
+    throw Error("Florence-2: the image size must be positive, found " + json::number(size.width) + " x " +
+                json::number(size.height));
   }
 }
 
@@ -171,8 +181,21 @@ std::string construct_prompt(std::string_view task_name, std::string_view text_i
                      task.name, "");
 }
 
+std::string region_input(const std::array<double, 4>& box, ImageSize image_size) {
+  check_image_size(image_size);
+  std::string text;
+  for (size_t i = 0; i < 4; ++i) {
+    if (!std::isfinite(box[i])) throw Error("Florence-2: region coordinate " + json::number(box[i]));
+    const double bin_size = (i % 2 == 0 ? image_size.width : image_size.height) / kBinsPerAxis;
+    const double bin = std::clamp(std::floor(box[i] / bin_size), 0.0, kBinsPerAxis - 1);
+    text += "<loc_" + std::to_string(static_cast<int>(bin)) + ">";
+  }
+  return text;
+}
+
 Answer post_process_generation(std::string_view generated, std::string_view task_name, ImageSize image_size) {
   const Task& task = find_task(task_name);
+  check_image_size(image_size);
   unicode::decode_utf8(generated, "Florence-2 post-processing: the text");
   Answer answer;
   answer.task = std::string(task.name);

@@ -53,8 +53,14 @@ struct Answer {
   std::vector<std::array<double, 8>> quad_boxes;  // x1, y1, ..., x4, y4 in pixels (Ocr).
 };
 
+// The text input of the region tasks for a box x1, y1, x2, y2 in pixels: "<loc_x1><loc_y1><loc_x2><loc_y2>",
+// each the bin floor(x / (width / 1000)) clamped to [0, 999], as Florence-2's BoxQuantizer ('floor') makes
+// them. The bin's centre, which post_process_generation gives back, is within half a bin of the input.
+std::string region_input(const std::array<double, 4>& box, ImageSize image_size);
+
 // Parses the text the model generated for `task` (decoded without skipping special tokens, so that the
-// <loc_> tokens stay). Locations are bin centres: (bin + 0.5) / 1000 of the width or height.
+// <loc_> tokens stay). Locations are bin centres: (bin + 0.5) / 1000 of the width or height. The image size
+// must be positive and finite.
 Answer post_process_generation(std::string_view text, std::string_view task, ImageSize image_size);
 
 }  // namespace wgi::pipelines::florence2

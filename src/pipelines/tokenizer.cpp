@@ -20,8 +20,6 @@ namespace {
 
 using json::Value;
 
-// Larger ids are surely a corrupt file; the id table is allocated up to the largest id.
-constexpr double kMaxTokenId = 1 << 24;
 // transformers.js caches words shorter than 256 characters in a 10,000-entry cache; the results do not depend
 // on it, only the time does.
 constexpr size_t kMaxCachedWordBytes = 256;
@@ -72,10 +70,14 @@ class Reader {
     if (!v || v->is(Value::Type::Null)) return fallback;
     return typed(*v, join(parent, key), Value::Type::Bool).boolean;
   }
-  int32_t id(const Value& v, const std::string& key) const {
+  // A token id below `limit`.
+  int32_t id(const Value& v, const std::string& key, size_t limit) const {
     typed(v, key, Value::Type::Number);
-    if (v.number < 0 || v.number >= kMaxTokenId || std::floor(v.number) != v.number) {
-      fail(key, "must be a token id (an integer in [0, 2^24)), found " + json::number(v.number));
+    if (v.number < 0 || v.number >= static_cast<double>(limit) || std::floor(v.number) != v.number) {
+      fail(key, "must be a token id (an integer in [0, " + std::to_string(limit) +
+                    "), twice the tokens the file "
+                    "defines), found " +
+                    json::number(v.number));
     }
     return static_cast<int32_t>(v.number);
   }
@@ -353,7 +355,7 @@ struct Tokenizer::State {
     std::vector<size_t> offsets(cps.size() + 1, section.size());
     for (size_t pos = 0, i = 0; i < cps.size(); ++i) {
       offsets[i] = pos;
-      pos += cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4;
+      pos += unicode::utf8_length(cps[i]);
     }
     for (size_t pos = 0; pos < cps.size();) {
       const size_t end = gpt2_match_end(cps, pos);
@@ -390,7 +392,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
       type && !(type->is(Value::Type::String) && type->string == "BPE")) {
     r.fail("model.type", "must be \"BPE\"");
   }
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+  for (const char* key : {"continuing_subword_prefix", "continuing_subword_suffix", "end_of_word_suffix"}) {
     const Value* v = model.find(key);
     if (v && !v->is(Value::Type::Null) && !(v->is(Value::Type::String) && v->string.empty())) {
       r.fail(std::string("model.") + key, "must be empty or null (byte-level BPE has no subword markers)");
@@ -406,13 +408,17 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
   const ByteAlphabet& alphabet = byte_alphabet();
   const Value& vocab = r.member(model, "model", "vocab", Value::Type::Object);
   if (vocab.object.empty()) r.fail("model.vocab", "is empty");
+  const Value& added = r.member(root, "", "added_tokens", Value::Type::Array);
+  // The id table is allocated up to the largest id: ids far beyond the number of tokens are a corrupt file
+  // (real ones are dense), not a reason to allocate gigabytes.
+  const size_t id_limit = 2 * (vocab.object.size() + added.array.size()) + 256;
   const auto set_id = [&](const std::string& token, int32_t id) {
     if (s->id_to_token.size() <= static_cast<size_t>(id)) s->id_to_token.resize(static_cast<size_t>(id) + 1);
     s->id_to_token[id] = token;
     s->token_to_id[token] = id;
   };
   for (const json::Member& m : vocab.object) {
-    const int32_t id = r.id(m.value, "model.vocab." + m.key);
+    const int32_t id = r.id(m.value, "model.vocab." + m.key, id_limit);
     if (static_cast<size_t>(id) < s->id_to_token.size() && s->id_to_token[id]) {
       r.fail("model.vocab." + m.key,
              "has id " + std::to_string(id) + ", which '" + *s->id_to_token[id] + "' has too");
@@ -421,7 +427,6 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
   }
 
   // Added tokens: matched in text before BPE, their ids over the model's.
-  const Value& added = r.member(root, "", "added_tokens", Value::Type::Array);
   for (size_t i = 0; i < added.array.size(); ++i) {
     const std::string key = "added_tokens[" + std::to_string(i) + "]";
     const Value& t = r.typed(added.array[i], key, Value::Type::Object);
@@ -429,7 +434,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
     token.content = r.member(t, key, "content", Value::Type::String).string;
     if (token.content.empty()) r.fail(key + ".content", "is empty");
     unicode::decode_utf8(token.content, "tokenizer.json: '" + key + ".content'");
-    token.id = r.id(r.member(t, key, "id"), key + ".id");
+    token.id = r.id(r.member(t, key, "id"), key + ".id", id_limit);
     token.special = r.flag(t, key, "special", false);
     token.lstrip = r.flag(t, key, "lstrip", false);
     token.rstrip = r.flag(t, key, "rstrip", false);

@@ -21,6 +21,9 @@ bool is_line_terminator(char32_t cp);
 // surrogates and values above U+10FFFF are invalid).
 std::vector<char32_t> decode_utf8(std::string_view text, std::string_view what);
 void append_utf8(std::string& out, char32_t cp);
+inline size_t utf8_length(char32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
 
 // Bytes to text as the WHATWG decoder does without `fatal` (TextDecoder, which transformers.js uses): each
 // maximal invalid subsequence becomes U+FFFD.

@@ -15,7 +15,7 @@
 // processing_florence2.py (the checkpoints' remote code; the 'desciption' typo is the real token's).
 //
 // --variant writes the options Florence-2 does not use, so that the tests compare them too: add_prefix_space,
-// merges as [a, b] pairs, ignore_merges, no post-processor, clean_up_tokenization_spaces false.
+// merges as [a, b] pairs, ignore_merges, no post-processor, clean_up_tokenization_spaces false, rstrip.
 //
 // Usage: node make_tokenizer.mjs OUT_DIR [--variant]
 import fs from 'node:fs';
@@ -35,7 +35,7 @@ if (!outDir || (process.argv.length > 3 && !variant)) {
   process.exit(2);
 }
 
-export const florenceAddedTokens = [
+const florenceAddedTokens = [
   '<od>', '</od>', '<ocr>', '</ocr>',
   ...Array.from({ length: 1000 }, (_, i) => `<loc_${i}>`),
   '<cap>', '</cap>', '<ncap>', '</ncap>', '<dcap>', '</dcap>', '<grounding>', '</grounding>', '<seg>', '</seg>',
@@ -141,6 +141,11 @@ if (variant) {
   tokenizer.model.ignore_merges = true;
   tokenizer.post_processor = null;
   tokenizerConfig.clean_up_tokenization_spaces = false;
+  // rstrip, which no Florence-2 token has.
+  for (const t of added) {
+    if (t.content === '<mask>') t.rstrip = true;
+    if (t.content === '<sep>') Object.assign(t, { lstrip: true, rstrip: true });
+  }
 }
 
 fs.mkdirSync(outDir, { recursive: true });

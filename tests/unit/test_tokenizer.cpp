@@ -6,6 +6,7 @@
 // exactly). Without node or transformers.js the tests fail: a comparison that compared nothing must not pass.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -382,11 +383,18 @@ TEST(Tokenizer, DecodesAsTransformersJs) {
 }
 
 TEST(Tokenizer, OtherOptionsAsTransformersJs) {
-  // add_prefix_space, [a, b] merges, ignore_merges, no post-processor, no clean-up.
+  // add_prefix_space, [a, b] merges, ignore_merges, no post-processor, no clean-up, rstrip.
   const Tokenizer variant = Tokenizer::from_folder(variant_folder());
   Cases cases;
   TextGenerator gen(99);
-  cases.encode = {"", "Hello", " Hello", "<s>Hello</s>", "x <mask> y", "it 's ok . really ?"};
+  cases.encode = {"",
+                  "Hello",
+                  " Hello",
+                  "<s>Hello</s>",
+                  "x <mask> y",
+                  "it 's ok . really ?",
+                  "a \t<sep>\n b",
+                  "<sep> <sep>  <mask>  <sep>"};
   for (int i = 0; i < 800; ++i) cases.encode.push_back(gen.text());
   const Value ref = reference(cases, "variant", variant_folder());
   const Value& expected = *ref.find("encode");
@@ -491,6 +499,8 @@ TEST(Tokenizer, MalformedFilesSayWhichKey) {
                "'post_processor.sep' names '<x>'");
   expect_error(std::string(bad).replace(bad.find("\"id\":0"), 6, "\"id\":-1"),
                "'added_tokens[0].id' must be a token id");
+  expect_error(std::string(bad).replace(bad.find("\"ab\":4"), 6, "\"ab\":1e9"),
+               "'model.vocab.ab' must be a token id (an integer in [0, 274)");
   expect_error(std::string(bad).replace(bad.find("\"added_tokens\":["), 16, "\"added_tokens\":{},\"x\":["),
                "'added_tokens' must be an array");
 }
@@ -660,6 +670,30 @@ TEST(Florence2Text, PromptsAndPostProcessingAsTransformersJs) {
   EXPECT_EQ(errors, 3u * 40u);  // The polygon tasks, which neither implements.
   std::cerr << "[ compared " << prompts.size() << " prompts, " << boxes << " boxes, " << quads
             << " quad boxes, " << texts << " texts with transformers.js ]\n";
+}
+
+TEST(Florence2Text, RegionInputRoundTrips) {
+  std::mt19937 rng(3);
+  for (int i = 0; i < 500; ++i) {
+    const florence2::ImageSize size{static_cast<double>(std::uniform_int_distribution<int>(1, 5000)(rng)),
+                                    std::uniform_real_distribution<double>(0.5, 5000)(rng)};
+    std::array<int, 4> bins;
+    std::string expected;
+    for (int& b : bins) {
+      b = std::uniform_int_distribution<int>(0, 999)(rng);
+      expected += loc(b);
+    }
+    // A bin's centre, as post-processing gives it, quantizes back to the bin.
+    const florence2::Answer a = florence2::post_process_generation("x" + expected, "<OD>", size);
+    ASSERT_EQ(a.boxes.size(), 1u);
+    EXPECT_EQ(florence2::region_input(a.boxes[0], size), expected);
+  }
+  // Outside the image: clamped to the first and last bins.
+  EXPECT_EQ(florence2::region_input({-5, -0.1, 640, 1e9}, {640, 480}), loc(0) + loc(0) + loc(999) + loc(999));
+  EXPECT_EQ(florence2::region_input({0.63, 0.49, 0.64, 0.48}, {640, 480}), loc(0) + loc(1) + loc(1) + loc(1));
+  EXPECT_THROW(florence2::region_input({0, 0, 1, 1}, {0, 480}), wgi::Error);
+  EXPECT_THROW(florence2::region_input({0, NAN, 1, 1}, {640, 480}), wgi::Error);
+  EXPECT_THROW(florence2::post_process_generation("x", "<OD>", {640, -1}), wgi::Error);
 }
 
 TEST(Florence2Text, PromptErrors) {
