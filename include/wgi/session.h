@@ -103,9 +103,11 @@ struct RunOptions {
 };
 
 // A graph input or output as declared by the model; dims < 0 are symbolic (named in `dim_names`) or unknown.
+// rank_known is false when the model declares no shape at all (then dims is empty, and any rank is taken).
 struct TensorInfo {
   std::string name;
   DType dtype = DType::Float32;
+  bool rank_known = true;
   std::vector<int64_t> dims;
   std::vector<std::string> dim_names;
 };
@@ -184,6 +186,10 @@ class Session {
   // queries, which profiling_note() then explains.
   const std::vector<NodeTiming>& last_profile() const;
   std::string profiling_note() const;
+  // The device's maxBufferSize: no input, output or activation can be larger (for checks before allocating).
+  uint64_t max_buffer_size() const;
+  // Whether the adapter has timestamp queries, without which SessionOptions::profiling measures nothing.
+  bool has_timestamps() const;
   // "SwiftShader Device (Subzero) on swiftshader", for reports.
   std::string adapter_description() const;
 

@@ -48,7 +48,7 @@ int64_t element_count(const Shape& shape);
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-filled tensor of the given type and shape.
+  // Zero-filled tensor of the given type and shape; throws wgi::Error when its bytes do not fit in memory.
   Tensor(DType dtype, Shape shape);
   // Copies `bytes`, which must hold exactly element_count(shape) * dtype_size(dtype) bytes.
   Tensor(DType dtype, Shape shape, std::span<const std::byte> bytes);

@@ -1,8 +1,13 @@
 #include "core/npy.h"
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <string_view>
+
+#include "wgi/printable.h"
 
 namespace wgi::npy {
 
@@ -38,64 +43,177 @@ DType dtype_of_descr(const std::string& descr, const std::string& what) {
       return d;
     }
   }
-  throw Error(what + ": unsupported .npy dtype '" + descr +
+  throw Error(what + ": unsupported .npy dtype '" + printable(descr) +
               "' (wgi reads float32, float16, int64, int32, int8, uint8, bool; little-endian)");
 }
 
-// The value of 'key' in the header dict, as raw text up to the next top-level comma or closing brace.
-std::string dict_value(const std::string& header, const std::string& key, const std::string& what) {
-  size_t k = header.find("'" + key + "'");
-  if (k == std::string::npos) throw Error(what + ": .npy header has no '" + key + "'");
-  size_t colon = header.find(':', k);
-  if (colon == std::string::npos) throw Error(what + ": malformed .npy header");
-  size_t start = header.find_first_not_of(' ', colon + 1);
-  int depth = 0;
-  size_t end = start;
-  for (; end < header.size(); ++end) {
-    char c = header[end];
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (depth == 0 && (c == ',' || c == '}')) break;
+// The longest header wgi reads: numpy writes a few hundred bytes, and np.load itself refuses more than 10000
+// by default (max_header_size). The cap keeps a hostile version-2 header from claiming gigabytes.
+constexpr size_t kMaxHeaderBytes = 1 << 16;
+
+// A strict parser of the header's Python dict literal, e.g. {'descr': '<f4', 'fortran_order': False,
+// 'shape': (2, 3), }: exactly the three keys, each once; a shape of non-negative integers that fit in int64.
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& what) : text_(text), what_(what) {}
+
+  ArrayHeader parse() {
+    ArrayHeader out;
+    bool has_descr = false, has_order = false, has_shape = false;
+    skip_space();
+    expect('{');
+    for (skip_space(); !at('}'); skip_space()) {
+      const std::string key = quoted("a key");
+      skip_space();
+      expect(':');
+      skip_space();
+      if (key == "descr") {
+        once(has_descr, key);
+        if (at('[')) fail("structured dtypes (a descr list) are not supported");
+        out.descr = quoted("the descr string");
+      } else if (key == "fortran_order") {
+        once(has_order, key);
+        if (word("True"))
+          fail("Fortran-ordered .npy arrays are not supported (save with np.ascontiguousarray)");
+        if (!word("False")) fail("fortran_order must be True or False");
+      } else if (key == "shape") {
+        once(has_shape, key);
+        out.shape = shape();
+      } else {
+        fail("unexpected key '" + printable(key) + "'");
+      }
+      skip_space();
+      if (at(',')) {
+        ++pos_;
+      } else if (!at('}')) {
+        fail("expected ',' or '}' after the value of '" + key + "'");
+      }
+    }
+    ++pos_;
+    skip_space();
+    if (pos_ != text_.size()) fail("unexpected text after the closing '}'");
+    if (!has_descr || !has_order || !has_shape) {
+      fail(std::string("no '") + (!has_descr ? "descr" : !has_order ? "fortran_order" : "shape") + "'");
+    }
+    return out;
   }
-  return header.substr(start, end - start);
+
+ private:
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw Error(what_ + ": malformed .npy header: " + problem + " (at byte " + std::to_string(pos_) +
+                " of the header)");
+  }
+  bool at(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
+  void skip_space() {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
+      ++pos_;
+  }
+  void expect(char c) {
+    if (!at(c)) fail(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  bool word(std::string_view w) {
+    if (text_.substr(pos_, w.size()) != w) return false;
+    pos_ += w.size();
+    return true;
+  }
+  void once(bool& seen, const std::string& key) {
+    if (seen) fail("'" + key + "' appears twice");
+    seen = true;
+  }
+  std::string quoted(const char* what) {
+    if (!at('\'') && !at('"')) fail(std::string("expected ") + what + " in quotes");
+    const char quote = text_[pos_++];
+    const size_t end = text_.find(quote, pos_);
+    if (end == std::string_view::npos) fail(std::string(what) + " has no closing quote");
+    std::string s(text_.substr(pos_, end - pos_));
+    if (s.find('\\') != std::string::npos) fail(std::string(what) + " contains a backslash");
+    pos_ = end + 1;
+    return s;
+  }
+  int64_t dim() {
+    if (at('-')) fail("a negative dimension");
+    if (pos_ >= text_.size() || !std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      fail("expected a dimension (a non-negative integer)");
+    }
+    int64_t v = 0;
+    for (; pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_])); ++pos_) {
+      const int digit = text_[pos_] - '0';
+      if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) fail("a dimension larger than 2^63 - 1");
+      v = v * 10 + digit;
+    }
+    if (at('L')) ++pos_;  // Python 2's long literals, in files numpy wrote under Python 2
+    return v;
+  }
+  // "()", "(4,)", "(2, 3)", "(2, 3,)": a tuple; "(4)" is not one (Python reads it as the integer 4).
+  Shape shape() {
+    expect('(');
+    Shape out;
+    bool trailing_comma = false;
+    for (skip_space(); !at(')'); skip_space()) {
+      out.push_back(dim());
+      skip_space();
+      trailing_comma = at(',');
+      if (trailing_comma) {
+        ++pos_;
+      } else if (!at(')')) {
+        fail("expected ',' or ')' in the shape");
+      }
+    }
+    if (out.size() == 1 && !trailing_comma) fail("the shape (N) is not a tuple; write (N,)");
+    ++pos_;
+    return out;
+  }
+
+  std::string_view text_;
+  const std::string& what_;
+  size_t pos_ = 0;
+};
+
+// Bytes before the header dict: magic, version, header length. 0 when `prefix` is too short to tell.
+size_t preamble_bytes(const std::string& prefix, const std::string& what) {
+  if (prefix.size() < 8 || prefix.compare(0, 6, "\x93NUMPY") != 0) throw Error(what + ": not a .npy file");
+  const int major = static_cast<unsigned char>(prefix[6]);
+  if (major == 1) return 10;
+  if (major == 2 || major == 3) return 12;
+  throw Error(what + ": unsupported .npy format version " + std::to_string(major));
+}
+
+// element_count(shape) * item size, or a wgi::Error when it does not fit in size_t.
+size_t payload_bytes(const ArrayHeader& header, DType dtype, const std::string& what) {
+  const int64_t count = element_count(header.shape);  // throws on overflow of int64
+  const size_t item = dtype_size(dtype);
+  if (static_cast<uint64_t>(count) > std::numeric_limits<size_t>::max() / item) {
+    throw Error(what + ": .npy shape " + shape_to_string(header.shape) + " of " +
+                std::string(dtype_name(dtype)) + " has more bytes than fit in memory");
+  }
+  return static_cast<size_t>(count) * item;
+}
+
+void check_payload(size_t payload, size_t expected, const ArrayHeader& header, DType dtype,
+                   const std::string& what) {
+  if (payload != expected) {
+    throw Error(what + ": .npy payload has " + std::to_string(payload) + " bytes, " +
+                shape_to_string(header.shape) + " " + std::string(dtype_name(dtype)) + " needs exactly " +
+                std::to_string(expected));
+  }
 }
 
 }  // namespace
 
 ArrayHeader parse_header(const std::string& bytes, const std::string& what) {
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw Error(what + ": not a .npy file");
-  const int major = static_cast<unsigned char>(bytes[6]);
-  size_t header_len = 0, header_start = 0;
-  if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) |
-                 (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
-    header_start = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) throw Error(what + ": truncated .npy header");
-    for (int i = 0; i < 4; ++i)
-      header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
-    header_start = 12;
-  } else {
-    throw Error(what + ": unsupported .npy format version " + std::to_string(major));
+  const size_t header_start = preamble_bytes(bytes, what);
+  if (bytes.size() < header_start) throw Error(what + ": truncated .npy header");
+  size_t header_len = 0;
+  for (size_t i = 8; i < header_start; ++i)
+    header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[i])) << (8 * (i - 8));
+  if (header_len > kMaxHeaderBytes) {
+    throw Error(what + ": .npy header claims " + std::to_string(header_len) + " bytes, more than the " +
+                std::to_string(kMaxHeaderBytes) + " wgi reads");
   }
   if (header_start + header_len > bytes.size()) throw Error(what + ": truncated .npy header");
-  std::string header = bytes.substr(header_start, header_len);
-  ArrayHeader out;
-  out.descr = dict_value(header, "descr", what);
-  if (out.descr.size() < 2) throw Error(what + ": malformed dtype in .npy header");
-  out.descr = out.descr.substr(1, out.descr.size() - 2);  // strip quotes
-  if (dict_value(header, "fortran_order", what) != "False") {
-    throw Error(what + ": Fortran-ordered .npy arrays are not supported (save with np.ascontiguousarray)");
-  }
-  std::string digits;
-  for (char c : dict_value(header, "shape", what)) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      digits += c;
-    } else if (!digits.empty()) {
-      out.shape.push_back(std::stoll(digits));
-      digits.clear();
-    }
-  }
+  ArrayHeader out = HeaderParser(std::string_view(bytes).substr(header_start, header_len), what).parse();
   out.data_offset = header_start + header_len;
   return out;
 }
@@ -103,28 +221,66 @@ ArrayHeader parse_header(const std::string& bytes, const std::string& what) {
 Tensor parse(const std::string& bytes, const std::string& what) {
   ArrayHeader header = parse_header(bytes, what);
   DType dtype = dtype_of_descr(header.descr, what);
-  const size_t payload = bytes.size() - header.data_offset;
-  const int64_t count = element_count(header.shape);
-  const size_t expected = static_cast<size_t>(count) * dtype_size(dtype);
-  if (payload < expected) {
-    throw Error(what + ": .npy payload has " + std::to_string(payload) + " bytes, " +
-                shape_to_string(header.shape) + " " + std::string(dtype_name(dtype)) + " needs " +
-                std::to_string(expected));
-  }
+  const size_t expected = payload_bytes(header, dtype, what);
+  check_payload(bytes.size() - header.data_offset, expected, header, dtype, what);
   const auto* data = reinterpret_cast<const std::byte*>(bytes.data() + header.data_offset);
   return Tensor(dtype, header.shape, std::span<const std::byte>(data, expected));
 }
 
 std::string read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error("'" + printable(path.string()) + "' is a directory");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path.string() + "'");
+  if (!in) throw Error("cannot open '" + printable(path.string()) + "'");
   std::ostringstream content;
   content << in.rdbuf();
   return content.str();
 }
 
 Tensor load(const std::filesystem::path& path) {
-  return parse(read_file(path), "'" + path.string() + "'");
+  const std::string what = "'" + printable(path.string()) + "'";
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) throw Error(what + " is a directory, not a .npy file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open " + what);
+  // The header first, then exactly as many data bytes as it states: a huge or endless file (/dev/zero) is
+  // refused after a few bytes, never read whole.
+  auto read_up_to = [&in](std::string& into, size_t bytes) {
+    const size_t before = into.size();
+    into.resize(before + bytes);
+    in.read(into.data() + before, static_cast<std::streamsize>(bytes));
+    into.resize(before + static_cast<size_t>(in.gcount()));
+  };
+  std::string head;
+  read_up_to(head, 12);
+  const size_t preamble = preamble_bytes(head, what);
+  if (head.size() < preamble) throw Error(what + ": truncated .npy header");
+  size_t header_len = 0;
+  for (size_t i = 8; i < preamble; ++i)
+    header_len |= static_cast<size_t>(static_cast<unsigned char>(head[i])) << (8 * (i - 8));
+  if (header_len <= kMaxHeaderBytes) read_up_to(head, preamble + header_len - head.size());
+  const ArrayHeader header = parse_header(head, what);
+  const DType dtype = dtype_of_descr(header.descr, what);
+  const size_t expected = payload_bytes(header, dtype, what);
+  if (std::filesystem::is_regular_file(status)) {
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) throw Error("cannot read the size of " + what + ": " + ec.message());
+    check_payload(static_cast<size_t>(size - std::min<uint64_t>(size, header.data_offset)), expected, header,
+                  dtype, what);
+    Tensor t(dtype, header.shape);
+    in.read(reinterpret_cast<char*>(t.bytes().data()), static_cast<std::streamsize>(expected));
+    if (static_cast<size_t>(in.gcount()) != expected) throw Error("reading " + what + " failed");
+    return t;
+  }
+  // A pipe or device: read in bounded chunks, so that a header claiming more than arrives allocates no more
+  // than arrived.
+  std::string data;
+  const size_t chunk = 64u << 20;
+  while (data.size() <= expected && in) read_up_to(data, std::min(chunk, expected + 1 - data.size()));
+  check_payload(data.size(), expected, header, dtype, what);
+  return Tensor(dtype, header.shape, std::as_bytes(std::span<const char>(data.data(), data.size())));
 }
 
 std::string serialize(const Tensor& tensor) {
@@ -152,10 +308,10 @@ std::string serialize(const Tensor& tensor) {
 
 void save(const std::filesystem::path& path, const Tensor& tensor) {
   std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error("cannot write '" + path.string() + "'");
+  if (!out) throw Error("cannot write '" + printable(path.string()) + "'");
   std::string bytes = serialize(tensor);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw Error("writing '" + path.string() + "' failed");
+  if (!out) throw Error("writing '" + printable(path.string()) + "' failed");
 }
 
 }  // namespace wgi::npy

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace wgi {
 
@@ -65,7 +66,18 @@ int64_t element_count(const Shape& shape) {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   count_ = wgi::element_count(shape_);
-  bytes_.resize(static_cast<size_t>(count_) * dtype_size(dtype_));
+  const size_t item = dtype_size(dtype_);
+  if (static_cast<uint64_t>(count_) > std::numeric_limits<size_t>::max() / item) {
+    throw Error("tensor of " + std::string(dtype_name(dtype_)) + " " + shape_to_string(shape_) +
+                " has more bytes than fit in memory");
+  }
+  const size_t bytes = static_cast<size_t>(count_) * item;
+  try {
+    bytes_.resize(bytes);
+  } catch (const std::bad_alloc&) {
+    throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes for a tensor of " +
+                std::string(dtype_name(dtype_)) + " " + shape_to_string(shape_));
+  }
 }
 
 Tensor::Tensor(DType dtype, Shape shape, std::span<const std::byte> bytes) : Tensor(dtype, std::move(shape)) {

@@ -353,7 +353,10 @@ std::shared_ptr<Device> DeviceFactory::create(const DeviceOptions& options) {
   }
   std::string message = "no usable WebGPU adapter found";
   if (backend) message += " (WGI_BACKEND/backend option = " + std::string(to_string(*backend)) + ")";
-  if (filter) message += " matching WGI_ADAPTER='" + *filter + "'";
+  if (filter) {
+    message += std::string(" matching ") + (options.adapter_filter ? "the adapter filter" : "WGI_ADAPTER") +
+               " '" + *filter + "'";
+  }
   message += ". Tried:";
   for (const auto& a : device->selection_log_) {
     message += "\n  " + std::string(to_string(a.backend)) + ": " + a.detail;
@@ -434,7 +437,7 @@ bool DeviceFactory::try_backend(Device& device, BackendKind kind, bool explicit_
   } else if (kind == BackendKind::Vulkan && !explicit_choice && adapter_type == WGPUAdapterType_CPU) {
     reject = "only a CPU Vulkan adapter (" + describe(info) + "); the automatic order wants a real GPU first";
   } else if (filter && !matches_filter(info, *filter)) {
-    reject = describe(info) + " does not match WGI_ADAPTER='" + *filter + "'";
+    reject = describe(info) + " does not match the adapter filter '" + *filter + "'";
   }
   if (!reject.empty()) {
     attempt.detail = reject;

@@ -10,6 +10,7 @@
 
 #include "onnx/onnx_proto.h"
 #include "onnx/tensor_proto.h"
+#include "wgi/printable.h"
 
 namespace wgi::onnx {
 
@@ -34,6 +35,28 @@ std::string normalise_domain(const std::string& domain) {
 }
 std::string domain_label(const std::string& domain) {
   return domain.empty() ? "ai.onnx" : domain;
+}
+
+// Caps on the graph's shape, so that what loading and planning cost stays bounded by the model file's size:
+// a node's inputs and outputs are a few bytes each in the file, but each costs the planner kilobytes (a
+// 6 MB Sum of 2 million inputs grew `wgi check` to 10 GB). Far above what real models have (a Concat of a few
+// hundred inputs, tens of thousands of nodes); each is a wgi::Error naming the node.
+constexpr size_t kMaxNodes = size_t{1} << 20;
+constexpr size_t kMaxNodeInputsOrOutputs = 4096;
+void check_graph_size(const pb::GraphProto& graph) {
+  if (graph.node.size() > kMaxNodes) {
+    throw Error("the graph has " + std::to_string(graph.node.size()) + " nodes; wgi loads at most " +
+                std::to_string(kMaxNodes));
+  }
+  for (size_t i = 0; i < graph.node.size(); ++i) {
+    const pb::NodeProto& n = graph.node[i];
+    const size_t most = std::max(n.input.size(), n.output.size());
+    if (most <= kMaxNodeInputsOrOutputs) continue;
+    throw Error("node " + std::to_string(i) + " ('" + printable(n.name) + "', " + printable(n.op_type) +
+                ") has " + std::to_string(n.input.size()) + " inputs and " + std::to_string(n.output.size()) +
+                " outputs; wgi takes at most " + std::to_string(kMaxNodeInputsOrOutputs) +
+                " of each (split the node, e.g. a Sum or Concat into a tree of smaller ones)");
+  }
 }
 
 // The decoded model views `bytes` (raw_data): the bytes must outlive it.
@@ -140,6 +163,7 @@ class Importer {
   graph::Graph run() {
     read_header();
     const pb::GraphProto& g = *model_.graph;
+    check_graph_size(g);
     graph_.name = g.name;
     if (!g.sparse_initializer.empty()) {
       const std::optional<pb::TensorProto>& values = g.sparse_initializer[0].values;
@@ -475,6 +499,9 @@ graph::Graph import_model(std::span<const std::byte> model_bytes, const fs::path
   try {
     pb::ModelProto model = parse_model(model_bytes, options);
     return Importer(model, base_dir, options).run();
+  } catch (const Error& e) {
+    // Messages quote the model's names: escape what is not printable and cut long lines, in one place.
+    throw Error(printable_message(e.what()));
   } catch (const std::bad_alloc&) {
     throw Error("out of memory while importing the model (" + std::to_string(model_bytes.size()) + " bytes)");
   }
@@ -510,7 +537,7 @@ graph::Graph import_model_file(const fs::path& path, const ImportOptions& option
   try {
     return import_model(bytes, base_dir, options);
   } catch (const Error& e) {
-    throw Error(path.filename().string() + ": " + e.what());
+    throw Error(printable(path.filename().string()) + ": " + e.what());
   }
 }
 

@@ -1,6 +1,7 @@
 #include <map>
 
 #include "onnx/importer.h"
+#include "wgi/printable.h"
 
 namespace wgi::onnx {
 
@@ -9,7 +10,7 @@ namespace {
 constexpr size_t kMaxNamesPerGroup = 8;
 
 std::string domain_label(const std::string& domain) {
-  return domain.empty() ? "ai.onnx" : domain;
+  return domain.empty() ? "ai.onnx" : printable(domain);
 }
 
 }  // namespace
@@ -53,11 +54,11 @@ std::string format_unsupported(const std::vector<UnsupportedNode>& nodes) {
   std::string s = std::to_string(nodes.size()) + (nodes.size() == 1 ? " node is" : " nodes are") +
                   " not supported by wgi:\n";
   for (const Group& g : groups) {
-    s += "  " + g.first->op_type + " (" + domain_label(g.first->domain) + " opset " +
-         std::to_string(g.first->opset) + "): " + g.first->reason + "\n";
+    s += "  " + printable(g.first->op_type) + " (" + domain_label(g.first->domain) + " opset " +
+         std::to_string(g.first->opset) + "): " + printable(g.first->reason, 1000) + "\n";
     s += "      " + std::to_string(g.names.size()) + (g.names.size() == 1 ? " node: " : " nodes: ");
     for (size_t i = 0; i < g.names.size() && i < kMaxNamesPerGroup; ++i) {
-      s += (i ? ", '" : "'") + *g.names[i] + "'";
+      s += (i ? ", '" : "'") + printable(*g.names[i]) + "'";
     }
     if (g.names.size() > kMaxNamesPerGroup)
       s += " and " + std::to_string(g.names.size() - kMaxNamesPerGroup) + " more";

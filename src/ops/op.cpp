@@ -1,17 +1,23 @@
 #include "ops/op.h"
 
+#include "wgi/printable.h"
+
 namespace wgi::ops {
 
+// Names come from the model: printable() keeps escape sequences, NULs and megabyte names out of messages.
 std::string NodeInfo::describe() const {
-  std::string s = "node '" + (name.empty() ? std::string("<unnamed>") : name) + "' (" + op_type;
-  if (!domain.empty() && domain != "ai.onnx") s += ", domain " + domain;
+  std::string s =
+      "node '" + (name.empty() ? std::string("<unnamed>") : printable(name)) + "' (" + printable(op_type);
+  if (!domain.empty() && domain != "ai.onnx") s += ", domain " + printable(domain);
   s += ", opset " + std::to_string(opset) + ")";
   return s;
 }
 
 std::string PlanContext::input_name(size_t i) const {
   std::string s = "input " + std::to_string(i);
-  if (i < node.input_names.size() && !node.input_names[i].empty()) s += " ('" + node.input_names[i] + "')";
+  if (i < node.input_names.size() && !node.input_names[i].empty()) {
+    s += " ('" + printable(node.input_names[i]) + "')";
+  }
   return s;
 }
 

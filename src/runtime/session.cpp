@@ -31,6 +31,7 @@ TensorInfo describe_value(const graph::Value& v) {
   TensorInfo info;
   info.name = v.name;
   info.dtype = v.dtype;
+  info.rank_known = v.shape.rank_known;
   for (const graph::Dim& d : v.shape.dims) {
     info.dims.push_back(d.is_known() ? d.value : -1);
     info.dim_names.push_back(d.symbol);
@@ -515,6 +516,14 @@ const std::vector<NodeTiming>& Session::last_profile() const {
 }
 std::string Session::profiling_note() const {
   return impl_->profiling_note;
+}
+
+uint64_t Session::max_buffer_size() const {
+  return impl_->device->limits().max_buffer_size;
+}
+
+bool Session::has_timestamps() const {
+  return impl_->device->features().timestamp_query;
 }
 
 std::string Session::adapter_description() const {

@@ -36,7 +36,7 @@ check "help" 0 "run.*Run a model once" -- "$wgi" --help
 check "check supported" 0 "all 4 nodes can run \(3 after optimisation\): 3 on the GPU" -- "$wgi" check "$models/gemm_chain/model.onnx"
 check "check unsupported" 1 "TopK.*op missing" -- "$wgi" check "$models/unsupported/model.onnx"
 check "check lists every node" 1 "Det.*op missing" -- "$wgi" check "$models/unsupported/model.onnx"
-check "check symbolic dims" 0 "give --dim for image \(N\)" -- "$wgi" check "$models/conv_bn_relu/model.onnx"
+check "check symbolic dims" 0 "--dim N=VALUE \(image dim 0\)" -- "$wgi" check "$models/conv_bn_relu/model.onnx"
 check "check with --dim" 0 "can run \(3 after optimisation\): 3 on the GPU" -- "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N=2
 check "check missing file" 1 "cannot|No such|not" -- "$wgi" check "$work/nothing.onnx"
 check "check bad --dim" 1 "NAME=VALUE" -- "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N
@@ -63,13 +63,19 @@ check "run odd output names" 0 "out/relu:0: .* -> .*out_relu_0.npy" -- "$wgi" ru
   { echo "FAIL odd names"; ls "$work/odd"; failures=$((failures + 1)); }
 
 check "bench" 0 "run: +median .* ms, p90" -- "$wgi" bench "$models/gemm_chain/model.onnx" --runs 3 --warmup 1
-check "bench --profile --trace" 0 "(GPU time by op type|no timestamp-query)" -- "$wgi" bench \
-  "$models/conv_bn_relu/model.onnx" --dim N=1 --runs 2 --warmup 0 --profile --trace "$work/trace.json"
 if "$wgi" info | grep -q "timestamp-query yes"; then
+  check "bench --profile --trace" 0 "GPU time by op type" -- "$wgi" bench \
+    "$models/conv_bn_relu/model.onnx" --dim N=1 --runs 2 --warmup 0 --profile --trace "$work/trace.json"
   json_ok "$work/trace.json" && grep -q '"ph":"X"' "$work/trace.json" && echo "ok   trace written" ||
     { echo "FAIL trace"; failures=$((failures + 1)); }
+else  # no timestamps: --profile says so; --trace cannot be honoured and fails (it wrote nothing, exit 0)
+  check "bench --profile without timestamps" 0 "profile: .*no timestamp-query" -- "$wgi" bench \
+    "$models/conv_bn_relu/model.onnx" --dim N=1 --runs 2 --warmup 0 --profile
+  check "bench --trace without timestamps" 1 "--trace needs per-node GPU times, and .*no timestamp-query" -- \
+    "$wgi" bench "$models/gemm_chain/model.onnx" --runs 1 --warmup 0 --trace "$work/trace2.json"
 fi
-check "bench bad --runs" 105 "" -- "$wgi" bench "$models/gemm_chain/model.onnx" --runs 0
+check "bench bad --runs" 105 "--runs: must be an integer of at least 1, not '0'" -- "$wgi" bench \
+  "$models/gemm_chain/model.onnx" --runs 0
 check "bench --device-inputs" 0 "run: +median .*inputs already on the device" -- "$wgi" bench \
   "$models/gemm_chain/model.onnx" --runs 3 --warmup 1 --device-inputs
 decoder="$models/bart_decoder_cached_cross_tiny_opset17/model.onnx"
@@ -107,7 +113,16 @@ check_each "tune" 0 "3 GEMM problems: 3 measured" "cache: +$work/tuning.json \(w
 json_ok "$work/tuning.json" && grep -q '"m": 5, "n": 24, "k": 20' "$work/tuning.json" && echo "ok   tune wrote the cache" ||
   { echo "FAIL tune wrote no cache"; failures=$((failures + 1)); }
 check_each "tune again: cached" 0 "3 GEMM problems: 0 measured, 3 from the cache" "\(unchanged\)" "cached$" \
+  -- "$wgi" tune "$models/gemm_chain/model.onnx" --tuning-cache "$work/tuning.json"
+check_each "tune --cache: the deprecated alias" 0 "--cache is deprecated; use --tuning-cache" "0 measured, 3 from the cache" \
   -- "$wgi" tune "$models/gemm_chain/model.onnx" --cache "$work/tuning.json"
+mkdir -p "$work/readonly" && chmod a-w "$work/readonly"
+if [[ ! -w $work/readonly ]]; then  # root writes anywhere: the check only means something for other users
+  check "tune: unwritable cache refused before measuring" 1 "tuning cache .*readonly/t.json. cannot be created" -- \
+    "$wgi" tune "$models/gemm_chain/model.onnx" --tuning-cache "$work/readonly/t.json"
+fi
+check "tune: cache under a file refused before measuring" 1 "cannot be created: .* is not a directory" -- \
+  "$wgi" tune "$models/gemm_chain/model.onnx" --tuning-cache "$work/tuning.json/sub/t.json"
 check "tune needs dims" 1 "--dim N=VALUE" -- "$wgi" tune "$models/conv_bn_relu/model.onnx"
 check_each "bench with the cache" 0 "wgi: tuning cache $work/tuning.json: 3 entries for this adapter" \
   "tuning: +3 of the last plan's 3 GEMMs" -- "$wgi" bench "$models/gemm_chain/model.onnx" --runs 1 --warmup 0
@@ -125,11 +140,87 @@ check "run ignores a malformed cache" 0 "ignoring the tuning cache .*broken.json
   --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/x"
 echo '{"format": "wgi-tuning", "version": 99, "entries": []}' >"$work/future.json"
 check "tune never overwrites a foreign cache" 1 "version 99 .*not overwriting it" -- "$wgi" tune \
-  "$models/gemm_chain/model.onnx" --cache "$work/future.json"
+  "$models/gemm_chain/model.onnx" --tuning-cache "$work/future.json"
 grep -q '"version": 99' "$work/future.json" && echo "ok   foreign cache kept" ||
   { echo "FAIL foreign cache overwritten"; failures=$((failures + 1)); }
 check "tune without a cache location" 1 "no tuning cache location" -- env WGI_TUNING_CACHE= "$wgi" tune \
   "$models/gemm_chain/model.onnx"
+
+# Hostile and unusual inputs (issue 18): every one a clear error or a right answer, never an abort (134) or a
+# silently wrong result. The models and .npy files are written by make_models.py.
+hm="$work/hostile"
+python3 "$(dirname "${BASH_SOURCE[0]}")/make_models.py" "$hm"
+gemm="$models/gemm_chain/model.onnx"
+check "unknown command" 109 "unknown command 'frob' \(commands: info, check, run, bench, tune" -- "$wgi" frob
+check "npy header cut after descr" 1 "x_cut.npy.*malformed .npy header: expected the descr string" -- "$wgi" run \
+  "$hm/rankless.onnx" --input "x=$hm/x_cut.npy" --output-dir "$work/h"
+check "npy dim past int64" 1 "a dimension larger than 2\^63 - 1" -- "$wgi" run "$hm/rankless.onnx" \
+  --input "x=$hm/x_huge_dim.npy" --output-dir "$work/h"
+check "npy negative dim" 1 "a negative dimension" -- "$wgi" run "$hm/rankless.onnx" \
+  --input "x=$hm/x_negative.npy" --output-dir "$work/h"
+check "npy junk in shape" 1 "expected ',' or '\)' in the shape" -- "$wgi" run "$hm/rankless.onnx" \
+  --input "x=$hm/x_junk.npy" --output-dir "$work/h"
+check "npy bytes overflow" 1 "more bytes than fit in memory" -- "$wgi" run "$hm/rankless.onnx" \
+  --input "x=$hm/x_overflow.npy" --output-dir "$work/h"
+check "npy from /dev/zero" 1 "'/dev/zero': not a .npy file" -- timeout 20 "$wgi" run "$hm/rankless.onnx" \
+  --input "x=/dev/zero" --output-dir "$work/h"
+check "rank-less input from a file" 0 "y: float32 \[2, 3\], min 0, max 4" -- "$wgi" run "$hm/rankless.onnx" \
+  --input "x=$hm/x_ok.npy" --output-dir "$work/h"
+check "rank-less input not made up" 1 "input 'x' has no declared shape .*give it with --input" -- "$wgi" run \
+  "$hm/rankless.onnx" --random-inputs 1 --output-dir "$work/h"
+check "--input given twice" 1 "--input x is given twice" -- "$wgi" run "$hm/rankless.onnx" \
+  --input "x=$hm/x_ok.npy" --input "x=$hm/x_ok.npy" --output-dir "$work/h"
+check "--dim given twice" 1 "--dim N is given twice" -- "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N=1 --dim N=2
+check "--dim of no input warned" 0 "warning: --dim NN: no input of the model has a dim named 'NN' \(its dims: N\)" -- \
+  "$wgi" check "$models/conv_bn_relu/model.onnx" --dim N=1 --dim NN=2
+check "random float16 inputs are not zeros" 0 "y: float32 \[3, 5\], min -0\.[0-9]+, max 0\.[0-9]+" -- "$wgi" run \
+  "$hm/f16_input.onnx" --random-inputs 5 --output-dir "$work/h"
+check "colliding output names" 0 "a_b: .* -> .*/a_b_2\.npy" -- "$wgi" run "$hm/collide.onnx" --input "x=$hm/x_ok.npy" \
+  --output-dir "$work/collide"
+node -e '
+  const fs = require("fs"), dir = process.argv[1];
+  const floats = (f) => { const b = fs.readFileSync(dir + "/" + f); return new Float32Array(b.buffer.slice(b.byteOffset + 128)); };
+  const relu = floats("a_b.npy"), neg = floats("a_b_2.npy");
+  process.exit(relu[1] === 0 && relu[0] === 0.5 && neg[1] === 1 && neg[0] === -0.5 ? 0 : 1);' "$work/collide" &&
+  echo "ok   colliding outputs each in a file of its own" || { echo "FAIL colliding outputs"; failures=$((failures + 1)); }
+touch "$work/a_file"
+check "--output-dir is a file: refused before running" 1 "--output-dir .*a_file' exists and is not a directory" -- \
+  "$wgi" run "$gemm" --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/a_file"
+check "--output-dir under /proc" 1 "--output-dir '/proc/wgi_out': cannot create it" -- "$wgi" run "$gemm" \
+  --input "x=$models/gemm_chain/input_x.npy" --output-dir /proc/wgi_out
+check "random input past the device limit: no allocation" 1 "input 'image' \[1099511627776, 3, 10, 12\] float32 needs at least .* bytes on the device, more than one GPU buffer may hold" -- \
+  "$wgi" run "$models/conv_bn_relu/model.onnx" --random-inputs 1 --dim N=1099511627776 --output-dir "$work/h"
+check_each "check: every unsized dim, the unnamed too" 0 "--dim batch=VALUE \(a dim 0, b dim 0\)" \
+  "--dim seq=VALUE \(a dim 1\)" "input 'b' dim 1 is unknown and has no name, so no --dim can size it" \
+  -- "$wgi" check "$hm/dims.onnx"
+check "check: buffer limits as run applies them" 1 "cannot run: node .*'big' \[268435456\] float32 needs 1073741824 bytes, more than one GPU buffer may hold" -- \
+  "$wgi" check "$hm/big_constant.onnx"
+check "check: a huge --dim hits the buffer limits" 1 "cannot run: node 'Relu_y' .*'y' \[268435456\] float32 needs 1073741824 bytes, more than one GPU buffer may hold" -- \
+  "$wgi" check "$hm/relu_n.onnx" --dim n=268435456
+# 4 GiB: past maxBufferSize on both CPU adapters (1 GiB SwiftShader, 2 GiB llvmpipe); refused before the
+# 4 GiB of host memory are allocated.
+check "run: the device limit before allocating the input" 1 "input 'x' \[1073741824\] float32 needs 4294967296 bytes on the device, more than one GPU buffer may hold" -- \
+  "$wgi" run "$hm/relu_n.onnx" --dim n=1073741824 --random-inputs 1 --output-dir "$work/h"
+check "load cap on fan-in" 1 "node 0 \('wide', Sum\) has 5000 inputs and 1 outputs; wgi takes at most 4096" -- \
+  "$wgi" check "$hm/wide_sum.onnx"
+out=$("$wgi" check "$hm/escape_names.onnx" 2>&1)
+if [[ $out == *$'\x1b'* || $out != *'Frob\x1B[2J'* ]]; then
+  echo "FAIL model names escaped"; echo "$out" | cat -v | head -5; failures=$((failures + 1))
+else
+  echo "ok   model names escaped"
+fi
+check "info: no empty or made-up lines" 0 "^granted: +[^ ]" -- "$wgi" info
+if "$wgi" info | grep -qE '^granted: *$|0x0:0xffffffff'; then
+  echo "FAIL info prints an empty granted line or made-up ids"; failures=$((failures + 1))
+else
+  echo "ok   info prints no empty granted line or made-up ids"
+fi
+check "--adapter named as the option" 1 "matching the adapter filter 'no-such-adapter'" -- "$wgi" info --adapter no-such-adapter
+selftest="$(dirname "$wgi")/wgi_selftest"
+if [[ -x $selftest ]]; then
+  check "wgi_selftest --help" 0 "usage: wgi_selftest" -- "$selftest" --help
+  check "wgi_selftest unknown flag" 2 "unknown argument '--frob'" -- "$selftest" --frob
+fi
 
 echo "$failures failure(s)"
 exit $((failures > 0))

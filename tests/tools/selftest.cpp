@@ -3,12 +3,14 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "gpu/device.h"
 #include "runtime/node_runner.h"
 #include "support/reference_conv.h"
 #include "support/reference_linear.h"
 #include "support/tensor_check.h"
+#include "wgi/printable.h"
 
 namespace {
 
@@ -44,7 +46,19 @@ Check run_case(wgi::gpu::Device& device, const char* name, const wgi::ops::NodeI
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: wgi_selftest\n"
+                   "Runs a Gemm and a Conv on the adapter wgi picks and checks them against float64 CPU "
+                   "references.\nThe adapter comes from WGI_BACKEND and WGI_ADAPTER (see wgi info --help).\n";
+      return 0;
+    }
+    std::cerr << "wgi_selftest: unknown argument '" << wgi::printable(arg)
+              << "' (it takes none but --help; choose the adapter with WGI_BACKEND / WGI_ADAPTER)\n";
+    return 2;
+  }
   try {
     auto device = wgi::gpu::Device::create();
     std::cout << "adapter: " << device->adapter_info().device << " ("
@@ -77,7 +91,10 @@ int main() {
     std::cout << (all_ok ? "selftest: all results match the float64 reference\n" : "selftest: FAILED\n");
     return all_ok ? 0 : 1;
   } catch (const wgi::Error& e) {
-    std::cerr << "wgi_selftest: error: " << e.what() << "\n";
+    std::cerr << "wgi_selftest: error: " << wgi::printable_message(e.what()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "wgi_selftest: internal error: " << wgi::printable_message(e.what()) << "\n";
     return 1;
   }
 }

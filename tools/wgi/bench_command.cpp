@@ -209,9 +209,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
   add_model_options(*cmd, *opts);
   add_tuning_cache_options(*cmd, *opts);
-  cmd->add_option("--runs", opts->runs, "Timed runs (default 20)")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", opts->warmup, "Untimed runs after the first (default 3)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--runs", opts->runs, "Timed runs (default 20)")->check(at_least(1));
+  cmd->add_option("--warmup", opts->warmup, "Untimed runs after the first (default 3)")->check(at_least(0));
   cmd->add_flag("--profile", opts->profile,
                 "Per-node GPU time from timestamp queries (when the adapter has them)");
   cmd->add_option("--trace", opts->trace, "Write the profiled run as a Chrome/Perfetto trace JSON file");
@@ -220,11 +219,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "Inputs uploaded once, outputs kept on the device (no host copies); with --decode: key/values");
   cmd->add_option("--decode", opts->decode_steps,
                   "N greedy steps of a decoder (input_ids, logits, past_* -> present_*); per-step times")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option(
          "--plan-cache", opts->plan_cache,
          "Input-shape signatures whose plans are kept (default " + std::to_string(opts->plan_cache) + ")")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
@@ -233,9 +232,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     SessionOptions so = session_options(*opts, progress);
     so.profiling = opts->profile || !opts->trace.empty();
     so.max_cached_plans = opts->plan_cache;
+    if (!opts->trace.empty()) require_writable_file(opts->trace, "--trace");
     Session session = Session::from_file(opts->model, so);
     report_tuning_cache(session);
-    auto inputs = make_inputs(session.inputs(), opts->inputs);
+    if (!opts->trace.empty() && !session.has_timestamps()) {
+      throw Error("--trace needs per-node GPU times, and " + session.profiling_note() +
+                  "; no trace can be written (--profile alone reports this and still times the runs)");
+    }
+    auto inputs = make_inputs(session.inputs(), opts->inputs, session.max_buffer_size());
     auto t1 = std::chrono::steady_clock::now();
     std::cout << std::fixed << std::setprecision(3) << "model:      " << opts->model << "\n"
               << "adapter:    " << session.adapter_description() << "\n"

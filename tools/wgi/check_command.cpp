@@ -1,18 +1,92 @@
 // `wgi check MODEL`: can wgi run this model? Lists every node it cannot run and why; exit 0 only if all run.
 // Needs no GPU: support comes from the op registry, and when every input dim is known (or given with --dim)
 // the whole model is also planned for those shapes with WebGPU's default limits, which catches unsupported
-// attribute values and element types.
+// attribute values and element types, and then held to the buffer limits `wgi run` applies (every tensor a
+// GPU node binds, and its scratch, within maxBufferSize).
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "commands.h"
 #include "graph/passes.h"
 #include "model_inputs.h"
 #include "onnx/importer.h"
+#include "runtime/device_tensor.h"
 #include "runtime/execution_plan.h"
+#include "wgi/printable.h"
 
 namespace wgi::cli {
+
+namespace {
+
+// The input dims that neither the model nor --dim sizes: "N (image dim 0, mask dim 0)" per named dim, and a
+// sentence per unnamed one. Empty when every dim is known.
+std::vector<std::string> unsized_dims(const graph::Graph& g, const std::map<std::string, int64_t>& dims) {
+  std::map<std::string, std::string> named;  // symbol -> where it appears
+  std::vector<std::string> out;
+  for (graph::ValueId v : g.inputs) {
+    const graph::Value& value = g.value(v);
+    const std::string input = printable(value.name);
+    if (!value.shape.rank_known) {
+      out.push_back("input '" + input + "' declares no shape (not even a rank), so no --dim can size it");
+      continue;
+    }
+    for (size_t d = 0; d < value.shape.dims.size(); ++d) {
+      const graph::Dim& dim = value.shape.dims[d];
+      if (dim.is_known() || (!dim.symbol.empty() && dims.count(dim.symbol))) continue;
+      if (dim.symbol.empty()) {
+        out.push_back("input '" + input + "' dim " + std::to_string(d) +
+                      " is unknown and has no name, so no --dim can size it");
+        continue;
+      }
+      std::string& where = named[dim.symbol];
+      where += (where.empty() ? "" : ", ") + input + " dim " + std::to_string(d);
+    }
+  }
+  std::vector<std::string> give;
+  for (const auto& [symbol, where] : named)
+    give.push_back("--dim " + printable(symbol) + "=VALUE (" + where + ")");
+  out.insert(out.begin(), give.begin(), give.end());
+  return out;
+}
+
+// What `wgi run` would refuse when it places the plan in device memory (graph::plan_memory, Device::
+// create_buffer): a tensor bound by a GPU node, or a node's scratch, larger than one buffer may be.
+std::vector<std::string> buffer_limit_errors(const graph::Graph& g, const runtime::NodePlans& plans,
+                                             const gpu::Limits& limits) {
+  std::vector<std::string> errors;
+  std::set<graph::ValueId> checked;
+  const std::string limit = "more than one GPU buffer may hold (maxBufferSize " +
+                            std::to_string(limits.max_buffer_size) + " in WebGPU's default limits)";
+  for (const runtime::NodePlans::GpuNode& gpu_node : plans.gpu_nodes) {
+    const graph::Node& node = g.nodes[gpu_node.node];
+    std::vector<graph::ValueId> bound = node.inputs;
+    bound.insert(bound.end(), node.outputs.begin(), node.outputs.end());
+    for (graph::ValueId v : bound) {
+      if (v == graph::kNoValue || !checked.insert(v).second) continue;
+      const ops::TensorDesc& desc = plans.descs[static_cast<size_t>(v)];
+      const uint64_t count = static_cast<uint64_t>(element_count(desc.shape));
+      if (count <= limits.max_buffer_size && runtime::device_byte_size(desc) <= limits.max_buffer_size)
+        continue;
+      errors.push_back(node.info.describe() + ": '" + printable(g.value(v).name) + "' " +
+                       shape_to_string(desc.shape) + " " + std::string(dtype_name(desc.dtype)) + " needs " +
+                       (count > limits.max_buffer_size ? "at least " + std::to_string(count)
+                                                       : std::to_string(runtime::device_byte_size(desc))) +
+                       " bytes, " + limit);
+    }
+    const auto& scratch = gpu_node.op_plan().scratch_bytes;
+    for (size_t k = 0; k < scratch.size(); ++k) {
+      if (scratch[k] > limits.max_buffer_size) {
+        errors.push_back(node.info.describe() + ": scratch buffer " + std::to_string(k) + " needs " +
+                         std::to_string(scratch[k]) + " bytes, " + limit);
+      }
+    }
+  }
+  return errors;
+}
+
+}  // namespace
 
 void add_check_command(CLI::App& app, int& exit_code) {
   struct Options {
@@ -24,23 +98,29 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("model", opts->model, "The .onnx file")->required();
   cmd->add_option("--dim", opts->dims, "NAME=VALUE for a symbolic input dim (repeatable)");
   cmd->callback([opts, &exit_code] {
+    const auto dims = parse_dims(opts->dims);
     graph::Graph g = onnx::import_model_file(opts->model);
     std::map<std::string, int> histogram;
-    for (const auto& n : g.nodes) ++histogram[n.info.op_type];
-    std::cout << opts->model << ": IR version " << g.ir_version << ", opsets";
+    for (const auto& n : g.nodes) ++histogram[printable(n.info.op_type)];
+    std::cout << printable(opts->model) << ": IR version " << g.ir_version << ", opsets";
     for (const auto& [domain, version] : g.opsets)
-      std::cout << " " << (domain.empty() ? "ai.onnx" : domain) << ":" << version;
+      std::cout << " " << (domain.empty() ? "ai.onnx" : printable(domain)) << ":" << version;
     std::cout << "\n" << g.nodes.size() << " nodes:";
     for (const auto& [op, count] : histogram) std::cout << " " << op << " x" << count << ";";
     std::cout << "\n";
+    std::vector<TensorInfo> input_infos;
     for (graph::ValueId v : g.inputs) {
-      std::cout << "input  " << g.value(v).name << ": " << dtype_name(g.value(v).dtype) << " "
-                << g.value(v).shape.to_string() << "\n";
+      std::cout << "input  " << printable(g.value(v).name) << ": " << dtype_name(g.value(v).dtype) << " "
+                << printable(g.value(v).shape.to_string()) << "\n";
+      TensorInfo info;
+      for (const graph::Dim& d : g.value(v).shape.dims) info.dim_names.push_back(d.symbol);
+      input_infos.push_back(info);
     }
     for (graph::ValueId v : g.outputs) {
-      std::cout << "output " << g.value(v).name << ": " << dtype_name(g.value(v).dtype) << " "
-                << g.value(v).shape.to_string() << "\n";
+      std::cout << "output " << printable(g.value(v).name) << ": " << dtype_name(g.value(v).dtype) << " "
+                << printable(g.value(v).shape.to_string()) << "\n";
     }
+    warn_unknown_dims(dims, input_infos);
     const auto& registry = ops::builtin_registry();
     auto unsupported = onnx::find_unsupported(g, registry);
     if (!unsupported.empty()) {
@@ -53,35 +133,27 @@ void add_check_command(CLI::App& app, int& exit_code) {
     std::cout << "optimised: " << report.summary() << "\n";
 
     // Plan for concrete shapes when they are known.
-    const auto dims = parse_dims(opts->dims);
-    std::vector<runtime::PlanInput> descs;
-    std::string unknown;
-    for (graph::ValueId v : g.inputs) {
-      runtime::PlanInput input{{g.value(v).dtype, {}}, nullptr};
-      ops::TensorDesc& desc = input.desc;
-      for (const auto& d : g.value(v).shape.dims) {
-        auto it = dims.find(d.symbol);
-        if (d.is_known()) {
-          desc.shape.push_back(d.value);
-        } else if (!d.symbol.empty() && it != dims.end()) {
-          desc.shape.push_back(it->second);
-        } else {
-          unknown += (unknown.empty() ? "" : ", ") + g.value(v).name + " (" +
-                     (d.symbol.empty() ? "?" : d.symbol) + ")";
-          break;
-        }
-      }
-      descs.push_back(input);
-    }
-    if (!unknown.empty()) {
-      std::cout << "all " << imported_nodes << " nodes are supported by op type and opset; give --dim for "
-                << unknown << " to also check attributes and shapes\n";
+    const std::vector<std::string> unsized = unsized_dims(g, dims);
+    if (!unsized.empty()) {
+      std::cout << "all " << imported_nodes
+                << " nodes are supported by op type and opset; attributes, shapes and buffer limits are not "
+                   "checked, since these input dims have no size:\n";
+      for (const std::string& u : unsized) std::cout << "  " << u << "\n";
       exit_code = 0;
       return;
     }
+    std::vector<runtime::PlanInput> descs;
+    for (graph::ValueId v : g.inputs) {
+      runtime::PlanInput input{{g.value(v).dtype, {}}, nullptr};
+      for (const auto& d : g.value(v).shape.dims)
+        input.desc.shape.push_back(d.is_known() ? d.value : dims.at(d.symbol));
+      element_count(input.desc.shape);  // a wgi::Error for a shape whose element count overflows
+      descs.push_back(input);
+    }
+    const gpu::Capabilities caps = gpu::default_capabilities();
     std::vector<std::string> errors;
-    runtime::NodePlans plans =
-        runtime::plan_nodes(g, registry, gpu::default_capabilities(), descs, {}, &errors);
+    runtime::NodePlans plans = runtime::plan_nodes(g, registry, caps, descs, {}, &errors);
+    if (errors.empty()) errors = buffer_limit_errors(g, plans, caps.limits);
     for (const auto& e : errors) std::cout << "cannot run: " << e << "\n";
     if (!errors.empty()) {
       exit_code = 1;

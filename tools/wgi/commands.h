@@ -2,7 +2,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "model_inputs.h"
 #include "progress.h"
@@ -35,5 +37,16 @@ SessionOptions session_options(const ModelOptions& options, ProgressBar& progres
 void report_tuning_cache(const Session& session);
 // DIR-safe file name for an output: characters outside [A-Za-z0-9._-] become '_', plus ".npy".
 std::string output_file_name(const std::string& output_name);
+// output_file_name of each output, made distinct: a name that an earlier output already took gets "_2",
+// "_3"... before ".npy" (outputs 'a/b' and 'a_b': a_b.npy and a_b_2.npy), so no output overwrites another.
+std::vector<std::string> output_file_names(const std::vector<TensorInfo>& outputs);
+// Creates DIR if needed; throws wgi::Error unless it is a directory this process can write into. Called
+// before the model runs, so that a bad --output-dir costs nothing.
+void prepare_output_dir(const std::string& dir);
+// A CLI11 check that a count option is an integer of at least `min` ("--runs 0": "must be at least 1").
+CLI::Validator at_least(int64_t min);
+// Throws wgi::Error unless the file at `path` can be written (it exists and is writable, or its nearest
+// existing parent folder is writable). For results that would otherwise be lost after the work is done.
+void require_writable_file(const std::filesystem::path& path, const std::string& what);
 
 }  // namespace wgi::cli

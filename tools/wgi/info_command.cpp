@@ -71,8 +71,15 @@ void print_text(const gpu::Device& device, std::ostream& out) {
   out << "backend:        " << gpu::to_string(device.backend()) << " (Dawn " << a.backend
       << ", feature level " << (a.compatibility_mode ? "compatibility" : "core") << ")\n";
   out << "adapter:        " << a.device << " (" << a.adapter_type << ")\n";
-  out << "vendor:         " << a.vendor << (a.architecture.empty() ? "" : " / " + a.architecture) << " [0x"
-      << std::hex << a.vendor_id << ":0x" << a.device_id << std::dec << "]\n";
+  // GL ES adapters report no PCI ids (vendor 0, device 0 or ~0): print none rather than made-up ones.
+  out << "vendor:         " << (a.vendor.empty() ? "unknown" : a.vendor)
+      << (a.architecture.empty() ? "" : " / " + a.architecture);
+  if (a.vendor_id != 0 || (a.device_id != 0 && a.device_id != 0xffffffffu)) {
+    out << " [0x" << std::hex << a.vendor_id << ":0x" << a.device_id << std::dec << "]";
+  } else {
+    out << " (no PCI ids)";
+  }
+  out << "\n";
   out << "driver:         " << a.description << "\n";
   if (a.subgroup_max_size) {
     out << "subgroup size:  " << a.subgroup_min_size << "-" << a.subgroup_max_size << "\n";
@@ -83,6 +90,7 @@ void print_text(const gpu::Device& device, std::ostream& out) {
   out << "robustness:     " << (device.shader_robustness() ? "on" : "off")
       << " (Dawn's index clamps and workgroup-memory zeroing in shaders; --shader-robustness)\n";
   out << "granted:        ";
+  if (device.granted_feature_names().empty()) out << "(no optional features)";
   for (size_t i = 0; i < device.granted_feature_names().size(); ++i) {
     out << (i ? ", " : "") << device.granted_feature_names()[i];
   }

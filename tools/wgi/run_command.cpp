@@ -1,13 +1,19 @@
 // `wgi run MODEL ... --output-dir DIR`: run a model once and write its outputs as .npy files.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "commands.h"
 #include "core/npy.h"
 #include "model_inputs.h"
 #include "progress.h"
+#include "wgi/printable.h"
 
 namespace wgi::cli {
 
@@ -18,6 +24,68 @@ std::string output_file_name(const std::string& output_name) {
   }
   if (s.empty() || s == "." || s == "..") s = "_" + s;
   return s + ".npy";
+}
+
+std::vector<std::string> output_file_names(const std::vector<TensorInfo>& outputs) {
+  std::vector<std::string> names;
+  std::set<std::string> taken;
+  for (const TensorInfo& info : outputs) {
+    const std::string base = output_file_name(info.name);
+    std::string name = base;
+    const std::string stem = base.substr(0, base.size() - 4);
+    for (int k = 2; !taken.insert(name).second; ++k) name = stem + "_" + std::to_string(k) + ".npy";
+    names.push_back(name);
+  }
+  return names;
+}
+
+void prepare_output_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string what = "--output-dir '" + printable(dir) + "'";
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw Error(what + " exists and is not a directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(what + ": cannot create it: " + ec.message());
+  if (!fs::is_directory(dir, ec)) throw Error(what + " is not a directory");
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw Error(what + ": cannot write into it: " + std::strerror(errno));
+  }
+}
+
+void require_writable_file(const std::filesystem::path& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string label = what + " '" + printable(path.string()) + "'";
+  if (fs::exists(path, ec)) {
+    if (fs::is_directory(path, ec)) throw Error(label + " is a directory");
+    if (access(path.c_str(), W_OK) != 0) throw Error(label + " cannot be written: " + std::strerror(errno));
+    return;
+  }
+  // A missing file is created with its missing folders: its nearest existing ancestor must be a writable
+  // folder.
+  fs::path parent = fs::absolute(path, ec).parent_path();
+  while (!parent.empty() && !fs::exists(parent, ec) && parent != parent.root_path())
+    parent = parent.parent_path();
+  if (!fs::is_directory(parent, ec))
+    throw Error(label + " cannot be created: '" + printable(parent.string()) + "' is not a directory");
+  if (access(parent.c_str(), W_OK | X_OK) != 0) {
+    throw Error(label + " cannot be created in '" + printable(parent.string()) +
+                "': " + std::strerror(errno));
+  }
+}
+
+CLI::Validator at_least(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        try {
+          size_t used = 0;
+          const long long v = std::stoll(text, &used);
+          if (used == text.size() && v >= min) return {};
+        } catch (const std::exception&) {
+        }
+        return "must be an integer of at least " + std::to_string(min) + ", not '" + text + "'";
+      },
+      "INT>=" + std::to_string(min));
 }
 
 void add_model_options(CLI::App& cmd, ModelOptions& o) {
@@ -70,21 +138,25 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_tuning_cache_options(*cmd, *opts);
   cmd->add_option("--output-dir", opts->output_dir, "Where to write the outputs")->required();
   cmd->callback([opts, &exit_code] {
+    prepare_output_dir(opts->output_dir);
     ProgressBar progress;
     auto t0 = std::chrono::steady_clock::now();
     Session session = Session::from_file(opts->model, session_options(*opts, progress));
     report_tuning_cache(session);
-    auto inputs = make_inputs(session.inputs(), opts->inputs);
+    const std::vector<std::string> file_names = output_file_names(session.outputs());
+    auto inputs = make_inputs(session.inputs(), opts->inputs, session.max_buffer_size());
     auto t1 = std::chrono::steady_clock::now();
+    progress.start_ticking("running");
     auto outputs = session.run(inputs);
+    progress.stop_ticking();
     auto t2 = std::chrono::steady_clock::now();
     progress.finish();
-    std::filesystem::create_directories(opts->output_dir);
-    for (const TensorInfo& info : session.outputs()) {
+    for (size_t o = 0; o < session.outputs().size(); ++o) {
+      const TensorInfo& info = session.outputs()[o];
       const Tensor& t = outputs.at(info.name);
-      auto path = std::filesystem::path(opts->output_dir) / output_file_name(info.name);
+      auto path = std::filesystem::path(opts->output_dir) / file_names[o];
       npy::save(path, t);
-      std::cout << info.name << ": " << summarize(t) << " -> " << path.string() << "\n";
+      std::cout << printable(info.name) << ": " << summarize(t) << " -> " << printable(path.string()) << "\n";
     }
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     std::cout << "adapter: " << session.adapter_description() << "\nload " << ms(t0, t1) << " ms, run "

@@ -77,29 +77,40 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   struct Options : ModelOptions {
     int runs = 10;
     bool force = false;
+    std::string deprecated_cache;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "tune", "Measure GEMM configurations for a model's shapes on this adapter and cache the fastest");
   add_model_options(*cmd, *opts);
-  cmd->add_option("--cache", opts->tuning_cache,
+  cmd->add_option("--tuning-cache", opts->tuning_cache,
                   "Tuning cache to update (default: WGI_TUNING_CACHE, else ~/.cache/wgi/tuning.json)");
+  // The name `run` and `bench` use is --tuning-cache; --cache stays for scripts written before.
+  cmd->add_option("--cache", opts->deprecated_cache, "Deprecated: the same as --tuning-cache");
   cmd->add_option("--runs", opts->runs, "Timed runs per configuration, median taken (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_flag("--force", opts->force, "Measure problems the cache already has, too");
   cmd->callback([opts, &exit_code] {
+    if (!opts->deprecated_cache.empty()) {
+      if (!opts->tuning_cache.empty()) throw Error("give --tuning-cache or its old name --cache, not both");
+      std::cerr << "wgi: warning: --cache is deprecated; use --tuning-cache\n";
+      opts->tuning_cache = opts->deprecated_cache;
+    }
     // Only the shapes matter: random inputs unless files are given.
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
     SessionOptions so = session_options(*opts, progress);
     if (so.tuning_cache.empty() && runtime::default_tuning_cache_path().empty()) {
       throw Error(
-          "no tuning cache location: give --cache PATH, or set WGI_TUNING_CACHE or HOME (an empty "
+          "no tuning cache location: give --tuning-cache PATH, or set WGI_TUNING_CACHE or HOME (an empty "
           "WGI_TUNING_CACHE turns the cache off)");
     }
+    // Before measuring, which takes minutes: an unwritable cache would lose every measurement.
+    require_writable_file(so.tuning_cache.empty() ? runtime::default_tuning_cache_path() : so.tuning_cache,
+                          "tuning cache");
     Session session = Session::from_file(opts->model, so);
     report_tuning_cache(session);
-    const auto inputs = make_inputs(session.inputs(), opts->inputs);
+    const auto inputs = make_inputs(session.inputs(), opts->inputs, session.max_buffer_size());
     std::cout << "model:   " << opts->model << "\n";
     TuneOptions to;
     to.runs = opts->runs;

@@ -1,0 +1,74 @@
+// The importer's caps on a graph's shape (src/onnx/importer.cpp check_graph_size): a node's inputs cost a few
+// bytes in the file but kilobytes in planning, so a huge fan-in must be refused at load with a message naming
+// the node, while the largest fan-in allowed still loads. Also: the model's names reach messages escaped.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "onnx/importer.h"
+#include "onnx/onnx_pb.h"
+
+namespace wgi::onnx {
+namespace {
+
+namespace pb = ::onnx;
+
+// x [4] -> Sum(x, x, ..., x) with `fan_in` inputs -> y.
+std::string sum_model(size_t fan_in, const std::string& node_name = "wide") {
+  pb::ModelProto m;
+  m.set_ir_version(8);
+  pb::OperatorSetIdProto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(13);
+  pb::GraphProto* g = m.mutable_graph();
+  g->set_name("g");
+  for (const char* name : {"x", "y"}) {
+    pb::ValueInfoProto* v = name[0] == 'x' ? g->add_input() : g->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::FLOAT);
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+  }
+  pb::NodeProto* n = g->add_node();
+  n->set_op_type("Sum");
+  n->set_name(node_name);
+  for (size_t i = 0; i < fan_in; ++i) n->add_input("x");
+  n->add_output("y");
+  return m.SerializeAsString();
+}
+
+graph::Graph import(const std::string& bytes) {
+  return import_model(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())), {});
+}
+
+TEST(LoadCaps, RefusesAHugeFanInAtLoadAndNamesTheNode) {
+  try {
+    import(sum_model(4097));
+    FAIL() << "a Sum of 4097 inputs loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 0 ('wide', Sum) has 4097 inputs"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("at most 4096"), std::string::npos) << e.what();
+  }
+  graph::Graph g = import(sum_model(4096));
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].inputs.size(), 4096u);
+}
+
+TEST(LoadCaps, ImporterMessagesEscapeTheModelsNames) {
+  // A node reading a value nothing produces: the importer's message quotes the node's name.
+  pb::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(sum_model(2, std::string("evil\x1b[31m\0name", 14))));
+  m.mutable_graph()->mutable_node(0)->set_input(1, "missing");
+  try {
+    import(m.SerializeAsString());
+    FAIL() << "a dangling input loaded";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+    EXPECT_NE(message.find("evil\\x1B[31m\\x00name"), std::string::npos) << message;
+    EXPECT_NE(message.find("'missing'"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace wgi::onnx
