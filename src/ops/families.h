@@ -17,10 +17,12 @@ void register_pooling_ops(OpRegistry& registry);        // pooling.cpp: MaxPool,
 void register_attention_ops(OpRegistry& registry);      // attention.cpp: wgi's fused Attention
 // conv_channels_last.cpp: wgi's DepthwiseConvChannelsLast (a fused convolutional position encoding)
 void register_conv_channels_last_ops(OpRegistry& registry);
+void register_control_flow_ops(OpRegistry& registry);  // control_flow.cpp: If (planned as its taken branch)
 
 inline constexpr std::array kOpFamilies = {
     &register_unary_ops,   &register_linear_ops,        &register_conv_ops,
     &register_binary_ops,  &register_data_movement_ops, &register_normalization_ops,
-    &register_pooling_ops, &register_attention_ops,     &register_conv_channels_last_ops};
+    &register_pooling_ops, &register_attention_ops,     &register_conv_channels_last_ops,
+    &register_control_flow_ops};
 
 }  // namespace wgi::ops
