@@ -2,8 +2,55 @@
 
 #include <algorithm>
 #include <deque>
+#include <set>
 
 namespace wgi::graph {
+
+namespace {
+
+void collect_outer_reads(const Graph& graph, const Subgraph& sub, std::set<ValueId>& defined,
+                         std::set<ValueId>& seen, std::vector<ValueId>& out) {
+  defined.insert(sub.inputs.begin(), sub.inputs.end());
+  for (const Node& n : sub.nodes) defined.insert(n.outputs.begin(), n.outputs.end());
+  auto read = [&](ValueId v) {
+    if (v != kNoValue && !graph.value(v).constant && !defined.count(v) && seen.insert(v).second)
+      out.push_back(v);
+  };
+  // A node's inputs include its own subgraphs' outer reads, so nested scopes need no recursion here.
+  for (const Node& n : sub.nodes) {
+    for (ValueId v : n.inputs) read(v);
+  }
+  for (ValueId v : sub.outputs) read(v);
+}
+
+}  // namespace
+
+std::vector<ValueId> outer_reads_of(const Graph& graph, const Subgraph& sub) {
+  std::set<ValueId> defined, seen;
+  std::vector<ValueId> out;
+  collect_outer_reads(graph, sub, defined, seen, out);
+  return out;
+}
+
+void set_outer_reads(const Graph& graph, Node& node) {
+  node.inputs.resize(node.op_input_count());
+  std::set<ValueId> seen(node.inputs.begin(), node.inputs.end());  // the op's own inputs are read already
+  std::vector<ValueId> reads;
+  for (const Subgraph& sub : node.subgraphs) {
+    std::set<ValueId> defined;
+    collect_outer_reads(graph, sub, defined, seen, reads);
+  }
+  node.inputs.insert(node.inputs.end(), reads.begin(), reads.end());
+  node.outer_reads = reads.size();
+}
+
+void replace_reads(Node& node, ValueId from, ValueId to) {
+  std::replace(node.inputs.begin(), node.inputs.end(), from, to);
+  for (Subgraph& sub : node.subgraphs) {
+    for (Node& n : sub.nodes) replace_reads(n, from, to);
+    std::replace(sub.outputs.begin(), sub.outputs.end(), from, to);
+  }
+}
 
 ValueShape ValueShape::of(const Shape& shape) {
   ValueShape s;
@@ -37,6 +84,11 @@ ValueId Graph::add_value(Value value) {
     if (by_name_.count(value.name)) throw Error("two values are named '" + value.name + "'");
     by_name_[value.name] = static_cast<ValueId>(values.size());
   }
+  values.push_back(std::move(value));
+  return static_cast<ValueId>(values.size() - 1);
+}
+
+ValueId Graph::add_scoped_value(Value value) {
   values.push_back(std::move(value));
   return static_cast<ValueId>(values.size() - 1);
 }
@@ -114,12 +166,46 @@ void Graph::sort_topologically() {
     }
   }
   nodes = std::move(sorted);
+  link_producers();
+}
+
+void Graph::link_producers() {
   for (Value& v : values) v.producer = -1;
   for (size_t n = 0; n < nodes.size(); ++n) {
     for (ValueId v : nodes[n].outputs) {
       if (v != kNoValue) value(v).producer = static_cast<int32_t>(n);
     }
   }
+}
+
+void Graph::edit_subgraph(Node& node, size_t subgraph, const std::function<void(Graph&)>& fn) {
+  Subgraph& sub = node.subgraphs.at(subgraph);
+  std::vector<ValueId> scope_inputs = sub.inputs;
+  for (ValueId v : outer_reads_of(*this, sub)) {
+    if (std::find(scope_inputs.begin(), scope_inputs.end(), v) == scope_inputs.end())
+      scope_inputs.push_back(v);
+  }
+  std::vector<Node> outer_nodes = std::move(nodes);
+  std::vector<ValueId> outer_inputs = std::exchange(inputs, std::move(scope_inputs));
+  std::vector<ValueId> outer_outputs = std::exchange(outputs, sub.outputs);
+  nodes = std::move(sub.nodes);
+  auto restore = [&] {
+    sub.nodes = std::exchange(nodes, std::move(outer_nodes));
+    sub.outputs = std::exchange(outputs, std::move(outer_outputs));
+    inputs = std::move(outer_inputs);
+  };
+  try {
+    sort_topologically();
+    fn(*this);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  // `node` lives in `nodes` again (moving a vector keeps its elements where they are). Passes inside only
+  // drop reads or replace one by another the scope already read, so the node order stays valid.
+  set_outer_reads(*this, node);
+  link_producers();
 }
 
 }  // namespace wgi::graph

@@ -44,9 +44,9 @@ bool is_graph_output(const Graph& g, ValueId v) {
   return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
 }
 
-// Redirects every reader of `from` (nodes and graph outputs) to `to`.
+// Redirects every reader of `from` (nodes, inside their subgraphs too, and graph outputs) to `to`.
 void replace_uses(Graph& g, ValueId from, ValueId to) {
-  for (Node& n : g.nodes) std::replace(n.inputs.begin(), n.inputs.end(), from, to);
+  for (Node& n : g.nodes) replace_reads(n, from, to);
   std::replace(g.outputs.begin(), g.outputs.end(), from, to);
 }
 
@@ -92,6 +92,28 @@ bool is_float(const Tensor* t) {
 }
 
 }  // namespace
+
+PassReport& PassReport::operator+=(const PassReport& o) {
+  for (auto [field, add] : {std::pair{&identities_removed, o.identities_removed},
+                            {&dead_nodes_removed, o.dead_nodes_removed},
+                            {&constants_folded, o.constants_folded},
+                            {&batch_norms_folded, o.batch_norms_folded},
+                            {&transposed_weights_read, o.transposed_weights_read},
+                            {&bias_adds_fused, o.bias_adds_fused},
+                            {&residual_adds_fused, o.residual_adds_fused},
+                            {&gelus_fused, o.gelus_fused},
+                            {&activations_fused, o.activations_fused},
+                            {&attentions_fused, o.attentions_fused},
+                            {&packed_qkv_read, o.packed_qkv_read},
+                            {&split_heads_read, o.split_heads_read},
+                            {&attentions_transposed, o.attentions_transposed},
+                            {&depthwise_convs_fused, o.depthwise_convs_fused},
+                            {&windows_read, o.windows_read},
+                            {&windows_written, o.windows_written}}) {
+    *field += add;
+  }
+  return *this;
+}
 
 std::string PassReport::summary() const {
   std::string s;
@@ -1453,6 +1475,12 @@ PassReport optimize(Graph& graph, const ops::OpRegistry& registry) {
   r.split_heads_read = read_split_heads(graph);
   r.attentions_transposed = write_attention_transposed(graph);
   r.dead_nodes_removed += remove_dead_nodes(graph);
+  // Then inside subgraphs (If's branches), where a value read from an enclosing scope counts as a graph
+  // input; what the passes folded out here is a constant there.
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (size_t s = 0; s < graph.nodes[n].subgraphs.size(); ++s)
+      graph.edit_subgraph(graph.nodes[n], s, [&](Graph& sub) { r += optimize(sub, registry); });
+  }
   return r;
 }
 

@@ -28,9 +28,11 @@ struct PassReport {
   int windows_read = 0;             // MatMul reads a window partition through a row map (no Transpose)
   int windows_written = 0;          // MatMul writes a window reverse through a row map (no Transpose)
   std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
+  PassReport& operator+=(const PassReport& other);  // counts summed (a subgraph's into its graph's)
 };
 
-// Every pass below, in order; the registry supplies host evaluation for constant folding.
+// Every pass below, in order, then the same inside every subgraph (nodes read inside a subgraph are read:
+// Node::outer_reads); the registry supplies host evaluation for constant folding.
 PassReport optimize(Graph& graph, const ops::OpRegistry& registry);
 
 int eliminate_identities(Graph& graph);

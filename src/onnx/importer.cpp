@@ -189,6 +189,7 @@ class Importer {
       graph_.nodes.push_back(std::move(p.node));
     }
     graph_.sort_topologically();
+    sort_subgraphs(graph_);
     return std::move(graph_);
   }
 
@@ -197,6 +198,8 @@ class Importer {
     graph::Node node;
     std::vector<std::string> input_names;
     std::vector<std::string> unsupported;  // reasons the importer already knows
+    // Graph-valued attributes, imported once every name of the node's scope is known (resolve_node_inputs).
+    std::vector<std::pair<std::string, const pb::GraphProto*>> subgraph_protos;
   };
 
   void read_header() {
@@ -239,7 +242,7 @@ class Importer {
     v.dtype = tensor.dtype();
     v.shape = graph::ValueShape::of(tensor.shape());
     v.constant = std::move(tensor);
-    graph_.add_value(std::move(v));
+    define(std::move(v));
   }
 
   void add_initializer(const pb::TensorProto& t) {
@@ -258,7 +261,8 @@ class Importer {
     graph::Value v;
     v.name = in.name;
     if (std::optional<std::string> problem = read_declared_type(in, v)) throw Error(what + " " + *problem);
-    graph_.inputs.push_back(graph_.add_value(std::move(v)));
+    graph::ValueId id = define(std::move(v));
+    (scopes_.empty() ? graph_.inputs : scopes_.back().inputs).push_back(id);
   }
 
   int opset_of(const std::string& domain, const std::string& label) const {
@@ -307,7 +311,7 @@ class Importer {
       graph::Value v;
       v.name = out;
       v.producer = static_cast<int32_t>(pending_.size());
-      p.node.outputs.push_back(graph_.add_value(std::move(v)));
+      p.node.outputs.push_back(define(std::move(v)));
     }
     pending_.push_back(std::move(p));
   }
@@ -402,7 +406,7 @@ class Importer {
         }
         case Type::Graph:
         case Type::Graphs:
-          p.unsupported.push_back("subgraphs are not supported (attribute '" + name + "')");
+          add_subgraph_attribute(a, type, what, p);
           break;
         case Type::SparseTensor:
         case Type::SparseTensors:
@@ -438,20 +442,22 @@ class Importer {
           p.node.inputs.push_back(graph::kNoValue);
           continue;
         }
-        graph::ValueId id = graph_.find(in);
+        graph::ValueId id = resolve(in);
         if (id == graph::kNoValue) {
           throw Error(p.node.info.describe() + " reads '" + in + "' as input " + std::to_string(i) +
-                      ", but no graph input, initializer or node output has that name");
+                      ", but no graph input, initializer or node output " +
+                      (scopes_.empty() ? "" : "of this subgraph or an enclosing graph ") + "has that name");
         }
         p.node.inputs.push_back(id);
       }
+      import_subgraphs(p);
     }
   }
 
   // A declared type (value_info, graph output) of a node's output: fills its dtype and shape, and records an
   // element type wgi lacks on the producing node.
   void apply_declared_type(const pb::ValueInfoProto& info, const char* kind) {
-    graph::ValueId id = graph_.find(info.name);
+    graph::ValueId id = find_in_scope(info.name);
     if (id == graph::kNoValue) return;  // value_info for a value the graph does not have: harmless
     graph::Value& v = graph_.value(id);
     if (v.producer < 0) return;  // inputs and constants have their types already
@@ -490,6 +496,153 @@ class Importer {
   std::unordered_map<std::string, std::string> origins_;  // value name -> "initializer 'w'", ...
   std::unordered_set<std::string> local_functions_;       // "domain:name"
   std::vector<Pending> pending_;                          // nodes in file order
+
+  // ---- Subgraphs (graph-valued attributes): each is a scope of its own, its values in graph_'s table. ----
+
+  struct Scope {
+    std::string path;  // "If 'if_0' / then_branch", for messages
+    std::unordered_map<std::string, graph::ValueId> names;
+    std::vector<graph::ValueId> inputs;
+  };
+  // An error raised inside a subgraph, already prefixed with its path: enclosing scopes pass it on unchanged.
+  struct SubgraphError : Error {
+    using Error::Error;
+  };
+
+  // Adds a value of the scope being imported: the main graph's values are found by name in graph_, a
+  // subgraph's in its scope (where they may shadow names of enclosing scopes).
+  graph::ValueId define(graph::Value v) {
+    if (scopes_.empty()) return graph_.add_value(std::move(v));
+    std::string name = v.name;
+    graph::ValueId id = graph_.add_scoped_value(std::move(v));
+    scopes_.back().names[name] = id;
+    return id;
+  }
+  graph::ValueId find_in_scope(const std::string& name) const {
+    if (scopes_.empty()) return graph_.find(name);
+    auto it = scopes_.back().names.find(name);
+    return it == scopes_.back().names.end() ? graph::kNoValue : it->second;
+  }
+  // The innermost value of this name visible from the scope being imported.
+  graph::ValueId resolve(const std::string& name) const {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      auto it = scope->names.find(name);
+      if (it != scope->names.end()) return it->second;
+    }
+    return graph_.find(name);
+  }
+
+  void add_subgraph_attribute(const pb::AttributeProto& a, pb::AttributeType type, const std::string& what,
+                              Pending& p) {
+    if (type == pb::AttributeType::Graph) {
+      if (!a.g) throw Error(what + " is of type GRAPH but holds no graph");
+      p.subgraph_protos.emplace_back(a.name, a.g.get());
+      return;
+    }
+    for (size_t i = 0; i < a.graphs.size(); ++i)
+      p.subgraph_protos.emplace_back(a.name + "[" + std::to_string(i) + "]", &a.graphs[i]);
+  }
+
+  void import_subgraphs(Pending& p) {
+    if (p.subgraph_protos.empty()) return;
+    const ops::NodeInfo& info = p.node.info;
+    const std::string owner =
+        (scopes_.empty() ? "" : scopes_.back().path + " / ") + info.op_type + " '" + info.name + "'";
+    for (const auto& [attribute, proto] : p.subgraph_protos)
+      p.node.subgraphs.push_back(import_subgraph(*proto, attribute, owner));
+    graph::set_outer_reads(graph_, p.node);
+    if (info.domain.empty() && info.op_type == "If") check_if_branches(p);
+  }
+
+  graph::Subgraph import_subgraph(const pb::GraphProto& g, const std::string& attribute,
+                                  const std::string& owner) {
+    graph::Subgraph sub;
+    sub.attribute = attribute;
+    sub.name = g.name;
+    scopes_.push_back(Scope{owner + " / " + attribute, {}, {}});
+    std::unordered_map<std::string, std::string> outer_origins = std::exchange(origins_, {});
+    std::vector<Pending> outer_pending = std::exchange(pending_, {});
+    try {
+      if (!g.sparse_initializer.empty()) throw Error("sparse initializers are not supported");
+      for (const pb::TensorProto& t : g.initializer) add_initializer(t);
+      for (const pb::ValueInfoProto& in : g.input) add_input(in);
+      for (size_t i = 0; i < g.node.size(); ++i) add_node(g.node[i], i);
+      resolve_node_inputs();
+      for (const pb::ValueInfoProto& info : g.value_info) apply_declared_type(info, "value_info entry");
+      for (const pb::ValueInfoProto& out : g.output) {
+        if (out.name.empty()) throw Error("the subgraph has an output without a name");
+        graph::ValueId id = resolve(out.name);
+        if (id == graph::kNoValue) {
+          throw Error("subgraph output '" + out.name +
+                      "' is no value of this subgraph or an enclosing graph");
+        }
+        apply_declared_type(out, "subgraph output");
+        sub.outputs.push_back(id);
+      }
+      for (Pending& n : pending_) {
+        if (!n.unsupported.empty()) {
+          std::string reason;
+          for (const std::string& r : n.unsupported) reason += (reason.empty() ? "" : "; ") + r;
+          n.node.info.attributes.set(std::string(kUnsupportedReasonAttribute), reason);
+        }
+        sub.nodes.push_back(std::move(n.node));
+      }
+    } catch (const SubgraphError&) {
+      throw;
+    } catch (const Error& e) {
+      throw SubgraphError(scopes_.back().path + ": " + e.what());
+    }
+    sub.inputs = std::move(scopes_.back().inputs);
+    scopes_.pop_back();
+    origins_ = std::move(outer_origins);
+    pending_ = std::move(outer_pending);
+    return sub;
+  }
+
+  // If's two branches must give what the node declares: as many outputs as it has, of the same element types
+  // where both declare them (shapes may differ from opset 11 on).
+  void check_if_branches(const Pending& p) {
+    const graph::Node& node = p.node;
+    const std::string label = node.info.describe();
+    const pb::GraphProto* branch[2] = {nullptr, nullptr};
+    for (const auto& [attribute, proto] : p.subgraph_protos) {
+      if (attribute == "then_branch") branch[0] = proto;
+      if (attribute == "else_branch") branch[1] = proto;
+    }
+    if (!branch[0] || !branch[1])
+      throw Error(label + " needs both graph attributes then_branch and else_branch");
+    if (node.op_input_count() != 1) {
+      throw Error(label + " has " + std::to_string(node.op_input_count()) + " inputs; If takes one, cond");
+    }
+    for (int b = 0; b < 2; ++b) {
+      if (branch[b]->output.size() != node.outputs.size()) {
+        throw Error(label + ": " + (b ? "else_branch" : "then_branch") + " has " +
+                    std::to_string(branch[b]->output.size()) + " outputs, but the node has " +
+                    std::to_string(node.outputs.size()));
+      }
+    }
+    auto elem_type = [](const pb::ValueInfoProto& info) -> int32_t {
+      if (!info.type || info.type->value_case != pb::TypeProto::ValueCase::TensorType) return 0;
+      return info.type->tensor_type.elem_type.value_or(0);
+    };
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      const int32_t then_type = elem_type(branch[0]->output[o]), else_type = elem_type(branch[1]->output[o]);
+      if (then_type != 0 && else_type != 0 && then_type != else_type) {
+        throw Error(label + ": output " + std::to_string(o) + " is " + onnx_dtype_name(then_type) +
+                    " in then_branch ('" + branch[0]->output[o].name + "') but " +
+                    onnx_dtype_name(else_type) + " in else_branch ('" + branch[1]->output[o].name + "')");
+      }
+    }
+  }
+
+  // Sorts every subgraph's nodes topologically (nested ones too), as the importer sorts the main graph.
+  static void sort_subgraphs(graph::Graph& g) {
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      for (size_t s = 0; s < g.nodes[n].subgraphs.size(); ++s) g.edit_subgraph(g.nodes[n], s, sort_subgraphs);
+    }
+  }
+
+  std::vector<Scope> scopes_;  // the subgraphs being imported, innermost last
 };
 
 }  // namespace

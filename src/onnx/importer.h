@@ -40,7 +40,7 @@ inline constexpr int64_t kMaxOpset = 21;
 inline constexpr int64_t kMinIrVersion = 3;
 inline constexpr int64_t kMaxIrVersion = 10;
 
-// A node the importer kept but already knows wgi cannot run (a subgraph attribute, an element type wgi lacks,
+// A node the importer kept but already knows wgi cannot run (an element type wgi lacks,
 // a model-local function) carries the reason in this string attribute; find_unsupported reports it. Ops never
 // see such nodes run, since a model with unsupported nodes fails to load.
 inline constexpr std::string_view kUnsupportedReasonAttribute = "wgi.unsupported_reason";
@@ -58,10 +58,12 @@ struct UnsupportedNode {
   std::string domain;  // "" for ai.onnx
   int64_t opset = 0;
   std::string reason;
+  std::string scope;  // "" in the main graph; else the path to the subgraph: "If 'if_0' / then_branch"
 };
 
 // Every node the registry cannot run, with the reason (op missing / opset unsupported / element type
-// unsupported / subgraphs unsupported), in graph order. Empty when the whole model is supported.
+// unsupported), in graph order, nodes inside subgraphs after the node that holds them. Empty when the whole
+// model is supported.
 std::vector<UnsupportedNode> find_unsupported(const graph::Graph& graph, const ops::OpRegistry& registry);
 // A readable multi-line list, nodes with the same op, opset and reason grouped on one line; "" for an empty
 // list.

@@ -15,10 +15,12 @@ std::string domain_label(const std::string& domain) {
 
 }  // namespace
 
-std::vector<UnsupportedNode> find_unsupported(const graph::Graph& graph, const ops::OpRegistry& registry) {
-  std::vector<UnsupportedNode> out;
+namespace {
+
+void collect_unsupported(const std::vector<graph::Node>& nodes, const std::string& scope,
+                         const ops::OpRegistry& registry, std::vector<UnsupportedNode>& out) {
   const std::string marker(kUnsupportedReasonAttribute);
-  for (const graph::Node& node : graph.nodes) {
+  for (const graph::Node& node : nodes) {
     const ops::NodeInfo& info = node.info;
     std::optional<std::string> reason;
     auto it = info.attributes.all().find(marker);
@@ -31,8 +33,21 @@ std::vector<UnsupportedNode> find_unsupported(const graph::Graph& graph, const o
     } else {
       reason = registry.unsupported_reason(info.domain, info.op_type, info.opset);
     }
-    if (reason) out.push_back({info.name, info.op_type, info.domain, info.opset, std::move(*reason)});
+    if (reason) out.push_back({info.name, info.op_type, info.domain, info.opset, std::move(*reason), scope});
+    for (const graph::Subgraph& sub : node.subgraphs) {
+      collect_unsupported(
+          sub.nodes,
+          (scope.empty() ? "" : scope + " / ") + info.op_type + " '" + info.name + "' / " + sub.attribute,
+          registry, out);
+    }
   }
+}
+
+}  // namespace
+
+std::vector<UnsupportedNode> find_unsupported(const graph::Graph& graph, const ops::OpRegistry& registry) {
+  std::vector<UnsupportedNode> out;
+  collect_unsupported(graph.nodes, "", registry, out);
   return out;
 }
 
@@ -41,7 +56,7 @@ std::string format_unsupported(const std::vector<UnsupportedNode>& nodes) {
   // Group nodes that fail for the same reason, in order of first appearance.
   struct Group {
     const UnsupportedNode* first;
-    std::vector<const std::string*> names;
+    std::vector<std::string> names;
   };
   std::vector<Group> groups;
   std::map<std::tuple<std::string, std::string, int64_t, std::string>, size_t> index;
@@ -49,7 +64,8 @@ std::string format_unsupported(const std::vector<UnsupportedNode>& nodes) {
     auto key = std::make_tuple(n.op_type, n.domain, n.opset, n.reason);
     auto [it, inserted] = index.emplace(key, groups.size());
     if (inserted) groups.push_back({&n, {}});
-    groups[it->second].names.push_back(&n.node_name);
+    const std::string name = "'" + printable(n.node_name) + "'";
+    groups[it->second].names.push_back(n.scope.empty() ? name : printable(n.scope) + " / node " + name);
   }
   std::string s = std::to_string(nodes.size()) + (nodes.size() == 1 ? " node is" : " nodes are") +
                   " not supported by wgi:\n";
@@ -58,7 +74,7 @@ std::string format_unsupported(const std::vector<UnsupportedNode>& nodes) {
          std::to_string(g.first->opset) + "): " + printable(g.first->reason, 1000) + "\n";
     s += "      " + std::to_string(g.names.size()) + (g.names.size() == 1 ? " node: " : " nodes: ");
     for (size_t i = 0; i < g.names.size() && i < kMaxNamesPerGroup; ++i) {
-      s += (i ? ", '" : "'") + printable(*g.names[i]) + "'";
+      s += (i ? ", " : "") + g.names[i];
     }
     if (g.names.size() > kMaxNamesPerGroup)
       s += " and " + std::to_string(g.names.size() - kMaxNamesPerGroup) + " more";

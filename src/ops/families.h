@@ -28,6 +28,7 @@ void register_einsum_ops(OpRegistry& registry);   // einsum.cpp: Einsum
 void register_scan_ops(OpRegistry& registry);     // scan.cpp: CumSum
 void register_float_class_ops(OpRegistry& registry);  // float_class.cpp: IsNaN, IsInf
 void register_lrn_ops(OpRegistry& registry);          // lrn.cpp: LRN
+void register_control_flow_ops(OpRegistry& registry);  // control_flow.cpp: If (planned as its taken branch)
 
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
@@ -50,6 +51,7 @@ inline constexpr std::array kOpFamilies = {
     &register_scan_ops,
     &register_float_class_ops,
     &register_lrn_ops,
+    &register_control_flow_ops,
 };
 // clang-format on
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "graph/memory_planner.h"
+#include "ops/control_flow.h"
 #include "runtime/device_tensor.h"
 #include "runtime/plan_binding.h"
 
@@ -28,7 +29,8 @@ size_t dispatches_per_submission() {
     if (env == nullptr || *env == '\0') return kDefault;
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(env, &end, 10);
-    if (*end != '\0') throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
+    if (*end != '\0')
+      throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
     return static_cast<size_t>(parsed);
   }();
   return value;
@@ -47,7 +49,7 @@ const gpu::Buffer& WeightStore::get(const graph::Graph& graph, graph::ValueId va
   return buffers_.emplace(value, std::move(buffer)).first->second;
 }
 
-std::shared_ptr<SharedNodePlan> PlanSharing::find(size_t node, const std::string& key) {
+std::shared_ptr<SharedNodePlan> PlanSharing::find(const graph::Node* node, const std::string& key) {
   auto it = entries_.find(node);
   if (it == entries_.end()) return nullptr;
   auto& list = it->second;
@@ -59,7 +61,7 @@ std::shared_ptr<SharedNodePlan> PlanSharing::find(size_t node, const std::string
   return nullptr;
 }
 
-void PlanSharing::insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan) {
+void PlanSharing::insert(const graph::Node* node, std::string key, std::shared_ptr<SharedNodePlan> plan) {
   auto& list = entries_[node];
   list.emplace_front(std::move(key), std::move(plan));
   while (list.size() > per_node_) list.pop_back();
@@ -207,15 +209,49 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
     const auto& h = out.host_values[static_cast<size_t>(v)];
     return h ? &*h : nullptr;
   };
+  // Plans `nodes` in order; `scope` ("If 'x' / then_branch / ") prefixes the errors of nodes in subgraphs.
+  std::function<void(const std::vector<graph::Node>&, const std::string&, bool)> plan_list;
+  // An If whose condition is known: its branch is planned here, in the If's place, and the If's outputs are
+  // the branch's (NodePlans::aliases). When only checking (errors collected) an If on a graph input is
+  // planned both ways, since a run gives that input by value.
+  auto plan_if = [&](const graph::Node& node, const ops::PlanContext& ctx, const std::string& scope,
+                     bool checking_only) {
+    const graph::Subgraph* branches[2] = {nullptr, nullptr};
+    for (const graph::Subgraph& sub : node.subgraphs) {
+      if (sub.attribute == ops::kIfThenBranch) branches[0] = &sub;
+      if (sub.attribute == ops::kIfElseBranch) branches[1] = &sub;
+    }
+    if (!branches[0] || !branches[1]) throw Error(node.info.describe() + ": internal: a branch is missing");
+    const bool on_graph_input =
+        std::find(graph.inputs.begin(), graph.inputs.end(), node.inputs[0]) != graph.inputs.end();
+    const bool check_both = errors && ctx.constant(0) == nullptr && on_graph_input;
+    const bool then_taken = check_both || ops::if_condition(ctx);
+    const std::string inner = scope + "If '" + node.info.name + "' / ";
+    if (check_both) plan_list(branches[1]->nodes, inner + ops::kIfElseBranch + " / ", true);
+    const graph::Subgraph& taken = *branches[then_taken ? 0 : 1];
+    plan_list(taken.nodes, inner + taken.attribute + " / ", checking_only);
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      const graph::ValueId v = node.outputs[o], source = taken.outputs.at(o);
+      if (v == graph::kNoValue) continue;
+      if (!known[static_cast<size_t>(source)]) return;  // a branch node failed (only when collecting errors)
+      out.descs[static_cast<size_t>(v)] = out.descs[static_cast<size_t>(source)];
+      // Host values are copied (so readers see a folded shape as folded), large constants only aliased.
+      if (const Tensor* h = host_value(source); h && (!graph.value(source).constant || host_visible(*h))) {
+        out.host_values[static_cast<size_t>(v)] = *h;
+      }
+      if (!checking_only) out.aliases.push_back({out.gpu_nodes.size(), v, source});
+    }
+    for (graph::ValueId v : node.outputs) {
+      if (v != graph::kNoValue) known[static_cast<size_t>(v)] = true;
+    }
+  };
   // Nodes whose outputs can be computed on the host (shape arithmetic on now-known shapes, constant
   // subgraphs) are folded instead of planned.
-  for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
-    if (progress) progress(ni, graph.nodes.size());
-    const graph::Node& node = graph.nodes[ni];
+  auto plan_node = [&](const graph::Node& node, const std::string& scope, bool checking_only) {
     if (std::any_of(node.inputs.begin(), node.inputs.end(), [&](graph::ValueId v) {
           return v != graph::kNoValue && !known[static_cast<size_t>(v)];
         })) {
-      continue;  // depends on a node that failed to plan (only when collecting errors)
+      return;  // depends on a node that failed to plan (only when collecting errors)
     }
     try {
       const auto* entry = registry.find(node.info.domain, node.info.op_type, node.info.opset);
@@ -235,6 +271,10 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         ctx.constant_inputs.push_back(host_value(v));
         host_inputs.push_back(host_value(v));
       }
+      if (!node.subgraphs.empty() && node.info.domain.empty() && node.info.op_type == "If") {
+        plan_if(node, ctx, scope, checking_only);
+        return;
+      }
       bool folded = false;
       if (entry->handler.evaluate_on_host) {
         std::vector<Tensor> results = entry->handler.evaluate_on_host(ctx, host_inputs);
@@ -249,11 +289,11 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         }
       }
       if (!folded) {
-        NodePlans::GpuNode gpu_node{ni, {}, nullptr, false};
+        NodePlans::GpuNode gpu_node{&node, {}, nullptr, false};
         std::string key;
         if (sharing) {
           key = node_plan_key(graph, node, ctx);
-          gpu_node.shared = sharing->find(ni, key);
+          gpu_node.shared = sharing->find(&node, key);
           gpu_node.reused = gpu_node.shared != nullptr;
         }
         if (!gpu_node.shared) {
@@ -265,7 +305,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           if (sharing) {
             gpu_node.shared = std::make_shared<SharedNodePlan>();
             gpu_node.shared->plan = std::move(plan);
-            sharing->insert(ni, std::move(key), gpu_node.shared);
+            sharing->insert(&node, std::move(key), gpu_node.shared);
           } else {
             gpu_node.plan = std::move(plan);
           }
@@ -275,16 +315,31 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           if (node.outputs[o] != graph::kNoValue)
             out.descs[static_cast<size_t>(node.outputs[o])] = plan.outputs[o];
         }
-        out.reused += gpu_node.reused ? 1 : 0;
-        out.gpu_nodes.push_back(std::move(gpu_node));
+        // A branch planned only to check it (see plan_if) has no steps.
+        if (!checking_only) {
+          out.reused += gpu_node.reused ? 1 : 0;
+          out.gpu_nodes.push_back(std::move(gpu_node));
+        }
       }
       for (graph::ValueId v : node.outputs) {
         if (v != graph::kNoValue) known[static_cast<size_t>(v)] = true;
       }
     } catch (const Error& e) {
-      if (!errors) throw;
-      errors->push_back(e.what());
+      // A branch node's error is prefixed once, by the scope it was raised in.
+      const bool prefixed = !scope.empty() && std::string_view(e.what()).starts_with(scope);
+      if (!errors) {
+        if (scope.empty() || prefixed) throw;
+        throw Error(scope + e.what());
+      }
+      errors->push_back(prefixed ? e.what() : scope + e.what());
     }
+  };
+  plan_list = [&](const std::vector<graph::Node>& nodes, const std::string& scope, bool checking_only) {
+    for (const graph::Node& node : nodes) plan_node(node, scope, checking_only);
+  };
+  for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
+    if (progress) progress(ni, graph.nodes.size());
+    plan_node(graph.nodes[ni], "", false);
   }
   if (progress) progress(graph.nodes.size(), graph.nodes.size());
   return out;
@@ -326,8 +381,17 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   std::vector<graph::ValueId> root(value_count);
   for (size_t v = 0; v < value_count; ++v) root[v] = static_cast<graph::ValueId>(v);
   std::vector<int32_t> first_use(value_count, -1), last_use(value_count, -1);
+  size_t next_alias = 0;
+  // An If's output is its branch's output (and its memory) from the step after the branch on.
+  auto apply_aliases = [&](size_t step) {
+    for (; next_alias < planned.aliases.size() && planned.aliases[next_alias].step <= step; ++next_alias) {
+      const NodePlans::Alias& a = planned.aliases[next_alias];
+      root[static_cast<size_t>(a.value)] = root[static_cast<size_t>(a.source)];
+    }
+  };
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
-    const graph::Node& node = graph.nodes[gpu_nodes[s].node];
+    apply_aliases(s);
+    const graph::Node& node = *gpu_nodes[s].node;
     for (graph::ValueId v : node.inputs) {
       if (v != graph::kNoValue)
         last_use[static_cast<size_t>(root[static_cast<size_t>(v)])] = static_cast<int32_t>(s);
@@ -345,6 +409,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
           std::max(last_use[static_cast<size_t>(out)], static_cast<int32_t>(s));
     }
   }
+  apply_aliases(gpu_nodes.size());
   for (graph::ValueId v : graph.outputs)
     last_use[static_cast<size_t>(root[static_cast<size_t>(v)])] = INT32_MAX;
 
@@ -455,7 +520,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   device.pipelines().prefetch(programs);
   end_phase(phases_.pipelines);
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
-    const graph::Node& node = graph.nodes[gpu_nodes[s].node];
+    const graph::Node& node = *gpu_nodes[s].node;
     const ops::OpPlan& plan = gpu_nodes[s].op_plan();
     // Only inputs a kernel binds (or an output aliases) need device memory: others, such as Slice's `ends`
     // (often INT64_MAX, which no 32-bit GPU integer holds), are read on the host when planning.

@@ -96,8 +96,9 @@ struct SharedNodePlan {
 class PlanSharing {
  public:
   explicit PlanSharing(size_t per_node) : per_node_(std::max<size_t>(1, per_node)) {}
-  std::shared_ptr<SharedNodePlan> find(size_t node, const std::string& key);
-  void insert(size_t node, std::string key, std::shared_ptr<SharedNodePlan> plan);
+  // Nodes are the session's graph's (which never changes), in graph.nodes or in a subgraph.
+  std::shared_ptr<SharedNodePlan> find(const graph::Node* node, const std::string& key);
+  void insert(const graph::Node* node, std::string key, std::shared_ptr<SharedNodePlan> plan);
   size_t size() const;
   size_t per_node() const { return per_node_; }
 
@@ -114,7 +115,8 @@ class PlanSharing {
 
  private:
   size_t per_node_;
-  std::unordered_map<size_t, std::list<std::pair<std::string, std::shared_ptr<SharedNodePlan>>>> entries_;
+  std::unordered_map<const graph::Node*, std::list<std::pair<std::string, std::shared_ptr<SharedNodePlan>>>>
+      entries_;
   std::unordered_map<std::string, std::weak_ptr<const gpu::Buffer>> constants_;
   std::vector<std::shared_ptr<gpu::Buffer>> activations_;
 };
@@ -125,14 +127,21 @@ struct NodePlans {
   std::vector<ops::TensorDesc> descs;              // per value
   std::vector<std::optional<Tensor>> host_values;  // per value: folded at plan time (shape arithmetic)
   struct GpuNode {
-    size_t node;
-    ops::OpPlan plan;                        // without sharing
+    const graph::Node* node;  // in graph.nodes, or in the subgraph of an If planned as its branch
+    ops::OpPlan plan;         // without sharing
     std::shared_ptr<SharedNodePlan> shared;  // with sharing (then `plan` is empty)
     bool reused = false;                     // `shared` was planned for an earlier plan
     const ops::OpPlan& op_plan() const { return shared ? shared->plan : plan; }
   };
   std::vector<GpuNode> gpu_nodes;
   size_t reused = 0;  // gpu_nodes whose plan was planned for an earlier plan
+  // An If planned as its taken branch: its output `value` is the branch's output `source` (the same memory,
+  // or the same host value), for the nodes from gpu_nodes[step] on.
+  struct Alias {
+    size_t step;
+    graph::ValueId value, source;
+  };
+  std::vector<Alias> aliases;  // in step order
 };
 
 // Plans every node. With `errors` null, the first failing node throws; otherwise each failure is appended
@@ -157,7 +166,7 @@ struct InputSource {
 };
 
 struct PlannedStep {
-  size_t node = 0;  // index into graph.nodes
+  const graph::Node* node = nullptr;  // in graph.nodes, or in an If's branch
   std::string kernel;
   size_t first_dispatch = 0;
   size_t dispatch_count = 0;

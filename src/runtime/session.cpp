@@ -453,7 +453,7 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
     std::vector<double> ms = timer->read(static_cast<uint32_t>(plan.dispatch_count()));
     profile.clear();
     for (const runtime::PlannedStep& step : plan.steps()) {
-      const graph::Node& node = graph.nodes[step.node];
+      const graph::Node& node = *step.node;
       NodeTiming t{node.info.name, node.info.op_type, step.kernel, 0.0};
       for (size_t d = 0; d < step.dispatch_count; ++d) t.gpu_ms += ms[step.first_dispatch + d];
       profile.push_back(std::move(t));

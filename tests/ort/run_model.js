@@ -1,5 +1,5 @@
 // Runs an ONNX model on onnxruntime-node's CPU execution provider: the independent reference for wgi's model
-// tests (tests/gpu/test_ocr.cpp). Inputs and outputs are float32 / int64 .npy files.
+// tests (tests/gpu/test_ocr.cpp). Inputs are float32 / int64 / bool .npy files, outputs float32 / int64.
 // Usage: node run_model.js MODEL.onnx OUT_DIR NAME=IN.npy [NAME=IN.npy ...]
 // Writes OUT_DIR/<output name>.npy (characters outside [A-Za-z0-9._-] replaced by '_').
 'use strict';
@@ -8,7 +8,7 @@ const path = require('path');
 const ort = require(path.join(process.env.WGI_ORT_DIR || path.join(__dirname, '..', '..', 'third_party', 'ort'),
                               'node_modules', 'onnxruntime-node'));
 
-const kinds = {'<f4': ['float32', Float32Array], '<i8': ['int64', BigInt64Array]};
+const kinds = {'<f4': ['float32', Float32Array], '<i8': ['int64', BigInt64Array], '|b1': ['bool', Uint8Array]};
 
 function readNpy(file) {
   const b = fs.readFileSync(file);

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <set>
 
+#include "graph/passes.h"
 #include "onnx/importer.h"
 #include "onnx/onnx_pb.h"
 
@@ -868,12 +870,12 @@ TEST(OnnxImport, FindUnsupportedListsNodesWithReasons) {
       ->set_i(pb::TensorProto::DOUBLE);
   add_output(m, "i");
   add_output(m, "c");
-  graph::Graph g = import(m);  // subgraphs do not fail the import: they are reported
+  graph::Graph g = import(m);  // unsupported nodes do not fail the import: they are reported
   ops::OpRegistry registry = registry_with_relu();
   std::vector<UnsupportedNode> bad = find_unsupported(g, registry);
-  ASSERT_EQ(bad.size(), 4u);
+  ASSERT_EQ(bad.size(), 6u);  // and the Identity of each branch, with its path
   std::map<std::string, UnsupportedNode> by_name;
-  for (const UnsupportedNode& n : bad) by_name[n.node_name] = n;
+  for (const UnsupportedNode& n : bad) by_name[n.scope + n.node_name] = n;
   ASSERT_TRUE(by_name.count("foo_1"));
   EXPECT_EQ(by_name["foo_1"].op_type, "FooBar");
   EXPECT_EQ(by_name["foo_1"].domain, "");
@@ -881,17 +883,23 @@ TEST(OnnxImport, FindUnsupportedListsNodesWithReasons) {
   EXPECT_HAS(by_name["foo_1"].reason, "op missing");
   ASSERT_TRUE(by_name.count("branchy"));
   EXPECT_EQ(by_name["branchy"].op_type, "If");
-  EXPECT_HAS(by_name["branchy"].reason, "subgraphs are not supported (attribute 'then_branch')");
+  EXPECT_HAS(by_name["branchy"].reason, "op missing");
+  ASSERT_TRUE(by_name.count("If 'branchy' / else_branch<unnamed #0>"));
+  EXPECT_EQ(by_name["If 'branchy' / else_branch<unnamed #0>"].op_type, "Identity");
   ASSERT_TRUE(by_name.count("to_double"));
   EXPECT_HAS(by_name["to_double"].reason, "dtype unsupported: attribute 'to' asks for DOUBLE");
   EXPECT_FALSE(by_name.count("relu"));
 
   std::string text = format_unsupported(bad);
-  EXPECT_HAS(text, "4 nodes are not supported by wgi:");
+  EXPECT_HAS(text, "6 nodes are not supported by wgi:");
   EXPECT_HAS(text, "FooBar (ai.onnx opset 13): op missing");
   EXPECT_HAS(text, "2 nodes: 'foo_1', 'foo_2'");
-  EXPECT_HAS(text, "If (ai.onnx opset 13): subgraphs are not supported");
-  EXPECT_HAS(text, "1 node: 'branchy'");
+  EXPECT_HAS(text,
+             "If (ai.onnx opset 13): op missing: wgi has no If in domain ai.onnx\n      1 node: 'branchy'");
+  EXPECT_HAS(text,
+             "Identity (ai.onnx opset 13): op missing: wgi has no Identity in domain ai.onnx\n      2 nodes: "
+             "If 'branchy' / then_branch / node "
+             "'<unnamed #0>', If 'branchy' / else_branch / node '<unnamed #0>'");
   EXPECT_EQ(format_unsupported({}), "");
 
   // The registry's opset ranges and wgi's opset range.
@@ -915,13 +923,231 @@ TEST(OnnxImport, FindUnsupportedListsNodesWithReasons) {
 
 TEST(OnnxImport, FormatUnsupportedGroupsAndShortensLongLists) {
   std::vector<UnsupportedNode> nodes;
-  for (int i = 0; i < 10; ++i) nodes.push_back({"ln" + std::to_string(i), "LayerNorm", "", 17, "op missing"});
-  nodes.push_back({"g", "Gelu", "com.microsoft", 1, "op missing"});
+  for (int i = 0; i < 10; ++i)
+    nodes.push_back({"ln" + std::to_string(i), "LayerNorm", "", 17, "op missing", ""});
+  nodes.push_back({"g", "Gelu", "com.microsoft", 1, "op missing", ""});
   std::string text = format_unsupported(nodes);
   EXPECT_HAS(text, "11 nodes are not supported by wgi:\n");
   EXPECT_HAS(text, "  LayerNorm (ai.onnx opset 17): op missing\n      10 nodes: 'ln0', 'ln1'");
   EXPECT_HAS(text, "'ln7' and 2 more\n");
   EXPECT_HAS(text, "  Gelu (com.microsoft opset 1): op missing\n      1 node: 'g'\n");
+}
+
+// --- subgraphs (graph-valued attributes) ------------------------------------------------------------------
+
+using NodeSpec = std::tuple<std::string, std::vector<std::string>, std::vector<std::string>>;
+
+// A branch: nodes (op, inputs, outputs) named after their first output, outputs declared of `elem_type`.
+pb::GraphProto branch_graph(const std::string& name, const std::vector<NodeSpec>& nodes,
+                            const std::vector<std::string>& outputs,
+                            int32_t elem_type = pb::TensorProto::FLOAT) {
+  pb::GraphProto g;
+  g.set_name(name);
+  for (const auto& [op, inputs, outs] : nodes) {
+    pb::NodeProto* n = g.add_node();
+    n->set_op_type(op);
+    n->set_name(name + "_" + op + "_" + outs.at(0));
+    for (const std::string& i : inputs) n->add_input(i);
+    for (const std::string& o : outs) n->add_output(o);
+  }
+  for (const std::string& o : outputs) add_value_info(g.mutable_output(), o, elem_type, std::nullopt);
+  return g;
+}
+
+pb::NodeProto* add_if(pb::ModelProto& m, const std::string& name, const std::string& cond,
+                      std::vector<std::string> outputs, const pb::GraphProto& then_branch,
+                      const pb::GraphProto& else_branch) {
+  pb::NodeProto* n = add_node(m, "If", {cond}, std::move(outputs), name);
+  *add_attribute(n, "then_branch", pb::AttributeProto::GRAPH)->mutable_g() = then_branch;
+  *add_attribute(n, "else_branch", pb::AttributeProto::GRAPH)->mutable_g() = else_branch;
+  return n;
+}
+
+const graph::Node& only_node(const std::vector<graph::Node>& nodes, const std::string& op) {
+  const graph::Node* found = nullptr;
+  for (const graph::Node& n : nodes) {
+    if (n.info.op_type == op) {
+      EXPECT_EQ(found, nullptr) << "two " << op << " nodes";
+      found = &n;
+    }
+  }
+  if (!found) throw Error("no " + op + " node");
+  return *found;
+}
+
+// y = If(cond): then x + s (s the branch's own initializer, shadowing the outer s) times the outer w, named y
+// like the If's output (as optimum's merged decoders name them); else another If on cond: relu(x) or x - w.
+pb::ModelProto nested_if_model() {
+  pb::ModelProto m = make_model(16);
+  add_input(m, "cond", std::vector<DimSpec>{}, pb::TensorProto::BOOL);
+  add_input(m, "x");
+  add_initializer(m, raw_tensor("w", pb::TensorProto::FLOAT, {4}, bytes_of<float>({1, 2, 3, 4})));
+  add_initializer(m, raw_tensor("s", pb::TensorProto::FLOAT, {4}, bytes_of<float>({5, 6, 7, 8})));
+  pb::GraphProto then_branch =
+      branch_graph("then", {{"Add", {"x", "s"}, {"t"}}, {"Mul", {"t", "w"}, {"y"}}}, {"y"});
+  *then_branch.add_initializer() =
+      raw_tensor("s", pb::TensorProto::FLOAT, {4}, bytes_of<float>({-1, -2, -3, -4}));
+  pb::GraphProto else_branch = branch_graph("else", {}, {"z"});
+  pb::NodeProto* inner = else_branch.add_node();
+  inner->set_op_type("If");
+  inner->set_name("inner");
+  inner->add_input("cond");
+  inner->add_output("z");
+  *add_attribute(inner, "then_branch", pb::AttributeProto::GRAPH)->mutable_g() =
+      branch_graph("inner_then", {{"Relu", {"x"}, {"r"}}}, {"r"});
+  *add_attribute(inner, "else_branch", pb::AttributeProto::GRAPH)->mutable_g() =
+      branch_graph("inner_else", {{"Sub", {"x", "w"}, {"d"}}}, {"d"});
+  add_if(m, "if_0", "cond", {"y"}, then_branch, else_branch);
+  add_output(m, "y");
+  return m;
+}
+
+TEST(OnnxSubgraphs, BranchesReadEnclosingScopesByIdAndShadow) {
+  graph::Graph g = import(nested_if_model());
+  const graph::ValueId x = g.find("x"), w = g.find("w"), s = g.find("s"), cond = g.find("cond");
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const graph::Node& iff = g.nodes[0];
+  ASSERT_EQ(iff.subgraphs.size(), 2u);
+  EXPECT_EQ(iff.subgraphs[0].attribute, "then_branch");
+  EXPECT_EQ(iff.subgraphs[1].attribute, "else_branch");
+  EXPECT_EQ(iff.subgraphs[0].name, "then");
+  // The op's input, then the one non-constant outer value the branches read (constants need no ordering).
+  EXPECT_EQ(iff.inputs, (std::vector<graph::ValueId>{cond, x}));
+  EXPECT_EQ(iff.outer_reads, 1u);
+  EXPECT_EQ(iff.op_input_count(), 1u);
+
+  const graph::Subgraph& then_branch = iff.subgraphs[0];
+  const graph::Node& add = only_node(then_branch.nodes, "Add");
+  EXPECT_EQ(add.inputs[0], x);
+  const graph::ValueId inner_s = add.inputs[1];
+  EXPECT_NE(inner_s, s);  // the branch's own s shadows the outer one
+  ASSERT_TRUE(g.value(inner_s).constant);
+  EXPECT_EQ(g.value(inner_s).constant->data<float>()[0], -1.0f);
+  EXPECT_EQ(g.find("s"), s);  // subgraph values are not found by name in the main graph
+  const graph::Node& mul = only_node(then_branch.nodes, "Mul");
+  EXPECT_EQ(mul.inputs[0], add.outputs[0]);  // the Add comes first: the branch is sorted
+  EXPECT_EQ(mul.inputs[1], w);
+  ASSERT_EQ(then_branch.outputs.size(), 1u);
+  EXPECT_EQ(then_branch.outputs[0], mul.outputs[0]);
+  EXPECT_NE(then_branch.outputs[0], iff.outputs[0]);  // the branch's y is not the If's y
+
+  const graph::Node& inner = only_node(iff.subgraphs[1].nodes, "If");
+  EXPECT_EQ(inner.inputs, (std::vector<graph::ValueId>{cond, x}));
+  EXPECT_EQ(only_node(inner.subgraphs[1].nodes, "Sub").inputs, (std::vector<graph::ValueId>{x, w}));
+  EXPECT_EQ(graph::outer_reads_of(g, inner.subgraphs[0]), (std::vector<graph::ValueId>{x}));
+}
+
+TEST(OnnxSubgraphs, AValueInNoEnclosingScopeNamesNodeAttributeAndValue) {
+  pb::ModelProto m = nested_if_model();
+  pb::GraphProto* then_branch = m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
+  then_branch->mutable_node(1)->set_input(1, "nowhere");
+  std::string e = import_error(m);
+  EXPECT_HAS(e, "If 'if_0' / then_branch: node 'then_Mul_y' (Mul, opset 16) reads 'nowhere' as input 1");
+  EXPECT_HAS(e, "no graph input, initializer or node output of this subgraph or an enclosing graph");
+
+  // Nested: the whole path. A sibling branch's values are not visible either.
+  m = nested_if_model();
+  pb::NodeProto* inner =
+      m.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g()->mutable_node(0);
+  inner->mutable_attribute(1)->mutable_g()->mutable_node(0)->set_input(0, "r");
+  e = import_error(m);
+  EXPECT_HAS(e,
+             "If 'if_0' / else_branch / If 'inner' / else_branch: node 'inner_else_Sub_d' (Sub, opset 16) "
+             "reads 'r' as input 0");
+
+  // A subgraph output that is nowhere.
+  m = nested_if_model();
+  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g()->mutable_output(0)->set_name("gone");
+  EXPECT_HAS(import_error(m), "If 'if_0' / then_branch: subgraph output 'gone' is no value of this subgraph");
+}
+
+TEST(OnnxSubgraphs, IfBranchesMustMatchTheNode) {
+  pb::ModelProto m = make_model(16);
+  add_input(m, "cond", std::vector<DimSpec>{}, pb::TensorProto::BOOL);
+  add_input(m, "x");
+  pb::GraphProto relu = branch_graph("relu", {{"Relu", {"x"}, {"r"}}}, {"r"});
+  pb::GraphProto two = branch_graph("two", {{"Relu", {"x"}, {"r"}}, {"Neg", {"x"}, {"n"}}}, {"r", "n"});
+  pb::GraphProto ints = branch_graph("ints", {{"Cast", {"x"}, {"c"}}}, {"c"}, pb::TensorProto::INT64);
+  add_output(m, "y");
+  pb::ModelProto counts = m;
+  add_if(counts, "if_0", "cond", {"y"}, relu, two);
+  EXPECT_HAS(import_error(counts),
+             "node 'if_0' (If, opset 16): else_branch has 2 outputs, but the node has 1");
+  pb::ModelProto types = m;
+  add_if(types, "if_0", "cond", {"y"}, relu, ints);
+  EXPECT_HAS(
+      import_error(types),
+      "node 'if_0' (If, opset 16): output 0 is FLOAT in then_branch ('r') but INT64 in else_branch ('c')");
+  pb::ModelProto missing = m;
+  add_attribute(add_node(missing, "If", {"cond"}, {"y"}, "if_0"), "then_branch", pb::AttributeProto::GRAPH)
+      ->mutable_g()
+      ->CopyFrom(relu);
+  EXPECT_HAS(import_error(missing), "needs both graph attributes then_branch and else_branch");
+  pb::ModelProto empty = m;
+  add_attribute(add_node(empty, "If", {"cond"}, {"y"}, "if_0"), "then_branch", pb::AttributeProto::GRAPH);
+  EXPECT_HAS(import_error(empty),
+             "attribute 'then_branch' of node 'if_0' (If, opset 16) is of type GRAPH but holds no graph");
+}
+
+TEST(OnnxSubgraphs, UnsupportedNodesInsideAreReportedWithTheirPath) {
+  pb::ModelProto m = nested_if_model();
+  pb::NodeProto* inner =
+      m.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g()->mutable_node(0);
+  inner->mutable_attribute(0)->mutable_g()->mutable_node(0)->set_op_type("Foo");
+  std::vector<UnsupportedNode> bad = find_unsupported(import(m), ops::builtin_registry());
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].scope, "If 'if_0' / else_branch / If 'inner' / then_branch");
+  EXPECT_EQ(bad[0].node_name, "inner_then_Relu_r");
+  EXPECT_HAS(format_unsupported(bad),
+             "Foo (ai.onnx opset 16): op missing: wgi has no Foo in domain ai.onnx\n      1 node: If 'if_0' "
+             "/ else_branch / "
+             "If 'inner' / then_branch / node 'inner_then_Relu_r'\n");
+}
+
+// Graph passes see a value read inside a subgraph as read, rewire reads inside, and run inside branches.
+TEST(OnnxSubgraphs, PassesCountReadsInsideSubgraphsAndRunInsideBranches) {
+  pb::ModelProto m = make_model(16);
+  add_input(m, "cond", std::vector<DimSpec>{}, pb::TensorProto::BOOL);
+  add_input(m, "x", std::vector<DimSpec>{int64_t{2}, int64_t{4}});
+  add_initializer(
+      m, raw_tensor("W", pb::TensorProto::FLOAT, {4, 4}, bytes_of<float>(std::vector<float>(16, 0.5f))));
+  add_initializer(m, raw_tensor("b", pb::TensorProto::FLOAT, {4}, bytes_of<float>({1, 2, 3, 4})));
+  add_node(m, "MatMul", {"x", "W"}, {"mm"}, "outer_matmul");
+  add_node(m, "Add", {"mm", "b"}, {"a"}, "outer_add");  // not fused: mm is read in then_branch too
+  add_node(m, "Neg", {"x"}, {"only_inside"}, "neg");    // read only inside else_branch: alive
+  add_node(m, "Neg", {"x"}, {"dead"}, "dead_neg");      // read nowhere: removed
+  add_node(m, "Identity", {"a"}, {"ia"}, "outer_identity");
+  // then: relu(mm) + ia; else: Identity(only_inside) -> MatMul(., W) + b (fused inside the branch).
+  pb::GraphProto then_branch =
+      branch_graph("then", {{"Relu", {"mm"}, {"r"}}, {"Add", {"r", "ia"}, {"y1"}}}, {"y1"});
+  pb::GraphProto else_branch = branch_graph(
+      "else",
+      {{"Identity", {"only_inside"}, {"i"}}, {"MatMul", {"i", "W"}, {"p"}}, {"Add", {"p", "b"}, {"y2"}}},
+      {"y2"});
+  add_if(m, "if_0", "cond", {"y"}, then_branch, else_branch);
+  add_output(m, "y");
+  graph::Graph g = import(m);
+  graph::PassReport report = graph::optimize(g, ops::builtin_registry());
+
+  EXPECT_EQ(report.identities_removed, 2);  // one outside, one inside
+  EXPECT_EQ(report.bias_adds_fused, 1);     // inside only
+  std::set<std::string> names;
+  for (const graph::Node& n : g.nodes) names.insert(n.info.name);
+  EXPECT_EQ(names, (std::set<std::string>{"outer_matmul", "outer_add", "neg", "if_0"}));
+  const graph::Node& iff = only_node(g.nodes, "If");
+  // The outer Identity is gone: then_branch's Add reads the outer Add's output directly.
+  const graph::Node& then_add = only_node(iff.subgraphs[0].nodes, "Add");
+  EXPECT_EQ(then_add.inputs[1], g.find("a"));
+  // Inside else_branch: no Identity, MatMul with the bias fused, reading the outer Neg's output.
+  const std::vector<graph::Node>& else_nodes = iff.subgraphs[1].nodes;
+  ASSERT_EQ(else_nodes.size(), 1u);
+  EXPECT_EQ(else_nodes[0].info.op_type, "MatMul");
+  EXPECT_EQ(else_nodes[0].inputs[0], g.find("only_inside"));
+  EXPECT_EQ(else_nodes[0].inputs.size(), 3u);
+  EXPECT_EQ(else_nodes[0].outputs[0], iff.subgraphs[1].outputs[0]);
+  // The If's reads from outside after the passes: mm, a and only_inside (in order of first read).
+  EXPECT_EQ(iff.inputs,
+            (std::vector<graph::ValueId>{g.find("cond"), g.find("mm"), g.find("a"), g.find("only_inside")}));
 }
 
 TEST(OnnxImport, FindUnsupportedReportsUnsupportedElementTypesAndKinds) {
