@@ -468,6 +468,51 @@ TEST(OnnxImport, InitializerErrors) {
   }
 }
 
+// float16 weights (the _fp16 exports, docs/float16.md) with the wrong amount of data: float32 bytes written
+// for float16 dims, an odd byte count, too few int32_data entries, or a value beyond 16 bits.
+TEST(OnnxImport, Float16InitializerErrorsNameTheTensor) {
+  {
+    pb::ModelProto m = relu_model();
+    add_initializer(m, raw_tensor("w16", pb::TensorProto::FLOAT16, {2, 2}, bytes_of<float>({1, 2, 3, 4})));
+    std::string msg = import_error(m);
+    EXPECT_HAS(msg, "initializer 'w16'");
+    EXPECT_HAS(msg, "raw_data holds 16 bytes");
+    EXPECT_HAS(msg, "needs 8 bytes");
+  }
+  {
+    pb::ModelProto m = relu_model();
+    add_initializer(m, raw_tensor("odd", pb::TensorProto::FLOAT16, {3}, std::string(5, '\x3c')));
+    std::string msg = import_error(m);
+    EXPECT_HAS(msg, "initializer 'odd'");
+    EXPECT_HAS(msg, "raw_data holds 5 bytes");
+  }
+  {
+    pb::ModelProto m = relu_model();
+    pb::TensorProto t;
+    t.set_name("short16");
+    t.set_data_type(pb::TensorProto::FLOAT16);
+    t.add_dims(3);
+    t.add_int32_data(0x3c00);
+    t.add_int32_data(0x4000);
+    add_initializer(m, t);
+    std::string msg = import_error(m);
+    EXPECT_HAS(msg, "initializer 'short16'");
+    EXPECT_HAS(msg, "int32_data holds 2 values");
+  }
+  {
+    pb::ModelProto m = relu_model();
+    pb::TensorProto t;
+    t.set_name("wide16");
+    t.set_data_type(pb::TensorProto::FLOAT16);
+    t.add_dims(1);
+    t.add_int32_data(0x10000);
+    add_initializer(m, t);
+    std::string msg = import_error(m);
+    EXPECT_HAS(msg, "initializer 'wide16'");
+    EXPECT_HAS(msg, "float16 bits");
+  }
+}
+
 TEST(OnnxImport, ModelsBeyondTheLimitAreRefused) {
   pb::ModelProto m = relu_model();
   add_initializer(m, raw_tensor("a", pb::TensorProto::FLOAT, {64}, std::string(256, '\0')));
