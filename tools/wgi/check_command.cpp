@@ -60,7 +60,7 @@ std::vector<std::string> buffer_limit_errors(const graph::Graph& g, const runtim
   const std::string limit = "more than one GPU buffer may hold (maxBufferSize " +
                             std::to_string(limits.max_buffer_size) + " in WebGPU's default limits)";
   for (const runtime::NodePlans::GpuNode& gpu_node : plans.gpu_nodes) {
-    const graph::Node& node = g.nodes[gpu_node.node];
+    const graph::Node& node = *gpu_node.node;
     std::vector<graph::ValueId> bound = node.inputs;
     bound.insert(bound.end(), node.outputs.begin(), node.outputs.end());
     for (graph::ValueId v : bound) {
