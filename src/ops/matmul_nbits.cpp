@@ -28,6 +28,9 @@ constexpr const char* kKernelAttribute = "wgi.kernel";
 constexpr int64_t kGemvMaxRows = 8;
 constexpr uint32_t kWorkgroupInvocations = 128;  // GEMV's workgroup; the tiled kernel's is 64
 constexpr uint32_t kTile = 32;                   // the tiled kernel's output tile
+// GEMV grids below this many workgroups take more threads per column (about two workgroups per SM of the
+// H200's 132, as the float GEMV's rule in gemm_launch.cpp; not yet measured for this kernel).
+constexpr int64_t kGemvMinWorkgroups = 256;
 
 std::string str(int64_t v) {
   return std::to_string(v);
@@ -261,11 +264,14 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
   uint32_t tiles_n = 0, tiles_m = 1;
   std::string label = w.code_table ? std::string(w.code_table) : "q" + str(w.bits);
   if (gemv) {
-    // Fewest threads per column that still give each about two words: long contiguous runs, few
-    // reduction steps.
+    // Threads per column: about four words each (one step of four loads in flight), more while the grid
+    // has fewer than kGemvMinWorkgroups workgroups (a narrow N on a large GPU).
     const int64_t words = ceil_div(w.k, 32 / w.bits);
     int64_t lanes = std::clamp<int64_t>(
-        std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, words / 2))), 4, kWorkgroupInvocations);
+        std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, words / 4))), 4, kWorkgroupInvocations);
+    while (lanes < kWorkgroupInvocations && lanes < words &&
+           ceil_div(w.n, kWorkgroupInvocations / lanes) < kGemvMinWorkgroups)
+      lanes *= 2;
     if (ctx.node.attributes.has(kGemvLanesAttribute)) {
       lanes = ctx.node.attributes.get_int(kGemvLanesAttribute, 0);
       if (lanes < 4 || lanes > kWorkgroupInvocations || !std::has_single_bit(static_cast<uint64_t>(lanes)))

@@ -126,13 +126,15 @@ void check_nbits(const NbitsProblem& p, const Shape& a_shape, bool with_bias, ui
   Tensor a = test::random_tensor(a_shape, seed);
   const int64_t m = a.element_count() / p.k;
   auto ref = p.reference(a, with_bias);
-  for (const char* kernel : {"gemv", "tiled"}) {
-    if (std::string(kernel) == "gemv" && m > 8) continue;
+  // "gemv4": GEMV with 4 threads per column, so that columns of 16+ words run its four-loads step too.
+  for (const std::string kernel : {"gemv", "gemv4", "tiled"}) {
+    if (kernel != "tiled" && m > 8) continue;
     ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
-    node.attributes.set("wgi.kernel", std::string(kernel));
+    node.attributes.set("wgi.kernel", kernel == "tiled" ? kernel : std::string("gemv"));
+    if (kernel == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
     auto out = runtime::run_node(test::device(), node, p.inputs(a, with_bias));
     EXPECT_TRUE(test::close_in_l2(out[0], as_array(ref), kRelativeL2))
-        << describe(p, a_shape, kernel, with_bias);
+        << describe(p, a_shape, kernel.c_str(), with_bias);
   }
 }
 
@@ -253,10 +255,11 @@ TEST(MatMulBnb4, Nf4AndFp4MatchFloat64Reference) {
         auto ref = test::quantized_matmul_reference(
             a, test::dequantize_matmul_bnb4(b, absmax, k, c.n, c.block, quant_type), c.n, nullptr);
         const int64_t m = a.element_count() / k;
-        for (const char* kernel : {"gemv", "tiled"}) {
-          if (std::string(kernel) == "gemv" && m > 8) continue;
+        for (const std::string kernel : {"gemv", "gemv4", "tiled"}) {
+          if (kernel != "tiled" && m > 8) continue;
           ops::NodeInfo node = bnb4_node(k, c.n, c.block, quant_type);
-          node.attributes.set("wgi.kernel", std::string(kernel));
+          node.attributes.set("wgi.kernel", kernel == "tiled" ? kernel : std::string("gemv"));
+          if (kernel == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
           auto out = runtime::run_node(test::device(), node,
                                        Inputs{NodeInput{a}, NodeInput{b, true}, NodeInput{absmax, true}});
           EXPECT_TRUE(test::close_in_l2(out[0], as_array(ref), kRelativeL2))

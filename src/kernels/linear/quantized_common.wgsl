@@ -138,11 +138,15 @@ fn dequantize(code: u32, q: BlockQuant) -> f32 {
 // past K (the padding of a partial last block, or past the column's end). A word never straddles two of
 // MatMulNBits' blocks: a block (16 codes or more, a power of two) holds whole words.
 fn dequantize_word(n: u32, k0: u32) -> array<f32, CODES_PER_WORD> {
-  var w: array<f32, CODES_PER_WORD>;
   if (k0 >= params.K) {
-    return w;
+    return array<f32, CODES_PER_WORD>();
   }
-  let word = b[n * params.col_words + k0 / CODES_PER_WORD];
+  return dequantize_codes(n, k0, b[n * params.col_words + k0 / CODES_PER_WORD]);
+}
+
+// The same from the word already read (k0 < K).
+fn dequantize_codes(n: u32, k0: u32, word: u32) -> array<f32, CODES_PER_WORD> {
+  var w: array<f32, CODES_PER_WORD>;
   var q = block_quant(n, k0);
   for (var i = 0u; i < CODES_PER_WORD; i++) {
     let k = k0 + i;
