@@ -58,7 +58,11 @@ ScaleLayout resolve_scale_layout(const PlanContext& ctx, size_t scale_input) {
   const Shape& scale = ctx.input(scale_input).shape;
   const int64_t rank = static_cast<int64_t>(x.size());
   const size_t zp_input = scale_input + 1;
-  if (ctx.has_input(zp_input) && ctx.input(zp_input).shape != scale) {
+  // A scalar zero point with a [1] scale (or the reverse) is the same per-tensor quantization.
+  const bool both_single = ctx.has_input(zp_input) && element_count(scale) == 1 &&
+                           element_count(ctx.input(zp_input).shape) == 1 && scale.size() <= 1 &&
+                           ctx.input(zp_input).shape.size() <= 1;
+  if (ctx.has_input(zp_input) && ctx.input(zp_input).shape != scale && !both_single) {
     ctx.fail(ctx.input_name(zp_input) + " (zero point) has shape " +
              shape_to_string(ctx.input(zp_input).shape) + " but the scale " + ctx.input_name(scale_input) +
              " has " + shape_to_string(scale) + "; they must match");

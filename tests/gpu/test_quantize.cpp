@@ -247,6 +247,10 @@ TEST(Quantize, PerTensorTiesRoundHalfToEvenAndSaturate) {
       EXPECT_TRUE(identical(y.at(0), test::quantize_linear_reference(x, scale, zp, {}))) << opset;
     }
   }
+  // A [1] zero point with a scalar scale is per tensor too.
+  const Tensor zp1 = Tensor::from_vector<int8_t>({1}, {-3});
+  auto y1 = run(node("QuantizeLinear", 13), {NodeInput{x}, NodeInput{scale}, NodeInput{zp1}});
+  EXPECT_TRUE(identical(y1.at(0), test::quantize_linear_reference(x, scale, zp1, {})));
   // No zero point: uint8 with 0.
   auto y = run(node("QuantizeLinear", 13), {NodeInput{x}, NodeInput{scale}});
   EXPECT_TRUE(identical(
