@@ -6,10 +6,10 @@
 // of 0 as the spec requires); scales and real values are float32. 16-bit, 4-bit and float8 types of the later
 // opsets are rejected by name. The device holds 8-bit values widened to 32 bits (runtime/device_tensor.h).
 //
-// Rounding: WGSL's round() rounds half to even, as ONNX wants. The quotient x / scale is WGSL's f32 division,
-// which the WGSL spec lets be 2.5 ULP off: software adapters and most GPUs divide correctly rounded, but on
-// one that does not, a quotient within a few ULP of a half-integer can round to the neighbouring integer
-// (docs/integer_ops.md).
+// Rounding: WGSL's round() rounds half to even, as ONNX wants. The quotients x / scale (and
+// DynamicQuantizeLinear's range / 255 and -min / scale) are divided correctly rounded by
+// quantize/divide.wgsl, not by WGSL's division, which may be 2.5 ULP off: an exact tie k + 0.5 must stay one
+// on every GPU.
 //
 // No host folding: a DequantizeLinear of a constant uint8 table stays a GPU op instead of becoming a float
 // constant at load.
@@ -58,7 +58,11 @@ ScaleLayout resolve_scale_layout(const PlanContext& ctx, size_t scale_input) {
   const Shape& scale = ctx.input(scale_input).shape;
   const int64_t rank = static_cast<int64_t>(x.size());
   const size_t zp_input = scale_input + 1;
-  if (ctx.has_input(zp_input) && ctx.input(zp_input).shape != scale) {
+  // A scalar zero point with a [1] scale (or the reverse) is the same per-tensor quantization.
+  const bool both_single = ctx.has_input(zp_input) && element_count(scale) == 1 &&
+                           element_count(ctx.input(zp_input).shape) == 1 && scale.size() <= 1 &&
+                           ctx.input(zp_input).shape.size() <= 1;
+  if (ctx.has_input(zp_input) && ctx.input(zp_input).shape != scale && !both_single) {
     ctx.fail(ctx.input_name(zp_input) + " (zero point) has shape " +
              shape_to_string(ctx.input(zp_input).shape) + " but the scale " + ctx.input_name(scale_input) +
              " has " + shape_to_string(scale) + "; they must match");

@@ -8,11 +8,16 @@
 // correctly rounded).
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <random>
 
 #include "core/npy.h"
+#include "gpu/commands.h"
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
 #include "onnxruntime_reference.h"
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
@@ -115,6 +120,81 @@ Tensor quantize_input(const Shape& shape, const Tensor& scale, const test::Quant
   return x;
 }
 
+// quantize/divide.wgsl's correctly rounded division against the host's (IEEE) f32 division, bit for bit, on
+// quotients of every magnitude, exact quotients, ties of the last bit's rounding and the fallbacks (zeros,
+// infinities, NaN, subnormals, overflow).
+TEST(Quantize, DivisionIsCorrectlyRounded) {
+  constexpr const char* kWgsl = R"(
+#include "common/dispatch_grid.wgsl"
+#include "quantize/divide.wgsl"
+struct Params { count: u32, _a: u32, _b: u32, _c: u32, }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> y: array<f32>;
+@group(0) @binding(2) var<storage, read_write> q: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_invocation_index(wid, nwg, lid, 64u);
+  if (i < params.count) { q[i] = wgi_div_rn(x[i], y[i]); }
+}
+)";
+  std::mt19937_64 rng(123);
+  std::vector<float> xs, ys;
+  auto bits = [](uint32_t b) { return std::bit_cast<float>(b); };
+  for (int i = 0; i < 20000; ++i) {
+    // Random significands and exponents over a wide range, both signs.
+    const uint32_t ex = 64 + static_cast<uint32_t>(rng() % 128), ey = 64 + static_cast<uint32_t>(rng() % 128);
+    xs.push_back(bits(static_cast<uint32_t>(rng() & 0x807fffffu) | (ex << 23)));
+    ys.push_back(bits(static_cast<uint32_t>(rng() & 0x807fffffu) | (ey << 23)));
+  }
+  for (int k = -300; k <= 300; ++k) {  // x / s = k + 0.5 exactly, s = 3 * 2^-7 and 0.1f: the quantize ties
+    for (float s : {0.0234375f, 0.1f, 7.0f}) {
+      const float x = (static_cast<float>(k) + 0.5f) * s;
+      if (x / s == static_cast<float>(k) + 0.5f) xs.push_back(x), ys.push_back(s);
+    }
+  }
+  for (float v : {0.0f, -0.0f, 1.0f, 3.0f, 255.0f, 1e-40f, 3e38f, INFINITY, NAN}) {
+    for (float w : {1.0f, 3.0f, 255.0f, 1e-40f, 1e-30f, INFINITY, 0.0f}) xs.push_back(v), ys.push_back(w);
+  }
+  gpu::Device& d = test::device();
+  const uint32_t n = static_cast<uint32_t>(xs.size());
+  auto upload = [&](const std::vector<float>& v, const char* label) {
+    gpu::Buffer b = d.create_buffer(v.size() * 4, label);
+    d.upload(b, 0, std::as_bytes(std::span<const float>(v)));
+    return b;
+  };
+  gpu::Buffer bx = upload(xs, "x"), by = upload(ys, "y"), bq = upload(std::vector<float>(n, -1.0f), "q");
+  gpu::ProgramSource program;
+  program.label = "test_divide";
+  program.wgsl = kernels::preprocess_wgsl("test_divide", kWgsl, {});
+  program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                      gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
+  const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(n, 64, d.limits());
+  gpu::BufferSlice slices[] = {{&bx}, {&by}, {&bq}};
+  gpu::BoundDispatch dispatch =
+      gpu::bind_dispatch(d, d.pipelines().get(program), slices,
+                         gpu::UniformBuilder().u32(n).u32(0).u32(0).u32(0).bytes(), grid.groups);
+  gpu::CommandBatch batch(d);
+  batch.dispatch(dispatch);
+  batch.submit();
+  std::vector<float> got(n);
+  d.download(bq, 0, std::as_writable_bytes(std::span<float>(got)));
+  size_t bad = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const float want = xs[i] / ys[i];
+    // Subnormal quotients and operands take the hardware division, which may flush them to zero.
+    if (std::fpclassify(want) == FP_SUBNORMAL || std::fpclassify(xs[i]) == FP_SUBNORMAL ||
+        std::fpclassify(ys[i]) == FP_SUBNORMAL) {
+      continue;
+    }
+    const bool same = std::isnan(want) ? std::isnan(got[i])
+                                       : std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want);
+    if (!same && bad++ < 5) ADD_FAILURE() << xs[i] << " / " << ys[i] << ": " << got[i] << ", want " << want;
+  }
+  EXPECT_EQ(bad, 0u) << "of " << n;
+}
+
 struct AxisCase {
   Shape shape;
   int64_t axis;
@@ -167,6 +247,10 @@ TEST(Quantize, PerTensorTiesRoundHalfToEvenAndSaturate) {
       EXPECT_TRUE(identical(y.at(0), test::quantize_linear_reference(x, scale, zp, {}))) << opset;
     }
   }
+  // A [1] zero point with a scalar scale is per tensor too.
+  const Tensor zp1 = Tensor::from_vector<int8_t>({1}, {-3});
+  auto y1 = run(node("QuantizeLinear", 13), {NodeInput{x}, NodeInput{scale}, NodeInput{zp1}});
+  EXPECT_TRUE(identical(y1.at(0), test::quantize_linear_reference(x, scale, zp1, {})));
   // No zero point: uint8 with 0.
   auto y = run(node("QuantizeLinear", 13), {NodeInput{x}, NodeInput{scale}});
   EXPECT_TRUE(identical(

@@ -7,11 +7,12 @@
 //             zero_point = round_half_even(clamp(0 - lo / scale, 0, 255))
 // NaN elements are skipped (min / max of WGSL may return either operand for NaN; an explicit test keeps the
 // range finite).
+#include "quantize/divide.wgsl"
+
 struct Params {
   count: u32,      // elements of x (!FINAL) or partial pairs (FINAL)
   chunk: u32,      // elements per workgroup (!FINAL)
-  // 255, from the uniform: a division by a constant may be compiled as a multiplication by its (inexact)
-  // reciprocal, which is not the spec's float32 division.
+  // 255, from the uniform (the divisions are wgi_div_rn's, but a literal would invite the compiler to fold).
   levels: f32,
   _pad1: u32,
 }
@@ -73,9 +74,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (x_hi == x_lo) {
     range = 1.0;
   }
-  let s = range / params.levels;
+  let s = wgi_div_rn(range, params.levels);
   scale_out[0] = s;
-  zero_point_out[0] = u32(round(clamp(0.0 - x_lo / s, 0.0, params.levels)));
+  zero_point_out[0] = u32(round(clamp(0.0 - wgi_div_rn(x_lo, s), 0.0, params.levels)));
 #else
   partials[2u * wid.x] = lo_shared[0];
   partials[2u * wid.x + 1u] = hi_shared[0];

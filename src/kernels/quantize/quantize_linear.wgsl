@@ -1,7 +1,8 @@
 // QuantizeLinear (QUANTIZE) and DequantizeLinear (!QUANTIZE), per tensor, per axis or blocked (opset 21), one
 // invocation per element (src/ops/quantize.cpp). Quantized values live widened to 32 bits on the device
 // (uint8 as u32 0..255, int8 sign-extended), so both types are read and written as i32.
-//   quantize:   q = clamp(round(x / scale) + zero_point, qmin, qmax), round() rounding half to even
+//   quantize:   q = clamp(round(x / scale) + zero_point, qmin, qmax), round() rounding half to even, the
+//               division correctly rounded (quantize/divide.wgsl)
 //   dequantize: y = f32(q - zero_point) * scale
 // The scale and zero point of element i sit at
 //   outer(i) * outer_stride + (axis(i) / block) * axis_stride + inner(i) * inner_stride
@@ -10,6 +11,7 @@
 // DynamicQuantizeLinear's last step is the per-tensor quantize with its scale and zero point computed on the
 // GPU (quantize/dynamic_range.wgsl).
 #include "common/dispatch_grid.wgsl"
+#include "quantize/divide.wgsl"
 
 struct Params {
   count: u32,
@@ -58,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let zp = zero_point[p];
 #if QUANTIZE
   // Clamped in f32, before the conversion, to the quantized type's range (ONNX's saturation).
-  let q = round(x[i] / s) + f32(zp);
+  let q = round(wgi_div_rn(x[i], s)) + f32(zp);
   y[i] = i32(clamp(q, f32(params.qmin), f32(params.qmax)));
 #else
   y[i] = f32(x[i] - zp) * s;
