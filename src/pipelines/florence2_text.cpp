@@ -37,17 +37,6 @@ constexpr Task kTasks[] = {
     {"<REGION_TO_OCR>", "What text is in the region {input}?", true, AnswerType::PureText},
 };
 
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
-  std::string out;
-  size_t pos = 0;
-  for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos; pos = hit + from.size()) {
-    out.append(text, pos, hit - pos);
-    out += to;
-  }
-  out.append(text, pos);
-  return out;
-}
-
 // `count` tokens <loc_DIGITS> at text[pos]: their numbers, and where they end.
 std::optional<size_t> read_locations(std::string_view text, size_t pos, size_t count,
                                      std::vector<double>& values) {
@@ -177,8 +166,9 @@ std::string construct_prompt(std::string_view task_name, std::string_view text_i
     }
   }
   // As the processor builds it: {input} becomes task + input, then the task token goes.
-  return replace_all(replace_all(task.prompt, "{input}", std::string(task.name) + std::string(text_input)),
-                     task.name, "");
+  return unicode::replace_all(
+      unicode::replace_all(task.prompt, "{input}", std::string(task.name) + std::string(text_input)),
+      task.name, "");
 }
 
 std::string region_input(const std::array<double, 4>& box, ImageSize image_size) {
@@ -200,7 +190,7 @@ Answer post_process_generation(std::string_view generated, std::string_view task
   Answer answer;
   answer.task = std::string(task.name);
   answer.type = task.answer;
-  const std::string text = replace_all(replace_all(generated, "<s>", ""), "</s>", "");
+  const std::string text = unicode::replace_all(unicode::replace_all(generated, "<s>", ""), "</s>", "");
   switch (task.answer) {
     case AnswerType::PureText:
       answer.text = text;

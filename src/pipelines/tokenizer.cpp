@@ -111,23 +111,12 @@ const ByteAlphabet& byte_alphabet() {
   return alphabet;
 }
 
-std::string replace_all(std::string text, std::string_view from, std::string_view to) {
-  std::string out;
-  size_t pos = 0;
-  for (size_t hit; (hit = text.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-    out.append(text, pos, hit - pos);
-    out += to;
-  }
-  out.append(text, pos);
-  return out;
-}
-
 // transformers.js's clean_up_tokenization: spaces before punctuation and English contractions, in this order.
 std::string clean_up_tokenization(std::string text) {
   static const std::pair<std::string_view, std::string_view> kRules[] = {
       {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
       {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-  for (const auto& [from, to] : kRules) text = replace_all(std::move(text), from, to);
+  for (const auto& [from, to] : kRules) text = unicode::replace_all(text, from, to);
   return text;
 }
 

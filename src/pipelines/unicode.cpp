@@ -171,6 +171,17 @@ std::string decode_utf8_lossy(std::string_view bytes) {
   return out;
 }
 
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t pos = 0;
+  for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos; pos = hit + from.size()) {
+    out.append(text, pos, hit - pos);
+    out += to;
+  }
+  out.append(text, pos);
+  return out;
+}
+
 std::string_view trim_start(std::string_view text) {
   size_t pos = 0, length = 0;
   while (pos < text.size() && is_whitespace(code_point_at(text, pos, length))) pos += length;

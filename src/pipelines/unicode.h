@@ -29,6 +29,10 @@ inline size_t utf8_length(char32_t cp) {
 // maximal invalid subsequence becomes U+FFFD.
 std::string decode_utf8_lossy(std::string_view bytes);
 
+// `text` with every occurrence of `from` (non-empty) replaced by `to`, left to right, as
+// String.prototype.replaceAll does.
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
+
 // `text` without JavaScript whitespace at its start / end (String.prototype.trimStart / trimEnd).
 std::string_view trim_start(std::string_view text);
 std::string_view trim_end(std::string_view text);

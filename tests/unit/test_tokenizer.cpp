@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -503,6 +504,52 @@ TEST(Tokenizer, MalformedFilesSayWhichKey) {
                "'model.vocab.ab' must be a token id (an integer in [0, 274)");
   expect_error(std::string(bad).replace(bad.find("\"added_tokens\":["), 16, "\"added_tokens\":{},\"x\":["),
                "'added_tokens' must be an array");
+}
+
+TEST(Tokenizer, MutatedFilesFailCleanly) {
+  // Random byte edits of a valid file: each loads or throws wgi::Error, and what loads encodes and decodes
+  // (or throws wgi::Error) without crashing.
+  const std::string good = tiny_tokenizer();
+  std::mt19937 rng(17);
+  const std::string alphabet = "{}[]\",:0123456789-.eE ntrufalsbBPEyLv\\Ġ\x80\xff";
+  size_t loaded = 0, rejected = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string json = good;
+    const int edits = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = std::uniform_int_distribution<size_t>(0, json.size() - 1)(rng);
+      const char c = alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+      switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
+        case 0:
+          json[at] = c;
+          break;
+        case 1:
+          json.insert(at, 1, c);
+          break;
+        default:
+          json.erase(at, 1);
+      }
+    }
+    std::optional<Tokenizer> t;
+    try {
+      t.emplace(Tokenizer::from_json(json));
+      ++loaded;
+    } catch (const wgi::Error&) {
+      ++rejected;
+      continue;
+    }
+    for (const char* text : {"abab a", "<s>b</s>", "", " \t\n"}) {
+      try {
+        const std::vector<int32_t> ids = t->encode(text);
+        t->decode(ids);
+        t->decode(ids, {.skip_special_tokens = true, .clean_up_tokenization_spaces = false});
+        t->decode(std::vector<int32_t>{-7, 0, 1 << 30});
+      } catch (const wgi::Error&) {
+      }
+    }
+  }
+  EXPECT_GT(loaded, 100u);
+  EXPECT_GT(rejected, 1000u);
 }
 
 TEST(Tokenizer, MalformedConfigSaysWhichKey) {
