@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "core/npy.h"
+#include "onnxruntime_reference.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
@@ -347,29 +348,6 @@ std::vector<std::string> variant_names() {
   return names;
 }
 
-// onnxruntime-node (CPU) on the same file and inputs, through tests/ort/run_model.js (or WGI_ORT_COMMAND).
-std::map<std::string, Tensor> run_onnxruntime(const fs::path& model,
-                                              const std::map<std::string, fs::path>& inputs,
-                                              const std::vector<std::string>& outputs) {
-  const fs::path dir = fs::temp_directory_path() / ("wgi_ort_nbits_" + std::to_string(::getpid()));
-  const char* runner = std::getenv("WGI_ORT_COMMAND");
-  std::string command =
-      runner && *runner ? std::string(runner) : "node '" + std::string(WGI_ORT_SCRIPT) + "'";
-  command += " '" + model.string() + "' '" + dir.string() + "'";
-  for (const auto& [name, file] : inputs) command += " '" + name + "=" + file.string() + "'";
-  if (std::system(command.c_str()) != 0) throw Error("onnxruntime reference failed: " + command);
-  std::map<std::string, Tensor> out;
-  for (const std::string& name : outputs) {
-    std::string file = name;
-    for (char& c : file) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
-    }
-    out[name] = npy::load(dir / (file + ".npy"));
-  }
-  fs::remove_all(dir);
-  return out;
-}
-
 class WeightOnlyVariantTest : public ::testing::TestWithParam<std::string> {};
 
 // Tolerance vs onnxruntime: both dequantise the same codes exactly and accumulate in f32 (ORT's MLAS in its
@@ -384,15 +362,12 @@ TEST_P(WeightOnlyVariantTest, MatchesOnnxRuntimeOnTheSameFile) {
   const fs::path dir = kVariants / GetParam();
   Session session = Session::from_file(dir / "model.onnx");
   std::map<std::string, Tensor> inputs;
-  std::map<std::string, fs::path> files;
-  for (const TensorInfo& in : session.inputs()) {
-    files[in.name] = dir / ("input_" + in.name + ".npy");
-    inputs[in.name] = npy::load(files[in.name]);
-  }
+  for (const TensorInfo& in : session.inputs())
+    inputs[in.name] = npy::load(dir / ("input_" + in.name + ".npy"));
   std::vector<std::string> names;
   for (const TensorInfo& out : session.outputs()) names.push_back(out.name);
   auto ours = session.run(inputs);
-  auto theirs = run_onnxruntime(dir / "model.onnx", files, names);
+  auto theirs = test::run_onnxruntime(dir / "model.onnx", inputs, names);
   size_t compared = 0;
   for (const std::string& name : names) {
     const Tensor& want = theirs.at(name);
