@@ -17,18 +17,20 @@ void register_pooling_ops(OpRegistry& registry);        // pooling.cpp: MaxPool,
 void register_attention_ops(OpRegistry& registry);      // attention.cpp: wgi's fused Attention
 // conv_channels_last.cpp: wgi's DepthwiseConvChannelsLast (a fused convolutional position encoding)
 void register_conv_channels_last_ops(OpRegistry& registry);
-void register_mask_ops(OpRegistry& registry);         // masks.cpp: Trilu, EyeLike
+void register_mask_ops(OpRegistry& registry);         // masks.cpp: Trilu, EyeLike, OneHot
 void register_scatter_ops(OpRegistry& registry);      // scatter.cpp: ScatterND, ScatterElements, Scatter
 void register_einsum_ops(OpRegistry& registry);       // einsum.cpp: Einsum
 void register_scan_ops(OpRegistry& registry);         // scan.cpp: CumSum
 void register_float_class_ops(OpRegistry& registry);  // float_class.cpp: IsNaN, IsInf
 void register_lrn_ops(OpRegistry& registry);          // lrn.cpp: LRN
+void register_gather_nd_ops(OpRegistry& registry);    // gather_nd.cpp: GatherND
 
 inline constexpr std::array kOpFamilies = {
     &register_unary_ops,   &register_linear_ops,        &register_conv_ops,
     &register_binary_ops,  &register_data_movement_ops, &register_normalization_ops,
     &register_pooling_ops, &register_attention_ops,     &register_conv_channels_last_ops,
     &register_mask_ops,    &register_scatter_ops,       &register_einsum_ops,
-    &register_scan_ops,    &register_float_class_ops,   &register_lrn_ops};
+    &register_scan_ops,    &register_gather_nd_ops,     &register_float_class_ops,
+    &register_lrn_ops};
 
 }  // namespace wgi::ops

@@ -42,4 +42,25 @@ Tensor eye_like_reference(int64_t rows, int64_t cols, int64_t k, DType dtype) {
   return y;
 }
 
+Tensor one_hot_reference(const Shape& indices_shape, const std::vector<int64_t>& index_values, int64_t depth,
+                         int64_t axis, const Tensor& values) {
+  const int64_t rank = static_cast<int64_t>(indices_shape.size()) + 1;
+  if (axis < 0) axis += rank;
+  Shape shape = indices_shape;
+  shape.insert(shape.begin() + axis, depth);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis); d < indices_shape.size(); ++d) inner *= indices_shape[d];
+  Tensor y(values.dtype(), shape);
+  const size_t element = dtype_size(values.dtype());
+  for (int64_t o = 0; o < y.element_count(); ++o) {
+    const int64_t i = o % inner, d = (o / inner) % depth, outer = o / (inner * depth);
+    int64_t index = index_values[static_cast<size_t>(outer * inner + i)];
+    if (index < 0) index += depth;
+    const size_t which = index == d ? 1 : 0;
+    std::memcpy(y.bytes().data() + static_cast<size_t>(o) * element, values.bytes().data() + which * element,
+                element);
+  }
+  return y;
+}
+
 }  // namespace wgi::test
