@@ -17,7 +17,7 @@ void register_pooling_ops(OpRegistry& registry);        // pooling.cpp: MaxPool,
 void register_attention_ops(OpRegistry& registry);      // attention.cpp: wgi's fused Attention
 // conv_channels_last.cpp: wgi's DepthwiseConvChannelsLast (a fused convolutional position encoding)
 void register_conv_channels_last_ops(OpRegistry& registry);
-void register_mask_ops(OpRegistry& registry);         // masks.cpp: Trilu, EyeLike, OneHot
+void register_mask_ops(OpRegistry& registry);         // masks.cpp: Trilu, EyeLike, OneHot, Hardmax
 void register_scatter_ops(OpRegistry& registry);      // scatter.cpp: ScatterND, ScatterElements, Scatter
 void register_einsum_ops(OpRegistry& registry);       // einsum.cpp: Einsum
 void register_scan_ops(OpRegistry& registry);         // scan.cpp: CumSum

@@ -1,7 +1,7 @@
 // Mask-building ops: Trilu (the triangle of every matrix of the last two dims; GPT-style causal masks are
-// Trilu of a ones tensor), EyeLike (an identity-like matrix) and OneHot. One kernel per op under
-// src/kernels/masks/, moving 4-byte device elements, so every element type the device stores runs the same
-// pipeline.
+// Trilu of a ones tensor), EyeLike (an identity-like matrix), OneHot and Hardmax (one-hot rows of the
+// maxima). One kernel per op under src/kernels/masks/, moving 4-byte device elements, so every element type
+// the device stores runs the same pipeline.
 #include <algorithm>
 #include <limits>
 
@@ -9,6 +9,7 @@
 #include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/reduction.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -228,6 +229,48 @@ OpPlan plan_one_hot(const PlanContext& ctx) {
   return plan;
 }
 
+// ---- Hardmax ----
+
+OpPlan plan_hardmax(const PlanContext& ctx) {
+  const TensorDesc& x = ctx.input(0);
+  if (x.dtype != DType::Float32) {
+    ctx.fail("input 0 has type " + std::string(dtype_name(x.dtype)) + "; wgi runs Hardmax on float32 only");
+  }
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0) ctx.fail("input 0 is a scalar; Hardmax needs rank >= 1");
+  require_addressable(ctx, "input 0", x.shape, std::numeric_limits<int32_t>::max());
+  // Opset 13 on: rows along one axis. Before: the input flattened to 2-D at axis (default 1), rows of the
+  // trailing block, as Softmax did.
+  const bool single_axis = ctx.node.opset >= 13;
+  const size_t axis = static_cast<size_t>(data_movement::normalize_axis(
+      ctx, ctx.node.attributes.get_int("axis", single_axis ? -1 : 1), rank, "axis"));
+  int64_t len = 1, inner = 1;
+  for (size_t d = axis; d < x.shape.size(); ++d) (d == axis || !single_axis ? len : inner) *= x.shape[d];
+  OpPlan plan;
+  plan.outputs.push_back(x);
+  const int64_t count = element_count(x.shape);
+  if (count == 0) return plan;
+  const int64_t rows = count / len;
+  uint32_t want = 32;
+  while (want < 256 && want < len) want *= 2;
+  const uint32_t wg = pow2_workgroup_size(want, ctx.caps.limits);
+  KernelLaunch launch;
+  launch.program.label = "hardmax_wg" + std::to_string(wg);
+  launch.program.wgsl = kernels::load_wgsl("masks/hardmax.wgsl", {{"WG", std::to_string(wg)}});
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(static_cast<uint32_t>(rows))
+                       .u32(static_cast<uint32_t>(len))
+                       .u32(static_cast<uint32_t>(inner))
+                       .bytes();
+  launch.groups =
+      gpu::fold_workgroups(static_cast<uint64_t>(rows), ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
 }  // namespace
 
 void register_mask_ops(OpRegistry& registry) {
@@ -240,6 +283,9 @@ void register_mask_ops(OpRegistry& registry) {
   OpHandler one_hot;
   one_hot.plan = plan_one_hot;
   registry.add("", "OneHot", 9, kLatestOpset, std::move(one_hot));
+  OpHandler hardmax;
+  hardmax.plan = plan_hardmax;
+  registry.add("", "Hardmax", 1, kLatestOpset, std::move(hardmax));
 }
 
 }  // namespace wgi::ops

@@ -3,6 +3,8 @@
 // type the op moves, and the errors a model can cause.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "runtime/node_runner.h"
 #include "support/reference_data_movement.h"
 #include "support/reference_masks.h"
@@ -159,6 +161,36 @@ TEST(MasksOneHot, AxesIndexTypesAndOutOfRange) {
       make_node("OneHot", 11), NodeInputs{NodeInput{test::ints({1})}, NodeInput{test::ints({3})},
                                           NodeInput{Tensor::from_vector<float>({2}, {0, 1})}});
   EXPECT_NE(runtime_depth.find("known when the model is planned"), std::string::npos) << runtime_depth;
+}
+
+TEST(MasksHardmax, AxesOpsetsTiesAndNaN) {
+  struct Case {
+    Shape shape;
+    int64_t axis;
+    int opset;
+  };
+  for (const Case& c :
+       {Case{{7}, 0, 13}, Case{{3, 300}, -1, 13}, Case{{4, 9, 5}, 1, 13}, Case{{2, 3, 1031}, 2, 13},
+        Case{{4, 9, 5}, 1, 11}, Case{{2, 3, 4, 5}, 2, 11}, Case{{2, 3, 4, 5}, -3, 1}}) {
+    SCOPED_TRACE(shape_to_string(c.shape) + " axis " + std::to_string(c.axis) + " opset " +
+                 std::to_string(c.opset));
+    const int64_t rank = static_cast<int64_t>(c.shape.size());
+    const size_t axis = static_cast<size_t>(c.axis < 0 ? c.axis + rank : c.axis);
+    int64_t len = 1, inner = 1;
+    for (size_t d = axis; d < c.shape.size(); ++d) (d == axis || c.opset < 13 ? len : inner) *= c.shape[d];
+    // Few distinct values: many ties, which go to the first maximum.
+    Tensor x = test::random_ints(DType::Int32, c.shape, 21, -5, 5);
+    Tensor xf(DType::Float32, c.shape);
+    for (int64_t i = 0; i < x.element_count(); ++i) {
+      xf.data<float>()[static_cast<size_t>(i)] =
+          static_cast<float>(x.data<int32_t>()[static_cast<size_t>(i)]);
+    }
+    if (xf.element_count() > 40) xf.data<float>()[37] = std::numeric_limits<float>::quiet_NaN();
+    ops::NodeInfo node = make_node("Hardmax", c.opset);
+    node.attributes.set("axis", c.axis);
+    auto out = run(node, NodeInputs{NodeInput{xf}});
+    EXPECT_TRUE(test::identical(out[0], test::hardmax_reference(xf, len, inner)));
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "support/reference_masks.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace wgi::test {
@@ -59,6 +60,23 @@ Tensor one_hot_reference(const Shape& indices_shape, const std::vector<int64_t>&
     const size_t which = index == d ? 1 : 0;
     std::memcpy(y.bytes().data() + static_cast<size_t>(o) * element, values.bytes().data() + which * element,
                 element);
+  }
+  return y;
+}
+
+Tensor hardmax_reference(const Tensor& x, int64_t len, int64_t inner) {
+  Tensor y(DType::Float32, x.shape());
+  auto v = x.data<float>();
+  const int64_t rows = x.element_count() / len;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = (r / inner) * len * inner + r % inner;
+    int64_t best = 0;
+    for (int64_t j = 1; j < len; ++j) {
+      const float a = v[static_cast<size_t>(base + j * inner)],
+                  b = v[static_cast<size_t>(base + best * inner)];
+      if (!std::isnan(b) && (std::isnan(a) || a > b)) best = j;
+    }
+    y.data<float>()[static_cast<size_t>(base + best * inner)] = 1.0f;
   }
   return y;
 }
