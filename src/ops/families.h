@@ -25,6 +25,7 @@ void register_float_class_ops(OpRegistry& registry);  // float_class.cpp: IsNaN,
 void register_lrn_ops(OpRegistry& registry);          // lrn.cpp: LRN
 void register_gather_nd_ops(OpRegistry& registry);    // gather_nd.cpp: GatherND
 void register_topk_ops(OpRegistry& registry);         // topk.cpp: TopK
+void register_mvn_ops(OpRegistry& registry);          // mvn.cpp: MeanVarianceNormalization
 
 inline constexpr std::array kOpFamilies = {
     &register_unary_ops,   &register_linear_ops,        &register_conv_ops,
@@ -32,6 +33,6 @@ inline constexpr std::array kOpFamilies = {
     &register_pooling_ops, &register_attention_ops,     &register_conv_channels_last_ops,
     &register_mask_ops,    &register_scatter_ops,       &register_einsum_ops,
     &register_scan_ops,    &register_gather_nd_ops,     &register_float_class_ops,
-    &register_lrn_ops,     &register_topk_ops};
+    &register_lrn_ops,     &register_topk_ops,          &register_mvn_ops};
 
 }  // namespace wgi::ops
