@@ -29,6 +29,9 @@ void register_scan_ops(OpRegistry& registry);     // scan.cpp: CumSum
 void register_float_class_ops(OpRegistry& registry);  // float_class.cpp: IsNaN, IsInf
 void register_lrn_ops(OpRegistry& registry);          // lrn.cpp: LRN
 void register_control_flow_ops(OpRegistry& registry);  // control_flow.cpp: If (planned as its taken branch)
+void register_gather_nd_ops(OpRegistry& registry);    // gather_nd.cpp: GatherND
+void register_topk_ops(OpRegistry& registry);         // topk.cpp: TopK
+void register_mvn_ops(OpRegistry& registry);          // mvn.cpp: MeanVarianceNormalization
 
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
@@ -52,6 +55,9 @@ inline constexpr std::array kOpFamilies = {
     &register_float_class_ops,
     &register_lrn_ops,
     &register_control_flow_ops,
+    &register_gather_nd_ops,
+    &register_topk_ops,
+    &register_mvn_ops,
 };
 // clang-format on
 

@@ -1,6 +1,7 @@
 // Mask-building ops: Trilu (the triangle of every matrix of the last two dims; GPT-style causal masks are
-// Trilu of a ones tensor) and EyeLike (an identity-like matrix). One kernel per op under src/kernels/masks/,
-// moving 4-byte device elements, so every element type the device stores runs the same pipeline.
+// Trilu of a ones tensor), EyeLike (an identity-like matrix), OneHot and Hardmax (one-hot rows of the
+// maxima). One kernel per op under src/kernels/masks/, moving 4-byte device elements, so every element type
+// the device stores runs the same pipeline.
 #include <algorithm>
 #include <limits>
 
@@ -8,6 +9,7 @@
 #include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/reduction.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -146,6 +148,129 @@ OpPlan plan_eye_like(const PlanContext& ctx) {
   return plan;
 }
 
+// ---- OneHot ----
+
+OpPlan plan_one_hot(const PlanContext& ctx) {
+  const TensorDesc& indices = ctx.input(0);
+  const char* index_type = nullptr;
+  switch (indices.dtype) {
+    case DType::Float32:
+      index_type = "f32";
+      break;
+    case DType::Int64:
+    case DType::Int32:
+    case DType::Int8:
+      index_type = "i32";
+      break;
+    case DType::UInt8:
+      index_type = "u32";
+      break;
+    default:
+      ctx.fail("input 0 (indices) has type " + std::string(dtype_name(indices.dtype)) +
+               "; wgi's OneHot reads float32 and integer indices");
+  }
+  // depth sets the output's shape: it must be known when planned.
+  const Tensor* depth_tensor = ctx.constant(1);
+  ctx.input(1);
+  if (!depth_tensor)
+    ctx.fail("input 1 (depth, " + ctx.input_name(1) + ") must be known when the model is planned");
+  if (depth_tensor->element_count() != 1) ctx.fail("input 1 (depth) must hold a single value");
+  double depth_value = 0;
+  switch (depth_tensor->dtype()) {
+    case DType::Float32:
+      depth_value = depth_tensor->data<float>()[0];
+      break;
+    case DType::Int64:
+    case DType::Int32:
+      depth_value = static_cast<double>(data_movement::tensor_ints(ctx, *depth_tensor, "input 1 (depth)")[0]);
+      break;
+    default:
+      ctx.fail("input 1 (depth) has type " + std::string(dtype_name(depth_tensor->dtype())) +
+               "; expected float32, int64 or int32");
+  }
+  const int64_t depth = static_cast<int64_t>(depth_value);  // ONNX casts depth to int64
+  if (depth < 1) ctx.fail("input 1 (depth) is " + std::to_string(depth_value) + "; expected >= 1");
+  const TensorDesc& values = ctx.input(2);
+  data_movement::require_device_elements(ctx, 2);
+  if (element_count(values.shape) != 2) {
+    ctx.fail("input 2 (values, " + ctx.input_name(2) + ") has shape " + shape_to_string(values.shape) +
+             "; expected [off_value, on_value]");
+  }
+  const int64_t rank = static_cast<int64_t>(indices.shape.size()) + 1;
+  const size_t axis = static_cast<size_t>(
+      data_movement::normalize_axis(ctx, ctx.node.attributes.get_int("axis", -1), rank, "axis"));
+  Shape out_shape = indices.shape;
+  out_shape.insert(out_shape.begin() + static_cast<std::ptrdiff_t>(axis), depth);
+  require_addressable(ctx, "the output", out_shape, std::numeric_limits<int32_t>::max());
+  OpPlan plan;
+  plan.outputs.push_back({values.dtype, out_shape});
+  const int64_t count = element_count(out_shape);
+  if (count == 0) return plan;
+  int64_t inner = 1;
+  for (size_t d = axis; d < indices.shape.size(); ++d) inner *= indices.shape[d];
+  gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
+  KernelLaunch launch;
+  launch.program.label = std::string("one_hot_") + index_type;
+  launch.program.wgsl = kernels::load_wgsl(
+      "masks/one_hot.wgsl",
+      {{"INDEX_TYPE", index_type}, {"FLOAT_INDICES", indices.dtype == DType::Float32 ? "1" : "0"}});
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(2), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(static_cast<uint32_t>(count))
+                       .u32(static_cast<uint32_t>(depth))
+                       .u32(static_cast<uint32_t>(inner))
+                       .bytes();
+  launch.groups = grid.groups;
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+// ---- Hardmax ----
+
+OpPlan plan_hardmax(const PlanContext& ctx) {
+  const TensorDesc& x = ctx.input(0);
+  if (x.dtype != DType::Float32) {
+    ctx.fail("input 0 has type " + std::string(dtype_name(x.dtype)) + "; wgi runs Hardmax on float32 only");
+  }
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0) ctx.fail("input 0 is a scalar; Hardmax needs rank >= 1");
+  require_addressable(ctx, "input 0", x.shape, std::numeric_limits<int32_t>::max());
+  // Opset 13 on: rows along one axis. Before: the input flattened to 2-D at axis (default 1), rows of the
+  // trailing block, as Softmax did.
+  const bool single_axis = ctx.node.opset >= 13;
+  const size_t axis = static_cast<size_t>(data_movement::normalize_axis(
+      ctx, ctx.node.attributes.get_int("axis", single_axis ? -1 : 1), rank, "axis"));
+  int64_t len = 1, inner = 1;
+  for (size_t d = axis; d < x.shape.size(); ++d) (d == axis || !single_axis ? len : inner) *= x.shape[d];
+  OpPlan plan;
+  plan.outputs.push_back(x);
+  const int64_t count = element_count(x.shape);
+  if (count == 0) return plan;
+  const int64_t rows = count / len;
+  uint32_t want = 32;
+  while (want < 256 && want < len) want *= 2;
+  const uint32_t wg = pow2_workgroup_size(want, ctx.caps.limits);
+  KernelLaunch launch;
+  launch.program.label = "hardmax_wg" + std::to_string(wg);
+  launch.program.wgsl = kernels::load_wgsl("masks/hardmax.wgsl", {{"WG", std::to_string(wg)}});
+  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                             gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
+  launch.uniform = gpu::UniformBuilder()
+                       .u32(static_cast<uint32_t>(rows))
+                       .u32(static_cast<uint32_t>(len))
+                       .u32(static_cast<uint32_t>(inner))
+                       .bytes();
+  launch.groups =
+      gpu::fold_workgroups(static_cast<uint64_t>(rows), ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
 }  // namespace
 
 void register_mask_ops(OpRegistry& registry) {
@@ -155,6 +280,12 @@ void register_mask_ops(OpRegistry& registry) {
   OpHandler eye_like;
   eye_like.plan = plan_eye_like;
   registry.add("", "EyeLike", 9, kLatestOpset, std::move(eye_like));
+  OpHandler one_hot;
+  one_hot.plan = plan_one_hot;
+  registry.add("", "OneHot", 9, kLatestOpset, std::move(one_hot));
+  OpHandler hardmax;
+  hardmax.plan = plan_hardmax;
+  registry.add("", "Hardmax", 1, kLatestOpset, std::move(hardmax));
 }
 
 }  // namespace wgi::ops

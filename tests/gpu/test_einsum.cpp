@@ -84,6 +84,8 @@ TEST(Einsum, GeneralEquationsThroughCopies) {
            EinsumCase{"ba,ca", {{4, 5}, {3, 5}}},              // implicit output: bc
            EinsumCase{"...ij,jk->...ik", {{2, 2, 3, 4}, {4, 5}}},
            EinsumCase{"b...i,b...i->b...", {{2, 3, 5, 7}, {2, 3, 5, 7}}},
+           // Five batch letters in opposite orders: no folding into 4 GEMM batch dims, so both are packed.
+           EinsumCase{"abcdeij,edcbajk->abcdeik", {{2, 3, 2, 2, 3, 5, 4}, {3, 2, 2, 3, 2, 4, 3}}},
        }) {
     expect_einsum(c, 47);
   }

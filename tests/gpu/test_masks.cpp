@@ -3,6 +3,8 @@
 // type the op moves, and the errors a model can cause.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "runtime/node_runner.h"
 #include "support/reference_data_movement.h"
 #include "support/reference_masks.h"
@@ -108,6 +110,87 @@ TEST(MasksEyeLike, DiagonalsTypesAndShapes) {
   const std::string bad_type =
       test::node_error(f64, NodeInputs{NodeInput{test::random_ints(DType::Int32, {2, 2}, 3)}});
   EXPECT_NE(bad_type.find("data type 11"), std::string::npos) << bad_type;
+}
+
+TEST(MasksOneHot, AxesIndexTypesAndOutOfRange) {
+  struct Case {
+    Shape indices;
+    int64_t axis;
+    int64_t depth;
+  };
+  for (const Case& c : {Case{{5}, -1, 7}, Case{{3, 4}, 0, 10}, Case{{3, 4}, 1, 6}, Case{{2, 3, 5}, -1, 33},
+                        Case{{2, 3, 5}, 2, 4}}) {
+    for (DType index_type : {DType::Int64, DType::Int32, DType::Float32}) {
+      for (DType value_type : {DType::Float32, DType::Int64, DType::Bool}) {
+        SCOPED_TRACE(shape_to_string(c.indices) + " axis " + std::to_string(c.axis) + " depth " +
+                     std::to_string(c.depth) + " " + std::string(dtype_name(index_type)) + " -> " +
+                     std::string(dtype_name(value_type)));
+        // Indices in [-depth - 2, depth + 2): negative ones and a few out of range (a row of off values).
+        const Tensor ints = test::random_ints(DType::Int64, c.indices, 17, -c.depth - 2, c.depth + 2);
+        std::vector<int64_t> index_values(ints.data<int64_t>().begin(), ints.data<int64_t>().end());
+        Tensor indices(index_type, c.indices);
+        for (size_t i = 0; i < index_values.size(); ++i) {
+          if (index_type == DType::Int64) indices.data<int64_t>()[i] = index_values[i];
+          if (index_type == DType::Int32) indices.data<int32_t>()[i] = static_cast<int32_t>(index_values[i]);
+          // Floats with a fraction: ONNX casts them to integers (truncation).
+          if (index_type == DType::Float32) {
+            indices.data<float>()[i] =
+                static_cast<float>(index_values[i]) + (index_values[i] < 0 ? -0.25f : 0.25f);
+          }
+        }
+        const Tensor values = value_type == DType::Bool    ? Tensor::from_vector<uint8_t>({2}, {0, 1})
+                              : value_type == DType::Int64 ? Tensor::from_vector<int64_t>({2}, {-3, 9})
+                                                           : Tensor::from_vector<float>({2}, {0.5f, -2.25f});
+        const Tensor typed_values =
+            value_type == DType::Bool ? Tensor(DType::Bool, {2}, values.bytes()) : values;
+        ops::NodeInfo node = make_node("OneHot", 11);
+        node.attributes.set("axis", c.axis);
+        const Tensor expected =
+            test::one_hot_reference(c.indices, index_values, c.depth, c.axis, typed_values);
+        for (bool values_known : {true, false}) {
+          auto out = run(
+              node, NodeInputs{NodeInput{indices},
+                               NodeInput{Tensor::from_vector<float>({}, {static_cast<float>(c.depth)}), true},
+                               NodeInput{typed_values, values_known}});
+          EXPECT_TRUE(test::identical(out[0], expected));
+        }
+      }
+    }
+  }
+  const std::string runtime_depth = test::node_error(
+      make_node("OneHot", 11), NodeInputs{NodeInput{test::ints({1})}, NodeInput{test::ints({3})},
+                                          NodeInput{Tensor::from_vector<float>({2}, {0, 1})}});
+  EXPECT_NE(runtime_depth.find("known when the model is planned"), std::string::npos) << runtime_depth;
+}
+
+TEST(MasksHardmax, AxesOpsetsTiesAndNaN) {
+  struct Case {
+    Shape shape;
+    int64_t axis;
+    int opset;
+  };
+  for (const Case& c :
+       {Case{{7}, 0, 13}, Case{{3, 300}, -1, 13}, Case{{4, 9, 5}, 1, 13}, Case{{2, 3, 1031}, 2, 13},
+        Case{{4, 9, 5}, 1, 11}, Case{{2, 3, 4, 5}, 2, 11}, Case{{2, 3, 4, 5}, -3, 1}}) {
+    SCOPED_TRACE(shape_to_string(c.shape) + " axis " + std::to_string(c.axis) + " opset " +
+                 std::to_string(c.opset));
+    const int64_t rank = static_cast<int64_t>(c.shape.size());
+    const size_t axis = static_cast<size_t>(c.axis < 0 ? c.axis + rank : c.axis);
+    int64_t len = 1, inner = 1;
+    for (size_t d = axis; d < c.shape.size(); ++d) (d == axis || c.opset < 13 ? len : inner) *= c.shape[d];
+    // Few distinct values: many ties, which go to the first maximum.
+    Tensor x = test::random_ints(DType::Int32, c.shape, 21, -5, 5);
+    Tensor xf(DType::Float32, c.shape);
+    for (int64_t i = 0; i < x.element_count(); ++i) {
+      xf.data<float>()[static_cast<size_t>(i)] =
+          static_cast<float>(x.data<int32_t>()[static_cast<size_t>(i)]);
+    }
+    if (xf.element_count() > 40) xf.data<float>()[37] = std::numeric_limits<float>::quiet_NaN();
+    ops::NodeInfo node = make_node("Hardmax", c.opset);
+    node.attributes.set("axis", c.axis);
+    auto out = run(node, NodeInputs{NodeInput{xf}});
+    EXPECT_TRUE(test::identical(out[0], test::hardmax_reference(xf, len, inner)));
+  }
 }
 
 }  // namespace

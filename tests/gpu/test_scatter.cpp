@@ -1,8 +1,8 @@
 // ScatterND, ScatterElements and Scatter on the GPU against the in-order references (exact): every
 // reduction, duplicate indices (none: the last update wins; reductions: all applied in order), negative
 // indices, int32 / int64 indices known when planned or computed at run time, unaligned shapes with batch
-// dims, float32 / int64 / int32 / uint8 / bool data, out-of-range indices (a plan-time error when known,
-// dropped when computed at run time) and the shape errors.
+// dims, float32 / int64 / int32 / int8 / uint8 / bool data (8-bit reductions wrap), out-of-range indices (a
+// plan-time error when known, dropped when computed at run time) and the shape errors.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -68,7 +68,7 @@ TEST(ScatterND, MatchesReferenceForReductionsDuplicatesAndTypes) {
     updates.insert(updates.end(), c.data.begin() + static_cast<std::ptrdiff_t>(q), c.data.end());
     const std::vector<int64_t> bounds(c.data.begin(), c.data.begin() + static_cast<std::ptrdiff_t>(q));
     for (const char* reduction : kReductions) {
-      for (DType dtype : {DType::Float32, DType::Int64, DType::Int32, DType::UInt8}) {
+      for (DType dtype : {DType::Float32, DType::Int64, DType::Int32, DType::Int8, DType::UInt8}) {
         for (DType index_type : {DType::Int64, DType::Int32}) {
           SCOPED_TRACE(shape_to_string(c.data) + " indices " + shape_to_string(c.indices) + " " + reduction +
                        " " + std::string(dtype_name(dtype)) + " " + std::string(dtype_name(index_type)));

@@ -1,5 +1,6 @@
 #include "support/reference_masks.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace wgi::test {
@@ -38,6 +39,44 @@ Tensor eye_like_reference(int64_t rows, int64_t cols, int64_t k, DType dtype) {
       default:  // one byte per element: uint8, int8, bool
         y.bytes()[e] = std::byte{1};
     }
+  }
+  return y;
+}
+
+Tensor one_hot_reference(const Shape& indices_shape, const std::vector<int64_t>& index_values, int64_t depth,
+                         int64_t axis, const Tensor& values) {
+  const int64_t rank = static_cast<int64_t>(indices_shape.size()) + 1;
+  if (axis < 0) axis += rank;
+  Shape shape = indices_shape;
+  shape.insert(shape.begin() + axis, depth);
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis); d < indices_shape.size(); ++d) inner *= indices_shape[d];
+  Tensor y(values.dtype(), shape);
+  const size_t element = dtype_size(values.dtype());
+  for (int64_t o = 0; o < y.element_count(); ++o) {
+    const int64_t i = o % inner, d = (o / inner) % depth, outer = o / (inner * depth);
+    int64_t index = index_values[static_cast<size_t>(outer * inner + i)];
+    if (index < 0) index += depth;
+    const size_t which = index == d ? 1 : 0;
+    std::memcpy(y.bytes().data() + static_cast<size_t>(o) * element, values.bytes().data() + which * element,
+                element);
+  }
+  return y;
+}
+
+Tensor hardmax_reference(const Tensor& x, int64_t len, int64_t inner) {
+  Tensor y(DType::Float32, x.shape());
+  auto v = x.data<float>();
+  const int64_t rows = x.element_count() / len;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = (r / inner) * len * inner + r % inner;
+    int64_t best = 0;
+    for (int64_t j = 1; j < len; ++j) {
+      const float a = v[static_cast<size_t>(base + j * inner)],
+                  b = v[static_cast<size_t>(base + best * inner)];
+      if (!std::isnan(b) && (std::isnan(a) || a > b)) best = j;
+    }
+    y.data<float>()[static_cast<size_t>(base + best * inner)] = 1.0f;
   }
   return y;
 }

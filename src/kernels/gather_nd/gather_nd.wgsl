@@ -1,0 +1,44 @@
+// GatherND with batch_dims b: output[t, s] = data[batch(t), indices[t], s] for every index tuple t of
+// indices [..., q] (the tuples of one batch are consecutive) and every element s of the slice
+// data.shape[b + q:]. Negative indices count from the end; a tuple still out of range at run time yields zero
+// bits (known indices are checked when planned), as Gather does.
+#include "common/dispatch_grid.wgsl"
+
+struct Params {
+  count: u32,              // output elements
+  slice: u32,              // elements of data.shape[b + q:]
+  q: u32,
+  tuples_per_batch: u32,   // elements of indices.shape[b:-1]
+  batch_stride: u32,       // elements of data.shape[b:]
+  dims: array<vec4u, 2>,     // data.shape[b : b + q]
+  strides: array<vec4u, 2>,  // their element strides in data
+}
+
+@group(0) @binding(0) var<storage, read> data: array<u32>;
+@group(0) @binding(1) var<storage, read> indices: array<i32>;
+@group(0) @binding(2) var<storage, read_write> destination: array<u32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+override WG_SIZE: u32 = 256;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_invocation_index(wid, nwg, lid, WG_SIZE);
+  if (i >= params.count) {
+    return;
+  }
+  let t = i / params.slice;
+  var at = (t / params.tuples_per_batch) * params.batch_stride + i % params.slice;
+  var valid = true;
+  for (var l = 0u; l < params.q; l++) {
+    let n = params.dims[l / 4][l % 4];
+    var index = indices[t * params.q + l];
+    if (index < 0) {
+      index += i32(n);
+    }
+    valid = valid && index >= 0 && u32(index) < n;
+    at += u32(index) * params.strides[l / 4][l % 4];
+  }
+  destination[i] = select(0u, data[at], valid);
+}

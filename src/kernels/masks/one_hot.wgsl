@@ -1,0 +1,40 @@
+// OneHot: output[o, d, i] = values[1] (on) where indices[o, i] (made non-negative by adding depth) == d, else
+// values[0] (off); an index outside [-depth, depth) gives a row of off values. Indices are read as
+// INDEX_TYPE (i32, u32 or f32, truncated towards zero like a cast); values as device words.
+#include "common/dispatch_grid.wgsl"
+
+struct Params {
+  count: u32,  // output elements
+  depth: u32,
+  inner: u32,  // elements of indices.shape[axis:]
+}
+
+@group(0) @binding(0) var<storage, read> indices: array<{{INDEX_TYPE}}>;
+@group(0) @binding(1) var<storage, read> values: array<u32>;
+@group(0) @binding(2) var<storage, read_write> destination: array<u32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+override WG_SIZE: u32 = 256;
+
+@compute @workgroup_size(WG_SIZE)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_invocation_index(wid, nwg, lid, WG_SIZE);
+  if (i >= params.count) {
+    return;
+  }
+  let inner = i % params.inner;
+  let d = (i / params.inner) % params.depth;
+  let outer = i / (params.inner * params.depth);
+  let raw = indices[outer * params.inner + inner];
+#if FLOAT_INDICES
+  // Beyond i32's range the index is out of range anyway; clamp before converting (the cast saturates).
+  var index = i32(clamp(trunc(raw), -2147483520.0, 2147483520.0));
+#else
+  var index = i32(raw);
+#endif
+  if (index < 0) {
+    index += i32(params.depth);
+  }
+  destination[i] = values[select(0u, 1u, index >= 0 && u32(index) == d)];
+}

@@ -1,0 +1,108 @@
+// MeanVarianceNormalization over a set of axes, two stages of one text:
+//   STATS  one workgroup per group (a combination of the kept axes' coordinates): the mean of the group's
+//          elements, then the mean of squared deviations (two passes over the group, so the variance is never
+//          negative), each summed per invocation and reduced in workgroup memory; writes
+//          stats[2g] = mean, stats[2g + 1] = 1 / (sqrt(variance) + 1e-9) (ONNX's epsilon, added to the std).
+//   APPLY  one invocation per element: (x - mean) * that factor.
+// Dims up to 8: `dims` / `strides` describe kept dims (STATS: the group's position) and reduced dims
+// (within the group) as mixed radices over element strides.
+#include "common/dispatch_grid.wgsl"
+
+const WG: u32 = {{WG}}u;
+
+struct Params {
+  count: u32,       // STATS: groups; APPLY: elements
+  group_size: u32,  // elements per group
+  kept_rank: u32,
+  reduced_rank: u32,
+  kept_dims: array<vec4u, 2>,
+  kept_strides: array<vec4u, 2>,
+  reduced_dims: array<vec4u, 2>,
+  reduced_strides: array<vec4u, 2>,
+  shape: array<vec4u, 2>,          // APPLY: the full shape, row-major
+  group_strides: array<vec4u, 2>,  // APPLY: per dim, its stride in the group index (0 for reduced dims)
+  rank: u32,
+}
+
+@group(0) @binding(0) var<storage, read> source: array<f32>;
+#if STATS
+@group(0) @binding(1) var<storage, read_write> stats: array<f32>;
+#else
+@group(0) @binding(1) var<storage, read> stats: array<f32>;
+@group(0) @binding(2) var<storage, read_write> destination: array<f32>;
+#endif
+#if STATS
+@group(0) @binding(2) var<uniform> params: Params;
+#else
+@group(0) @binding(3) var<uniform> params: Params;
+#endif
+
+fn decode(index: u32, rank: u32, dims: array<vec4u, 2>, strides: array<vec4u, 2>) -> u32 {
+  var rest = index;
+  var offset = 0u;
+  for (var k = i32(rank) - 1; k >= 0; k--) {
+    let n = dims[k / 4][k % 4];
+    offset += (rest % n) * strides[k / 4][k % 4];
+    rest = rest / n;
+  }
+  return offset;
+}
+
+#if STATS
+// The two tree sums are written out inline: as one helper function with its barriers called twice, the
+// statistics came out wrong on Dawn's OpenGL ES backend (llvmpipe), right on SwiftShader.
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let g = linear_workgroup_index(wid, nwg);
+  if (g >= params.count) {
+    return;  // the whole workgroup: the barriers stay in uniform control flow
+  }
+  let base = decode(g, params.kept_rank, params.kept_dims, params.kept_strides);
+  var sum = 0.0;
+  for (var w = lid; w < params.group_size; w += WG) {
+    sum += source[base + decode(w, params.reduced_rank, params.reduced_dims, params.reduced_strides)];
+  }
+  partial[lid] = sum;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (lid < half) {
+      partial[lid] += partial[lid + half];
+    }
+    workgroupBarrier();
+  }
+  let mean = partial[0] / f32(params.group_size);
+  workgroupBarrier();  // every invocation has read the sum before partial is reused
+  var squares = 0.0;
+  for (var w = lid; w < params.group_size; w += WG) {
+    let d = source[base + decode(w, params.reduced_rank, params.reduced_dims, params.reduced_strides)] - mean;
+    squares += d * d;
+  }
+  partial[lid] = squares;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (lid < half) {
+      partial[lid] += partial[lid + half];
+    }
+    workgroupBarrier();
+  }
+  let variance = partial[0] / f32(params.group_size);
+  if (lid == 0u) {
+    stats[2u * g] = mean;
+    stats[2u * g + 1u] = 1.0 / (sqrt(variance) + 1e-9);
+  }
+}
+#else
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = linear_invocation_index(wid, nwg, lid, WG);
+  if (i >= params.count) {
+    return;
+  }
+  let g = decode(i, params.rank, params.shape, params.group_strides);
+  destination[i] = (source[i] - stats[2u * g]) * stats[2u * g + 1u];
+}
+#endif

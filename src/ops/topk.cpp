@@ -1,0 +1,117 @@
+// TopK: a bitonic sort of every row in two scratch buffers (keys, original positions), then the first K slots
+// copied out (kernels/topk/topk.wgsl). Works for any row length and K (rows padded to a power of two), in
+// log2(P) (log2(P) + 1) / 2 + 2 launches for rows padded to P: 138 for 50k-wide rows. Outputs are always
+// sorted (sorted = 0 allows any order); equal values keep the lower index first, as ONNX asks.
+#include <limits>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/data_movement_internal.h"
+#include "ops/families.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+OpPlan plan_topk(const PlanContext& ctx) {
+  const TensorDesc& x = ctx.input(0);
+  const bool float_keys = x.dtype == DType::Float32;
+  if (!float_keys && x.dtype != DType::Int64 && x.dtype != DType::Int32) {
+    ctx.fail("input 0 has type " + std::string(dtype_name(x.dtype)) +
+             "; wgi runs TopK on float32, int64 and int32");
+  }
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (rank == 0) ctx.fail("input 0 is a scalar; TopK needs rank >= 1");
+  const size_t axis = static_cast<size_t>(
+      data_movement::normalize_axis(ctx, ctx.node.attributes.get_int("axis", -1), rank, "axis"));
+  // K: an attribute before opset 10, an input since; it sets the outputs' shape, so it must be known.
+  int64_t k = 0;
+  if (ctx.node.opset < 10) {
+    if (!ctx.node.attributes.has("k")) ctx.fail("attribute 'k' is required");
+    k = ctx.node.attributes.get_int("k", 0);
+  } else {
+    const std::vector<int64_t> v = data_movement::known_ints(ctx, 1, "K");
+    if (v.size() != 1) ctx.fail("input 1 (K) must hold a single value");
+    k = v[0];
+  }
+  const int64_t len = x.shape[axis];
+  if (k < 0 || k > len) {
+    ctx.fail("K is " + std::to_string(k) + "; expected 0 to the axis' length " + std::to_string(len));
+  }
+  const int64_t largest = ctx.node.attributes.get_int("largest", 1);
+  require_addressable(ctx, "input 0", x.shape, std::numeric_limits<int32_t>::max());
+  Shape out_shape = x.shape;
+  out_shape[axis] = k;
+  OpPlan plan;
+  plan.outputs.push_back({x.dtype, out_shape});
+  plan.outputs.push_back({DType::Int64, out_shape});
+  if (element_count(out_shape) == 0) return plan;
+
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  const int64_t rows = element_count(x.shape) / len;
+  int64_t padded = 1;
+  while (padded < len) padded *= 2;
+  const int64_t slots = rows * padded;
+  if (slots > std::numeric_limits<int32_t>::max()) {
+    ctx.fail("rows padded to " + std::to_string(padded) + " slots exceed wgi's 32-bit indexing of the sort");
+  }
+  const TensorRef keys = plan.add_scratch(static_cast<uint64_t>(slots) * 4);
+  const TensorRef positions = plan.add_scratch(static_cast<uint64_t>(slots) * 4);
+
+  auto launch_for = [&](const char* stage, int64_t count, uint32_t block, uint32_t distance) {
+    gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
+    KernelLaunch launch;
+    const bool write = std::string(stage) == "WRITE";
+    launch.program.label =
+        std::string("topk_") + stage + (float_keys ? "_f32" : "_i32") + (largest ? "_largest" : "_smallest");
+    launch.program.wgsl =
+        kernels::load_wgsl("topk/topk.wgsl", {{"INIT", stage == std::string("INIT") ? "1" : "0"},
+                                              {"STEP", stage == std::string("STEP") ? "1" : "0"},
+                                              {"WRITE", write ? "1" : "0"},
+                                              {"FLOAT_KEYS", float_keys ? "1" : "0"},
+                                              {"LARGEST", largest ? "true" : "false"}});
+    launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+    launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                               gpu::BindingKind::Storage};
+    launch.bindings = {TensorRef::input(0), keys, positions};
+    if (write) {
+      launch.program.bindings.push_back(gpu::BindingKind::Storage);
+      launch.program.bindings.push_back(gpu::BindingKind::Storage);
+      launch.bindings.push_back(TensorRef::output(0));
+      launch.bindings.push_back(TensorRef::output(1));
+    }
+    launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+    launch.uniform = gpu::UniformBuilder()
+                         .u32(static_cast<uint32_t>(rows))
+                         .u32(static_cast<uint32_t>(len))
+                         .u32(static_cast<uint32_t>(inner))
+                         .u32(static_cast<uint32_t>(padded))
+                         .u32(static_cast<uint32_t>(k))
+                         .u32(block)
+                         .u32(distance)
+                         .u32(static_cast<uint32_t>(count))
+                         .bytes();
+    launch.groups = grid.groups;
+    plan.launches.push_back(std::move(launch));
+  };
+  launch_for("INIT", slots, 0, 0);
+  for (int64_t block = 2; block <= padded; block *= 2) {
+    for (int64_t distance = block / 2; distance > 0; distance /= 2) {
+      launch_for("STEP", slots / 2, static_cast<uint32_t>(block), static_cast<uint32_t>(distance));
+    }
+  }
+  launch_for("WRITE", element_count(out_shape), 0, 0);
+  return plan;
+}
+
+}  // namespace
+
+void register_topk_ops(OpRegistry& registry) {
+  OpHandler topk;
+  topk.plan = plan_topk;
+  registry.add("", "TopK", 1, kLatestOpset, std::move(topk));
+}
+
+}  // namespace wgi::ops
