@@ -27,6 +27,7 @@
 #include "kernels/wgsl_library.h"
 #include "ops/conv_kernels.h"
 #include "ops/families.h"
+#include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
@@ -166,11 +167,14 @@ void resolve_conv_transpose_axis(const PlanContext& ctx, const char* axis_name, 
 
 // [OC, ICg, KH, KW] -> [OC, KH, KW, ICg], so that conv2d_vec4.wgsl reads the weights of four consecutive
 // input channels at one tap as one vec4.
-Tensor prepack_weight_ohwi(const Tensor& weight, const ConvGeometry& g) {
+// A float16 weight is widened here (docs/float16.md: the direct kernels read float32).
+Tensor prepack_weight_ohwi(const Tensor& weight_as_given, const ConvGeometry& g) {
   const int64_t oc_count = g.out_channels;
   const int64_t icpg = g.in_channels / g.groups;
   const int64_t kh_count = g.height.kernel;
   const int64_t kw_count = g.width.kernel;
+  const Tensor weight =
+      weight_as_given.dtype() == DType::Float16 ? widen_float16(weight_as_given) : weight_as_given;
   Tensor packed(DType::Float32, {oc_count, kh_count, kw_count, icpg});
   auto src = weight.data<float>();
   auto dst = packed.data<float>();
@@ -191,7 +195,8 @@ Tensor prepack_weight_ohwi(const Tensor& weight, const ConvGeometry& g) {
 OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   const std::string& op = ctx.node.op_type;
   require_float32(ctx, 0, "X");
-  require_float32(ctx, 1, "W");
+  // A constant float16 weight reaches the plan as it is (register_conv_ops).
+  if (ctx.input(1).dtype != DType::Float16 || !ctx.constant(1)) require_float32(ctx, 1, "W");
   const bool has_bias = ctx.has_input(2);
   if (has_bias) require_float32(ctx, 2, "B");
 
@@ -549,16 +554,42 @@ OpPlan plan_conv(const PlanContext& ctx, bool transposed) {
   return plan;
 }
 
+// float16 (ops/float16.h): X, B and the output through float32. A constant float16 weight reaches plan_conv
+// as it is: the implicit GEMM keeps it float16 (half the bytes, read packed); the direct vec4 kernel's
+// prepacked copy is widened; the kernels that read the weight as stored get a float32 copy of it as a plan
+// constant, made once here (no cast per run).
+OpPlan plan_conv_float16(const PlanContext& ctx, bool transposed) {
+  auto plan_f32 = [transposed](const PlanContext& c) { return plan_conv(c, transposed); };
+  const Tensor* weight = ctx.constant(1);
+  if (!ctx.has_input(1) || ctx.input(1).dtype != DType::Float16 || !weight)
+    return plan_with_float16(ctx, plan_f32);
+  OpPlan plan = plan_with_float16(ctx, plan_f32, 1u << 1);
+  std::optional<uint32_t> widened;
+  for (KernelLaunch& launch : plan.launches) {
+    for (TensorRef& ref : launch.bindings) {
+      if (ref.kind != TensorRef::Kind::Input || ref.index != 1) continue;
+      if (!widened) {
+        widened = static_cast<uint32_t>(plan.constants.size());
+        plan.constants.push_back(widen_float16(*weight));
+      }
+      ref = TensorRef::constant(*widened);
+    }
+  }
+  return plan;
+}
+
 }  // namespace
 
 void register_conv_ops(OpRegistry& registry) {
   // Versions 1, 11 and 22 of both ops differ in their type lists and wording, not in what the attributes mean
   // for float32, so one handler serves every opset.
   OpHandler conv;
-  conv.plan = [](const PlanContext& ctx) { return plan_conv(ctx, false); };
+  conv.plan = [](const PlanContext& ctx) { return plan_conv_float16(ctx, false); };
+  conv.plans_float16 = true;
   registry.add("", "Conv", 1, kLatestOpset, std::move(conv));
   OpHandler conv_transpose;
-  conv_transpose.plan = [](const PlanContext& ctx) { return plan_conv(ctx, true); };
+  conv_transpose.plan = [](const PlanContext& ctx) { return plan_conv_float16(ctx, true); };
+  conv_transpose.plans_float16 = true;
   registry.add("", "ConvTranspose", 1, kLatestOpset, std::move(conv_transpose));
 }
 

@@ -191,17 +191,25 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
 
   // [OC, ICg, KH, KW] = [group][m][k] -> [group][k][m4]: the kernel reads four output channels of one k as a
   // vec4 and stores it into workgroup memory as it is. Rows m..m4 stay zero.
+  // A float16 weight stays float16 (its 16-bit elements moved, never widened; W_F16 reads it packed).
   const Tensor& weight = *ctx.constant(1);
-  Tensor packed(DType::Float32, {groups, k, m4});
-  {
-    auto src = weight.data<float>();
-    auto dst = packed.data<float>();
-    std::fill(dst.begin(), dst.end(), 0.0f);
+  const bool half_weight = weight.dtype() == DType::Float16;
+  Tensor packed(weight.dtype(), {groups, k, m4});
+  auto pack = [&](auto zero) {
+    using Element = decltype(zero);
+    const Element* src = reinterpret_cast<const Element*>(weight.bytes().data());
+    Element* dst = reinterpret_cast<Element*>(packed.bytes().data());
+    std::fill(dst, dst + packed.element_count(), zero);
     for (int64_t gi = 0; gi < groups; ++gi)
       for (int64_t mi = 0; mi < m; ++mi)
         for (int64_t ki = 0; ki < k; ++ki)
           dst[static_cast<size_t>((gi * k + ki) * m4 + mi)] =
               src[static_cast<size_t>((gi * m + mi) * k + ki)];
+  };
+  if (half_weight) {
+    pack(uint16_t{0});
+  } else {
+    pack(0.0f);
   }
   // Per k = (ic, kh, kw): its input offset from the pixel's first tap and its row / column shift. Shapes are
   // fixed per plan, so this is a constant like the packed weight; every pixel shares it.
@@ -237,6 +245,7 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   defines["BK"] = std::to_string(config.tile_k);
   defines["STAGES"] = std::to_string(config.stages);
   defines["SPLIT_K"] = split ? "1" : "0";
+  if (half_weight) defines["W_F16"] = "1";  // only then: float32 convs compile as without
   // A split's partial sums leave the residual to the reduction.
   defines["RESIDUAL"] = residual && !split ? "1" : "0";
   // A Gelu or a residual: the epilogue's second, in-place pass (implicit_gemm.wgsl says why).
@@ -244,7 +253,7 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   KernelLaunch launch;
   launch.program.label =
       "conv_igemm" + implicit_gemm_tile_name(config.tile_m, config.tile_n) + "_k" +
-      std::to_string(config.tile_k) + "s" + std::to_string(config.stages) +
+      std::to_string(config.tile_k) + "s" + std::to_string(config.stages) + (half_weight ? "_wf16" : "") +
       (split ? "_splitk" : std::string(residual_label_suffix(residual)) + activation.label_suffix());
   launch.program.wgsl = kernels::load_wgsl("conv/implicit_gemm.wgsl", defines);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,

@@ -20,6 +20,7 @@
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/float16.h"
 #include "ops/fused_residual.h"
 #include "ops/registry.h"
 
@@ -67,7 +68,7 @@ constexpr unsigned kNumeric = kFloat | kInts | kUInt8;
 bool in_set(unsigned set, DType dtype) {
   switch (dtype) {
     case DType::Float32:
-    case DType::Float16:  // through float32 on the GPU, see plan_with_float16
+    case DType::Float16:  // through float32 on the GPU (ops/float16.h)
       return set & kFloat;
     case DType::Int64:
     case DType::Int32:
@@ -301,53 +302,6 @@ OpPlan single_launch_plan(const PlanContext& ctx, ElementwiseKernel kernel, DTyp
 }
 
 // ---- host values ----
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu, bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalise
-      int e = -1;
-      do {
-        ++e;
-        mantissa <<= 1;
-      } while (!(mantissa & 0x400u));
-      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mantissa & 0x3ffu) << 13;
-    }
-  } else {
-    bits = sign | (exponent + 127 - 15) << 23 | mantissa << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// Round to nearest even, overflow to inf, NaN kept.
-uint16_t float_to_half(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t abs = bits & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0));
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504
-  if (abs < 0x38800000u) {                                               // half subnormal or zero
-    if (abs < 0x33000000u) return sign;                                  // below half the smallest subnormal
-    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    const int shift = 126 - static_cast<int>(abs >> 23);  // to units of 2^-24
-    uint32_t h = mantissa >> shift;
-    const uint32_t rest = mantissa & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rest > half || (rest == half && (h & 1u))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = ((abs >> 13) - (112u << 10));
-  const uint32_t rest = abs & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(sign | h);
-}
 
 // float -> integer truncates toward zero; int32 and int64 saturate (NaN -> 0) as the device's f32 -> i32
 // conversion does, int8 and uint8 wrap from the truncated value (numpy's astype on x86).
@@ -808,6 +762,8 @@ std::string cast_expression(ElementClass from, DType to) {
   return "a";
 }
 
+}  // namespace
+
 // Casts from or to float16 (packed two per word on the device) through cast_f16.wgsl.
 KernelLaunch cast_f16_launch(const PlanContext& ctx, const TensorDesc& x, DType to, TensorRef in,
                              TensorRef out) {
@@ -845,66 +801,7 @@ KernelLaunch cast_f16_launch(const PlanContext& ctx, const TensorDesc& x, DType 
   return launch;
 }
 
-// float16 tensors (packed two per word on the device) go through float32: each float16 input is unpacked into
-// a scratch buffer, the op runs in float32, and a float16 result is packed at the end: rounded once, as numpy
-// computes float16 arithmetic. `type_input` is the input whose type the output takes.
-OpPlan plan_with_float16(const PlanContext& ctx, const std::function<OpPlan(const PlanContext&)>& plan_f32,
-                         size_t type_input) {
-  bool any = false;
-  for (size_t i = 0; i < ctx.input_count(); ++i)
-    any |= ctx.has_input(i) && ctx.input(i).dtype == DType::Float16;
-  if (!any) return plan_f32(ctx);
-  PlanContext inner{ctx.node, ctx.inputs, ctx.constant_inputs, ctx.caps};
-  OpPlan plan;
-  std::vector<int> scratch_of(ctx.input_count(), -1);
-  for (size_t i = 0; i < ctx.input_count(); ++i) {
-    if (!ctx.has_input(i) || ctx.input(i).dtype != DType::Float16) continue;
-    const TensorDesc& desc = ctx.input(i);
-    inner.inputs[i]->dtype = DType::Float32;
-    inner.constant_inputs[i] = nullptr;
-    const TensorRef converted =
-        plan.add_scratch(std::max<uint64_t>(4, 4 * static_cast<uint64_t>(element_count(desc.shape))));
-    scratch_of[i] = static_cast<int>(converted.index);
-    if (element_count(desc.shape) > 0) {
-      plan.launches.push_back(
-          cast_f16_launch(ctx, desc, DType::Float32, TensorRef::input(static_cast<uint32_t>(i)), converted));
-    }
-  }
-  OpPlan body = plan_f32(inner);
-  if (body.alias_output_to_input >= 0) {
-    body.outputs[0].dtype = ctx.input(static_cast<size_t>(body.alias_output_to_input)).dtype;
-    return body;
-  }
-  const bool f16_out =
-      body.outputs[0].dtype == DType::Float32 && ctx.input(type_input).dtype == DType::Float16;
-  const uint32_t body_scratch = static_cast<uint32_t>(plan.scratch_bytes.size());
-  plan.scratch_bytes.insert(plan.scratch_bytes.end(), body.scratch_bytes.begin(), body.scratch_bytes.end());
-  const uint32_t out_slot = static_cast<uint32_t>(plan.scratch_bytes.size());
-  const int64_t out_count = element_count(body.outputs[0].shape);
-  if (f16_out) plan.scratch_bytes.push_back(std::max<uint64_t>(4, 4 * static_cast<uint64_t>(out_count)));
-  for (KernelLaunch& launch : body.launches) {
-    for (TensorRef& ref : launch.bindings) {
-      if (ref.kind == TensorRef::Kind::Input && scratch_of[ref.index] >= 0) {
-        ref = TensorRef::scratch(static_cast<uint32_t>(scratch_of[ref.index]));
-      } else if (ref.kind == TensorRef::Kind::Scratch) {
-        ref.index += body_scratch;
-      } else if (ref.kind == TensorRef::Kind::Output && ref.index == 0 && f16_out) {
-        ref = TensorRef::scratch(out_slot);
-      }
-    }
-    plan.launches.push_back(std::move(launch));
-  }
-  plan.outputs = body.outputs;
-  plan.constants = std::move(body.constants);
-  if (f16_out) {
-    plan.outputs[0].dtype = DType::Float16;
-    if (out_count > 0) {
-      plan.launches.push_back(cast_f16_launch(ctx, body.outputs[0], DType::Float16,
-                                              TensorRef::scratch(out_slot), TensorRef::output(0)));
-    }
-  }
-  return plan;
-}
+namespace {
 
 OpPlan plan_cast(const PlanContext& ctx) {
   const TensorDesc& x = ctx.input(0);
@@ -1071,10 +968,7 @@ KernelLaunch broadcast_add_launch(const PlanContext& ctx, const Shape& out_shape
 void register_binary_ops(OpRegistry& registry) {
   for (const BinaryOp& op : kBinaryOps) {
     registry.add("", op.op_type, op.since_version, kLatestOpset,
-                 {[&op](const PlanContext& ctx) {
-                    return plan_with_float16(
-                        ctx, [&op](const PlanContext& c) { return plan_binary(op, c); }, 0);
-                  },
+                 {[&op](const PlanContext& ctx) { return plan_binary(op, ctx); },
                   [&op](const PlanContext& ctx, std::span<const Tensor* const> in) {
                     return evaluate_binary(op, ctx, in);
                   }});
@@ -1082,24 +976,20 @@ void register_binary_ops(OpRegistry& registry) {
   // Opsets 6-7 required equal shapes, 8+ broadcast: broadcasting serves both.
   for (const VariadicOp& op : kVariadicOps) {
     registry.add("", op.op_type, 6, kLatestOpset,
-                 {[&op](const PlanContext& ctx) {
-                    return plan_with_float16(
-                        ctx, [&op](const PlanContext& c) { return plan_variadic(op, c); }, 0);
-                  },
+                 {[&op](const PlanContext& ctx) { return plan_variadic(op, ctx); },
                   [&op](const PlanContext& ctx, std::span<const Tensor* const> in) {
                     return evaluate_variadic(op, ctx, in);
                   }});
   }
-  registry.add("", "Pow", 7, kLatestOpset,
-               {[](const PlanContext& ctx) { return plan_with_float16(ctx, plan_pow, 0); }, evaluate_pow});
-  registry.add("", "Mod", 10, kLatestOpset,
-               {[](const PlanContext& ctx) { return plan_with_float16(ctx, plan_mod, 0); }, evaluate_mod});
-  registry.add(
-      "", "Where", 9, kLatestOpset,
-      {[](const PlanContext& ctx) { return plan_with_float16(ctx, plan_where, 1); }, evaluate_where});
+  registry.add("", "Pow", 7, kLatestOpset, {plan_pow, evaluate_pow});
+  registry.add("", "Mod", 10, kLatestOpset, {plan_mod, evaluate_mod});
+  registry.add("", "Where", 9, kLatestOpset, {plan_where, evaluate_where});
   registry.add("", "Not", 1, kLatestOpset, {plan_not, evaluate_not});
-  registry.add("", "Cast", 6, kLatestOpset, {plan_cast, evaluate_cast});
-  registry.add("", "CastLike", 15, kLatestOpset, {plan_cast, evaluate_cast});
+  // Casts convert float16 themselves (cast_f16.wgsl), not through the float32 wrapper of ops/float16.h.
+  OpHandler cast{plan_cast, evaluate_cast};
+  cast.plans_float16 = true;
+  registry.add("", "Cast", 6, kLatestOpset, cast);
+  registry.add("", "CastLike", 15, kLatestOpset, cast);
 }
 
 }  // namespace wgi::ops

@@ -244,6 +244,7 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
     if (!c.a_vec4) label += "_ascalar";
     if (!c.b_vec4) label += "_bscalar";
   }
+  if (spec.b_f16) label += "_bf16";
   return label + residual_label_suffix(spec.residual.has_value()) + spec.activation.label_suffix();
 }
 
@@ -514,6 +515,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
   // The partial products of a split leave the epilogue (and so the residual) to the reduction.
   const bool residual = spec.residual.has_value() && splits <= 1;
   if (residual) defines["RESIDUAL"] = "1";
+  if (spec.b_f16) defines["B_F16"] = "1";  // only then: float32 products compile as without
   switch (config.kernel) {
     case GemmKernel::Tiled:
     case GemmKernel::Vec4:
@@ -521,6 +523,8 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       tiles_m = ceil_div(spec.m, kSeedTile);
       tiles_n = ceil_div(spec.n, kSeedTile);
       defines["SPLIT_K"] = splits > 1 ? "1" : "0";
+      // The vec4 kernel reads B in fours: its float16 B is bound as vec2<u32>s (gemm_b_f16.wgsl).
+      if (spec.b_f16 && config.kernel == GemmKernel::Vec4) defines["B_VEC4"] = "1";
       launch.program.wgsl = kernels::load_wgsl(
           config.kernel == GemmKernel::Vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
       break;
@@ -710,16 +714,18 @@ GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, 
   return {spec, config, splits};
 }
 
-Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool want_nk) {
+namespace {
+
+template <typename Element>
+void prepack_b_elements(const Tensor& b, Tensor& packed, int64_t k, int64_t n, bool stored_nk, bool want_nk) {
   const int64_t matrices = b.element_count() / std::max<int64_t>(1, k * n);
-  Tensor packed(DType::Float32, want_nk ? Shape{matrices, n, k} : Shape{matrices, k, n});
-  auto src = b.data<float>();
-  auto dst = packed.data<float>();
+  const Element* src = reinterpret_cast<const Element*>(b.bytes().data());
+  Element* dst = reinterpret_cast<Element*>(packed.bytes().data());
   for (int64_t m = 0; m < matrices; ++m) {
-    const float* s = src.data() + m * k * n;
-    float* d = dst.data() + m * k * n;
+    const Element* s = src + m * k * n;
+    Element* d = dst + m * k * n;
     if (stored_nk == want_nk) {
-      if (k * n > 0) std::memcpy(d, s, static_cast<size_t>(k * n) * sizeof(float));
+      if (k * n > 0) std::memcpy(d, s, static_cast<size_t>(k * n) * sizeof(Element));
     } else {
       // Transpose an R x C matrix into C x R in 32 x 32 blocks, so that both sides stay in cache (a
       // row-by-row transpose of SigLIP-B's 340 MB of weights took most of its load time), block rows spread
@@ -740,6 +746,18 @@ Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool wan
             }
           });
     }
+  }
+}
+
+}  // namespace
+
+Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool want_nk) {
+  const int64_t matrices = b.element_count() / std::max<int64_t>(1, k * n);
+  Tensor packed(b.dtype(), want_nk ? Shape{matrices, n, k} : Shape{matrices, k, n});
+  if (b.dtype() == DType::Float16) {
+    prepack_b_elements<uint16_t>(b, packed, k, n, stored_nk, want_nk);
+  } else {
+    prepack_b_elements<float>(b, packed, k, n, stored_nk, want_nk);
   }
   return packed;
 }

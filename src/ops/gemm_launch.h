@@ -103,6 +103,9 @@ struct GemmLaunchSpec {
   // B is a constant that the op prepacks in the layout prepack_b_as_nk asks for (b_nk says which it was
   // given): one problem for tuning whichever layout the chosen kernel gets.
   bool b_prepacked = false;
+  // B is float16, packed two per word as the device stores it (a constant float16 weight kept at half size,
+  // docs/float16.md): every kernel reads it through B_F16 (linear/gemm_b_f16.wgsl), unpacking as it loads.
+  bool b_f16 = false;
   // Strided views (attention's Q, K, V read in place from a packed projection, its output written
   // transposed; 0 = the packed layout). Row strides are in elements between consecutive rows of a matrix as
   // stored: A's M rows (K rows with a_km), B's K rows (N rows with b_nk), the output's M rows; offsets are
@@ -204,7 +207,8 @@ GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, 
 // the 128x128 kernel without a split, with N % 4 == 0 (linear.cpp says why).
 bool prepack_b_as_nk(const PlanContext& ctx, const GemmLaunchSpec& spec);
 // B's host copy in that layout: each batch matrix of `b` ([K, N], or [N, K] when `stored_nk`) into
-// [matrices, N, K] when `want_nk`, else [matrices, K, N] (blocked transpose where the layouts differ).
+// [matrices, N, K] when `want_nk`, else [matrices, K, N] (blocked transpose where the layouts differ). A
+// float16 `b` stays float16 (its bits moved, never widened).
 Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool want_nk);
 
 // The launch for `spec` on ctx's device (applies read_gemm_attributes first, then ctx's tuning table), never

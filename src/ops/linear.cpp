@@ -28,6 +28,7 @@
 #include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
@@ -266,9 +267,12 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const TensorDesc& a = ctx.input(spec.a_input);
   const TensorDesc& b = ctx.input(spec.b_input);
   for (size_t i : {spec.a_input, spec.b_input}) {
-    if (ctx.input(i).dtype != DType::Float32) {
+    // A constant float16 B is read packed by the kernels (b_f16; register_linear_ops); any other float16
+    // operand arrives here as float32 (ops/float16.h).
+    const bool packed_b = i == spec.b_input && ctx.input(i).dtype == DType::Float16 && ctx.constant(i);
+    if (ctx.input(i).dtype != DType::Float32 && !packed_b) {
       ctx.fail(ctx.input_name(i) + " has type " + std::string(dtype_name(ctx.input(i).dtype)) +
-               "; wgi runs " + ctx.node.op_type + " on float32");
+               "; wgi runs " + ctx.node.op_type + " on float32 and float16");
     }
   }
   Shape a_shape = spec.a_shape.value_or(a.shape), b_shape = b.shape;
@@ -416,6 +420,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.kernel = kernel;
   g.a = TensorRef::input(static_cast<uint32_t>(spec.a_input));
   g.b = b_ref;
+  g.b_f16 = b.dtype == DType::Float16;
   g.out = TensorRef::output(0);
   if (has_bias) g.bias = TensorRef::input(static_cast<uint32_t>(*spec.c_input));
   // R has the output's shape, so its row-major index is the kernels' [batch][M][N] (batch folded into M or
@@ -537,13 +542,26 @@ OpPlan plan_onnx_gemm(const PlanContext& ctx) {
   return plan_gemm(ctx, spec);
 }
 
+// float16: a constant B (a weight) stays float16, prepacked and read packed by the GEMM kernels (half the
+// bytes of float32 on the device, unpacked while loading, f32 accumulation); A, C and a runtime B go through
+// float32 scratch buffers, and a float16 output is packed from float32 (ops/float16.h).
+OpHandler linear_handler(OpPlan (*plan)(const PlanContext&)) {
+  OpHandler handler;
+  handler.plan = [plan](const PlanContext& ctx) {
+    const bool packed_b = ctx.has_input(1) && ctx.input(1).dtype == DType::Float16 && ctx.constant(1);
+    return plan_with_float16(ctx, plan, packed_b ? 1u << 1 : 0u);
+  };
+  handler.plans_float16 = true;
+  return handler;
+}
+
 }  // namespace
 
 void register_linear_ops(OpRegistry& registry) {
-  registry.add("", "MatMul", 1, kLatestOpset, {plan_matmul, nullptr});
+  registry.add("", "MatMul", 1, kLatestOpset, linear_handler(plan_matmul));
   // Gemm 6 and older had a `broadcast` attribute; 7+ broadcasts C unidirectionally, which is what we
   // implement.
-  registry.add("", "Gemm", 7, kLatestOpset, {plan_onnx_gemm, nullptr});
+  registry.add("", "Gemm", 7, kLatestOpset, linear_handler(plan_onnx_gemm));
 }
 
 }  // namespace wgi::ops

@@ -107,6 +107,10 @@ struct OpHandler {
   std::function<OpPlan(const PlanContext&)> plan;
   // Optional: computes the outputs on the CPU, used to fold constant subgraphs such as shape arithmetic.
   std::function<std::vector<Tensor>(const PlanContext&, std::span<const Tensor* const>)> evaluate_on_host;
+  // float16 (ops/float16.h): unless set, the registry runs `plan` and `evaluate_on_host` in float32,
+  // unpacking float16 inputs and packing float16 outputs around them. Set: the handler takes float16 as it is
+  // (Cast; MatMul and Gemm, which read a constant float16 B packed and the rest through plan_with_float16).
+  bool plans_float16 = false;
 };
 
 // Fails, naming `what`, unless a float32/int32 tensor of `shape` has at most `max_elements` elements (what

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "ops/families.h"
+#include "ops/float16.h"
 
 namespace wgi::ops {
 
@@ -42,7 +43,9 @@ void OpRegistry::add(std::string_view domain, std::string_view op_type, int sinc
                   e.site + " and opsets " + range_label(since_version, until_version) + " at " + site);
     }
   }
-  entries_.push_back({dom, std::string(op_type), since_version, until_version, std::move(handler), site});
+  // Every op takes float16 through float32 unless it says otherwise (ops/float16.h).
+  entries_.push_back(
+      {dom, std::string(op_type), since_version, until_version, with_float16(std::move(handler)), site});
 }
 
 const OpRegistry::Entry* OpRegistry::find(std::string_view domain, std::string_view op_type,

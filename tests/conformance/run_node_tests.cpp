@@ -3,15 +3,17 @@
 // For each test folder (model.onnx + test_data_set_N/{input,output}_M.pb):
 //   - skipped when the model uses an op, opset or element type the registry does not claim (the summary
 //     lists them): wgi makes no promise there;
-//   - otherwise it must pass: outputs equal within |got - want| <= 1e-5 + 1e-4 |want| for floats, exactly for
-//     integers and bools. A claimed op that fails (wrong values, or an error at plan or run time) is a bug,
-//     except the few tests listed in kKnownLimitations with the reason wgi rejects them.
+//   - otherwise it must pass: outputs equal within |got - want| <= 1e-5 + 1e-4 |want| for float32, one
+//     float16 ulp (2^-10 |want|, see compare) for float16, exactly for integers and bools. A claimed op that
+//     fails (wrong values, or an error at plan or run time) is a bug, except the few tests listed in
+//     kKnownLimitations with the reason wgi rejects them.
 // Prints "N passed, N failed, N skipped (unsupported: ...)"; exits 1 if anything failed.
 // `--report FILE` writes the per-op table of docs/ops.md.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,6 +25,7 @@
 #include "graph/passes.h"
 #include "onnx/importer.h"
 #include "onnx/tensor_file.h"
+#include "ops/float16.h"
 #include "runtime/execution_plan.h"
 
 namespace fs = std::filesystem;
@@ -88,6 +91,36 @@ std::string compare(const Tensor& got, const Tensor& want) {
     std::ostringstream s;
     s << bad << "/" << g.size() << " elements differ; e.g. [" << worst << "] got " << g[worst]
       << ", expected " << w[worst];
+    return s.str();
+  }
+  if (got.dtype() == DType::Float16) {
+    // wgi computes float16 ops in f32 and rounds the result once; the expected files come from numpy's
+    // float16 arithmetic, which may round intermediate steps: one float16 ulp (2^-10 relative) apart at most.
+    size_t bad = 0, worst = 0;
+    double worst_err = 0;
+    const size_t n = static_cast<size_t>(got.element_count());
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t gh, wh;
+      std::memcpy(&gh, got.bytes().data() + 2 * i, 2);
+      std::memcpy(&wh, want.bytes().data() + 2 * i, 2);
+      const double g = ops::half_to_float(gh), w = ops::half_to_float(wh);
+      if ((std::isnan(g) && std::isnan(w)) || g == w) continue;
+      const double err = std::abs(g - w);
+      if (!(err <= std::ldexp(std::abs(w), -10) + std::ldexp(1.0, -24))) {
+        if (bad == 0 || err > worst_err || std::isnan(err)) {
+          worst = i;
+          worst_err = err;
+        }
+        ++bad;
+      }
+    }
+    if (bad == 0) return {};
+    std::ostringstream s;
+    uint16_t gh, wh;
+    std::memcpy(&gh, got.bytes().data() + 2 * worst, 2);
+    std::memcpy(&wh, want.bytes().data() + 2 * worst, 2);
+    s << bad << "/" << n << " float16 elements differ; e.g. [" << worst << "] got " << ops::half_to_float(gh)
+      << ", expected " << ops::half_to_float(wh);
     return s.str();
   }
   if (got.bytes().size() != want.bytes().size() ||

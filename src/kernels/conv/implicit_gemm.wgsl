@@ -70,7 +70,12 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> input: array<f32>;
+#if W_F16
+// A float16 weight, packed as the device stores float16 (four halves per vec2<u32>), unpacked as loaded.
+@group(0) @binding(1) var<storage, read> weight: array<vec2<u32>>;
+#else
 @group(0) @binding(1) var<storage, read> weight: array<vec4<f32>>;
+#endif
 // Per k: (offset of (ic, kh * dilation_h, kw * dilation_w) from the pixel's first tap, kh * dilation_h,
 // kw * dilation_w, unused).
 @group(0) @binding(2) var<storage, read> taps: array<vec4<i32>>;
@@ -90,7 +95,12 @@ fn fetch_a(group: u32, m4: u32, k: u32) -> vec4<f32> {
   if (k >= params.K || m4 >= params.a_row * 4u) {
     return vec4<f32>(0.0);
   }
+#if W_F16
+  let w = weight[(group * params.K + k) * params.a_row + m4 / 4u];
+  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+#else
   return weight[(group * params.K + k) * params.a_row + m4 / 4u];
+#endif
 }
 
 // The thread's output pixel, decoded once: where its taps start in the input, and whether it exists.

@@ -6,10 +6,14 @@
 #else
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 #endif
+#if B_F16
+#include "linear/gemm_b_f16.wgsl"
+#else
 #if B_VEC4
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
 #else
 @group(0) @binding(1) var<storage, read> b: array<f32>;
+#endif
 #endif
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 #if OUT_VEC4

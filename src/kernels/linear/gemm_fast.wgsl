@@ -115,12 +115,20 @@ fn fetch_b(base: u32, n: u32, k: u32) -> vec4<f32> {
   if (k >= params.K) {
     return vec4<f32>(0.0);
   }
+#if B_F16
+  return b_quad(i / 4u);
+#else
   return b[i / 4u];
+#endif
 #else
   var v = vec4<f32>(0.0);
   for (var j = 0u; j < 4u; j++) {
     if (k + j < params.K) {
+#if B_F16
+      v[j] = b_elem(i + j);
+#else
       v[j] = b[i + j];
+#endif
     }
   }
   return v;
@@ -135,12 +143,20 @@ fn fetch_b(base: u32, n: u32, k: u32) -> vec4<f32> {
   if (n >= params.N) {
     return vec4<f32>(0.0);
   }
+#if B_F16
+  return b_quad(i / 4u);
+#else
   return b[i / 4u];
+#endif
 #else
   var v = vec4<f32>(0.0);
   for (var j = 0u; j < 4u; j++) {
     if (n + j < params.N) {
+#if B_F16
+      v[j] = b_elem(i + j);
+#else
       v[j] = b[i + j];
+#endif
     }
   }
   return v;

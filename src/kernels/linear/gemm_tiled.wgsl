@@ -9,7 +9,11 @@ const TILE: u32 = 32u;
 const RPT: u32 = 4u;  // rows / columns per thread
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
+#if B_F16
+#include "linear/gemm_b_f16.wgsl"
+#else
 @group(0) @binding(1) var<storage, read> b: array<f32>;
+#endif
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
 @group(0) @binding(4) var<uniform> params: GemmParams;
@@ -37,10 +41,18 @@ fn load_b(base: u32, k: u32, n: u32, k_end: u32) -> f32 {
   if (k >= k_end || n >= params.N) {
     return 0.0;
   }
+#if B_F16
+#if B_NK
+  return b_elem(base + n * params.K + k);
+#else
+  return b_elem(base + k * params.N + n);
+#endif
+#else
 #if B_NK
   return b[base + n * params.K + k];
 #else
   return b[base + k * params.N + n];
+#endif
 #endif
 }
 

@@ -6,7 +6,11 @@ const TILE4: u32 = 8u;  // TILE / 4 vec4s along K
 const RPT: u32 = 4u;
 
 @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+#if B_F16
+#include "linear/gemm_b_f16.wgsl"
+#else
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+#endif
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> output: array<f32>;
 @group(0) @binding(4) var<uniform> params: GemmParams;
@@ -50,7 +54,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         av = a[offsets.x + (row0 + r) * K4 + k4];
       }
       if (col0 + r < params.N && k4 < K4) {
+#if B_F16
+        bv = b_quad(offsets.y + (col0 + r) * K4 + k4);
+#else
         bv = b[offsets.y + (col0 + r) * K4 + k4];
+#endif
       }
       a_tile[r][c] = av;
       b_tile[r][c] = bv;
