@@ -17,7 +17,9 @@ Checks before anything is written (any failure raises):
      (transformers.js's greedy answer) for the three tasks: the model, prompt and processors are wired right;
   2. num_beams 1 equals plain_greedy (an independent argmax loop) on every case's settings, even with
      early_stopping False / "never" where the beam search keeps its second candidate running;
-  3. the decoder's full-sequence recompute agrees with its KV-cached steps (florence2_folder.greedy is cached).
+  3. the decoder's full-sequence recompute agrees with its KV-cached steps (florence2_folder.greedy is cached);
+  4. (recorded, not required) scorer_beam_search, the BeamSearchScorer form of transformers < 4.50, gives the
+     same ids and score as beam_search for each case (scorer_form_agrees in the JSON).
 Each written case records whether its answer differs from greedy; at least one must (the test can fail).
 """
 import json
@@ -185,10 +187,21 @@ def ranked(values, k):
     return order[:k]
 
 
-def beam_search(decoder, s):
-    """HF's _beam_search for one prompt. Returns dict(ids, score, steps, history)."""
+# Plausible mistakes of an implementation; main() checks that the written cases catch each of them.
+MISTAKES = {
+    "top_k_only": "keep num_beams candidates per step instead of 2*num_beams",
+    "length_without_eos": "length-penalize a finished hypothesis by its length without the EOS token",
+    "length_with_start": "length-penalize by the sequence length including the decoder start token",
+    "eos_of_any_rank": "let an EOS candidate ranked >= num_beams finish",
+    "no_length_penalty": "rank finished hypotheses by their summed log-probability (length_penalty ignored)",
+}
+
+
+def beam_search(decoder, s, mistake=None):
+    """HF's _beam_search for one prompt. Returns dict(ids, score, steps, history). mistake: a MISTAKES key,
+    to run a wrong variant on purpose."""
     k, eos, lp = s["num_beams"], s["eos_token_id"], s["length_penalty"]
-    keep = 2 * k  # max(2, 1 + number of EOS ids) * num_beams with one EOS id
+    keep = k if mistake == "top_k_only" else 2 * k  # max(2, 1 + number of EOS ids) * num_beams, one EOS id
     prompt_len = 1
     running = [[s["decoder_start_token_id"]] for _ in range(k)]
     running_scores = [0.0] + [DEAD_BEAM] * (k - 1)
@@ -217,8 +230,13 @@ def beam_search(decoder, s):
         all_done = all(f[2] for f in finished)
         offered = []
         for c in cand:
-            new_finished = c["hits"] and c["rank"] < k
-            score = c["score"] / float(cur_len + 1 - prompt_len) ** lp
+            new_finished = c["hits"] and (c["rank"] < k or mistake == "eos_of_any_rank")
+            length = cur_len + 1 - prompt_len  # the generated tokens, the new one (EOS) included
+            if mistake == "length_without_eos":
+                length = max(1, length - 1)
+            elif mistake == "length_with_start":
+                length += prompt_len
+            score = c["score"] / float(length) ** (0.0 if mistake == "no_length_penalty" else lp)
             if all_done and s["early_stopping"] is True:
                 score += DEAD_BEAM
             if not improvable:
@@ -253,6 +271,67 @@ def beam_search(decoder, s):
     return dict(ids=best[1], score=best[0], steps=cur_len - prompt_len, history=history)
 
 
+def scorer_beam_search(decoder, s):
+    """The same search as the BeamSearchScorer / BeamHypotheses pair of transformers < 4.50 ran it, in its last
+    form (process() takes cur_len = input_ids length + 1): finished hypotheses kept in a list with a worst
+    score, EOS hypotheses stored without their EOS (finalize appends it), is_done judged on the best of all
+    2*num_beams candidates. Returns dict(ids, score, steps); used to show both HF versions agree here."""
+    k, eos, lp = s["num_beams"], s["eos_token_id"], s["length_penalty"]
+    prompt_len = 1
+    running = [[s["decoder_start_token_id"]] for _ in range(k)]
+    scores = [0.0] + [DEAD_BEAM] * (k - 1)
+    hyps, worst = [], 1e9
+
+    def add(seq, score, generated_len):
+        nonlocal worst
+        score = score / float(generated_len) ** lp
+        if len(hyps) < k or score > worst:
+            hyps.append((score, seq))
+            if len(hyps) > k:
+                order = sorted(range(len(hyps)), key=lambda i: hyps[i][0])
+                worst = hyps[order[1]][0]  # the second worst becomes the worst
+                del hyps[order[0]]
+            else:
+                worst = min(score, worst)
+
+    def is_done(best_sum, cur_len):
+        if len(hyps) < k:
+            return False
+        if s["early_stopping"] is True:
+            return True
+        length = s["max_length"] if s["early_stopping"] == "never" and lp > 0.0 else cur_len
+        return worst >= best_sum / float(length - prompt_len) ** lp
+
+    done = False
+    while True:
+        cur_len = len(running[0]) + 1  # the length the new scores are computed on
+        log_probs = process(torch.log_softmax(decoder.last_logits(running), dim=-1), running, s)
+        vocab = log_probs.shape[1]
+        accumulated = (log_probs + torch.tensor(scores, dtype=torch.float64)[:, None]).reshape(-1)
+        top_values, top_index = torch.topk(accumulated, 2 * k)
+        next_beams = []
+        for rank, (value, index) in enumerate(zip(top_values.tolist(), top_index.tolist())):
+            beam, token = divmod(index, vocab)
+            if token == eos:
+                if rank < k:
+                    add(running[beam], value, cur_len - prompt_len)
+            else:
+                next_beams.append((value, running[beam] + [token]))
+            if len(next_beams) == k:
+                break
+        done = done or is_done(max(top_values.tolist()), cur_len)
+        running = [b[1] for b in next_beams]
+        scores = [b[0] for b in next_beams]
+        if done or len(running[0]) >= s["max_length"]:
+            break
+    if not done:  # finalize: the open beams join the hypotheses
+        for score, seq in zip(scores, running):
+            add(seq, score, len(seq) - prompt_len)
+    score, seq = max(hyps, key=lambda h: h[0])
+    ids = seq + [eos] if len(seq) < s["max_length"] else seq
+    return dict(ids=ids, score=score, steps=len(running[0]) - prompt_len)
+
+
 def plain_greedy(decoder, s):
     """Argmax of the processed log-probabilities until EOS or max_length: HF's _sample without sampling."""
     seq = [s["decoder_start_token_id"]]
@@ -266,27 +345,33 @@ def plain_greedy(decoder, s):
 
 def selection_margins(history, k):
     """Smallest gaps at the decisions a float32 implementation could flip: between the k-th and (k+1)-th
-    running candidate (of those not stopped) and between consecutive finished scores. Absolute, in nats."""
+    running candidate (of those not stopped; absolute, in nats) and between consecutive finished scores
+    (relative to the larger magnitude, since length_penalty scales them by 1 / length^lp)."""
     run_gap, fin_gap = math.inf, math.inf
     for step in history:
         alive = sorted((c[2] for c in step["candidates"] if not c[3] and math.isfinite(c[2])), reverse=True)
         if len(alive) > k and alive[k - 1] > DEAD_BEAM / 2:
             run_gap = min(run_gap, alive[k - 1] - alive[k])
         scores = sorted(f[0] for f in step["finished"])
-        fin_gap = min([fin_gap] + [b - a for a, b in zip(scores, scores[1:])])
+        fin_gap = min([fin_gap] + [(b - a) / max(abs(a), abs(b)) for a, b in zip(scores, scores[1:])])
     return run_gap, fin_gap
 
 
 # ----------------------------------------------------------------------------------------------------------
 
 TASK_FILES = {"<CAPTION>": "caption", "<OD>": "od", "<OCR_WITH_REGION>": "ocr_with_region"}
-# The cases written: the folder's own settings (num_beams 3, early_stopping True) for each task, and one with
-# the other length penalty / stopping mode.
+# The cases written: the folder's own settings (num_beams 3, early_stopping True, length_penalty 1) for each
+# task, then other beam counts, length penalties and stopping modes.
 CASES = [
     ("caption", "<CAPTION>", {}),
     ("od", "<OD>", {}),
     ("ocr_with_region", "<OCR_WITH_REGION>", {}),
     ("caption_beams4_lp05_nostop", "<CAPTION>", dict(num_beams=4, length_penalty=0.5, early_stopping=False)),
+    # length_penalty 2: EOS candidates rank inside the top num_beams while others run on, so this case tells
+    # every MISTAKES variant from the reference.
+    ("caption_lp2", "<CAPTION>", dict(length_penalty=2.0)),
+    # "never" with length_penalty > 0 bounds by max_length: the answer runs to max_length (forced EOS).
+    ("od_never_lp2", "<OD>", dict(length_penalty=2.0, early_stopping="never")),
 ]
 
 
@@ -325,18 +410,28 @@ def main(argv):
                 raise RuntimeError(f"{name}: num_beams 1 (early_stopping {stop}) differs from plain greedy")
         greedy_ids = plain_greedy(decoder, s)
         result = beam_search(decoder, s)
+        scorer = scorer_beam_search(decoder, s)
+        scorer_agrees = scorer["ids"] == result["ids"] and math.isclose(scorer["score"], result["score"],
+                                                                         rel_tol=1e-12)
         run_gap, fin_gap = selection_margins(result["history"], s["num_beams"])
         differs = result["ids"] != greedy_ids
         print(f"{name}: {len(result['ids'])} ids, score {result['score']:.6f}, steps {result['steps']}, "
               f"{'differs from' if differs else 'same as'} greedy; margins: running {run_gap:.3g}, "
-              f"finished {fin_gap:.3g}")
-        results.append((name, task, s, result, greedy_ids, differs, run_gap, fin_gap))
+              f"finished {fin_gap:.3g} (relative); BeamSearchScorer form {'agrees' if scorer_agrees else 'DIFFERS: ' + str(scorer)}")
+        results.append((name, task, s, result, greedy_ids, differs, run_gap, fin_gap, scorer, scorer_agrees))
     if not any(r[5] for r in results):
         raise RuntimeError("every beam answer equals greedy: the beam cases would test nothing")
+    for mistake, what in MISTAKES.items():  # the cases must tell each mistake from the reference
+        caught = [name for name, task, s, result, *_ in results
+                  if (lambda wrong: wrong["ids"] != result["ids"] or not math.isclose(
+                      wrong["score"], result["score"], rel_tol=1e-3))(beam_search(decoders[task], s, mistake))]
+        print(f"mistake '{what}': caught by {', '.join(caught) or 'NO CASE'}")
+        if not caught:
+            raise RuntimeError(f"no case catches the mistake '{what}'")
     if "--check" in argv:
         return
 
-    for name, task, s, result, greedy_ids, differs, run_gap, fin_gap in results:
+    for name, task, s, result, greedy_ids, differs, run_gap, fin_gap, scorer, scorer_agrees in results:
         out = {
             "task": task,
             "image": "image.png",
@@ -352,8 +447,10 @@ def main(argv):
             "decode_steps": result["steps"],
             "greedy_ids": greedy_ids,
             "differs_from_greedy": differs,
+            "scorer_form_agrees": scorer_agrees,
+            "scorer_form": None if scorer_agrees else {"generated_ids": scorer["ids"], "sequence_score": scorer["score"]},
             "min_running_margin": run_gap,
-            "min_finished_margin": fin_gap if math.isfinite(fin_gap) else None,
+            "min_finished_margin_relative": fin_gap if math.isfinite(fin_gap) else None,
             "history_fields": {
                 "cur_len": "sequence length after the step (decoder start token included)",
                 "candidates": "the top 2*num_beams of running score + processed log-prob: [parent beam, token, "
