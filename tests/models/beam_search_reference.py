@@ -182,7 +182,7 @@ def settings(**overrides):
 
 def ranked(values, k):
     """Indices of the k largest values, ties by lower index (torch.topk does not promise an order for ties;
-    here ties only ever happen between candidates that cannot be selected, see docs/beam_search.md)."""
+    here ties only happen between candidates whose order cannot change the answer, see docs/beam_search.md)."""
     order = sorted(range(len(values)), key=lambda i: (-values[i], i))
     return order[:k]
 
@@ -215,7 +215,8 @@ def beam_search(decoder, s, mistake=None):
         log_probs = process(log_probs, running, s)
         vocab = log_probs.shape[1]
         accumulated = (log_probs + torch.tensor(running_scores, dtype=torch.float64)[:, None]).reshape(-1)
-        top_values, top_index = torch.topk(accumulated, keep)  # values are unique up to -inf and dead beams
+        # Ties (only between -inf or dead-beam candidates at the forced steps) by lower flat index.
+        top_values, top_index = (t[:keep] for t in torch.sort(accumulated, descending=True, stable=True))
         cand = []
         for rank, (value, index) in enumerate(zip(top_values.tolist(), top_index.tolist())):
             beam, token = divmod(index, vocab)
@@ -260,7 +261,7 @@ def beam_search(decoder, s, mistake=None):
         improvable = improvable and best_possible > worst_finished
         history.append(dict(
             cur_len=cur_len,
-            candidates=[[c["beam"], c["token"], c["score"], c["hits"]] for c in cand],
+            candidates=[[c["beam"], c["token"], c["score"], c["hits"]] for c in cand if math.isfinite(c["score"])],
             running=[[cand[i]["beam"], cand[i]["token"], masked[i]] for i in chosen],
             finished=[[f[0], f[1]] for f in finished if f[2]]))
         if not improvable or (all_done and s["early_stopping"] is True) or all(c["hits"] for c in cand):
@@ -308,7 +309,7 @@ def scorer_beam_search(decoder, s):
         log_probs = process(torch.log_softmax(decoder.last_logits(running), dim=-1), running, s)
         vocab = log_probs.shape[1]
         accumulated = (log_probs + torch.tensor(scores, dtype=torch.float64)[:, None]).reshape(-1)
-        top_values, top_index = torch.topk(accumulated, 2 * k)
+        top_values, top_index = (t[:2 * k] for t in torch.sort(accumulated, descending=True, stable=True))
         next_beams = []
         for rank, (value, index) in enumerate(zip(top_values.tolist(), top_index.tolist())):
             beam, token = divmod(index, vocab)
@@ -454,7 +455,8 @@ def main(argv):
             "history_fields": {
                 "cur_len": "sequence length after the step (decoder start token included)",
                 "candidates": "the top 2*num_beams of running score + processed log-prob: [parent beam, token, "
-                              "accumulated log-prob, stopped (EOS or max_length)], best first",
+                              "accumulated log-prob, stopped (EOS or max_length)], best first, ties by lower "
+                              "flat index; those at -inf (forced steps) left out",
                 "running": "the beams kept for the next step: [parent beam, token, running score]",
                 "finished": "the finished set after the step, best first: [length-penalized score, ids]",
             },
@@ -462,7 +464,7 @@ def main(argv):
         }
         path = os.path.join(FOLDER, f"expected_beams_{name}.json")
         with open(path, "w") as f:
-            json.dump(out, f, indent=1)
+            json.dump(out, f, indent=1, allow_nan=False)  # strict JSON for C++ parsers
             f.write("\n")
         print(f"{path}: {os.path.getsize(path)} bytes")
 
