@@ -286,6 +286,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
             out.host_values[static_cast<size_t>(v)] = std::move(results[o]);
           }
           folded = true;
+          out.host_nodes += checking_only ? 0 : 1;
         }
       }
       if (!folded) {
