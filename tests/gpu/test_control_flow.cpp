@@ -13,9 +13,13 @@
 #include <filesystem>
 
 #include "core/npy.h"
+#include "graph/passes.h"
+#include "onnx/importer.h"
+#include "runtime/execution_plan.h"
 #include "support/model_reference.h"
 #include "support/ort_reference.h"
 #include "support/tensor_check.h"
+#include "support/test_device.h"
 #include "wgi/session.h"
 
 namespace wgi {
@@ -168,6 +172,29 @@ TEST(ControlFlow, AConditionComputedOnTheGpuIsRefusedWhenPlanning) {
                "node 'if_positive' (If, opset 16): its condition input 0 ('positive') is computed on the "
                "GPU; wgi runs an If only when its condition is known when planning");
   }
+}
+
+// What `wgi check` runs: plan_nodes without input values, collecting errors. An If on a graph input (given by
+// value when run) is planned both ways, its steps from then_branch; one on a GPU value is an error.
+TEST(ControlFlow, CheckingPlansBothBranchesOfAnIfOnAGraphInput) {
+  const std::vector<runtime::PlanInput> inputs = {
+      {{DType::Bool, {1}}, nullptr}, {{DType::Bool, {}}, nullptr}, {{DType::Float32, {13, 5}}, nullptr}};
+  graph::Graph g = onnx::import_model_file(kControlFlow / "nested_if.onnx");
+  graph::optimize(g, ops::builtin_registry());
+  std::vector<std::string> errors;
+  runtime::NodePlans plans =
+      runtime::plan_nodes(g, ops::builtin_registry(), test::device().capabilities(), inputs, {}, &errors);
+  EXPECT_TRUE(errors.empty()) << errors.at(0);
+  std::vector<std::string> steps;
+  for (const auto& n : plans.gpu_nodes) steps.push_back(n.node->info.name);
+  EXPECT_EQ(steps, (std::vector<std::string>{"add_w", "relu", "after"}));
+
+  graph::Graph gpu = onnx::import_model_file(kControlFlow / "if_gpu_condition.onnx");
+  graph::optimize(gpu, ops::builtin_registry());
+  runtime::plan_nodes(gpu, ops::builtin_registry(), test::device().capabilities(),
+                      {{{DType::Float32, {16, 5}}, nullptr}}, {}, &errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_HAS(errors[0], "node 'if_positive' (If, opset 16): its condition input 0 ('positive') is computed");
 }
 
 std::string load_error(const std::string& model) {
