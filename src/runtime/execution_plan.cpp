@@ -29,8 +29,7 @@ size_t dispatches_per_submission() {
     if (env == nullptr || *env == '\0') return kDefault;
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(env, &end, 10);
-    if (*end != '\0')
-      throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
+    if (*end != '\0') throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
     return static_cast<size_t>(parsed);
   }();
   return value;
