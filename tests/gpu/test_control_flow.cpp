@@ -3,12 +3,14 @@
 //   - merged_decoder_tiny_opset17: a no-past and a with-past BART decoder merged as optimum's merge_decoders
 //     does (If on use_cache_branch, shared weights in the outer graph); each branch must match onnxruntime's
 //     CPU provider on the same merged file, and be bit for bit what wgi gives for the split model, with the
-//     same number of dispatches (the branch is planned in the If's place: no extra launches);
+//     same number of dispatches (the branch is planned in the If's place: no extra launches), also over a
+//     greedy decoding loop;
 //   - control_flow/: a nested If on two graph inputs, an If on a shape comparison folded when planning (both
 //     against float64 references computed here), a condition computed on the GPU (refused when planning), and
 //     models that must fail to load with messages naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -114,6 +116,51 @@ TEST(ControlFlow, MergedDecoderWithoutCacheMatchesOnnxRuntimeAndTheSplitDecoder)
 
 TEST(ControlFlow, MergedDecoderWithCacheMatchesOnnxRuntimeAndTheSplitDecoder) {
   expect_branch_matches(true);
+}
+
+// Greedy decoding as Florence-2's generation runs the merged decoder: the prompt with use_cache_branch false
+// (dummy past inputs), then one token per step with the presents fed back and use_cache_branch true. Each
+// step's outputs are bit for bit the split decoders' run the same way, and the last step agrees with
+// onnxruntime on the merged file.
+TEST(ControlFlow, MergedDecoderGreedyLoopMatchesTheSplitDecoders) {
+  Session merged = Session::from_file(kMerged / "model.onnx");
+  Session no_past = Session::from_file(kMerged / "decoder_model.onnx");
+  Session with_past = Session::from_file(kMerged / "decoder_with_past_model.onnx");
+  const std::vector<std::string> past = {"past_key_0", "past_value_0", "past_key_1", "past_value_1"};
+  std::map<std::string, Tensor> inputs = merged_inputs("no_past", false);  // the prompt: 3 tokens per row
+  std::map<std::string, Tensor> split_out = no_past.run(
+      {{"input_ids", inputs.at("input_ids")}, {"encoder_hidden_states", inputs.at("encoder_hidden_states")}});
+  for (int step = 0; step < 4; ++step) {
+    const std::map<std::string, Tensor> out = merged.run(inputs);
+    for (const auto& [name, want] : split_out)
+      EXPECT_TRUE(same_bytes(out.at(name), want)) << "step " << step << " " << name;
+    if (step == 3) {
+      auto ort = test::run_onnxruntime(kMerged / "model.onnx", inputs);
+      auto result = test::close_in_l2(out.at("logits"), as_float64(ort.at("logits")), 1e-5);  // as above
+      EXPECT_TRUE(result) << result.message();
+      break;
+    }
+    // The next token: each row's argmax at the last position.
+    const Tensor& logits = out.at("logits");
+    const int64_t batch = logits.shape()[0], tokens = logits.shape()[1], vocab = logits.shape()[2];
+    std::vector<int64_t> next;
+    for (int64_t b = 0; b < batch; ++b) {
+      auto row = logits.data<float>().subspan(static_cast<size_t>((b * tokens + tokens - 1) * vocab),
+                                              static_cast<size_t>(vocab));
+      next.push_back(std::max_element(row.begin(), row.end()) - row.begin());
+    }
+    inputs["input_ids"] = Tensor::from_vector<int64_t>({batch, 1}, next);
+    inputs["use_cache_branch"] = bool_tensor({1}, true);
+    std::map<std::string, Tensor> split_in = {{"input_ids", inputs.at("input_ids")},
+                                              {"encoder_hidden_states", inputs.at("encoder_hidden_states")}};
+    for (size_t k = 0; k < past.size(); ++k) {
+      const std::string present = "present_" + past[k].substr(5);  // past_key_0 -> present_key_0
+      inputs[past[k]] = out.at(present);
+      split_in[past[k]] = out.at(present);
+    }
+    split_out = with_past.run(split_in);
+  }
+  EXPECT_EQ(merged.stats().plans, 4u);  // the prompt and one plan per past length
 }
 
 TEST(ControlFlow, NestedIfTakesEachBranchWithoutExtraLaunches) {
