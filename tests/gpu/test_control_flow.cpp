@@ -208,6 +208,26 @@ TEST(ControlFlow, IfOnAShapeComparisonFoldedWhenPlanning) {
   }
 }
 
+TEST(ControlFlow, ABranchThatPassesAnOuterInputThrough) {
+  // t = If(c, x, -x), y = t * 3 with x [14, 5]: the then branch's output is the graph input x itself, and t
+  // is a graph output too (then read from the input's buffer).
+  Session session = Session::from_file(kControlFlow / "if_passes_input_through.onnx");
+  const Tensor x = test::random_tensor({14, 5}, 74);
+  for (bool c : {true, false}) {
+    std::vector<double> want;
+    for (float v : x.data<float>()) want.push_back(3.0 * (c ? v : -v));
+    auto out = session.run({{"c", bool_tensor({}, c)}, {"x", x}});
+    EXPECT_TRUE(
+        test::all_close(out.at("y"), {14, 5}, want, [](double r) { return 1e-6 * (1 + std::abs(r)); }))
+        << "c " << c;  // one float32 operation (Neg is exact)
+    // t, the If's output, is x itself or its negation: exact.
+    std::vector<double> t;
+    for (float v : x.data<float>()) t.push_back(c ? v : -v);
+    EXPECT_TRUE(test::all_close(out.at("t"), {14, 5}, t, [](double) { return 0.0; })) << "c " << c;
+    EXPECT_EQ(session.stats().dispatches, c ? 1u : 2u);
+  }
+}
+
 TEST(ControlFlow, AConditionComputedOnTheGpuIsRefusedWhenPlanning) {
   // x of 80 elements is not given to the planner by value, so its sum is computed on the GPU.
   Session session = Session::from_file(kControlFlow / "if_gpu_condition.onnx");

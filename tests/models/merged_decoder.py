@@ -190,6 +190,17 @@ def control_flow_models():
                           then_branch=graph([helper.make_node("Relu", ["x"], ["r"], name="relu")], "then", ["r"]),
                           else_branch=graph([helper.make_node("Neg", ["x"], ["n"], name="neg")], "else", ["n"]))],
         [x], [y], [numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    # t = If(c, x, -x), y = t * 3: then_branch's output is the outer input itself (an Identity, removed by the
+    # passes), and the If's output is a graph output too.
+    three = numpy_helper.from_array(np.array(3, np.float32), "three")
+    models["if_passes_input_through"] = model(
+        [helper.make_node("If", ["c"], ["t"], name="if_0",
+                          then_branch=graph([helper.make_node("Identity", ["x"], ["same"], name="same")], "then",
+                                            ["same"]),
+                          else_branch=graph([helper.make_node("Neg", ["x"], ["n"], name="neg")], "else", ["n"])),
+         helper.make_node("Mul", ["t", "three"], ["y"], name="times_three")],
+        [helper.make_tensor_value_info("c", b, []), x], [y, helper.make_tensor_value_info("t", f, ["batch", 5])],
+        [three])
     c = [helper.make_tensor_value_info("c", b, [])]
     relu = graph([helper.make_node("Relu", ["x"], ["r"], name="relu")], "relu", ["r"])
     # Broken: branches with different output counts; a branch reading a value no scope has; an op wgi lacks
