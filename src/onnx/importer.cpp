@@ -200,6 +200,7 @@ class Importer {
     std::vector<std::string> unsupported;  // reasons the importer already knows
     // Graph-valued attributes, imported once every name of the node's scope is known (resolve_node_inputs).
     std::vector<std::pair<std::string, const pb::GraphProto*>> subgraph_protos;
+    std::vector<int32_t> if_output_types;  // an If's: per output, the element type its branches declare, or 0
   };
 
   void read_header() {
@@ -464,6 +465,7 @@ class Importer {
     graph::Value declared = v;
     std::optional<std::string> problem = read_declared_type(info, declared);
     if (!problem) {
+      check_declared_if_output(pending_[static_cast<size_t>(v.producer)], id, info);
       v.dtype = declared.dtype;
       v.shape = std::move(declared.shape);
     } else if (*problem != "has no type" && *problem != "has no element type") {
@@ -601,7 +603,7 @@ class Importer {
 
   // If's two branches must give what the node declares: as many outputs as it has, of the same element types
   // where both declare them (shapes may differ from opset 11 on).
-  void check_if_branches(const Pending& p) {
+  void check_if_branches(Pending& p) {
     const graph::Node& node = p.node;
     const std::string label = node.info.describe();
     const pb::GraphProto* branch[2] = {nullptr, nullptr};
@@ -632,6 +634,18 @@ class Importer {
                     " in then_branch ('" + branch[0]->output[o].name + "') but " +
                     onnx_dtype_name(else_type) + " in else_branch ('" + branch[1]->output[o].name + "')");
       }
+      p.if_output_types.push_back(then_type != 0 ? then_type : else_type);
+    }
+  }
+
+  // An If's output declared (value_info, graph output) of another element type than its branches give.
+  static void check_declared_if_output(const Pending& p, graph::ValueId id, const pb::ValueInfoProto& info) {
+    for (size_t o = 0; o < p.if_output_types.size(); ++o) {
+      const int32_t declared = info.type->tensor_type.elem_type.value_or(0);
+      if (p.node.outputs[o] != id || p.if_output_types[o] == 0 || declared == p.if_output_types[o]) continue;
+      throw Error(p.node.info.describe() + ": output " + std::to_string(o) + " '" + info.name +
+                  "' is declared " + onnx_dtype_name(declared) + ", but its branches give " +
+                  onnx_dtype_name(p.if_output_types[o]));
     }
   }
 

@@ -7,6 +7,9 @@
 // declared size, external data outside the model's folder and sizes beyond ImportOptions::max_model_bytes are
 // each a wgi::Error naming the tensor, node or input involved (the loader is fuzzed, see tests/fuzz/).
 //
+// Graph-valued attributes (If's branches, Loop's body) become graph::Subgraphs of their node, nested to any
+// depth, each a scope of its own that may read every value of its enclosing scopes (docs/control_flow.md).
+//
 // The protobuf wire format is decoded by wgi itself (onnx_proto.h), not libprotobuf: there is no 2 GiB
 // ceiling on one model file; ImportOptions::max_model_bytes is the limit.
 #pragma once

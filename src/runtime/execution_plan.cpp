@@ -29,8 +29,7 @@ size_t dispatches_per_submission() {
     if (env == nullptr || *env == '\0') return kDefault;
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(env, &end, 10);
-    if (*end != '\0')
-      throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
+    if (*end != '\0') throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
     return static_cast<size_t>(parsed);
   }();
   return value;
@@ -286,6 +285,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
             out.host_values[static_cast<size_t>(v)] = std::move(results[o]);
           }
           folded = true;
+          out.host_nodes += checking_only ? 0 : 1;
         }
       }
       if (!folded) {

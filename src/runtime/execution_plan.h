@@ -134,7 +134,8 @@ struct NodePlans {
     const ops::OpPlan& op_plan() const { return shared ? shared->plan : plan; }
   };
   std::vector<GpuNode> gpu_nodes;
-  size_t reused = 0;  // gpu_nodes whose plan was planned for an earlier plan
+  size_t reused = 0;      // gpu_nodes whose plan was planned for an earlier plan
+  size_t host_nodes = 0;  // nodes computed on the host (folded), in If branches too
   // An If planned as its taken branch: its output `value` is the branch's output `source` (the same memory,
   // or the same host value), for the nodes from gpu_nodes[step] on.
   struct Alias {

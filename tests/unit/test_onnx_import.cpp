@@ -1123,6 +1123,10 @@ TEST(OnnxSubgraphs, IfBranchesMustMatchTheNode) {
   EXPECT_HAS(
       import_error(types),
       "node 'if_0' (If, opset 16): output 0 is FLOAT in then_branch ('r') but INT64 in else_branch ('c')");
+  pb::ModelProto declared = m;  // y is declared FLOAT
+  add_if(declared, "if_0", "cond", {"y"}, ints, ints);
+  EXPECT_HAS(import_error(declared),
+             "node 'if_0' (If, opset 16): output 0 'y' is declared FLOAT, but its branches give INT64");
   pb::ModelProto missing = m;
   add_attribute(add_node(missing, "If", {"cond"}, {"y"}, "if_0"), "then_branch", pb::AttributeProto::GRAPH)
       ->mutable_g()

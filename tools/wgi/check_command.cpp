@@ -160,8 +160,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       return;
     }
     std::cout << "all " << imported_nodes << " nodes can run (" << g.nodes.size()
-              << " after optimisation): " << plans.gpu_nodes.size() << " on the GPU, "
-              << g.nodes.size() - plans.gpu_nodes.size() << " computed on the host (shape arithmetic)\n";
+              << " after optimisation): " << plans.gpu_nodes.size() << " on the GPU, " << plans.host_nodes
+              << " computed on the host (shape arithmetic)\n";
     exit_code = 0;
   });
 }
