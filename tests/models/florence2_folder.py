@@ -607,9 +607,9 @@ def main(argv):
     else:
         results = choose_logits_bias(lang, vision, vocab, pixel_values, prompts, cfg)
     export_folder(out, cfg, vision, lang, pixel_values)
-
     if "--no-expected" in argv:
         return
+    print(run_node(js, ["--compare-decoders", out], node_modules).splitlines()[-1])  # raises unless bitwise equal
     for task in TASKS:
         name = task.strip("<>").lower()
         text = run_node(js, [out, image_path, task, str(cfg["max_new_tokens"])], node_modules)
