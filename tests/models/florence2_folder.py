@@ -482,6 +482,54 @@ def export_folder(out, cfg, vision, lang, pixel_values):
     print(f"{merged_path}: {os.path.getsize(merged_path)} bytes")
 
 
+def published_interfaces(cfg, vocab_size):
+    """{file: (inputs, outputs)} as (name, dtype, dims) in the published files' terms (the base model's listing
+    with D, H, L, V in place of 768, 12, 6, 51289)."""
+    d, heads, layers = cfg["d_model"], cfg["heads"], cfg["decoder_layers"]
+    kv = lambda seq: ["batch_size", heads, seq, d // heads]  # noqa: E731
+    f32, i64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
+    enc_mask = ("encoder_attention_mask", i64, ["batch_size", "encoder_sequence_length"])
+    past = [(n, f32, kv("past_decoder_sequence_length" if ".decoder." in n else "encoder_sequence_length_out"))
+            for n in past_names(layers, "past_key_values")]
+    present = [(n, f32, kv("decoder_sequence_length" if ".decoder." in n else "encoder_sequence_length"))
+               for n in past_names(layers, "present")]
+    decoder_in = [enc_mask, ("encoder_hidden_states", f32, ["batch_size", "encoder_sequence_length", d]),
+                  ("inputs_embeds", f32, ["batch_size", "decoder_sequence_length", d])]
+    decoder_out = [("logits", f32, ["batch_size", "decoder_sequence_length", vocab_size])] + present
+    return {
+        "embed_tokens": ([("input_ids", i64, ["batch_size", "sequence_length"])],
+                         [("inputs_embeds", f32, ["batch_size", "sequence_length", d])]),
+        "vision_encoder": ([("pixel_values", f32, ["batch_size", 3, "height", "width"])],
+                           [("image_features", f32, ["batch_size", "image_sequence_length", d])]),
+        "encoder_model": ([("inputs_embeds", f32, ["batch_size", "encoder_sequence_length", d]),
+                           ("attention_mask", i64, ["batch_size", "encoder_sequence_length"])],
+                          [("last_hidden_state", f32, ["batch_size", "encoder_sequence_length", d])]),
+        "decoder_model": (decoder_in, decoder_out),
+        "decoder_with_past_model": (
+            [enc_mask, ("inputs_embeds", f32, ["batch_size", 1, d])] + past,
+            [("logits", f32, ["batch_size", 1, vocab_size])] +
+            [(n, f32, kv("past_decoder_sequence_length + 1")) for n, _, _ in present if ".decoder." in n]),
+        "decoder_model_merged": (decoder_in + past + [("use_cache_branch", onnx.TensorProto.BOOL, [1])],
+                                 decoder_out),
+    }
+
+
+def check_interfaces(onnx_dir, expected):
+    """Every session's graph inputs (initializers aside) and outputs, in order, against `expected`."""
+    def described(values, skip=()):
+        return [(v.name, v.type.tensor_type.elem_type,
+                 [x.dim_param if x.HasField("dim_param") else x.dim_value for x in v.type.tensor_type.shape.dim])
+                for v in values if v.name not in skip]
+
+    for name, (inputs, outputs) in expected.items():
+        graph = onnx.load(os.path.join(onnx_dir, f"{name}.onnx")).graph
+        found = (described(graph.input, {t.name for t in graph.initializer}), described(graph.output))
+        for kind, want, got in zip(("inputs", "outputs"), (inputs, outputs), found):
+            if [tuple(x) for x in got] != [tuple(x) for x in want]:
+                raise RuntimeError(f"{name}.onnx {kind}:\n  found    {got}\n  expected {want}")
+    print(f"{onnx_dir}: the {len(expected)} sessions have the published inputs and outputs")
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The folder's JSON files and the test image.
 # ----------------------------------------------------------------------------------------------------------
@@ -607,6 +655,7 @@ def main(argv):
     else:
         results = choose_logits_bias(lang, vision, vocab, pixel_values, prompts, cfg)
     export_folder(out, cfg, vision, lang, pixel_values)
+    check_interfaces(os.path.join(out, "onnx"), published_interfaces(cfg, vocab.size))
     if "--no-expected" in argv:
         return
     print(run_node(js, ["--compare-decoders", out], node_modules).splitlines()[-1])  # raises unless bitwise equal
