@@ -30,8 +30,12 @@ past_decoder_sequence_length, "past_decoder_sequence_length + 1", encoder_sequen
 size are static, as transformers.js's empty-cache construction needs (it resolves batch_size and sets every
 other symbolic dim to 0).
 
-The LM head's bias (final_logits_bias, zero in real checkpoints after training) is drawn here to make random
-weights produce outputs that exercise the pipeline: a few tokens of each kind get a large bias (a set of GPT-2
+Tiny sizes: a 64x64 image (DaViT strides 4 and 2 give 16x16 and 8x8 grids, both whole windows of 4 as 768
+gives at base), 65 image tokens, d_model 4 (the 51285 x d vocabulary tables in four files set the folder's
+size), 2 heads, 2 + 2 layers. The base folder (--base) has no bias search and no PyTorch check of its answers.
+
+The LM head's bias (final_logits_bias: a buffer BART never trains, zero in the checkpoints) is drawn here, for
+the tiny folder, to make random weights produce outputs that exercise the pipeline: a few tokens of each kind get a large bias (a set of GPT-2
 text tokens, a set of <loc_N> tokens, EOS), the rest small noise, so greedy decoding alternates text and
 <loc_N> runs and stops early with a clear argmax margin at every step. The bias is chosen by a seeded search
 that runs the same greedy loop as transformers.js (forced BOS, no_repeat_ngram_size 3) in PyTorch float64 on
