@@ -30,8 +30,12 @@ past_decoder_sequence_length, "past_decoder_sequence_length + 1", encoder_sequen
 size are static, as transformers.js's empty-cache construction needs (it resolves batch_size and sets every
 other symbolic dim to 0).
 
-The LM head's bias (final_logits_bias, zero in real checkpoints after training) is drawn here to make random
-weights produce outputs that exercise the pipeline: a few tokens of each kind get a large bias (a set of GPT-2
+Tiny sizes: a 64x64 image (DaViT strides 4 and 2 give 16x16 and 8x8 grids, both whole windows of 4 as 768
+gives at base), 65 image tokens, d_model 4 (the 51285 x d vocabulary tables in four files set the folder's
+size), 2 heads, 2 + 2 layers. The base folder (--base) has no bias search and no PyTorch check of its answers.
+
+The LM head's bias (final_logits_bias: a buffer BART never trains, zero in the checkpoints) is drawn here, for
+the tiny folder, to make random weights produce outputs that exercise the pipeline: a few tokens of each kind get a large bias (a set of GPT-2
 text tokens, a set of <loc_N> tokens, EOS), the rest small noise, so greedy decoding alternates text and
 <loc_N> runs and stops early with a clear argmax margin at every step. The bias is chosen by a seeded search
 that runs the same greedy loop as transformers.js (forced BOS, no_repeat_ngram_size 3) in PyTorch float64 on
@@ -482,6 +486,54 @@ def export_folder(out, cfg, vision, lang, pixel_values):
     print(f"{merged_path}: {os.path.getsize(merged_path)} bytes")
 
 
+def published_interfaces(cfg, vocab_size):
+    """{file: (inputs, outputs)} as (name, dtype, dims) in the published files' terms (the base model's listing
+    with D, H, L, V in place of 768, 12, 6, 51289)."""
+    d, heads, layers = cfg["d_model"], cfg["heads"], cfg["decoder_layers"]
+    kv = lambda seq: ["batch_size", heads, seq, d // heads]  # noqa: E731
+    f32, i64 = onnx.TensorProto.FLOAT, onnx.TensorProto.INT64
+    enc_mask = ("encoder_attention_mask", i64, ["batch_size", "encoder_sequence_length"])
+    past = [(n, f32, kv("past_decoder_sequence_length" if ".decoder." in n else "encoder_sequence_length_out"))
+            for n in past_names(layers, "past_key_values")]
+    present = [(n, f32, kv("decoder_sequence_length" if ".decoder." in n else "encoder_sequence_length"))
+               for n in past_names(layers, "present")]
+    decoder_in = [enc_mask, ("encoder_hidden_states", f32, ["batch_size", "encoder_sequence_length", d]),
+                  ("inputs_embeds", f32, ["batch_size", "decoder_sequence_length", d])]
+    decoder_out = [("logits", f32, ["batch_size", "decoder_sequence_length", vocab_size])] + present
+    return {
+        "embed_tokens": ([("input_ids", i64, ["batch_size", "sequence_length"])],
+                         [("inputs_embeds", f32, ["batch_size", "sequence_length", d])]),
+        "vision_encoder": ([("pixel_values", f32, ["batch_size", 3, "height", "width"])],
+                           [("image_features", f32, ["batch_size", "image_sequence_length", d])]),
+        "encoder_model": ([("inputs_embeds", f32, ["batch_size", "encoder_sequence_length", d]),
+                           ("attention_mask", i64, ["batch_size", "encoder_sequence_length"])],
+                          [("last_hidden_state", f32, ["batch_size", "encoder_sequence_length", d])]),
+        "decoder_model": (decoder_in, decoder_out),
+        "decoder_with_past_model": (
+            [enc_mask, ("inputs_embeds", f32, ["batch_size", 1, d])] + past,
+            [("logits", f32, ["batch_size", 1, vocab_size])] +
+            [(n, f32, kv("past_decoder_sequence_length + 1")) for n, _, _ in present if ".decoder." in n]),
+        "decoder_model_merged": (decoder_in + past + [("use_cache_branch", onnx.TensorProto.BOOL, [1])],
+                                 decoder_out),
+    }
+
+
+def check_interfaces(onnx_dir, expected):
+    """Every session's graph inputs (initializers aside) and outputs, in order, against `expected`."""
+    def described(values, skip=()):
+        return [(v.name, v.type.tensor_type.elem_type,
+                 [x.dim_param if x.HasField("dim_param") else x.dim_value for x in v.type.tensor_type.shape.dim])
+                for v in values if v.name not in skip]
+
+    for name, (inputs, outputs) in expected.items():
+        graph = onnx.load(os.path.join(onnx_dir, f"{name}.onnx")).graph
+        found = (described(graph.input, {t.name for t in graph.initializer}), described(graph.output))
+        for kind, want, got in zip(("inputs", "outputs"), (inputs, outputs), found):
+            if [tuple(x) for x in got] != [tuple(x) for x in want]:
+                raise RuntimeError(f"{name}.onnx {kind}:\n  found    {got}\n  expected {want}")
+    print(f"{onnx_dir}: the {len(expected)} sessions have the published inputs and outputs")
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The folder's JSON files and the test image.
 # ----------------------------------------------------------------------------------------------------------
@@ -607,9 +659,10 @@ def main(argv):
     else:
         results = choose_logits_bias(lang, vision, vocab, pixel_values, prompts, cfg)
     export_folder(out, cfg, vision, lang, pixel_values)
-
+    check_interfaces(os.path.join(out, "onnx"), published_interfaces(cfg, vocab.size))
     if "--no-expected" in argv:
         return
+    print(run_node(js, ["--compare-decoders", out], node_modules).splitlines()[-1])  # raises unless bitwise equal
     for task in TASKS:
         name = task.strip("<>").lower()
         text = run_node(js, [out, image_path, task, str(cfg["max_new_tokens"])], node_modules)

@@ -15,20 +15,22 @@
 //       onnx/decoder_with_past_model.onnx (true) with onnxruntime-node on the same seeded inputs (batch 2);
 //       exits 1 unless every output the split model has is bitwise identical in the merged one.
 //
-// The node_modules holding @huggingface/transformers (and its onnxruntime-node) is WGI_NODE_MODULES, else
-// third_party/pipelines/node_modules of this checkout.
+// The node_modules holding @huggingface/transformers (and its onnxruntime-node): a leading
+// `--node-modules DIR`, else $WGI_NODE_MODULES, else third_party/pipelines/node_modules of this checkout.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = process.env.WGI_NODE_MODULES ?? path.join(here, '..', '..', 'third_party', 'pipelines', 'node_modules');
+const args = process.argv.slice(2);
+const modules = args[0] === '--node-modules' ? args.splice(0, 2)[1]
+  : process.env.WGI_NODE_MODULES ?? path.join(here, '..', '..', 'third_party', 'pipelines', 'node_modules');
 const packageDir = (name) => path.join(modules, ...name.split('/'));
 const importPackage = async (name, entry) => import(pathToFileURL(path.join(packageDir(name), entry)).href);
 const versionOf = (name) => JSON.parse(fs.readFileSync(path.join(packageDir(name), 'package.json'), 'utf8')).version;
 
 function usage() {
-  console.error('usage: node florence2_transformersjs.mjs FOLDER IMAGE TASK [MAX_NEW_TOKENS]\n' +
+  console.error('usage: node florence2_transformersjs.mjs [--node-modules DIR] FOLDER IMAGE TASK [MAX_NEW_TOKENS]\n' +
                 '       node florence2_transformersjs.mjs --prompt-ids FOLDER TASK...\n' +
                 '       node florence2_transformersjs.mjs --compare-decoders FOLDER');
   process.exit(2);
@@ -141,7 +143,6 @@ async function compareDecoders(folder) {
   return failures;
 }
 
-const args = process.argv.slice(2);
 if (args[0] === '--prompt-ids') {
   if (args.length < 3) usage();
   console.log(JSON.stringify(await promptIds(args[1], args.slice(2))));
