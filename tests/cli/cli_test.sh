@@ -212,6 +212,10 @@ else
   echo "ok   info prints no empty granted line or made-up ids"
 fi
 check "--adapter named as the option" 1 "matching the adapter filter 'no-such-adapter'" -- "$wgi" info --adapter no-such-adapter
+if command -v script >/dev/null; then  # a terminal (script's pty): a run of a few seconds shows its elapsed time
+  check "progress during a long run" 0 "running +[0-9]+\.[0-9] s" -- script -qec "'$wgi' run \
+    '$models/conv_bn_relu/model.onnx' --random-inputs 1 --dim N=2048 --output-dir '$work/long'" /dev/null
+fi
 selftest="$(dirname "$wgi")/wgi_selftest"
 if [[ -x $selftest ]]; then
   check "wgi_selftest --help" 0 "usage: wgi_selftest" -- "$selftest" --help
