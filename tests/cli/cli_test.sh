@@ -193,6 +193,8 @@ check "check: buffer limits as run applies them" 1 "cannot run: node .*'big' \[2
   "$wgi" check "$hm/big_constant.onnx"
 check "check: a huge --dim hits the buffer limits" 1 "cannot run: node 'Relu_y' .*'y' \[268435456\] float32 needs 1073741824 bytes, more than one GPU buffer may hold" -- \
   "$wgi" check "$hm/relu_n.onnx" --dim n=268435456
+check "check: the binding limit as run applies it" 1 "kernel 'unary_Relu_float32_vec4' binds 'x' \(binding 0\) of 160000000 bytes, more than maxStorageBufferBindingSize 134217728" -- \
+  "$wgi" check "$hm/relu_n.onnx" --dim n=40000000
 # 4 GiB: past maxBufferSize on both CPU adapters (1 GiB SwiftShader, 2 GiB llvmpipe); refused before the
 # 4 GiB of host memory are allocated.
 check "run: the device limit before allocating the input" 1 "input 'x' \[1073741824\] float32 needs 4294967296 bytes on the device, more than one GPU buffer may hold" -- \
