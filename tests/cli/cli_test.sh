@@ -197,6 +197,8 @@ check "check: buffer limits as run applies them" 1 "cannot run: node .*'big' \[2
   "$wgi" check "$hm/big_constant.onnx"
 check "check: a huge --dim hits the buffer limits" 1 "cannot run: node 'Relu_y' .*'y' \[268435456\] float32 needs 1073741824 bytes, more than one GPU buffer may hold" -- \
   "$wgi" check "$hm/relu_n.onnx" --dim n=268435456
+check "check: the binding limit as run applies it" 1 "kernel 'unary_Relu_float32_vec4' binds 'x' \(binding 0\) of 160000000 bytes, more than maxStorageBufferBindingSize 134217728" -- \
+  "$wgi" check "$hm/relu_n.onnx" --dim n=40000000
 # 4 GiB: past maxBufferSize on both CPU adapters (1 GiB SwiftShader, 2 GiB llvmpipe); refused before the
 # 4 GiB of host memory are allocated.
 check "run: the device limit before allocating the input" 1 "input 'x' \[1073741824\] float32 needs 4294967296 bytes on the device, more than one GPU buffer may hold" -- \
@@ -216,6 +218,10 @@ else
   echo "ok   info prints no empty granted line or made-up ids"
 fi
 check "--adapter named as the option" 1 "matching the adapter filter 'no-such-adapter'" -- "$wgi" info --adapter no-such-adapter
+if command -v script >/dev/null; then  # a terminal (script's pty): a run of a few seconds shows its elapsed time
+  check "progress during a long run" 0 "running +[0-9]+\.[0-9] s" -- script -qec "'$wgi' run \
+    '$models/conv_bn_relu/model.onnx' --random-inputs 1 --dim N=2048 --output-dir '$work/long'" /dev/null
+fi
 selftest="$(dirname "$wgi")/wgi_selftest"
 if [[ -x $selftest ]]; then
   check "wgi_selftest --help" 0 "usage: wgi_selftest" -- "$selftest" --help

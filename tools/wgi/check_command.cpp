@@ -2,7 +2,7 @@
 // Needs no GPU: support comes from the op registry, and when every input dim is known (or given with --dim)
 // the whole model is also planned for those shapes with WebGPU's default limits, which catches unsupported
 // attribute values and element types, and then held to the buffer limits `wgi run` applies (every tensor a
-// GPU node binds, and its scratch, within maxBufferSize).
+// GPU node uses, and its scratch, within maxBufferSize; every binding within maxStorageBufferBindingSize).
 #include <iostream>
 #include <map>
 #include <memory>
@@ -52,7 +52,8 @@ std::vector<std::string> unsized_dims(const graph::Graph& g, const std::map<std:
 }
 
 // What `wgi run` would refuse when it places the plan in device memory (graph::plan_memory, Device::
-// create_buffer): a tensor bound by a GPU node, or a node's scratch, larger than one buffer may be.
+// create_buffer) and binds it (gpu::CommandBatch): a tensor used by a GPU node, or a node's scratch, larger
+// than one buffer may be, or a binding larger than one binding may be.
 std::vector<std::string> buffer_limit_errors(const graph::Graph& g, const runtime::NodePlans& plans,
                                              const gpu::Limits& limits) {
   std::vector<std::string> errors;
@@ -75,11 +76,45 @@ std::vector<std::string> buffer_limit_errors(const graph::Graph& g, const runtim
                                                        : std::to_string(runtime::device_byte_size(desc))) +
                        " bytes, " + limit);
     }
-    const auto& scratch = gpu_node.op_plan().scratch_bytes;
-    for (size_t k = 0; k < scratch.size(); ++k) {
-      if (scratch[k] > limits.max_buffer_size) {
+    const ops::OpPlan& plan = gpu_node.op_plan();
+    for (size_t k = 0; k < plan.scratch_bytes.size(); ++k) {
+      if (plan.scratch_bytes[k] > limits.max_buffer_size) {
         errors.push_back(node.info.describe() + ": scratch buffer " + std::to_string(k) + " needs " +
-                         std::to_string(scratch[k]) + " bytes, " + limit);
+                         std::to_string(plan.scratch_bytes[k]) + " bytes, " + limit);
+      }
+    }
+    // Each binding of each launch, as gpu::CommandBatch checks it when the dispatch is bound.
+    for (const ops::KernelLaunch& launch : plan.launches) {
+      for (size_t b = 0; b < launch.bindings.size(); ++b) {
+        const ops::TensorRef& ref = launch.bindings[b];
+        uint64_t bytes = 0;
+        std::string what;
+        if ((ref.kind == ops::TensorRef::Kind::Input && ref.index < node.inputs.size() &&
+             node.inputs[ref.index] != graph::kNoValue) ||
+            (ref.kind == ops::TensorRef::Kind::Output && ref.index < node.outputs.size())) {
+          const graph::ValueId v =
+              ref.kind == ops::TensorRef::Kind::Input ? node.inputs[ref.index] : node.outputs[ref.index];
+          if (static_cast<uint64_t>(element_count(plans.descs[static_cast<size_t>(v)].shape)) >
+              limits.max_buffer_size) {
+            continue;  // reported above
+          }
+          bytes = runtime::device_byte_size(plans.descs[static_cast<size_t>(v)]);
+          what = "'" + printable(g.value(v).name) + "'";
+        } else if (ref.kind == ops::TensorRef::Kind::Scratch && ref.index < plan.scratch_bytes.size()) {
+          bytes = plan.scratch_bytes[ref.index];
+          what = "scratch buffer " + std::to_string(ref.index);
+        } else if (ref.kind == ops::TensorRef::Kind::Constant && ref.index < plan.constants.size()) {
+          const Tensor& c = plan.constants[ref.index];
+          bytes = runtime::device_byte_size({c.dtype(), c.shape()});
+          what = "prepacked constant " + std::to_string(ref.index);
+        }
+        if (bytes > limits.max_storage_buffer_binding_size) {
+          errors.push_back(node.info.describe() + ": kernel '" + launch.program.label + "' binds " + what +
+                           " (binding " + std::to_string(b) + ") of " + std::to_string(bytes) +
+                           " bytes, more than maxStorageBufferBindingSize " +
+                           std::to_string(limits.max_storage_buffer_binding_size) +
+                           " in WebGPU's default limits");
+        }
       }
     }
   }
