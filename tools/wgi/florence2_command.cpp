@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "pipelines/florence2_text.h"
 #include "wgi/florence2.h"
 #include "wgi/image.h"
 #include "wgi/printable.h"
@@ -56,7 +57,8 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--adapter", opts->adapter,
                   "Substring the adapter name must contain (default: WGI_ADAPTER)");
   cmd->callback([opts, &exit_code] {
-    // The image first: a bad file costs no model loading.
+    // The task, its text and the image first: a mistake there costs no model loading.
+    pipelines::florence2::construct_prompt(opts->task, opts->text);
     const Image image = load_image(opts->image);
     SessionOptions session;
     session.backend = opts->backend;
