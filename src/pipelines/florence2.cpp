@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -43,7 +42,7 @@ struct Processor {
   bool do_rescale = true;
   double rescale_factor = 1.0 / 255;
   bool do_normalize = false;
-  std::array<double, 3> mean{}, std{};
+  std::array<double, 3> mean{}, stddev{};
 };
 
 JsonValue read_json(const fs::path& file) {
@@ -128,7 +127,7 @@ Processor read_processor(const JsonValue& config, const fs::path& file) {
   if (member(config, "rescale_factor")) p.rescale_factor = number(config, "rescale_factor", file);
   p.do_normalize = flag(config, "do_normalize", false);
   if (p.do_normalize) {
-    for (const auto& [key, out] : {std::pair{"image_mean", &p.mean}, std::pair{"image_std", &p.std}}) {
+    for (const auto& [key, out] : {std::pair{"image_mean", &p.mean}, std::pair{"image_std", &p.stddev}}) {
       const JsonValue* v = member(config, key);
       if (!v || !v->is(JsonValue::Type::Array) || v->array.size() != 3) {
         throw Error("Florence-2: " + file.string() + ": '" + key + "' must be a list of 3 numbers (RGB)");
@@ -233,7 +232,6 @@ struct Florence2::Impl {
   bool merged = false;
   std::vector<std::string> past_names;  // every past_key_values.* input, in layer order
   int64_t heads = 0, head_size = 0;
-  int64_t vocab = 0;
 
   Impl(fs::path folder_in, Processor p, GenerationSettings g, pipelines::Tokenizer t, Session embed,
        Session vision, Session enc, Session dec)
@@ -278,7 +276,7 @@ Tensor Florence2::Impl::pixel_values(const Image& image) const {
       // transformers.js stores each step in a Float32Array and computes it in double: the same roundings.
       float v = static_cast<float>(image.pixels[i * 3 + c]);
       if (processor.do_rescale) v = static_cast<float>(processor.rescale_factor * v);
-      if (processor.do_normalize) v = static_cast<float>((v - processor.mean[c]) / processor.std[c]);
+      if (processor.do_normalize) v = static_cast<float>((v - processor.mean[c]) / processor.stddev[c]);
       data[c * pixels + i] = v;
     }
   }
@@ -314,7 +312,6 @@ void Florence2::Impl::check_sessions(const JsonValue& config) {
   require(decoder, first_file, true, "encoder_hidden_states");
   if (merged) require(decoder, file, true, "use_cache_branch");
   const TensorInfo& logits = require(decoder, first_file, false, "logits");
-  vocab = logits.rank_known && logits.dims.size() == 3 ? logits.dims[2] : -1;
   if (std::optional<int64_t> v = integer(tc, "vocab_size", config_file)) {
     require_dim(logits, 2, *v, first_file, "config.json's vocab_size");
   }
@@ -492,7 +489,11 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
     }
 
     const Tensor logits_tensor = out.at("logits").to_host();
-    const int64_t vocab = logits_tensor.shape().back();
+    if (logits_tensor.rank() != 3 || logits_tensor.shape()[0] != 1 || logits_tensor.shape()[2] < 1) {
+      throw Error("Florence-2: the decoder's logits are " + shape_to_string(logits_tensor.shape()) +
+                  "; [1, tokens, vocab] was expected");
+    }
+    const int64_t vocab = logits_tensor.shape()[2];
     std::span<const float> last = logits_tensor.data<float>().last(static_cast<size_t>(vocab));
     std::vector<float> scores(last.begin(), last.end());
     const auto force = [&](std::span<const int64_t> allowed) {
