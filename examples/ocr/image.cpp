@@ -5,23 +5,18 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <utility>
 
-#include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 #include <stb/stb_truetype.h>
+
+#include "wgi/image.h"
 
 namespace ocr {
 
 Image load_image(const std::filesystem::path& path) {
-  int w = 0, h = 0, channels = 0;
-  unsigned char* data = stbi_load(path.string().c_str(), &w, &h, &channels, 3);
-  if (!data) {
-    throw std::runtime_error("cannot read image '" + path.string() +
-                             "': " + std::string(stbi_failure_reason()));
-  }
-  Image img{w, h, std::vector<uint8_t>(data, data + static_cast<size_t>(w) * h * 3)};
-  stbi_image_free(data);
-  return img;
+  wgi::Image image = wgi::load_image(path);
+  return Image{image.width, image.height, std::move(image.pixels)};
 }
 
 void save_png(const Image& image, const std::filesystem::path& path) {

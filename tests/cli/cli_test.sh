@@ -222,6 +222,23 @@ if command -v script >/dev/null; then  # a terminal (script's pty): a run of a f
   check "progress during a long run" 0 "running +[0-9]+\.[0-9] s" -- script -qec "'$wgi' run \
     '$models/conv_bn_relu/model.onnx' --random-inputs 1 --dim N=2048 --output-dir '$work/long'" /dev/null
 fi
+f2="$models/../pipelines/florence2_tiny"
+if "$wgi" florence2 "$f2" "$f2/image.png" --task '<OCR_WITH_REGION>' --max-new-tokens 40 --json >"$work/f2.json" &&
+  node -e 'const [a, b] = process.argv.slice(1).map((f) => JSON.parse(require("fs").readFileSync(f, "utf8")));
+    for (const k of ["input_ids", "generated_ids", "generated_text", "parsed"])
+      if (JSON.stringify(a[k]) !== JSON.stringify(b[k])) { console.log(k, "differs"); process.exit(1); }' \
+    "$work/f2.json" "$f2/expected_ocr_with_region.json"; then
+  echo "ok   florence2 --json equals transformers.js"
+else
+  echo "FAIL florence2 --json differs from expected_ocr_with_region.json"; failures=$((failures + 1))
+fi
+check "florence2 --help" 0 "--max-new-tokens" -- "$wgi" florence2 --help
+check "florence2 unknown task" 1 "unknown task '<FOO>'" -- "$wgi" florence2 "$f2" "$f2/image.png" --task '<FOO>'
+check "florence2 text for a task without input" 1 "task <OD> takes no text input" -- \
+  "$wgi" florence2 "$f2" "$f2/image.png" --task '<OD>' --text cat
+check "florence2 missing folder" 1 "is not a folder" -- "$wgi" florence2 "$work/none" "$f2/image.png" --task '<OD>'
+check "florence2 bad image" 1 "cannot read image" -- "$wgi" florence2 "$f2" "$f2/config.json" --task '<OD>'
+check "florence2 --max-new-tokens 0" 105 "at least 1" -- "$wgi" florence2 "$f2" "$f2/image.png" --task '<OD>' --max-new-tokens 0
 selftest="$(dirname "$wgi")/wgi_selftest"
 if [[ -x $selftest ]]; then
   check "wgi_selftest --help" 0 "usage: wgi_selftest" -- "$selftest" --help

@@ -1,0 +1,83 @@
+// wgi::Florence2: Florence-2 (image + task prompt -> text, boxes or OCR lines) end to end on wgi sessions,
+// greedy, as transformers.js 4.3 runs it (docs/pipelines.md, "Florence-2 end to end").
+//
+//   wgi::Florence2 model = wgi::Florence2::from_folder("Florence-2-base-ft");
+//   wgi::Florence2Result r = model.generate(wgi::load_image("image.png"), "<OD>");
+//   for (size_t i = 0; i < r.parsed.boxes.size(); ++i) ... r.parsed.labels[i], r.parsed.boxes[i] ...
+//
+// The folder has onnx-community's layout: config.json, generation_config.json, preprocessor_config.json,
+// tokenizer.json (+ tokenizer_config.json), onnx/embed_tokens.onnx, onnx/vision_encoder.onnx,
+// onnx/encoder_model.onnx and onnx/decoder_model_merged.onnx (or, without it, onnx/decoder_model.onnx and
+// onnx/decoder_with_past_model.onnx). float32 files only for now.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wgi/error.h"
+#include "wgi/image.h"
+#include "wgi/session.h"
+
+namespace wgi {
+
+struct Florence2GenerateOptions {
+  // New tokens at most (the decoder start token not counted). Unset: generation_config.json's max_length
+  // (else 20) bounds the whole decoder sequence, start token included, as transformers.js does.
+  std::optional<int> max_new_tokens;
+};
+
+// The task's answer, as transformers.js's Florence2Processor.post_process_generation returns it.
+struct Florence2Parsed {
+  // "pure_text", "description_with_bboxes", "bboxes", "phrase_grounding", "ocr", or "polygons" /
+  // "description_with_bboxes_or_polygons" (not parsed, as in transformers.js 4.3: `text` holds the text).
+  std::string type;
+  std::string text;                               // pure_text: the text without <s> and </s>
+  std::vector<std::string> labels;                // one per box or quadrilateral
+  std::vector<std::array<double, 4>> boxes;       // x1, y1, x2, y2 in the image's pixels
+  std::vector<std::array<double, 8>> quad_boxes;  // ocr: x1, y1, ..., x4, y4 in pixels
+};
+
+struct Florence2Result {
+  std::string task;
+  std::vector<int64_t> input_ids;      // the prompt's ids (<s> ... </s>)
+  std::vector<int64_t> generated_ids;  // the decoder's sequence, its start token included
+  std::string generated_text;          // generated_ids decoded, special tokens kept
+  Florence2Parsed parsed;
+};
+
+class Florence2 {
+ public:
+  // Loads the folder (every file checked before any session is made: a missing one is named) and the
+  // sessions, and checks that the configs agree with the sessions' inputs and outputs. `options` apply to
+  // every session.
+  static Florence2 from_folder(const std::filesystem::path& folder, const SessionOptions& options = {});
+  ~Florence2();
+  Florence2(Florence2&&) noexcept;
+  Florence2& operator=(Florence2&&) noexcept;
+
+  // Runs `task` ("<CAPTION>", "<OD>", "<OCR_WITH_REGION>", ...; `text` for the tasks that take an input,
+  // e.g. "<CAPTION_TO_PHRASE_GROUNDING>") on `image`, an RGB image at the processor's size (no resizing yet:
+  // wgi::Error otherwise). Greedy decoding with generation_config.json's forced BOS/EOS and
+  // no_repeat_ngram_size, past key/values kept on the GPU between steps.
+  Florence2Result generate(const Image& image, const std::string& task, const std::string& text = {},
+                           const Florence2GenerateOptions& options = {});
+
+  // The processor's input size (preprocessor_config.json's size): images must have it.
+  int image_width() const;
+  int image_height() const;
+  // Which decoder files run: "decoder_model_merged.onnx" or "decoder_model.onnx +
+  // decoder_with_past_model.onnx".
+  std::string decoder_files() const;
+
+ private:
+  struct Impl;
+  explicit Florence2(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wgi
