@@ -12,6 +12,8 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh variants  # carry [".device"] (packed as `models`,
 #                                                                # plus .device/bin/wgi_<variant>.xz builds)
 #   source .device/env.sh; bash bench/h200_campaign.sh shaders   # carry [".device"] (packed as `shaders`)
+#   source .device/env.sh; bash bench/h200_campaign.sh files_tests   # carry [".device"] (packed as `files_tests`)
+#   source .device/env.sh; bash bench/h200_campaign.sh files_models  # carry [".device"] (packed as `models`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -47,6 +49,12 @@
 #         them (bench/shader_stats.sh; SHADER_FILTERS overrides the benchmarks, "none" skips them), the fast
 #         GEMM configurations and the planner's products (GEMM_FILTER) for wgi_bench_ops and each carried
 #         wgi_<variant>_bench, cuBLAS.
+# files_tests: the round of the files users ship (fp16, q4, q8 variants, If, new ops): the whole GPU test suite
+#         and ONNX's node tests on the H200, then the quantized products (wgi_bench_quantized) next to the float32
+#         Gemm of the same shapes.
+# files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
+#         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
+#         SigLIP in fp32 and fp16, each checked against onnxruntime CPU once.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -342,6 +350,99 @@ elif [[ $mode == defaults ]]; then
     python3 bench/compare.py "$out/wgi_ops_$variant.json" "$out/torch.jsonl" >"$out/ops_$variant.md" 2>&1
   done
   stamp done
+elif [[ $mode == files_tests ]]; then
+  tar -C / -xJf .device/debian_files.tar.xz
+  write_info >"$out/info.txt" 2>&1
+  export WGI_BACKEND=vulkan
+  {
+    stamp gpu tests
+    WGI_ORT_COMMAND="python3 $root/tests/ort/run_model.py" timeout 300 wgi_gpu_tests --gtest_brief=1 2>&1 |
+      grep -vE '^\[ (model|step|variant) ' | tail -80
+    stamp conformance; timeout 90 wgi_conformance 2>&1 | tail -3
+  } >"$out/tests.txt" 2>&1
+  stamp quantized products
+  WGI_BENCH_SIZE=large timeout 150 wgi_bench_quantized --benchmark_min_time=0.1 >"$out/quantized.txt" 2>&1
+  stamp done
+elif [[ $mode == files_models ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  # ORT's shape arguments for a model's inputs, from the symbolic dims of a decoder step.
+  ort_shapes() {
+    python3 - "$1" <<'PY'
+import sys, onnx
+dims = {"batch": 1, "new_tokens": 1, "past_len": 64, "src_len": 590}
+m = onnx.load(sys.argv[1], load_external_data=False)
+print(" ".join(i.name + "=" + "x".join(str(d.dim_value or dims.get(d.dim_param, 1))
+                                        for d in i.type.tensor_type.shape.dim) for i in m.graph.input))
+PY
+  }
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    v=$models/variants
+    mkdir -p "$v"
+    stamp variants
+    for b in bart_decoder_base_opset17 bart_decoder_cached_cross_base_opset17; do
+      timeout 120 python3 tests/models/variants_weight_only.py "$models/$b/model.onnx" "$v/${b}_q4.onnx" --recipe q4
+      timeout 120 python3 tests/models/variants_dynamic.py "$models/$b/model.onnx" "$v/${b}_uint8.onnx" --recipe uint8
+    done
+    for b in florence2_vision_base_opset17 siglip_vision_base_opset17; do
+      timeout 120 python3 tests/models/variants_fp16.py "$models/$b/model.onnx" "$v/${b}_fp16.onnx"
+      timeout 120 python3 tests/models/variants_weight_only.py "$models/$b/model.onnx" "$v/${b}_q4.onnx" --recipe q4
+    done
+    ls -la "$v"
+    for round in 1 2; do
+      for b in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+        dims=()
+        for d in ${bench_dims[$b]}; do dims+=(--dim "$d"); done
+        for f in "$models/$b/model.onnx" "$v/${b}_q4.onnx" "$v/${b}_uint8.onnx"; do
+          stamp "round $round wgi bench $(basename "$f") step, inputs on the device"
+          timeout 60 wgi bench "$f" --random-inputs 1 "${dims[@]}" --runs 30 --device-inputs 2>&1 |
+            grep -E '^(run|graph|weights|memory|plans)'
+        done
+      done
+      for b in florence2_vision_base_opset17 siglip_vision_base_opset17; do
+        for f in "$models/$b/model.onnx" "$v/${b}_fp16.onnx" "$v/${b}_q4.onnx"; do
+          stamp "round $round wgi bench $(basename "$f")"
+          timeout 60 wgi bench "$f" --random-inputs 1 --dim batch=1 --runs 30 2>&1 | grep -E '^(run|graph|weights|memory)'
+        done
+      done
+    done
+    for f in "$models/bart_decoder_cached_cross_base_opset17/model.onnx" \
+      "$v/bart_decoder_cached_cross_base_opset17_q4.onnx" "$models/bart_decoder_base_opset17/model.onnx" \
+      "$v/bart_decoder_base_opset17_q4.onnx"; do
+      stamp "ORT WebGPU $(basename "$f")"
+      # shellcheck disable=SC2046
+      timeout 90 node .device/peers/ort_bench.js "$f" webgpu 30 $(ort_shapes "$f") 2>&1 | tail -2
+    done
+    stamp correctness of the variants against onnxruntime CPU
+    timeout 150 python3 - "$v" "$models" <<'PY'
+import glob, os, sys
+import numpy as np, onnxruntime as ort, subprocess, tempfile
+v, models = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(7)
+for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
+    s = ort.InferenceSession(f, providers=["CPUExecutionProvider"])
+    dims = {"batch": 1, "new_tokens": 1, "past_len": 8, "src_len": 16}
+    feeds, args, tmp = {}, [], tempfile.mkdtemp()
+    for i in s.get_inputs():
+        shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
+        x = rng.integers(0, 100, shape).astype(np.int64) if "int64" in i.type else \
+            rng.uniform(-1, 1, shape).astype(np.float32)
+        feeds[i.name] = x
+        np.save(os.path.join(tmp, i.name + ".npy"), x)
+        args += ["--input", i.name + "=" + os.path.join(tmp, i.name + ".npy")]
+    ref = dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+    r = subprocess.run(["wgi", "run", f, "--output-dir", tmp + "/out"] + args, capture_output=True, text=True)
+    if r.returncode:
+        print(os.path.basename(f), "wgi failed:", r.stderr[-300:]); continue
+    for name, want in ref.items():
+        got = np.load(os.path.join(tmp, "out", name.replace("/", "_") + ".npy")).astype(np.float64)
+        err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+        print(f"{os.path.basename(f)} {name}: relative L2 vs ORT CPU {err:.2e}")
+        break
+PY
+    stamp done
+  } >"$out/files_models.txt" 2>&1
 elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz
   write_info >"$out/info.txt" 2>&1

@@ -7,6 +7,8 @@
 #   bench/h200_pack.sh conv    wgi, wgi_bench_ops and the GPU tests (the conv round); carry [".device"]
 #   bench/h200_pack.sh shaders wgi_bench_ops, wgi_probe_pipeline_stats and spirv-as (the GEMM kernel round;
 #                              add variants as .device/bin/wgi_<variant>_bench.xz); carry [".device"]
+#   bench/h200_pack.sh files_tests  the GPU tests, the node conformance runner, wgi_bench_quantized and ONNX's
+#                              test data (the round of the files users ship); carry [".device"]
 #   bench/h200_pack.sh models  wgi and wgi_bench_ops, the base-size models without their weights
 #                              (fill_weights.py rebuilds them there), node + onnxruntime-node (ORT's WebGPU
 #                              EP); carry [".device"]
@@ -14,7 +16,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders}
+mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|files_tests}
 rm -rf .device
 args=()
 [[ $mode == models ]] && args+=(--peers)
@@ -22,6 +24,8 @@ bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
 [[ $mode == conv ]] && bins+=(build/release/tests/wgi_gpu_tests)
+[[ $mode == files_tests ]] && bins+=(build/release/tests/wgi_gpu_tests build/release/wgi_conformance
+                                     build/release/wgi_bench_quantized)
 [[ $mode == shaders ]] && bins=(build/release/wgi_bench_ops build/release/wgi_probe_pipeline_stats "$(command -v spirv-as)")
 bash "${WGI_DEVICE_PACK:-$root/../shared/device/pack.sh}" "${args[@]}" "${bins[@]}"
 for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpacks them
@@ -41,7 +45,7 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
 done
 # Files the tests read from Debian packages: ONNX's test data (conformance, the decoder's unit tests) and the
 # font the OCR test renders its lines with.
-if [[ $mode == main ]]; then
+if [[ $mode == main || $mode == files_tests ]]; then
   tar -C / -cJf .device/debian_files.tar.xz usr/share/libonnx-testdata/data \
     usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 fi
