@@ -3,37 +3,53 @@
 // quantized_common.wgsl for the layouts and the dequantisation).
 //
 // A 128-invocation workgroup covers 128 / LANES columns (output features); the LANES threads of a column
-// stride through its packed words (four loads in flight per step), each dequantising a word's codes once for
-// all ROWS rows and keeping ROWS partial sums in f32 (A read as vec4s where K % 4 == 0). The partial sums of
-// a column are added in workgroup memory by a tree, and the column's first thread adds the bias and writes
-// the M results.
+// stride through its packed words, each dequantising a word's codes once for all ROWS rows and keeping ROWS
+// partial sums in f32. A is staged in workgroup memory CHUNK elements of K at a time: every column of the
+// workgroup reads the same A, and a word of B (CODES_PER_WORD codes, 2-16 of them) needs as many floats of
+// A, so reading A from global memory per column costs several times the bytes of the weight itself. The
+// partial sums of a column are added in workgroup memory by a tree, and the column's first thread adds the
+// bias and writes the M results.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
 const WORKGROUP: u32 = 128u;
 const COLS: u32 = WORKGROUP / LANES;
+// Elements of K staged per step: a multiple of every CODES_PER_WORD (16 at most), and ROWS * CHUNK floats
+// (8 KiB at 8 rows) plus the partial sums stay within a compat device's 16 KiB of workgroup memory.
+const CHUNK: u32 = 256u;
+const CHUNK4: u32 = CHUNK / 4u;
 
 #include "linear/quantized_common.wgsl"
 
 var<workgroup> partial: array<f32, ROWS * WORKGROUP>;  // [row][column][lane]
+var<workgroup> a_tile: array<vec4<f32>, ROWS * CHUNK4>;  // [row][k - k_base], zero past K and M
 
-// acc[r] += A[r, k0 ..] . weights for the M rows (the codes at and past K are zero).
-fn accumulate(acc: ptr<function, array<f32, ROWS>>, k0: u32, weights: array<f32, CODES_PER_WORD>) {
-  let count = min(CODES_PER_WORD, params.K - k0);
+// A[r, k .. k + 3] for the tile, zero past K (rows past M are never read).
+fn load_a4(r: u32, k: u32) -> vec4<f32> {
+  let row = r * params.K;
+#if A_VEC4
+  // K % 4 == 0: k < K means the whole vec4 is inside the row.
+  return select(vec4<f32>(0.0), a[(row + k) / 4u], k < params.K);
+#else
+  var v = vec4<f32>(0.0);
+  for (var i = 0u; i < 4u; i++) {
+    if (k + i < params.K) {
+      v[i] = a[row + k + i];
+    }
+  }
+  return v;
+#endif
+}
+
+// acc[r] += A[r, k0 ..] . weights for the M rows, A read from the tile at offset k0 - k_base (a multiple of 4:
+// both are multiples of CODES_PER_WORD). Codes past K are zero (dequantize_codes), as is the tile there.
+fn accumulate(acc: ptr<function, array<f32, ROWS>>, offset: u32, weights: array<f32, CODES_PER_WORD>) {
   for (var r = 0u; r < ROWS; r++) {
     if (r < params.M) {
-      let row = r * params.K + k0;
       var sum = 0.0;
-#if A_VEC4
-      // count is a multiple of 4 here (K % 4 == 0): whole vec4s of A, none past K.
-      for (var q = 0u; q < count / 4u; q++) {
+      for (var q = 0u; q < CODES_PER_WORD / 4u; q++) {
         let w = vec4<f32>(weights[4u * q], weights[4u * q + 1u], weights[4u * q + 2u], weights[4u * q + 3u]);
-        sum += dot(a[row / 4u + q], w);
+        sum += dot(a_tile[r * CHUNK4 + offset / 4u + q], w);
       }
-#else
-      for (var i = 0u; i < count; i++) {
-        sum += a[row + i] * weights[i];
-      }
-#endif
       (*acc)[r] += sum;
     }
   }
@@ -48,26 +64,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let lane = flat % LANES;
   let n = group * COLS + flat / LANES;
+  let words = (params.K + CODES_PER_WORD - 1u) / CODES_PER_WORD;
+  let column = n * params.col_words;
 
   var acc: array<f32, ROWS>;
-  if (n < params.N) {
-    let words = (params.K + CODES_PER_WORD - 1u) / CODES_PER_WORD;
-    let column = n * params.col_words;
-    var w = lane;
-    // Four independent word loads per step keep enough bytes in flight to stream the weight (as gemv.wgsl).
-    for (; w + 3u * LANES < words; w += 4u * LANES) {
-      var packed: array<u32, 4>;
-      for (var u = 0u; u < 4u; u++) {
-        packed[u] = b[column + w + u * LANES];
-      }
-      for (var u = 0u; u < 4u; u++) {
-        let k0 = (w + u * LANES) * CODES_PER_WORD;
-        accumulate(&acc, k0, dequantize_codes(n, k0, packed[u]));
-      }
+  for (var k_base = 0u; k_base < params.K; k_base += CHUNK) {  // uniform: the same steps for every thread
+    workgroupBarrier();  // the previous chunk's reads are done
+    for (var i = flat; i < ROWS * CHUNK4; i += WORKGROUP) {
+      let r = i / CHUNK4;
+      a_tile[i] = select(vec4<f32>(0.0), load_a4(r, k_base + 4u * (i % CHUNK4)), r < params.M);
     }
-    for (; w < words; w += LANES) {
-      let k0 = w * CODES_PER_WORD;
-      accumulate(&acc, k0, dequantize_codes(n, k0, b[column + w]));
+    workgroupBarrier();
+    if (n < params.N) {
+      let w_end = min(words, (k_base + CHUNK) / CODES_PER_WORD);
+      for (var w = k_base / CODES_PER_WORD + lane; w < w_end; w += LANES) {
+        let k0 = w * CODES_PER_WORD;
+        accumulate(&acc, k0 - k_base, dequantize_codes(n, k0, b[column + w]));
+      }
     }
   }
 
