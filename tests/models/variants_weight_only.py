@@ -209,6 +209,15 @@ TEST_VARIANTS = [("tiny_transformer_opset17", r, 0) for r in RECIPES] + [
     ("tiny_transformer_opset17", "q4", 4), ("bart_decoder_tiny_opset17", "q4", 0),
     ("bart_decoder_tiny_opset17", "q4_zp", 0), ("bart_decoder_tiny_opset17", "nf4", 0),
     ("florence2_vision_tiny_opset17", "q4", 0), ("siglip_vision_tiny_opset17", "q4_zp", 0)]
+# q4f16 as onnx-community makes it: q4, then the float16 conversion (variants_fp16.py; float16 scales and
+# activations, float32 graph inputs and outputs).
+TEST_Q4F16_VARIANTS = ["tiny_transformer_opset17", "bart_decoder_tiny_opset17"]
+
+
+def copy_inputs(src, dst):
+    for f in sorted(os.listdir(src)):
+        if f.startswith("input_") and f.endswith(".npy"):
+            shutil.copy(os.path.join(src, f), os.path.join(dst, f))
 
 
 def write_test_variants(models_dir):
@@ -220,9 +229,15 @@ def write_test_variants(models_dir):
         os.makedirs(dst, exist_ok=True)
         model = convert(onnx.load(os.path.join(src, "model.onnx")), recipe, accuracy_level=level)
         onnx.save(model, os.path.join(dst, "model.onnx"))
-        for f in sorted(os.listdir(src)):
-            if f.startswith("input_") and f.endswith(".npy"):
-                shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+        copy_inputs(src, dst)
+    import variants_fp16
+    for source in TEST_Q4F16_VARIANTS:
+        src = os.path.join(models_dir, source)
+        dst = os.path.join(out_root, f"{source}_q4f16")
+        os.makedirs(dst, exist_ok=True)
+        model = variants_fp16.convert(convert(onnx.load(os.path.join(src, "model.onnx")), "q4", accuracy_level=0))
+        onnx.save(model, os.path.join(dst, "model.onnx"))
+        copy_inputs(src, dst)
     # A model with an unknown com.microsoft op beside a supported one: it must fail at load, by name.
     x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 32])
     y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 16])
