@@ -44,4 +44,25 @@ const Tensor* Attributes::get_tensor(const std::string& name) const {
   return get_typed<Tensor>(name, "tensor");
 }
 
+std::optional<DType> dtype_from_tensor_proto(int64_t code) {
+  switch (code) {
+    case 1:
+      return DType::Float32;
+    case 2:
+      return DType::UInt8;
+    case 3:
+      return DType::Int8;
+    case 6:
+      return DType::Int32;
+    case 7:
+      return DType::Int64;
+    case 9:
+      return DType::Bool;
+    case 10:
+      return DType::Float16;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace wgi::ops

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -33,5 +34,9 @@ class Attributes {
   const T* get_typed(const std::string& name, const char* type_name) const;
   std::map<std::string, AttributeValue> values_;
 };
+
+// The DType of a TensorProto.DataType code in a dtype-valued attribute (Cast's 'to', EyeLike's 'dtype', ...):
+// float32, float16, int64, int32, int8, uint8, bool; nullopt for the types wgi does not store.
+std::optional<DType> dtype_from_tensor_proto(int64_t code);
 
 }  // namespace wgi::ops

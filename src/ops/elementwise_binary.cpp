@@ -695,25 +695,9 @@ DType cast_target(const PlanContext& ctx) {
   if (ctx.node.op_type == "CastLike") return ctx.input(1).dtype;
   if (!ctx.node.attributes.has("to")) ctx.fail("attribute 'to' is required");
   const int64_t to = ctx.node.attributes.get_int("to", 0);
-  switch (to) {  // TensorProto.DataType
-    case 1:
-      return DType::Float32;
-    case 2:
-      return DType::UInt8;
-    case 3:
-      return DType::Int8;
-    case 6:
-      return DType::Int32;
-    case 7:
-      return DType::Int64;
-    case 9:
-      return DType::Bool;
-    case 10:
-      return DType::Float16;
-    default:
-      ctx.fail("attribute 'to' asks for TensorProto data type " + std::to_string(to) +
-               ", which wgi does not support (float32, float16, int64, int32, int8, uint8, bool)");
-  }
+  if (std::optional<DType> dtype = dtype_from_tensor_proto(to)) return *dtype;
+  ctx.fail("attribute 'to' asks for TensorProto data type " + std::to_string(to) +
+           ", which wgi does not support (float32, float16, int64, int32, int8, uint8, bool)");
 }
 
 // Whether `from` values are already `to` values on the device (device_tensor.h): integers of every width sit

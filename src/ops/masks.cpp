@@ -94,23 +94,12 @@ OpPlan plan_trilu(const PlanContext& ctx) {
 DType eye_like_dtype(const PlanContext& ctx) {
   if (!ctx.node.attributes.has("dtype")) return ctx.input(0).dtype;
   const int64_t t = ctx.node.attributes.get_int("dtype", 0);
-  switch (t) {
-    case 1:
-      return DType::Float32;
-    case 2:
-      return DType::UInt8;
-    case 3:
-      return DType::Int8;
-    case 6:
-      return DType::Int32;
-    case 7:
-      return DType::Int64;
-    case 9:
-      return DType::Bool;
-    default:
-      ctx.fail("attribute 'dtype' is TensorProto data type " + std::to_string(t) +
-               "; wgi's EyeLike writes float32, int64, int32, int8, uint8 or bool");
+  const std::optional<DType> dtype = dtype_from_tensor_proto(t);
+  if (!dtype || *dtype == DType::Float16) {
+    ctx.fail("attribute 'dtype' is TensorProto data type " + std::to_string(t) +
+             "; wgi's EyeLike writes float32, int64, int32, int8, uint8 or bool");
   }
+  return *dtype;
 }
 
 OpPlan plan_eye_like(const PlanContext& ctx) {
