@@ -565,6 +565,7 @@ class Importer {
     std::unordered_map<std::string, std::string> outer_origins = std::exchange(origins_, {});
     std::vector<Pending> outer_pending = std::exchange(pending_, {});
     try {
+      check_graph_size(g);  // the same caps as the main graph
       if (!g.sparse_initializer.empty()) throw Error("sparse initializers are not supported");
       for (const pb::TensorProto& t : g.initializer) add_initializer(t);
       for (const pb::ValueInfoProto& in : g.input) add_input(in);

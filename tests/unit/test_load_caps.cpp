@@ -54,6 +54,51 @@ TEST(LoadCaps, RefusesAHugeFanInAtLoadAndNamesTheNode) {
   EXPECT_EQ(g.nodes[0].inputs.size(), 4096u);
 }
 
+// The Sum model's graph as the then-branch of an If on a bool input c (else: Identity of x): the caps hold
+// inside subgraphs too.
+std::string sum_in_if_branch(size_t fan_in) {
+  pb::ModelProto sum;
+  sum.ParseFromString(sum_model(fan_in));
+  pb::ModelProto m = sum;
+  pb::GraphProto* g = m.mutable_graph();
+  g->clear_node();
+  pb::ValueInfoProto* c = g->add_input();
+  c->set_name("c");
+  c->mutable_type()->mutable_tensor_type()->set_elem_type(pb::TensorProto::BOOL);
+  pb::NodeProto* node = g->add_node();
+  node->set_op_type("If");
+  node->set_name("branchy");
+  node->add_input("c");
+  node->add_output("y");
+  pb::GraphProto then_branch = sum.graph();
+  then_branch.clear_input();
+  pb::GraphProto else_branch = then_branch;
+  else_branch.clear_node();
+  pb::NodeProto* identity = else_branch.add_node();
+  identity->set_op_type("Identity");
+  identity->add_input("x");
+  identity->add_output("y");
+  for (auto [name, body] : {std::pair{"then_branch", &then_branch}, std::pair{"else_branch", &else_branch}}) {
+    pb::AttributeProto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(pb::AttributeProto::GRAPH);
+    *a->mutable_g() = *body;
+  }
+  return m.SerializeAsString();
+}
+
+TEST(LoadCaps, HoldInsideSubgraphs) {
+  try {
+    import(sum_in_if_branch(4097));
+    FAIL() << "a Sum of 4097 inputs inside an If branch loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 4097 inputs"), std::string::npos) << e.what();
+  }
+  graph::Graph g = import(sum_in_if_branch(4096));
+  ASSERT_EQ(g.nodes.size(), 1u);
+  ASSERT_EQ(g.nodes[0].subgraphs.size(), 2u);
+}
+
 TEST(LoadCaps, ImporterMessagesEscapeTheModelsNames) {
   // A node reading a value nothing produces: the importer's message quotes the node's name.
   pb::ModelProto m;
