@@ -17,17 +17,7 @@ struct Params {
   updates_strides: array<vec4u, 2>,  // row-major strides of updates (= of indices)
 }
 
-@group(0) @binding(0) var<storage, read> data: array<{{TYPE}}>;
-@group(0) @binding(1) var<storage, read> indices: array<i32>;
-@group(0) @binding(2) var<storage, read> updates: array<{{TYPE}}>;
-@group(0) @binding(3) var<storage, read_write> destination: array<{{TYPE}}>;
-@group(0) @binding(4) var<uniform> params: Params;
-
-override WG_SIZE: u32 = 256;
-
-fn combine(v: {{TYPE}}, u: {{TYPE}}) -> {{TYPE}} {
-  return {{COMBINE}};
-}
+#include "scatter/scatter_common.wgsl"
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
