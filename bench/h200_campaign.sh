@@ -438,7 +438,7 @@ for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
     for name, want in ref.items():
         got = np.load(os.path.join(tmp, "out", name.replace("/", "_") + ".npy")).astype(np.float64)
         err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
-        print(f"{os.path.basename(f)} {name}: relative L2 vs ORT CPU {err:.2e}")
+        print(f"{os.path.basename(f)} {name}: relative L2 vs ORT CPU {err:.2e} (|ORT| {np.linalg.norm(want):.3e})")
         break
 PY
     stamp done
