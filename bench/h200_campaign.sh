@@ -55,6 +55,10 @@
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
 #         SigLIP in fp32 and fp16, each checked against onnxruntime CPU once.
+# pipelines: Florence-2 end to end (issue 20's speed table): the base-size folder made there by
+#         tests/models/florence2_folder.py --base (seeded random weights) and its q4 encoder/decoder files,
+#         `wgi florence2 --runs` for <CAPTION> and <OD> at beams 1 and 3, 64 new tokens, beside transformers.js on
+#         onnxruntime-node's WebGPU EP (bench/florence2_peer_bench.mjs) on the same folder and image.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -443,6 +447,53 @@ for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
 PY
     stamp done
   } >"$out/files_models.txt" 2>&1
+elif [[ $mode == pipelines ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  {
+    stamp_machine
+    stamp unpack transformers.js
+    mkdir -p .device/pipelines && tar -C .device/pipelines -xJf .device/pipelines.tar.xz
+    ln -sfn "$root/.device/peers/ort/node_modules/onnxruntime-node" .device/pipelines/node_modules/onnxruntime-node
+    export WGI_NODE_MODULES=$root/.device/pipelines/node_modules
+    folder=.device/florence2/Florence-2-base
+    stamp make the base folder
+    timeout 300 python3 tests/models/florence2_folder.py --base "$folder" --no-expected \
+      --node-modules "$WGI_NODE_MODULES" 2>&1 | tail -5
+    for s in encoder_model decoder_model_merged; do
+      timeout 120 python3 tests/models/variants_weight_only.py "$folder/onnx/$s.onnx" "$folder/onnx/${s}_q4.onnx" \
+        --recipe q4 2>&1 | tail -1
+    done
+    ls -la "$folder/onnx"
+    image=.device/florence2/image_768.png
+    python3 - "$image" <<'PY'
+import struct, sys, zlib
+import numpy as np
+rng = np.random.default_rng(20261201)
+y, x = np.mgrid[0:768, 0:768]
+img = np.stack([(x * 255 // 767), (y * 255 // 767), ((x + y) * 255 // 1534)], -1).astype(np.uint8)
+img[200:400, 300:600] = rng.integers(0, 256, (200, 300, 3), dtype=np.uint8)
+raw = b"".join(b"\0" + img[r].tobytes() for r in range(768))
+chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 768, 768, 8, 2, 0, 0, 0))
+                              + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+PY
+    q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
+    for round in 1 2; do
+      for task in '<CAPTION>' '<OD>'; do
+        for beams in 1 3; do
+          for dtype in fp32 "$q4"; do
+            stamp "round $round wgi florence2 $task beams $beams dtype $dtype"
+            timeout 120 wgi florence2 "$folder" "$image" --task "$task" --num-beams $beams --max-new-tokens 64 \
+              --dtype "$dtype" --runs 5 2>&1 | tail -6
+            stamp "round $round transformers.js webgpu $task beams $beams dtype $dtype"
+            timeout 180 node bench/florence2_peer_bench.mjs "$folder" "$image" "$task" webgpu --runs 3 \
+              --num-beams $beams --max-new-tokens 64 --dtype "$dtype" 2>&1 | grep -v '^\[' | tail -2 | cut -c1-400
+          done
+        done
+      done
+    done
+    stamp done
+  } >"$out/pipelines.txt" 2>&1
 elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz
   write_info >"$out/info.txt" 2>&1

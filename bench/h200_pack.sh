@@ -9,6 +9,8 @@
 #                              add variants as .device/bin/wgi_<variant>_bench.xz); carry [".device"]
 #   bench/h200_pack.sh files_tests  the GPU tests, the node conformance runner, wgi_bench_quantized and ONNX's
 #                              test data (the round of the files users ship); carry [".device"]
+#   bench/h200_pack.sh pipelines  wgi, node + onnxruntime-node and transformers.js (its node_modules without
+#                              onnxruntime-web): the Florence-2 base folder is made there; carry [".device"]
 #   bench/h200_pack.sh models  wgi and wgi_bench_ops, the base-size models without their weights
 #                              (fill_weights.py rebuilds them there), node + onnxruntime-node (ORT's WebGPU
 #                              EP); carry [".device"]
@@ -16,11 +18,12 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|files_tests}
+mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|files_tests|pipelines}
 rm -rf .device
 args=()
-[[ $mode == models ]] && args+=(--peers)
+[[ $mode == models || $mode == pipelines ]] && args+=(--peers)
 bins=(build/release/wgi build/release/wgi_bench_ops)
+[[ $mode == pipelines ]] && bins=(build/release/wgi)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
 [[ $mode == conv ]] && bins+=(build/release/tests/wgi_gpu_tests)
@@ -43,6 +46,10 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
   find "$dir" -maxdepth 1 -type f ! -name model.onnx.data ! -path '*vision*input_pixel_values.npy' \
     -exec cp {} ".device/models/$name/" \;
 done
+# transformers.js and its dependencies; onnxruntime-node is the peers' one (the same 1.30.0), linked there.
+[[ $mode == pipelines ]] && tar -C third_party/pipelines -cJf .device/pipelines.tar.xz \
+  --exclude=node_modules/onnxruntime-web --exclude=node_modules/onnxruntime-node --exclude=node_modules/@types \
+  node_modules
 # Files the tests read from Debian packages: ONNX's test data (conformance, the decoder's unit tests) and the
 # font the OCR test renders its lines with.
 if [[ $mode == main || $mode == files_tests ]]; then

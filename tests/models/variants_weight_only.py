@@ -112,13 +112,33 @@ def quantize_bnb4(w_kn, quant_type, block_size):
     return b, absmax
 
 
-def _constant_values(model):
-    """name -> numpy array for initializers, Constant outputs and Transposes of those."""
-    values = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+def _subgraphs(node):
+    """The graphs a node's attributes hold (If's branches, Loop's and Scan's bodies)."""
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            yield a.g
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            yield from a.graphs
+
+
+def _all_nodes(graph):
+    """Every node of `graph` and of its subgraphs, outer nodes first."""
+    for node in graph.node:
+        yield node
+        for g in _subgraphs(node):
+            yield from _all_nodes(g)
+
+
+def _constant_values(graph, outer):
+    """name -> numpy array for the values of `graph` known when converting: `outer` (the enclosing scopes),
+    the graph's initializers, Constant outputs and Transposes of those. Scoped per graph: the branches of a
+    merged decoder come from separate exports and reuse value names for different constants."""
+    values = dict(outer)
+    values.update({i.name: numpy_helper.to_array(i) for i in graph.initializer})
     changed = True
     while changed:
         changed = False
-        for node in model.graph.node:
+        for node in graph.node:
             if not node.output or node.output[0] in values:
                 continue
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
@@ -133,6 +153,16 @@ def _constant_values(model):
     return values
 
 
+def _reads(node):
+    """The names a node reads: its inputs and, for a node with subgraphs, everything its subgraphs read
+    (outer-scope reads are implicit in ONNX; over-approximated by every input named inside them)."""
+    names = {i for i in node.input if i}
+    for g in _subgraphs(node):
+        for inner in _all_nodes(g):
+            names.update(i for i in inner.input if i)
+    return names
+
+
 def _drop_dead(model):
     graph = model.graph
     live = {o.name for o in graph.output}
@@ -140,7 +170,7 @@ def _drop_dead(model):
     for node in reversed(list(graph.node)):
         if any(o in live for o in node.output):
             kept.append(node)
-            live.update(i for i in node.input if i)
+            live.update(_reads(node))
     kept.reverse()
     del graph.node[:]
     graph.node.extend(kept)
@@ -158,44 +188,58 @@ def convert(model, recipe, block_size=None, accuracy_level=4):
     kind, param, with_zp, default_block = RECIPES[recipe]
     block_size = block_size or default_block
     model = onnx.ModelProto.FromString(model.SerializeToString())
-    values = _constant_values(model)
     graph = model.graph
     made = {}  # B name -> names of its quantized initializers (a weight shared by several MatMuls once)
-    new_nodes = []
     replaced = 0
-    for node in graph.node:
-        b = values.get(node.input[1]) if node.op_type == "MatMul" and node.domain in ("", "ai.onnx") else None
-        if b is None or b.dtype != np.float32 or b.ndim != 2:
-            new_nodes.append(node)
-            continue
-        k, n = b.shape
-        stem = node.input[1].strip("/").replace("/", "_") or "weight"
-        if node.input[1] not in made:
+
+    def rewrite(g, outer):
+        """Replaces g's constant-B MatMuls (recursing into subgraphs); new initializers go to the main
+        graph, which every subgraph sees as outer scope."""
+        nonlocal replaced
+        values = _constant_values(g, outer)
+        new_nodes = []
+        for node in g.node:
+            for sub in _subgraphs(node):
+                rewrite(sub, values)
+            b = values.get(node.input[1]) if node.op_type == "MatMul" and node.domain in ("", "ai.onnx") else None
+            if b is None or b.dtype != np.float32 or b.ndim != 2:
+                new_nodes.append(node)
+                continue
+            k, n = b.shape
+            # Keyed by the weight's bytes too: two branches may give different constants the same name.
+            key = (node.input[1], b.tobytes())
+            stem = node.input[1].strip("/").replace("/", "_") or "weight"
+            if key not in made:
+                if kind == "nbits":
+                    q, scales, zp = quantize_nbits(b, param, with_zp, block_size)
+                    names = [f"{stem}_Q{param}", f"{stem}_scales"] + ([f"{stem}_zero_points"] if zp is not None else [])
+                    arrays = [q, scales] + ([zp] if zp is not None else [])
+                else:
+                    q, absmax = quantize_bnb4(b, param, block_size)
+                    names, arrays = [f"{stem}_Bnb4", f"{stem}_absmax"], [q, absmax]
+                taken = {i.name for i in graph.initializer}
+                if any(name in taken for name in names):
+                    names = [f"{name}_{len(made)}" for name in names]
+                for name, array in zip(names, arrays):
+                    graph.initializer.append(numpy_helper.from_array(array, name))
+                made[key] = names
+            names = made[key]
             if kind == "nbits":
-                q, scales, zp = quantize_nbits(b, param, with_zp, block_size)
-                names = [f"{stem}_Q{param}", f"{stem}_scales"] + ([f"{stem}_zero_points"] if zp is not None else [])
-                arrays = [q, scales] + ([zp] if zp is not None else [])
+                q_node = helper.make_node("MatMulNBits", [node.input[0]] + names, list(node.output),
+                                          name=node.name + "_Q" + str(param), domain="com.microsoft", K=k, N=n,
+                                          bits=param, block_size=block_size, accuracy_level=accuracy_level)
             else:
-                q, absmax = quantize_bnb4(b, param, block_size)
-                names, arrays = [f"{stem}_Bnb4", f"{stem}_absmax"], [q, absmax]
-            for name, array in zip(names, arrays):
-                graph.initializer.append(numpy_helper.from_array(array, name))
-            made[node.input[1]] = names
-        names = made[node.input[1]]
-        if kind == "nbits":
-            q_node = helper.make_node("MatMulNBits", [node.input[0]] + names, list(node.output),
-                                      name=node.name + "_Q" + str(param), domain="com.microsoft", K=k, N=n,
-                                      bits=param, block_size=block_size, accuracy_level=accuracy_level)
-        else:
-            q_node = helper.make_node("MatMulBnb4", [node.input[0]] + names, list(node.output),
-                                      name=node.name + "_Bnb4", domain="com.microsoft", K=k, N=n,
-                                      block_size=block_size, quant_type=param)
-        new_nodes.append(q_node)
-        replaced += 1
+                q_node = helper.make_node("MatMulBnb4", [node.input[0]] + names, list(node.output),
+                                          name=node.name + "_Bnb4", domain="com.microsoft", K=k, N=n,
+                                          block_size=block_size, quant_type=param)
+            new_nodes.append(q_node)
+            replaced += 1
+        del g.node[:]
+        g.node.extend(new_nodes)
+
+    rewrite(graph, {})
     if replaced == 0:
         raise ValueError("the model has no MatMul with a constant 2-D float32 B")
-    del graph.node[:]
-    graph.node.extend(new_nodes)
     _drop_dead(model)
     if not any(o.domain == "com.microsoft" for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
