@@ -7,14 +7,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 
+#include "core/npy.h"
+#include "onnxruntime_reference.h"
 #include "ops/float16.h"
 #include "runtime/node_runner.h"
 #include "support/reference_data_movement.h"
 #include "support/reference_recurrent.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
+#include "wgi/session.h"
 
 namespace wgi {
 namespace {
@@ -200,8 +204,8 @@ TEST(RecurrentRnn, MatchesFloat64Reference) {
   check(b, 71, "layout 1, clip, Relu");
 }
 
-// The accumulated error of a long recurrence (docs/recurrent.md quotes it). Heavy: 400 dispatches of each
-// direction cost seconds on the CPU adapters (scripts/test --heavy runs it).
+// The accumulated error of a long recurrence (docs/recurrent.md quotes it). Heavy: 400 step dispatches (200
+// for the LSTM, 200 for the GRU) cost seconds on the CPU adapters (scripts/test --heavy runs it).
 TEST(RecurrentLstm, LongSequenceAccumulatedErrorHeavy) {
   Problem a = problem("LSTM", "bidirectional", 8, 0, 200, 2, 5);
   a.with_lens = a.with_initial = true;
@@ -262,6 +266,32 @@ TEST(Recurrent, ErrorsNameTheProblem) {
   long_lens[4] = NodeInput{Tensor::from_vector<int32_t>({2}, {2, 3}), true};
   EXPECT_NE(test::node_error(b.node, long_lens).find("outside [0, 2]"), std::string::npos)
       << test::node_error(b.node, long_lens);
+}
+
+// PyTorch's export of nn.LSTM (2 layers, bidirectional, batch_first, initial states) and nn.GRU
+// (linear_before_reset 1) through a Linear head (tests/models/recurrent_torch.py), against onnxruntime's CPU
+// provider on the same file and inputs.
+TEST(RecurrentTorchExport, LstmGruMatchOnnxruntime) {
+  const std::filesystem::path dir = std::filesystem::path(WGI_TEST_DATA_DIR) / "recurrent";
+  const std::filesystem::path model = dir / "lstm_gru_opset14.onnx";
+  std::map<std::string, Tensor> inputs;
+  for (const char* name : {"x", "h0", "c0"})
+    inputs[name] = npy::load(dir / ("input_" + std::string(name) + ".npy"));
+  Session session = Session::from_file(model);
+  const std::map<std::string, Tensor> got = session.run(inputs);
+  const std::vector<std::string> names = {"logits", "h", "c", "gru_h"};
+  const std::map<std::string, Tensor> want = test::run_onnxruntime(model, inputs, names);
+  ASSERT_EQ(want.size(), names.size());
+  for (const std::string& name : names) {
+    std::vector<double> expected;
+    for (float v : want.at(name).data<float>()) expected.push_back(v);
+    // Both float32, sums in different orders through 9 steps of 3 stacked recurrences: observed below 1e-6.
+    EXPECT_TRUE(test::all_close(got.at(name), want.at(name).shape(), expected, [](double r) {
+      return 1e-5 * (1.0 + std::abs(r));
+    })) << name;
+    std::cout << "[ recurrent ] torch export vs onnxruntime, " << name << ": max |error| "
+              << max_abs_error(got.at(name), expected) << "\n";
+  }
 }
 
 }  // namespace
