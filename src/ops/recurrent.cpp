@@ -173,6 +173,7 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   const Shape& xs = ctx.input(0).shape;
   if (xs.size() != 3) ctx.fail("input 0 (X) must have rank 3, got " + shape_to_string(xs));
   const int64_t T = layout == 0 ? xs[0] : xs[1], B = layout == 0 ? xs[1] : xs[0], I = xs[2];
+  if (I <= 0) ctx.fail("input 0 (X) " + shape_to_string(xs) + " has no input features");
   const Shape& ws = ctx.input(1).shape;
   if (ws.size() != 3 || ws[0] != nd || ws[2] != I || ws[1] % cell.gates != 0) {
     ctx.fail("input 1 (W) has shape " + shape_to_string(ws) + "; expected [" + std::to_string(nd) + ", " +
@@ -342,6 +343,13 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
                         gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
     programs.push_back(std::move(program));
     shapes.push_back(s);
+    // Hidden-unit blocks in x, batch blocks in y (not folded: neither comes near the limit in practice).
+    const uint64_t most = ctx.caps.limits.max_compute_workgroups_per_dimension;
+    if (static_cast<uint64_t>((H + s.units - 1) / s.units) > most ||
+        static_cast<uint64_t>((B + s.bt - 1) / s.bt) > most) {
+      ctx.fail("hidden_size " + std::to_string(H) + " or batch " + std::to_string(B) +
+               " needs more workgroups per grid dimension than the device's " + std::to_string(most));
+    }
   }
   for (int64_t step = 0; step < T; ++step) {
     const int64_t read = step % 2, write = 1 - read;
