@@ -5,9 +5,10 @@
 // BM_Recurrent/<cell>/batch/seq/hidden with cell lstm, gru (linear_before_reset 1, cuDNN's GRU), gru_lbr0
 // (ONNX's default) or rnn (tanh); input size = hidden, one direction, with biases. Timed like
 // bench_quantized.cpp: the node prepared once, encoded `repeats` times per submission. Counters: FLOP (the
-// GEMM's 2 * seq * batch * gates * hidden * input plus the steps' 2 * seq * batch * gates * hidden^2) and
-// steps/s. WGI_BENCH_SIZE=large: batch 1 and 16, sequence 256, hidden 512 (what bench/recurrent_torch_peer.py
-// times with cuDNN under the same names); default: small shapes for the CPU adapters.
+// GEMM's 2 * seq * batch * gates * hidden * input plus the steps' 2 * seq * batch * gates * hidden^2), bytes
+// (the least traffic, for bench/compare.py's bandwidth column) and steps/s. WGI_BENCH_SIZE=large: batch 1 and
+// 16, sequence 256, hidden 512 (what bench/recurrent_torch_peer.py times with cuDNN under the same names);
+// default: small shapes for the CPU adapters.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -81,6 +82,9 @@ void run_cell(benchmark::State& state, const std::string& cell) {
   while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
   const double flop = 2.0 * seq * batch * gates * hidden * (input + hidden);
   state.counters["FLOP"] = benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
+  // The least memory traffic: W, R, B, X read once and Y written once (R is re-read every step, from cache).
+  const double bytes = 4.0 * (gates * hidden * (input + hidden + 2) + seq * batch * (input + hidden));
+  state.counters["bytes"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["steps"] =
       benchmark::Counter(static_cast<double>(seq), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["runs_per_submit"] = repeats;

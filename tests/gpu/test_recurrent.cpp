@@ -268,24 +268,24 @@ TEST(Recurrent, ErrorsNameTheProblem) {
       << test::node_error(b.node, long_lens);
 }
 
-// PyTorch's export of nn.LSTM (2 layers, bidirectional, batch_first, initial states) and nn.GRU
-// (linear_before_reset 1) through a Linear head (tests/models/recurrent_torch.py), against onnxruntime's CPU
-// provider on the same file and inputs.
-TEST(RecurrentTorchExport, LstmGruMatchOnnxruntime) {
+// PyTorch's export of nn.LSTM (2 layers, bidirectional, batch_first, initial states), nn.GRU
+// (linear_before_reset 1) and nn.RNN (Relu) through a Linear head (tests/models/recurrent_torch.py), against
+// onnxruntime's CPU provider on the same file and inputs.
+TEST(RecurrentTorchExport, LstmGruRnnMatchOnnxruntime) {
   const std::filesystem::path dir = std::filesystem::path(WGI_TEST_DATA_DIR) / "recurrent";
-  const std::filesystem::path model = dir / "lstm_gru_opset14.onnx";
+  const std::filesystem::path model = dir / "lstm_gru_rnn_opset14.onnx";
   std::map<std::string, Tensor> inputs;
   for (const char* name : {"x", "h0", "c0"})
     inputs[name] = npy::load(dir / ("input_" + std::string(name) + ".npy"));
   Session session = Session::from_file(model);
   const std::map<std::string, Tensor> got = session.run(inputs);
-  const std::vector<std::string> names = {"logits", "h", "c", "gru_h"};
+  const std::vector<std::string> names = {"logits", "h", "c", "gru_h", "rnn_h"};
   const std::map<std::string, Tensor> want = test::run_onnxruntime(model, inputs, names);
   ASSERT_EQ(want.size(), names.size());
   for (const std::string& name : names) {
     std::vector<double> expected;
     for (float v : want.at(name).data<float>()) expected.push_back(v);
-    // Both float32, sums in different orders through 9 steps of 3 stacked recurrences: observed below 1e-6.
+    // Both float32, sums in different orders through 9 steps of 4 stacked recurrences: observed below 1e-6.
     EXPECT_TRUE(test::all_close(got.at(name), want.at(name).shape(), expected, [](double r) {
       return 1e-5 * (1.0 + std::abs(r));
     })) << name;
