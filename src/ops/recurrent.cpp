@@ -85,8 +85,10 @@ Activations read_activations(const PlanContext& ctx, const CellTraits& cell, int
       for (size_t s = 0; s < cell.activation_slots; ++s) names.push_back(cell.default_activations[s]);
   }
   const size_t wanted = cell.activation_slots * static_cast<size_t>(directions);
-  // A forward-only node may list both directions' functions (onnxruntime takes the first).
-  if (names.size() != wanted && !(directions == 1 && names.size() == 2 * wanted)) {
+  // ONNX once gave RNN's default as [Tanh, Tanh]: a one-direction RNN listing two takes the first, as
+  // onnxruntime does.
+  const bool rnn_pair = cell.activation_slots == 1 && directions == 1 && names.size() == 2;
+  if (names.size() != wanted && !rnn_pair) {
     ctx.fail("attribute 'activations' has " + std::to_string(names.size()) + " names; " + cell.name +
              " with " + std::to_string(directions) + " direction(s) takes " + std::to_string(wanted));
   }
