@@ -78,8 +78,10 @@ Built build(const Problem& pb, uint64_t seed) {
   if (pb.with_lens) {
     std::vector<int32_t> lens;
     for (int64_t b = 0; b < pb.batch; ++b)
-      lens.push_back(
-          static_cast<int32_t>(b == 0 ? pb.seq : 1 + (b * 7 + seed) % static_cast<uint64_t>(pb.seq)));
+      // Row 0 the whole sequence, row 2 empty (Y all zero, Y_h / Y_c zero), the others in between.
+      lens.push_back(b == 0   ? static_cast<int32_t>(pb.seq)
+                     : b == 2 ? 0
+                              : static_cast<int32_t>(1 + (b * 7 + seed) % static_cast<uint64_t>(pb.seq)));
     ri.sequence_lens = Tensor::from_vector<int32_t>({pb.batch}, lens);
     add(4, *ri.sequence_lens, false);
   }

@@ -1,7 +1,7 @@
 // A float64 CPU reference for ONNX LSTM, GRU and RNN (src/ops/recurrent.cpp), written from the ONNX operator
 // definitions: each step's gates computed serially in double, per batch row and direction, with
 // sequence_lens (a reverse direction runs from each row's own last valid step; outputs past a row's length
-// are zero; Y_h / Y_c are the state after the last valid step).
+// are zero; Y_h / Y_c are the state after the last valid step, zero for a row of length 0 as in onnxruntime).
 #pragma once
 
 #include <cstdint>

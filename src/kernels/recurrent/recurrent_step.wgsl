@@ -7,7 +7,8 @@
 // The hidden state ping-pongs between two slots of `state` (the step reads one, writes the other: other
 // workgroups still read it); the cell state (LSTM), or GRU's z and r * h (two-phase GRU), live after them.
 // Variants: LSTM, GRU_FUSED (linear_before_reset = 1), GRU_GATES then GRU_HIDDEN (linear_before_reset = 0),
-// RNN. Rows past their sequence length hold their state and write zeros to Y.
+// RNN. Rows past their sequence length hold their state and write zeros to Y (a row of length 0 ends with a
+// zero state).
 #include "elementwise/math.wgsl"
 
 const UNITS: u32 = {{UNITS}}u;
@@ -183,7 +184,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 #else
   if (!in_sequence) {
-    state[params.h_write + sidx] = h_prev;
+    // Held; a row of length 0 ends with zero state, as onnxruntime's does.
+    var held = h_prev;
+    if (len == 0u) {
+      held = 0.0;
+#if LSTM
+      state[params.cell + sidx] = 0.0;
+#endif
+    }
+    state[params.h_write + sidx] = held;
     if (params.has_y != 0u) {
       y[y_index(step, d, b, u)] = 0.0;
     }
