@@ -134,7 +134,7 @@ RecurrentReference recurrent_reference(const RecurrentSpec& spec, const Recurren
         if (spec.op == "LSTM") c = cn;
         for (int64_t u = 0; u < H; ++u) out.y[y_index(t, d, b, u)] = h[u];
       }
-      // A row of length 0 ends with a zero state (onnxruntime's choice; ONNX does not say).
+      // A row of length 0 ends with a zero state (onnxruntime's choice for LSTM, GRU and RNN; ONNX does not say).
       for (int64_t u = 0; u < H; ++u) {
         out.y_h[state_index(d, b, u)] = len == 0 ? 0.0 : h[u];
         out.y_c[state_index(d, b, u)] = len == 0 ? 0.0 : c[u];

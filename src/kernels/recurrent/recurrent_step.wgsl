@@ -184,7 +184,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 #else
   if (!in_sequence) {
-    // Held; a row of length 0 ends with zero state, as onnxruntime's does.
+    // Held; a row of length 0 ends with a zero state, as in onnxruntime.
     var held = h_prev;
     if (len == 0u) {
       held = 0.0;
