@@ -182,7 +182,7 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
              std::to_string(cell.gates) + " * hidden_size, " + std::to_string(I) + "]");
   }
   const int64_t H = attrs.get_int("hidden_size", ws[1] / cell.gates);
-  if (H <= 0 || ws[1] != cell.gates * H)
+  if (H <= 0 || H > ws[1] || ws[1] != cell.gates * H)
     ctx.fail("W " + shape_to_string(ws) + " does not match hidden_size " + std::to_string(H));
   const int64_t GH = cell.gates * H;
   require_shape(ctx, 2, "R", {nd, GH, H});
@@ -237,11 +237,19 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   if (lstm) plan.outputs.push_back({DType::Float32, state_shape});
   if (B == 0) return plan;
   if (T == 0) ctx.fail("X has an empty sequence (" + shape_to_string(xs) + "): there is no last state");
-  require_addressable(ctx, "Y", y_shape);
-  require_addressable(ctx, "the input projection", {nd, T * B, GH});
+  // Each step is a launch of its own, holding its program's text (~20 KB): a bound on the plan's memory.
+  constexpr int64_t kMaxSteps = 16384;
+  if (T > kMaxSteps) {
+    ctx.fail("X " + shape_to_string(xs) + " has " + std::to_string(T) +
+             " steps; wgi plans one launch per step and " + "takes at most " + std::to_string(kMaxSteps) +
+             " (split the sequence into chunks, passing the state on)");
+  }
+  // X first: it bounds T * B for the products below.
+  require_addressable(ctx, "X", xs);
   require_addressable(ctx, "W", ws);
   require_addressable(ctx, "R", {nd, GH, H});
-  require_addressable(ctx, "X", xs);
+  require_addressable(ctx, "Y", y_shape);
+  require_addressable(ctx, "the input projection", {nd, T * B, GH});
 
   // X * W^T for all steps and directions: [nd][T * B][GH], rows in X's order.
   const TensorRef projected = plan.add_scratch(static_cast<uint64_t>(nd * T * B * GH) * sizeof(float));

@@ -263,6 +263,11 @@ TEST(Recurrent, ErrorsNameTheProblem) {
   bad_hidden.attributes.set("hidden_size", int64_t{5});
   EXPECT_NE(test::node_error(bad_hidden, b.inputs).find("does not match hidden_size 5"), std::string::npos)
       << test::node_error(bad_hidden, b.inputs);
+  // One launch per step: a sequence past the bound is refused when planned.
+  Problem long_problem = problem("RNN", "forward", 2, 0, 16385, 1, 1);
+  Built long_seq = build(long_problem, 112);
+  EXPECT_NE(test::node_error(long_seq.node, long_seq.inputs).find("takes at most 16384"), std::string::npos)
+      << test::node_error(long_seq.node, long_seq.inputs);
   NodeInputs long_lens = b.inputs;
   long_lens.resize(5);
   long_lens[4] = NodeInput{Tensor::from_vector<int32_t>({2}, {2, 3}), true};
