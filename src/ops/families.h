@@ -32,6 +32,7 @@ void register_control_flow_ops(OpRegistry& registry);  // control_flow.cpp: If (
 void register_gather_nd_ops(OpRegistry& registry);    // gather_nd.cpp: GatherND
 void register_topk_ops(OpRegistry& registry);         // topk.cpp: TopK
 void register_mvn_ops(OpRegistry& registry);          // mvn.cpp: MeanVarianceNormalization
+void register_recurrent_ops(OpRegistry& registry);    // recurrent.cpp: LSTM, GRU, RNN
 
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
@@ -58,6 +59,7 @@ inline constexpr std::array kOpFamilies = {
     &register_gather_nd_ops,
     &register_topk_ops,
     &register_mvn_ops,
+    &register_recurrent_ops,
 };
 // clang-format on
 

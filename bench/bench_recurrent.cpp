@@ -1,0 +1,115 @@
+// GPU time of one ONNX LSTM / GRU / RNN node (src/ops/recurrent.cpp): the input projection GEMM, R's
+// transpose where it is not an initializer (here it is), the state's initialisation and one step launch per
+// time step (two for GRU with linear_before_reset 0), on the adapter wgi picks.
+//
+// BM_Recurrent/<cell>/batch/seq/hidden with cell lstm, gru (linear_before_reset 1, cuDNN's GRU), gru_lbr0
+// (ONNX's default) or rnn (tanh); input size = hidden, one direction, with biases. Timed like
+// bench_quantized.cpp: the node prepared once, encoded `repeats` times per submission. Counters: FLOP (the
+// GEMM's 2 * seq * batch * gates * hidden * input plus the steps' 2 * seq * batch * gates * hidden^2), bytes
+// (the least traffic, for bench/compare.py's bandwidth column) and steps/s. WGI_BENCH_SIZE=large: batch 1 and
+// 16, sequence 256, hidden 512 (what bench/recurrent_torch_peer.py times with cuDNN under the same names);
+// default: small shapes for the CPU adapters.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "runtime/node_runner.h"
+#include "support/tensor_check.h"
+
+namespace {
+
+using wgi::runtime::NodeInput;
+using Inputs = std::vector<std::optional<NodeInput>>;
+
+wgi::gpu::Device& device() {
+  static std::shared_ptr<wgi::gpu::Device> d = wgi::gpu::Device::create();
+  return *d;
+}
+
+bool large() {
+  const char* v = std::getenv("WGI_BENCH_SIZE");
+  return v && std::string(v) == "large";
+}
+
+void run_cell(benchmark::State& state, const std::string& cell) {
+  const int64_t batch = state.range(0), seq = state.range(1), hidden = state.range(2), input = hidden;
+  const int64_t gates = cell == "lstm" ? 4 : cell == "rnn" ? 1 : 3;
+  const std::string op = cell == "lstm" ? "LSTM" : cell == "rnn" ? "RNN" : "GRU";
+  wgi::ops::NodeInfo node{"recurrent", op, "", 14, {}, {}, {"y", "y_h"}};
+  if (op == "LSTM") node.output_names.push_back("y_c");
+  node.attributes.set("hidden_size", hidden);
+  if (cell == "gru") node.attributes.set("linear_before_reset", int64_t{1});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hidden));
+  Inputs inputs = {NodeInput{wgi::test::random_tensor({seq, batch, input}, 1)},
+                   NodeInput{wgi::test::random_tensor({1, gates * hidden, input}, 2, -scale, scale), true},
+                   NodeInput{wgi::test::random_tensor({1, gates * hidden, hidden}, 3, -scale, scale), true},
+                   NodeInput{wgi::test::random_tensor({1, 2 * gates * hidden}, 4, -scale, scale), true}};
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
+  try {
+    prepared = std::make_unique<wgi::runtime::PreparedNode>(
+        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
+  } catch (const wgi::Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  std::string step_kernel;
+  for (const auto& launch : prepared->plan().launches) {
+    if (launch.program.label.starts_with("recurrent_")) step_kernel = launch.program.label;
+  }
+  state.SetLabel(step_kernel + ", " + std::to_string(prepared->dispatch_count()) + " dispatches");
+  wgi::gpu::Device& d = device();
+  prepared->run();  // warm up: pipelines compiled, first dispatch done
+  auto time_batch = [&](int repeats) {
+    auto start = std::chrono::steady_clock::now();
+    wgi::gpu::CommandBatch commands(d);
+    for (int i = 0; i < repeats; ++i) prepared->encode(commands);
+    commands.submit();
+    d.wait_idle();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // Enough runs per submission for about 20 ms of GPU work, so that submission latency is amortised.
+  int repeats = 1;
+  for (double s = time_batch(1); s < 0.02 && repeats < 256;) {
+    repeats = std::min(256, std::max(repeats * 2, static_cast<int>(repeats * 0.02 / std::max(s, 1e-7))));
+    s = time_batch(repeats);
+  }
+  while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
+  const double flop = 2.0 * seq * batch * gates * hidden * (input + hidden);
+  state.counters["FLOP"] = benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
+  // The least memory traffic: W, R, B, X read once and Y written once (R is re-read every step, from cache).
+  const double bytes = 4.0 * (gates * hidden * (input + hidden + 2) + seq * batch * (input + hidden));
+  state.counters["bytes"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["steps"] =
+      benchmark::Counter(static_cast<double>(seq), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["runs_per_submit"] = repeats;
+}
+
+void register_benchmarks() {
+  const std::vector<std::array<int64_t, 3>> shapes =
+      large() ? std::vector<std::array<int64_t, 3>>{{1, 256, 512}, {16, 256, 512}}
+              : std::vector<std::array<int64_t, 3>>{{1, 16, 32}, {4, 16, 48}};
+  for (const char* cell : {"lstm", "gru", "gru_lbr0", "rnn"}) {
+    const std::string c = cell;
+    auto* b = benchmark::RegisterBenchmark(("BM_Recurrent/" + c).c_str(),
+                                           [c](benchmark::State& state) { run_cell(state, c); });
+    for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
+    b->UseManualTime()->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_benchmarks();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
