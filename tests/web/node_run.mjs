@@ -166,7 +166,8 @@ await check('cli/run --random-inputs --dim', async () => {
 });
 
 await check('cli/bench --json', async () => {
-  const r = runCli(['bench', path.join(models, 'gemm_chain/model.onnx'), '--runs', '3', '--warmup', '0', '--json']);
+  const r = runCli(['bench', path.join(convBnRelu, 'model.onnx'), '--dim', 'N=2', '--runs', '3', '--warmup', '0',
+                    '--json']);
   if (r.code !== 0) return `exit ${r.code}: ${r.err}`;
   const b = JSON.parse(r.out);
   return b.times_ms.length === 3 && b.median_ms > 0 && b.min_ms <= b.median_ms && b.median_ms <= b.p90_ms
