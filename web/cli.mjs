@@ -85,7 +85,9 @@ function parseArgs(command, argv) {
       if (eq > 0) {
         value = arg.slice(eq + 1);
       } else {
-        if (i + 1 >= argv.length) throw new UsageError(`${name} needs a value (${spec.value})`);
+        if (i + 1 >= argv.length || argv[i + 1].startsWith('--')) {
+          throw new UsageError(`${name} needs a value (${spec.value})`);
+        }
         value = argv[++i];
       }
     } else if (eq > 0) {
@@ -123,6 +125,11 @@ function dawnOptions(options) {
   if ('--backend' in options) o.backend = options['--backend'];
   if ('--adapter' in options) o.adapter = options['--adapter'];
   if ('--dawn-flag' in options) o.dawnFlags = options['--dawn-flag'];
+  try {
+    wgi.resolveOptions(o);  // a bad --backend (or WGI_BACKEND) is a usage error
+  } catch (e) {
+    throw new UsageError(e.message);
+  }
   return o;
 }
 
@@ -180,8 +187,11 @@ function makeInputs(session, options) {
     }
     if (name in feeds) throw new UsageError(`--input ${name} is given twice`);
     if (!fs.existsSync(file)) throw new UsageError(`--input ${name}: file '${file}' not found`);
-    const t = parseNpy(new Uint8Array(fs.readFileSync(file)), `--input ${name}: '${file}'`);
-    feeds[name] = t;
+    try {
+      feeds[name] = parseNpy(new Uint8Array(fs.readFileSync(file)), `--input ${name}: '${file}'`);
+    } catch (e) {
+      throw new UsageError(e.message);
+    }
   }
   const dims = parseDims(options['--dim']);
   const known = new Set(inputs.flatMap((i) => i.dim_names || []).filter((n) => n));

@@ -183,7 +183,13 @@ export function externalDataLocations(bytes) {
 export function readModelFiles(file) {
   const bytes = new Uint8Array(fs.readFileSync(file));
   const externalData = {};
-  for (const location of externalDataLocations(bytes)) {
+  let locations = [];
+  try {
+    locations = externalDataLocations(bytes);
+  } catch {
+    return {bytes, externalData};  // not a valid protobuf: the importer says what is wrong with it
+  }
+  for (const location of locations) {
     // Absolute or '..' locations are refused by the importer with a message naming the tensor.
     if (path.isAbsolute(location) || location.split(/[\\/]/).includes('..')) continue;
     const full = path.join(path.dirname(file), location);
