@@ -23,6 +23,8 @@ if [[ $mode == pack ]]; then
     [[ -f $f ]] || { echo "node_campaign: $f missing (scripts/build release, scripts/build-web, scripts/setup)" >&2; exit 1; }
   done
   bash bench/h200_pack.sh models  # wgi, the base-size models without their weights, node (+ ORT)
+  # Only what this campaign uses travels (64 MiB in all): not ORT, wgi_bench_ops or the decoder models.
+  rm -rf .device/peers/ort .device/bin/wgi_bench_ops* .device/models/bart_decoder_*
   mkdir -p .device/node/dawn-node/dist/linux-x64 .device/node/web
   cp third_party/dawn-node/index.js third_party/dawn-node/package.json third_party/dawn-node/LICENSE.md \
     .device/node/dawn-node/
