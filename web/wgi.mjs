@@ -27,11 +27,12 @@ export function webgpuAvailable() {
 }
 
 // Loads the WebAssembly module; called by Session.create with the default location. `url` points at wgi.js
-// (wgi.wasm is expected next to it).
-export function init(url = DEFAULT_MODULE_URL) {
+// (wgi.wasm is expected next to it). `settings` are extra Emscripten module settings (web/node.mjs passes the
+// wasm bytes as wasmBinary: Node's fetch cannot read files). The first call decides; later ones share it.
+export function init(url = DEFAULT_MODULE_URL, settings = {}) {
   if (!modulePromise) {
     modulePromise = import(url.toString()).then((m) =>
-      m.default({locateFile: (file) => new URL(file, url).toString()}));
+      m.default({locateFile: (file) => new URL(file, url).toString(), ...settings}));
   }
   return modulePromise;
 }
@@ -60,10 +61,34 @@ function lastError(M) {
   return M.UTF8ToString(M._wgi_web_last_error());
 }
 
+let externalDirs = 0;
+
+// Writes external data files into a fresh folder of the module's in-memory file system: {dir, paths} or null.
+function writeExternalData(M, externalData) {
+  if (!externalData || !Object.keys(externalData).length) return null;
+  const dir = `/wgi-external/${++externalDirs}`;
+  const paths = [];
+  for (const [location, bytes] of Object.entries(externalData)) {
+    const parts = location.split('/');
+    if (!location || location.startsWith('/') || parts.includes('..')) {
+      throw new Error(`wgi: externalData location '${location}' must be a relative path inside the model's folder`);
+    }
+    let folder = dir;
+    for (const part of parts.slice(0, -1)) folder += '/' + part;
+    M.FS.mkdirTree(folder);
+    const path = `${dir}/${location}`;
+    M.FS.writeFile(path, bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes));
+    paths.push(path);
+  }
+  return {dir, paths};
+}
+
 // A model loaded on the page's GPU.
 export class Session {
-  // bytes: Uint8Array/ArrayBuffer of an ONNX model (external data files are not supported in the browser).
+  // bytes: Uint8Array/ArrayBuffer of an ONNX model.
   // options.profiling: per-node GPU times in stats().profile when the adapter has timestamp queries.
+  // options.externalData: {location: Uint8Array} — the model's external weight files, each under the location
+  //   the model names (e.g. {'model.onnx.data': bytes}); they are read while the session is created.
   static async create(bytes, options = {}) {
     const M = await init(options.moduleUrl);
     if (!webgpuAvailable()) {
@@ -72,14 +97,20 @@ export class Session {
     }
     const data = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
     return serialized(async () => {
+      const files = writeExternalData(M, options.externalData);
       const ptr = M._malloc(Math.max(1, data.length));
       M.HEAPU8.set(data, ptr);
+      const dir = new TextEncoder().encode((files ? files.dir : '') + '\0');
+      const dirPtr = M._malloc(dir.length);
+      M.HEAPU8.set(dir, dirPtr);
       let handle = 0;
       try {
-        handle = await M.ccall('wgi_web_session_create', 'number', ['number', 'number', 'number'],
-                               [ptr, data.length, options.profiling ? 1 : 0], {async: true});
+        handle = await M.ccall('wgi_web_session_create', 'number', ['number', 'number', 'number', 'number'],
+                               [ptr, data.length, options.profiling ? 1 : 0, dirPtr], {async: true});
       } finally {
         M._free(ptr);
+        M._free(dirPtr);
+        if (files) for (const f of files.paths) M.FS.unlink(f);  // the importer has read them
       }
       if (!handle) throw new Error(lastError(M));
       return new Session(M, handle);
@@ -91,8 +122,9 @@ export class Session {
     this.handle = handle;
     const info = JSON.parse(M.UTF8ToString(M._wgi_web_session_info(handle)));
     this.adapter = info.adapter;    // e.g. "(unnamed adapter) on WebGPU, CPU"
-    this.inputs = info.inputs;      // [{name, dtype, dims}] (dims < 0: symbolic)
+    this.inputs = info.inputs;      // [{name, dtype, dims, dim_names, rank_known}] (dims < 0: symbolic)
     this.outputs = info.outputs;
+    this.maxBufferSize = info.max_buffer_size;  // the device's largest buffer, bytes
   }
 
   // feeds: {name: {data: TypedArray, dims: number[], dtype?: string}}. Returns {name: {data, dims, dtype}}.

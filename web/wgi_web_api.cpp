@@ -50,9 +50,12 @@ std::string json_infos(const std::vector<wgi::TensorInfo>& infos) {
   std::string out = "[";
   for (size_t i = 0; i < infos.size(); ++i) {
     const auto& t = infos[i];
+    std::string names = "[";
+    for (size_t d = 0; d < t.dim_names.size(); ++d) names += (d ? "," : "") + json_string(t.dim_names[d]);
     out += std::string(i ? "," : "") + "{\"name\":" + json_string(t.name) +
            ",\"dtype\":" + json_string(std::string(wgi::dtype_name(t.dtype))) +
-           ",\"dims\":" + json_dims(t.dims) + "}";
+           ",\"dims\":" + json_dims(t.dims) + ",\"dim_names\":" + names + "]" +
+           ",\"rank_known\":" + (t.rank_known ? "true" : "false") + "}";
   }
   return out + "]";
 }
@@ -91,14 +94,18 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_last_error() {
 }
 
 // Loads an ONNX model from memory and creates the WebGPU device (async). Returns null on error.
-EMSCRIPTEN_KEEPALIVE WebSession* wgi_web_session_create(const uint8_t* bytes, size_t size, int profiling) {
+// `base_dir` (may be empty): the folder of Emscripten's in-memory file system where wgi.mjs put the model's
+// external data files.
+EMSCRIPTEN_KEEPALIVE WebSession* wgi_web_session_create(const uint8_t* bytes, size_t size, int profiling,
+                                                        const char* base_dir) {
   return guarded(
       [&]() -> WebSession* {
         wgi::SessionOptions options;
         options.profiling = profiling != 0;
         auto web = std::make_unique<WebSession>();
         web->session = std::make_unique<wgi::Session>(wgi::Session::from_bytes(
-            std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes), size), options));
+            std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes), size), options,
+            base_dir ? base_dir : ""));
         return web.release();
       },
       static_cast<WebSession*>(nullptr));
@@ -108,9 +115,11 @@ EMSCRIPTEN_KEEPALIVE void wgi_web_session_free(WebSession* web) {
   delete web;
 }
 
-// {"adapter": "...", "inputs": [{name, dtype, dims}], "outputs": [...]}; dims < 0 are symbolic.
+// {"adapter": "...", "max_buffer_size": bytes, "inputs": [{name, dtype, dims, dim_names, rank_known}],
+//  "outputs": [...]}; dims < 0 are symbolic (dim_names[i] names them, "" when unnamed).
 EMSCRIPTEN_KEEPALIVE const char* wgi_web_session_info(WebSession* web) {
   web->text = "{\"adapter\":" + json_string(web->session->adapter_description()) +
+              ",\"max_buffer_size\":" + std::to_string(web->session->max_buffer_size()) +
               ",\"inputs\":" + json_infos(web->session->inputs()) +
               ",\"outputs\":" + json_infos(web->session->outputs()) + "}";
   return web->text.c_str();

@@ -376,7 +376,8 @@ var LibraryWgiWebGPU = {
   // Features the browser granted that gpu/webgpu_abi.h has no number for are left out.
   wgpuDeviceGetFeatures: function(id, out) {
     var values = [];
-    WGI.obj(id, 'device').features.forEach(function(name) {
+    // Array.from: dawn.node's GPUSupportedFeatures is iterable but has no forEach (browsers have both).
+    Array.from(WGI.obj(id, 'device').features).forEach(function(name) {
       var v = WGI.layout.get('feature.' + name);
       if (v !== undefined) values.push(v);
     });
