@@ -10,7 +10,8 @@
 # chromium-experimental-subgroup-matrix with them), then for SigLIP-B, DaViT-base (Florence-2's vision
 # encoder) and ResNet-50: `wgi bench` and `node web/cli.mjs bench` with the toggles (Dawn's shader robustness
 # on, as in Chrome), on SigLIP also with native wgi's toggles (robustness and workgroup zeroing off) and with
-# no toggles, and a table of the medians. Results: $OUT/node_campaign.txt and $OUT/table.md.
+# no toggles, and a table of the medians; then the subgroup-matrix GEMM probes (bench/sgm_gemm_probe.mjs).
+# Results: $OUT/node_campaign.txt, $OUT/table.md and $OUT/sgm_gemm_probe.txt.
 set -uo pipefail
 mode=${1:?usage: bench/node_campaign.sh pack|run|tiny}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -122,4 +123,12 @@ done
     echo "| $name | ${n:--} | ${w:--} | $ratio | ${wn:--} | ${w0:--} | ${nf:--} / ${wf:--} |"
   done
 } >"$out/table.md"
-cat "$out/node_campaign.txt" "$out/table.md"
+# Subgroup-matrix GEMM probes on the same dawn.node (issue 21 item 3; bench/sgm_gemm_probe.mjs).
+if [[ $mode == run ]]; then
+  {
+    stamp subgroup-matrix GEMM probes
+    timeout 120 node bench/sgm_gemm_probe.mjs "$WGI_DAWN_NODE" 2>&1 | tail -40
+    echo "exit $?"
+  } >"$out/sgm_gemm_probe.txt" 2>&1
+fi
+cat "$out/node_campaign.txt" "$out/table.md" "$out/sgm_gemm_probe.txt" 2>/dev/null
