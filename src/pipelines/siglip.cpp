@@ -21,6 +21,44 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kPipeline = "SigLIP";
 
+// The configs against each other, before any session is made: a mistake there costs no model loading.
+void check_configs(const json::Value& config, const fs::path& folder,
+                   const pipelines::ImageProcessor& processor, const pipelines::SiglipTokenizer& tokenizer) {
+  const fs::path config_file = folder / "config.json";
+  const json::Value* type = pipelines::json_member(config, "model_type");
+  if (!type || !type->is(json::Value::Type::String) || type->string != "siglip") {
+    throw Error(kPipeline + ": " + config_file.string() + ": model_type must be \"siglip\" (found " +
+                (type && type->is(json::Value::Type::String) ? "\"" + type->string + "\"" : "none") +
+                "); other zero-shot models score with softmax, which this pipeline does not do");
+  }
+  const json::Value empty;
+  const json::Value* text = pipelines::json_member(config, "text_config");
+  const json::Value* vision = pipelines::json_member(config, "vision_config");
+  const json::Value& text_config = text ? *text : empty;
+  const json::Value& vision_config = vision ? *vision : empty;
+
+  if (std::optional<int64_t> size =
+          pipelines::json_integer(kPipeline, vision_config, "image_size", config_file);
+      size && (*size != processor.width || *size != processor.height)) {
+    throw Error(kPipeline + ": config.json's vision_config.image_size is " + std::to_string(*size) +
+                ", preprocessor_config.json's size is " + std::to_string(processor.width) + "x" +
+                std::to_string(processor.height));
+  }
+  if (std::optional<int64_t> positions =
+          pipelines::json_integer(kPipeline, text_config, "max_position_embeddings", config_file);
+      positions && *positions < tokenizer.max_length()) {
+    throw Error(kPipeline + ": config.json's text_config.max_position_embeddings (" +
+                std::to_string(*positions) + ") is below tokenizer_config.json's model_max_length (" +
+                std::to_string(tokenizer.max_length()) + ")");
+  }
+  if (std::optional<int64_t> vocab =
+          pipelines::json_integer(kPipeline, text_config, "vocab_size", config_file);
+      vocab && (*vocab < 0 || static_cast<size_t>(*vocab) < tokenizer.vocab_size())) {
+    throw Error(kPipeline + ": config.json's text_config.vocab_size (" + std::to_string(*vocab) +
+                ") is smaller than spiece.model's " + std::to_string(tokenizer.vocab_size()) + " pieces");
+  }
+}
+
 }  // namespace
 
 struct Siglip::Impl {
@@ -39,26 +77,13 @@ struct Siglip::Impl {
         tokenizer(std::move(t)),
         session(std::move(s)) {}
 
-  void check(const json::Value& config);
+  void check_session();
   // logits_per_image of one image and the texts' ids (`lengths`: their unpadded lengths).
   std::vector<float> logits(const Tensor& pixels, const std::vector<std::vector<int64_t>>& ids,
                             const std::vector<size_t>& lengths);
 };
 
-void Siglip::Impl::check(const json::Value& config) {
-  const fs::path config_file = folder / "config.json";
-  const json::Value* type = pipelines::json_member(config, "model_type");
-  if (!type || !type->is(json::Value::Type::String) || type->string != "siglip") {
-    throw Error(kPipeline + ": " + config_file.string() + ": model_type must be \"siglip\" (found " +
-                (type && type->is(json::Value::Type::String) ? "\"" + type->string + "\"" : "none") +
-                "); other zero-shot models score with softmax, which this pipeline does not do");
-  }
-  const json::Value empty;
-  const json::Value* text = pipelines::json_member(config, "text_config");
-  const json::Value* vision = pipelines::json_member(config, "vision_config");
-  const json::Value& text_config = text ? *text : empty;
-  const json::Value& vision_config = vision ? *vision : empty;
-
+void Siglip::Impl::check_session() {
   const TensorInfo& ids = pipelines::require_tensor(kPipeline, session, model_file, true, "input_ids");
   if (ids.dtype != DType::Int64 || (ids.rank_known && ids.dims.size() != 2)) {
     throw Error(kPipeline + ": " + model_file + " 'input_ids' must be int64 [texts, sequence_length]");
@@ -83,27 +108,6 @@ void Siglip::Impl::check(const json::Value& config) {
       throw Error(kPipeline + ": " + model_file + " has an input '" + in.name +
                   "' that the pipeline does not feed (it feeds input_ids, pixel_values and attention_mask)");
     }
-  }
-
-  if (std::optional<int64_t> size =
-          pipelines::json_integer(kPipeline, vision_config, "image_size", config_file);
-      size && (*size != processor.width || *size != processor.height)) {
-    throw Error(kPipeline + ": config.json's vision_config.image_size is " + std::to_string(*size) +
-                ", preprocessor_config.json's size is " + std::to_string(processor.width) + "x" +
-                std::to_string(processor.height));
-  }
-  if (std::optional<int64_t> positions =
-          pipelines::json_integer(kPipeline, text_config, "max_position_embeddings", config_file);
-      positions && *positions < tokenizer.max_length()) {
-    throw Error(kPipeline + ": config.json's text_config.max_position_embeddings (" +
-                std::to_string(*positions) + ") is below tokenizer_config.json's model_max_length (" +
-                std::to_string(tokenizer.max_length()) + ")");
-  }
-  if (std::optional<int64_t> vocab =
-          pipelines::json_integer(kPipeline, text_config, "vocab_size", config_file);
-      vocab && static_cast<size_t>(*vocab) < tokenizer.vocab_size()) {
-    throw Error(kPipeline + ": config.json's text_config.vocab_size (" + std::to_string(*vocab) +
-                ") is smaller than spiece.model's " + std::to_string(tokenizer.vocab_size()) + " pieces");
   }
 }
 
@@ -153,6 +157,7 @@ Siglip Siglip::from_folder(const fs::path& folder, const SiglipOptions& options)
   pipelines::ImageProcessor processor = pipelines::ImageProcessor::from_config(
       kPipeline, preprocessor_config, folder / "preprocessor_config.json");
   pipelines::SiglipTokenizer tokenizer = pipelines::SiglipTokenizer::from_folder(folder);
+  check_configs(config, folder, processor, tokenizer);
   const std::string model_name = "onnx/" + options.model_file;
   Session session = [&] {
     try {
@@ -162,7 +167,7 @@ Siglip Siglip::from_folder(const fs::path& folder, const SiglipOptions& options)
     }
   }();
   auto impl = std::make_unique<Impl>(folder, model_name, processor, std::move(tokenizer), std::move(session));
-  impl->check(config);
+  impl->check_session();
   return Siglip(std::move(impl));
 }
 

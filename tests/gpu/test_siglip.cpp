@@ -74,11 +74,13 @@ TEST(SiglipPipeline, ScoresMatchTransformersJs) {
   }
 }
 
-// A copy of the tiny folder without `skip` (file names under the folder), with `replace` applied to the
-// text of `replace_in`.
+struct Edit {
+  std::string file, from, to;  // in `file` (under the folder), the first `from` becomes `to`
+};
+
+// A copy of the tiny folder without `skip` (file names under the folder), with `edits` applied.
 fs::path copy_folder(const std::string& name, const std::vector<std::string>& skip,
-                     const std::string& replace_in = {},
-                     const std::pair<std::string, std::string>& replace = {}) {
+                     const std::vector<Edit>& edits = {}) {
   const fs::path dir = fs::temp_directory_path() / ("wgi_siglip_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "onnx");
@@ -88,12 +90,12 @@ fs::path copy_folder(const std::string& name, const std::vector<std::string>& sk
     if (std::find(skip.begin(), skip.end(), relative) != skip.end()) continue;
     fs::copy_file(entry.path(), dir / relative);
   }
-  if (!replace_in.empty()) {
-    std::string text = npy::read_file(dir / replace_in);
-    const size_t at = text.find(replace.first);
-    EXPECT_NE(at, std::string::npos) << replace.first;
-    if (at != std::string::npos) text.replace(at, replace.first.size(), replace.second);
-    std::ofstream(dir / replace_in, std::ios::binary) << text;
+  for (const Edit& edit : edits) {
+    std::string text = npy::read_file(dir / edit.file);
+    const size_t at = text.find(edit.from);
+    EXPECT_NE(at, std::string::npos) << edit.from;
+    if (at != std::string::npos) text.replace(at, edit.from.size(), edit.to);
+    std::ofstream(dir / edit.file, std::ios::binary) << text;
   }
   return dir;
 }
@@ -123,23 +125,25 @@ TEST(SiglipPipeline, MissingFilesAreNamed) {
 
 TEST(SiglipPipeline, ConfigsThatDoNotMatchTheModelAreNamed) {
   // preprocessor_config.json and config.json say 48x48; onnx/model.onnx's pixel_values are fixed at 40x40.
-  const fs::path size48 =
-      copy_folder("size48", {}, "preprocessor_config.json", {"\"height\": 40", "\"height\": 48"});
+  const fs::path size48 = copy_folder("size48", {},
+                                      {{"preprocessor_config.json", "\"height\": 40", "\"height\": 48"},
+                                       {"preprocessor_config.json", "\"width\": 40", "\"width\": 48"},
+                                       {"config.json", "\"image_size\": 40", "\"image_size\": 48"}});
   expect_error(
       [&] { Siglip::from_folder(size48); },
       "onnx/model.onnx 'pixel_values' has dim 2 = 40, but preprocessor_config.json's size.height is 48");
   fs::remove_all(size48);
   const fs::path image_size =
-      copy_folder("image_size", {}, "config.json", {"\"image_size\": 40", "\"image_size\": 48"});
+      copy_folder("image_size", {}, {{"config.json", "\"image_size\": 40", "\"image_size\": 48"}});
   expect_error([&] { Siglip::from_folder(image_size); },
                "config.json's vision_config.image_size is 48, preprocessor_config.json's size is 40x40");
   fs::remove_all(image_size);
   const fs::path clip =
-      copy_folder("clip", {}, "config.json", {"\"model_type\": \"siglip\"", "\"model_type\": \"clip\""});
+      copy_folder("clip", {}, {{"config.json", "\"model_type\": \"siglip\"", "\"model_type\": \"clip\""}});
   expect_error([&] { Siglip::from_folder(clip); }, "model_type must be \"siglip\" (found \"clip\")");
   fs::remove_all(clip);
   const fs::path vocab =
-      copy_folder("vocab", {}, "config.json", {"\"vocab_size\": 320", "\"vocab_size\": 100"});
+      copy_folder("vocab", {}, {{"config.json", "\"vocab_size\": 320", "\"vocab_size\": 100"}});
   expect_error([&] { Siglip::from_folder(vocab); },
                "config.json's text_config.vocab_size (100) is smaller than spiece.model's 320 pieces");
   fs::remove_all(vocab);
