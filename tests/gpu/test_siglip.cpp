@@ -74,6 +74,15 @@ TEST(SiglipPipeline, ScoresMatchTransformersJs) {
   }
 }
 
+// A model whose text batch is fixed at 1 (onnx/model_text_batch1.onnx, model.onnx otherwise): one run per
+// label, the same answers.
+TEST(SiglipPipeline, TextBatchOfOneRunsEachLabel) {
+  SiglipOptions options;
+  options.model_file = "model_text_batch1.onnx";
+  Siglip model = Siglip::from_folder(kTiny, options);
+  expect_case(model, "expected_scores_c.json");
+}
+
 struct Edit {
   std::string file, from, to;  // in `file` (under the folder), the first `from` becomes `to`
 };

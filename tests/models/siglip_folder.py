@@ -8,6 +8,7 @@ random weights (no pretrained weights are reachable here):
                           zero-shot-image-classification pipeline runs: SiglipModel, one session 'model')
   onnx/text_model.onnx    input_ids -> last_hidden_state, pooler_output (SiglipTextModel)
   onnx/vision_model.onnx  pixel_values -> last_hidden_state, pooler_output (SiglipVisionModel)
+  onnx/model_text_batch1.onnx  model.onnx with input_ids' batch fixed at 1 (test only)
   config.json (model_type siglip, text_config, vision_config), preprocessor_config.json (SiglipImageProcessor:
   resize bicubic, rescale 1/255, normalize mean 0.5 std 0.5), spiece.model (SentencePiece unigram trained by
   Debian's spm_train on the seeded corpus below), tokenizer.json (the same model as transformers.js reads it,
@@ -242,6 +243,18 @@ def export_folder(out, model, rng):
             "pooler_output": {0: "batch_size"}})
 
 
+def write_text_batch1_variant(out):
+    """onnx/model_text_batch1.onnx: model.onnx with input_ids' batch fixed at 1 (test only, not part of the
+    published layout), for the pipeline's one-run-per-label path (tests/gpu/test_siglip.cpp)."""
+    import onnx
+    model = onnx.load(os.path.join(out, "onnx", "model.onnx"))
+    dim = next(i for i in model.graph.input if i.name == "input_ids").type.tensor_type.shape.dim[0]
+    dim.ClearField("dim_param")
+    dim.dim_value = 1
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out, "onnx", "model_text_batch1.onnx"))
+
+
 def write_configs(out, model):
     c = CFG
     text_config = {"model_type": "siglip_text_model", "vocab_size": c["vocab_size"], "hidden_size": c["hidden"],
@@ -335,6 +348,7 @@ def main(argv):
     write_tokenizer(out)
     model = build_model()
     export_folder(out, model, rng)
+    write_text_batch1_variant(out)
     write_configs(out, model)
     from florence2_folder import write_png  # noqa: E402 (the standard-library PNG writer)
     s = CFG["image_size"]
