@@ -91,12 +91,14 @@ def train_spiece(folder, rng):
         prefix = os.path.join(tmp, "spiece")
         # identity normalization: transformers.js's Precompiled normalizer applies NFKC rather than the model's
         # charsmap, so only a model without one can be mirrored exactly in tokenizer.json (docs/siglip.md).
-        subprocess.run(["spm_train", f"--input={text}", f"--model_prefix={prefix}", "--model_type=unigram",
+        # Relative names (cwd=tmp): the model records its trainer's input and prefix, so the file stays
+        # byte-identical across runs.
+        subprocess.run(["spm_train", "--input=corpus.txt", "--model_prefix=spiece", "--model_type=unigram",
                         f"--vocab_size={CFG['vocab_size']}", "--character_coverage=1.0",
                         "--normalization_rule_name=identity", f"--pad_id={PAD}", f"--eos_id={EOS}",
                         f"--unk_id={UNK}", "--bos_id=-1", "--pad_piece=<pad>", "--eos_piece=</s>",
                         "--unk_piece=<unk>", "--num_threads=1", "--seed_sentencepiece_size=20000",
-                        "--random_seed=1", "--minloglevel=2"], check=True)
+                        "--random_seed=1", "--minloglevel=2"], check=True, cwd=tmp)
         with open(prefix + ".model", "rb") as f:
             model = f.read()
     with open(os.path.join(folder, "spiece.model"), "wb") as f:
