@@ -239,6 +239,25 @@ check "florence2 text for a task without input" 1 "task <OD> takes no text input
 check "florence2 missing folder" 1 "is not a folder" -- "$wgi" florence2 "$work/none" "$f2/image.png" --task '<OD>'
 check "florence2 bad image" 1 "cannot read image" -- "$wgi" florence2 "$f2" "$f2/config.json" --task '<OD>'
 check "florence2 --max-new-tokens 0" 105 "at least 1" -- "$wgi" florence2 "$f2" "$f2/image.png" --task '<OD>' --max-new-tokens 0
+sg="$models/../pipelines/siglip_tiny"
+if "$wgi" siglip "$sg" "$sg/image_c.png" --labels 'night sky,Mountain river!' --template 'a picture of {}' --json \
+    >"$work/siglip.json" &&
+  node -e 'const [a, b] = process.argv.slice(1).map((f) => JSON.parse(require("fs").readFileSync(f, "utf8")));
+    if (JSON.stringify(a.input_ids) !== JSON.stringify(b.input_ids)) { console.log("input_ids differ"); process.exit(1); }
+    a.output.forEach((o, i) => { const want = b.output[i];  // tolerance: tests/gpu/test_siglip.cpp
+      if (o.label !== want.label || Math.abs(o.score - want.score) > 1e-4) { console.log(o, want); process.exit(1); } });' \
+    "$work/siglip.json" "$sg/expected_scores_c.json"; then
+  echo "ok   siglip --json equals transformers.js"
+else
+  echo "FAIL siglip --json differs from expected_scores_c.json"; failures=$((failures + 1))
+fi
+check "siglip --help" 0 "--template" -- "$wgi" siglip --help
+check "siglip scores" 0 "^0\.[0-9]{6}  dog$" -- "$wgi" siglip "$sg" "$sg/image_a.png" --labels cat,dog
+check "siglip empty labels" 1 "--labels is empty" -- "$wgi" siglip "$sg" "$sg/image_a.png" --labels ''
+check "siglip template without {}" 1 "has no \{\} to put the label in" -- \
+  "$wgi" siglip "$sg" "$sg/image_a.png" --labels cat --template 'a photo'
+check "siglip bad image" 1 "cannot read image" -- "$wgi" siglip "$sg" "$sg/config.json" --labels cat
+check "siglip missing folder" 1 "is not a folder" -- "$wgi" siglip "$work/none" "$sg/image_a.png" --labels cat
 selftest="$(dirname "$wgi")/wgi_selftest"
 if [[ -x $selftest ]]; then
   check "wgi_selftest --help" 0 "usage: wgi_selftest" -- "$selftest" --help

@@ -19,6 +19,7 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_tune_command(CLI::App& app, int& exit_code);
 void add_florence2_command(CLI::App& app, int& exit_code);
+void add_siglip_command(CLI::App& app, int& exit_code);
 
 // Options shared by the commands that run a model.
 struct ModelOptions {

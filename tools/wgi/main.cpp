@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   wgi::cli::add_bench_command(app, exit_code);
   wgi::cli::add_tune_command(app, exit_code);
   wgi::cli::add_florence2_command(app, exit_code);
+  wgi::cli::add_siglip_command(app, exit_code);
   // CLI11 answers an unknown command with "A subcommand is required"; name it and the commands instead.
   const CLI::App& parser = app;
   const auto commands_list = parser.get_subcommands([](const CLI::App*) { return true; });

@@ -1,0 +1,90 @@
+// transformers.js (npm @huggingface/transformers, on onnxruntime-node, offline) as the reference for wgi's
+// SigLIP pipeline: loads a SigLIP model folder (tests/models/siglip_folder.py writes them) and prints what it
+// answers, as one JSON object.
+//
+//   node siglip_transformersjs.mjs FOLDER IMAGE LABELS_JSON [TEMPLATE]
+//       {image, labels, hypothesis_template, texts, input_ids, scores, output, versions}
+//       pipeline('zero-shot-image-classification') with dtype fp32 on the CPU: `output` is its answer as it
+//       is (sorted by score), `scores` the same scores in the order of `labels`; `input_ids` the texts as the
+//       pipeline tokenizes them (padding 'max_length', truncation). TEMPLATE: the pipeline's default
+//       ('This is a photo of {}') when absent. IMAGE must already be at the processor's size (transformers.js
+//       resizes with sharp, not as PIL does).
+//   node siglip_transformersjs.mjs --ids FOLDER STRINGS_JSON_FILE
+//       {strings, input_ids}: each string tokenized as the pipeline does (padding 'max_length', truncation).
+//
+// The node_modules holding @huggingface/transformers (and its onnxruntime-node): a leading
+// `--node-modules DIR`, else $WGI_NODE_MODULES, else third_party/pipelines/node_modules of this checkout.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const modules = args[0] === '--node-modules' ? args.splice(0, 2)[1]
+  : process.env.WGI_NODE_MODULES ?? path.join(here, '..', '..', 'third_party', 'pipelines', 'node_modules');
+const packageDir = (name) => path.join(modules, ...name.split('/'));
+const importPackage = async (name, entry) => import(pathToFileURL(path.join(packageDir(name), entry)).href);
+const versionOf = (name) => JSON.parse(fs.readFileSync(path.join(packageDir(name), 'package.json'), 'utf8')).version;
+
+function usage() {
+  console.error('usage: node siglip_transformersjs.mjs [--node-modules DIR] FOLDER IMAGE LABELS_JSON [TEMPLATE]\n' +
+                '       node siglip_transformersjs.mjs --ids FOLDER STRINGS_JSON_FILE');
+  process.exit(2);
+}
+
+async function loadTransformers(folder) {
+  const t = await importPackage('@huggingface/transformers', 'dist/transformers.node.mjs');
+  t.env.allowRemoteModels = false;
+  t.env.allowLocalModels = true;
+  t.env.useBrowserCache = false;
+  t.env.useFSCache = false;
+  const resolved = path.resolve(folder);
+  t.env.localModelPath = path.dirname(resolved) + path.sep;
+  return { t, id: path.basename(resolved) };
+}
+
+const tokenize = (tokenizer, texts) =>
+  tokenizer(texts, { padding: 'max_length', truncation: true }).input_ids.tolist().map((row) => row.map(Number));
+
+async function ids(folder, stringsFile) {
+  const { t, id } = await loadTransformers(folder);
+  const tokenizer = await t.AutoTokenizer.from_pretrained(id);
+  const strings = JSON.parse(fs.readFileSync(stringsFile, 'utf8'));
+  return { strings, input_ids: strings.map((s) => tokenize(tokenizer, [s])[0]) };
+}
+
+async function classify(folder, imagePath, labels, template) {
+  const { t, id } = await loadTransformers(folder);
+  const classifier = await t.pipeline('zero-shot-image-classification', id, { dtype: 'fp32', device: 'cpu' });
+  const image = await t.RawImage.read(path.resolve(imagePath));
+  const size = classifier.processor.image_processor.config.size;
+  if (image.width !== size.width || image.height !== size.height) {
+    throw new Error(`${imagePath} is ${image.width}x${image.height}; give an image at the processor's size ` +
+                    `${size.width}x${size.height} (transformers.js's resize is not PIL's)`);
+  }
+  const options = template === undefined ? {} : { hypothesis_template: template };
+  const output = await classifier(image, labels, options);
+  const used = template ?? 'This is a photo of {}';
+  const texts = labels.map((x) => used.replace('{}', x));
+  return {
+    image: path.basename(imagePath),
+    labels,
+    hypothesis_template: used,
+    texts,
+    input_ids: tokenize(classifier.tokenizer, texts),
+    scores: labels.map((label) => output.find((o) => o.label === label).score),
+    output,
+    versions: { '@huggingface/transformers': versionOf('@huggingface/transformers'),
+                'onnxruntime-node': versionOf('onnxruntime-node') },
+  };
+}
+
+let result;
+if (args[0] === '--ids') {
+  if (args.length !== 3) usage();
+  result = await ids(args[1], args[2]);
+} else {
+  if (args.length < 3 || args.length > 4) usage();
+  result = await classify(args[0], args[1], JSON.parse(args[2]), args[3]);
+}
+process.stdout.write(JSON.stringify(result, null, 1) + '\n');
