@@ -6,6 +6,7 @@
 // Results: window.wgiTestResults = {done, passed, failed, lines, adapter}; each line is also logged.
 import * as wgi from '../../web/wgi.mjs';
 import {decodeTensorProto, decodeNpy, compare, relativeL2} from './tensors.mjs';
+import {runPipelineTests} from './pipeline_tests.mjs';
 
 const results = {done: false, passed: 0, failed: 0, lines: [], adapter: ''};
 window.wgiTestResults = results;
@@ -122,6 +123,7 @@ async function main() {
       report(false, label, String(e && e.message || e));
     }
   }
+  await runPipelineTests(report, only);
   status.textContent = `${results.passed} passed, ${results.failed} failed on ${results.adapter}`;
 }
 
