@@ -1,6 +1,6 @@
 // Runs the browser tests in Debian's headless Chromium (/usr/bin/chromium, WebGPU on SwiftShader through
 // --enable-unsafe-webgpu) against pages served from 127.0.0.1, and checks the demo page.
-//   node tests/web/run.mjs [--filter SUBSTRING] [--no-demo] [--no-ocr-demo] [--screenshot FILE]
+//   node tests/web/run.mjs [--filter SUBSTRING] [--no-demo] [--no-ocr-demo] [--heavy] [--screenshot FILE]
 // Needs scripts/build-web (build/web/wgi.{js,wasm}) and scripts/setup (playwright-core in third_party/web-test).
 // Exits 1 if any test fails or the demo does not show the expected text, 2 if the harness itself breaks.
 import {createRequire} from 'node:module';
@@ -20,6 +20,7 @@ const option = (name, fallback) => {
 const filter = option('--filter', '');
 const screenshot = option('--screenshot', path.join(repo, 'build/web/demo.png'));
 const withDemo = !args.includes('--no-demo');
+const heavy = args.includes('--heavy');  // also the slow pipeline cases (pipeline_tests.mjs)
 const withOcrDemo = withDemo && !args.includes('--no-ocr-demo');  // the long one (minutes on SwiftShader)
 const timeoutMs = Number(option('--timeout', 900)) * 1000;
 
@@ -89,7 +90,7 @@ try {
 
   // The onnxruntime-node references of the variant tests (pipeline_tests.mjs), computed here in Node.
   await writeOrtReferences();
-  await page.goto(`${origin}/tests/web/?filter=${encodeURIComponent(filter)}`);
+  await page.goto(`${origin}/tests/web/?filter=${encodeURIComponent(filter)}${heavy ? '&heavy=1' : ''}`);
   await page.waitForFunction(() => window.wgiTestResults && window.wgiTestResults.done, null, {timeout: timeoutMs});
   const results = await page.evaluate(() => window.wgiTestResults);
   console.log(`browser tests: ${results.passed} passed, ${results.failed} failed on ${results.adapter} ` +
