@@ -182,3 +182,213 @@ export class Session {
     });
   }
 }
+
+// ---- Pipelines: a model folder in the module's in-memory file system (Emscripten's MEMFS), the C++ pipeline
+// on it (web/wgi_web_pipelines.cpp), results as the CLI's --json. Florence-2 here; another pipeline (SigLIP)
+// adds its file list, a class like Florence2 over its wgi_web_<name>_* functions, and reuses the rest.
+
+// A model folder's files: `source` is a base URL (string or URL; the files are fetched relative to it), a
+// FileList / array of File from a folder picker (<input type=file webkitdirectory>: paths below the picked
+// folder), or an object {relative path: Uint8Array | ArrayBuffer | Blob}. `required` must all be there,
+// `optional` may be missing; `alternatives` is a list of file lists, the first complete one is taken.
+// Returns a Map of relative path -> Uint8Array.
+async function folderFiles(source, {required, optional = [], alternatives = [[]]}, onProgress) {
+  const files = new Map();
+  const isUrl = typeof source === 'string' || source instanceof URL;
+  let lookup;
+  if (isUrl) {
+    const base = new URL(source.toString().replace(/\/?$/, '/'), typeof location !== 'undefined' ? location.href : undefined);
+    lookup = async (name) => {
+      const response = await fetch(new URL(name, base));
+      if (response.status === 404) return null;
+      if (!response.ok) throw new Error(`wgi: ${new URL(name, base)}: HTTP ${response.status}`);
+      return new Uint8Array(await response.arrayBuffer());
+    };
+  } else {
+    const entries = new Map();
+    const list = typeof FileList !== 'undefined' && source instanceof FileList || Array.isArray(source) ?
+        Array.from(source).map((f) => [(f.webkitRelativePath || f.name).split('/').slice(
+            f.webkitRelativePath ? 1 : 0).join('/'), f]) :
+        Object.entries(source);
+    for (const [name, value] of list) entries.set(name, value);
+    lookup = async (name) => {
+      const value = entries.get(name);
+      if (value === undefined) return null;
+      if (value instanceof Uint8Array) return value;
+      if (value instanceof ArrayBuffer) return new Uint8Array(value);
+      if (typeof Blob !== 'undefined' && value instanceof Blob) return new Uint8Array(await value.arrayBuffer());
+      throw new Error(`wgi: ${name} must be a Uint8Array, ArrayBuffer or Blob`);
+    };
+  }
+  const where = isUrl ? ` at ${source}` : '';
+  const get = async (name, needed) => {
+    if (onProgress) onProgress(`reading ${name}`);
+    const bytes = await lookup(name);
+    if (bytes) files.set(name, bytes);
+    else if (needed) throw new Error(`wgi: the model folder${where} lacks ${name}`);
+    return !!bytes;
+  };
+  for (const name of required) await get(name, true);
+  for (const name of optional) await get(name, false);
+  for (let i = 0; i < alternatives.length; ++i) {
+    const last = i === alternatives.length - 1;
+    let complete = true;
+    for (const name of alternatives[i]) complete = complete && await get(name, last);
+    if (complete) break;
+    for (const name of alternatives[i]) files.delete(name);
+  }
+  return files;
+}
+
+let folderCount = 0;
+
+// Writes the files under a fresh MEMFS folder and returns its path.
+function writeFolder(M, files) {
+  const root = `/wgi-models/${++folderCount}`;
+  for (const [name, bytes] of files) {
+    const file = `${root}/${name}`;
+    M.FS.mkdirTree(file.slice(0, file.lastIndexOf('/')));
+    M.FS.writeFile(file, bytes);
+  }
+  return root;
+}
+
+function removeFolder(M, root) {
+  for (const name of M.FS.readdir(root)) {
+    if (name === '.' || name === '..') continue;
+    const child = `${root}/${name}`;
+    if (M.FS.isDir(M.FS.stat(child).mode)) removeFolder(M, child);
+    else M.FS.unlink(child);
+  }
+  M.FS.rmdir(root);
+}
+
+// Decodes (and scales) an image the browser can draw — ImageBitmap, HTMLImageElement, HTMLCanvasElement,
+// OffscreenCanvas, VideoFrame, or a Blob / File of an encoded image — to {width, height, rgb} at its own size
+// or at width x height (the browser's smooth scaling, not PIL's bicubic). Transparent pixels over white.
+export async function rgbImage(source, width, height) {
+  const bitmap = typeof Blob !== 'undefined' && source instanceof Blob ? await createImageBitmap(source) : source;
+  width = width || bitmap.width;
+  height = height || bitmap.height;
+  const canvas = new OffscreenCanvas(width, height);
+  const ctx = canvas.getContext('2d');
+  ctx.imageSmoothingQuality = 'high';
+  ctx.drawImage(bitmap, 0, 0, width, height);
+  const rgba = ctx.getImageData(0, 0, width, height).data;
+  const rgb = new Uint8Array(width * height * 3);
+  for (let i = 0, j = 0; i < rgba.length; i += 4, j += 3) {
+    const a = rgba[i + 3] / 255;
+    for (let c = 0; c < 3; ++c) rgb[j + c] = Math.round(rgba[i + c] * a + 255 * (1 - a));
+  }
+  return {width, height, rgb};
+}
+
+const FLORENCE2_FOLDER = {
+  required: ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
+             'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'onnx/encoder_model.onnx'],
+  optional: ['tokenizer_config.json'],
+};
+const FLORENCE2_DECODERS = {
+  merged: [['onnx/decoder_model_merged.onnx']],
+  split: [['onnx/decoder_model.onnx', 'onnx/decoder_with_past_model.onnx']],
+};
+
+// Florence-2 (include/wgi/florence2.h) on the page's GPU: the same C++ pipeline as `wgi florence2`.
+//   const model = await wgi.Florence2.create('models/Florence-2-base-ft/');   // or a FileList, or {path: bytes}
+//   const r = await model.generate(pngBytes, {task: '<OD>'});   // r.parsed['<OD>'].bboxes, .labels
+export class Florence2 {
+  // source: see folderFiles (onnx-community's layout, float32 files). options.decoder: 'merged'
+  // (decoder_model_merged.onnx), 'split' (decoder_model.onnx + decoder_with_past_model.onnx) or, by default,
+  // the merged one if the folder has it. options.onProgress(text): progress messages.
+  static async create(source, options = {}) {
+    const M = await init(options.moduleUrl);
+    if (!webgpuAvailable()) {
+      throw new Error('WebGPU is not available in this browser (navigator.gpu is undefined); wgi needs a ' +
+                      'browser with WebGPU enabled, on https or localhost');
+    }
+    const decoder = options.decoder || 'auto';
+    const alternatives = decoder === 'auto' ? [...FLORENCE2_DECODERS.merged, ...FLORENCE2_DECODERS.split] :
+                                              FLORENCE2_DECODERS[decoder];
+    if (!alternatives) throw new Error(`wgi: Florence2 decoder '${decoder}': 'merged', 'split' or 'auto'`);
+    const files = await folderFiles(source, {...FLORENCE2_FOLDER, alternatives}, options.onProgress);
+    return serialized(async () => {
+      if (options.onProgress) options.onProgress('loading the sessions');
+      const root = writeFolder(M, files);
+      let handle = 0;
+      try {
+        handle = await M.ccall('wgi_web_florence2_create', 'number', ['string'], [root], {async: true});
+      } finally {
+        removeFolder(M, root);  // the sessions hold what they need; MEMFS copies would only take memory
+      }
+      if (!handle) throw new Error(lastError(M));
+      return new Florence2(M, handle);
+    });
+  }
+
+  constructor(M, handle) {
+    this.M = M;
+    this.handle = handle;
+    const info = JSON.parse(M.UTF8ToString(M._wgi_web_florence2_info(handle)));
+    this.imageWidth = info.image_width;    // the processor's input size: images must have it
+    this.imageHeight = info.image_height;
+    this.decoderFiles = info.decoder_files;
+  }
+
+  // image: the bytes of an encoded file (Uint8Array / ArrayBuffer / Blob: PNG, JPEG, ...; decoded by stb_image
+  // in the module, as natively) or {width, height, rgb: Uint8Array} (rgbImage() makes one, and scales).
+  // options: {task: '<CAPTION>' | '<OD>' | '<OCR_WITH_REGION>' | ..., text (tasks that take one),
+  // maxNewTokens, numBeams (1: greedy)}. Returns {task, input_ids, generated_ids, generated_text, parsed}, as
+  // `wgi florence2 --json`: parsed is {task: text} or {task: {labels, bboxes | quad_boxes}} in image pixels.
+  async generate(image, options = {}) {
+    let encoded = null;
+    if (image instanceof ArrayBuffer) encoded = new Uint8Array(image);
+    else if (image instanceof Uint8Array) encoded = image;
+    else if (typeof Blob !== 'undefined' && image instanceof Blob) encoded = new Uint8Array(await image.arrayBuffer());
+    else if (!image || !(image.rgb instanceof Uint8Array) || image.rgb.length !== image.width * image.height * 3) {
+      throw new Error('wgi: Florence2.generate needs an encoded image (Uint8Array, ArrayBuffer, Blob) or ' +
+                      '{width, height, rgb: Uint8Array of width * height * 3}');
+    }
+    const request = JSON.stringify({task: options.task, text: options.text || '',
+                                    max_new_tokens: options.maxNewTokens ?? null, num_beams: options.numBeams ?? null});
+    return serialized(async () => {
+      const M = this.M;
+      if (!this.handle) throw new Error('wgi: the Florence2 model was freed');
+      const path = `/wgi-image-${++folderCount}`;
+      let rgbPtr = 0, result = 0;
+      try {
+        if (encoded) {
+          M.FS.writeFile(path, encoded);
+        } else {
+          rgbPtr = M._malloc(image.rgb.length);
+          M.HEAPU8.set(image.rgb, rgbPtr);
+        }
+        result = await M.ccall('wgi_web_florence2_generate', 'number',
+                               ['number', 'string', 'number', 'number', 'number', 'string'],
+                               [this.handle, path, rgbPtr, image.width || 0, image.height || 0, request],
+                               {async: true});
+      } finally {
+        if (encoded) M.FS.unlink(path);
+        if (rgbPtr) M._free(rgbPtr);
+      }
+      if (!result) throw new Error(lastError(M));
+      return JSON.parse(M.UTF8ToString(result));
+    });
+  }
+
+  free() {
+    return serialized(async () => {
+      if (this.handle) this.M._wgi_web_florence2_free(this.handle);
+      this.handle = 0;
+    });
+  }
+}
+
+// One task on one image: loads the folder, generates, frees (keep a Florence2 to run several).
+export async function florence2(source, image, options = {}) {
+  const model = await Florence2.create(source, options);
+  try {
+    return await model.generate(image, options);
+  } finally {
+    await model.free();
+  }
+}

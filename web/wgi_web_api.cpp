@@ -11,8 +11,16 @@
 #include <vector>
 
 #include "wgi/session.h"
+#include "wgi_web_api.h"
+
+std::string& wgi::web::last_error() {
+  static std::string message;
+  return message;
+}
 
 namespace {
+
+using wgi::web::guarded;
 
 struct WebSession {
   std::unique_ptr<wgi::Session> session;
@@ -20,8 +28,6 @@ struct WebSession {
   std::vector<std::pair<std::string, wgi::Tensor>> outputs;
   std::string text;  // the last string handed to JavaScript
 };
-
-std::string last_error;
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -71,26 +77,12 @@ bool parse_dtype(const std::string& name, wgi::DType& out) {
   return false;
 }
 
-// Runs f, turning any exception into last_error and `fail`.
-template <class F, class R>
-R guarded(F&& f, R fail) {
-  try {
-    last_error.clear();
-    return f();
-  } catch (const std::exception& e) {
-    last_error = e.what();
-  } catch (...) {
-    last_error = "unknown C++ exception";
-  }
-  return fail;
-}
-
 }  // namespace
 
 extern "C" {
 
 EMSCRIPTEN_KEEPALIVE const char* wgi_web_last_error() {
-  return last_error.c_str();
+  return wgi::web::last_error().c_str();
 }
 
 // Loads an ONNX model from memory and creates the WebGPU device (async). Returns null on error.

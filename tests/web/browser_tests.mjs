@@ -3,9 +3,11 @@
 //      |got - want| <= 1e-5 + 1e-4 |want| for floats and exact for integers, as the native wgi_conformance;
 //  (b) the small models of tests/data/models against their PyTorch .npy references, relative L2 error <= 1e-4
 //      per output, as the native tests/gpu/test_models.cpp.
+//  (c), (d) Florence-2 end to end and issue 19's q4 / fp16 variant files: pipeline_tests.mjs (?heavy=1: its slow cases).
 // Results: window.wgiTestResults = {done, passed, failed, lines, adapter}; each line is also logged.
 import * as wgi from '../../web/wgi.mjs';
 import {decodeTensorProto, decodeNpy, compare, relativeL2} from './tensors.mjs';
+import {runPipelineTests} from './pipeline_tests.mjs';
 
 const results = {done: false, passed: 0, failed: 0, lines: [], adapter: ''};
 window.wgiTestResults = results;
@@ -122,6 +124,7 @@ async function main() {
       report(false, label, String(e && e.message || e));
     }
   }
+  await runPipelineTests(report, only, !!params.get('heavy'));
   status.textContent = `${results.passed} passed, ${results.failed} failed on ${results.adapter}`;
 }
 

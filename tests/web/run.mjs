@@ -1,6 +1,6 @@
 // Runs the browser tests in Debian's headless Chromium (/usr/bin/chromium, WebGPU on SwiftShader through
 // --enable-unsafe-webgpu) against pages served from 127.0.0.1, and checks the demo page.
-//   node tests/web/run.mjs [--filter SUBSTRING] [--no-demo] [--screenshot FILE]
+//   node tests/web/run.mjs [--filter SUBSTRING] [--no-demo] [--no-ocr-demo] [--heavy] [--screenshot FILE]
 // Needs scripts/build-web (build/web/wgi.{js,wasm}) and scripts/setup (playwright-core in third_party/web-test).
 // Exits 1 if any test fails or the demo does not show the expected text, 2 if the harness itself breaks.
 import {createRequire} from 'node:module';
@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import {fileURLToPath} from 'node:url';
 import {startServer} from './serve.mjs';
+import {writeOrtReferences} from './ort_references.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const args = process.argv.slice(2);
@@ -19,6 +20,8 @@ const option = (name, fallback) => {
 const filter = option('--filter', '');
 const screenshot = option('--screenshot', path.join(repo, 'build/web/demo.png'));
 const withDemo = !args.includes('--no-demo');
+const heavy = args.includes('--heavy');  // also the slow pipeline cases (pipeline_tests.mjs)
+const withOcrDemo = withDemo && !args.includes('--no-ocr-demo');  // the long one (minutes on SwiftShader)
 const timeoutMs = Number(option('--timeout', 900)) * 1000;
 
 if (Number(process.versions.node.split('.')[0]) < 20) {
@@ -41,6 +44,34 @@ const launchArgs = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
+// The Florence-2 demo page on the tiny folder's image (<OD>, 6 new tokens at most: the full answers are the
+// pipeline tests' work): its ids must be transformers.js's first 6 (expected_od.json) and the forced EOS, the
+// page must show the text and draw every box of the answer on its canvas.
+async function checkFlorence2Demo(context) {
+  const want = JSON.parse(fs.readFileSync(path.join(repo, 'tests/data/pipelines/florence2_tiny/expected_od.json')));
+  const demo = await context.newPage();
+  demo.on('console', (m) => { if (m.type() === 'error') console.log('florence2 demo: ' + m.text()); });
+  demo.on('pageerror', (e) => console.log('florence2 demo page error: ' + e.message));
+  await demo.goto(`${origin}/web/florence2.html?autorun=1&task=${encodeURIComponent('<OD>')}&max=6`);
+  await demo.waitForFunction(() => window.wgiFlorence2Demo && window.wgiFlorence2Demo.done, null, {timeout: timeoutMs});
+  const state = await demo.evaluate(() => window.wgiFlorence2Demo);
+  const file = path.join(path.dirname(screenshot), 'florence2_demo.png');
+  await demo.screenshot({path: file, fullPage: true});
+  const shown = await demo.locator('#result-text').innerText();
+  const ids = [...want.generated_ids.slice(0, 6), 2];  // 2: forced_eos_token_id
+  const r = state.result;
+  const boxes = r ? r.parsed['<OD>'].bboxes.length : 0;
+  const ok = !state.error && JSON.stringify(r.generated_ids) === JSON.stringify(ids) &&
+             want.generated_text.startsWith(shown.slice(0, -4)) && shown === r.generated_text &&
+             state.boxesDrawn === boxes && boxes > 0;
+  console.log(`${ok ? 'PASS' : 'FAIL'} florence2 demo: ${state.error || `ids ${JSON.stringify(r.generated_ids)}, ` +
+              `shows ${JSON.stringify(shown)}, drew ${state.boxesDrawn} of ${boxes} boxes`} ` +
+              `${JSON.stringify(state.summary)}; screenshot ` +
+              path.relative(repo, file));
+  await demo.close();
+  return ok ? 0 : 1;
+}
+
 const started = Date.now();
 const server = await startServer(0);
 const origin = `http://127.0.0.1:${server.address().port}`;
@@ -57,14 +88,17 @@ try {
   });
   page.on('pageerror', (e) => console.log('page error: ' + e.message));
 
-  await page.goto(`${origin}/tests/web/?filter=${encodeURIComponent(filter)}`);
+  // The onnxruntime-node references of the variant tests (pipeline_tests.mjs), computed here in Node.
+  await writeOrtReferences();
+  await page.goto(`${origin}/tests/web/?filter=${encodeURIComponent(filter)}${heavy ? '&heavy=1' : ''}`);
   await page.waitForFunction(() => window.wgiTestResults && window.wgiTestResults.done, null, {timeout: timeoutMs});
   const results = await page.evaluate(() => window.wgiTestResults);
   console.log(`browser tests: ${results.passed} passed, ${results.failed} failed on ${results.adapter} ` +
               `(${((Date.now() - started) / 1000).toFixed(1)} s)`);
   if (results.failed > 0 || results.passed === 0) exitCode = 1;
 
-  if (withDemo) {
+  if (withDemo) exitCode = Math.max(exitCode, await checkFlorence2Demo(context));
+  if (withOcrDemo) {
     const demo = await context.newPage();
     demo.on('console', (m) => { if (m.type() === 'error') console.log('demo: ' + m.text()); });
     demo.on('pageerror', (e) => console.log('demo page error: ' + e.message));

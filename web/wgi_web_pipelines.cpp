@@ -1,0 +1,159 @@
+// The C functions that web/wgi.mjs calls for the pipelines (include/wgi/florence2.h): the same C++ as the
+// CLI's `wgi florence2 --json`, on a model folder that wgi.mjs has written into Emscripten's in-memory file
+// system (Module.FS), so the folder layout, the checks and the messages are the native ones. Results go to
+// JavaScript as JSON in the CLI's shape. Calls that wait for the GPU suspend through Asyncify.
+//
+// Adding a pipeline (e.g. SigLIP, include/wgi/siglip.h): a Web<Name> struct holding the C++ object and its
+// last JSON, wgi_web_<name>_create(folder) / _run(handle, ..., options JSON) / _free here, their names in
+// web/CMakeLists.txt's exported list, and a class over them in web/wgi.mjs next to Florence2
+// (docs/browser.md).
+#include <emscripten/emscripten.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "wgi/florence2.h"
+#include "wgi/image.h"
+#include "wgi_web_api.h"
+
+namespace {
+
+using wgi::web::guarded;
+namespace json = wgi::json;
+
+struct WebFlorence2 {
+  wgi::Florence2 model;
+  std::string text;  // the last string handed to JavaScript
+};
+
+// Box coordinates with 17 significant digits, so JavaScript reads back the same doubles.
+std::string exact_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+template <class T, class F>
+std::string json_list(const std::vector<T>& values, F&& item) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + item(values[i]);
+  return out + "]";
+}
+
+std::string ids_json(const std::vector<int64_t>& ids) {
+  return json_list(ids, [](int64_t id) { return std::to_string(id); });
+}
+
+template <size_t N>
+std::string boxes_json(const std::vector<std::array<double, N>>& boxes) {
+  return json_list(boxes, [](const std::array<double, N>& box) {
+    return json_list(std::vector<double>(box.begin(), box.end()), exact_number);
+  });
+}
+
+// `parsed` as transformers.js's post_process_generation returns it (and `wgi florence2 --json` prints it):
+// {task: text}, or {task: {labels, bboxes}} / {task: {labels, quad_boxes}} for OCR.
+std::string parsed_json(const wgi::Florence2Result& r) {
+  const wgi::Florence2Parsed& p = r.parsed;
+  if (p.type == "pure_text") return "{" + json::quote(r.task) + ":" + json::quote(p.text) + "}";
+  std::string answer =
+      "{\"labels\":" + json_list(p.labels, [](const std::string& s) { return json::quote(s); });
+  answer +=
+      p.type == "ocr" ? ",\"quad_boxes\":" + boxes_json(p.quad_boxes) : ",\"bboxes\":" + boxes_json(p.boxes);
+  return "{" + json::quote(r.task) + ":" + answer + "}}";
+}
+
+const json::Value* option(const json::Value& options, std::string_view key) {
+  const json::Value* v = options.find(key);
+  return v && !v->is(json::Value::Type::Null) ? v : nullptr;
+}
+
+int integer_option(const json::Value& options, std::string_view key) {
+  const json::Value* v = option(options, key);
+  if (!v->is(json::Value::Type::Number) || v->number != static_cast<double>(static_cast<int>(v->number))) {
+    throw wgi::Error("Florence-2: option " + std::string(key) + " must be an integer");
+  }
+  return static_cast<int>(v->number);
+}
+
+std::string string_option(const json::Value& options, std::string_view key) {
+  const json::Value* v = option(options, key);
+  if (!v) return {};
+  if (!v->is(json::Value::Type::String))
+    throw wgi::Error("Florence-2: option " + std::string(key) + " must be a string");
+  return v->string;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Loads the Florence-2 folder at `folder` (in MEMFS; include/wgi/florence2.h's layout) and its four sessions
+// (async). Returns null with wgi_web_last_error() set.
+EMSCRIPTEN_KEEPALIVE WebFlorence2* wgi_web_florence2_create(const char* folder) {
+  return guarded(
+      [&]() {
+        return new WebFlorence2{wgi::Florence2::from_folder(folder), {}};
+      },
+      static_cast<WebFlorence2*>(nullptr));
+}
+
+// {"image_width", "image_height", "decoder_files"}: the processor's input size and which decoder runs.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_info(WebFlorence2* web) {
+  web->text = "{\"image_width\":" + std::to_string(web->model.image_width()) +
+              ",\"image_height\":" + std::to_string(web->model.image_height()) +
+              ",\"decoder_files\":" + json::quote(web->model.decoder_files()) + "}";
+  return web->text.c_str();
+}
+
+// Runs a task (async). The image: `rgb` (width x height x 3 bytes) if not null, else the encoded file at
+// `image_path` in MEMFS, decoded by wgi::load_image as natively. `options_json`: {"task", "text",
+// "max_new_tokens", "num_beams"}. Returns {"task", "input_ids", "generated_ids", "generated_text", "parsed"}
+// (the CLI's --json), or null with wgi_web_last_error() set.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_generate(WebFlorence2* web, const char* image_path,
+                                                            const uint8_t* rgb, int width, int height,
+                                                            const char* options_json) {
+  return guarded(
+      [&]() -> const char* {
+        const json::Value options = json::parse(options_json);
+        const std::string task = string_option(options, "task");
+        if (task.empty()) throw wgi::Error("Florence-2: no task given (e.g. \"<CAPTION>\", \"<OD>\")");
+        wgi::Florence2GenerateOptions generate;
+        if (option(options, "max_new_tokens"))
+          generate.max_new_tokens = integer_option(options, "max_new_tokens");
+        // Greedy only in this build of the pipeline; beam search extends Florence2GenerateOptions.
+        if (option(options, "num_beams") && integer_option(options, "num_beams") != 1) {
+          throw wgi::Error("Florence-2: num_beams " + std::to_string(integer_option(options, "num_beams")) +
+                           " is not supported: wgi::Florence2 decodes greedily (num_beams 1)");
+        }
+        wgi::Image image;
+        if (rgb) {
+          if (width <= 0 || height <= 0) throw wgi::Error("Florence-2: the RGB image needs a positive size");
+          image.width = width;
+          image.height = height;
+          image.channels = 3;
+          image.pixels.assign(rgb, rgb + static_cast<size_t>(width) * static_cast<size_t>(height) * 3);
+        } else {
+          image = wgi::load_image(image_path);
+        }
+        const wgi::Florence2Result r =
+            web->model.generate(image, task, string_option(options, "text"), generate);
+        web->text = "{\"task\":" + json::quote(r.task) + ",\"input_ids\":" + ids_json(r.input_ids) +
+                    ",\"generated_ids\":" + ids_json(r.generated_ids) +
+                    ",\"generated_text\":" + json::quote(r.generated_text) + ",\"parsed\":" + parsed_json(r) +
+                    "}";
+        return web->text.c_str();
+      },
+      static_cast<const char*>(nullptr));
+}
+
+EMSCRIPTEN_KEEPALIVE void wgi_web_florence2_free(WebFlorence2* web) {
+  delete web;
+}
+
+}  // extern "C"
