@@ -127,7 +127,7 @@ done
 if [[ $mode == run ]]; then
   {
     stamp subgroup-matrix GEMM probes
-    timeout 120 node bench/sgm_gemm_probe.mjs "$WGI_DAWN_NODE" 2>&1 | tail -40
+    timeout 150 node bench/sgm_gemm_probe.mjs "$WGI_DAWN_NODE" 2>&1 | head -80
     echo "exit $?"
   } >"$out/sgm_gemm_probe.txt" 2>&1
 fi

@@ -136,7 +136,13 @@ async function probe(variant) {
   const { code, TM, TN } = kernel(variant);
   const module = device.createShaderModule({ code });
   const info = await module.getCompilationInfo();
-  for (const m of info.messages) say(`  ${variant} ${m.type}: ${m.message} (line ${m.lineNum})`);
+  // Tint warns once per use of a deprecated spelling: print each distinct message once, with its count.
+  const seen = new Map();
+  for (const m of info.messages) {
+    const key = `${m.type}: ${m.message.split('\n')[0]}`;
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+  }
+  for (const [key, count] of seen) say(`  ${variant} ${key} (x${count})`);
   const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
   const run = async (M, N, K, reps, check) => {
     const ah = randomHalves(M * K, 1234 + M), bh = randomHalves(K * N, 99 + N);
@@ -201,7 +207,7 @@ async function probe(variant) {
 say(`adapter: ${adapter.info?.vendor ?? ''} ${adapter.info?.architecture ?? ''} ${adapter.info?.description ?? ''}`);
 say(`maxComputeWorkgroupStorageSize ${adapter.limits.maxComputeWorkgroupStorageSize}`);
 for (const variant of wanted.length ? wanted : ['direct', 'staged', 'staged8']) {
-  say(`variant ${variant}`);
+  say(`variant ${variant} (${(performance.now() / 1000).toFixed(1)} s)`);
   try {
     await probe(variant);
   } catch (e) {
