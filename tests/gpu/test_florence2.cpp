@@ -169,8 +169,9 @@ void expect_beams(Florence2& model, const std::string& name) {
   EXPECT_EQ(r.decode_steps, static_cast<int>(want.find("decode_steps")->number));
 }
 
-// Florence-2's own settings (generation_config.json: 3 beams, early_stopping true) by default.
-TEST(Florence2Pipeline, BeamSearchMatchesHuggingFace) {
+// Florence-2's own settings (generation_config.json: 3 beams, early_stopping true) by default. Heavy for the
+// CI budget: the default suite runs the same default search through the CLI (tests/cli/cli_test.sh).
+TEST(Florence2Pipeline, HeavyBeamSearchWithTheFolderDefaultsMatchesHuggingFace) {
   Florence2 model = Florence2::from_folder(kTiny);
   Florence2GenerateOptions defaults;
   defaults.max_new_tokens = 40;
