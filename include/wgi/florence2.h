@@ -1,5 +1,6 @@
-// wgi::Florence2: Florence-2 (image + task prompt -> text, boxes or OCR lines) end to end on wgi sessions,
-// greedy, as transformers.js 4.3 runs it (docs/pipelines.md, "Florence-2 end to end").
+// wgi::Florence2: Florence-2 (image + task prompt -> text, boxes or OCR lines) end to end on wgi sessions:
+// greedy as transformers.js 4.3 runs it, or beam search as Hugging Face's generate runs it
+// (docs/pipelines.md, "Florence-2 end to end"; docs/beam_search.md).
 //
 //   wgi::Florence2 model = wgi::Florence2::from_folder("Florence-2-base-ft");
 //   wgi::Florence2Result r = model.generate(wgi::load_image("image.png"), "<OD>");
@@ -25,10 +26,24 @@
 
 namespace wgi {
 
+// Hugging Face's early_stopping (True, False, "never"; docs/beam_search.md): when a beam search stops.
+enum class EarlyStopping {
+  No,    // False: once the best running beam, penalized at its current length, cannot beat the worst finished
+  Yes,   // True: as soon as num_beams hypotheses are finished
+  Never  // "never": as No, but the running beam is penalized at max_length (with length_penalty > 0)
+};
+
+// Every setting left unset comes from generation_config.json (then config.json, then Hugging Face's default).
 struct Florence2GenerateOptions {
   // New tokens at most (the decoder start token not counted). Unset: generation_config.json's max_length
   // (else 20) bounds the whole decoder sequence, start token included, as transformers.js does.
   std::optional<int> max_new_tokens;
+  // 1: greedy (transformers.js's answer; it ignores num_beams). More: Hugging Face's beam search, the beams
+  // batched in one decoder run per step (default: generation_config.json's num_beams, else 1).
+  std::optional<int> num_beams;
+  std::optional<int> no_repeat_ngram_size;  // 0: off
+  std::optional<double> length_penalty;     // beam search: finished scores / generated length ^ this (1.0)
+  std::optional<EarlyStopping> early_stopping;  // beam search (default No)
 };
 
 // The task's answer, as transformers.js's Florence2Processor.post_process_generation returns it.
@@ -46,7 +61,12 @@ struct Florence2Result {
   std::string task;
   std::vector<int64_t> input_ids;      // the prompt's ids (<s> ... </s>)
   std::vector<int64_t> generated_ids;  // the decoder's sequence, its start token included
-  std::string generated_text;          // generated_ids decoded, special tokens kept
+  int num_beams = 1;                   // the search that ran
+  // Beam search: Hugging Face's sequences_scores (the sum of the processed log-probabilities divided by the
+  // generated length, EOS included, ^ length_penalty); greedy: the sum of log-probabilities.
+  double sequence_score = 0;
+  int decode_steps = 0;        // decoder runs
+  std::string generated_text;  // generated_ids decoded, special tokens kept
   Florence2Parsed parsed;
 };
 
@@ -61,13 +81,14 @@ class Florence2 {
   Florence2& operator=(Florence2&&) noexcept;
 
   // Runs `task` ("<CAPTION>", "<OD>", "<OCR_WITH_REGION>", ...; `text` for the tasks that take an input,
-  // e.g. "<CAPTION_TO_PHRASE_GROUNDING>") on `image`, an RGB image at the processor's size (no resizing yet:
-  // wgi::Error otherwise). Greedy decoding with generation_config.json's forced BOS/EOS and
-  // no_repeat_ngram_size, past key/values kept on the GPU between steps.
+  // e.g. "<CAPTION_TO_PHRASE_GROUNDING>") on `image`, an RGB image of any size (resized to the processor's
+  // size with its resample filter as PIL does, then rescaled and normalised). Greedy or beam search with
+  // generation_config.json's forced BOS/EOS and no_repeat_ngram_size; past key/values stay on the GPU between
+  // steps (a beam search reorders them there, Session::gather_rows).
   Florence2Result generate(const Image& image, const std::string& task, const std::string& text = {},
                            const Florence2GenerateOptions& options = {});
 
-  // The processor's input size (preprocessor_config.json's size): images must have it.
+  // The processor's input size (preprocessor_config.json's size): images are resized to it.
   int image_width() const;
   int image_height() const;
   // Which decoder files run: "decoder_model_merged.onnx" or "decoder_model.onnx +

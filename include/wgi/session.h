@@ -178,6 +178,12 @@ class Session {
 
   // Copies a host tensor into this session's device memory, to pass it as an input of later runs.
   DeviceTensor upload(const Tensor& tensor);
+  // A new DeviceTensor of this session whose row i along axis 0 is row rows[i] of `tensor` (one of this
+  // session's; rows may repeat or be left out), copied on the GPU without a host round trip, after the runs
+  // already submitted: a beam search reorders its key/value cache by the chosen beams' parents with it.
+  // Throws wgi::Error for an index outside the rows, a released or foreign tensor, or rows that are not whole
+  // 4-byte words (an odd float16 row).
+  DeviceTensor gather_rows(const DeviceTensor& tensor, std::span<const int64_t> rows);
   // Waits until the GPU has finished every run submitted so far.
   void synchronize();
 

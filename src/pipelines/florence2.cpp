@@ -16,6 +16,7 @@
 #include "core/json.h"
 #include "core/npy.h"
 #include "pipelines/florence2_text.h"
+#include "pipelines/image_resize.h"
 #include "pipelines/tokenizer.h"
 #include "wgi/florence2.h"
 
@@ -35,10 +36,15 @@ struct GenerationSettings {
   std::vector<int64_t> eos_token_ids;
   int no_repeat_ngram_size = 0;
   int max_length = 20;  // GenerationConfig's default
+  int num_beams = 1;
+  double length_penalty = 1.0;
+  EarlyStopping early_stopping = EarlyStopping::No;
 };
 
 struct Processor {
   int width = 0, height = 0;
+  bool do_resize = true;
+  pipelines::Resample resample = pipelines::Resample::Bicubic;  // CLIPImageProcessor's default
   bool do_rescale = true;
   double rescale_factor = 1.0 / 255;
   bool do_normalize = false;
@@ -104,6 +110,18 @@ GenerationSettings read_generation(const JsonValue& generation, const JsonValue&
   if (std::optional<int64_t> max_length = integer(generation, "max_length", file)) {
     g.max_length = static_cast<int>(*max_length);
   }
+  g.num_beams = static_cast<int>(get("num_beams").value_or(1));
+  if (g.num_beams < 1) throw Error("Florence-2: " + file.string() + ": num_beams must be at least 1");
+  if (member(generation, "length_penalty")) g.length_penalty = number(generation, "length_penalty", file);
+  if (const JsonValue* stop = member(generation, "early_stopping")) {
+    if (stop->is(JsonValue::Type::Bool)) {
+      g.early_stopping = stop->boolean ? EarlyStopping::Yes : EarlyStopping::No;
+    } else if (stop->is(JsonValue::Type::String) && stop->string == "never") {
+      g.early_stopping = EarlyStopping::Never;
+    } else {
+      throw Error("Florence-2: " + file.string() + ": 'early_stopping' must be true, false or \"never\"");
+    }
+  }
   return g;
 }
 
@@ -122,6 +140,10 @@ Processor read_processor(const JsonValue& config, const fs::path& file) {
   p.height = static_cast<int>(integer(*size, "height", file).value_or(0));
   if (p.width <= 0 || p.height <= 0) {
     throw Error("Florence-2: " + file.string() + ": 'size' needs a positive height and width");
+  }
+  p.do_resize = flag(config, "do_resize", true);
+  if (std::optional<int64_t> resample = integer(config, "resample", file)) {
+    p.resample = pipelines::resample_from_code(static_cast<int>(*resample), "Florence-2: " + file.string());
   }
   p.do_rescale = flag(config, "do_rescale", true);
   if (member(config, "rescale_factor")) p.rescale_factor = number(config, "rescale_factor", file);
@@ -252,23 +274,31 @@ struct Florence2::Impl {
   void check_sessions(const JsonValue& config);
 };
 
-Tensor Florence2::Impl::pixel_values(const Image& image) const {
-  if (image.channels != 3) {
-    throw Error("Florence-2: the image has " + std::to_string(image.channels) +
+Tensor Florence2::Impl::pixel_values(const Image& original) const {
+  if (original.channels != 3) {
+    throw Error("Florence-2: the image has " + std::to_string(original.channels) +
                 " channels; RGB (3) is needed (wgi::load_image converts)");
   }
-  if (image.width != processor.width || image.height != processor.height) {
-    throw Error("Florence-2: the image is " + std::to_string(image.width) + "x" +
-                std::to_string(image.height) + "; this model's processor takes " +
+  if (original.width <= 0 || original.height <= 0 ||
+      original.pixels.size() !=
+          static_cast<size_t>(original.width) * static_cast<size_t>(original.height) * 3) {
+    throw Error("Florence-2: the image holds " + std::to_string(original.pixels.size()) + " bytes; " +
+                std::to_string(original.width) + "x" + std::to_string(original.height) + " RGB needs " +
+                std::to_string(static_cast<size_t>(std::max(original.width, 0)) *
+                               static_cast<size_t>(std::max(original.height, 0)) * 3));
+  }
+  const bool same_size = original.width == processor.width && original.height == processor.height;
+  if (!same_size && !processor.do_resize) {
+    throw Error("Florence-2: the image is " + std::to_string(original.width) + "x" +
+                std::to_string(original.height) + "; this model's processor takes " +
                 std::to_string(processor.width) + "x" + std::to_string(processor.height) +
-                " (resizing is not implemented yet: resize it beforehand)");
+                " and its do_resize is false");
   }
+  // HF's CLIPImageProcessor resizes through PIL (transformers.js through sharp: docs/pipelines.md).
+  const Image image =
+      same_size ? original
+                : pipelines::resize_image(original, processor.width, processor.height, processor.resample);
   const size_t pixels = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
-  if (image.pixels.size() != pixels * 3) {
-    throw Error("Florence-2: the image holds " + std::to_string(image.pixels.size()) + " bytes; " +
-                std::to_string(image.width) + "x" + std::to_string(image.height) + " RGB needs " +
-                std::to_string(pixels * 3));
-  }
   Tensor out(DType::Float32, {1, 3, image.height, image.width});
   std::span<float> data = out.data<float>();
   for (size_t i = 0; i < pixels; ++i) {
@@ -355,6 +385,295 @@ void Florence2::Impl::check_sessions(const JsonValue& config) {
   }
 }
 
+namespace {
+
+// The decoder over `batch` sequences (the beams) in one run per step, past key/values on the GPU. The encoder
+// output is expanded to the batch once. After a step, reorder(parents) makes row j of every decoder past the
+// row parents[j] had, on the GPU (Session::gather_rows). The encoder (cross-attention) key/values are not
+// reordered: every row holds the same prompt's, so any order of them is the same tensor.
+// The sessions a decoder step uses (of Florence2::Impl).
+struct DecoderSessions {
+  Session& embed_tokens;
+  Session& decoder;    // the merged decoder, or decoder_model for the first step
+  Session& with_past;  // the merged decoder again, or decoder_with_past_model
+  bool merged;
+  const std::vector<std::string>& past_names;
+  int64_t heads, head_size;
+};
+
+class BeamDecoder {
+ public:
+  BeamDecoder(const DecoderSessions& m, const Tensor& encoder_hidden, const Tensor& encoder_mask,
+              size_t batch)
+      : m_(m), batch_(batch), with_past_(m.with_past) {
+    encoder_mask_ = repeat_rows(encoder_mask, batch);
+    inputs_["encoder_attention_mask"] = m.decoder.upload(encoder_mask_);
+    inputs_["encoder_hidden_states"] = m.decoder.upload(repeat_rows(encoder_hidden, batch));
+    const int64_t rows = static_cast<int64_t>(batch);
+    for (const std::string& past : m.past_names) {
+      if (m.merged) inputs_[past] = Tensor(DType::Float32, {rows, m.heads, 0, m.head_size});  // else branch
+      keep_first_.device_outputs.push_back(present_of(past));
+      // The with-past graph's encoder presents are placeholders: keep only the decoder ones.
+      if (past.find(".decoder.") != std::string::npos) keep_.device_outputs.push_back(present_of(past));
+    }
+  }
+
+  size_t batch() const { return batch_; }
+
+  // Runs one step on the last token of each row; returns the logits [batch, vocab] of the last position.
+  Tensor step(std::span<const int64_t> last_tokens) {
+    const bool first = steps_ == 0;
+    inputs_["inputs_embeds"] =
+        m_.embed_tokens
+            .run({{"input_ids", Tensor::from_vector<int64_t>(
+                                    {static_cast<int64_t>(batch_), 1},
+                                    std::vector<int64_t>(last_tokens.begin(), last_tokens.end()))}})
+            .at("inputs_embeds");
+    if (m_.merged) {
+      Tensor use_cache(DType::Bool, {1});
+      use_cache.bytes()[0] = std::byte{first ? uint8_t{0} : uint8_t{1}};
+      inputs_["use_cache_branch"] = use_cache;
+    }
+    Session& session = first ? m_.decoder : with_past_;
+    std::map<std::string, Value> step_inputs;
+    for (const auto& [name, value] : inputs_) {
+      if (find_info(session.inputs(), name)) step_inputs[name] = value;
+    }
+    std::map<std::string, Value> out = session.run(step_inputs, first ? keep_first_ : keep_);
+    ++steps_;
+
+    // The split files are two sessions: device memory is per session, so the first step's presents move once.
+    const bool move_to_with_past = first && !m_.merged;
+    for (const std::string& past : m_.past_names) {
+      const bool encoder_part = past.find(".encoder.") != std::string::npos;
+      if (!first && encoder_part) continue;  // kept from the first step
+      const Value& present = out.at(present_of(past));
+      inputs_[past] = move_to_with_past ? Value(with_past_.upload(present.to_host())) : present;
+    }
+    if (move_to_with_past) {
+      inputs_["encoder_attention_mask"] = with_past_.upload(encoder_mask_);
+      inputs_.erase("encoder_hidden_states");
+    }
+
+    const Tensor logits = out.at("logits").to_host();
+    if (logits.rank() != 3 || logits.shape()[0] != static_cast<int64_t>(batch_) || logits.shape()[1] < 1 ||
+        logits.shape()[2] < 1) {
+      throw Error("Florence-2: the decoder's logits are " + shape_to_string(logits.shape()) + "; [" +
+                  std::to_string(batch_) + ", tokens, vocab] was expected");
+    }
+    const int64_t tokens = logits.shape()[1], vocab = logits.shape()[2];
+    Tensor last(DType::Float32, {static_cast<int64_t>(batch_), vocab});
+    for (size_t b = 0; b < batch_; ++b) {
+      const auto row = logits.data<float>().subspan(
+          (b * static_cast<size_t>(tokens) + static_cast<size_t>(tokens) - 1) * static_cast<size_t>(vocab),
+          static_cast<size_t>(vocab));
+      std::copy(row.begin(), row.end(),
+                last.data<float>().begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(vocab)));
+    }
+    return last;
+  }
+
+  // Row j of every decoder past becomes row parents[j]'s (on the GPU; nothing when the order is unchanged).
+  void reorder(const std::vector<int64_t>& parents) {
+    bool identity = true;
+    for (size_t j = 0; j < parents.size(); ++j) identity = identity && parents[j] == static_cast<int64_t>(j);
+    if (identity) return;
+    for (const std::string& past : m_.past_names) {
+      if (past.find(".decoder.") == std::string::npos) continue;
+      inputs_[past] = with_past_.gather_rows(inputs_.at(past).device(), parents);
+    }
+  }
+
+  int steps() const { return steps_; }
+
+ private:
+  static Tensor repeat_rows(const Tensor& one, size_t rows) {
+    Shape shape = one.shape();
+    shape[0] = static_cast<int64_t>(rows);
+    Tensor out(one.dtype(), shape);
+    for (size_t r = 0; r < rows; ++r) {
+      std::copy(one.bytes().begin(), one.bytes().end(),
+                out.bytes().begin() + static_cast<std::ptrdiff_t>(r * one.byte_size()));
+    }
+    return out;
+  }
+
+  DecoderSessions m_;
+  size_t batch_;
+  Session& with_past_;
+  Tensor encoder_mask_;
+  std::map<std::string, Value> inputs_;
+  RunOptions keep_first_, keep_;
+  int steps_ = 0;
+};
+
+struct SearchSettings {
+  const GenerationSettings& g;
+  size_t num_beams;
+  int no_repeat_ngram_size;
+  double length_penalty;
+  EarlyStopping early_stopping;
+  size_t max_length;  // of the decoder sequence, start token included
+};
+
+struct SearchResult {
+  std::vector<int64_t> ids;
+  double score = 0;
+  int steps = 0;
+};
+
+bool is_eos(const GenerationSettings& g, int64_t token) {
+  return std::find(g.eos_token_ids.begin(), g.eos_token_ids.end(), token) != g.eos_token_ids.end();
+}
+
+// The logits processors in Hugging Face's order on one row of `scores` for a sequence `ids`: no repeated
+// n-gram, forced BOS at the first step, forced EOS at the last (a forced token gets 0, all others -inf).
+void process_row(std::span<double> scores, const std::vector<int64_t>& ids, const SearchSettings& s) {
+  const int64_t vocab = static_cast<int64_t>(scores.size());
+  constexpr double kMinusInf = -std::numeric_limits<double>::infinity();
+  for (int64_t id : banned_ngram_tokens(ids, s.no_repeat_ngram_size))
+    if (id >= 0 && id < vocab) scores[static_cast<size_t>(id)] = kMinusInf;
+  const auto force = [&](int64_t id) {
+    std::fill(scores.begin(), scores.end(), kMinusInf);
+    if (id >= 0 && id < vocab) scores[static_cast<size_t>(id)] = 0;
+  };
+  if (s.g.forced_bos_token_id && ids.size() == 1) force(*s.g.forced_bos_token_id);
+  if (s.g.forced_eos_token_id && ids.size() + 1 == s.max_length) force(*s.g.forced_eos_token_id);
+}
+
+// log_softmax of a float row, in double.
+std::vector<double> log_softmax(std::span<const float> logits) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (float v : logits) max = std::max(max, static_cast<double>(v));
+  double sum = 0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - max);
+  const double log_sum = max + std::log(sum);
+  std::vector<double> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - log_sum;
+  return out;
+}
+
+// Greedy, as transformers.js runs it: the processors on the logits, the first maximum; stop at max_length or
+// EOS. The score is the sum of the chosen tokens' processed log-probabilities.
+SearchResult greedy_search(BeamDecoder& decoder, const SearchSettings& s) {
+  SearchResult r;
+  r.ids.push_back(s.g.decoder_start_token_id);
+  while (true) {
+    const Tensor logits = decoder.step(std::span<const int64_t>(&r.ids.back(), 1));
+    std::vector<double> scores(logits.data<float>().begin(), logits.data<float>().end());
+    process_row(scores, r.ids, s);
+    const size_t best = static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+    std::vector<double> log_probs = log_softmax(logits.data<float>());
+    process_row(log_probs, r.ids, s);
+    r.score += log_probs[best];
+    r.ids.push_back(static_cast<int64_t>(best));
+    if (r.ids.size() >= s.max_length || is_eos(s.g, r.ids.back())) break;
+  }
+  r.steps = decoder.steps();
+  return r;
+}
+
+// Hugging Face's beam search for one prompt (docs/beam_search.md, whose steps the comments number;
+// tests/models/beam_search_reference.py is the reference). Scores in double from float32 logits.
+SearchResult beam_search(BeamDecoder& decoder, const SearchSettings& s) {
+  const size_t k = s.num_beams, prompt_length = 1;
+  constexpr double kDeadBeam = -1e9;  // HF's score of a beam that is not live (and of an empty finished slot)
+  const size_t eos_count = std::max<size_t>(1, s.g.eos_token_ids.size());
+  const size_t candidate_count = std::max<size_t>(2, 1 + eos_count) * k;
+  struct Hypothesis {
+    double score;
+    std::vector<int64_t> ids;
+  };
+  // Only beam 0 is live at the first step, so that the k copies do not all pick the same token.
+  std::vector<std::vector<int64_t>> running(k, std::vector<int64_t>{s.g.decoder_start_token_id});
+  std::vector<double> running_scores(k, kDeadBeam);
+  running_scores[0] = 0;
+  std::vector<Hypothesis> finished;  // best first, at most k
+  bool improvable = true;            // HF's is_early_stop_heuristic_unsatisfied, sticky once false
+  size_t cur_len = prompt_length;
+  struct Candidate {
+    double score;
+    size_t index;  // flat: beam * vocab + token
+  };
+  while (true) {
+    // 1-2. Log-probabilities of every running beam, processed.
+    std::vector<int64_t> last_tokens;
+    for (const std::vector<int64_t>& ids : running) last_tokens.push_back(ids.back());
+    const Tensor logits = decoder.step(last_tokens);
+    const size_t vocab = static_cast<size_t>(logits.shape()[1]);
+    // 3. The best candidate_count of running score + log-probability over all beams and tokens, by score
+    // descending, then flat index ascending (visited in index order: a later equal score never displaces).
+    std::vector<Candidate> top;
+    for (size_t b = 0; b < k; ++b) {
+      std::vector<double> log_probs = log_softmax(logits.data<float>().subspan(b * vocab, vocab));
+      process_row(log_probs, running[b], s);
+      for (size_t t = 0; t < vocab; ++t) {
+        const double score = running_scores[b] + log_probs[t];
+        if (top.size() == candidate_count && !(score > top.back().score)) continue;
+        auto at = std::upper_bound(top.begin(), top.end(), score,
+                                   [](double v, const Candidate& c) { return v > c.score; });
+        top.insert(at, Candidate{score, b * vocab + t});
+        if (top.size() > candidate_count) top.pop_back();
+      }
+    }
+    // 4. Stopped candidates (EOS or max_length) of rank < k are offered to the finished set, penalized by the
+    // generated length (the new token included, the start token not), unless the set is closed.
+    const bool all_finished_before = finished.size() == k;
+    const bool open = improvable && !(all_finished_before && s.early_stopping == EarlyStopping::Yes);
+    const double length = static_cast<double>(cur_len + 1 - prompt_length);
+    std::vector<bool> stopped(top.size());
+    std::vector<double> masked(top.size());
+    for (size_t i = 0; i < top.size(); ++i) {
+      const int64_t token = static_cast<int64_t>(top[i].index % vocab);
+      stopped[i] = is_eos(s.g, token) || cur_len + 1 >= s.max_length;
+      masked[i] = top[i].score + (stopped[i] ? kDeadBeam : 0.0);
+      if (stopped[i] && i < k && open) {
+        std::vector<int64_t> ids = running[top[i].index / vocab];
+        ids.push_back(token);
+        finished.push_back(Hypothesis{top[i].score / std::pow(length, s.length_penalty), std::move(ids)});
+      }
+    }
+    // The k best of old + new, old first on ties.
+    std::stable_sort(finished.begin(), finished.end(),
+                     [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+    if (finished.size() > k) finished.resize(k);
+    // 5. The next running beams: the k best candidates that did not stop (stopped ones pushed down by 1e9).
+    std::vector<size_t> order(top.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return masked[a] > masked[b]; });
+    std::vector<std::vector<int64_t>> next;
+    std::vector<double> next_scores;
+    std::vector<int64_t> parents;
+    for (size_t j = 0; j < k && j < order.size(); ++j) {
+      const Candidate& c = top[order[j]];
+      next.push_back(running[c.index / vocab]);
+      next.back().push_back(static_cast<int64_t>(c.index % vocab));
+      next_scores.push_back(masked[order[j]]);
+      parents.push_back(static_cast<int64_t>(c.index / vocab));
+    }
+    if (next.size() < k) throw Error("Florence-2: beam search found fewer candidates than beams");
+    running = std::move(next);
+    running_scores = std::move(next_scores);
+    // 6. Can the best running beam still beat the worst finished one?
+    ++cur_len;
+    const size_t best_length = s.early_stopping == EarlyStopping::Never && s.length_penalty > 0
+                                   ? s.max_length - prompt_length
+                                   : cur_len - prompt_length;
+    const double best_possible =
+        running_scores[0] / std::pow(static_cast<double>(best_length), s.length_penalty);
+    const bool all_finished = finished.size() == k;
+    improvable = improvable && best_possible > (all_finished ? finished.back().score : kDeadBeam);
+    // 7. Stop?
+    const bool all_stopped = std::all_of(stopped.begin(), stopped.end(), [](bool v) { return v; });
+    if (!improvable || (all_finished && s.early_stopping == EarlyStopping::Yes) || all_stopped) break;
+    decoder.reorder(parents);
+  }
+  if (finished.empty()) throw Error("Florence-2: beam search ended without a finished sequence");
+  return SearchResult{finished.front().ids, finished.front().score, decoder.steps()};
+}
+
+}  // namespace
+
 Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& options) {
   if (!fs::is_directory(folder)) throw Error("Florence-2: '" + folder.string() + "' is not a folder");
   const fs::path onnx = folder / "onnx";
@@ -412,6 +731,27 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
     throw Error("Florence-2: max_new_tokens must be at least 1 (got " +
                 std::to_string(*options.max_new_tokens) + ")");
   }
+  // The settings: the call's, else generation_config.json's.
+  const GenerationSettings& g = m.generation;
+  const int num_beams = options.num_beams.value_or(g.num_beams);
+  const int no_repeat_ngram_size = options.no_repeat_ngram_size.value_or(g.no_repeat_ngram_size);
+  const double length_penalty = options.length_penalty.value_or(g.length_penalty);
+  const EarlyStopping early_stopping = options.early_stopping.value_or(g.early_stopping);
+  if (num_beams < 1) {
+    throw Error("Florence-2: num_beams must be at least 1 (got " + std::to_string(num_beams) + ")");
+  }
+  if (no_repeat_ngram_size < 0) {
+    throw Error("Florence-2: no_repeat_ngram_size must be 0 (off) or more (got " +
+                std::to_string(no_repeat_ngram_size) + ")");
+  }
+  if (!std::isfinite(length_penalty)) throw Error("Florence-2: length_penalty must be a finite number");
+  const size_t max_length = options.max_new_tokens ? 1 + static_cast<size_t>(*options.max_new_tokens)
+                                                   : static_cast<size_t>(g.max_length);
+  if (max_length < 2) {
+    throw Error("Florence-2: generation_config.json's max_length " + std::to_string(g.max_length) +
+                " leaves no new token (set max_new_tokens)");
+  }
+
   Tensor pixels = m.pixel_values(image);
 
   Florence2Result result;
@@ -438,82 +778,18 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
       m.encoder.run({{"inputs_embeds", encoder_embeds}, {"attention_mask", encoder_mask}})
           .at("last_hidden_state");
 
-  // The decoder loop. Past key/values stay on the GPU: each step's present.* feed the next step's
-  // past_key_values.*, the encoder ones from the first step (the with-past graph does not recompute them).
-  const GenerationSettings& g = m.generation;
-  std::vector<int64_t>& ids = result.generated_ids;
-  ids.push_back(g.decoder_start_token_id);
-  const size_t max_length = options.max_new_tokens ? ids.size() + static_cast<size_t>(*options.max_new_tokens)
-                                                   : static_cast<size_t>(g.max_length);
-
-  Session& with_past = m.merged ? m.decoder : *m.decoder_with_past;
-  std::map<std::string, Value> inputs;
-  inputs["encoder_attention_mask"] = m.decoder.upload(encoder_mask);
-  inputs["encoder_hidden_states"] = m.decoder.upload(encoder_hidden);
-  RunOptions keep;
-  for (const std::string& past : m.past_names) {
-    if (m.merged)
-      inputs[past] = Tensor(DType::Float32, {1, m.heads, 0, m.head_size});  // ignored (else branch)
-    keep.device_outputs.push_back(present_of(past));
-  }
-  RunOptions keep_decoder;  // the with-past graph's encoder presents are placeholders: keep only these
-  for (const std::string& past : m.past_names)
-    if (past.find(".decoder.") != std::string::npos) keep_decoder.device_outputs.push_back(present_of(past));
-
-  while (true) {
-    const bool first = ids.size() == 1;
-    inputs["inputs_embeds"] = m.embed(std::span<const int64_t>(&ids.back(), 1));
-    if (m.merged) {
-      Tensor use_cache(DType::Bool, {1});
-      use_cache.bytes()[0] = std::byte{first ? uint8_t{0} : uint8_t{1}};
-      inputs["use_cache_branch"] = use_cache;
-    }
-    Session& session = first ? m.decoder : with_past;
-    std::map<std::string, Value> step_inputs;
-    for (const auto& [name, value] : inputs) {
-      if (find_info(session.inputs(), name)) step_inputs[name] = value;
-    }
-    std::map<std::string, Value> out = session.run(step_inputs, first ? keep : keep_decoder);
-
-    // The split files are two sessions: device memory is per session, so the first step's presents move once.
-    const bool move_to_with_past = first && !m.merged;
-    for (const std::string& past : m.past_names) {
-      const bool encoder_part = past.find(".encoder.") != std::string::npos;
-      if (!first && encoder_part) continue;  // kept from the first step
-      const Value& present = out.at(present_of(past));
-      inputs[past] = move_to_with_past ? Value(with_past.upload(present.to_host())) : present;
-    }
-    if (move_to_with_past) {
-      inputs["encoder_attention_mask"] = with_past.upload(encoder_mask);
-      inputs.erase("encoder_hidden_states");
-    }
-
-    const Tensor logits_tensor = out.at("logits").to_host();
-    if (logits_tensor.rank() != 3 || logits_tensor.shape()[0] != 1 || logits_tensor.shape()[2] < 1) {
-      throw Error("Florence-2: the decoder's logits are " + shape_to_string(logits_tensor.shape()) +
-                  "; [1, tokens, vocab] was expected");
-    }
-    const int64_t vocab = logits_tensor.shape()[2];
-    std::span<const float> last = logits_tensor.data<float>().last(static_cast<size_t>(vocab));
-    std::vector<float> scores(last.begin(), last.end());
-    const auto force = [&](std::span<const int64_t> allowed) {
-      std::fill(scores.begin(), scores.end(), -std::numeric_limits<float>::infinity());
-      for (int64_t id : allowed)
-        if (id >= 0 && id < vocab) scores[static_cast<size_t>(id)] = 0;
-    };
-    for (int64_t id : banned_ngram_tokens(ids, g.no_repeat_ngram_size))
-      if (id >= 0 && id < vocab) scores[static_cast<size_t>(id)] = -std::numeric_limits<float>::infinity();
-    if (g.forced_bos_token_id && ids.size() == 1) force(std::span<const int64_t>(&*g.forced_bos_token_id, 1));
-    if (g.forced_eos_token_id && ids.size() + 1 == max_length) {
-      force(std::span<const int64_t>(&*g.forced_eos_token_id, 1));
-    }
-    // The first maximum, as transformers.js's max() takes it.
-    ids.push_back(std::max_element(scores.begin(), scores.end()) - scores.begin());
-    if (ids.size() >= max_length ||
-        std::find(g.eos_token_ids.begin(), g.eos_token_ids.end(), ids.back()) != g.eos_token_ids.end()) {
-      break;
-    }
-  }
+  const DecoderSessions sessions{m.embed_tokens, m.decoder,    m.merged ? m.decoder : *m.decoder_with_past,
+                                 m.merged,       m.past_names, m.heads,
+                                 m.head_size};
+  BeamDecoder decoder(sessions, encoder_hidden, encoder_mask, static_cast<size_t>(num_beams));
+  const SearchSettings search{
+      g, static_cast<size_t>(num_beams), no_repeat_ngram_size, length_penalty, early_stopping, max_length};
+  const SearchResult found = num_beams == 1 ? greedy_search(decoder, search) : beam_search(decoder, search);
+  result.generated_ids = found.ids;
+  result.num_beams = num_beams;
+  result.sequence_score = found.score;
+  result.decode_steps = found.steps;
+  const std::vector<int64_t>& ids = result.generated_ids;
 
   std::vector<int32_t> ids32(ids.begin(), ids.end());
   result.generated_text = m.tokenizer.decode(ids32, pipelines::DecodeOptions{false, {}});

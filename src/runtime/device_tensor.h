@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "gpu/buffer.h"
@@ -56,6 +57,9 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
   DeviceTensor allocate(const ops::TensorDesc& desc);
   // A new DeviceTensor holding `tensor`.
   DeviceTensor upload(const Tensor& tensor);
+  // A new DeviceTensor whose row i along axis 0 is row rows[i] of `source` (which this memory holds),
+  // copied on the GPU after the work already submitted: Session::gather_rows.
+  DeviceTensor gather_rows(const DeviceTensor& source, std::span<const int64_t> rows);
 
  private:
   friend struct wgi::detail::DeviceTensorState;

@@ -621,6 +621,10 @@ DeviceTensor Session::upload(const Tensor& tensor) {
   return impl_->memory->upload(tensor);
 }
 
+DeviceTensor Session::gather_rows(const DeviceTensor& tensor, std::span<const int64_t> rows) {
+  return impl_->memory->gather_rows(tensor, rows);
+}
+
 void Session::synchronize() {
   impl_->device->wait_idle();
 }

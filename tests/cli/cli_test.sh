@@ -223,7 +223,7 @@ if command -v script >/dev/null; then  # a terminal (script's pty): a run of a f
     '$models/conv_bn_relu/model.onnx' --random-inputs 1 --dim N=2048 --output-dir '$work/long'" /dev/null
 fi
 f2="$models/../pipelines/florence2_tiny"
-if "$wgi" florence2 "$f2" "$f2/image.png" --task '<OCR_WITH_REGION>' --max-new-tokens 40 --json >"$work/f2.json" &&
+if "$wgi" florence2 "$f2" "$f2/image.png" --task '<OCR_WITH_REGION>' --max-new-tokens 40 --num-beams 1 --json >"$work/f2.json" &&
   node -e 'const [a, b] = process.argv.slice(1).map((f) => JSON.parse(require("fs").readFileSync(f, "utf8")));
     for (const k of ["input_ids", "generated_ids", "generated_text", "parsed"])
       if (JSON.stringify(a[k]) !== JSON.stringify(b[k])) { console.log(k, "differs"); process.exit(1); }' \
@@ -232,7 +232,21 @@ if "$wgi" florence2 "$f2" "$f2/image.png" --task '<OCR_WITH_REGION>' --max-new-t
 else
   echo "FAIL florence2 --json differs from expected_ocr_with_region.json"; failures=$((failures + 1))
 fi
-check "florence2 --help" 0 "--max-new-tokens" -- "$wgi" florence2 --help
+# generation_config.json's 3 beams by default: Hugging Face's answer (tests/models/beam_search_reference.py).
+if "$wgi" florence2 "$f2" "$f2/image.png" --task '<OCR_WITH_REGION>' --max-new-tokens 40 --json \
+  --draw "$work/f2_drawn.png" >"$work/f2_beams.json" &&
+  node -e 'const [a, b] = process.argv.slice(1).map((f) => JSON.parse(require("fs").readFileSync(f, "utf8")));
+    if (a.num_beams !== 3 || JSON.stringify(a.generated_ids) !== JSON.stringify(b.generated_ids)) process.exit(1);' \
+    "$work/f2_beams.json" "$f2/expected_beams_ocr_with_region.json"; then
+  echo "ok   florence2 beam search --json equals Hugging Face's"
+else
+  echo "FAIL florence2 beam search --json differs from expected_beams_ocr_with_region.json"; failures=$((failures + 1))
+fi
+check "florence2 --draw outlines the quadrilaterals" 0 "pixels outlined" -- \
+  node "$(dirname "$0")/florence2_draw_check.js" "$f2/image.png" "$work/f2_drawn.png" "$work/f2_beams.json"
+check "florence2 --help" 0 "--num-beams" -- "$wgi" florence2 --help
+check "florence2 needs text" 1 "needs a text input" -- "$wgi" florence2 "$f2" "$f2/image.png" --task '<CAPTION_TO_PHRASE_GROUNDING>'
+check "florence2 --early-stopping soon" 105 "" -- "$wgi" florence2 "$f2" "$f2/image.png" --task '<OD>' --early-stopping soon
 check "florence2 unknown task" 1 "unknown task '<FOO>'" -- "$wgi" florence2 "$f2" "$f2/image.png" --task '<FOO>'
 check "florence2 text for a task without input" 1 "task <OD> takes no text input" -- \
   "$wgi" florence2 "$f2" "$f2/image.png" --task '<OD>' --text cat

@@ -8,10 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -37,9 +40,10 @@ std::vector<int64_t> ids_of(const json::Value& list) {
 }
 
 // A copy of the tiny folder without `skip` (file names under the folder), with `replace` applied to
-// config.json's text.
+// the text of `edited` (config.json by default).
 fs::path copy_folder(const std::string& name, const std::vector<std::string>& skip,
-                     const std::pair<std::string, std::string>& replace = {}) {
+                     const std::pair<std::string, std::string>& replace = {},
+                     const std::string& edited = "config.json") {
   const fs::path dir =
       fs::temp_directory_path() / ("wgi_florence2_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -51,11 +55,11 @@ fs::path copy_folder(const std::string& name, const std::vector<std::string>& sk
     fs::copy_file(entry.path(), dir / relative);
   }
   if (!replace.first.empty()) {
-    std::string config = npy::read_file(dir / "config.json");
+    std::string config = npy::read_file(dir / edited);
     const size_t at = config.find(replace.first);
     EXPECT_NE(at, std::string::npos) << replace.first;
     if (at != std::string::npos) config.replace(at, replace.first.size(), replace.second);
-    std::ofstream(dir / "config.json", std::ios::binary) << config;
+    std::ofstream(dir / edited, std::ios::binary) << config;
   }
   return dir;
 }
@@ -70,7 +74,9 @@ void expect_task(Florence2& model, const std::string& task, const std::string& f
   const Image image = load_image(kTiny / "image.png");
   Florence2GenerateOptions options;
   options.max_new_tokens = static_cast<int>(want.find("max_new_tokens")->number);
+  options.num_beams = 1;  // transformers.js 4.3 decodes greedily whatever num_beams says
   const Florence2Result r = model.generate(image, task, {}, options);
+  EXPECT_EQ(r.num_beams, 1);
 
   EXPECT_EQ(r.input_ids, ids_of(*want.find("input_ids")));
   const std::vector<int64_t> want_ids = ids_of(*want.find("generated_ids"));
@@ -124,10 +130,71 @@ TEST(Florence2Pipeline, MaxNewTokensForcesEosAtTheLastPosition) {
   const std::vector<int64_t> full = ids_of(*expected("od").find("generated_ids"));
   Florence2GenerateOptions options;
   options.max_new_tokens = 6;
+  options.num_beams = 1;
   const Florence2Result r = model.generate(load_image(kTiny / "image.png"), "<OD>", {}, options);
   std::vector<int64_t> want(full.begin(), full.begin() + 6);
   want.push_back(2);  // forced_eos_token_id
   EXPECT_EQ(r.generated_ids, want);
+}
+
+// Beam search against tests/models/beam_search_reference.py (Hugging Face's algorithm in float64 over the
+// same weights; docs/beam_search.md): the ids token for token and HF's sequences_scores. The score within
+// 1e-5 relative: wgi's logits are float32 (~1e-6 relative error on this model) accumulated in double, the
+// reference float64 throughout. The decisions cannot flip on that error: the reference records margins of at
+// least 0.0039 nats and 9.8e-5 relative. Every case differs from greedy, so a search that fell back to
+// greedy fails.
+void expect_beams(Florence2& model, const std::string& name) {
+  SCOPED_TRACE(name + " with " + model.decoder_files());
+  const json::Value want = expected("beams_" + name);
+  const json::Value& g = *want.find("generation");
+  Florence2GenerateOptions options;
+  options.max_new_tokens = static_cast<int>(g.find("max_new_tokens")->number);
+  options.num_beams = static_cast<int>(g.find("num_beams")->number);
+  options.length_penalty = g.find("length_penalty")->number;
+  options.no_repeat_ngram_size = static_cast<int>(g.find("no_repeat_ngram_size")->number);
+  const json::Value& stop = *g.find("early_stopping");
+  options.early_stopping = stop.is(json::Value::Type::String) ? EarlyStopping::Never
+                           : stop.boolean                     ? EarlyStopping::Yes
+                                                              : EarlyStopping::No;
+  const std::string task = want.find("task")->string;
+  const Florence2Result r = model.generate(load_image(kTiny / "image.png"), task, {}, options);
+  EXPECT_EQ(r.num_beams, options.num_beams);
+  EXPECT_EQ(r.input_ids, ids_of(*want.find("input_ids")));
+  const std::vector<int64_t> want_ids = ids_of(*want.find("generated_ids"));
+  ASSERT_GT(want_ids.size(), 3u);
+  ASSERT_NE(want_ids, ids_of(*want.find("greedy_ids")));
+  EXPECT_EQ(r.generated_ids, want_ids);
+  const double score = want.find("sequence_score")->number;
+  EXPECT_NEAR(r.sequence_score, score, 1e-5 * std::abs(score));
+  EXPECT_EQ(r.decode_steps, static_cast<int>(want.find("decode_steps")->number));
+}
+
+// Florence-2's own settings (generation_config.json: 3 beams, early_stopping true) by default. Heavy for the
+// CI budget: the default suite runs the same default search through the CLI (tests/cli/cli_test.sh).
+TEST(Florence2Pipeline, HeavyBeamSearchWithTheFolderDefaultsMatchesHuggingFace) {
+  Florence2 model = Florence2::from_folder(kTiny);
+  Florence2GenerateOptions defaults;
+  defaults.max_new_tokens = 40;
+  const json::Value want = expected("beams_od");
+  const Florence2Result r = model.generate(load_image(kTiny / "image.png"), "<OD>", {}, defaults);
+  EXPECT_EQ(r.num_beams, 3);  // generation_config.json's
+  EXPECT_EQ(r.generated_ids, ids_of(*want.find("generated_ids")));
+  EXPECT_NEAR(r.sequence_score, want.find("sequence_score")->number,
+              1e-5 * std::abs(want.find("sequence_score")->number));  // expect_beams says why
+}
+
+// Every case (caption_lp2 catches each mistake of docs/beam_search.md's list; 4 beams, early_stopping false
+// and "never"; the split decoders): slow on the CPU adapters (~20 decoder steps a case).
+TEST(Florence2Pipeline, HeavyBeamSearchMatchesHuggingFaceOnEveryCase) {
+  Florence2 model = Florence2::from_folder(kTiny);
+  for (const char* name :
+       {"caption_lp2", "caption", "od", "ocr_with_region", "caption_beams4_lp05_nostop", "od_never_lp2"}) {
+    expect_beams(model, name);
+  }
+  const fs::path dir = copy_folder("split_beams", {"onnx/decoder_model_merged.onnx"});
+  Florence2 split = Florence2::from_folder(dir);
+  expect_beams(split, "ocr_with_region");
+  fs::remove_all(dir);
 }
 
 void expect_error(const std::function<void()>& f, const std::string& part) {
@@ -153,16 +220,48 @@ TEST(Florence2Pipeline, ErrorsNameWhatIsWrong) {
                "config.json says 3 decoder layers (4 past inputs each), decoder_model_merged.onnx has 8");
   fs::remove_all(three_layers);
   expect_error([&] { Florence2::from_folder(kTiny / "nothing"); }, "is not a folder");
+  for (const char* file : {"tokenizer.json", "preprocessor_config.json", "generation_config.json"}) {
+    const fs::path dir = copy_folder("no_file", {file});
+    expect_error([&] { Florence2::from_folder(dir); }, std::string("the folder lacks ") + file);
+    fs::remove_all(dir);
+  }
+  // Configs that disagree with the ONNX files, or that wgi cannot follow.
+  const std::vector<std::tuple<std::string, std::pair<std::string, std::string>, std::string>> bad_configs = {
+      {"config.json",
+       {"\"d_model\": 4", "\"d_model\": 8"},
+       "embed_tokens.onnx 'inputs_embeds' has dim 2 = 4, but config.json's d_model is 8"},
+      {"config.json",
+       {"\"vocab_size\": 51285,\n    \"d_model\"", "\"vocab_size\": 51000,\n    \"d_model\""},
+       "'logits' has dim 2 = 51285, but config.json's vocab_size is 51000"},
+      {"config.json",
+       {"\"decoder_attention_heads\": 2", "\"decoder_attention_heads\": 4"},
+       "config.json says 4 decoder attention heads, decoder_model_merged.onnx's past_key_values have 2"},
+      {"preprocessor_config.json",
+       {"\"resample\": 3", "\"resample\": 0"},
+       "resample 0 (NEAREST) is not implemented"},
+      {"generation_config.json",
+       {"\"early_stopping\": true", "\"early_stopping\": \"soon\""},
+       "'early_stopping' must be true, false or \"never\""},
+      {"generation_config.json", {"\"num_beams\": 3", "\"num_beams\": 0"}, "num_beams must be at least 1"},
+  };
+  for (const auto& [file, replace, message] : bad_configs) {
+    const fs::path dir = copy_folder("bad_config", {}, replace, file);
+    expect_error([&] { Florence2::from_folder(dir); }, message);
+    fs::remove_all(dir);
+  }
 
   Florence2 model = Florence2::from_folder(kTiny);
   const Image image = load_image(kTiny / "image.png");
   expect_error([&] { model.generate(image, "<FOO>"); }, "<FOO>");
-  expect_error([&] { model.generate(image, "<OD>", "a cat"); }, "<OD>");
-  Image small = image;
-  small.width = 32;
-  small.pixels.resize(32 * 64 * 3);
-  expect_error([&] { model.generate(small, "<OD>"); },
-               "the image is 32x64; this model's processor takes 64x64");
+  expect_error([&] { model.generate(image, "<OD>", "a cat"); }, "task <OD> takes no text input");
+  expect_error([&] { model.generate(image, "<CAPTION_TO_PHRASE_GROUNDING>"); },
+               "task <CAPTION_TO_PHRASE_GROUNDING> needs a text input");
+  Florence2GenerateOptions no_beams;
+  no_beams.num_beams = 0;
+  expect_error([&] { model.generate(image, "<OD>", {}, no_beams); }, "num_beams must be at least 1");
+  Florence2GenerateOptions negative_ngram;
+  negative_ngram.no_repeat_ngram_size = -1;
+  expect_error([&] { model.generate(image, "<OD>", {}, negative_ngram); }, "no_repeat_ngram_size must be 0");
   Image grey = image;
   grey.channels = 1;
   grey.pixels.resize(64 * 64);
@@ -174,6 +273,48 @@ TEST(Florence2Pipeline, ErrorsNameWhatIsWrong) {
   zero.max_new_tokens = 0;
   expect_error([&] { model.generate(image, "<OD>", {}, zero); }, "max_new_tokens must be at least 1");
   expect_error([&] { load_image(kTiny / "config.json"); }, "cannot read image");
+  expect_error([&] { load_image(kTiny / "absent.png"); }, "cannot read image");
+  const fs::path no_resize = copy_folder("no_resize", {}, {"\"do_resize\": true", "\"do_resize\": false"},
+                                         "preprocessor_config.json");
+  Florence2 fixed = Florence2::from_folder(no_resize);
+  expect_error([&] { fixed.generate(load_image(kTiny / "image_97x50.png"), "<OD>"); },
+               "the image is 97x50; this model's processor takes 64x64 and its do_resize is false");
+  fs::remove_all(no_resize);
+}
+
+// An image of another size is resized as PIL does (tests/models/pil_resize_reference.py wrote the 97x50
+// image and PIL's 64x64 bicubic resize of it): the answer equals the answer on PIL's resize, its boxes
+// scaled to 97x50. The answer also differs from image.png's, so the image reached the model.
+TEST(Florence2Pipeline, ImagesOfOtherSizesAreResizedAsPilDoes) {
+  Florence2 model = Florence2::from_folder(kTiny);
+  Florence2GenerateOptions options;
+  options.num_beams = 1;
+  options.max_new_tokens = 12;  // two boxes: enough to compare, short on the CPU adapters
+  const Image wide = load_image(kTiny / "image_97x50.png");
+  ASSERT_EQ(wide.width, 97);
+  ASSERT_EQ(wide.height, 50);
+  const Tensor resized = npy::load(kTiny / "image_97x50_resized.npy");
+  Image pil;
+  pil.width = 64;
+  pil.height = 64;
+  pil.pixels.resize(resized.byte_size());
+  std::memcpy(pil.pixels.data(), resized.bytes().data(), resized.byte_size());
+  const Florence2Result r = model.generate(wide, "<OD>", {}, options);
+  const Florence2Result want = model.generate(pil, "<OD>", {}, options);
+  EXPECT_EQ(r.generated_ids, want.generated_ids);
+  // image.png's answer cut at 12 new tokens (its first 12 ids, then the forced EOS).
+  const std::vector<int64_t> full = ids_of(*expected("od").find("generated_ids"));
+  std::vector<int64_t> square(full.begin(), full.begin() + 12);
+  square.push_back(2);
+  EXPECT_NE(r.generated_ids, square);
+  ASSERT_FALSE(want.parsed.boxes.empty());
+  ASSERT_EQ(r.parsed.boxes.size(), want.parsed.boxes.size());
+  for (size_t b = 0; b < r.parsed.boxes.size(); ++b) {
+    for (size_t k = 0; k < 4; ++k) {
+      const double scale = (k % 2 == 0 ? 97.0 : 50.0) / 64.0;
+      EXPECT_NEAR(r.parsed.boxes[b][k], want.parsed.boxes[b][k] * scale, 1e-9) << b << " " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// `wgi florence2`: Florence-2 end to end on a model folder (include/wgi/florence2.h), greedy.
+// `wgi florence2`: Florence-2 end to end on a model folder (include/wgi/florence2.h), greedy or beam search.
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "pipelines/florence2_text.h"
+#include "pipelines/image_draw.h"
 #include "wgi/florence2.h"
 #include "wgi/image.h"
 #include "wgi/printable.h"
@@ -32,15 +33,18 @@ nlohmann::ordered_json parsed_json(const Florence2Result& r) {
 
 void add_florence2_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string folder, image, task, text, backend, adapter;
-    std::optional<int> max_new_tokens;
+    std::string folder, image, task, text, backend, adapter, draw, early_stopping;
+    std::optional<int> max_new_tokens, num_beams, no_repeat_ngram_size;
+    std::optional<double> length_penalty;
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd =
       app.add_subcommand("florence2",
-                         "Run Florence-2 (greedy) on an image: caption, objects, OCR... (a model folder in "
-                         "onnx-community's layout; the image at the processor's size)");
+                         "Run Florence-2 on an image: caption, objects, OCR... (a model folder in "
+                         "onnx-community's layout; any image size: resized as PIL does). Beam search by "
+                         "default when generation_config.json asks for it (Florence-2: 3 beams); "
+                         "--num-beams 1 gives transformers.js's greedy answer");
   cmd->add_option("model_dir", opts->folder, "The model folder (config.json, ..., onnx/*.onnx)")->required();
   cmd->add_option("image", opts->image, "The image (PNG, JPEG, ...)")->required();
   cmd->add_option("--task", opts->task, "The task token, e.g. '<CAPTION>', '<OD>', '<OCR_WITH_REGION>'")
@@ -50,8 +54,25 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-new-tokens", opts->max_new_tokens,
                   "New tokens at most (default: generation_config.json's max_length, else 20 in all)")
       ->check(at_least(1));
+  cmd->add_option("--num-beams", opts->num_beams,
+                  "Beams (default: generation_config.json's num_beams, else 1 = greedy)")
+      ->check(at_least(1));
+  cmd->add_option("--no-repeat-ngram-size", opts->no_repeat_ngram_size,
+                  "Ban repeating n-grams of this size, 0 = off (default: generation_config.json's)")
+      ->check(at_least(0));
+  cmd->add_option(
+      "--length-penalty", opts->length_penalty,
+      "Beam search: finished scores are divided by length ^ this (default: generation_config.json's, "
+      "else 1.0)");
+  cmd->add_option("--early-stopping", opts->early_stopping,
+                  "Beam search: true (stop at num_beams finished), false or never, as Hugging Face "
+                  "(default: generation_config.json's, else false)")
+      ->check(CLI::IsMember({"true", "false", "never"}));
+  cmd->add_option("--draw", opts->draw,
+                  "Write a PNG copy of the image with the answer's boxes / OCR quadrilaterals outlined");
   cmd->add_flag("--json", opts->json,
-                "Print one JSON object: input_ids, generated_ids, generated_text, parsed");
+                "Print one JSON object: input_ids, generated_ids, generated_text, parsed, num_beams, "
+                "sequence_score");
   cmd->add_option("--backend", opts->backend,
                   "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
   cmd->add_option("--adapter", opts->adapter,
@@ -66,13 +87,26 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
     Florence2 model = Florence2::from_folder(opts->folder, session);
     Florence2GenerateOptions generate;
     generate.max_new_tokens = opts->max_new_tokens;
+    generate.num_beams = opts->num_beams;
+    generate.no_repeat_ngram_size = opts->no_repeat_ngram_size;
+    generate.length_penalty = opts->length_penalty;
+    if (!opts->early_stopping.empty()) {
+      generate.early_stopping = opts->early_stopping == "true"    ? EarlyStopping::Yes
+                                : opts->early_stopping == "never" ? EarlyStopping::Never
+                                                                  : EarlyStopping::No;
+    }
     const Florence2Result r = model.generate(image, opts->task, opts->text, generate);
+    if (!opts->draw.empty()) {
+      save_png(pipelines::draw_outlines(image, r.parsed.boxes, r.parsed.quad_boxes), opts->draw);
+    }
     if (opts->json) {
       const nlohmann::ordered_json out = {{"task", r.task},
                                           {"input_ids", r.input_ids},
                                           {"generated_ids", r.generated_ids},
                                           {"generated_text", r.generated_text},
-                                          {"parsed", parsed_json(r)}};
+                                          {"parsed", parsed_json(r)},
+                                          {"num_beams", r.num_beams},
+                                          {"sequence_score", r.sequence_score}};
       std::cout << out.dump(1) << "\n";
     } else {
       std::cout << printable(r.generated_text, r.generated_text.size() + 1) << "\n"
