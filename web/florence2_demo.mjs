@@ -1,7 +1,7 @@
 // The Florence-2 demo page (florence2.html): a model folder (URL or picked), an image, a task; runs
 // wgi.Florence2 on the page's GPU, shows the generated text and the parsed answer, draws the boxes
 // (bboxes as rectangles, OCR's quad_boxes as quadrilaterals) over the image.
-// window.wgiFlorence2Demo exposes the outcome to tests/web/run.mjs: ?autorun=1[&task=<OD>][&max=40] runs the
+// window.wgiFlorence2Demo exposes the outcome to tests/web/run.mjs: ?autorun=1[&task=<OD>][&max=40][&beams=1] runs the
 // default (tiny) folder on its image.png.
 import * as wgi from './wgi.mjs';
 
@@ -73,25 +73,23 @@ async function run(imageBlob) {
     const loadStart = performance.now();
     const m = await model();
     const loadMs = performance.now() - loadStart;
-    // An image at the processor's size goes in as its file (decoded by stb_image, as natively: the answers
-    // then equal the CLI's); any other size is scaled by the browser first and the boxes scaled back.
-    const atSize = bitmap.width === m.imageWidth && bitmap.height === m.imageHeight;
-    const image = atSize ? new Uint8Array(await blob.arrayBuffer())
-                         : await wgi.rgbImage(bitmap, m.imageWidth, m.imageHeight);
+    // The image goes in as its file: decoded by stb_image and resized as PIL does (the processor's resample
+    // mode), as natively, so the answers equal the CLI's; the boxes come back in the image's own pixels.
+    const image = new Uint8Array(await blob.arrayBuffer());
     const maxNewTokens = Number($('max-new-tokens').value) || undefined;
     status(`running ${$('task').value} ...`);
     const start = performance.now();
-    const result = await m.generate(image, {task: $('task').value, text: $('text').value, maxNewTokens});
+    const numBeams = Number($('num-beams').value) || undefined;  // unset: the folder's generation_config.json
+    const result = await m.generate(image, {task: $('task').value, text: $('text').value, maxNewTokens, numBeams});
     const runMs = performance.now() - start;
     state.result = result;
     $('result-text').textContent = result.generated_text;
     $('parsed').textContent = JSON.stringify(result.parsed, null, 1);
-    draw(bitmap, result, bitmap.width / m.imageWidth, bitmap.height / m.imageHeight);
+    draw(bitmap, result, 1, 1);
     state.summary = {load_ms: Math.round(loadMs), generate_ms: Math.round(runMs),
                      tokens: result.generated_ids.length, boxes: state.boxesDrawn};
     $('timings').textContent = `model load ${loadMs.toFixed(0)} ms (0 if already loaded), generation ` +
-        `${runMs.toFixed(0)} ms for ${result.generated_ids.length} tokens; ${m.decoderFiles}` +
-        (atSize ? '' : `; image scaled to ${m.imageWidth}x${m.imageHeight} by the browser`);
+        `${runMs.toFixed(0)} ms for ${result.generated_ids.length} tokens; ${m.decoderFiles}`;
     status(`${result.task}: ${state.boxesDrawn} box(es)`);
   } catch (e) {
     state.error = String(e && e.message || e);
@@ -116,6 +114,7 @@ if (!wgi.webgpuAvailable()) {
   $('run').addEventListener('click', () => run(null));
   if (params.get('task')) $('task').value = params.get('task');
   if (params.get('max')) $('max-new-tokens').value = params.get('max');
+  if (params.get('beams')) $('num-beams').value = params.get('beams');
   if (params.get('autorun')) {
     const url = new URL('image.png', new URL($('model-url').value, location.href));
     fetch(url).then((r) => r.blob()).then(run);

@@ -337,7 +337,7 @@ export class Florence2 {
   // image: the bytes of an encoded file (Uint8Array / ArrayBuffer / Blob: PNG, JPEG, ...; decoded by stb_image
   // in the module, as natively) or {width, height, rgb: Uint8Array} (rgbImage() makes one, and scales).
   // options: {task: '<CAPTION>' | '<OD>' | '<OCR_WITH_REGION>' | ..., text (tasks that take one),
-  // maxNewTokens, numBeams (1: greedy)}. Returns {task, input_ids, generated_ids, generated_text, parsed}, as
+  // maxNewTokens, numBeams (1: greedy, as transformers.js; unset: the folder's generation_config.json)}. Returns {task, input_ids, generated_ids, generated_text, parsed}, as
   // `wgi florence2 --json`: parsed is {task: text} or {task: {labels, bboxes | quad_boxes}} in image pixels.
   async generate(image, options = {}) {
     let encoded = null;

@@ -126,11 +126,8 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_generate(WebFlorence2* web, c
         wgi::Florence2GenerateOptions generate;
         if (option(options, "max_new_tokens"))
           generate.max_new_tokens = integer_option(options, "max_new_tokens");
-        // Greedy only in this build of the pipeline; beam search extends Florence2GenerateOptions.
-        if (option(options, "num_beams") && integer_option(options, "num_beams") != 1) {
-          throw wgi::Error("Florence-2: num_beams " + std::to_string(integer_option(options, "num_beams")) +
-                           " is not supported: wgi::Florence2 decodes greedily (num_beams 1)");
-        }
+        // Unset: generation_config.json's num_beams (Florence-2's: 3); 1 is greedy, transformers.js's answer.
+        if (option(options, "num_beams")) generate.num_beams = integer_option(options, "num_beams");
         wgi::Image image;
         if (rgb) {
           if (width <= 0 || height <= 0) throw wgi::Error("Florence-2: the RGB image needs a positive size");

@@ -52,7 +52,7 @@ async function checkFlorence2Demo(context) {
   const demo = await context.newPage();
   demo.on('console', (m) => { if (m.type() === 'error') console.log('florence2 demo: ' + m.text()); });
   demo.on('pageerror', (e) => console.log('florence2 demo page error: ' + e.message));
-  await demo.goto(`${origin}/web/florence2.html?autorun=1&task=${encodeURIComponent('<OD>')}&max=6`);
+  await demo.goto(`${origin}/web/florence2.html?autorun=1&task=${encodeURIComponent('<OD>')}&max=6&beams=1`);
   await demo.waitForFunction(() => window.wgiFlorence2Demo && window.wgiFlorence2Demo.done, null, {timeout: timeoutMs});
   const state = await demo.evaluate(() => window.wgiFlorence2Demo);
   const file = path.join(path.dirname(screenshot), 'florence2_demo.png');
