@@ -73,6 +73,8 @@ int fold_batch_norms(Graph& graph);
 // copy folded at load (a strided copy of every weight) that the GEMM planner would then transpose back.
 // Runs before constant folding.
 int read_transposed_weights(Graph& graph);
+// MatMul(A, B) + Add(bias) with a constant B and a constant row-vector bias -> MatMul with the bias as input
+// 2; likewise MatMulNBits without a bias -> the bias as its input 5.
 int fuse_bias_adds(Graph& graph);
 // Window attention's partition and reverse as timm / DaViT / Swin export them, around the qkv and proj
 // MatMuls (ops/gemm_launch.h, kMatMulWindowsInAttribute / kMatMulWindowsOutAttribute; the GEMM reads and
@@ -92,12 +94,13 @@ int fuse_bias_adds(Graph& graph);
 // before fuse_residual_adds. Each returns the MatMuls changed.
 int read_windows_in_place(Graph& graph);
 int write_windows_in_place(Graph& graph);
-// Add(P, R) or Add(R, P), P the output of a MatMul, Gemm or Conv (default domain) that has no fused
-// activation yet, is read only by this Add and is not a graph output: the producer takes R as input 3 with
-// the attribute "wgi.residual" = 1 (src/ops/fused_residual.h; input 2, the bias, may stay empty) and produces
-// the Add's output, R added in its epilogue before any activation fused later (y = act(acc + bias + R)).
-// Only where R has P's shape: the graph's shapes must agree where both are given (the same known or symbolic
-// dims); where either is unknown (exports without value_info) the op checks when planned and, if R
+// Add(P, R) or Add(R, P), P the output of a MatMul, Gemm or Conv (default domain) or of a com.microsoft
+// MatMulNBits (which takes R as input 6, ops::kNBitsResidualInput, its inputs 3-5 being its own) that has no
+// fused activation yet, is read only by this Add and is not a graph output: the producer takes R as input 3
+// with the attribute "wgi.residual" = 1 (src/ops/fused_residual.h; input 2, the bias, may stay empty) and
+// produces the Add's output, R added in its epilogue before any activation fused later (y = act(acc + bias +
+// R)). Only where R has P's shape: the graph's shapes must agree where both are given (the same known or
+// symbolic dims); where either is unknown (exports without value_info) the op checks when planned and, if R
 // broadcasts, runs the add as a separate launch. Left alone: an Add read by a Softmax (an attention mask,
 // fuse_attention's pattern) and a MatMul reading a Softmax (attention's P V).
 int fuse_residual_adds(Graph& graph);
@@ -105,6 +108,8 @@ int fuse_residual_adds(Graph& graph);
 // (5 and 8 elementwise nodes, each a pass over memory) -> one ONNX Gelu node (opset 20; approximate="tanh"
 // for the second), which fuse_activations then folds into a preceding GEMM or conv.
 int fuse_gelu(Graph& graph);
+// Relu / Clip (constant bounds) / Gelu read only from a Conv, ConvTranspose, Gemm, MatMul or MatMulNBits ->
+// the producer's epilogue (ops/fused_activation.h).
 int fuse_activations(Graph& graph);
 // softmax(Q K^T * scale + mask) V as exported (see src/ops/attention.cpp) -> wgi's fused Attention node.
 int fuse_attention(Graph& graph);

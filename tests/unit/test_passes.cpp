@@ -9,6 +9,7 @@
 
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
@@ -1266,6 +1267,27 @@ TEST(PassTable, UnknownPassNamesAreRefusedWithTheValidNames) {
     EXPECT_NE(what.find("fuse_depthwise_conv_channels_last"), std::string::npos) << what;  // the valid names
   }
   EXPECT_THROW(PassReport().count("fuse_everything"), Error);
+}
+
+// float16 graphs (docs/float16.md): the tanh-form GELU with float16 constants (the exporter's values rounded
+// to 11 bits, 0.044715 -> 0.044708...) and a float16 x is matched; a constant off by more than float16's
+// rounding (0.5 -> 0.5 + 2^-9) is not. Gelu takes float16 through the float16 wrapper.
+TEST(Passes, FuseGeluTanhFormInFloat16) {
+  for (const float half : {0.5f, 0.5f + 0x1p-9f}) {
+    GraphBuilder b;
+    const ValueId x = b.input("x", {3, 4});
+    b.g.value(x).dtype = DType::Float16;
+    auto constant = [&](float v) {
+      return add_named_constant(b.g, "h" + std::to_string(b.g.values.size()),
+                                ops::narrow_to_float16(Tensor::from_vector<float>({}, {v})));
+    };
+    const ValueId cube = b.node("Mul", {x, b.node("Mul", {x, x})});
+    const ValueId inner = b.node("Add", {x, b.node("Mul", {constant(0.044715f), cube})});
+    const ValueId t = b.node("Tanh", {b.node("Mul", {constant(0.7978845834732056f), inner})});
+    Graph& g =
+        b.finish(b.node("Mul", {b.node("Mul", {x, b.node("Add", {t, constant(1.0f)})}), constant(half)}));
+    EXPECT_EQ(fuse_gelu(g), half == 0.5f ? 1 : 0) << half;
+  }
 }
 
 }  // namespace

@@ -30,12 +30,12 @@ int fuse_activations(Graph& g) {
         bool ok = true;
         for (size_t k : {size_t{1}, size_t{2}}) {
           if (k >= act.inputs.size() || act.inputs[k] == kNoValue) continue;
-          const Tensor* bound = constant_of(g, act, k);
-          if (!is_float(bound) || bound->element_count() != 1) {
+          const std::optional<float> bound = scalar_constant(g, act.inputs[k]);
+          if (!bound) {
             ok = false;
             break;
           }
-          (k == 1 ? lo : hi) = bound->data<float>()[0];
+          (k == 1 ? lo : hi) = *bound;
         }
         if (!ok) continue;
       }
@@ -44,7 +44,9 @@ int fuse_activations(Graph& g) {
     if (!p || editor.removed(p)) continue;
     Node& producer = node_at(g, p);
     const std::string& pop = producer.info.op_type;
-    if (pop != "Conv" && pop != "ConvTranspose" && pop != "Gemm" && pop != "MatMul") continue;
+    if (pop != "Conv" && pop != "ConvTranspose" && pop != "Gemm" && pop != "MatMul" &&
+        !is_matmul_nbits(producer))
+      continue;
     if (producer.info.attributes.has(ops::kFusedActivationAttribute)) continue;
     producer.info.attributes.set(ops::kFusedActivationAttribute, fused);
     if (op == "Clip") {

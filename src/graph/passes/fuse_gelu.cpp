@@ -41,7 +41,7 @@ std::optional<GeluMatch> match_gelu(const Graph& g, const Readers& readers, Node
   if (!m.tanh) {
     // x / sqrt(2), or x * (1 / sqrt(2)).
     if (arg->info.op_type == "Div" && arg->inputs.size() == 2 &&
-        close_to(scalar_constant(g, arg->inputs[1]), std::sqrt(2.0))) {
+        close_to_constant(g, arg->inputs[1], std::sqrt(2.0))) {
       m.x = arg->inputs[0];
     } else {
       m.x = scaled_operand(g, *arg, std::sqrt(0.5));
@@ -63,7 +63,7 @@ std::optional<GeluMatch> match_gelu(const Graph& g, const Readers& readers, Node
       if (!cube) continue;
       const NodeId cube_index = m.nodes.back();
       if (cube->info.op_type == "Pow" && cube->inputs.size() == 2 && cube->inputs[0] == x &&
-          close_to(scalar_constant(g, cube->inputs[1]), 3.0)) {
+          close_to_constant(g, cube->inputs[1], 3.0)) {
         m.x = x;
       } else if (cube->info.op_type == "Mul") {
         const ValueId square = other_operand(*cube, x);
@@ -75,12 +75,12 @@ std::optional<GeluMatch> match_gelu(const Graph& g, const Readers& readers, Node
       }
     }
   }
-  if (m.x == kNoValue || g.value(m.x).dtype != DType::Float32) return std::nullopt;
+  if (m.x == kNoValue || !is_float_type(g.value(m.x).dtype)) return std::nullopt;
   // 1 + f(...), then the product of x, that and 0.5 in any order: (x p) 0.5, (p x) 0.5, (x 0.5) p, ...
   const NodeId one_plus = sole_reader(g, readers, f.outputs[0]);
   if (!one_plus) return std::nullopt;
   const Node& add = node_at(g, one_plus);
-  if (add.info.op_type != "Add" || !close_to(scalar_constant(g, other_operand(add, f.outputs[0])), 1.0))
+  if (add.info.op_type != "Add" || !close_to_constant(g, other_operand(add, f.outputs[0]), 1.0))
     return std::nullopt;
   m.nodes.push_back(one_plus);
   const NodeId first = sole_reader(g, readers, add.outputs[0]);
@@ -88,14 +88,14 @@ std::optional<GeluMatch> match_gelu(const Graph& g, const Readers& readers, Node
   const Node& mul1 = node_at(g, first);
   m.nodes.push_back(first);
   const ValueId partner = other_operand(mul1, add.outputs[0]);
-  if (partner == m.x || close_to(scalar_constant(g, partner), 0.5)) {
+  if (partner == m.x || close_to_constant(g, partner, 0.5)) {
     // (p x) 0.5 or (p 0.5) x: one more Mul by what is missing.
     const NodeId second = sole_reader(g, readers, mul1.outputs[0]);
     if (!second) return std::nullopt;
     const Node& mul2 = node_at(g, second);
     if (mul2.info.op_type != "Mul") return std::nullopt;
     const ValueId rest = other_operand(mul2, mul1.outputs[0]);
-    const bool complete = partner == m.x ? close_to(scalar_constant(g, rest), 0.5) : rest == m.x;
+    const bool complete = partner == m.x ? close_to_constant(g, rest, 0.5) : rest == m.x;
     if (!complete) return std::nullopt;
     m.nodes.push_back(second);
     m.last = second;

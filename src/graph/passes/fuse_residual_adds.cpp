@@ -27,7 +27,10 @@ int fuse_residual_adds(Graph& g) {
       if (!p || editor.removed(p)) continue;
       Node& producer = node_at(g, p);
       const std::string& op = producer.info.op_type;
-      if ((op != "MatMul" && op != "Gemm" && op != "Conv") || !producer.info.domain.empty()) continue;
+      const bool nbits = is_matmul_nbits(producer);  // R as its input 6, after its own
+      if ((op != "MatMul" && op != "Gemm" && op != "Conv" && !nbits) ||
+          (!nbits && !producer.info.domain.empty()))
+        continue;
       const ops::Attributes& attrs = producer.info.attributes;
       // A window reverse written in place (write_windows_in_place) keeps an empty input 3 for the residual
       // before its shape inputs.
@@ -35,7 +38,7 @@ int fuse_residual_adds(Graph& g) {
                                producer.inputs.size() > ops::kMatMulWindowInputs &&
                                producer.inputs[ops::kFusedResidualInput] == kNoValue;
       if (producer.outputs.size() != 1 || producer.inputs.size() < 2 ||
-          (producer.inputs.size() > 3 && !windows_out))
+          (producer.inputs.size() > (nbits ? ops::kNBitsResidualInput : 3) && !windows_out))
         continue;
       if (attrs.has(ops::kFusedActivationAttribute) || attrs.has(ops::kFusedResidualAttribute)) continue;
       if (op == "MatMul" &&
@@ -43,12 +46,15 @@ int fuse_residual_adds(Graph& g) {
         continue;  // attention's P V
       const ValueId residual = add.inputs[1 - side];
       const Value& r = g.value(residual);
-      if (r.dtype != DType::Float32 || g.value(add.inputs[side]).dtype != DType::Float32) continue;
+      if (!is_float_type(r.dtype) || g.value(add.inputs[side]).dtype != r.dtype) continue;
       if (!shapes_may_match(g.value(add.inputs[side]).shape, r.shape) ||
           !shapes_may_match(g.value(add.outputs[0]).shape, r.shape))
         continue;
       if (windows_out) {
         producer.inputs[ops::kFusedResidualInput] = residual;
+      } else if (nbits) {
+        producer.inputs.resize(ops::kNBitsResidualInput, kNoValue);
+        producer.inputs.push_back(residual);
       } else {
         producer.inputs.resize(ops::kFusedResidualInput, kNoValue);
         producer.inputs.push_back(residual);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#include "ops/float16.h"
 
 namespace wgi::graph {
 
@@ -125,15 +128,32 @@ bool is_float(const Tensor* t) {
   return t && t->dtype() == DType::Float32;
 }
 
+bool is_float_type(DType d) {
+  return d == DType::Float32 || d == DType::Float16;
+}
+
+bool is_float_or_half(const Tensor* t) {
+  return t && is_float_type(t->dtype());
+}
+
 std::optional<float> scalar_constant(const Graph& g, ValueId v) {
   if (v == kNoValue) return std::nullopt;
   const auto& c = g.value(v).constant;
-  if (!c || c->element_count() != 1 || c->dtype() != DType::Float32) return std::nullopt;
-  return c->data<float>()[0];
+  if (!c || c->element_count() != 1) return std::nullopt;
+  if (c->dtype() == DType::Float32) return c->data<float>()[0];
+  if (c->dtype() == DType::Float16) {
+    uint16_t half;
+    std::memcpy(&half, c->bytes().data(), sizeof half);
+    return ops::half_to_float(half);
+  }
+  return std::nullopt;
 }
 
-bool close_to(std::optional<float> c, double want) {
-  return c && std::abs(*c - want) <= 1e-6 * std::abs(want);
+bool close_to_constant(const Graph& g, ValueId v, double want) {
+  const std::optional<float> c = scalar_constant(g, v);
+  // float32: the exporter's double rounded once (and a little more); float16: half an ulp of 2^-10.
+  const double tolerance = g.value(v).dtype == DType::Float16 ? 0x1p-11 : 1e-6;
+  return c && std::abs(*c - want) <= tolerance * std::abs(want);
 }
 
 std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v) {
@@ -198,6 +218,10 @@ bool is_plain_reshape(const Node& n) {
          n.inputs[1] != kNoValue && n.info.attributes.get_int("allowzero", 0) == 0;
 }
 
+bool is_matmul_nbits(const Node& n) {
+  return n.info.op_type == "MatMulNBits" && n.info.domain == "com.microsoft";
+}
+
 ValueId other_operand(const Node& n, ValueId v) {
   if (n.inputs.size() != 2) return kNoValue;
   if (n.inputs[0] == v && n.inputs[1] != v) return n.inputs[1];
@@ -208,7 +232,7 @@ ValueId other_operand(const Node& n, ValueId v) {
 ValueId scaled_operand(const Graph& g, const Node& n, double factor) {
   if (n.info.op_type != "Mul" || n.inputs.size() != 2) return kNoValue;
   for (size_t side = 0; side < 2; ++side) {
-    if (close_to(scalar_constant(g, n.inputs[side]), factor)) return n.inputs[1 - side];
+    if (close_to_constant(g, n.inputs[side], factor)) return n.inputs[1 - side];
   }
   return kNoValue;
 }

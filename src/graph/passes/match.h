@@ -108,9 +108,15 @@ bool produced_by(const Graph& g, ValueId v, const char* op);
 const Tensor* constant_of(const Graph& g, const Node& n, size_t input);
 ValueId add_constant(Graph& g, const std::string& name, Tensor t);
 bool is_float(const Tensor* t);  // a float32 constant
-// The scalar value of a float32 constant input, if it is one.
+// Float32 or float16: the types the fusions match where the fused op takes float16 through the float16
+// wrapper (ops/float16.h), computing in f32 as the unfused ops do (docs/float16.md).
+bool is_float_type(DType d);
+bool is_float_or_half(const Tensor* t);  // a float32 or float16 constant
+// The scalar value of a float32 or float16 constant input, if it is one.
 std::optional<float> scalar_constant(const Graph& g, ValueId v);
-bool close_to(std::optional<float> c, double want);
+// Whether `v` is a scalar constant equal to `want` up to its type's rounding (float16 constants hold the
+// exporter's value rounded to 11 bits).
+bool close_to_constant(const Graph& g, ValueId v, double want);
 // The int64 / int32 values of a constant, if it is one.
 std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v);
 // constant_ints, nullopt for kNoValue too (shape-derived values are checked by the op when it is planned).
@@ -136,6 +142,9 @@ bool is_plain_reshape(const Node& n);
 // The Transpose of timm / DaViT / Swin's window partition and reverse: [B, H/wh, wh, W/ww, ww, C] <->
 // [B, H/wh, W/ww, wh, ww, C].
 inline const std::vector<int64_t> kSwapWindowAxes = {0, 1, 3, 2, 4, 5};
+// com.microsoft MatMulNBits (src/ops/matmul_nbits.cpp): its epilogue takes a bias (input 5), a residual
+// (input 6) and an activation as MatMul's does.
+bool is_matmul_nbits(const Node& n);
 // The other operand of a binary node reading `v` once; kNoValue when it is not binary or reads v twice.
 ValueId other_operand(const Node& n, ValueId v);
 // Mul(v, c) or Mul(c, v) with a scalar constant c close to `factor`: returns v; else kNoValue.
