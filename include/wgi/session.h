@@ -64,6 +64,10 @@ struct SessionOptions {
   bool tune = false;
   // Timed runs per configuration when tuning (their median counts).
   int tune_runs = 10;
+  // Graph passes not to run, by name (docs/adding_a_pass.md lists them), joined with those named in
+  // WGI_DISABLE_PASSES="a,b": to chase a numerical difference to a fusion, or to test one. An unknown name is
+  // an error that lists the valid ones.
+  std::vector<std::string> disabled_passes;
 };
 
 // Options of Session::tune.

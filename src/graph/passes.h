@@ -1,7 +1,10 @@
 // Graph optimisations run once at load, before any shape is known. Each keeps the model's results unchanged
-// (up to fp32 rounding for the folds) and leaves the graph topologically sorted.
+// (up to fp32 rounding for the folds) and leaves the graph topologically sorted. One file per pass in
+// src/graph/passes/, their order in pass_table.cpp; docs/adding_a_pass.md says how to add one.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,30 +13,56 @@
 
 namespace wgi::graph {
 
-struct PassReport {
-  int identities_removed = 0;  // Identity, inference-mode Dropout
-  int dead_nodes_removed = 0;
-  int constants_folded = 0;         // nodes evaluated on the host because all their inputs are constant
-  int batch_norms_folded = 0;       // into the preceding Conv / Gemm
-  int transposed_weights_read = 0;  // MatMul(x, Transpose(W)) reads the constant W as [.., N, K]
-  int bias_adds_fused = 0;          // MatMul + Add -> MatMul with bias
-  int residual_adds_fused = 0;      // Add(MatMul / Gemm / Conv, R) -> R added in the producer's epilogue
-  int gelus_fused = 0;              // a GELU written out element by element (Erf or Tanh form) -> one Gelu
-  int activations_fused = 0;        // Relu / Clip / Gelu into the preceding Conv / Gemm / MatMul epilogue
-  int attentions_fused = 0;         // MatMul -> scale -> mask -> Softmax -> MatMul into one Attention
-  int packed_qkv_read = 0;          // Attention reads Q, K, V in the packed qkv (no Transpose, Gathers)
-  int split_heads_read = 0;         // Attention reads Q, K or V as heads of [B, N, heads * D] (no Transpose)
-  int attentions_transposed = 0;    // Attention writes [B, N, heads, D] (no Transpose after it)
-  int depthwise_convs_fused = 0;    // Transpose, Reshape, depthwise Conv, Reshape, Transpose [, Add] -> one
-  int windows_read = 0;             // MatMul reads a window partition through a row map (no Transpose)
-  int windows_written = 0;          // MatMul writes a window reverse through a row map (no Transpose)
-  std::string summary() const;      // "3 Identity removed, 2 BatchNormalization folded, ..."
-  PassReport& operator+=(const PassReport& other);  // counts summed (a subgraph's into its graph's)
+// One graph pass: its name (what SessionOptions::disabled_passes and WGI_DISABLE_PASSES name), what its
+// count means in PassReport::summary, the function, and the order constraints it relies on, written once
+// (docs/adding_a_pass.md). Passes that do not need the registry ignore it.
+struct PassInfo {
+  std::string name;      // "fuse_bias_adds"
+  std::string reported;  // "MatMul+Add fused": the summary's words after the count
+  int (*run)(Graph& graph, const ops::OpRegistry& registry);  // returns the nodes changed
+  // The order constraints: passes that must have run before it / must run after it (checked by a unit test
+  // against the table's order), and why.
+  std::vector<std::string> after, before;
+  std::string why;
 };
 
-// Every pass below, in order, then the same inside every subgraph (nodes read inside a subgraph are read:
-// Node::outer_reads); the registry supplies host evaluation for constant folding.
-PassReport optimize(Graph& graph, const ops::OpRegistry& registry);
+// Every pass in the order optimize() runs them; a name may appear more than once (remove_dead_nodes runs
+// twice), its counts then summed.
+const std::vector<PassInfo>& pass_table();
+// The distinct pass names, in table order: "eliminate_identities, read_transposed_weights, ...".
+std::string pass_names();
+
+// The count of each pass, by name.
+class PassReport {
+ public:
+  // The nodes `pass` changed (summed over its runs and over subgraphs). Throws wgi::Error for a name that is
+  // not in the table, so that a typo in a test fails.
+  int count(const std::string& pass) const;
+  void add(const std::string& pass, int count);
+  std::string summary() const;                      // "3 Identity/Dropout removed, ...", in table order
+  PassReport& operator+=(const PassReport& other);  // counts summed (a subgraph's into its graph's)
+
+ private:
+  std::map<std::string, int> counts_;
+};
+
+// The passes a caller switches off, by name: checked against the table (wgi::Error listing the valid names
+// for an unknown one). `source` names where they came from in that message ("WGI_DISABLE_PASSES").
+struct DisabledPasses {
+  std::set<std::string> names;
+  static DisabledPasses of(const std::vector<std::string>& names, const std::string& source);
+  // "a,b" (spaces around names ignored, empty entries skipped), as WGI_DISABLE_PASSES and --disable-passes
+  // give them.
+  static DisabledPasses parse(const std::string& list, const std::string& source);
+  // The list in WGI_DISABLE_PASSES joined with `names` (SessionOptions::disabled_passes).
+  static DisabledPasses from_environment(const std::vector<std::string>& names);
+  bool contains(const std::string& pass) const { return names.count(pass) != 0; }
+};
+
+// Every pass of the table, in order, except the disabled ones; then the same inside every subgraph (nodes
+// read inside a subgraph are read: Node::outer_reads); the registry supplies host evaluation for constant
+// folding.
+PassReport optimize(Graph& graph, const ops::OpRegistry& registry, const DisabledPasses& disabled = {});
 
 int eliminate_identities(Graph& graph);
 int remove_dead_nodes(Graph& graph);
@@ -44,6 +73,8 @@ int fold_batch_norms(Graph& graph);
 // copy folded at load (a strided copy of every weight) that the GEMM planner would then transpose back.
 // Runs before constant folding.
 int read_transposed_weights(Graph& graph);
+// MatMul(A, B) + Add(bias) with a constant B and a constant row-vector bias -> MatMul with the bias as input
+// 2; likewise MatMulNBits without a bias -> the bias as its input 5.
 int fuse_bias_adds(Graph& graph);
 // Window attention's partition and reverse as timm / DaViT / Swin export them, around the qkv and proj
 // MatMuls (ops/gemm_launch.h, kMatMulWindowsInAttribute / kMatMulWindowsOutAttribute; the GEMM reads and
@@ -63,12 +94,13 @@ int fuse_bias_adds(Graph& graph);
 // before fuse_residual_adds. Each returns the MatMuls changed.
 int read_windows_in_place(Graph& graph);
 int write_windows_in_place(Graph& graph);
-// Add(P, R) or Add(R, P), P the output of a MatMul, Gemm or Conv (default domain) that has no fused
-// activation yet, is read only by this Add and is not a graph output: the producer takes R as input 3 with
-// the attribute "wgi.residual" = 1 (src/ops/fused_residual.h; input 2, the bias, may stay empty) and produces
-// the Add's output, R added in its epilogue before any activation fused later (y = act(acc + bias + R)).
-// Only where R has P's shape: the graph's shapes must agree where both are given (the same known or symbolic
-// dims); where either is unknown (exports without value_info) the op checks when planned and, if R
+// Add(P, R) or Add(R, P), P the output of a MatMul, Gemm or Conv (default domain) or of a com.microsoft
+// MatMulNBits (which takes R as input 6, ops::kNBitsResidualInput, its inputs 3-5 being its own) that has no
+// fused activation yet, is read only by this Add and is not a graph output: the producer takes R as input 3
+// with the attribute "wgi.residual" = 1 (src/ops/fused_residual.h; input 2, the bias, may stay empty) and
+// produces the Add's output, R added in its epilogue before any activation fused later (y = act(acc + bias +
+// R)). Only where R has P's shape: the graph's shapes must agree where both are given (the same known or
+// symbolic dims); where either is unknown (exports without value_info) the op checks when planned and, if R
 // broadcasts, runs the add as a separate launch. Left alone: an Add read by a Softmax (an attention mask,
 // fuse_attention's pattern) and a MatMul reading a Softmax (attention's P V).
 int fuse_residual_adds(Graph& graph);
@@ -76,6 +108,8 @@ int fuse_residual_adds(Graph& graph);
 // (5 and 8 elementwise nodes, each a pass over memory) -> one ONNX Gelu node (opset 20; approximate="tanh"
 // for the second), which fuse_activations then folds into a preceding GEMM or conv.
 int fuse_gelu(Graph& graph);
+// Relu / Clip (constant bounds) / Gelu read only from a Conv, ConvTranspose, Gemm, MatMul or MatMulNBits ->
+// the producer's epilogue (ops/fused_activation.h).
 int fuse_activations(Graph& graph);
 // softmax(Q K^T * scale + mask) V as exported (see src/ops/attention.cpp) -> wgi's fused Attention node.
 int fuse_attention(Graph& graph);

@@ -4,22 +4,22 @@
 
 namespace wgi::ops {
 
-bool has_fused_residual(const PlanContext& ctx) {
+bool has_fused_residual(const PlanContext& ctx, size_t input) {
   if (ctx.node.attributes.get_int(kFusedResidualAttribute, 0) == 0) return false;
-  if (!ctx.has_input(kFusedResidualInput)) {
-    ctx.fail(std::string(kFusedResidualAttribute) + " is set but input " +
-             std::to_string(kFusedResidualInput) + " (the residual) is not given");
+  if (!ctx.has_input(input)) {
+    ctx.fail(std::string(kFusedResidualAttribute) + " is set but input " + std::to_string(input) +
+             " (the residual) is not given");
   }
-  const TensorDesc& r = ctx.input(kFusedResidualInput);
+  const TensorDesc& r = ctx.input(input);
   if (r.dtype != DType::Float32) {
-    ctx.fail(ctx.input_name(kFusedResidualInput) + " (the fused residual) has type " +
-             std::string(dtype_name(r.dtype)) + "; expected float32");
+    ctx.fail(ctx.input_name(input) + " (the fused residual) has type " + std::string(dtype_name(r.dtype)) +
+             "; expected float32");
   }
   return true;
 }
 
-Shape residual_sum_shape(const PlanContext& ctx, const Shape& out_shape) {
-  const Shape& r_shape = ctx.input(kFusedResidualInput).shape;
+Shape residual_sum_shape(const PlanContext& ctx, const Shape& out_shape, size_t input) {
+  const Shape& r_shape = ctx.input(input).shape;
   const size_t rank = std::max(out_shape.size(), r_shape.size());
   Shape sum_shape(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
@@ -35,9 +35,9 @@ Shape residual_sum_shape(const PlanContext& ctx, const Shape& out_shape) {
 }
 
 OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
-                              const std::function<OpPlan(const PlanContext&)>& plan) {
-  const Shape& r_shape = ctx.input(kFusedResidualInput).shape;
-  const Shape sum_shape = residual_sum_shape(ctx, out_shape);
+                              const std::function<OpPlan(const PlanContext&)>& plan, size_t input) {
+  const Shape& r_shape = ctx.input(input).shape;
+  const Shape sum_shape = residual_sum_shape(ctx, out_shape, input);
 
   NodeInfo stripped = ctx.node;
   stripped.attributes = Attributes();
@@ -48,8 +48,8 @@ OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
     }
   }
   PlanContext inner{stripped, ctx.inputs, ctx.constant_inputs, ctx.caps, ctx.gemm_tuning};
-  inner.inputs.resize(kFusedResidualInput);
-  inner.constant_inputs.resize(std::min(inner.constant_inputs.size(), kFusedResidualInput));
+  inner.inputs.resize(input);
+  inner.constant_inputs.resize(std::min(inner.constant_inputs.size(), input));
   OpPlan result = plan(inner);
   if (result.outputs.size() != 1 || result.outputs[0].shape != out_shape ||
       result.alias_output_to_input >= 0) {
@@ -70,7 +70,7 @@ OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
     }
   }
   result.launches.push_back(broadcast_add_launch(ctx, sum_shape, out_shape, product, r_shape,
-                                                 TensorRef::input(kFusedResidualInput),
+                                                 TensorRef::input(input),
                                                  FusedActivation::from_node(ctx.node)));
   return result;
 }

@@ -23,20 +23,24 @@ namespace wgi::ops {
 
 inline constexpr const char* kFusedResidualAttribute = "wgi.residual";
 inline constexpr size_t kFusedResidualInput = 3;
+// com.microsoft MatMulNBits' R: after its own inputs (A, B, scales, zero_points, g_idx, bias).
+inline constexpr size_t kNBitsResidualInput = 6;
 
 // Whether the node has a fused residual (its attribute set); throws via ctx.fail when the attribute is set
-// but input 3 is absent or not float32.
-bool has_fused_residual(const PlanContext& ctx);
+// but input 3 is absent or not float32. `input`: where the op takes R (MatMulNBits, whose inputs 3-5 are
+// taken: kNBitsResidualInput).
+bool has_fused_residual(const PlanContext& ctx, size_t input = kFusedResidualInput);
 
 // The Add's output shape: numpy broadcasting of the op's output `out_shape` and the residual's; throws via
 // ctx.fail when they do not broadcast.
-Shape residual_sum_shape(const PlanContext& ctx, const Shape& out_shape);
+Shape residual_sum_shape(const PlanContext& ctx, const Shape& out_shape, size_t input = kFusedResidualInput);
 
 // For an op whose planned output shape `out_shape` differs from its residual's: the plan described above.
 // `plan` is the op's plan function, called with the node stripped of the residual input and attribute and of
 // the fused activation.
 OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
-                              const std::function<OpPlan(const PlanContext&)>& plan);
+                              const std::function<OpPlan(const PlanContext&)>& plan,
+                              size_t input = kFusedResidualInput);
 
 // Defined in elementwise_binary.cpp (its broadcast kernel): out = act(a + b), numpy broadcasting of a and b
 // to `out_shape`, written to the node's output 0.

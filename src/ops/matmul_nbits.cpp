@@ -7,7 +7,9 @@
 // The dequantisation happens inside the kernels (linear/matmul_nbits_gemv.wgsl for M <= 8 rows,
 // linear/matmul_nbits_tiled.wgsl otherwise; quantized_common.wgsl has the layouts): B stays packed on the
 // GPU, so a 4-bit weight takes an eighth of its float32 bytes plus its scales. Batch dims of A fold into M.
-// docs/quantized_matmul.md says what is supported and what is not.
+// docs/quantized_matmul.md says what is supported and what is not. The graph passes fuse a bias Add (into
+// input 5), a residual Add (input 6, kNBitsResidualInput) and an activation into MatMulNBits; the kernels
+// apply them in the GEMMs' epilogue order.
 #include <bit>
 #include <cstring>
 #include <string>
@@ -15,6 +17,8 @@
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 #include "ops/registry.h"
 
@@ -224,11 +228,17 @@ QuantizedWeight read_matmul_bnb4(const PlanContext& ctx) {
   return w;
 }
 
-OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
+// `replan`: the op's plan function, for the residual's fallback (a residual that broadcasts).
+OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
+                             OpPlan (*replan)(const PlanContext&)) {
   const Shape& a_shape = ctx.input(0).shape;
   const int64_t m = element_count(a_shape) / w.k;
   Shape out_shape(a_shape.begin(), a_shape.end() - 1);
   out_shape.push_back(w.n);
+  const bool residual = has_fused_residual(ctx, kNBitsResidualInput);
+  if (residual && ctx.input(kNBitsResidualInput).shape != out_shape)
+    return plan_residual_fallback(ctx, out_shape, replan, kNBitsResidualInput);
+  const FusedActivation activation = FusedActivation::from_node(ctx.node);
   require_addressable(ctx, ctx.input_name(0) + " (A)", a_shape);
   require_addressable(ctx, "the output", out_shape);
   require_addressable(ctx, "the packed weight", {w.n * w.col_words});
@@ -259,7 +269,9 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
                               {"BIAS_F16", w.bias_f16 ? "1" : "0"},
                               {"SCALE_PER_CODE", w.scale_per_code ? "1" : "0"},
                               {"CODE_TABLE", w.code_table ? "1" : "0"},
-                              {"NF4", w.code_table && std::string(w.code_table) == "NF4" ? "1" : "0"}};
+                              {"NF4", w.code_table && std::string(w.code_table) == "NF4" ? "1" : "0"},
+                              {"RESIDUAL", residual ? "1" : "0"}};
+  activation.add_defines(defines);
   KernelLaunch launch;
   uint32_t tiles_n = 0, tiles_m = 1;
   std::string label = w.code_table ? std::string(w.code_table) : "q" + str(w.bits);
@@ -291,7 +303,7 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
     launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_tiled.wgsl", defines);
     label = "matmul_nbits_tiled_" + label;
   }
-  launch.program.label = label;
+  launch.program.label = label + activation.label_suffix() + residual_label_suffix(residual);
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
@@ -317,8 +329,11 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
       .u32(w.has_bias ? 1 : 0)
       .u32(tiles_n)
       .u32(tiles_m)
-      .f32(w.default_zero);
+      .f32(w.default_zero)
+      .f32(activation.min)
+      .f32(activation.max);
   launch.uniform = params.bytes();
+  if (residual) append_residual_binding(launch, TensorRef::input(kNBitsResidualInput));
   launch.groups =
       gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
@@ -326,11 +341,11 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w) {
 }
 
 OpPlan plan_matmul_nbits(const PlanContext& ctx) {
-  return plan_quantized_matmul(ctx, read_matmul_nbits(ctx));
+  return plan_quantized_matmul(ctx, read_matmul_nbits(ctx), plan_matmul_nbits);
 }
 
 OpPlan plan_matmul_bnb4(const PlanContext& ctx) {
-  return plan_quantized_matmul(ctx, read_matmul_bnb4(ctx));
+  return plan_quantized_matmul(ctx, read_matmul_bnb4(ctx), plan_matmul_bnb4);
 }
 
 }  // namespace

@@ -150,7 +150,7 @@ void Session::Impl::load(graph::Graph imported) {
   if (!unsupported.empty()) throw Error(onnx::format_unsupported(unsupported));
   for (graph::ValueId v : graph.inputs) inputs.push_back(describe_value(graph.value(v)));
   for (graph::ValueId v : graph.outputs) outputs.push_back(describe_value(graph.value(v)));
-  graph::optimize(graph, registry);
+  graph::optimize(graph, registry, graph::DisabledPasses::from_environment(options.disabled_passes));
   stats.optimize_ms = ms_since(start);
 
   weights = std::make_unique<runtime::WeightStore>(*device);

@@ -48,6 +48,8 @@ check "check unknown contrib op" 1 "FancyContribOp \(com.microsoft opset 1\): op
 check "run" 0 "y: float32 \[5, 8\], min" -- "$wgi" run "$models/gemm_chain/model.onnx" \
   --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/run"
 [[ -s $work/run/y.npy ]] && echo "ok   run wrote y.npy" || { echo "FAIL run wrote no y.npy"; failures=$((failures + 1)); }
+check "run --disable-passes: unknown name lists the passes" 1 "--disable-passes names 'fuse_everything', which is not a graph pass; the passes: eliminate_identities, " -- "$wgi" run "$models/gemm_chain/model.onnx" --random-inputs 1 --disable-passes fuse_everything --output-dir "$work/unknown_pass"
+WGI_DISABLE_PASSES=fuse_activations check "run with WGI_DISABLE_PASSES" 0 "y: float32 \[5, 8\], min" -- "$wgi" run "$models/gemm_chain/model.onnx" --random-inputs 1 --output-dir "$work/disabled"
 check "run missing input" 1 "no value for input\(s\) x" -- "$wgi" run "$models/gemm_chain/model.onnx" --output-dir "$work/x"
 check "run unknown input" 1 "has no input 'z'" -- "$wgi" run "$models/gemm_chain/model.onnx" \
   --input "z=$models/gemm_chain/input_x.npy" --output-dir "$work/x"

@@ -102,5 +102,43 @@ TEST(Session, MissingFileIsAClearError) {
   }
 }
 
+// Graph passes switched off by name (SessionOptions::disabled_passes, as WGI_DISABLE_PASSES and
+// --disable-passes do): the pattern stays unfused (more nodes and dispatches) and the results still match
+// the float64 reference within the model tests' relative L2 of 1e-4 (test_models.cpp), as with every pass.
+TEST(DisabledPasses, LeaveThePatternUnfusedWithTheSameResults) {
+  const std::string model = "tiny_transformer_opset17";
+  const std::map<std::string, Tensor> in = {{"x", load(model, "input_x.npy")}};
+  const test::Float64Array expected = reference(model, "expected_y.npy");
+  Session all = Session::from_file(kModels / model / "model.onnx");
+  const auto fused = all.run(in);
+  ASSERT_TRUE(test::close_in_l2(fused.at("y"), expected, 1e-4));
+  for (const std::vector<std::string>& disabled : {std::vector<std::string>{"fuse_bias_adds"},
+                                                   {"fuse_attention"},
+                                                   {"fuse_residual_adds", "fuse_gelu"}}) {
+    SCOPED_TRACE(disabled[0]);
+    SessionOptions options;
+    options.disabled_passes = disabled;
+    Session s = Session::from_file(kModels / model / "model.onnx", options);
+    const auto unfused = s.run(in);
+    const auto result = test::close_in_l2(unfused.at("y"), expected, 1e-4);
+    EXPECT_TRUE(result) << result.message();
+    EXPECT_GT(s.stats().nodes, all.stats().nodes);
+    EXPECT_GT(s.stats().dispatches, all.stats().dispatches);
+  }
+}
+
+TEST(DisabledPasses, UnknownNameIsAnErrorListingThePasses) {
+  SessionOptions options;
+  options.disabled_passes = {"fuse_bias_add"};
+  try {
+    Session::from_file(kModels / "gemm_chain" / "model.onnx", options);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("SessionOptions::disabled_passes names 'fuse_bias_add'"), std::string::npos) << what;
+    EXPECT_NE(what.find("fuse_bias_adds, read_windows_in_place"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace wgi

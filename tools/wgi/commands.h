@@ -30,6 +30,7 @@ struct ModelOptions {
   std::string tuning_cache;  // empty: the default location (docs/tuning.md)
   bool no_tuning_cache = false;
   bool shader_robustness = false;
+  std::string disabled_passes;  // "a,b": graph passes not to run
 };
 void add_model_options(CLI::App& cmd, ModelOptions& options);
 // --tuning-cache PATH and --no-tuning-cache (run, bench).

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "core/npy.h"
+#include "graph/passes.h"
 #include "model_inputs.h"
 #include "progress.h"
 #include "wgi/printable.h"
@@ -101,6 +102,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
       "--shader-robustness", o.shader_robustness,
       "Keep Dawn's index clamps and workgroup-memory zeroing in every shader (slower; default: off unless "
       "WGI_SHADER_ROBUSTNESS=1)");
+  cmd.add_option("--disable-passes", o.disabled_passes,
+                 "Graph passes not to run, comma-separated (docs/adding_a_pass.md lists them; also "
+                 "WGI_DISABLE_PASSES): to find which fusion changes a result");
 }
 
 void add_tuning_cache_options(CLI::App& cmd, ModelOptions& o) {
@@ -122,6 +126,8 @@ SessionOptions session_options(const ModelOptions& o, ProgressBar& progress) {
   s.use_tuning_cache = !o.no_tuning_cache;
   s.tuning_cache = o.tuning_cache;
   s.dims = parse_dims(o.inputs.dims);
+  for (const std::string& pass : graph::DisabledPasses::parse(o.disabled_passes, "--disable-passes").names)
+    s.disabled_passes.push_back(pass);
   s.progress = [&progress](size_t done, size_t total, const std::string& what) {
     progress.update(done, total, what);
   };

@@ -7,8 +7,8 @@
 // partial sums in f32. A is staged in workgroup memory CHUNK elements of K at a time: every column of the
 // workgroup reads the same A, and a word of B (CODES_PER_WORD codes, 2-16 of them) needs as many floats of
 // A, so reading A from global memory per column costs several times the bytes of the weight itself. The
-// partial sums of a column are added in workgroup memory by a tree, and the column's first thread adds the
-// bias and writes the M results.
+// partial sums of a column are added in workgroup memory by a tree, and the column's first thread writes the
+// M results through quantized_epilogue (bias, fused residual and activation).
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
 const WORKGROUP: u32 = 128u;
@@ -101,7 +101,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let b = load_bias(n);
     for (var r = 0u; r < ROWS; r++) {
       if (r < params.M) {
-        output[r * params.N + n] = partial[r * WORKGROUP + flat] + b;
+        output[r * params.N + n] = quantized_epilogue(partial[r * WORKGROUP + flat], r, n, b);
       }
     }
   }

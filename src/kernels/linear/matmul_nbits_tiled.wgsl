@@ -73,7 +73,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var i = 0u; i < RPT; i++) {
         let m = row0 + lid.y + 8u * i;
         if (m < params.M) {
-          output[m * params.N + n] = acc[i][j] + b;
+          output[m * params.N + n] = quantized_epilogue(acc[i][j], m, n, b);
         }
       }
     }

@@ -1,6 +1,8 @@
 // Shared by the weight-only quantized matmuls (src/ops/matmul_nbits.cpp: com.microsoft MatMulNBits and
-// MatMulBnb4): out[m, n] = sum_k A[m, k] * W[n, k] + bias[n], where W is dequantised from packed codes in
-// the kernel itself (B never exists as floats in memory).
+// MatMulBnb4): out[m, n] = act(sum_k A[m, k] * W[n, k] + bias[n] + R[m, n]), where W is dequantised from
+// packed codes in the kernel itself (B never exists as floats in memory). The epilogue's activation is
+// common/activation.wgsl's, as the GEMMs'; R, the fused residual (src/ops/fused_residual.h, only with
+// RESIDUAL), is bound after the uniform as theirs is.
 //
 // B: column n (one output feature) holds K codes of BITS bits, little end first within each u32 word, and
 //   starts at word n * params.col_words (the op repacks MatMulBnb4's flat, high-nibble-first layout into this
@@ -15,6 +17,7 @@
 // A_VEC4 (GEMV only, K % 4 == 0): A read as vec4s.
 // SCALES_F16 / ZP_F16 / BIAS_F16: those inputs are float16 as the model stores them (two per u32 word).
 #include "common/dispatch_grid.wgsl"
+#include "common/activation.wgsl"
 
 const BITS: u32 = {{BITS}}u;
 const CODES_PER_WORD: u32 = 32u / BITS;
@@ -33,6 +36,8 @@ struct QuantizedMatMulParams {
   tiles_n: u32,
   tiles_m: u32,
   default_zero: f32,
+  act_lo: f32,  // the fused activation's clamp bounds
+  act_hi: f32,
 }
 
 #if A_VEC4
@@ -62,6 +67,9 @@ struct QuantizedMatMulParams {
 #endif
 @group(0) @binding(5) var<storage, read_write> output: array<f32>;
 @group(0) @binding(6) var<uniform> params: QuantizedMatMulParams;
+#if RESIDUAL
+@group(0) @binding(7) var<storage, read> residual: array<f32>;
+#endif
 
 #if CODE_TABLE
 // The 16 values a 4-bit code stands for, as multiples of the block's absmax (MatMulBnb4's quant_type).
@@ -98,6 +106,15 @@ fn load_bias(n: u32) -> f32 {
 #else
   return bias[n];
 #endif
+}
+
+// Output element (m, n) from its sum over K: bias, residual and activation, in the GEMMs' order.
+fn quantized_epilogue(acc: f32, m: u32, n: u32, bias_n: f32) -> f32 {
+  var v = acc + bias_n;
+#if RESIDUAL
+  v += residual[m * params.N + n];
+#endif
+  return fused_activation(v, params.act_lo, params.act_hi);
 }
 
 // The scale and zero point of the block holding element (n, k).

@@ -1,0 +1,69 @@
+#include "graph/passes.h"
+
+#include <algorithm>
+
+#include "graph/passes/match.h"
+#include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
+#include "ops/gemm_launch.h"
+
+namespace wgi::graph {
+
+int fuse_bias_adds(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  Readers readers(g);
+  for (NodeId i : node_ids(g)) {
+    const Node& add = node_at(g, i);
+    if (add.info.op_type != "Add" || add.inputs.size() != 2) continue;
+    for (size_t side = 0; side < 2; ++side) {
+      NodeId p = sole_producer(g, readers, add.inputs[side], i);
+      if (!p || editor.removed(p)) continue;
+      Node& mm = node_at(g, p);
+      const Tensor* c = constant_of(g, add, 1 - side);
+      if (!is_float_or_half(c)) continue;
+      // MatMul(A, B) with a constant B [K, N] (or [N, K] with wgi.trans_b), or MatMulNBits without a bias
+      // yet (its output has A's rank; a residual or activation would come after the bias).
+      const bool nbits = is_matmul_nbits(mm);
+      int64_t n = 0;
+      if (nbits) {
+        if (mm.inputs.size() > 6 || (mm.inputs.size() > 5 && mm.inputs[5] != kNoValue) ||
+            mm.info.attributes.has(ops::kFusedResidualAttribute) ||
+            mm.info.attributes.has(ops::kFusedActivationAttribute))
+          continue;
+        n = mm.info.attributes.get_int("N", 0);
+      } else {
+        if (mm.info.op_type != "MatMul" || mm.inputs.size() != 2) continue;
+        const Tensor* b = constant_of(g, mm, 1);
+        // B and the bias of one type: float32, or float16 (MatMul then reads B packed, the bias widened).
+        if (!b || b->dtype() != c->dtype() || b->rank() != 2) continue;
+        n = b->shape()[mm.info.attributes.get_int(ops::kMatMulTransBAttribute, 0) ? 0 : 1];
+      }
+      // The bias must be a row vector: [N] or [1, ..., 1, N].
+      const auto& cs = c->shape();
+      if (cs.empty() || cs.back() != n || c->element_count() != n) continue;
+      // Broadcasting must not raise the output's rank: a [N] bias never does; [1, ..., N] only if A's rank is
+      // known to be at least as large.
+      const auto& a_shape = g.value(mm.inputs[0]).shape;
+      const size_t out_rank = nbits ? a_shape.dims.size() : std::max<size_t>(a_shape.dims.size(), 2);
+      if (cs.size() > 1 && (!a_shape.rank_known || cs.size() > out_rank)) continue;
+      Tensor bias = *c;
+      ValueId bias_id =
+          add_constant(g, g.value(add.inputs[1 - side]).name + "_row", Tensor(c->dtype(), {n}, bias.bytes()));
+      if (nbits) {
+        mm.inputs.resize(6, kNoValue);
+        mm.inputs[5] = bias_id;
+      } else {
+        mm.inputs.push_back(bias_id);
+      }
+      mm.outputs[0] = add.outputs[0];
+      editor.remove(i);
+      ++count;
+      break;
+    }
+  }
+  editor.commit();
+  return count;
+}
+
+}  // namespace wgi::graph

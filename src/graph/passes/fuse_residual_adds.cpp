@@ -1,0 +1,73 @@
+#include "graph/passes.h"
+
+#include <algorithm>
+
+#include "graph/passes/match.h"
+#include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
+#include "ops/gemm_launch.h"
+
+namespace wgi::graph {
+
+int fuse_residual_adds(Graph& g) {
+  NodeEditor editor(g);
+  int count = 0;
+  Readers readers(g);
+  for (NodeId i : node_ids(g)) {
+    const Node& add = node_at(g, i);
+    if (add.info.op_type != "Add" || (!add.info.domain.empty() && add.info.domain != "ai.onnx")) continue;
+    if (add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1]) continue;
+    // An attention mask added to the scores: fuse_attention's.
+    const auto& sum_readers = readers.of(add.outputs[0]);
+    if (std::any_of(sum_readers.begin(), sum_readers.end(),
+                    [&](NodeId r) { return node_at(g, r).info.op_type == "Softmax"; }))
+      continue;
+    for (size_t side = 0; side < 2; ++side) {
+      const NodeId p = sole_producer(g, readers, add.inputs[side], i);
+      if (!p || editor.removed(p)) continue;
+      Node& producer = node_at(g, p);
+      const std::string& op = producer.info.op_type;
+      const bool nbits = is_matmul_nbits(producer);  // R as its input 6, after its own
+      if ((op != "MatMul" && op != "Gemm" && op != "Conv" && !nbits) ||
+          (!nbits && !producer.info.domain.empty()))
+        continue;
+      const ops::Attributes& attrs = producer.info.attributes;
+      // A window reverse written in place (write_windows_in_place) keeps an empty input 3 for the residual
+      // before its shape inputs.
+      const bool windows_out = op == "MatMul" && attrs.get_int(ops::kMatMulWindowsOutAttribute, 0) != 0 &&
+                               producer.inputs.size() > ops::kMatMulWindowInputs &&
+                               producer.inputs[ops::kFusedResidualInput] == kNoValue;
+      if (producer.outputs.size() != 1 || producer.inputs.size() < 2 ||
+          (producer.inputs.size() > (nbits ? ops::kNBitsResidualInput : 3) && !windows_out))
+        continue;
+      if (attrs.has(ops::kFusedActivationAttribute) || attrs.has(ops::kFusedResidualAttribute)) continue;
+      if (op == "MatMul" &&
+          (produced_by(g, producer.inputs[0], "Softmax") || produced_by(g, producer.inputs[1], "Softmax")))
+        continue;  // attention's P V
+      const ValueId residual = add.inputs[1 - side];
+      const Value& r = g.value(residual);
+      if (!is_float_type(r.dtype) || g.value(add.inputs[side]).dtype != r.dtype) continue;
+      if (!shapes_may_match(g.value(add.inputs[side]).shape, r.shape) ||
+          !shapes_may_match(g.value(add.outputs[0]).shape, r.shape))
+        continue;
+      if (windows_out) {
+        producer.inputs[ops::kFusedResidualInput] = residual;
+      } else if (nbits) {
+        producer.inputs.resize(ops::kNBitsResidualInput, kNoValue);
+        producer.inputs.push_back(residual);
+      } else {
+        producer.inputs.resize(ops::kFusedResidualInput, kNoValue);
+        producer.inputs.push_back(residual);
+      }
+      producer.info.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+      producer.outputs[0] = add.outputs[0];
+      editor.remove(i);
+      ++count;
+      break;
+    }
+  }
+  editor.commit();
+  return count;
+}
+
+}  // namespace wgi::graph
