@@ -29,7 +29,8 @@ size_t dispatches_per_submission() {
     if (env == nullptr || *env == '\0') return kDefault;
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(env, &end, 10);
-    if (*end != '\0') throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
+    if (*end != '\0')
+      throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
     return static_cast<size_t>(parsed);
   }();
   return value;
@@ -643,8 +644,8 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
 ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                              WeightStore& weights, const std::vector<PlanInput>& inputs,
                              const std::function<void(size_t, size_t)>& progress)
-    : ExecutionPlan(device, graph, weights, plan_nodes(graph, registry, device.capabilities(), inputs, progress),
-                    0) {}
+    : ExecutionPlan(device, graph, weights,
+                    plan_nodes(graph, registry, device.capabilities(), inputs, progress), 0) {}
 
 namespace {
 
@@ -654,9 +655,10 @@ bool same_program(const gpu::ProgramSource& a, const gpu::ProgramSource& b) {
 }
 
 bool same_refs(const std::vector<ops::TensorRef>& a, const std::vector<ops::TensorRef>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ops::TensorRef& x, const ops::TensorRef& y) {
-    return x.kind == y.kind && x.index == y.index;
-  });
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const ops::TensorRef& x, const ops::TensorRef& y) {
+                      return x.kind == y.kind && x.index == y.index;
+                    });
 }
 
 bool same_groups(const gpu::WorkgroupCount& a, const gpu::WorkgroupCount& b) {
@@ -734,7 +736,8 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
   }
   // 2. Room: every region (its whole buffer), scratch and folded upload holds the new sizes.
   for (size_t v : region_values_) {
-    if (device_byte_size(planned.descs[v]) > locations_[v].resolved_size()) return Respecialized::NeedsMoreRoom;
+    if (device_byte_size(planned.descs[v]) > locations_[v].resolved_size())
+      return Respecialized::NeedsMoreRoom;
   }
   for (size_t s = 0; s < nodes.size(); ++s) {
     const auto& bytes = nodes[s].shared->plan.scratch_bytes;
@@ -790,8 +793,8 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
       if (!now.uniform.empty()) dispatches_[d]->update_uniform(device_, now.uniform);
       dispatches_[d]->update_groups(now.groups);
     } else {
-      dispatches_[d] = std::make_shared<gpu::BoundDispatch>(gpu::bind_dispatch(
-          device_, *dispatches_[d]->pipeline(), record.slices, now.uniform, now.groups));
+      dispatches_[d] = std::make_shared<gpu::BoundDispatch>(
+          gpu::bind_dispatch(device_, *dispatches_[d]->pipeline(), record.slices, now.uniform, now.groups));
       record.owned = true;
     }
   }

@@ -175,9 +175,9 @@ struct PlannedStep {
 
 // What ExecutionPlan::respecialize found.
 enum class Respecialized {
-  Done,              // the plan now serves the new sizes
-  OtherKernels,      // a node plans other kernels (or another structure): a full plan is needed
-  NeedsMoreRoom,     // the same kernels, but an activation or scratch region is too small: plan with headroom
+  Done,           // the plan now serves the new sizes
+  OtherKernels,   // a node plans other kernels (or another structure): a full plan is needed
+  NeedsMoreRoom,  // the same kernels, but an activation or scratch region is too small: plan with headroom
 };
 
 class ExecutionPlan {
@@ -186,11 +186,12 @@ class ExecutionPlan {
   // report). With `sharing`, node plans, constants, activation buffers and bound dispatches are shared with
   // the session's other plans (PlanSharing). An input whose `sources` entry is device memory with a content
   // id (a DeviceTensor) is bound where it lives instead of getting a buffer of the plan (see InputSource).
-  // `grown_from`: a plan with the same kernels that had no room for these sizes (Respecialized::NeedsMoreRoom):
-  // the regions that grew since it get twice their size, so that the next sizes respecialize this plan.
+  // `grown_from`: a plan with the same kernels that had no room for these sizes
+  // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
+  // sizes respecialize this plan.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
-                double kernel_plans_ms, PlanSharing* sharing = nullptr, std::span<const InputSource> sources = {},
-                const ExecutionPlan* grown_from = nullptr);
+                double kernel_plans_ms, PlanSharing* sharing = nullptr,
+                std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr);
 
   // The same without sharing, planning the nodes first: for tests and tools that run a graph as it is.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,

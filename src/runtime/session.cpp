@@ -439,8 +439,8 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(it->signature);
     it = plans.erase(it);
   }
-  auto plan = std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned),
-                                                       kernel_plans_ms, node_plans.get(), sources, grown_from);
+  auto plan = std::make_unique<runtime::ExecutionPlan>(
+      *device, graph, *weights, std::move(planned), kernel_plans_ms, node_plans.get(), sources, grown_from);
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
   if (too_small != plans.end()) {

@@ -237,9 +237,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
          "--plan-cache", opts->plan_cache,
          "Input-shape signatures whose plans are kept (default " + std::to_string(opts->plan_cache) + ")")
       ->check(at_least(1));
-  cmd->add_flag("--no-respecialize", opts->no_respecialize,
-                "Plan every new input-shape signature in full instead of respecializing a cached plan with the "
-                "same kernels (for measuring; docs/decoding.md)");
+  cmd->add_flag(
+      "--no-respecialize", opts->no_respecialize,
+      "Plan every new input-shape signature in full instead of respecializing a cached plan with the "
+      "same kernels (for measuring; docs/decoding.md)");
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
