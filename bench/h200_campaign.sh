@@ -527,15 +527,17 @@ else
       "$models"/bart_decoder_base_opset17
     stamp models: wgi bench; wgi_bench_models
     # Decoder loops: the step with every input already on the device (outputs kept there), and 32 greedy
-    # steps from past_len 64 with the key/values through the host and kept on the device (docs/decoding.md).
+    # steps from past_len 64 with the key/values through the host and kept on the device (docs/decoding.md);
+    # the last mode plans every step in full (no respecialized plans), for the before/after of planning.
     for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
       dims=()
       for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
-      for mode in "--runs 30 --device-inputs" "--decode 32" "--decode 32 --device-inputs"; do
+      for mode in "--runs 30 --device-inputs" "--decode 32" "--decode 32 --device-inputs" \
+        "--decode 32 --device-inputs --no-respecialize"; do
         echo "### wgi bench $name $mode"
         # shellcheck disable=SC2086
         timeout 120 wgi bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $mode 2>&1 |
-          grep -E '^(run|first step|later|decode|memory)'
+          grep -E '^(run|first step|later|decode|plans|memory)'
       done
     done
     stamp models: torch eager; timeout 120 python3 bench/model_torch_peer.py "$models"/*

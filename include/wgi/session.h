@@ -49,6 +49,12 @@ struct SessionOptions {
   // past_len) holds at most this many. At least 1. A new signature reuses the kernel plans and prepacked
   // weights of every node whose input shapes an earlier plan already had, so replanning is cheap.
   size_t max_cached_plans = 4;
+  // A new input-shape signature whose node plans choose the same kernels as a cached plan's (only sizes
+  // differ: a decoder's growing past, another batch) respecializes that plan: new uniforms and grids, the
+  // same pipelines, buffers and bind groups (docs/decoding.md). A signature that plan served before gets a
+  // plan of its own instead (shapes that alternate). Off: every new signature is planned in full (for
+  // measuring).
+  bool respecialize_plans = true;
   // GEMM tuning (docs/tuning.md). The GEMM configurations measured fastest on this adapter (by `wgi tune`,
   // Session::tune or `tune` below) are read from a cache file and preferred over the planner's rules; node
   // attributes still force, and an entry the device cannot run is ignored. Without a cache the shipped rules
@@ -133,12 +139,17 @@ struct SessionStats {
   uint64_t weight_bytes = 0;           // device bytes of weights (incl. the cached plans' prepacked copies)
   uint64_t peak_activation_bytes = 0;  // device bytes of the current plan's shared activation buffers
   size_t plans = 0;                    // plans made so far (a signature planned again after eviction counts)
-  size_t cached_plans = 0;             // plans held now: at most SessionOptions::max_cached_plans
-  size_t last_plan_reused_nodes = 0;   // GPU nodes of the most recent new plan whose kernel plan was reused
-  size_t last_plan_gpu_nodes = 0;      // GPU nodes of the most recent new plan
-  size_t nodes = 0;                    // after optimisation
-  size_t dispatches = 0;               // per run, in the current plan
-  size_t pipelines = 0;                // distinct compute pipelines created
+  // New signatures served by respecializing a cached plan instead (SessionOptions::respecialize_plans), and
+  // whether the most recent new signature was (then the last_plan_* fields describe that: its kernel plans
+  // and the rewrite; memory and pipelines 0).
+  size_t respecialized_plans = 0;
+  bool last_plan_respecialized = false;
+  size_t cached_plans = 0;            // plans held now: at most SessionOptions::max_cached_plans
+  size_t last_plan_reused_nodes = 0;  // GPU nodes of the most recent new plan whose kernel plan was reused
+  size_t last_plan_gpu_nodes = 0;     // GPU nodes of the most recent new plan
+  size_t nodes = 0;                   // after optimisation
+  size_t dispatches = 0;              // per run, in the current plan
+  size_t pipelines = 0;               // distinct compute pipelines created
   uint64_t buffers_created = 0;      // GPU buffers created since the device was (a repeated run creates none)
   uint64_t device_tensor_bytes = 0;  // device memory of this session's live DeviceTensors
   // GEMMs planned for the most recent new plan (node plans reused from earlier plans not counted), and how

@@ -36,6 +36,8 @@ class BoundDispatch {
   const WorkgroupCount& groups() const { return groups_; }
   // Rewrites the uniform block (same size) without rebuilding the bind group.
   void update_uniform(Device& device, std::span<const std::byte> bytes);
+  // Changes the grid (within the limits bind_dispatch checks: the caller checks them).
+  void update_groups(WorkgroupCount groups) { groups_ = groups; }
 
  private:
   friend BoundDispatch bind_dispatch(Device&, const ComputePipeline&, std::span<const BufferSlice>,

@@ -29,7 +29,8 @@ size_t dispatches_per_submission() {
     if (env == nullptr || *env == '\0') return kDefault;
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(env, &end, 10);
-    if (*end != '\0') throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
+    if (*end != '\0')
+      throw Error(std::string("WGI_DISPATCHES_PER_SUBMIT must be a count, not '") + env + "'");
     return static_cast<size_t>(parsed);
   }();
   return value;
@@ -345,11 +346,10 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
   return out;
 }
 
-ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
-                             WeightStore& weights, const std::vector<PlanInput>& inputs,
-                             const std::function<void(size_t, size_t)>& progress, PlanSharing* sharing,
-                             std::span<const InputSource> sources, const ops::GemmTuning* gemm_tuning)
-    : device_(device), graph_(graph) {
+ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights,
+                             NodePlans planned, double kernel_plans_ms, PlanSharing* sharing,
+                             std::span<const InputSource> sources, const ExecutionPlan* grown_from)
+    : device_(device), graph_(graph), sharing_(sharing) {
   // Phase times for cold-start reports: each phase ends where the next begins.
   auto phase_start = std::chrono::steady_clock::now();
   auto end_phase = [&phase_start](double& phase) {
@@ -359,9 +359,8 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   };
   const double weight_upload_ms_before = weights.upload_ms();
   const size_t value_count = graph.values.size();
-  NodePlans planned =
-      plan_nodes(graph, registry, device.capabilities(), inputs, progress, nullptr, sharing, gemm_tuning);
-  end_phase(phases_.kernel_plans);
+  phases_.kernel_plans = kernel_plans_ms;
+  aliases_ = planned.aliases;
   std::set<const gpu::Buffer*> prepacked;  // counted once each
   reused_node_plans_ = planned.reused;
   descs_ = std::move(planned.descs);
@@ -432,10 +431,23 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   }
   // With sharing, the planner sees sizes rounded up to pool size classes: values that grow a little from one
   // plan to the next (a decoder's key/values, a row per step) then keep their place in its size order, so
-  // the other values keep their buffers and reused node plans can share their bound dispatches. Slices keep
-  // the exact sizes.
+  // the other values keep their buffers and reused node plans can share their bound dispatches. Slices bind
+  // their whole buffer (kernels take sizes from their uniforms), so a plan respecialized for larger sizes
+  // that still fit keeps its bind groups. A plan grown from one that had no room doubles what grew.
   std::vector<uint64_t> exact_bytes;
   for (const graph::BufferRequest& r : requests) exact_bytes.push_back(r.size);
+  if (grown_from) {
+    for (size_t r = 0; r < requests.size(); ++r) {
+      uint64_t before = 0;
+      if (request_value[r] != SIZE_MAX) {
+        before = device_byte_size(grown_from->descs_.at(request_value[r]));
+      } else {
+        const auto [s, k] = scratch_request[r];
+        before = grown_from->shared_.at(s)->plan.scratch_bytes.at(k);
+      }
+      if (requests[r].size > before) requests[r].size *= 2;
+    }
+  }
   if (sharing) {
     for (graph::BufferRequest& r : requests) r.size = pooled_size_or(device.limits(), r.size, r.size);
   }
@@ -452,12 +464,15 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
       shared.push_back(owned_.back().get());
     }
   }
-  std::vector<std::vector<gpu::BufferSlice>> scratch(gpu_nodes.size());
+  std::vector<std::vector<gpu::BufferSlice>>& scratch = scratch_;
+  scratch.resize(gpu_nodes.size());
   for (size_t r = 0; r < requests.size(); ++r) {
-    gpu::BufferSlice slice{shared[memory.buffer_of[r]], 0,
-                           std::max<uint64_t>(4, (exact_bytes[r] + 3) / 4 * 4)};
+    const gpu::Buffer* buffer = shared[memory.buffer_of[r]];
+    const uint64_t whole = std::min(buffer->size(), device.limits().max_storage_buffer_binding_size) / 4 * 4;
+    gpu::BufferSlice slice{buffer, 0, std::max<uint64_t>({4, (exact_bytes[r] + 3) / 4 * 4, whole})};
     if (request_value[r] != SIZE_MAX) {
       locations_[request_value[r]] = slice;
+      region_values_.push_back(request_value[r]);
     } else {
       auto [s, k] = scratch_request[r];
       scratch[s].resize(std::max(scratch[s].size(), k + 1));
@@ -484,7 +499,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
       buffer = slot.owned.get();
     }
     input_of_buffer[buffer] = i;
-    locations_[v] = {buffer, 0, slot.bytes};
+    locations_[v] = {buffer, 0, slot.direct ? slot.bytes : buffer->size()};
   }
 
   // Where a value is read from: the activation or input buffer of its root, a weight, or a host value
@@ -492,18 +507,27 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   auto location_of = [&](graph::ValueId v) -> gpu::BufferSlice {
     if (v == graph::kNoValue) return {};
     const size_t r = static_cast<size_t>(root[static_cast<size_t>(v)]);
-    if (locations_[r].buffer) {
-      gpu::BufferSlice s = locations_[r];
-      s.size = std::min<uint64_t>(s.resolved_size(), device_byte_size(descs_[static_cast<size_t>(v)]));
-      return s;
-    }
+    if (locations_[r].buffer) return locations_[r];  // a view binds its root's region
     if (graph.value(static_cast<graph::ValueId>(r)).constant) {
       return {&weights.get(graph, static_cast<graph::ValueId>(r))};
     }
     if (host_values_[r]) {
-      owned_.push_back(std::make_unique<gpu::Buffer>(
-          upload_tensor(device, *host_values_[r], "folded '" + graph.values[r].name + "'")));
+      // With room to grow, like the activations (a decoder's folded mask grows by a column per step), and
+      // twice the size when it grew since the plan this one grows from.
+      const Tensor& h = *host_values_[r];
+      const uint64_t bytes = device_byte_size({h.dtype(), h.shape()});
+      uint64_t room = bytes;
+      if (sharing) {
+        const bool grew = grown_from && grown_from->host_values_.at(r) &&
+                          device_byte_size({grown_from->host_values_[r]->dtype(),
+                                            grown_from->host_values_[r]->shape()}) < bytes;
+        room = pooled_size_or(device.limits(), grew ? 2 * bytes : bytes, bytes);
+      }
+      const std::string label = "folded '" + graph.values[r].name + "'";
+      owned_.push_back(std::make_unique<gpu::Buffer>(device.create_buffer(room, label)));
+      write_tensor(device, {owned_.back().get()}, h, label);
       locations_[r] = {owned_.back().get()};
+      folded_.emplace_back(r, owned_.back().get());
       return locations_[r];
     }
     throw Error("internal: value '" + graph.value(v).name + "' has no location");
@@ -586,13 +610,18 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
         record.slot_input[k] = static_cast<int>(it->second);
         inputs_[it->second].used = binds_input = true;
       }
+      DispatchRecord info{s, l, slices, !node_plan || binds_input, -1};
       if (node_plan && !binds_input) {
         dispatches_.push_back(shared_dispatch(*node_plan, l, slices, sharing->per_node()));
       } else {
         dispatches_.push_back(std::make_shared<gpu::BoundDispatch>(
             gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups)));
-        if (binds_input) input_dispatches_.push_back(std::move(record));
+        if (binds_input) {
+          info.input_record = static_cast<int>(input_dispatches_.size());
+          input_dispatches_.push_back(std::move(record));
+        }
       }
+      dispatch_records_.push_back(std::move(info));
     }
     step.dispatch_count = dispatches_.size() - step.first_dispatch;
     for (const auto& launch : plan.launches)
@@ -610,6 +639,180 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, con
   end_phase(phases_.bind);
   phases_.weight_uploads = weights.upload_ms() - weight_upload_ms_before;
   phases_.bind -= phases_.weight_uploads;
+}
+
+ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
+                             WeightStore& weights, const std::vector<PlanInput>& inputs,
+                             const std::function<void(size_t, size_t)>& progress)
+    : ExecutionPlan(device, graph, weights,
+                    plan_nodes(graph, registry, device.capabilities(), inputs, progress), 0) {}
+
+namespace {
+
+bool same_program(const gpu::ProgramSource& a, const gpu::ProgramSource& b) {
+  return a.label == b.label && a.entry_point == b.entry_point && a.bindings == b.bindings &&
+         a.constants == b.constants && a.wgsl == b.wgsl;
+}
+
+bool same_refs(const std::vector<ops::TensorRef>& a, const std::vector<ops::TensorRef>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const ops::TensorRef& x, const ops::TensorRef& y) {
+                      return x.kind == y.kind && x.index == y.index;
+                    });
+}
+
+bool same_groups(const gpu::WorkgroupCount& a, const gpu::WorkgroupCount& b) {
+  return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+// Whether `now` runs the kernels of `before` on the same bindings (only uniforms, grids and sizes differ).
+bool same_kernels(const ops::OpPlan& before, const ops::OpPlan& now) {
+  if (before.launches.size() != now.launches.size() || before.outputs.size() != now.outputs.size() ||
+      before.scratch_bytes.size() != now.scratch_bytes.size() ||
+      before.alias_output_to_input != now.alias_output_to_input) {
+    return false;
+  }
+  for (size_t o = 0; o < now.outputs.size(); ++o) {
+    if (before.outputs[o].dtype != now.outputs[o].dtype ||
+        before.outputs[o].shape.size() != now.outputs[o].shape.size()) {
+      return false;
+    }
+  }
+  for (size_t l = 0; l < now.launches.size(); ++l) {
+    const ops::KernelLaunch &a = before.launches[l], &b = now.launches[l];
+    if (a.uniform.size() != b.uniform.size() || !same_refs(a.bindings, b.bindings) ||
+        !same_program(a.program, b.program)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const InputSource> sources) {
+  if (!sharing_ || shared_.size() != steps_.size()) return Respecialized::OtherKernels;
+  auto& nodes = planned.gpu_nodes;
+  if (nodes.size() != steps_.size() || planned.aliases.size() != aliases_.size())
+    return Respecialized::OtherKernels;
+  for (size_t a = 0; a < aliases_.size(); ++a) {
+    const NodePlans::Alias &x = aliases_[a], &y = planned.aliases[a];
+    if (x.step != y.step || x.value != y.value || x.source != y.source) return Respecialized::OtherKernels;
+  }
+  // 1. The same kernels for the same nodes, with the same prepacked constants (uploaded by content, so equal
+  //    bytes are the same buffer) and grids the device can run.
+  const gpu::Limits& limits = device_.limits();
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    if (nodes[s].node != steps_[s].node || !nodes[s].shared) return Respecialized::OtherKernels;
+    const SharedNodePlan& before = *shared_[s];
+    SharedNodePlan& now = *nodes[s].shared;
+    if (&before == &now) continue;
+    if (!same_kernels(before.plan, now.plan)) return Respecialized::OtherKernels;
+    if (!now.constants_uploaded) {
+      for (const Tensor& c : now.plan.constants) {
+        now.constant_buffers.push_back(
+            sharing_->constant_buffer(device_, c, nodes[s].node->info.describe() + " prepacked"));
+      }
+      now.plan.constants = {};
+      now.constants_uploaded = true;
+    }
+    if (now.constant_buffers != before.constant_buffers) return Respecialized::OtherKernels;
+    for (const ops::KernelLaunch& launch : now.plan.launches) {
+      for (uint32_t d : {launch.groups.x, launch.groups.y, launch.groups.z}) {
+        if (d == 0 || d > limits.max_compute_workgroups_per_dimension) return Respecialized::OtherKernels;
+      }
+    }
+  }
+  // Host values bound by kernels must stay host values of the same type.
+  for (const auto& [v, buffer] : folded_) {
+    const auto& h = planned.host_values[v];
+    if (!h || h->dtype() != host_values_[v]->dtype()) return Respecialized::OtherKernels;
+  }
+  for (size_t o = 0; o < graph_.outputs.size(); ++o) {
+    const size_t v = static_cast<size_t>(graph_.outputs[o]);
+    const bool host_before = graph_.values[v].constant || host_values_[v];
+    const bool host_now = graph_.values[v].constant || planned.host_values[v];
+    if (host_before != host_now) return Respecialized::OtherKernels;
+  }
+  // 2. Room: every region (its whole buffer), scratch and folded upload holds the new sizes.
+  for (size_t v : region_values_) {
+    if (device_byte_size(planned.descs[v]) > locations_[v].resolved_size())
+      return Respecialized::NeedsMoreRoom;
+  }
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    const auto& bytes = nodes[s].shared->plan.scratch_bytes;
+    for (size_t k = 0; k < bytes.size(); ++k) {
+      if (k < scratch_[s].size() && scratch_[s][k].buffer && bytes[k] > scratch_[s][k].resolved_size())
+        return Respecialized::NeedsMoreRoom;
+    }
+  }
+  for (const auto& [v, buffer] : folded_) {
+    if (device_byte_size({planned.host_values[v]->dtype(), planned.host_values[v]->shape()}) > buffer->size())
+      return Respecialized::NeedsMoreRoom;
+  }
+
+  // 3. Nothing can fail from here on: rewrite what the sizes change.
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    SharedNodePlan& now = *nodes[s].shared;
+    if (now.pipelines.empty()) {
+      now.pipelines = shared_[s]->pipelines;  // the same programs
+      now.dispatches.resize(now.plan.launches.size());
+    }
+  }
+  // Inputs: a device input bound where it lived moves to a buffer of the plan unless it is the same content
+  // (a decoder's cross keys/values); a buffer of the plan too small for the new size is replaced by one with
+  // room to grow. The dispatches that bind a moved input are bound again.
+  std::vector<bool> moved(inputs_.size(), false);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    InputSlot& slot = inputs_[i];
+    const size_t v = static_cast<size_t>(graph_.inputs[i]);
+    slot.bytes = device_byte_size(planned.descs[v]);
+    if (!slot.used) continue;
+    const InputSource source = i < sources.size() ? sources[i] : InputSource{};
+    if (slot.direct && !source.host && source.content_id == slot.content_id) continue;
+    if (!slot.direct && slot.owned->size() >= slot.bytes) continue;
+    slot.owned = std::make_unique<gpu::Buffer>(device_.create_buffer(
+        pooled_size_or(limits, 2 * slot.bytes, slot.bytes), "input '" + graph_.values[v].name + "'"));
+    slot.direct = false;
+    slot.content_id = 0;
+    moved[i] = true;
+  }
+  // Uniforms and grids: a dispatch of this plan alone is rewritten in place; one shared with other plans (by
+  // its node plan) is bound anew for this plan, which then owns it.
+  for (size_t d = 0; d < dispatch_records_.size(); ++d) {
+    DispatchRecord& record = dispatch_records_[d];
+    const ops::KernelLaunch& before = shared_[record.step]->plan.launches[record.launch];
+    const ops::KernelLaunch& now = nodes[record.step].shared->plan.launches[record.launch];
+    if (record.input_record >= 0) {
+      InputDispatch& input = input_dispatches_[static_cast<size_t>(record.input_record)];
+      input.uniform = now.uniform;
+      input.groups = now.groups;
+    }
+    if (before.uniform == now.uniform && same_groups(before.groups, now.groups)) continue;
+    if (record.owned) {
+      if (!now.uniform.empty()) dispatches_[d]->update_uniform(device_, now.uniform);
+      dispatches_[d]->update_groups(now.groups);
+    } else {
+      dispatches_[d] = std::make_shared<gpu::BoundDispatch>(
+          gpu::bind_dispatch(device_, *dispatches_[d]->pipeline(), record.slices, now.uniform, now.groups));
+      record.owned = true;
+    }
+  }
+  rebind_moved_inputs(moved);
+  // Folded values bound by kernels: written again where they changed.
+  for (const auto& [v, buffer] : folded_) {
+    const Tensor& h = *planned.host_values[v];
+    const Tensor& old = *host_values_[v];
+    if (h.shape() == old.shape() && std::memcmp(h.bytes().data(), old.bytes().data(), h.byte_size()) == 0)
+      continue;
+    write_tensor(device_, {buffer, 0, device_byte_size({h.dtype(), h.shape()})}, h,
+                 "folded '" + graph_.values[v].name + "'");
+  }
+  descs_ = std::move(planned.descs);
+  host_values_ = std::move(planned.host_values);
+  for (size_t s = 0; s < nodes.size(); ++s) shared_[s] = nodes[s].shared;
+  reused_node_plans_ = planned.reused;
+  return Respecialized::Done;
 }
 
 std::shared_ptr<gpu::BoundDispatch> ExecutionPlan::shared_dispatch(
@@ -631,6 +834,30 @@ std::shared_ptr<gpu::BoundDispatch> ExecutionPlan::shared_dispatch(
   cache.push_front({std::move(bound), dispatch});
   while (cache.size() > capacity) cache.pop_back();
   return dispatch;
+}
+
+void ExecutionPlan::rebind_moved_inputs(const std::vector<bool>& moved) {
+  if (std::find(moved.begin(), moved.end(), true) == moved.end()) return;
+  for (InputDispatch& record : input_dispatches_) {
+    bool affected = false;
+    for (size_t k = 0; k < record.slices.size(); ++k) {
+      const int i = record.slot_input[k];
+      if (i < 0 || !moved[static_cast<size_t>(i)]) continue;
+      const gpu::Buffer* owned = inputs_[static_cast<size_t>(i)].owned.get();
+      record.slices[k] = {owned, 0, owned->size()};
+      affected = true;
+    }
+    if (affected) {
+      dispatches_[record.dispatch] = std::make_shared<gpu::BoundDispatch>(
+          gpu::bind_dispatch(device_, *record.pipeline, record.slices, record.uniform, record.groups));
+      dispatch_records_[record.dispatch].slices = record.slices;
+    }
+  }
+  for (size_t i = 0; i < moved.size(); ++i) {
+    if (!moved[i]) continue;
+    const gpu::Buffer* owned = inputs_[i].owned.get();
+    locations_[static_cast<size_t>(graph_.inputs[i])] = {owned, 0, owned->size()};
+  }
 }
 
 gpu::BufferSlice ExecutionPlan::output_source(size_t o, std::span<const gpu::BufferSlice> current) const {
@@ -685,21 +912,7 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
     if (source.content_id != 0 && source.content_id == slot.content_id) continue;  // already there
     batch.copy({source.device.buffer, source.device.offset, slot.bytes}, current[i]);
   }
-  if (std::find(moved.begin(), moved.end(), true) != moved.end()) {
-    for (InputDispatch& record : input_dispatches_) {
-      bool affected = false;
-      for (size_t k = 0; k < record.slices.size(); ++k) {
-        const int i = record.slot_input[k];
-        if (i < 0 || !moved[static_cast<size_t>(i)]) continue;
-        record.slices[k].buffer = inputs_[static_cast<size_t>(i)].owned.get();
-        affected = true;
-      }
-      if (affected) {
-        dispatches_[record.dispatch] = std::make_shared<gpu::BoundDispatch>(
-            gpu::bind_dispatch(device_, *record.pipeline, record.slices, record.uniform, record.groups));
-      }
-    }
-  }
+  rebind_moved_inputs(moved);
   const size_t per_submission = dispatches_per_submission();
   for (size_t d = 0; d < dispatches_.size(); ++d) {
     if (profiler && d < profiler->capacity()) {

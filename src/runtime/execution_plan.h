@@ -173,20 +173,37 @@ struct PlannedStep {
   size_t dispatch_count = 0;
 };
 
+// What ExecutionPlan::respecialize found.
+enum class Respecialized {
+  Done,           // the plan now serves the new sizes
+  OtherKernels,   // a node plans other kernels (or another structure): a full plan is needed
+  NeedsMoreRoom,  // the same kernels, but an activation or scratch region is too small: plan with headroom
+};
+
 class ExecutionPlan {
  public:
-  // Plans `graph` for these input shapes. `progress` (may be empty) gets (done, total) over the nodes.
-  // With `sharing`, node plans, constants, activation buffers and bound dispatches are shared with the
-  // session's other plans (PlanSharing). An
-  // input whose `sources` entry is device memory with a content id (a DeviceTensor) is bound where it lives
-  // instead of getting a buffer of the plan (see InputSource). `gemm_tuning` goes to the op planners.
+  // Plans `graph` with its node plans (plan_nodes; `kernel_plans_ms` is the time they took, for the phase
+  // report). With `sharing`, node plans, constants, activation buffers and bound dispatches are shared with
+  // the session's other plans (PlanSharing). An input whose `sources` entry is device memory with a content
+  // id (a DeviceTensor) is bound where it lives instead of getting a buffer of the plan (see InputSource).
+  // `grown_from`: a plan with the same kernels that had no room for these sizes
+  // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
+  // sizes respecialize this plan.
+  ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
+                double kernel_plans_ms, PlanSharing* sharing = nullptr,
+                std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr);
+
+  // The same without sharing, planning the nodes first: for tests and tools that run a graph as it is.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
                 WeightStore& weights, const std::vector<PlanInput>& inputs,
-                const std::function<void(size_t, size_t)>& progress, PlanSharing* sharing = nullptr,
-                std::span<const InputSource> sources = {}, const ops::GemmTuning* gemm_tuning = nullptr);
+                const std::function<void(size_t, size_t)>& progress);
 
-  // Uploads `inputs` (in graph input order), runs every dispatch in one submission, downloads the outputs (in
-  // graph output order). With a profiler, each dispatch is timed.
+  // Makes this plan serve other input sizes (docs/decoding.md, "Respecialized plans") when `planned` (the
+  // node plans for them, made with the same sharing) chooses the same kernels for the same nodes, with the
+  // same prepacked constants, and every region fits: only uniforms, grids and folded values change; the
+  // pipelines, buffers and bind groups stay. Leaves the plan unchanged unless it returns Done. Needs sharing.
+  Respecialized respecialize(NodePlans& planned, std::span<const InputSource> sources);
+
   std::vector<Tensor> run(const std::vector<const Tensor*>& inputs, gpu::TimestampProfiler* profiler);
   // The same with inputs from the host or the device, and outputs optionally copied into device memory:
   // output o goes to `device_outputs[o]` when that has a buffer (at least output_bytes(o) long; the copy is
@@ -212,6 +229,8 @@ class ExecutionPlan {
   std::shared_ptr<gpu::BoundDispatch> shared_dispatch(SharedNodePlan& node_plan, size_t launch,
                                                       const std::vector<gpu::BufferSlice>& slices,
                                                       size_t capacity);
+  // Binds again the dispatches that bind an input marked in `moved` (it moved to its owned buffer).
+  void rebind_moved_inputs(const std::vector<bool>& moved);
   // Where output o is read from, given where the inputs are in this run.
   gpu::BufferSlice output_source(size_t o, std::span<const gpu::BufferSlice> current) const;
 
@@ -248,6 +267,21 @@ class ExecutionPlan {
   std::vector<std::shared_ptr<gpu::BoundDispatch>>
       dispatches_;  // shared with other plans where they bind alike
   std::vector<PlannedStep> steps_;
+  // For respecialize: the If aliases planned, each dispatch's step, launch and slices (and whether it belongs
+  // to this plan alone, so that its uniform may be rewritten), the values with a region of their own, each
+  // step's scratch, and host values uploaded for kernels.
+  PlanSharing* sharing_ = nullptr;
+  std::vector<NodePlans::Alias> aliases_;
+  struct DispatchRecord {
+    size_t step = 0, launch = 0;
+    std::vector<gpu::BufferSlice> slices;
+    bool owned = false;
+    int input_record = -1;  // in input_dispatches_
+  };
+  std::vector<DispatchRecord> dispatch_records_;
+  std::vector<size_t> region_values_;
+  std::vector<std::vector<gpu::BufferSlice>> scratch_;
+  std::vector<std::pair<size_t, const gpu::Buffer*>> folded_;
   uint64_t activation_bytes_ = 0;
   uint64_t prepacked_bytes_ = 0;
   size_t reused_node_plans_ = 0;

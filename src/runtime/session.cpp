@@ -79,6 +79,7 @@ struct Session::Impl {
   struct CachedPlan {
     std::string signature;
     std::unique_ptr<runtime::ExecutionPlan> plan;
+    std::vector<std::string> served;  // signatures it served before being respecialized, oldest first
   };
   std::list<CachedPlan> plans;
   std::unordered_map<std::string, std::list<CachedPlan>::iterator> plan_index;
@@ -371,11 +372,6 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     plans.splice(plans.begin(), plans, found->second);  // most recently used first
     return *plans.front().plan;
   }
-  // Drop the least recently used plans first, so that at most max_cached_plans exist at any time.
-  while (!plans.empty() && plans.size() >= options.max_cached_plans) {
-    plan_index.erase(plans.back().signature);
-    plans.pop_back();
-  }
   const std::vector<runtime::PlanInput> plan_inputs = plan_inputs_of(ordered);
   if (options.tune) {
     // Before planning, so that no node plan (memoised for later plans too) is made without its entry. A
@@ -393,11 +389,66 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     progress = [this](size_t done, size_t total) { options.progress(done, total, "planning"); };
   }
   planned_gemms = planned_tuned_gemms = 0;
-  auto plan =
-      std::make_unique<runtime::ExecutionPlan>(*device, graph, ops::builtin_registry(), *weights, plan_inputs,
-                                               progress, node_plans.get(), sources, &tuning);
+  runtime::NodePlans planned = runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(),
+                                                   plan_inputs, progress, nullptr, node_plans.get(), &tuning);
+  const double kernel_plans_ms = ms_since(start);
   stats.last_plan_gemms = planned_gemms;
   stats.last_plan_tuned_gemms = planned_tuned_gemms;
+  // A cached plan with the same kernels serves these sizes too (respecialized), unless one of them served
+  // this signature before: shapes that come back get a plan of their own, so that alternating shapes hit
+  // the cache instead of rewriting one plan back and forth.
+  const runtime::ExecutionPlan* grown_from = nullptr;
+  std::list<CachedPlan>::iterator too_small = plans.end();
+  const bool recurring = std::any_of(plans.begin(), plans.end(), [&signature](const CachedPlan& p) {
+    return std::find(p.served.begin(), p.served.end(), signature) != p.served.end();
+  });
+  if (options.respecialize_plans && !recurring) {
+    for (auto it = plans.begin(); it != plans.end(); ++it) {
+      const auto rewrite_start = std::chrono::steady_clock::now();
+      const runtime::Respecialized result = it->plan->respecialize(planned, sources);
+      if (result == runtime::Respecialized::NeedsMoreRoom && !grown_from) {
+        grown_from = it->plan.get();
+        too_small = it;
+      }
+      if (result != runtime::Respecialized::Done) continue;
+      // Served history bounded like the cache: a signature older than that would have been evicted anyway.
+      plan_index.erase(it->signature);
+      it->served.push_back(std::move(it->signature));
+      if (it->served.size() > options.max_cached_plans) it->served.erase(it->served.begin());
+      it->signature = signature;
+      plans.splice(plans.begin(), plans, it);
+      plan_index[signature] = plans.begin();
+      runtime::ExecutionPlan& plan = *plans.front().plan;
+      stats.last_plan_ms = ms_since(start);
+      stats.last_plan_kernel_plans_ms = kernel_plans_ms;
+      stats.last_plan_memory_ms = stats.last_plan_pipelines_ms = stats.last_plan_weight_uploads_ms = 0;
+      stats.last_plan_bind_ms = ms_since(rewrite_start);
+      stats.last_plan_reused_nodes = plan.reused_node_plans();
+      stats.last_plan_gpu_nodes = plan.gpu_node_count();
+      stats.last_plan_respecialized = true;
+      ++stats.respecialized_plans;
+      return plan;
+    }
+  }
+  // Drop the least recently used plans first, so that at most max_cached_plans exist at any time (the one
+  // this plan grows from, which it replaces, meanwhile too).
+  const size_t replaced = too_small != plans.end() ? 1 : 0;
+  for (auto it = plans.end(); it != plans.begin() && plans.size() - replaced >= options.max_cached_plans;) {
+    --it;
+    if (it == too_small) continue;
+    plan_index.erase(it->signature);
+    it = plans.erase(it);
+  }
+  auto plan = std::make_unique<runtime::ExecutionPlan>(
+      *device, graph, *weights, std::move(planned), kernel_plans_ms, node_plans.get(), sources, grown_from);
+  // The plan it grew from (the same kernels, too little room) is replaced by it.
+  std::vector<std::string> served;
+  if (too_small != plans.end()) {
+    served = std::move(too_small->served);
+    served.push_back(too_small->signature);
+    plan_index.erase(too_small->signature);
+    plans.erase(too_small);
+  }
   stats.last_plan_ms = ms_since(start);
   const runtime::PlanPhases& phases = plan->phases();
   stats.last_plan_kernel_plans_ms = phases.kernel_plans;
@@ -407,8 +458,9 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
   stats.last_plan_bind_ms = phases.bind;
   stats.last_plan_reused_nodes = plan->reused_node_plans();
   stats.last_plan_gpu_nodes = plan->gpu_node_count();
+  stats.last_plan_respecialized = false;
   ++stats.plans;
-  plans.push_front({signature, std::move(plan)});
+  plans.push_front({signature, std::move(plan), std::move(served)});
   stats.weight_bytes = weights->bytes() + node_plans->constant_bytes();
   plan_index[signature] = plans.begin();
   return *plans.front().plan;

@@ -163,7 +163,10 @@ TEST(ControlFlow, MergedDecoderGreedyLoopMatchesTheSplitDecoders) {
     }
     split_out = with_past.run(split_in);
   }
-  EXPECT_EQ(merged.stats().plans, 4u);  // the prompt and one plan per past length
+  // One new signature per step: the prompt and the first one-token step are planned, the later steps
+  // respecialize the step's plan, or plan it again where a region outgrew its room (adapter-dependent).
+  EXPECT_EQ(merged.stats().plans + merged.stats().respecialized_plans, 4u);
+  EXPECT_GE(merged.stats().respecialized_plans, 1u);
 }
 
 TEST(ControlFlow, NestedIfTakesEachBranchWithoutExtraLaunches) {
@@ -190,7 +193,10 @@ TEST(ControlFlow, NestedIfTakesEachBranchWithoutExtraLaunches) {
       EXPECT_EQ(session.stats().dispatches, c1 && c2 ? 3u : 2u) << "c1 " << c1 << ", c2 " << c2;
     }
   }
-  EXPECT_EQ(session.stats().plans, 4u);  // one per condition pair: the conditions are part of the plan's key
+  // One signature per condition pair (the conditions are part of the plan's key); with c1 false, c2 changes
+  // no node: that signature respecializes the plan of the other.
+  EXPECT_EQ(session.stats().plans, 3u);
+  EXPECT_EQ(session.stats().respecialized_plans, 1u);
 }
 
 TEST(ControlFlow, IfOnAShapeComparisonFoldedWhenPlanning) {

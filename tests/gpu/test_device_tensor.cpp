@@ -194,10 +194,14 @@ TEST(DeviceTensor, ErrorsNameTheInputAndWhatIsWrong) {
 // tiny_transformer has symbolic batch and token dims: every token count is a new signature (and new node
 // plans for every node, whose inputs all have a token dim).
 TEST(DeviceTensor, PlanCacheKeepsAtMostItsCapacity) {
+  // Full plans only (some of these token counts would respecialize: tests/gpu/test_plan_respecialize.cpp).
   SessionOptions options;
   options.max_cached_plans = 2;
+  options.respecialize_plans = false;
+  SessionOptions defaults;
+  defaults.respecialize_plans = false;
   Session s = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx", options);
-  Session reference = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx");
+  Session reference = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx", defaults);
   std::vector<Tensor> first_results;
   const std::vector<int64_t> tokens = {3, 4, 5, 6, 3, 7, 4};
   for (size_t k = 0; k < tokens.size(); ++k) {
@@ -216,8 +220,11 @@ TEST(DeviceTensor, PlanCacheKeepsAtMostItsCapacity) {
 
 TEST(DeviceTensor, PlansForOtherShapesShareIdenticalPrepackedWeights) {
   // tiny_transformer's projections prepack their weights; 3 and 4 tokens plan them separately (their inputs
-  // differ) into the same bytes, which the session then holds once.
-  Session s = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx");
+  // differ) into the same bytes, which the session then holds once. (Full plans: 4 tokens would otherwise
+  // respecialize 3's plan.)
+  SessionOptions options;
+  options.respecialize_plans = false;
+  Session s = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx", options);
   s.run({{"x", random_tensor({1, 3, 16}, 20)}});
   const uint64_t one_plan = s.stats().weight_bytes;
   s.run({{"x", random_tensor({1, 4, 16}, 21)}});

@@ -131,6 +131,12 @@ struct DecodeStep {
   double ms = 0;
   double plan_ms = 0;  // 0: the step reused a cached plan
   size_t reused = 0, gpu_nodes = 0;
+  char plan = '-';  // 'P': planned in full, 'R': a cached plan respecialized, '-': a cached plan as it was
+};
+
+// Plans made and respecialized over the loop, for the summary line.
+struct DecodePlans {
+  size_t made = 0, respecialized = 0;
 };
 
 // `steps` greedy steps from `inputs` (the first step's past as given), each feeding the argmax token and the
@@ -138,7 +144,7 @@ struct DecodeStep {
 // device; otherwise every input is uploaded and every output downloaded in each step.
 // `values` ends with the last step's inputs (the caller reports the memory they hold).
 std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Tensor>& inputs, int steps,
-                               bool on_device, std::map<std::string, Value>& values) {
+                               bool on_device, std::map<std::string, Value>& values, DecodePlans& plans) {
   const DecoderIo io = find_decoder_io(session);
   for (const auto& [name, tensor] : inputs)
     values[name] = on_device && name != "input_ids" ? Value(session.upload(tensor)) : Value(tensor);
@@ -152,13 +158,17 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
     DecodeStep record;
     record.past_len = values.at(io.past_present.front().first).shape().at(2);
     const size_t plans_before = session.stats().plans;
+    const size_t respecialized_before = session.stats().respecialized_plans;
     auto a = std::chrono::steady_clock::now();
     std::map<std::string, Value> result = session.run(values, options);
     values["input_ids"] = next_tokens(result.at("logits").host(), io.ids_dtype);
     for (const auto& pair : io.past_present) values[pair.first] = std::move(result.at(pair.second));
     record.ms = milliseconds(a, std::chrono::steady_clock::now());
     const SessionStats& st = session.stats();
-    if (st.plans != plans_before) {
+    if (st.plans != plans_before || st.respecialized_plans != respecialized_before) {
+      record.plan = st.plans != plans_before ? 'P' : 'R';
+      plans.made += st.plans - plans_before;
+      plans.respecialized += st.respecialized_plans - respecialized_before;
       record.plan_ms = st.last_plan_ms;
       record.reused = st.last_plan_reused_nodes;
       record.gpu_nodes = st.last_plan_gpu_nodes;
@@ -168,16 +178,16 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
   return out;
 }
 
-void print_decode(const std::vector<DecodeStep>& steps, bool on_device) {
+void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const DecodePlans& plans) {
   std::cout << "decode:     " << steps.size() << " greedy steps, key/values "
             << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)")
             << "\n"
-            << "  step  past_len        ms   planning ms  node plans reused\n";
+            << "  step  past_len        ms   planning ms  plan  node plans reused\n";
   std::vector<double> later, later_plan;
   for (size_t i = 0; i < steps.size(); ++i) {
     const DecodeStep& s = steps[i];
     std::cout << std::setw(6) << i << std::setw(10) << s.past_len << std::setw(10) << s.ms << std::setw(14)
-              << s.plan_ms;
+              << s.plan_ms << std::setw(6) << s.plan;
     if (s.gpu_nodes) std::cout << "  " << s.reused << "/" << s.gpu_nodes;
     std::cout << "\n";
     if (i > 0) {
@@ -191,6 +201,8 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device) {
               << " ms, min " << *std::min_element(later.begin(), later.end()) << " ms over " << later.size()
               << " steps (planning median " << percentile(later_plan, 0.5) << " ms)\n";
   }
+  std::cout << "plans:      " << plans.made << " made, " << plans.respecialized << " respecialized over "
+            << steps.size() << " steps (plan P: planned in full, R: a cached plan respecialized)\n";
 }
 
 }  // namespace
@@ -204,6 +216,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     bool device_inputs = false;
     int decode_steps = 0;
     size_t plan_cache = SessionOptions{}.max_cached_plans;
+    bool no_respecialize = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
@@ -224,6 +237,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
          "--plan-cache", opts->plan_cache,
          "Input-shape signatures whose plans are kept (default " + std::to_string(opts->plan_cache) + ")")
       ->check(at_least(1));
+  cmd->add_flag(
+      "--no-respecialize", opts->no_respecialize,
+      "Plan every new input-shape signature in full instead of respecializing a cached plan with the "
+      "same kernels (for measuring; docs/decoding.md)");
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
@@ -232,6 +249,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     SessionOptions so = session_options(*opts, progress);
     so.profiling = opts->profile || !opts->trace.empty();
     so.max_cached_plans = opts->plan_cache;
+    so.respecialize_plans = !opts->no_respecialize;
     if (!opts->trace.empty()) require_writable_file(opts->trace, "--trace");
     Session session = Session::from_file(opts->model, so);
     report_tuning_cache(session);
@@ -247,9 +265,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
               << session.stats().optimize_ms << " ms, device " << session.stats().device_ms << " ms)\n";
     std::map<std::string, Value> values;  // --device-inputs: alive until the memory report
     if (opts->decode_steps > 0) {
-      const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs, values);
+      DecodePlans plans;
+      const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs, values, plans);
       progress.finish();
-      print_decode(steps, opts->device_inputs);
+      print_decode(steps, opts->device_inputs, plans);
     } else {
       // With --device-inputs, every input is uploaded once and every output stays on the device; a run is
       // timed until the GPU is done (synchronize), its outputs then released back to the session's pool.
@@ -300,7 +319,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     const SessionStats& st = session.stats();
     std::cout << "memory:     activations " << st.peak_activation_bytes / 1048576.0 << " MiB, weights "
               << st.weight_bytes / 1048576.0 << " MiB, device tensors " << st.device_tensor_bytes / 1048576.0
-              << " MiB, " << st.cached_plans << " plans cached of " << st.plans << " made\n"
+              << " MiB, " << st.cached_plans << " plans cached of " << st.plans << " made ("
+              << st.respecialized_plans << " respecialized)\n"
               << "graph:      " << st.nodes << " nodes, " << st.dispatches << " dispatches per run, "
               << st.pipelines << " pipelines\n";
     if (!session.tuning_note().empty()) {

@@ -1,0 +1,218 @@
+// Respecialized plans (docs/decoding.md): a new input-shape signature whose kernels are those of a cached
+// plan rewrites that plan's uniforms and grids instead of planning afresh. Each test runs the same inputs
+// through a session that respecializes (the default) and one that plans every signature in full
+// (SessionOptions::respecialize_plans off, the path as it was): every output must be bit for bit the same,
+// and the stats must say how many signatures were planned in full and how many respecialized. The decoder
+// loops' results against PyTorch's are tests/gpu/test_decoder_loop.cpp's (which runs through this path).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "core/npy.h"
+#include "wgi/session.h"
+
+namespace wgi {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models";
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.byte_size() == b.byte_size() &&
+         std::memcmp(a.bytes().data(), b.bytes().data(), a.byte_size()) == 0;
+}
+
+Tensor random_tensor(const Shape& shape, uint64_t seed) {
+  Tensor t(DType::Float32, shape);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : t.data<float>()) v = dist(rng);
+  return t;
+}
+
+// The argmax token of each row's last position of logits [batch, tokens, vocab], as input_ids [batch, 1].
+Tensor next_tokens(const Tensor& logits) {
+  const int64_t batch = logits.shape()[0], tokens = logits.shape()[1], vocab = logits.shape()[2];
+  std::vector<int64_t> ids;
+  for (int64_t b = 0; b < batch; ++b) {
+    auto row = logits.data<float>().subspan(static_cast<size_t>((b * tokens + tokens - 1) * vocab),
+                                            static_cast<size_t>(vocab));
+    ids.push_back(std::max_element(row.begin(), row.end()) - row.begin());
+  }
+  return Tensor::from_vector<int64_t>({batch, 1}, ids);
+}
+
+// A decoder step model's greedy loop: `first` are the prompt step's inputs, `later` replace inputs from the
+// second step on (the merged decoder's use_cache_branch). The presents stay on the device as the next past.
+struct DecoderLoop {
+  fs::path file;
+  std::map<std::string, Tensor> first;
+  std::map<std::string, Tensor> later;
+};
+
+struct LoopRun {
+  std::vector<std::map<std::string, Tensor>> outputs;  // per step, every output downloaded
+  SessionStats stats;
+};
+
+LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps) {
+  SessionOptions options;
+  options.respecialize_plans = respecialize;
+  Session session = Session::from_file(loop.file, options);
+  std::map<std::string, Value> inputs;
+  for (const auto& [name, tensor] : loop.first) inputs[name] = tensor;
+  RunOptions keep;
+  keep.all_outputs_on_device = true;
+  LoopRun result;
+  for (int step = 0; step < steps; ++step) {
+    std::map<std::string, Value> out = session.run(inputs, keep);
+    std::map<std::string, Tensor> downloaded;
+    for (const auto& [name, value] : out) downloaded[name] = value.device().download();
+    inputs["input_ids"] = next_tokens(downloaded.at("logits"));
+    for (const auto& [name, tensor] : loop.later) inputs[name] = tensor;
+    for (auto& [name, value] : out) {
+      if (name.rfind("present_", 0) == 0) inputs["past_" + name.substr(8)] = std::move(value);
+    }
+    result.outputs.push_back(std::move(downloaded));
+  }
+  result.stats = session.stats();
+  return result;
+}
+
+void expect_same_outputs(const LoopRun& got, const LoopRun& want) {
+  ASSERT_EQ(got.outputs.size(), want.outputs.size());
+  size_t compared = 0;
+  for (size_t step = 0; step < want.outputs.size(); ++step) {
+    ASSERT_EQ(got.outputs[step].size(), want.outputs[step].size());
+    for (const auto& [name, tensor] : want.outputs[step]) {
+      EXPECT_TRUE(same_bytes(got.outputs[step].at(name), tensor)) << "step " << step << " " << name;
+      compared += tensor.element_count() > 0 ? 1 : 0;
+    }
+  }
+  EXPECT_GT(compared, want.outputs.size());  // logits and presents, not empty tensors
+}
+
+// The split decoder with cached cross keys/values, as Florence-2 runs it: the prompt with an empty past (in a
+// batch of the reference's rows), then one token per step.
+DecoderLoop cached_cross_loop() {
+  const fs::path dir = kModels / "bart_decoder_cached_cross_tiny_opset17";
+  DecoderLoop loop{dir / "model.onnx", {}, {}};
+  Session probe = Session::from_file(loop.file);
+  const Tensor prompt = npy::load(dir / "greedy_prompt_ids.npy");
+  loop.first["input_ids"] = prompt;
+  for (const TensorInfo& in : probe.inputs()) {
+    if (in.name == "input_ids") continue;
+    if (in.name.rfind("past_", 0) == 0) {
+      loop.first[in.name] = Tensor(DType::Float32, {prompt.shape()[0], in.dims[1], 0, in.dims[3]});
+    } else {
+      loop.first[in.name] = npy::load(dir / ("greedy_" + in.name + ".npy"));
+    }
+  }
+  return loop;
+}
+
+// The merged decoder (an If on use_cache_branch, planned inline): the prompt with dummy past inputs and
+// use_cache_branch false, then use_cache_branch true.
+DecoderLoop merged_loop() {
+  const fs::path dir = kModels / "merged_decoder_tiny_opset17";
+  DecoderLoop loop{dir / "model.onnx", {}, {}};
+  for (const std::string name :
+       {"input_ids", "encoder_hidden_states", "past_key_0", "past_value_0", "past_key_1", "past_value_1"})
+    loop.first[name] = npy::load(dir / ("no_past_" + name + ".npy"));
+  Tensor no(DType::Bool, {1}), yes(DType::Bool, {1});
+  no.bytes()[0] = std::byte{0};
+  yes.bytes()[0] = std::byte{1};
+  loop.first["use_cache_branch"] = no;
+  loop.later["use_cache_branch"] = yes;
+  return loop;
+}
+
+TEST(PlanRespecialize, SplitDecoderLoopPlansTheStepOnceAndMatchesFullPlans) {
+  const DecoderLoop loop = cached_cross_loop();
+  ASSERT_GT(loop.first.at("input_ids").shape()[0], 1) << "the loop should run a batch of rows (beams)";
+  constexpr int kSteps = 8;
+  const LoopRun full = run_loop(loop, false, kSteps);
+  const LoopRun fast = run_loop(loop, true, kSteps);
+  expect_same_outputs(fast, full);
+  EXPECT_EQ(full.stats.plans, static_cast<size_t>(kSteps));
+  EXPECT_EQ(full.stats.respecialized_plans, 0u);
+  // The prompt step (3 tokens, its own kernels) and the first one-token step are planned; the later steps
+  // only grow past_len and respecialize the step's plan, but for one: where a region outgrows its room (an
+  // eighth of its size at first), the step is planned again with the grown regions doubled, replacing the
+  // old plan, and that holds the rest of the loop.
+  EXPECT_EQ(fast.stats.plans, 3u);
+  EXPECT_EQ(fast.stats.respecialized_plans, static_cast<size_t>(kSteps - 3));
+  EXPECT_TRUE(fast.stats.last_plan_respecialized);
+  EXPECT_EQ(fast.stats.cached_plans, 2u);
+}
+
+TEST(PlanRespecialize, MergedDecoderLoopPlansTheStepOnceAndMatchesFullPlans) {
+  const DecoderLoop loop = merged_loop();
+  constexpr int kSteps = 6;
+  const LoopRun full = run_loop(loop, false, kSteps);
+  const LoopRun fast = run_loop(loop, true, kSteps);
+  expect_same_outputs(fast, full);
+  EXPECT_EQ(full.stats.plans, static_cast<size_t>(kSteps));
+  // The prompt takes the If's other branch (other nodes, other kernels): a plan of its own; then the step's
+  // plan, planned once more when its regions double (as above).
+  EXPECT_EQ(fast.stats.plans, 3u);
+  EXPECT_EQ(fast.stats.respecialized_plans, static_cast<size_t>(kSteps - 3));
+}
+
+// tiny_transformer with a token count that changes: where its regions have no room (3 -> 4 tokens, a third
+// more rows) the plan is made again with doubled regions. On SwiftShader 5, 7 and 2 tokens then respecialize
+// it; on GL ES (other limits) the kernel choice changes at 5 and 2: planned in full. Either way every output
+// is the full plans' and every signature is counted once. (Changed kernels on every adapter: the decoder
+// loops' prompt and first steps above.)
+TEST(PlanRespecialize, SizesWithoutRoomOrWithOtherKernelsArePlannedInFull) {
+  const fs::path file = kModels / "tiny_transformer_opset17" / "model.onnx";
+  SessionOptions off;
+  off.respecialize_plans = false;
+  Session fast = Session::from_file(file);
+  Session full = Session::from_file(file, off);
+  struct Case {
+    int64_t tokens;
+    bool respecialized;
+  };
+  const std::vector<Case> cases = {{3, false}, {4, false}, {5, true}, {7, true}, {2, true}};
+  size_t respecialized = 0;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Tensor x = random_tensor({2, cases[k].tokens, 16}, 300 + k);
+    const Tensor y = fast.run({{"x", x}}).at("y");
+    EXPECT_TRUE(same_bytes(y, full.run({{"x", x}}).at("y"))) << "tokens " << cases[k].tokens;
+    if (k < 2) {
+      EXPECT_EQ(fast.stats().last_plan_respecialized, cases[k].respecialized) << "tokens " << cases[k].tokens;
+    }
+    std::cerr << "[ tokens " << cases[k].tokens << ": " << fast.stats().plans << " plans, "
+              << fast.stats().respecialized_plans << " respecialized ]\n";
+    respecialized += fast.stats().last_plan_respecialized ? 1 : 0;
+  }
+  EXPECT_EQ(fast.stats().respecialized_plans, respecialized);
+  EXPECT_GE(respecialized, 1u);
+  EXPECT_EQ(fast.stats().plans + respecialized, full.stats().plans);
+  EXPECT_EQ(full.stats().plans, cases.size());
+}
+
+TEST(PlanRespecialize, ShapesThatComeBackGetAPlanOfTheirOwn) {
+  // 4 and 3 tokens alternate: 3 respecializes 4's plan once (it fits), then 4 (served before) gets its own
+  // plan and both hit the cache from then on.
+  Session s = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx");
+  SessionOptions off;
+  off.respecialize_plans = false;
+  Session reference = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx", off);
+  for (int k = 0; k < 6; ++k) {
+    // Batch 2: more than 64 elements, so x is not planned with by value (its values would be in the key).
+    const Tensor x = random_tensor({2, k % 2 == 0 ? 4 : 3, 16}, 400 + static_cast<uint64_t>(k % 2));
+    EXPECT_TRUE(same_bytes(s.run({{"x", x}}).at("y"), reference.run({{"x", x}}).at("y"))) << "run " << k;
+  }
+  EXPECT_EQ(s.stats().plans, 2u);
+  EXPECT_EQ(s.stats().respecialized_plans, 1u);
+  EXPECT_EQ(s.stats().cached_plans, 2u);
+}
+
+}  // namespace
+}  // namespace wgi
