@@ -83,6 +83,9 @@ struct Session::Impl {
   std::list<CachedPlan> plans;
   std::unordered_map<std::string, std::list<CachedPlan>::iterator> plan_index;
   std::unique_ptr<runtime::PlanSharing> node_plans;
+  // Shared by every plan, so that an error recorded by a run whose outputs stayed on the device is reported
+  // by the next run that downloads, whichever plan it uses, or by synchronize().
+  std::unique_ptr<runtime::RunStatus> run_status;
   std::unique_ptr<gpu::TimestampProfiler> profiler;
   std::vector<NodeTiming> profile;
   std::string profiling_note;
@@ -156,6 +159,7 @@ void Session::Impl::load(graph::Graph imported) {
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
   node_plans = std::make_unique<runtime::PlanSharing>(options.max_cached_plans);
+  run_status = std::make_unique<runtime::RunStatus>(*device);
   init_tuning();
   if (options.profiling) {
     if (device->features().timestamp_query) {
@@ -393,9 +397,9 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     progress = [this](size_t done, size_t total) { options.progress(done, total, "planning"); };
   }
   planned_gemms = planned_tuned_gemms = 0;
-  auto plan =
-      std::make_unique<runtime::ExecutionPlan>(*device, graph, ops::builtin_registry(), *weights, plan_inputs,
-                                               progress, node_plans.get(), sources, &tuning);
+  auto plan = std::make_unique<runtime::ExecutionPlan>(*device, graph, ops::builtin_registry(), *weights,
+                                                       plan_inputs, progress, node_plans.get(), sources,
+                                                       &tuning, run_status.get());
   stats.last_plan_gemms = planned_gemms;
   stats.last_plan_tuned_gemms = planned_tuned_gemms;
   stats.last_plan_ms = ms_since(start);
@@ -623,6 +627,8 @@ DeviceTensor Session::upload(const Tensor& tensor) {
 
 void Session::synchronize() {
   impl_->device->wait_idle();
+  const graph::Graph& graph = impl_->graph;
+  impl_->run_status->synchronize([&graph](uint32_t tag) { return runtime::node_of_tag(graph, tag); });
 }
 
 }  // namespace wgi
