@@ -189,6 +189,9 @@ class Session {
   // run); a device input of at most 64 elements is also read back once, since such small inputs are planned
   // with by value (shape-like inputs). When every output stays on the device, run() returns once the work is
   // submitted, without waiting for the GPU: DeviceTensor::download() and synchronize() wait.
+  // Data errors found on the GPU (an index out of range computed at run time, which ONNX makes an error)
+  // are thrown by the run that downloads an output; a run whose outputs all stay on the device reports
+  // them at the next run that downloads one, or at synchronize().
   std::map<std::string, Value> run(const std::map<std::string, Value>& inputs, const RunOptions& options);
 
   // Copies a host tensor into this session's device memory, to pass it as an input of later runs.
@@ -199,7 +202,8 @@ class Session {
   // Throws wgi::Error for an index outside the rows, a released or foreign tensor, or rows that are not whole
   // 4-byte words (an odd float16 row).
   DeviceTensor gather_rows(const DeviceTensor& tensor, std::span<const int64_t> rows);
-  // Waits until the GPU has finished every run submitted so far.
+  // Waits until the GPU has finished every run submitted so far; throws the first data error a run recorded
+  // that no download has reported yet (see run()).
   void synchronize();
 
   const SessionStats& stats() const;

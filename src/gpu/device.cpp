@@ -684,20 +684,37 @@ void Device::upload(const Buffer& buffer, uint64_t offset, std::span<const std::
 }
 
 void Device::download(const Buffer& buffer, uint64_t offset, std::span<std::byte> out) {
-  if (out.empty()) return;
-  if (offset + out.size() > buffer.size()) {
-    throw Error("download of " + std::to_string(out.size()) + " bytes at offset " + std::to_string(offset) +
-                " overruns a buffer of " + std::to_string(buffer.size()) + " bytes");
+  const DownloadRegion region{&buffer, offset, out};
+  download(std::span<const DownloadRegion>(&region, 1));
+}
+
+void Device::download(std::span<const DownloadRegion> regions) {
+  // Each region is copied 4-byte aligned (WebGPU's copy rule) to its own place in the staging buffer.
+  std::vector<uint64_t> begins, places;
+  uint64_t bytes = 0;
+  for (const DownloadRegion& r : regions) {
+    if (r.offset + r.out.size() > r.buffer->size()) {
+      throw Error("download of " + std::to_string(r.out.size()) + " bytes at offset " +
+                  std::to_string(r.offset) + " overruns a buffer of " + std::to_string(r.buffer->size()) +
+                  " bytes");
+    }
+    begins.push_back(r.offset / 4 * 4);
+    places.push_back(bytes);
+    if (!r.out.empty()) bytes += (r.offset + r.out.size() + 3) / 4 * 4 - begins.back();
   }
-  const uint64_t begin = offset / 4 * 4;
-  const uint64_t end = (offset + out.size() + 3) / 4 * 4;
-  const uint64_t bytes = end - begin;
+  if (bytes == 0) return;
   if (!staging_ || staging_->size() < bytes) {
     staging_.reset();
     staging_ = create_buffer(std::max<uint64_t>(bytes, 1 << 16), "wgi.staging", BufferUsage::Readback);
   }
   WGPUCommandEncoder encoder = wgpuDeviceCreateCommandEncoder(device_, nullptr);
-  wgpuCommandEncoderCopyBufferToBuffer(encoder, buffer.handle(), begin, staging_->handle(), 0, bytes);
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const DownloadRegion& r = regions[i];
+    if (r.out.empty()) continue;
+    const uint64_t size = (r.offset + r.out.size() + 3) / 4 * 4 - begins[i];
+    wgpuCommandEncoderCopyBufferToBuffer(encoder, r.buffer->handle(), begins[i], staging_->handle(),
+                                         places[i], size);
+  }
   WGPUCommandBuffer commands = wgpuCommandEncoderFinish(encoder, nullptr);
   wgpuQueueSubmit(queue_, 1, &commands);
   wgpuCommandBufferRelease(commands);
@@ -727,7 +744,12 @@ void Device::download(const Buffer& buffer, uint64_t offset, std::span<std::byte
     wgpuBufferUnmap(staging_->handle());
     throw Error("mapped range of the staging buffer is null");
   }
-  std::memcpy(out.data(), static_cast<const std::byte*>(mapped) + (offset - begin), out.size());
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const DownloadRegion& r = regions[i];
+    if (r.out.empty()) continue;
+    std::memcpy(r.out.data(), static_cast<const std::byte*>(mapped) + places[i] + (r.offset - begins[i]),
+                r.out.size());
+  }
   wgpuBufferUnmap(staging_->handle());
 }
 

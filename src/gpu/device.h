@@ -130,6 +130,13 @@ class Device {
   void upload(const Buffer& buffer, uint64_t offset, std::span<const std::byte> data);
   // Copies the bytes back to the host; blocks until the GPU has finished all work submitted before.
   void download(const Buffer& buffer, uint64_t offset, std::span<std::byte> out);
+  // The same for several regions in one copy and one map (one wait instead of one per region).
+  struct DownloadRegion {
+    const Buffer* buffer;
+    uint64_t offset;
+    std::span<std::byte> out;
+  };
+  void download(std::span<const DownloadRegion> regions);
   // A small zero-filled buffer bound where a shader declares an input that the op does not have (e.g. an
   // absent bias). Shaders gate such reads on a uniform flag; the zeros make a stray read harmless.
   const Buffer& zero_buffer();

@@ -23,7 +23,8 @@ void require_index_type(const PlanContext& ctx, size_t i) {
   }
 }
 
-// Known indices are checked here: on the GPU an out-of-range index can only yield zeros.
+// Known indices are checked here; on the GPU an out-of-range index is recorded in the run status
+// (runtime/run_status.h), which the run reports as an error.
 void check_known_indices(const PlanContext& ctx, size_t i, int64_t axis_dim) {
   const Tensor* t = ctx.constant(i);
   if (!t) return;
@@ -50,11 +51,11 @@ KernelLaunch index_launch(const PlanContext& ctx, const char* name, int64_t coun
   KernelLaunch launch;
   launch.program.label = std::string(name) + (vec4 ? "_vec4" : "");
   launch.program.wgsl = kernels::load_wgsl(std::string("data_movement/") + name + ".wgsl",
-                                           {{"TYPE", vec4 ? "vec4<u32>" : "u32"}});
+                                           {{"TYPE", vec4 ? "vec4<u32>" : "u32"}, {"STATUS_BINDING", "3"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0)};
+                             gpu::BindingKind::Storage, gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0), TensorRef::run_status()};
   launch.groups = grid.groups;
   return launch;
 }
@@ -107,6 +108,7 @@ OpHandler gather_handler() {
                          .u32(u32_of(ctx, g.axis_dim, "the gathered axis"))
                          .u32(u32_of(ctx, g.index_count, "the index count"))
                          .u32(static_cast<uint32_t>(g.inner / lanes))
+                         .u32(ctx.status_tag)
                          .bytes();
     u32_of(ctx, element_count(ctx.input(0).shape), "the data's element count");
     plan.launches.push_back(std::move(launch));
@@ -193,6 +195,7 @@ OpHandler gather_elements_handler() {
                          .vec4u(u32x4(g.shape, 4))
                          .vec4u(u32x4(g.data_strides, 0))
                          .vec4u(u32x4(g.data_strides, 4))
+                         .u32(ctx.status_tag)
                          .bytes();
     plan.launches.push_back(std::move(launch));
     return plan;

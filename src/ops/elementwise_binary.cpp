@@ -855,9 +855,9 @@ const VariadicOp kVariadicOps[] = {
      false},
     {"Mean", kFloat, "a + b", nullptr, nullptr, [](float a, float b) -> double { return a + b; }, nullptr,
      true},
-    {"Min", kNumeric, "min(a, b)", "min(a, b)", "min(a, b)", nan_min,
+    {"Min", kNumeric, "wgi_min(a, b)", "min(a, b)", "min(a, b)", nan_min,
      [](int64_t a, int64_t b) { return std::min(a, b); }, false},
-    {"Max", kNumeric, "max(a, b)", "max(a, b)", "max(a, b)", nan_max,
+    {"Max", kNumeric, "wgi_max(a, b)", "max(a, b)", "max(a, b)", nan_max,
      [](int64_t a, int64_t b) { return std::max(a, b); }, false},
 };
 

@@ -55,10 +55,11 @@ double softplus(double x) {
 // Opsets: each op is registered from the first opset whose semantics wgi implements (older ones predate the
 // importer's minimum of 7, or had consumed_inputs / experimental forms).
 const UnaryOp kUnaryOps[] = {
+    // wgi_max / wgi_min / wgi_clamp (common/nan.wgsl) keep NaN, as ONNX Runtime does.
     {"Relu",
      6,
-     "max(x, T(0.0))",
-     [](double x, double, double) { return x > 0 ? x : 0.0; },
+     "wgi_max(x, T(0.0))",
+     [](double x, double, double) { return x > 0 || std::isnan(x) ? x : 0.0; },
      {},
      {},
      "max(x, T(0))",
@@ -135,8 +136,8 @@ const UnaryOp kUnaryOps[] = {
      {"alpha", 1.0}},
     {"HardSigmoid",
      6,
-     "max(T(0.0), min(T(1.0), T(alpha()) * x + T(beta())))",
-     [](double x, double a, double b) { return std::max(0.0, std::min(1.0, a * x + b)); },
+     "wgi_max(T(0.0), wgi_min(T(1.0), T(alpha()) * x + T(beta())))",
+     [](double x, double a, double b) { return std::isnan(x) ? x : std::max(0.0, std::min(1.0, a * x + b)); },
      {"alpha", 0.2},
      {"beta", 0.5}},
     {"HardSwish", 14, "x * max(T(0.0), min(T(1.0), x * T(1.0 / 6.0) + T(0.5)))",
@@ -154,8 +155,10 @@ const UnaryOp kUnaryOps[] = {
      {"gamma", 1.05070102214813232421875}},
     {"Celu",
      12,
-     "max(T(0.0), x) + min(T(0.0), T(alpha()) * wgi_expm1(x / T(alpha())))",
-     [](double x, double a, double) { return std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a)); },
+     "wgi_max(T(0.0), x) + wgi_min(T(0.0), T(alpha()) * wgi_expm1(x / T(alpha())))",
+     [](double x, double a, double) {
+       return std::isnan(x) ? x : std::max(0.0, x) + std::min(0.0, a * std::expm1(x / a));
+     },
      {"alpha", 1.0}},
     {"Shrink",
      9,
@@ -168,8 +171,8 @@ const UnaryOp kUnaryOps[] = {
     // Clip's bounds are attributes before opset 11 and optional inputs since; resolve_unary reads them.
     {"Clip",
      6,
-     "min(max(x, T(alpha())), T(beta()))",
-     [](double x, double lo, double hi) { return std::min(std::max(x, lo), hi); },
+     "wgi_clamp(x, T(alpha()), T(beta()))",
+     [](double x, double lo, double hi) { return std::isnan(x) ? x : std::min(std::max(x, lo), hi); },
      {},
      {},
      "min(max(x, T(alpha())), T(beta()))",

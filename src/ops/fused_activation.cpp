@@ -11,7 +11,7 @@ FusedActivation FusedActivation::from_node(const NodeInfo& node) {
   if (kind == "Relu") {
     a.kind = Kind::Relu;
     a.min = 0.0f;
-    a.max = FLT_MAX;
+    a.max = FLT_MAX;  // unused: Relu's expression has no upper bound, so +inf stays +inf
   } else if (kind == "Clip") {
     a.kind = Kind::Clip;
     a.min = node.attributes.get_float(kFusedActivationMinAttribute, -FLT_MAX);
@@ -40,9 +40,11 @@ std::string FusedActivation::wgsl_expression(const std::string& v, const std::st
   switch (kind) {
     case Kind::None:
       return v;
+    // NaN stays NaN, as in the unfused ops (common/nan.wgsl).
     case Kind::Relu:
+      return "wgi_max(" + v + ", " + lo + ")";
     case Kind::Clip:
-      return "clamp(" + v + ", " + lo + ", " + hi + ")";
+      return "wgi_clamp(" + v + ", " + lo + ", " + hi + ")";
     // The same expressions as the standalone Gelu op (src/ops/elementwise_unary.cpp), so a fused and an
     // unfused Gelu give the same values.
     case Kind::Gelu:

@@ -78,11 +78,11 @@ OpPlan plan_gather_nd(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "gather_nd";
-  launch.program.wgsl = kernels::load_wgsl("gather_nd/gather_nd.wgsl");
+  launch.program.wgsl = kernels::load_wgsl("gather_nd/gather_nd.wgsl", {{"STATUS_BINDING", "3"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0)};
+                             gpu::BindingKind::Storage, gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0), TensorRef::run_status()};
   launch.uniform = gpu::UniformBuilder()
                        .u32(static_cast<uint32_t>(count))
                        .u32(static_cast<uint32_t>(slice))
@@ -93,6 +93,7 @@ OpPlan plan_gather_nd(const PlanContext& ctx) {
                        .vec4u(data_movement::u32x4(dims, 4))
                        .vec4u(data_movement::u32x4(strides, 0))
                        .vec4u(data_movement::u32x4(strides, 4))
+                       .u32(ctx.status_tag)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));

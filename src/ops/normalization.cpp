@@ -853,17 +853,19 @@ OpPlan plan_reduction(const PlanContext& ctx, const ReductionSpec& spec) {
   kernels::Defines defines = {{"TYPE", integer ? "i32" : "f32"},
                               {"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"},
                               {"ARG", is_arg(spec.kind) ? "1" : "0"},
-                              {"LOG_SUM_EXP", log_sum_exp ? "1" : "0"}};
+                              {"LOG_SUM_EXP", log_sum_exp ? "1" : "0"},
+                              {"FLOAT", integer ? "0" : "1"}};
   std::string pre = "x", combine = "a + b", post = "acc";
   switch (spec.kind) {
     case ReduceKind::Mean:
       post = "acc * params.mean_scale";
       break;
+    // NaN propagates in float reductions (common/nan.wgsl), as in the elementwise Max / Min.
     case ReduceKind::Max:
-      combine = "max(a, b)";
+      combine = integer ? "max(a, b)" : "wgi_max(a, b)";
       break;
     case ReduceKind::Min:
-      combine = "min(a, b)";
+      combine = integer ? "min(a, b)" : "wgi_min(a, b)";
       break;
     case ReduceKind::Prod:
       combine = "a * b";

@@ -57,6 +57,9 @@ struct PlanContext {
   // its plans has planned yet (it tunes a new plan's problems before planning it), so memoised node plans
   // stay valid.
   const GemmTuning* gemm_tuning = nullptr;
+  // Names this node in the run status (runtime/run_status.h) that kernels checking data-dependent indices
+  // bind (TensorRef::run_status()) and write this tag to; the runtime gives every node its own, non-zero.
+  uint32_t status_tag = 0;
 
   size_t input_count() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].has_value(); }
@@ -70,7 +73,7 @@ struct PlanContext {
 
 // Where a kernel binding's buffer comes from.
 struct TensorRef {
-  enum class Kind { Input, Output, Scratch, Constant, Zero };
+  enum class Kind { Input, Output, Scratch, Constant, Zero, RunStatus };
   Kind kind = Kind::Input;
   uint32_t index = 0;
 
@@ -80,6 +83,8 @@ struct TensorRef {
   static TensorRef constant(uint32_t i) { return {Kind::Constant, i}; }
   // The device's small zero buffer, for an optional input the node does not have (e.g. no bias).
   static TensorRef zero() { return {Kind::Zero, 0}; }
+  // The run status (runtime/run_status.h, kernels/common/run_status.wgsl), a read_write storage binding.
+  static TensorRef run_status() { return {Kind::RunStatus, 0}; }
 };
 
 struct KernelLaunch {

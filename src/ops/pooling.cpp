@@ -180,8 +180,10 @@ OpPlan plan_pool(const PlanContext& ctx, bool is_max) {
       gpu::compute_dispatch_grid(static_cast<uint64_t>(total), 64, ctx.caps.limits);
   launch.program.label = std::string(is_max ? "max_pool" : "average_pool") + (indices ? "_indices" : "") +
                          (type == "f32" ? "" : "_" + type);
-  launch.program.wgsl = kernels::load_wgsl(
-      "pooling/pool.wgsl", {{"TYPE", type}, {"MAX", is_max ? "1" : "0"}, {"INDICES", indices ? "1" : "0"}});
+  launch.program.wgsl = kernels::load_wgsl("pooling/pool.wgsl", {{"TYPE", type},
+                                                                 {"MAX", is_max ? "1" : "0"},
+                                                                 {"INDICES", indices ? "1" : "0"},
+                                                                 {"FLOAT", type == "f32" ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
   launch.bindings = {TensorRef::input(0), TensorRef::output(0)};

@@ -84,14 +84,16 @@ KernelLaunch scatter_launch(const PlanContext& ctx, const char* kernel, const Sc
   KernelLaunch launch;
   launch.program.label =
       std::string(kernel) + "_" + types.element + "_" + ctx.node.attributes.get_string("reduction", "none");
-  std::string wgsl = kernels::load_wgsl(std::string("scatter/") + kernel + ".wgsl",
-                                        {{"TYPE", types.element}, {"COMBINE", types.combine}});
+  std::string wgsl =
+      kernels::load_wgsl(std::string("scatter/") + kernel + ".wgsl",
+                         {{"TYPE", types.element}, {"COMBINE", types.combine}, {"STATUS_BINDING", "4"}});
   launch.program.wgsl = std::move(wgsl);
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2), TensorRef::output(0)};
+                             gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
+  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2), TensorRef::output(0),
+                     TensorRef::run_status()};
   launch.groups = grid.groups;
   return launch;
 }
@@ -160,6 +162,7 @@ OpPlan plan_scatter_elements(const PlanContext& ctx) {
                        .vec4u(u32x4(updates, 4))
                        .vec4u(u32x4(data_movement::row_major_strides(updates), 0))
                        .vec4u(u32x4(data_movement::row_major_strides(updates), 4))
+                       .u32(ctx.status_tag)
                        .bytes();
   plan.launches.push_back(std::move(launch));
   return plan;
@@ -226,6 +229,7 @@ OpPlan plan_scatter_nd(const PlanContext& ctx) {
                        .vec4u(u32x4(dims, 4))
                        .vec4u(u32x4(prefix_strides, 0))
                        .vec4u(u32x4(prefix_strides, 4))
+                       .u32(ctx.status_tag)
                        .bytes();
   plan.launches.push_back(std::move(launch));
   return plan;

@@ -19,6 +19,10 @@ size_t device_element_size(DType dtype) {
 
 }  // namespace
 
+size_t device_payload_bytes(const ops::TensorDesc& desc) {
+  return static_cast<size_t>(element_count(desc.shape)) * device_element_size(desc.dtype);
+}
+
 uint64_t device_byte_size(const ops::TensorDesc& desc) {
   uint64_t bytes = static_cast<uint64_t>(element_count(desc.shape)) * device_element_size(desc.dtype);
   return std::max<uint64_t>(4, (bytes + 3) / 4 * 4);
@@ -120,8 +124,7 @@ void write_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const Tens
 }
 
 Tensor read_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const ops::TensorDesc& desc) {
-  std::vector<std::byte> bytes(static_cast<size_t>(element_count(desc.shape)) *
-                               device_element_size(desc.dtype));
+  std::vector<std::byte> bytes(device_payload_bytes(desc));
   device.download(*slice.buffer, slice.offset, bytes);
   return from_device_bytes(desc, bytes);
 }

@@ -22,6 +22,8 @@ namespace wgi::runtime {
 
 // Bytes a tensor of this description occupies on the device (at least 4: WebGPU has no empty bindings).
 uint64_t device_byte_size(const ops::TensorDesc& desc);
+// The bytes of its elements alone (no rounding up), as downloaded.
+size_t device_payload_bytes(const ops::TensorDesc& desc);
 
 // Converts a host tensor to its device element layout.
 std::vector<std::byte> to_device_bytes(const Tensor& tensor, const std::string& what);

@@ -182,11 +182,33 @@ std::string node_plan_key(const graph::Graph& graph, const graph::Node& node, co
 
 }  // namespace
 
+std::vector<const graph::Node*> nodes_by_tag(const graph::Graph& graph) {
+  std::vector<const graph::Node*> out;
+  std::function<void(const std::vector<graph::Node>&)> add = [&](const std::vector<graph::Node>& nodes) {
+    for (const graph::Node& node : nodes) {
+      out.push_back(&node);
+      for (const graph::Subgraph& sub : node.subgraphs) add(sub.nodes);
+    }
+  };
+  add(graph.nodes);
+  return out;
+}
+
+const ops::NodeInfo* node_of_tag(const graph::Graph& graph, uint32_t tag) {
+  const std::vector<const graph::Node*> tagged = nodes_by_tag(graph);
+  return tag >= 1 && tag <= tagged.size() ? &tagged[tag - 1]->info : nullptr;
+}
+
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress, std::vector<std::string>* errors,
                      PlanSharing* sharing, const ops::GemmTuning* gemm_tuning) {
   const size_t value_count = graph.values.size();
+  std::unordered_map<const graph::Node*, uint32_t> status_tags;
+  {
+    const std::vector<const graph::Node*> tagged = nodes_by_tag(graph);
+    for (size_t t = 0; t < tagged.size(); ++t) status_tags[tagged[t]] = static_cast<uint32_t>(t + 1);
+  }
   NodePlans out;
   out.descs.resize(value_count);
   out.host_values.resize(value_count);
@@ -260,7 +282,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
             node.info.describe() + ": " +
             registry.unsupported_reason(node.info.domain, node.info.op_type, node.info.opset).value());
       }
-      ops::PlanContext ctx{node.info, {}, {}, caps, gemm_tuning};
+      ops::PlanContext ctx{node.info, {}, {}, caps, gemm_tuning, status_tags.at(&node)};
       std::vector<const Tensor*> host_inputs;
       for (graph::ValueId v : node.inputs) {
         if (v == graph::kNoValue) {
@@ -348,8 +370,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
 
 ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights,
                              NodePlans planned, double kernel_plans_ms, PlanSharing* sharing,
-                             std::span<const InputSource> sources, const ExecutionPlan* grown_from)
-    : device_(device), graph_(graph), sharing_(sharing) {
+                             std::span<const InputSource> sources, const ExecutionPlan* grown_from,
+                             RunStatus* run_status)
+    : device_(device), graph_(graph), sharing_(sharing), run_status_(run_status) {
   // Phase times for cold-start reports: each phase ends where the next begins.
   auto phase_start = std::chrono::steady_clock::now();
   auto end_phase = [&phase_start](double& phase) {
@@ -543,6 +566,17 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
   }
   device.pipelines().prefetch(programs);
   end_phase(phases_.pipelines);
+  for (const auto& n : gpu_nodes) {
+    for (const auto& launch : n.op_plan().launches) {
+      for (const ops::TensorRef& ref : launch.bindings)
+        binds_status_ |= ref.kind == ops::TensorRef::Kind::RunStatus;
+    }
+  }
+  if (binds_status_ && !run_status_) {
+    owned_status_ = std::make_unique<RunStatus>(device);
+    run_status_ = owned_status_.get();
+  }
+  const gpu::BufferSlice status_slice = run_status_ ? run_status_->slice() : gpu::BufferSlice{};
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
     const graph::Node& node = *gpu_nodes[s].node;
     const ops::OpPlan& plan = gpu_nodes[s].op_plan();
@@ -598,7 +632,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     for (size_t l = 0; l < plan.launches.size(); ++l) {
       const ops::KernelLaunch& launch = plan.launches[l];
       std::vector<gpu::BufferSlice> slices =
-          launch_slices(device, node.info, launch, {in, out, scratch[s], constants});
+          launch_slices(device, node.info, launch, {in, out, scratch[s], constants, status_slice});
       const gpu::ComputePipeline& pipeline =
           node_plan ? *node_plan->pipelines[l] : device.pipelines().get(launch.program);
       InputDispatch record{dispatches_.size(), &pipeline,    slices, std::vector<int>(slices.size(), -1),
@@ -943,10 +977,15 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
     if (!slot.direct) slot.content_id = 0;  // unknown until the submission went through
   }
   batch.submit();
+  if (binds_status_) run_status_->mark_pending();
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (!inputs_[i].direct) inputs_[i].content_id = copied[i];
   }
+  // Downloads in one copy and one wait, with the run status when a run since its last check bound it.
   std::vector<Tensor> outputs(graph_.outputs.size());
+  std::vector<std::vector<std::byte>> bytes(graph_.outputs.size());
+  std::vector<gpu::Device::DownloadRegion> regions;
+  std::vector<size_t> downloaded;
   for (size_t o = 0; o < graph_.outputs.size(); ++o) {
     if (device_outputs[o].buffer) continue;
     const size_t v = static_cast<size_t>(graph_.outputs[o]);
@@ -955,8 +994,23 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
     } else if (host_values_[v]) {
       outputs[o] = *host_values_[v];
     } else {
-      outputs[o] = read_tensor(device_, output_source(o, current), descs_[v]);
+      const gpu::BufferSlice source = output_source(o, current);
+      bytes[o].resize(device_payload_bytes(descs_[v]));
+      regions.push_back({source.buffer, source.offset, bytes[o]});
+      downloaded.push_back(o);
     }
+  }
+  const bool any_download = std::any_of(device_outputs.begin(), device_outputs.end(),
+                                        [](const gpu::BufferSlice& s) { return !s.buffer; });
+  const bool check_status = any_download && run_status_ && run_status_->pending();
+  if (check_status) regions.push_back(run_status_->region());
+  device_.download(regions);
+  if (check_status) {
+    run_status_->check_downloaded([this](uint32_t tag) { return node_of_tag(graph_, tag); });
+  }
+  for (size_t o : downloaded) {
+    const size_t v = static_cast<size_t>(graph_.outputs[o]);
+    outputs[o] = from_device_bytes(descs_[v], bytes[o]);
   }
   return outputs;
 }

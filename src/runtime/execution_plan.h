@@ -20,6 +20,7 @@
 #include "gpu/profiler.h"
 #include "graph/graph.h"
 #include "ops/registry.h"
+#include "runtime/run_status.h"
 
 namespace wgi::runtime {
 
@@ -145,6 +146,12 @@ struct NodePlans {
   std::vector<Alias> aliases;  // in step order
 };
 
+// Every node of the graph and of its subgraphs, in a fixed order (each node, then its subgraphs' nodes): the
+// node with run-status tag t (ops::PlanContext::status_tag) is element t - 1.
+std::vector<const graph::Node*> nodes_by_tag(const graph::Graph& graph);
+// The node with that tag, or null.
+const ops::NodeInfo* node_of_tag(const graph::Graph& graph, uint32_t tag);
+
 // Plans every node. With `errors` null, the first failing node throws; otherwise each failure is appended
 // (prefixed by the node's description) and planning continues with the nodes that do not depend on it. With
 // `sharing`, node plans are looked up there first and new ones are added.
@@ -188,10 +195,13 @@ class ExecutionPlan {
   // id (a DeviceTensor) is bound where it lives instead of getting a buffer of the plan (see InputSource).
   // `grown_from`: a plan with the same kernels that had no room for these sizes
   // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
-  // sizes respecialize this plan.
+  // sizes respecialize this plan. `run_status` is the session's (shared by its plans, so that any plan's
+  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes its
+  // own if a kernel needs one.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
                 double kernel_plans_ms, PlanSharing* sharing = nullptr,
-                std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr);
+                std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr,
+                RunStatus* run_status = nullptr);
 
   // The same without sharing, planning the nodes first: for tests and tools that run a graph as it is.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
@@ -208,7 +218,9 @@ class ExecutionPlan {
   // The same with inputs from the host or the device, and outputs optionally copied into device memory:
   // output o goes to `device_outputs[o]` when that has a buffer (at least output_bytes(o) long; the copy is
   // part of the run's submission), else it is downloaded. Returns the downloaded outputs (empty tensors for
-  // the others). Without downloads, returns once the work is submitted.
+  // the others). Without downloads, returns once the work is submitted. A run that downloads also reads the
+  // run status and throws the first data error a kernel recorded (runtime/run_status.h), of this run or of
+  // earlier ones that downloaded nothing.
   std::vector<Tensor> run(std::span<const InputSource> inputs,
                           std::span<const gpu::BufferSlice> device_outputs, gpu::TimestampProfiler* profiler);
 
@@ -282,6 +294,9 @@ class ExecutionPlan {
   std::vector<size_t> region_values_;
   std::vector<std::vector<gpu::BufferSlice>> scratch_;
   std::vector<std::pair<size_t, const gpu::Buffer*>> folded_;
+  RunStatus* run_status_ = nullptr;          // bound by some dispatch, or the session's; may be null
+  std::unique_ptr<RunStatus> owned_status_;  // when no session's was given
+  bool binds_status_ = false;
   uint64_t activation_bytes_ = 0;
   uint64_t prepacked_bytes_ = 0;
   size_t reused_node_plans_ = 0;

@@ -19,7 +19,8 @@ ops::OpPlan plan_node(const gpu::Capabilities& caps, const ops::NodeInfo& node,
                       std::span<const std::optional<NodeInput>> inputs, const ops::OpRegistry& registry,
                       const ops::GemmTuning* gemm_tuning) {
   const ops::OpHandler& handler = find_handler(node, registry);
-  ops::PlanContext ctx{node, {}, {}, caps, gemm_tuning};
+  // The node is alone: tag 1 (PreparedNode's run status names it).
+  ops::PlanContext ctx{node, {}, {}, caps, gemm_tuning, 1};
   for (const auto& in : inputs) {
     if (in) {
       ctx.inputs.push_back(ops::TensorDesc{in->value.dtype(), in->value.shape()});
@@ -36,6 +37,7 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
                            std::span<const std::optional<NodeInput>> inputs, const NodeRunOptions& options,
                            const ops::OpRegistry& registry)
     : device_(device),
+      node_(node),
       plan_(plan_node(options.capabilities.value_or(device.capabilities()), node, inputs, registry,
                       options.gemm_tuning)) {
   // Fills a buffer from byte `from` (a multiple of 4) to its end with a quiet NaN with a payload.
@@ -89,7 +91,15 @@ PreparedNode::PreparedNode(gpu::Device& device, const ops::NodeInfo& node,
   for (const Tensor& c : plan_.constants) {
     constant_slices.push_back(own(upload(c, node.describe() + " prepacked constant")));
   }
-  dispatches_ = bind_plan(device, node, plan_, {input_slices, outputs_, scratch_slices, constant_slices});
+  for (const auto& launch : plan_.launches) {
+    for (const ops::TensorRef& ref : launch.bindings) {
+      if (ref.kind == ops::TensorRef::Kind::RunStatus && !status_)
+        status_ = std::make_unique<RunStatus>(device);
+    }
+  }
+  dispatches_ = bind_plan(device, node, plan_,
+                          {input_slices, outputs_, scratch_slices, constant_slices,
+                           status_ ? status_->slice() : gpu::BufferSlice{}});
 }
 
 void PreparedNode::encode(gpu::CommandBatch& batch) const {
@@ -103,9 +113,18 @@ void PreparedNode::encode_timed(gpu::CommandBatch& batch, gpu::TimestampProfiler
 }
 
 std::vector<Tensor> PreparedNode::read_outputs() {
+  std::vector<std::vector<std::byte>> bytes(plan_.outputs.size());
+  std::vector<gpu::Device::DownloadRegion> regions;
+  for (size_t i = 0; i < plan_.outputs.size(); ++i) {
+    bytes[i].resize(device_payload_bytes(plan_.outputs[i]));
+    regions.push_back({outputs_[i].buffer, outputs_[i].offset, bytes[i]});
+  }
+  if (status_) regions.push_back(status_->region());
+  device_.download(regions);
+  if (status_) status_->check_downloaded([this](uint32_t tag) { return tag == 1 ? &node_ : nullptr; });
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < plan_.outputs.size(); ++i)
-    outputs.push_back(read_tensor(device_, outputs_[i], plan_.outputs[i]));
+    outputs.push_back(from_device_bytes(plan_.outputs[i], bytes[i]));
   return outputs;
 }
 
@@ -113,6 +132,7 @@ std::vector<Tensor> PreparedNode::run() {
   gpu::CommandBatch batch(device_);
   encode(batch);
   batch.submit();
+  if (status_) status_->mark_pending();
   return read_outputs();
 }
 

@@ -14,6 +14,7 @@
 #include "gpu/profiler.h"
 #include "ops/op.h"
 #include "ops/registry.h"
+#include "runtime/run_status.h"
 #include "wgi/tensor.h"
 
 namespace wgi::runtime {
@@ -56,13 +57,16 @@ class PreparedNode {
   // The same, each dispatch in a pass of its own timed into `profiler` slots first_slot, first_slot + 1, ...
   void encode_timed(gpu::CommandBatch& batch, gpu::TimestampProfiler& profiler, uint32_t first_slot) const;
   size_t dispatch_count() const { return dispatches_.size(); }
-  // Encodes, submits and downloads the outputs.
+  // Encodes, submits and downloads the outputs. Both throw the data error a kernel recorded in the run
+  // status (runtime/run_status.h), as a Session's run does.
   std::vector<Tensor> run();
   std::vector<Tensor> read_outputs();
 
  private:
   gpu::Device& device_;
+  ops::NodeInfo node_;
   ops::OpPlan plan_;
+  std::unique_ptr<RunStatus> status_;  // when a launch binds it
   std::vector<std::unique_ptr<gpu::Buffer>> owned_;
   std::vector<gpu::BufferSlice> outputs_;
   std::vector<gpu::BoundDispatch> dispatches_;

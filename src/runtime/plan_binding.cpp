@@ -29,6 +29,13 @@ std::vector<gpu::BufferSlice> launch_slices(gpu::Device& device, const ops::Node
       case ops::TensorRef::Kind::Zero:
         slices.push_back({&device.zero_buffer()});
         continue;
+      case ops::TensorRef::Kind::RunStatus:
+        if (!buffers.run_status.buffer) {
+          throw Error(node.describe() + ": internal: kernel '" + launch.program.label +
+                      "' binds the run status, which this plan has not made");
+        }
+        slices.push_back(buffers.run_status);
+        continue;
     }
     if (ref.index >= pool.size() || !pool[ref.index].buffer) {
       throw Error(node.describe() + ": kernel '" + launch.program.label + "' binds " + kind + " " +

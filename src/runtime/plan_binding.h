@@ -15,6 +15,7 @@ struct PlanBuffers {
   std::span<const gpu::BufferSlice> outputs;
   std::span<const gpu::BufferSlice> scratch;
   std::span<const gpu::BufferSlice> constants;
+  gpu::BufferSlice run_status;  // for launches that bind TensorRef::run_status()
 };
 
 // The buffer slices of one launch's storage bindings, in binding order. Throws wgi::Error naming the node if

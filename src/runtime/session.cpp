@@ -84,6 +84,9 @@ struct Session::Impl {
   std::list<CachedPlan> plans;
   std::unordered_map<std::string, std::list<CachedPlan>::iterator> plan_index;
   std::unique_ptr<runtime::PlanSharing> node_plans;
+  // Shared by every plan, so that an error recorded by a run whose outputs stayed on the device is reported
+  // by the next run that downloads, whichever plan it uses, or by synchronize().
+  std::unique_ptr<runtime::RunStatus> run_status;
   std::unique_ptr<gpu::TimestampProfiler> profiler;
   std::vector<NodeTiming> profile;
   std::string profiling_note;
@@ -157,6 +160,7 @@ void Session::Impl::load(graph::Graph imported) {
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
   node_plans = std::make_unique<runtime::PlanSharing>(options.max_cached_plans);
+  run_status = std::make_unique<runtime::RunStatus>(*device);
   init_tuning();
   if (options.profiling) {
     if (device->features().timestamp_query) {
@@ -439,8 +443,9 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(it->signature);
     it = plans.erase(it);
   }
-  auto plan = std::make_unique<runtime::ExecutionPlan>(
-      *device, graph, *weights, std::move(planned), kernel_plans_ms, node_plans.get(), sources, grown_from);
+  auto plan = std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned),
+                                                       kernel_plans_ms, node_plans.get(), sources, grown_from,
+                                                       run_status.get());
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
   if (too_small != plans.end()) {
@@ -679,6 +684,8 @@ DeviceTensor Session::gather_rows(const DeviceTensor& tensor, std::span<const in
 
 void Session::synchronize() {
   impl_->device->wait_idle();
+  const graph::Graph& graph = impl_->graph;
+  impl_->run_status->synchronize([&graph](uint32_t tag) { return runtime::node_of_tag(graph, tag); });
 }
 
 }  // namespace wgi

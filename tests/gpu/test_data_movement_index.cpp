@@ -11,6 +11,7 @@
 
 #include "runtime/node_runner.h"
 #include "support/reference_data_movement.h"
+#include "support/reference_elementwise.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -79,9 +80,11 @@ TEST(DataMovementGather, OpsetOneAndShapeArithmetic) {
   EXPECT_TRUE(test::identical(folded[0], Tensor::from_vector<int64_t>({}, {224})));
 }
 
-// Out-of-range indices the host cannot see (computed at run time) must not reach outside the data: with
-// Dawn's robustness off nothing else would stop the read. The kernels give zero bits for them (the planner
-// rejects known ones, see DataMovementErrors). The expected tensors here are built element by element:
+// Out-of-range indices the host cannot see (computed at run time) are an error in ONNX, as for known ones
+// (which the planner rejects, see DataMovementErrors): the run throws it, naming the node, the input, the
+// range and one offending value (the run status, runtime/run_status.h). They must not reach outside the data
+// either: with Dawn's robustness off nothing else would stop the read. The kernels give zero bits for them,
+// which the outputs read after the error show. The expected tensors here are built element by element:
 // `source(i)` is the data element output element i copies, or -1 for zero.
 Tensor gathered_or_zero(const Tensor& x, const Shape& shape, const std::function<int64_t(int64_t)>& source) {
   Tensor out(x.dtype(), shape);
@@ -97,21 +100,44 @@ Tensor gathered_or_zero(const Tensor& x, const Shape& shape, const std::function
   return out;
 }
 
-// On the GPU only: host folding rejects these indices, as the planner does when it knows them.
-void expect_gpu_output(const ops::NodeInfo& node, const NodeInputs& inputs, const Tensor& expected) {
-  const std::vector<Tensor> gpu = runtime::run_node(test::device(), node, inputs);
-  ASSERT_EQ(gpu.size(), 1u);
-  EXPECT_TRUE(test::identical(gpu[0], expected));
+// On the GPU only (host folding rejects these indices, as the planner does when it knows them): the run
+// throws the index error of input 1 for an axis of `n`, with one of `wild`'s out-of-range values; the outputs
+// read after it (the status was cleared) are `expected`; a second run reports the error again.
+void expect_index_error(const ops::NodeInfo& node, const NodeInputs& inputs, int64_t n,
+                        const std::vector<int64_t>& wild, const Tensor& expected) {
+  runtime::PreparedNode prepared(test::device(), node, inputs);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      prepared.run();
+      ADD_FAILURE() << "no error for out-of-range indices";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      SCOPED_TRACE(m);
+      EXPECT_TRUE(contains(m, "node 'dm_under_test' (" + node.op_type)) << m;
+      EXPECT_TRUE(contains(m, "input 1 holds index "));
+      EXPECT_TRUE(contains(m, "out of range [" + std::to_string(-n) + ", " + std::to_string(n) + ")"));
+      const size_t at = m.find("holds index ") + 12;
+      const int64_t value = std::stoll(m.substr(at));
+      EXPECT_TRUE(value < -n || value >= n) << value;
+      EXPECT_NE(std::find(wild.begin(), wild.end(), value), wild.end()) << value;
+      const size_t element = std::stoull(m.substr(m.find("at element ") + 11));
+      ASSERT_LT(element, inputs[1]->value.element_count());
+      EXPECT_EQ(test::int_values(inputs[1]->value)[element], value);
+    }
+  }
+  const std::vector<Tensor> after = prepared.read_outputs();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_TRUE(test::identical(after[0], expected));
 }
 
-// The index values that ONNX leaves undefined, next to valid ones (negative ones included).
+// The index values that ONNX makes errors, next to valid ones (negative ones included).
 std::vector<int64_t> wild_indices(int64_t n) {
   return {0,         n - 1,     n,         -n,     -n - 1, n + 7,  -1,
           2 * n + 1, INT32_MAX, INT32_MIN, -n + 1, 100000, -99999, INT32_MAX - 5,
           1 - n * 3, n / 2,     3,         n + 1,  -2 * n, 1};
 }
 
-TEST(DataMovementGather, RuntimeIndicesOutOfRangeGiveZeros) {
+TEST(DataMovementGather, RuntimeIndicesOutOfRangeAreAnError) {
   struct Case {
     Shape data;
     int64_t axis;
@@ -142,7 +168,7 @@ TEST(DataMovementGather, RuntimeIndicesOutOfRangeGiveZeros) {
       for (const Tensor& idx : {ints(wild), Tensor::from_vector<int32_t>({count}, wild32)}) {
         SCOPED_TRACE(std::string(dtype_name(data_type)) + " data, " + std::string(dtype_name(idx.dtype())) +
                      " indices, axis " + std::to_string(c.axis));
-        expect_gpu_output(g, {NodeInput{x}, NodeInput{idx, false}}, expected);
+        expect_index_error(g, {NodeInput{x}, NodeInput{idx, false}}, n, wild, expected);
       }
     }
   }
@@ -150,7 +176,7 @@ TEST(DataMovementGather, RuntimeIndicesOutOfRangeGiveZeros) {
 
 // ---- GatherElements ----
 
-TEST(DataMovementGatherElements, RuntimeIndicesOutOfRangeGiveZeros) {
+TEST(DataMovementGatherElements, RuntimeIndicesOutOfRangeAreAnError) {
   // Indices smaller than the data on the other axes, as ONNX allows.
   const Shape data = {4, 6, 5};
   const Shape shape = {3, 5, 4};
@@ -174,7 +200,7 @@ TEST(DataMovementGatherElements, RuntimeIndicesOutOfRangeGiveZeros) {
     ops::NodeInfo g = make_node("GatherElements", 13);
     g.attributes.set("axis", axis);
     SCOPED_TRACE("axis " + std::to_string(axis));
-    expect_gpu_output(g, {NodeInput{x}, NodeInput{idx, false}}, expected);
+    expect_index_error(g, {NodeInput{x}, NodeInput{idx, false}}, n, wild, expected);
   }
 }
 

@@ -1,7 +1,7 @@
 // GatherND on the GPU against the per-element reference (exact): tuple lengths 1 to the data's rank,
 // batch_dims 0-2, negative indices, int32 / int64 indices known when planned or computed at run time,
-// float32 / int64 / bool data, out-of-range indices (a plan-time error when known, zeros at run time) and the
-// shape errors.
+// float32 / int64 / bool data, out-of-range indices (a plan-time error when known, a run error at run time)
+// and the shape errors.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -71,9 +71,21 @@ TEST(GatherND, OutOfRangeAndShapeErrors) {
   const std::string known =
       test::node_error(make_node("GatherND", 13), NodeInputs{NodeInput{data}, NodeInput{idx, true}});
   EXPECT_NE(known.find("outside [-4, 3]"), std::string::npos) << known;
-  // At run time the out-of-range tuple's slice is zeros, the valid one gathered.
-  auto out = runtime::run_node(test::device(), make_node("GatherND", 13),
-                               NodeInputs{NodeInput{data}, NodeInput{idx}});
+  // At run time the run reports it (the run status), naming the node, the input and the value; the outputs
+  // read after the error have zeros for the out-of-range tuple's slice and the valid one gathered.
+  runtime::PreparedNode prepared(test::device(), make_node("GatherND", 13),
+                                 NodeInputs{NodeInput{data}, NodeInput{idx}});
+  try {
+    prepared.run();
+    ADD_FAILURE() << "no error for an index out of range at run time";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("node 'dm_under_test' (GatherND, opset 13): input 1 holds index 4 at "
+                                   "element 1, out of range [-4, 4)"),
+        std::string::npos)
+        << e.what();
+  }
+  auto out = prepared.read_outputs();
   Tensor expected(DType::Float32, {2, 3});
   std::copy_n(data.data<float>().begin() + 3, 3, expected.data<float>().begin());
   EXPECT_TRUE(test::identical(out[0], expected));

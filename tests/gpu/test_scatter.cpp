@@ -2,7 +2,7 @@
 // reduction, duplicate indices (none: the last update wins; reductions: all applied in order), negative
 // indices, int32 / int64 indices known when planned or computed at run time, unaligned shapes with batch
 // dims, float32 / int64 / int32 / int8 / uint8 / bool data (8-bit reductions wrap), out-of-range indices (a
-// plan-time error when known, dropped when computed at run time) and the shape errors.
+// plan-time error when known, a run error when computed at run time) and the shape errors.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -115,8 +115,23 @@ TEST(ScatterND, OutOfRangeIndices) {
   const std::string error = test::node_error(
       make_node("ScatterND", 13), NodeInputs{NodeInput{data}, NodeInput{idx, true}, NodeInput{upd}});
   EXPECT_NE(error.find("outside [-4, 3]"), std::string::npos) << error;
-  // Computed at run time: the out-of-range tuples are dropped, the valid one applied.
-  auto out = run(make_node("ScatterND", 13), NodeInputs{NodeInput{data}, NodeInput{idx}, NodeInput{upd}});
+  // Computed at run time: the run reports one of them (the run status); the outputs read after the error have
+  // the out-of-range tuples dropped, the valid one applied.
+  runtime::PreparedNode prepared(test::device(), make_node("ScatterND", 13),
+                                 NodeInputs{NodeInput{data}, NodeInput{idx}, NodeInput{upd}});
+  try {
+    prepared.run();
+    ADD_FAILURE() << "no error for indices out of range at run time";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(
+        m.find("node 'dm_under_test' (ScatterND, opset 13): input 1 holds index 4 at element 1, out of "
+               "range [-4, 4)") != std::string::npos ||
+        m.find("node 'dm_under_test' (ScatterND, opset 13): input 1 holds index -5 at element 2, out of "
+               "range [-4, 4)") != std::string::npos)
+        << m;
+  }
+  auto out = prepared.read_outputs();
   Tensor valid_idx = Tensor::from_vector<int64_t>({1, 1}, {1});
   Tensor valid_upd(DType::Float32, {1, 3}, upd.bytes().subspan(0, 12));
   EXPECT_TRUE(test::identical(out[0], test::scatter_nd_reference(data, valid_idx, valid_upd, "none")));
@@ -200,6 +215,14 @@ TEST(ScatterElements, OpsetNineScatterAndErrors) {
       node, NodeInputs{NodeInput{data}, NodeInput{Tensor::from_vector<int64_t>({1, 1}, {4}), true},
                        NodeInput{small_values(DType::Float32, {1, 1}, 3)}});
   EXPECT_NE(out_of_range.find("outside [-4, 3]"), std::string::npos) << out_of_range;
+  // The same computed at run time: reported by the run (the run status), negative indices in range valid.
+  const std::string at_run_time = test::node_error(
+      node, NodeInputs{NodeInput{data}, NodeInput{Tensor::from_vector<int64_t>({1, 2}, {-4, 4})},
+                       NodeInput{small_values(DType::Float32, {1, 2}, 3)}});
+  EXPECT_NE(at_run_time.find("node 'dm_under_test' (ScatterElements, opset 13): input 1 holds index 4 at "
+                             "element 1, out of range [-4, 4)"),
+            std::string::npos)
+      << at_run_time;
   ops::NodeInfo bool_add = make_node("ScatterElements", 16);
   bool_add.attributes.set("reduction", std::string("add"));
   const std::string bool_error = test::node_error(

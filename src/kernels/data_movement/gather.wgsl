@@ -1,9 +1,10 @@
 // Gather along one axis: data viewed as [outer, axis_dim, inner], indices flattened to [index_count], output
-// [outer, index_count, inner]. Negative indices count from the end; an index still out of range (which ONNX
-// leaves undefined, and which the host cannot see when indices are computed at run time) yields zero bits
-// rather than a read outside the tensor. T is u32, or vec4<u32> when inner % 4 == 0 (inner then counts
-// vec4s).
+// [outer, index_count, inner]. Negative indices count from the end; an index still out of range (an error in
+// ONNX, which the host cannot see when indices are computed at run time) is recorded in the run status, and
+// its output elements get zero bits rather than a read outside the tensor. T is u32, or vec4<u32> when
+// inner % 4 == 0 (inner then counts vec4s).
 #include "common/dispatch_grid.wgsl"
+#include "common/run_status.wgsl"
 
 alias T = {{TYPE}};
 
@@ -12,12 +13,13 @@ struct Params {
   axis_dim: u32,
   index_count: u32,
   inner: u32,
+  status_tag: u32,
 }
 
 @group(0) @binding(0) var<storage, read> data: array<T>;
 @group(0) @binding(1) var<storage, read> indices: array<i32>;
 @group(0) @binding(2) var<storage, read_write> destination: array<T>;
-@group(0) @binding(3) var<uniform> params: Params;
+@group(0) @binding(4) var<uniform> params: Params;
 
 override WG_SIZE: u32 = 256;
 
@@ -32,11 +34,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = i / params.inner;
   let j = t % params.index_count;
   let o = t / params.index_count;
-  var index = indices[j];
+  let given = indices[j];
+  var index = given;
   if (index < 0) {
     index += i32(params.axis_dim);
   }
   if (index < 0 || u32(index) >= params.axis_dim) {
+    report_index_out_of_range(params.status_tag, 1u, j, given, params.axis_dim);
     destination[i] = T();
     return;
   }

@@ -15,6 +15,8 @@ alias I = i32;
 alias U = u32;
 #endif
 
+#include "common/nan.wgsl"
+
 // A quiet NaN. Through a var: WGSL rejects a NaN that constant evaluation can see.
 fn wgi_nan() -> F {
   var bits = U(0x7fc00000u);

@@ -1,8 +1,9 @@
 // GatherND with batch_dims b: output[t, s] = data[batch(t), indices[t], s] for every index tuple t of
 // indices [..., q] (the tuples of one batch are consecutive) and every element s of the slice
-// data.shape[b + q:]. Negative indices count from the end; a tuple still out of range at run time yields zero
-// bits (known indices are checked when planned), as Gather does.
+// data.shape[b + q:]. Negative indices count from the end; a tuple still out of range at run time is recorded
+// in the run status and yields zero bits (known indices are checked when planned), as Gather does.
 #include "common/dispatch_grid.wgsl"
+#include "common/run_status.wgsl"
 
 struct Params {
   count: u32,              // output elements
@@ -12,12 +13,13 @@ struct Params {
   batch_stride: u32,       // elements of data.shape[b:]
   dims: array<vec4u, 2>,     // data.shape[b : b + q]
   strides: array<vec4u, 2>,  // their element strides in data
+  status_tag: u32,
 }
 
 @group(0) @binding(0) var<storage, read> data: array<u32>;
 @group(0) @binding(1) var<storage, read> indices: array<i32>;
 @group(0) @binding(2) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(3) var<uniform> params: Params;
+@group(0) @binding(4) var<uniform> params: Params;
 
 override WG_SIZE: u32 = 256;
 
@@ -33,12 +35,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var valid = true;
   for (var l = 0u; l < params.q; l++) {
     let n = params.dims[l / 4][l % 4];
-    var index = indices[t * params.q + l];
+    let given = indices[t * params.q + l];
+    var index = given;
     if (index < 0) {
       index += i32(n);
     }
-    valid = valid && index >= 0 && u32(index) < n;
+    if (index < 0 || u32(index) >= n) {
+      report_index_out_of_range(params.status_tag, 1u, t * params.q + l, given, n);
+      valid = false;
+    }
     at += u32(index) * params.strides[l / 4][l % 4];
   }
-  destination[i] = select(0u, data[at], valid);
+  // Not select(): it would read data[at] for an invalid tuple too, outside the tensor.
+  if (valid) {
+    destination[i] = data[at];
+  } else {
+    destination[i] = 0u;
+  }
 }

@@ -10,6 +10,7 @@
 // The element type T is f32 or i32; the op's per-element map, combine and finishing step are the PRE,
 // COMBINE and POST substitutions, written over x, a, b and acc.
 #include "common/dispatch_grid.wgsl"
+#include "elementwise/math.wgsl"
 
 alias T = {{TYPE}};
 
@@ -73,7 +74,8 @@ fn identity() -> T {
 #if ARG
 const NONE: u32 = 0xffffffffu;
 
-// Whether (v, i) beats the best so far (bv, bi); an index of NONE marks "nothing seen yet".
+// Whether (v, i) beats the best so far (bv, bi); an index of NONE marks "nothing seen yet". With FLOAT a
+// NaN beats every number (numpy's and PyTorch's argmax / argmin: the first NaN), and NaNs tie.
 fn better(v: T, i: u32, bv: T, bi: u32) -> bool {
   if (i == NONE) {
     return false;
@@ -81,6 +83,16 @@ fn better(v: T, i: u32, bv: T, bi: u32) -> bool {
   if (bi == NONE) {
     return true;
   }
+#if FLOAT
+  let v_nan = wgi_is_nan(v);
+  let b_nan = wgi_is_nan(bv);
+  if (v_nan != b_nan) {
+    return v_nan;
+  }
+  if (v_nan) {
+    return select((i < bi), (i > bi), params.select_last != 0u);
+  }
+#endif
   if (v {{CMP}} bv) {
     return true;
   }

@@ -6,6 +6,7 @@
 // Variants: ROW_PER_WORKGROUP (one workgroup per row, shared-memory trees for the maximum and the sum) or one
 // invocation per row (short rows). LOG writes x - max - log(sum) instead of exp(x - max) / sum.
 #include "common/dispatch_grid.wgsl"
+#include "elementwise/math.wgsl"
 
 struct Params {
   rows: u32,
@@ -24,7 +25,13 @@ fn row_start(row: u32) -> u32 {
   return (row / params.inner) * params.length * params.inner + row % params.inner;
 }
 
+// A row whose maximum is not finite (a NaN in the row, a +inf, or every element -inf) is NaN throughout, as
+// in onnxruntime (x - max is NaN for the maximum, and so is the sum); tested here rather than left to
+// exp(NaN), which is not NaN on every adapter.
 fn result(x: f32, m: f32, sum: f32) -> f32 {
+  if ((bitcast<u32>(m) & 0x7fffffffu) >= 0x7f800000u) {
+    return wgi_nan();
+  }
 #if LOG
   return x - m - log(sum);
 #else
@@ -43,7 +50,7 @@ fn tree_max(v: f32, lid: u32) -> f32 {
   workgroupBarrier();
   for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
     if (lid < s) {
-      partial_max[lid] = max(partial_max[lid], partial_max[lid + s]);
+      partial_max[lid] = wgi_max(partial_max[lid], partial_max[lid + s]);
     }
     workgroupBarrier();
   }
@@ -75,7 +82,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // The first element rather than -inf starts the maximum: WGSL constants cannot be infinite.
   var m = input[start];
   for (var k = lid; k < n; k += WG_SIZE) {
-    m = max(m, input[start + k * step]);
+    m = wgi_max(m, input[start + k * step]);  // a NaN makes the whole row NaN, as in ONNX Runtime
   }
   m = tree_max(m, lid);
   var s = 0.0;
@@ -103,7 +110,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let n = params.length;
   var m = input[start];
   for (var k = 1u; k < n; k++) {
-    m = max(m, input[start + k * step]);
+    m = wgi_max(m, input[start + k * step]);  // a NaN makes the whole row NaN, as in ONNX Runtime
   }
   var s = 0.0;
   for (var k = 0u; k < n; k++) {

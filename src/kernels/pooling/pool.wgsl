@@ -7,6 +7,7 @@
 // optional second output): the flat input index of the maximum, row-major, or column-major within each
 // plane with storage_order = 1.
 #include "common/dispatch_grid.wgsl"
+#include "elementwise/math.wgsl"
 
 alias T = {{TYPE}};
 
@@ -34,6 +35,19 @@ struct Params {
 #endif
 
 override WG_SIZE: u32 = 64;
+
+#if MAX
+// With FLOAT a NaN beats every number: a window holding one gives NaN (and the first NaN's index), as the
+// elementwise Max and ReduceMax do.
+fn beats(v: T, best: T) -> bool {
+#if FLOAT
+  if (wgi_is_nan(v) || wgi_is_nan(best)) {
+    return wgi_is_nan(v) && !wgi_is_nan(best);
+  }
+#endif
+  return v > best;
+}
+#endif
 
 // How many of the taps start + t * dilation (t < kernel) lie in [lo, hi).
 fn taps_within(start: i32, kernel: u32, dilation: u32, lo: i32, hi: i32) -> u32 {
@@ -90,7 +104,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         let v = input[row + u32(w)];
 #if MAX
-        if (best_at.x < 0 || v > best) {
+        if (best_at.x < 0 || beats(v, best)) {
           best = v;
           best_at = vec3<i32>(d, h, w);
         }

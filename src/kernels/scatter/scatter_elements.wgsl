@@ -3,8 +3,8 @@
 // One invocation per output element scans the updates that can land on it (those sharing its coordinates off
 // the axis: updates.shape[axis] of them) in order, so duplicate indices resolve deterministically (the last
 // one wins without a reduction; every one is applied with one) and no atomics are needed. Negative indices
-// count from the end; an index still out of range at run time matches no element and is dropped (known
-// indices are checked when planned).
+// count from the end; an index still out of range at run time matches no element and is recorded in the run
+// status (known indices are checked when planned).
 #include "common/dispatch_grid.wgsl"
 
 struct Params {
@@ -15,6 +15,7 @@ struct Params {
   data_shape: array<vec4u, 2>,
   updates_shape: array<vec4u, 2>,
   updates_strides: array<vec4u, 2>,  // row-major strides of updates (= of indices)
+  status_tag: u32,
 }
 
 #include "scatter/scatter_common.wgsl"
@@ -48,9 +49,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let step = params.updates_strides[params.axis / 4][params.axis % 4];
     for (var j = 0u; j < along; j++) {
       let u = base + j * step;
-      var index = indices[u];
+      let given = indices[u];
+      var index = given;
       if (index < 0) {
         index += i32(params.axis_dim);
+      }
+      if (index < 0 || u32(index) >= params.axis_dim) {
+        report_index_out_of_range(params.status_tag, 1u, u, given, params.axis_dim);
       }
       if (index >= 0 && u32(index) == axis_coord) {
         v = combine(v, updates[u]);

@@ -5,7 +5,7 @@
 // with one) and no atomics are needed. The cost is output elements x tuples x q index reads: right for the
 // masks exports build (a few tuples, or slices of a few elements), quadratic for a scatter of many single
 // elements (docs/new_ops.md). Negative indices count from the end; a tuple still out of range at run time
-// addresses nothing and is dropped (known indices are checked when planned).
+// addresses nothing and is recorded in the run status (known indices are checked when planned).
 #include "common/dispatch_grid.wgsl"
 
 struct Params {
@@ -15,6 +15,7 @@ struct Params {
   q: u32,       // indices.shape[-1]
   dims: array<vec4u, 2>,            // data.shape[:q]
   prefix_strides: array<vec4u, 2>,  // row-major strides of data.shape[:q], in slices
+  status_tag: u32,
 }
 
 #include "scatter/scatter_common.wgsl"
@@ -34,11 +35,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var valid = true;
     for (var l = 0u; l < params.q; l++) {
       let n = params.dims[l / 4][l % 4];
-      var index = indices[t * params.q + l];
+      let given = indices[t * params.q + l];
+      var index = given;
       if (index < 0) {
         index += i32(n);
       }
-      valid = valid && index >= 0 && u32(index) < n;
+      if (index < 0 || u32(index) >= n) {
+        report_index_out_of_range(params.status_tag, 1u, t * params.q + l, given, n);
+        valid = false;
+      }
       at += u32(index) * params.prefix_strides[l / 4][l % 4];
     }
     if (valid && at == slice_index) {
