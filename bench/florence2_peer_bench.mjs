@@ -3,7 +3,8 @@
 // over several runs after one warm-up, on the device asked for (webgpu: ONNX Runtime's WebGPU EP; cpu).
 //
 //   node bench/florence2_peer_bench.mjs FOLDER IMAGE TASK DEVICE [--runs N] [--num-beams N] [--max-new-tokens N]
-//                                       [--dtype D | --dtype session=D,...] [--node-modules DIR]
+//                                       [--dtype D | --dtype session=D,...] [--rgb-size WxH] [--node-modules DIR]
+// --rgb-size: IMAGE is raw RGB bytes of that size (read without sharp, e.g. where only a stub of it is installed).
 // Prints one JSON line: {device, task, num_beams, generated_tokens, first_ms, median_ms, min_ms, runs,
 // generated_ids}. transformers.js 4.3.1 keeps only the first beam of a beam search (docs/beam_search.md), so
 // its num_beams > 1 answers are not Hugging Face's; they are timed as it runs them.
@@ -13,7 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const positional = [];
-const options = { runs: 5, 'num-beams': 1, 'max-new-tokens': 64, dtype: 'fp32',
+const options = { runs: 5, 'num-beams': 1, 'max-new-tokens': 64, dtype: 'fp32', 'rgb-size': '',
                   'node-modules': process.env.WGI_NODE_MODULES ??
                                   path.join(here, '..', 'third_party', 'pipelines', 'node_modules') };
 const argv = process.argv.slice(2);
@@ -55,10 +56,13 @@ const dtype = options.dtype.includes('=')
   ? Object.fromEntries(options.dtype.split(',').map((kv) => kv.split('=')))
   : options.dtype;
 const model = await t.Florence2ForConditionalGeneration.from_pretrained(id, { dtype, device });
+const rgbSize = options['rgb-size'] ? options['rgb-size'].split('x').map(Number) : null;
 const generation = { max_new_tokens: Number(options['max-new-tokens']), num_beams: Number(options['num-beams']),
                      do_sample: false };
 async function once() {
-  const image = await t.RawImage.read(path.resolve(imagePath));
+  const image = rgbSize
+    ? new t.RawImage(new Uint8ClampedArray(fs.readFileSync(imagePath)), rgbSize[0], rgbSize[1], 3)
+    : await t.RawImage.read(path.resolve(imagePath));
   const inputs = await processor(image, processor.construct_prompts(task));
   const generated = await model.generate({ ...inputs, ...generation });
   const text = processor.batch_decode(generated, { skip_special_tokens: false })[0];

@@ -46,9 +46,11 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
   find "$dir" -maxdepth 1 -type f ! -name model.onnx.data ! -path '*vision*input_pixel_values.npy' \
     -exec cp {} ".device/models/$name/" \;
 done
-# transformers.js and its dependencies; onnxruntime-node is the peers' one (the same 1.30.0), linked there.
+# transformers.js and its dependencies; onnxruntime-node is the peers' one (the same 1.30.0), linked there;
+# sharp (libvips, 19 MB) stays here: the campaign gives transformers.js raw RGB and a stub of sharp.
 [[ $mode == pipelines ]] && tar -C third_party/pipelines -cJf .device/pipelines.tar.xz \
   --exclude=node_modules/onnxruntime-web --exclude=node_modules/onnxruntime-node --exclude=node_modules/@types \
+  --exclude=node_modules/@img --exclude=node_modules/sharp \
   node_modules
 # Files the tests read from Debian packages: ONNX's test data (conformance, the decoder's unit tests) and the
 # font the OCR test renders its lines with.

@@ -9,12 +9,14 @@
 // The folder has onnx-community's layout: config.json, generation_config.json, preprocessor_config.json,
 // tokenizer.json (+ tokenizer_config.json), onnx/embed_tokens.onnx, onnx/vision_encoder.onnx,
 // onnx/encoder_model.onnx and onnx/decoder_model_merged.onnx (or, without it, onnx/decoder_model.onnx and
-// onnx/decoder_with_past_model.onnx). float32 files only for now.
+// onnx/decoder_with_past_model.onnx). Variant files are chosen per session by transformers.js's dtype
+// suffixes (Florence2Files): onnx/decoder_model_merged_q4.onnx for dtype "q4", and so on.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,12 +72,27 @@ struct Florence2Result {
   Florence2Parsed parsed;
 };
 
+// Which file of each session runs, by transformers.js's dtype names and their file suffixes: fp32 (none),
+// fp16 (_fp16), q8 (_quantized), int8 (_int8), uint8 (_uint8), q4 (_q4), q4f16 (_q4f16), bnb4 (_bnb4).
+// Sessions: embed_tokens, vision_encoder, encoder_model, decoder_model_merged (also names the split
+// decoders' dtype: decoder_model and decoder_with_past_model).
+struct Florence2Files {
+  std::string dtype = "fp32";                      // every session not named below
+  std::map<std::string, std::string> per_session;  // session -> dtype
+
+  // Parses "q4" or "embed_tokens=fp16,decoder_model_merged=q4" (the CLI's --dtype); throws naming a bad part.
+  static Florence2Files parse(const std::string& text);
+  // "onnx/encoder_model_q4.onnx"'s name for a session.
+  std::string file_name(const std::string& session) const;
+};
+
 class Florence2 {
  public:
   // Loads the folder (every file checked before any session is made: a missing one is named) and the
   // sessions, and checks that the configs agree with the sessions' inputs and outputs. `options` apply to
   // every session.
-  static Florence2 from_folder(const std::filesystem::path& folder, const SessionOptions& options = {});
+  static Florence2 from_folder(const std::filesystem::path& folder, const SessionOptions& options = {},
+                               const Florence2Files& files = {});
   ~Florence2();
   Florence2(Florence2&&) noexcept;
   Florence2& operator=(Florence2&&) noexcept;
@@ -92,7 +109,7 @@ class Florence2 {
   int image_width() const;
   int image_height() const;
   // Which decoder files run: "decoder_model_merged.onnx" or "decoder_model.onnx +
-  // decoder_with_past_model.onnx".
+  // decoder_with_past_model.onnx" (with the dtype's suffix, e.g. "decoder_model_merged_q4.onnx").
   std::string decoder_files() const;
 
  private:

@@ -19,6 +19,7 @@
 #include "pipelines/image_resize.h"
 #include "pipelines/tokenizer.h"
 #include "wgi/florence2.h"
+#include "wgi/printable.h"
 
 namespace wgi {
 
@@ -252,6 +253,7 @@ struct Florence2::Impl {
   Session decoder;
   std::optional<Session> decoder_with_past;
   bool merged = false;
+  std::string decoder_file_names;       // "decoder_model_merged_q4.onnx", or the split pair joined by " + "
   std::vector<std::string> past_names;  // every past_key_values.* input, in layer order
   int64_t heads = 0, head_size = 0;
 
@@ -674,26 +676,102 @@ SearchResult beam_search(BeamDecoder& decoder, const SearchSettings& s) {
 
 }  // namespace
 
-Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& options) {
+namespace {
+
+// transformers.js's dtype -> file suffix table (its DEFAULT_DTYPE_SUFFIX_MAPPING).
+const std::map<std::string, std::string>& dtype_suffixes() {
+  static const std::map<std::string, std::string> suffixes = {
+      {"fp32", ""},        {"fp16", "_fp16"}, {"q8", "_quantized"}, {"int8", "_int8"},
+      {"uint8", "_uint8"}, {"q4", "_q4"},     {"q4f16", "_q4f16"},  {"bnb4", "_bnb4"}};
+  return suffixes;
+}
+
+const char* const kFlorence2Sessions[] = {"embed_tokens", "vision_encoder", "encoder_model",
+                                          "decoder_model_merged"};
+
+std::string known_dtypes() {
+  std::string names;
+  for (const auto& [name, suffix] : dtype_suffixes()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+}  // namespace
+
+Florence2Files Florence2Files::parse(const std::string& text) {
+  Florence2Files files;
+  const auto check_dtype = [](const std::string& dtype) {
+    if (!dtype_suffixes().contains(dtype)) {
+      throw Error("Florence-2: unknown dtype '" + printable(dtype) + "' (one of " + known_dtypes() + ")");
+    }
+  };
+  if (text.find('=') == std::string::npos) {
+    check_dtype(text);
+    files.dtype = text;
+    return files;
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string part = text.substr(start, comma - start);
+    const size_t eq = part.find('=');
+    if (eq == std::string::npos) {
+      throw Error("Florence-2: '" + printable(part) + "' in the dtype list is not session=dtype");
+    }
+    const std::string session = part.substr(0, eq), dtype = part.substr(eq + 1);
+    if (std::find(std::begin(kFlorence2Sessions), std::end(kFlorence2Sessions), session) ==
+        std::end(kFlorence2Sessions)) {
+      throw Error("Florence-2: unknown session '" + printable(session) +
+                  "' in the dtype list (embed_tokens, vision_encoder, encoder_model, decoder_model_merged)");
+    }
+    check_dtype(dtype);
+    if (!files.per_session.emplace(session, dtype).second) {
+      throw Error("Florence-2: the dtype list names " + session + " twice");
+    }
+    start = comma + 1;
+  }
+  return files;
+}
+
+std::string Florence2Files::file_name(const std::string& session) const {
+  // The split decoders take the merged decoder's dtype (transformers.js names them by the same key).
+  const std::string key =
+      session == "decoder_model" || session == "decoder_with_past_model" ? "decoder_model_merged" : session;
+  const auto it = per_session.find(key);
+  const std::string& d = it == per_session.end() ? dtype : it->second;
+  const auto suffix = dtype_suffixes().find(d);
+  if (suffix == dtype_suffixes().end()) {
+    throw Error("Florence-2: unknown dtype '" + printable(d) + "' (one of " + known_dtypes() + ")");
+  }
+  return session + suffix->second + ".onnx";
+}
+
+Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& options,
+                                 const Florence2Files& file_names) {
   if (!fs::is_directory(folder)) throw Error("Florence-2: '" + folder.string() + "' is not a folder");
   const fs::path onnx = folder / "onnx";
-  const bool merged = fs::exists(onnx / "decoder_model_merged.onnx");
-  std::vector<fs::path> files = {
-      folder / "config.json",     folder / "generation_config.json", folder / "preprocessor_config.json",
-      folder / "tokenizer.json",  onnx / "embed_tokens.onnx",        onnx / "vision_encoder.onnx",
-      onnx / "encoder_model.onnx"};
+  const std::string merged_name = file_names.file_name("decoder_model_merged");
+  const std::string first_name = file_names.file_name("decoder_model");
+  const std::string with_past_name = file_names.file_name("decoder_with_past_model");
+  const bool merged = fs::exists(onnx / merged_name);
+  std::vector<fs::path> files = {folder / "config.json",
+                                 folder / "generation_config.json",
+                                 folder / "preprocessor_config.json",
+                                 folder / "tokenizer.json",
+                                 onnx / file_names.file_name("embed_tokens"),
+                                 onnx / file_names.file_name("vision_encoder"),
+                                 onnx / file_names.file_name("encoder_model")};
   if (merged) {
-    files.push_back(onnx / "decoder_model_merged.onnx");
+    files.push_back(onnx / merged_name);
   } else {
-    files.push_back(onnx / "decoder_model.onnx");
-    files.push_back(onnx / "decoder_with_past_model.onnx");
+    files.push_back(onnx / first_name);
+    files.push_back(onnx / with_past_name);
   }
   for (const fs::path& file : files) {
     if (!fs::is_regular_file(file)) {
       throw Error("Florence-2: the folder lacks " + fs::relative(file, folder).string() +
                   (file.parent_path() == onnx && file.filename().string().starts_with("decoder")
-                       ? " (it needs onnx/decoder_model_merged.onnx, or onnx/decoder_model.onnx and "
-                         "onnx/decoder_with_past_model.onnx)"
+                       ? " (it needs onnx/" + merged_name + ", or onnx/" + first_name + " and onnx/" +
+                             with_past_name + ")"
                        : ""));
     }
   }
@@ -705,19 +783,20 @@ Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& o
       read_generation(generation_config, config, folder / "generation_config.json");
   pipelines::Tokenizer tokenizer = pipelines::Tokenizer::from_folder(folder);
 
-  const auto load = [&](const char* name) {
+  const auto load = [&](const std::string& name) {
     try {
       return Session::from_file(onnx / name, options);
     } catch (const Error& e) {
-      throw Error("Florence-2: onnx/" + std::string(name) + ": " + e.what());
+      throw Error("Florence-2: onnx/" + name + ": " + e.what());
     }
   };
-  auto impl = std::make_unique<Impl>(folder, processor, std::move(generation), std::move(tokenizer),
-                                     load("embed_tokens.onnx"), load("vision_encoder.onnx"),
-                                     load("encoder_model.onnx"),
-                                     load(merged ? "decoder_model_merged.onnx" : "decoder_model.onnx"));
+  auto impl = std::make_unique<Impl>(
+      folder, processor, std::move(generation), std::move(tokenizer),
+      load(file_names.file_name("embed_tokens")), load(file_names.file_name("vision_encoder")),
+      load(file_names.file_name("encoder_model")), load(merged ? merged_name : first_name));
   impl->merged = merged;
-  if (!merged) impl->decoder_with_past.emplace(load("decoder_with_past_model.onnx"));
+  impl->decoder_file_names = merged ? merged_name : first_name + " + " + with_past_name;
+  if (!merged) impl->decoder_with_past.emplace(load(with_past_name));
   impl->check_sessions(config);
   return Florence2(std::move(impl));
 }
@@ -811,7 +890,7 @@ int Florence2::image_height() const {
   return impl_->processor.height;
 }
 std::string Florence2::decoder_files() const {
-  return impl_->merged ? "decoder_model_merged.onnx" : "decoder_model.onnx + decoder_with_past_model.onnx";
+  return impl_->decoder_file_names;
 }
 
 Florence2::Florence2(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

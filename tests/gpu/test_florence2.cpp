@@ -123,6 +123,44 @@ TEST(Florence2Pipeline, SplitDecodersMatchTransformersJs) {
   fs::remove_all(dir);
 }
 
+// The files of a dtype are picked by transformers.js's suffixes: a folder whose only vision encoder and
+// decoder are "_q4" / "_fp16" files (here copies of the fp32 ones under those names, so the answer must stay
+// transformers.js's fp32 one) loads with those dtypes and fails, naming the file, without them.
+TEST(Florence2Pipeline, DtypesPickTheSuffixedFiles) {
+  const fs::path dir = copy_folder("dtype", {"onnx/decoder_model_merged.onnx", "onnx/vision_encoder.onnx",
+                                             "onnx/decoder_model.onnx", "onnx/decoder_with_past_model.onnx"});
+  fs::copy_file(kTiny / "onnx" / "decoder_model_merged.onnx", dir / "onnx" / "decoder_model_merged_q4.onnx");
+  fs::copy_file(kTiny / "onnx" / "vision_encoder.onnx", dir / "onnx" / "vision_encoder_fp16.onnx");
+  const Florence2Files files =
+      Florence2Files::parse("embed_tokens=fp32,vision_encoder=fp16,decoder_model_merged=q4");
+  EXPECT_EQ(files.file_name("encoder_model"), "encoder_model.onnx");
+  EXPECT_EQ(files.file_name("decoder_with_past_model"), "decoder_with_past_model_q4.onnx");
+  EXPECT_EQ(Florence2Files::parse("q8").file_name("vision_encoder"), "vision_encoder_quantized.onnx");
+  Florence2 model = Florence2::from_folder(dir, {}, files);
+  EXPECT_EQ(model.decoder_files(), "decoder_model_merged_q4.onnx");
+  expect_task(model, "<OCR_WITH_REGION>", "ocr_with_region");
+  try {
+    Florence2::from_folder(dir);
+    ADD_FAILURE() << "fp32 files that are not there were not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vision_encoder.onnx"), std::string::npos) << e.what();
+  }
+  for (const auto& [text, part] : std::vector<std::pair<std::string, std::string>>{
+           {"q3", "unknown dtype 'q3'"},
+           {"decoder=q4", "unknown session 'decoder'"},
+           {"encoder_model=q4,encoder_model=fp16", "names encoder_model twice"},
+           {"encoder_model", "unknown dtype"},
+           {"encoder_model=q4,fp16", "is not session=dtype"}}) {
+    try {
+      Florence2Files::parse(text);
+      ADD_FAILURE() << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << text << ": " << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // max_new_tokens short of the natural EOS: forced EOS at max_length - 1, so the sequence ends with EOS
 // after the reference's first tokens.
 TEST(Florence2Pipeline, MaxNewTokensForcesEosAtTheLastPosition) {

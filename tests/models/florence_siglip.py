@@ -34,6 +34,7 @@ bart_decoder_cached_cross_base, whose inputs are the per-layer cross keys/values
 generation does after the first step; computing them costs ~8 GFLOP per step at src_len 590).
 """
 import math
+import inspect
 import os
 import sys
 from collections import OrderedDict
@@ -555,9 +556,12 @@ def export(module, inputs, path, opset, input_names, output_names, dynamic_axes)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # TracerWarnings for shape values that are meant to be constants
+        # torch >= 2.5 defaults to the dynamo exporter (which rejects these dynamic_axes); the TorchScript
+        # exporter is the one Debian's torch 1.13 has, so both make the same graphs.
+        legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
         torch.onnx.export(module, tuple(torch.from_numpy(a) for a in inputs), path, opset_version=opset,
                           input_names=input_names, output_names=output_names, dynamic_axes=dynamic_axes,
-                          do_constant_folding=False)
+                          do_constant_folding=False, **legacy)
 
 
 def shorten_value_names(path):

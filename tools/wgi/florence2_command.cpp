@@ -1,4 +1,6 @@
 // `wgi florence2`: Florence-2 end to end on a model folder (include/wgi/florence2.h), greedy or beam search.
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,10 @@
 namespace wgi::cli {
 
 namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 // `parsed` as transformers.js's post_process_generation returns it: {task: text} or {task: {labels, boxes}}.
 nlohmann::ordered_json parsed_json(const Florence2Result& r) {
@@ -33,7 +39,8 @@ nlohmann::ordered_json parsed_json(const Florence2Result& r) {
 
 void add_florence2_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string folder, image, task, text, backend, adapter, draw, early_stopping;
+    std::string folder, image, task, text, backend, adapter, draw, early_stopping, dtype = "fp32";
+    int runs = 1;
     std::optional<int> max_new_tokens, num_beams, no_repeat_ngram_size;
     std::optional<double> length_penalty;
     bool json = false;
@@ -68,6 +75,17 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
                   "Beam search: true (stop at num_beams finished), false or never, as Hugging Face "
                   "(default: generation_config.json's, else false)")
       ->check(CLI::IsMember({"true", "false", "never"}));
+  cmd->add_option(
+         "--dtype", opts->dtype,
+         "Which file of each session: fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4 (transformers.js's "
+         "suffixes: onnx/encoder_model_q4.onnx), for all or per session: "
+         "'embed_tokens=fp32,vision_encoder=fp16,encoder_model=q4,decoder_model_merged=q4'")
+      ->capture_default_str();
+  cmd->add_option("--runs", opts->runs,
+                  "Run the task this many times (after loading) and print the wall time of each end to end "
+                  "(image decode -> parsed answer) and per decoder step on stderr")
+      ->check(at_least(1))
+      ->capture_default_str();
   cmd->add_option("--draw", opts->draw,
                   "Write a PNG copy of the image with the answer's boxes / OCR quadrilaterals outlined");
   cmd->add_flag("--json", opts->json,
@@ -80,11 +98,14 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
   cmd->callback([opts, &exit_code] {
     // The task, its text and the image first: a mistake there costs no model loading.
     pipelines::florence2::construct_prompt(opts->task, opts->text);
-    const Image image = load_image(opts->image);
+    const Florence2Files files = Florence2Files::parse(opts->dtype);
+    Image image = load_image(opts->image);
     SessionOptions session;
     session.backend = opts->backend;
     session.adapter = opts->adapter;
-    Florence2 model = Florence2::from_folder(opts->folder, session);
+    const auto load_start = std::chrono::steady_clock::now();
+    Florence2 model = Florence2::from_folder(opts->folder, session, files);
+    const double load_ms = ms_since(load_start);
     Florence2GenerateOptions generate;
     generate.max_new_tokens = opts->max_new_tokens;
     generate.num_beams = opts->num_beams;
@@ -95,7 +116,27 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
                                 : opts->early_stopping == "never" ? EarlyStopping::Never
                                                                   : EarlyStopping::No;
     }
-    const Florence2Result r = model.generate(image, opts->task, opts->text, generate);
+    Florence2Result r;
+    std::vector<double> times;
+    for (int run = 0; run < opts->runs; ++run) {
+      // Each run decodes the image file again: the time is image file -> parsed answer.
+      const auto start = std::chrono::steady_clock::now();
+      if (run > 0) image = load_image(opts->image);
+      r = model.generate(image, opts->task, opts->text, generate);
+      times.push_back(ms_since(start));
+    }
+    if (opts->runs > 1) {
+      std::cerr << "load: " << load_ms << " ms (" << model.decoder_files() << ")\n";
+      for (size_t i = 0; i < times.size(); ++i) {
+        std::cerr << "run " << i + 1 << ": " << times[i] << " ms, " << r.decode_steps << " decoder steps, "
+                  << r.generated_ids.size() << " tokens, " << r.num_beams << " beams\n";
+      }
+      std::vector<double> later(times.begin() + 1, times.end());
+      std::sort(later.begin(), later.end());
+      const double median = later[later.size() / 2];
+      std::cerr << "median of runs 2..: " << median << " ms end to end, "
+                << median / std::max(1, r.decode_steps) << " ms per decoder step (whole run / steps)\n";
+    }
     if (!opts->draw.empty()) {
       save_png(pipelines::draw_outlines(image, r.parsed.boxes, r.parsed.quad_boxes), opts->draw);
     }
