@@ -10,7 +10,8 @@
 // its num_beams > 1 answers are not Hugging Face's; they are timed as it runs them.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { loadTransformersOffline } from '../tests/pipelines/transformers_offline.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const positional = [];
@@ -41,14 +42,7 @@ if (!fs.existsSync(entry)) {
   console.error(`transformers.js not found at ${entry} (scripts/setup installs it; or give --node-modules)`);
   process.exit(2);
 }
-const t = await import(pathToFileURL(entry).href);
-t.env.allowRemoteModels = false;
-t.env.allowLocalModels = true;
-t.env.useBrowserCache = false;
-t.env.useFSCache = false;
-const resolved = path.resolve(folder);
-t.env.localModelPath = path.dirname(resolved) + path.sep;
-const id = path.basename(resolved);
+const { t, id } = await loadTransformersOffline(options['node-modules'], folder);
 
 const processor = await t.AutoProcessor.from_pretrained(id);
 // --dtype q4, or per session: --dtype embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4

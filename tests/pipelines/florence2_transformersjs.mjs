@@ -20,6 +20,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { loadTransformersOffline } from './transformers_offline.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -36,16 +37,7 @@ function usage() {
   process.exit(2);
 }
 
-async function loadTransformers(folder) {
-  const t = await importPackage('@huggingface/transformers', 'dist/transformers.node.mjs');
-  t.env.allowRemoteModels = false;
-  t.env.allowLocalModels = true;
-  t.env.useBrowserCache = false;
-  t.env.useFSCache = false;
-  const resolved = path.resolve(folder);
-  t.env.localModelPath = path.dirname(resolved) + path.sep;
-  return { t, id: path.basename(resolved) };
-}
+const loadTransformers = (folder) => loadTransformersOffline(modules, folder);
 
 async function promptIds(folder, tasks) {
   const { t, id } = await loadTransformers(folder);

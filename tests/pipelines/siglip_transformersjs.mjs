@@ -16,14 +16,14 @@
 // `--node-modules DIR`, else $WGI_NODE_MODULES, else third_party/pipelines/node_modules of this checkout.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { loadTransformersOffline } from './transformers_offline.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const modules = args[0] === '--node-modules' ? args.splice(0, 2)[1]
   : process.env.WGI_NODE_MODULES ?? path.join(here, '..', '..', 'third_party', 'pipelines', 'node_modules');
 const packageDir = (name) => path.join(modules, ...name.split('/'));
-const importPackage = async (name, entry) => import(pathToFileURL(path.join(packageDir(name), entry)).href);
 const versionOf = (name) => JSON.parse(fs.readFileSync(path.join(packageDir(name), 'package.json'), 'utf8')).version;
 
 function usage() {
@@ -32,16 +32,7 @@ function usage() {
   process.exit(2);
 }
 
-async function loadTransformers(folder) {
-  const t = await importPackage('@huggingface/transformers', 'dist/transformers.node.mjs');
-  t.env.allowRemoteModels = false;
-  t.env.allowLocalModels = true;
-  t.env.useBrowserCache = false;
-  t.env.useFSCache = false;
-  const resolved = path.resolve(folder);
-  t.env.localModelPath = path.dirname(resolved) + path.sep;
-  return { t, id: path.basename(resolved) };
-}
+const loadTransformers = (folder) => loadTransformersOffline(modules, folder);
 
 const tokenize = (tokenizer, texts) =>
   tokenizer(texts, { padding: 'max_length', truncation: true }).input_ids.tolist().map((row) => row.map(Number));
