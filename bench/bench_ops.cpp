@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_timing.h"
 #include "gpu/device.h"
 #include "runtime/node_runner.h"
 #include "support/tensor_check.h"
@@ -64,22 +65,8 @@ std::unique_ptr<wgi::runtime::PreparedNode> prepare_or_skip(
 void run_prepared(benchmark::State& state, wgi::runtime::PreparedNode& node, double flops) {
   wgi::gpu::Device& d = device();
   node.run();  // warm up: pipelines compiled, first dispatch done
-  auto time_batch = [&](int repeats) {
-    auto start = std::chrono::steady_clock::now();
-    wgi::gpu::CommandBatch batch(d);
-    for (int i = 0; i < repeats; ++i) node.encode(batch);
-    batch.submit();
-    d.wait_idle();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  // Enough runs per submission for about 20 ms of GPU work, so that submission latency is amortised.
-  int repeats = 1;
-  for (double s = time_batch(1); s < 0.02 && repeats < 4096;) {
-    repeats = std::min(4096, std::max(repeats * 2, static_cast<int>(repeats * 0.02 / std::max(s, 1e-7))));
-    s = time_batch(repeats);
-  }
-  // One benchmark iteration is one run: each submission counts as `repeats` iterations.
-  while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
+  const int repeats = wgi::bench::time_runs_in_submissions(
+      state, d, [&](wgi::gpu::CommandBatch& batch) { node.encode(batch); });
   // Shown with SI prefixes, e.g. FLOP=31.2T/s.
   state.counters["FLOP"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["runs_per_submit"] = repeats;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.h"
 #include "gpu/device.h"
 #include "runtime/node_runner.h"
 #include "support/reference_quantized.h"
@@ -84,21 +85,8 @@ void run_form(benchmark::State& state, const std::string& form) {
   state.SetLabel(prepared->plan().launches.at(0).program.label);
   wgi::gpu::Device& d = device();
   prepared->run();  // warm up: pipelines compiled, first dispatch done
-  auto time_batch = [&](int repeats) {
-    auto start = std::chrono::steady_clock::now();
-    wgi::gpu::CommandBatch batch(d);
-    for (int i = 0; i < repeats; ++i) prepared->encode(batch);
-    batch.submit();
-    d.wait_idle();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  // Enough runs per submission for about 20 ms of GPU work, so that submission latency is amortised.
-  int repeats = 1;
-  for (double s = time_batch(1); s < 0.02 && repeats < 4096;) {
-    repeats = std::min(4096, std::max(repeats * 2, static_cast<int>(repeats * 0.02 / std::max(s, 1e-7))));
-    s = time_batch(repeats);
-  }
-  while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
+  const int repeats = wgi::bench::time_runs_in_submissions(
+      state, d, [&](wgi::gpu::CommandBatch& batch) { prepared->encode(batch); });
   state.counters["FLOP"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_bytes"] =
       benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.h"
 #include "gpu/device.h"
 #include "runtime/node_runner.h"
 #include "support/tensor_check.h"
@@ -65,21 +66,8 @@ void run_cell(benchmark::State& state, const std::string& cell) {
   state.SetLabel(step_kernel + ", " + std::to_string(prepared->dispatch_count()) + " dispatches");
   wgi::gpu::Device& d = device();
   prepared->run();  // warm up: pipelines compiled, first dispatch done
-  auto time_batch = [&](int repeats) {
-    auto start = std::chrono::steady_clock::now();
-    wgi::gpu::CommandBatch commands(d);
-    for (int i = 0; i < repeats; ++i) prepared->encode(commands);
-    commands.submit();
-    d.wait_idle();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  // Enough runs per submission for about 20 ms of GPU work, so that submission latency is amortised.
-  int repeats = 1;
-  for (double s = time_batch(1); s < 0.02 && repeats < 256;) {
-    repeats = std::min(256, std::max(repeats * 2, static_cast<int>(repeats * 0.02 / std::max(s, 1e-7))));
-    s = time_batch(repeats);
-  }
-  while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
+  const int repeats = wgi::bench::time_runs_in_submissions(
+      state, d, [&](wgi::gpu::CommandBatch& commands) { prepared->encode(commands); }, 256);
   const double flop = 2.0 * seq * batch * gates * hidden * (input + hidden);
   state.counters["FLOP"] = benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
   // The least memory traffic: W, R, B, X read once and Y written once (R is re-read every step, from cache).

@@ -1,0 +1,38 @@
+// The benchmarks' GPU timing: runs encoded many times into one submission, so that submission latency is
+// amortised, timed as Google Benchmark's manual time (one benchmark iteration is one run).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "gpu/commands.h"
+#include "gpu/device.h"
+
+namespace wgi::bench {
+
+// `encode(batch)` records one run. Chooses enough runs per submission for about 20 ms of GPU work (at most
+// `max_runs`), then times submissions of that many until `state` has enough iterations. Returns the runs per
+// submission (the runs_per_submit counter).
+template <class Encode>
+int time_runs_in_submissions(benchmark::State& state, gpu::Device& device, Encode&& encode,
+                             int max_runs = 4096) {
+  auto time_batch = [&](int repeats) {
+    const auto start = std::chrono::steady_clock::now();
+    gpu::CommandBatch batch(device);
+    for (int i = 0; i < repeats; ++i) encode(batch);
+    batch.submit();
+    device.wait_idle();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  int repeats = 1;
+  for (double s = time_batch(1); s < 0.02 && repeats < max_runs;) {
+    repeats = std::min(max_runs, std::max(repeats * 2, static_cast<int>(repeats * 0.02 / std::max(s, 1e-7))));
+    s = time_batch(repeats);
+  }
+  while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
+  return repeats;
+}
+
+}  // namespace wgi::bench
