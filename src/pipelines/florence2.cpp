@@ -699,9 +699,9 @@ std::string known_dtypes() {
 
 Florence2Files Florence2Files::parse(const std::string& text) {
   Florence2Files files;
-  const auto check_dtype = [](const std::string& dtype) {
-    if (!dtype_suffixes().contains(dtype)) {
-      throw Error("Florence-2: unknown dtype '" + printable(dtype) + "' (one of " + known_dtypes() + ")");
+  const auto check_dtype = [](const std::string& name) {
+    if (!dtype_suffixes().contains(name)) {
+      throw Error("Florence-2: unknown dtype '" + printable(name) + "' (one of " + known_dtypes() + ")");
     }
   };
   if (text.find('=') == std::string::npos) {
@@ -717,14 +717,14 @@ Florence2Files Florence2Files::parse(const std::string& text) {
     if (eq == std::string::npos) {
       throw Error("Florence-2: '" + printable(part) + "' in the dtype list is not session=dtype");
     }
-    const std::string session = part.substr(0, eq), dtype = part.substr(eq + 1);
+    const std::string session = part.substr(0, eq), session_dtype = part.substr(eq + 1);
     if (std::find(std::begin(kFlorence2Sessions), std::end(kFlorence2Sessions), session) ==
         std::end(kFlorence2Sessions)) {
       throw Error("Florence-2: unknown session '" + printable(session) +
                   "' in the dtype list (embed_tokens, vision_encoder, encoder_model, decoder_model_merged)");
     }
-    check_dtype(dtype);
-    if (!files.per_session.emplace(session, dtype).second) {
+    check_dtype(session_dtype);
+    if (!files.per_session.emplace(session, session_dtype).second) {
       throw Error("Florence-2: the dtype list names " + session + " twice");
     }
     start = comma + 1;
