@@ -33,6 +33,8 @@ struct ModelOptions {
   std::string disabled_passes;  // "a,b": graph passes not to run
 };
 void add_model_options(CLI::App& cmd, ModelOptions& options);
+// --backend and --adapter: which GPU (run, bench, tune, info and the pipeline commands).
+void add_device_options(CLI::App& cmd, std::string& backend, std::string& adapter);
 // --tuning-cache PATH and --no-tuning-cache (run, bench).
 void add_tuning_cache_options(CLI::App& cmd, ModelOptions& options);
 SessionOptions session_options(const ModelOptions& options, ProgressBar& progress);

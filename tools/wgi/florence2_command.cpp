@@ -91,10 +91,7 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object: input_ids, generated_ids, generated_text, parsed, num_beams, "
                 "sequence_score");
-  cmd->add_option("--backend", opts->backend,
-                  "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
-  cmd->add_option("--adapter", opts->adapter,
-                  "Substring the adapter name must contain (default: WGI_ADAPTER)");
+  add_device_options(*cmd, opts->backend, opts->adapter);
   cmd->callback([opts, &exit_code] {
     // The task, its text and the image first: a mistake there costs no model loading.
     pipelines::florence2::construct_prompt(opts->task, opts->text);

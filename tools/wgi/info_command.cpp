@@ -117,10 +117,7 @@ void add_info_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("info", "Show the WebGPU adapter, backend, features and limits wgi uses");
   cmd->add_flag("--json", opts->json, "Print as JSON");
-  cmd->add_option("--backend", opts->backend,
-                  "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
-  cmd->add_option("--adapter", opts->adapter,
-                  "Substring the adapter name must contain (default: WGI_ADAPTER)");
+  add_device_options(*cmd, opts->backend, opts->adapter);
   cmd->add_flag(
       "--shader-robustness", opts->shader_robustness,
       "Create the device with Dawn's index clamps and workgroup-memory zeroing (default: off unless "

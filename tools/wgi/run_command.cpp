@@ -95,9 +95,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--random-inputs", o.inputs.random_seed,
                  "Fill inputs not given with --input from this seed (floats uniform in [-1, 1), integers 0)");
   cmd.add_option("--dim", o.inputs.dims, "NAME=VALUE for a symbolic input dim (repeatable)");
-  cmd.add_option("--backend", o.backend,
-                 "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
-  cmd.add_option("--adapter", o.adapter, "Substring the adapter name must contain (default: WGI_ADAPTER)");
+  add_device_options(cmd, o.backend, o.adapter);
   cmd.add_flag(
       "--shader-robustness", o.shader_robustness,
       "Keep Dawn's index clamps and workgroup-memory zeroing in every shader (slower; default: off unless "
@@ -105,6 +103,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--disable-passes", o.disabled_passes,
                  "Graph passes not to run, comma-separated (docs/adding_a_pass.md lists them; also "
                  "WGI_DISABLE_PASSES): to find which fusion changes a result");
+}
+
+void add_device_options(CLI::App& cmd, std::string& backend, std::string& adapter) {
+  cmd.add_option("--backend", backend, "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
+  cmd.add_option("--adapter", adapter, "Substring the adapter name must contain (default: WGI_ADAPTER)");
 }
 
 void add_tuning_cache_options(CLI::App& cmd, ModelOptions& o) {

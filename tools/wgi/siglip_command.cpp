@@ -42,10 +42,7 @@ void add_siglip_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object: labels, texts, input_ids, logits, scores (label order) and output "
                 "(transformers.js's answer: [{label, score}] by descending score)");
-  cmd->add_option("--backend", opts->backend,
-                  "vulkan, swiftshader or gles (default: WGI_BACKEND, else automatic)");
-  cmd->add_option("--adapter", opts->adapter,
-                  "Substring the adapter name must contain (default: WGI_ADAPTER)");
+  add_device_options(*cmd, opts->backend, opts->adapter);
   cmd->callback([opts, &exit_code] {
     // The labels and the image first: a mistake there costs no model loading.
     std::vector<std::string> labels;
