@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -133,9 +134,15 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
     }
     const SessionStats& stats = session.stats();
     // One new signature per past_len: the prompt step and the first one-token step are planned, the later
-    // steps respecialize the step's plan (tests/gpu/test_plan_respecialize.cpp).
+    // steps respecialize the step's plan (tests/gpu/test_plan_respecialize.cpp) while its buffers have room;
+    // a step without room plans in full with the grown regions doubled, so full plans grow with the log of
+    // the loop's length (when they come depends on how the memory planner packed the buffers).
     EXPECT_EQ(stats.plans + stats.respecialized_plans, static_cast<size_t>(step + 1));
-    EXPECT_EQ(stats.plans, static_cast<size_t>(std::min<int64_t>(step + 1, 2)));
+    if (step < 2) {
+      EXPECT_EQ(stats.plans, static_cast<size_t>(step + 1));
+    } else {
+      EXPECT_LE(stats.plans, 2u + std::bit_width(static_cast<uint64_t>(step))) << "more full plans than log2";
+    }
     EXPECT_LE(stats.cached_plans, max_cached_plans);
     // Device memory held by the session's DeviceTensors is exactly what the loop holds: last step's past
     // key/values went back to the pool when the presents replaced them.
