@@ -14,6 +14,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh shaders   # carry [".device"] (packed as `shaders`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_tests   # carry [".device"] (packed as `files_tests`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_models  # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh decode_rnn    # carry [".device"] (packed as `models`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -447,6 +448,31 @@ for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
 PY
     stamp done
   } >"$out/files_models.txt" 2>&1
+elif [[ $mode == decode_rnn ]]; then
+  # Decoder loops with and without respecialized plans (issue 21 item 4) and the recurrent layers against
+  # PyTorch's cuDNN RNNs (issue 17's speed item), in one call.
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+      dims=()
+      for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+      for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-respecialize"; do
+        stamp "wgi bench $name $m"
+        # shellcheck disable=SC2086
+        timeout 120 wgi bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
+          grep -E '^(run|first step|later|decode|plans|memory)'
+      done
+    done
+    stamp recurrent: wgi
+    WGI_BENCH_SIZE=large timeout 200 wgi_bench_recurrent --benchmark_format=json \
+      --benchmark_out="$out/wgi_recurrent.json" --benchmark_min_time=0.1 >/dev/null 2>"$out/recurrent.err"
+    stamp recurrent: torch
+    timeout 120 python3 bench/recurrent_torch_peer.py >"$out/torch_recurrent.jsonl" 2>&1
+    python3 bench/compare.py "$out/wgi_recurrent.json" "$out/torch_recurrent.jsonl" 2>&1
+    stamp done
+  } >"$out/decode_rnn.txt" 2>&1
 elif [[ $mode == pipelines ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {
