@@ -15,6 +15,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh files_tests   # carry [".device"] (packed as `files_tests`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_models  # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode_rnn    # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh pipelines_equal  # carry [".device"] (packed as `pipelines`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -133,6 +134,41 @@ ort_vision() {
   timeout 90 node .device/peers/ort_bench.js "$1/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
 }
 
+# The pipelines' setup: transformers.js unpacked, the Florence-2 base folder and its q4 files made there, an
+# image at the model's size (PNG for wgi, raw RGB for transformers.js without sharp).
+prepare_florence2_base() {
+  stamp unpack transformers.js
+  mkdir -p .device/pipelines && tar -C .device/pipelines -xJf .device/pipelines.tar.xz
+  ln -sfn "$root/.device/peers/ort/node_modules/onnxruntime-node" .device/pipelines/node_modules/onnxruntime-node
+  export WGI_NODE_MODULES=$root/.device/pipelines/node_modules
+  # transformers.js imports sharp at load; the images here go in as raw RGB, so a stub stands in for it.
+  mkdir -p "$WGI_NODE_MODULES/sharp"
+  echo '{"name":"sharp","version":"0.0.0-stub","main":"index.js"}' >"$WGI_NODE_MODULES/sharp/package.json"
+  echo 'module.exports = () => { throw new Error("sharp is a stub here"); };' >"$WGI_NODE_MODULES/sharp/index.js"
+  folder=.device/florence2/Florence-2-base
+  stamp make the base folder
+  timeout 300 python3 tests/models/florence2_folder.py --base "$folder" --no-expected \
+    --node-modules "$WGI_NODE_MODULES" 2>&1 | tail -5
+  for s in encoder_model decoder_model_merged; do
+    timeout 120 python3 tests/models/variants_weight_only.py "$folder/onnx/$s.onnx" "$folder/onnx/${s}_q4.onnx" \
+      --recipe q4 2>&1 | tail -1
+  done
+  ls -la "$folder/onnx"
+  image=.device/florence2/image_768.png
+  python3 - "$image" <<'PY'
+import struct, sys, zlib
+import numpy as np
+rng = np.random.default_rng(20261201)
+y, x = np.mgrid[0:768, 0:768]
+img = np.stack([(x * 255 // 767), (y * 255 // 767), ((x + y) * 255 // 1534)], -1).astype(np.uint8)
+img[200:400, 300:600] = rng.integers(0, 256, (200, 300, 3), dtype=np.uint8)
+raw = b"".join(b"\0" + img[r].tobytes() for r in range(768))
+chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+open(sys.argv[1][:-4] + ".rgb", "wb").write(img.tobytes())
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 768, 768, 8, 2, 0, 0, 0))
+                            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+PY
+}
 for f in .device/bin/*.xz; do xz -d "$f" && chmod +x "${f%.xz}"; done
 if [[ $mode == sweep ]]; then
   write_info >"$out/info.txt" 2>&1
@@ -477,37 +513,7 @@ elif [[ $mode == pipelines ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {
     stamp_machine
-    stamp unpack transformers.js
-    mkdir -p .device/pipelines && tar -C .device/pipelines -xJf .device/pipelines.tar.xz
-    ln -sfn "$root/.device/peers/ort/node_modules/onnxruntime-node" .device/pipelines/node_modules/onnxruntime-node
-    export WGI_NODE_MODULES=$root/.device/pipelines/node_modules
-    # transformers.js imports sharp at load; the images here go in as raw RGB, so a stub stands in for it.
-    mkdir -p "$WGI_NODE_MODULES/sharp"
-    echo '{"name":"sharp","version":"0.0.0-stub","main":"index.js"}' >"$WGI_NODE_MODULES/sharp/package.json"
-    echo 'module.exports = () => { throw new Error("sharp is a stub here"); };' >"$WGI_NODE_MODULES/sharp/index.js"
-    folder=.device/florence2/Florence-2-base
-    stamp make the base folder
-    timeout 300 python3 tests/models/florence2_folder.py --base "$folder" --no-expected \
-      --node-modules "$WGI_NODE_MODULES" 2>&1 | tail -5
-    for s in encoder_model decoder_model_merged; do
-      timeout 120 python3 tests/models/variants_weight_only.py "$folder/onnx/$s.onnx" "$folder/onnx/${s}_q4.onnx" \
-        --recipe q4 2>&1 | tail -1
-    done
-    ls -la "$folder/onnx"
-    image=.device/florence2/image_768.png
-    python3 - "$image" <<'PY'
-import struct, sys, zlib
-import numpy as np
-rng = np.random.default_rng(20261201)
-y, x = np.mgrid[0:768, 0:768]
-img = np.stack([(x * 255 // 767), (y * 255 // 767), ((x + y) * 255 // 1534)], -1).astype(np.uint8)
-img[200:400, 300:600] = rng.integers(0, 256, (200, 300, 3), dtype=np.uint8)
-raw = b"".join(b"\0" + img[r].tobytes() for r in range(768))
-chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
-open(sys.argv[1][:-4] + ".rgb", "wb").write(img.tobytes())
-open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 768, 768, 8, 2, 0, 0, 0))
-                              + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-PY
+    prepare_florence2_base
     q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
     # One round (a device call has 600 s); later steps are skipped rather than cut off.
     for round in 1; do
@@ -528,6 +534,39 @@ PY
     done
     stamp done
   } >"$out/pipelines.txt" 2>&1
+elif [[ $mode == pipelines_equal ]]; then
+  # Issue 20 on the base folder: wgi's greedy answers against transformers.js (onnxruntime-node's CPU EP) on
+  # the same files, token for token (`--json`'s generated_ids against the peer's), fp32 and q4.
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  {
+    stamp_machine
+    prepare_florence2_base
+    q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
+    for task in '<CAPTION>' '<OD>' '<OCR>'; do
+      for dtype in fp32 "$q4"; do
+        stamp "wgi florence2 $task greedy dtype $dtype"
+        timeout 120 wgi florence2 "$folder" "$image" --task "$task" --num-beams 1 --max-new-tokens 64 \
+          --dtype "$dtype" --json >"$out/wgi.json" 2>"$out/wgi.err" || tail -3 "$out/wgi.err"
+        stamp "transformers.js cpu $task greedy dtype $dtype"
+        timeout 240 node bench/florence2_peer_bench.mjs "$folder" "${image%.png}.rgb" "$task" cpu --runs 1 \
+          --rgb-size 768x768 --num-beams 1 --max-new-tokens 64 --dtype "$dtype" 2>/dev/null | tail -1 >"$out/peer.json"
+        python3 - "$out/wgi.json" "$out/peer.json" <<'PY'
+import json, sys
+try:
+    w = json.load(open(sys.argv[1]))["generated_ids"]
+    p = json.loads(open(sys.argv[2]).read())["generated_ids"]
+except Exception as e:
+    print("no comparison:", e); sys.exit(0)
+w = [int(t) for t in (w[0] if w and isinstance(w[0], list) else w)]
+p = [int(t) for t in (p[0] if p and isinstance(p[0], list) else p)]
+same = next((i for i, (a, b) in enumerate(zip(w, p)) if a != b), min(len(w), len(p)))
+print(f"wgi {len(w)} ids, transformers.js {len(p)} ids, equal prefix {same}",
+      "EQUAL" if w == p else f"DIFFER at {same}: wgi {w[same:same + 4]} peer {p[same:same + 4]}")
+PY
+      done
+    done
+    stamp done
+  } >"$out/pipelines_equal.txt" 2>&1
 elif [[ $mode == main ]]; then
   tar -C / -xJf .device/debian_files.tar.xz
   write_info >"$out/info.txt" 2>&1
