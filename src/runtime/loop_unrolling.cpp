@@ -97,9 +97,12 @@ size_t nodes_in(const std::vector<graph::Node>& nodes) {
   return n;
 }
 
-// Fails unless `nodes` more unrolled nodes fit under kMaxUnrolledNodes.
+// Fails unless iteration `iteration` of `nodes` more unrolled nodes fits under kMaxUnrolledNodes. Iterations
+// count at least as `nodes` each, so that a body of no nodes cannot loop forever.
 void reserve(const UnrollPlanner& planner, const ops::PlanContext& ctx, size_t nodes, int64_t iteration) {
-  if (planner.unrolled.node_count() + nodes <= kMaxUnrolledNodes) return;
+  const size_t iterations = static_cast<size_t>(iteration) + 1;
+  if (planner.unrolled.node_count() + nodes <= kMaxUnrolledNodes && iterations <= kMaxUnrolledNodes / nodes)
+    return;
   ctx.fail("unrolling iteration " + std::to_string(iteration) + " would take this plan past " +
            std::to_string(kMaxUnrolledNodes) + " unrolled nodes (" + std::to_string(nodes) +
            " per iteration); wgi unrolls " + ctx.node.op_type +

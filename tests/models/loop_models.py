@@ -113,6 +113,13 @@ def models():
         [const("billion", np.array(10**9, np.int64)),
          helper.make_node("Loop", ["billion", "", "y0"], ["y", "ys"], name="huge_loop", body=loop_body())],
         [y0, x], [y, ys], [W])
+    # No trip count and a condition that stays true (a body of no nodes passing it through): refused when
+    # planning, at the iteration that passes the unrolling cap.
+    out["loop_forever"] = model(
+        [helper.make_node("Loop", ["", "c", "y0"], ["y"], name="endless", body=helper.make_graph(
+            [], "body", [info("i", I, []), info("cond_in", B, []), info("y_in", F, [13, 5])],
+            [info("cond_in", B, []), info("y_in", F, [13, 5])]))],
+        [c_in, y0], [y])
     # An op wgi lacks inside the body: reported with its path.
     out["loop_unsupported_body"] = model(
         [helper.make_node("Loop", ["M", "", "y0"], ["y"], name="loop", body=helper.make_graph(

@@ -103,6 +103,22 @@ TEST(LoopUnrolling, AHugeTripCountFailsBeforeUnrolling) {
   }
 }
 
+TEST(LoopUnrolling, ALoopThatNeverEndsFailsAtTheCap) {
+  const graph::Graph g = load("loop_forever.onnx");
+  Tensor c(DType::Bool, {});
+  c.bytes()[0] = std::byte{1};
+  const std::vector<runtime::PlanInput> inputs = {{{DType::Bool, {}}, &c},
+                                                  {{DType::Float32, {13, 5}}, nullptr}};
+  try {
+    runtime::plan_nodes(g, ops::builtin_registry(), kCaps, inputs, {});
+    ADD_FAILURE() << "planned an endless loop";
+  } catch (const Error& e) {
+    const std::string cap = std::to_string(runtime::kMaxUnrolledNodes);
+    EXPECT_HAS(e.what(), "node 'endless' (Loop, opset 16): unrolling iteration " + cap +
+                             " would take this plan past " + cap + " unrolled nodes");
+  }
+}
+
 TEST(LoopUnrolling, AnUnsupportedNodeInsideTheBodyIsReportedWithItsPath) {
   const graph::Graph g = onnx::import_model_file(kLoop / "loop_unsupported_body.onnx");
   const std::string report = onnx::format_unsupported(onnx::find_unsupported(g, ops::builtin_registry()));
