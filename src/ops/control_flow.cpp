@@ -95,7 +95,7 @@ OpPlan plan_if(const PlanContext& ctx) {
   ctx.fail("internal: an If with a known condition is planned by the runtime, as its branch");
 }
 
-// Loop and Scan with known bounds are unrolled by the runtime; their plan functions are not reached then.
+// Loop and Scan are unrolled by the runtime (runtime/loop_unrolling.h), which never calls this.
 OpPlan plan_unrolled(const PlanContext& ctx) {
   ctx.fail("internal: a " + ctx.node.op_type + " is planned by the runtime, as its unrolled iterations");
 }

@@ -338,7 +338,8 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         plan_if(node, ctx, scope, checking_only);
         return;
       }
-      if (!node.subgraphs.empty() && node.info.domain.empty() && node.info.op_type == "Loop") {
+      // Loop and Scan with or without a body (plan_loop / plan_scan say when it is missing).
+      if (node.info.domain.empty() && node.info.op_type == "Loop") {
         // `wgi check` without values: bounds from graph inputs (given by value in a run) are not known.
         const bool check_one_iteration =
             errors &&
@@ -351,7 +352,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         plan_loop(unroll, node, ctx, scope, checking_only, check_one_iteration);
         return;
       }
-      if (!node.subgraphs.empty() && node.info.domain.empty() && node.info.op_type == "Scan") {
+      if (node.info.domain.empty() && node.info.op_type == "Scan") {
         plan_scan(unroll, node, ctx, scope, checking_only);
         return;
       }

@@ -206,12 +206,20 @@ void stack_into(const UnrollPlanner& planner, const ops::PlanContext& ctx, const
   planner.plan_node(planner.unrolled.add_node(std::move(concat), owner), scope, checking_only);
 }
 
-// The tensor a body takes as its iteration number or condition: a scalar, or of shape [1] when the body
-// declares rank 1 (as some exporters write it).
-template <class T>
-Tensor body_scalar(const graph::Value& declared, T value) {
-  const Shape shape = declared.shape.rank_known && declared.shape.dims.size() == 1 ? Shape{1} : Shape{};
-  return Tensor::from_vector<T>(shape, std::vector<T>{value});
+// The tensors a body takes as its iteration number and condition: scalars, or of shape [1] when the body
+// declares rank 1 (as some exporters write them).
+Shape body_scalar_shape(const graph::Value& declared) {
+  return declared.shape.rank_known && declared.shape.dims.size() == 1 ? Shape{1} : Shape{};
+}
+
+Tensor iteration_number(const graph::Value& declared, int64_t i) {
+  return Tensor::from_vector<int64_t>(body_scalar_shape(declared), std::vector<int64_t>{i});
+}
+
+Tensor true_condition(const graph::Value& declared) {
+  Tensor t(DType::Bool, body_scalar_shape(declared));
+  t.bytes()[0] = std::byte{1};
+  return t;
 }
 
 // The node's output `o`, or none when the node lists fewer (trailing outputs left out).
@@ -299,13 +307,12 @@ void plan_loop(const UnrollPlanner& planner, const graph::Node& node, const ops:
     reserve(planner, ctx, per_iteration, i);
     const std::string inner = iteration_scope(scope, node, i);
     const graph::Value& iteration_input = planner.unrolled.value(body.inputs[0]);
-    std::vector<graph::ValueId> inputs = {
-        planner.add_value(graph::Value{iteration_input.name, DType::Int64, {}, {}, -1},
-                          body_scalar<int64_t>(planner.unrolled.value(body.inputs[0]), i))};
+    std::vector<graph::ValueId> inputs = {planner.add_value(
+        graph::Value{iteration_input.name, DType::Int64, {}, {}, -1}, iteration_number(iteration_input, i))};
     if (condition == graph::kNoValue) {
       const graph::Value& declared = planner.unrolled.value(body.inputs[1]);
-      inputs.push_back(planner.add_value(graph::Value{declared.name, DType::Bool, {}, {}, -1},
-                                         body_scalar<uint8_t>(planner.unrolled.value(body.inputs[1]), 1)));
+      inputs.push_back(
+          planner.add_value(graph::Value{declared.name, DType::Bool, {}, {}, -1}, true_condition(declared)));
     } else {
       inputs.push_back(condition);
     }

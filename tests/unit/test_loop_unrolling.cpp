@@ -54,6 +54,34 @@ TEST(LoopUnrolling, EachIterationPlansACopyOfTheBodyAndTheScanOutputsAreStacked)
   EXPECT_EQ(plans.descs.size(), plans.unrolled->value_count());
 }
 
+// Without a cond input the body's condition input is a true bool made per iteration (its condition output,
+// Identity of it, is that value once the passes removed the Identity); the iteration number an int64 host
+// value.
+TEST(LoopUnrolling, TheBodyGetsABoolConditionAndAnInt64IterationNumber) {
+  const graph::Graph g = load("if_in_loop.onnx");
+  const Tensor m = Tensor::from_vector<int64_t>({}, {4});
+  const std::vector<runtime::PlanInput> inputs = {{{DType::Int64, {}}, &m},
+                                                  {{DType::Float32, {13, 5}}, nullptr}};
+  const runtime::NodePlans plans = runtime::plan_nodes(g, ops::builtin_registry(), kCaps, inputs, {});
+  size_t conditions = 0, iterations = 0;
+  for (size_t v = g.values.size(); v < plans.unrolled->value_count(); ++v) {
+    const std::string& name = plans.unrolled->value(static_cast<graph::ValueId>(v)).name;
+    if (name == "cond_in") {
+      ++conditions;
+      ASSERT_TRUE(plans.host_values[v]) << name;
+      EXPECT_EQ(plans.host_values[v]->dtype(), DType::Bool) << name;
+      EXPECT_EQ(plans.host_values[v]->bytes()[0], std::byte{1}) << name;
+    }
+    if (name == "i") {
+      ASSERT_TRUE(plans.host_values[v]);
+      EXPECT_EQ(plans.host_values[v]->data<int64_t>()[0], static_cast<int64_t>(iterations++));
+    }
+  }
+  EXPECT_EQ(conditions, 4u);  // one per iteration
+  EXPECT_EQ(iterations, 4u);
+  EXPECT_EQ(plans.gpu_nodes.size(), 4u);  // one branch op per iteration
+}
+
 TEST(LoopUnrolling, ScanInputsAreSlicedPerIteration) {
   const graph::Graph g = load("scan_axes.onnx");
   const std::vector<runtime::PlanInput> inputs = {{{DType::Float32, {13, 14}}, nullptr},
