@@ -261,7 +261,17 @@ class Importer {
     claim(in.name, what);
     graph::Value v;
     v.name = in.name;
-    if (std::optional<std::string> problem = read_declared_type(in, v)) throw Error(what + " " + *problem);
+    if (std::optional<std::string> problem = read_declared_type(in, v)) {
+      // A Loop or Scan body may leave its inputs' types to the node's inputs (ONNX's Range function does).
+      const size_t index = scopes_.empty() ? 0 : scopes_.back().inputs.size();
+      const bool untyped = *problem == "has no type" || *problem == "has no element type";
+      if (!untyped || scopes_.empty() || index >= scopes_.back().input_types.size() ||
+          !scopes_.back().input_types[index]) {
+        throw Error(what + " " + *problem);
+      }
+      v.dtype = *scopes_.back().input_types[index];
+      v.shape = graph::ValueShape{};
+    }
     graph::ValueId id = define(std::move(v));
     (scopes_.empty() ? graph_.inputs : scopes_.back().inputs).push_back(id);
   }
@@ -505,6 +515,7 @@ class Importer {
     std::string path;  // "If 'if_0' / then_branch", for messages
     std::unordered_map<std::string, graph::ValueId> names;
     std::vector<graph::ValueId> inputs;
+    std::vector<std::optional<DType>> input_types;  // per formal input: its type when the body declares none
   };
   // An error raised inside a subgraph, already prefixed with its path: enclosing scopes pass it on unchanged.
   struct SubgraphError : Error {
@@ -551,17 +562,39 @@ class Importer {
     const std::string owner =
         (scopes_.empty() ? "" : scopes_.back().path + " / ") + info.op_type + " '" + info.name + "'";
     for (const auto& [attribute, proto] : p.subgraph_protos)
-      p.node.subgraphs.push_back(import_subgraph(*proto, attribute, owner));
+      p.node.subgraphs.push_back(import_subgraph(*proto, attribute, owner, body_input_types(p, attribute)));
     graph::set_outer_reads(graph_, p.node);
     if (info.domain.empty() && info.op_type == "If") check_if_branches(p);
   }
 
+  // The types a Loop's or Scan's body inputs take from the node: Loop's iteration number (int64), condition
+  // (bool) and loop-carried values; Scan's states and scan slices (opset 8 has sequence_lens first).
+  std::vector<std::optional<DType>> body_input_types(const Pending& p, const std::string& attribute) const {
+    const ops::NodeInfo& info = p.node.info;
+    std::vector<std::optional<DType>> types;
+    if (!info.domain.empty() || attribute != "body" || (info.op_type != "Loop" && info.op_type != "Scan"))
+      return types;
+    size_t first = 0;
+    if (info.op_type == "Loop") {
+      types = {DType::Int64, DType::Bool};
+      first = 2;
+    } else if (info.opset < 9) {
+      first = 1;
+    }
+    for (size_t i = first; i < p.node.inputs.size(); ++i) {
+      const graph::ValueId v = p.node.inputs[i];
+      types.push_back(v == graph::kNoValue ? std::nullopt : std::optional<DType>(graph_.value(v).dtype));
+    }
+    return types;
+  }
+
   graph::Subgraph import_subgraph(const pb::GraphProto& g, const std::string& attribute,
-                                  const std::string& owner) {
+                                  const std::string& owner,
+                                  std::vector<std::optional<DType>> input_types = {}) {
     graph::Subgraph sub;
     sub.attribute = attribute;
     sub.name = g.name;
-    scopes_.push_back(Scope{owner + " / " + attribute, {}, {}});
+    scopes_.push_back(Scope{owner + " / " + attribute, {}, {}, std::move(input_types)});
     std::unordered_map<std::string, std::string> outer_origins = std::exchange(origins_, {});
     std::vector<Pending> outer_pending = std::exchange(pending_, {});
     try {

@@ -12,6 +12,7 @@
 #include "graph/memory_planner.h"
 #include "ops/control_flow.h"
 #include "runtime/device_tensor.h"
+#include "runtime/loop_unrolling.h"
 #include "runtime/plan_binding.h"
 
 namespace wgi::runtime {
@@ -161,7 +162,7 @@ namespace {
 
 // What a node's plan function sees of its inputs, as a memo key: type and shape of each input, and the bytes
 // of values known at plan time (graph constants are the same in every plan, so their id is enough).
-std::string node_plan_key(const graph::Graph& graph, const graph::Node& node, const ops::PlanContext& ctx) {
+std::string node_plan_key(const UnrolledNodes& values, const graph::Node& node, const ops::PlanContext& ctx) {
   std::string key;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (!ctx.inputs[i]) {
@@ -169,7 +170,7 @@ std::string node_plan_key(const graph::Graph& graph, const graph::Node& node, co
       continue;
     }
     key += std::to_string(static_cast<int>(ctx.inputs[i]->dtype)) + shape_to_string(ctx.inputs[i]->shape);
-    if (graph.value(node.inputs[i]).constant) {
+    if (values.value(node.inputs[i]).constant) {
       key += "c" + std::to_string(node.inputs[i]);
     } else if (const Tensor* t = ctx.constant_inputs[i]) {
       key += "=";
@@ -210,6 +211,8 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
     for (size_t t = 0; t < tagged.size(); ++t) status_tags[tagged[t]] = static_cast<uint32_t>(t + 1);
   }
   NodePlans out;
+  auto unrolled = std::make_shared<UnrolledNodes>(graph);
+  out.unrolled = unrolled;
   out.descs.resize(value_count);
   out.host_values.resize(value_count);
   std::vector<bool> known(value_count, false);
@@ -227,9 +230,20 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
   }
   auto host_value = [&](graph::ValueId v) -> const Tensor* {
     if (v == graph::kNoValue) return nullptr;
-    if (const auto& c = graph.value(v).constant) return &*c;
+    if (const auto& c = unrolled->value(v).constant) return &*c;
     const auto& h = out.host_values[static_cast<size_t>(v)];
     return h ? &*h : nullptr;
+  };
+  // The node's output `v` is `source` from the next step on (an If's branch output, a Loop's last iteration's
+  // value): the same memory, or the same host value.
+  auto alias = [&](graph::ValueId v, graph::ValueId source, bool checking_only) {
+    out.descs[static_cast<size_t>(v)] = out.descs[static_cast<size_t>(source)];
+    // Host values are copied (so readers see a folded shape as folded), large constants only aliased.
+    if (const Tensor* h = host_value(source); h && (!unrolled->value(source).constant || host_visible(*h))) {
+      out.host_values[static_cast<size_t>(v)] = *h;
+    }
+    if (!checking_only) out.aliases.push_back({out.gpu_nodes.size(), v, source});
+    known[static_cast<size_t>(v)] = true;
   };
   // Plans `nodes` in order; `scope` ("If 'x' / then_branch / ") prefixes the errors of nodes in subgraphs.
   std::function<void(const std::vector<graph::Node>&, const std::string&, bool)> plan_list;
@@ -256,20 +270,45 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       const graph::ValueId v = node.outputs[o], source = taken.outputs.at(o);
       if (v == graph::kNoValue) continue;
       if (!known[static_cast<size_t>(source)]) return;  // a branch node failed (only when collecting errors)
-      out.descs[static_cast<size_t>(v)] = out.descs[static_cast<size_t>(source)];
-      // Host values are copied (so readers see a folded shape as folded), large constants only aliased.
-      if (const Tensor* h = host_value(source); h && (!graph.value(source).constant || host_visible(*h))) {
-        out.host_values[static_cast<size_t>(v)] = *h;
-      }
-      if (!checking_only) out.aliases.push_back({out.gpu_nodes.size(), v, source});
-    }
-    for (graph::ValueId v : node.outputs) {
-      if (v != graph::kNoValue) known[static_cast<size_t>(v)] = true;
+      alias(v, source, checking_only);
     }
   };
+  // The tables cover the values unrolling adds (the copies' outputs, made when a copy is added).
+  auto cover_unrolled_values = [&] {
+    out.descs.resize(unrolled->value_count());
+    out.host_values.resize(unrolled->value_count());
+    known.resize(unrolled->value_count(), false);
+  };
+  std::function<void(const graph::Node&, const std::string&, bool)> plan_node;
+  // Loop and Scan: unrolled (runtime/loop_unrolling.h), each iteration's body planned here, in their place.
+  const UnrollPlanner unroll{
+      *unrolled,
+      [&](const graph::Node& node, const std::string& scope, bool checking_only) {
+        plan_node(node, scope, checking_only);
+      },
+      [&](graph::ValueId v) { return v == graph::kNoValue || known[static_cast<size_t>(v)]; },
+      [&](graph::ValueId v) -> const ops::TensorDesc& { return out.descs[static_cast<size_t>(v)]; },
+      host_value,
+      [&](graph::Value value, std::optional<Tensor> host) {
+        const graph::ValueId id = unrolled->add_value(std::move(value));
+        cover_unrolled_values();
+        if (host) {
+          out.descs[static_cast<size_t>(id)] = {host->dtype(), host->shape()};
+          out.host_values[static_cast<size_t>(id)] = std::move(host);
+          known[static_cast<size_t>(id)] = true;
+        }
+        return id;
+      },
+      [&](graph::ValueId v, Tensor host) {
+        out.descs[static_cast<size_t>(v)] = {host.dtype(), host.shape()};
+        out.host_values[static_cast<size_t>(v)] = std::move(host);
+        known[static_cast<size_t>(v)] = true;
+      },
+      alias};
   // Nodes whose outputs can be computed on the host (shape arithmetic on now-known shapes, constant
   // subgraphs) are folded instead of planned.
-  auto plan_node = [&](const graph::Node& node, const std::string& scope, bool checking_only) {
+  plan_node = [&](const graph::Node& node, const std::string& scope, bool checking_only) {
+    cover_unrolled_values();
     if (std::any_of(node.inputs.begin(), node.inputs.end(), [&](graph::ValueId v) {
           return v != graph::kNoValue && !known[static_cast<size_t>(v)];
         })) {
@@ -282,7 +321,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
             node.info.describe() + ": " +
             registry.unsupported_reason(node.info.domain, node.info.op_type, node.info.opset).value());
       }
-      ops::PlanContext ctx{node.info, {}, {}, caps, gemm_tuning, status_tags.at(&node)};
+      // A node of an unrolled Loop or Scan plans as the graph's node it copies (its tag and shared plans).
+      const graph::Node* origin = unrolled->origin(&node);
+      ops::PlanContext ctx{node.info, {}, {}, caps, gemm_tuning, status_tags.at(origin)};
       std::vector<const Tensor*> host_inputs;
       for (graph::ValueId v : node.inputs) {
         if (v == graph::kNoValue) {
@@ -295,6 +336,24 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       }
       if (!node.subgraphs.empty() && node.info.domain.empty() && node.info.op_type == "If") {
         plan_if(node, ctx, scope, checking_only);
+        return;
+      }
+      // Loop and Scan with or without a body (plan_loop / plan_scan say when it is missing).
+      if (node.info.domain.empty() && node.info.op_type == "Loop") {
+        // `wgi check` without values: bounds from graph inputs (given by value in a run) are not known.
+        const bool check_one_iteration =
+            errors &&
+            std::any_of(node.inputs.begin(),
+                        node.inputs.begin() + static_cast<long>(std::min<size_t>(2, node.inputs.size())),
+                        [&](graph::ValueId v) {
+                          return v != graph::kNoValue && !host_value(v) &&
+                                 std::find(graph.inputs.begin(), graph.inputs.end(), v) != graph.inputs.end();
+                        });
+        plan_loop(unroll, node, ctx, scope, checking_only, check_one_iteration);
+        return;
+      }
+      if (node.info.domain.empty() && node.info.op_type == "Scan") {
+        plan_scan(unroll, node, ctx, scope, checking_only);
         return;
       }
       bool folded = false;
@@ -314,9 +373,11 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       if (!folded) {
         NodePlans::GpuNode gpu_node{&node, {}, nullptr, false};
         std::string key;
-        if (sharing) {
-          key = node_plan_key(graph, node, ctx);
-          gpu_node.shared = sharing->find(&node, key);
+        // Nodes made to cut and stack scan values plan unlike the Loop they stand for: never shared.
+        PlanSharing* const node_sharing = unrolled->made(&node) ? nullptr : sharing;
+        if (node_sharing) {
+          key = node_plan_key(*unrolled, node, ctx);
+          gpu_node.shared = sharing->find(origin, key);
           gpu_node.reused = gpu_node.shared != nullptr;
         }
         if (!gpu_node.shared) {
@@ -325,10 +386,10 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
             throw Error(node.info.describe() + ": the op planned " + std::to_string(plan.outputs.size()) +
                         " outputs but the node has " + std::to_string(node.outputs.size()));
           }
-          if (sharing) {
+          if (node_sharing) {
             gpu_node.shared = std::make_shared<SharedNodePlan>();
             gpu_node.shared->plan = std::move(plan);
-            sharing->insert(&node, std::move(key), gpu_node.shared);
+            sharing->insert(origin, std::move(key), gpu_node.shared);
           } else {
             gpu_node.plan = std::move(plan);
           }
@@ -381,7 +442,8 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     phase_start = now;
   };
   const double weight_upload_ms_before = weights.upload_ms();
-  const size_t value_count = graph.values.size();
+  unrolled_ = planned.unrolled;
+  const size_t value_count = planned.descs.size();  // with the values of unrolled Loops and Scans
   phases_.kernel_plans = kernel_plans_ms;
   aliases_ = planned.aliases;
   std::set<const gpu::Buffer*> prepacked;  // counted once each
@@ -392,7 +454,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
   locations_.resize(value_count);
   auto host_value = [&](graph::ValueId v) -> const Tensor* {
     if (v == graph::kNoValue) return nullptr;
-    if (const auto& c = graph.value(v).constant) return &*c;
+    if (const auto& c = value(v).constant) return &*c;
     const auto& h = host_values_[static_cast<size_t>(v)];
     return h ? &*h : nullptr;
   };
@@ -531,7 +593,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     if (v == graph::kNoValue) return {};
     const size_t r = static_cast<size_t>(root[static_cast<size_t>(v)]);
     if (locations_[r].buffer) return locations_[r];  // a view binds its root's region
-    if (graph.value(static_cast<graph::ValueId>(r)).constant) {
+    if (value(static_cast<graph::ValueId>(r)).constant) {
       return {&weights.get(graph, static_cast<graph::ValueId>(r))};
     }
     if (host_values_[r]) {
@@ -546,14 +608,14 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
                                             grown_from->host_values_[r]->shape()}) < bytes;
         room = pooled_size_or(device.limits(), grew ? 2 * bytes : bytes, bytes);
       }
-      const std::string label = "folded '" + graph.values[r].name + "'";
+      const std::string label = "folded '" + value(static_cast<graph::ValueId>(r)).name + "'";
       owned_.push_back(std::make_unique<gpu::Buffer>(device.create_buffer(room, label)));
       write_tensor(device, {owned_.back().get()}, h, label);
       locations_[r] = {owned_.back().get()};
       folded_.emplace_back(r, owned_.back().get());
       return locations_[r];
     }
-    throw Error("internal: value '" + graph.value(v).name + "' has no location");
+    throw Error("internal: value '" + value(v).name + "' has no location");
   };
 
   end_phase(phases_.memory);
@@ -725,7 +787,8 @@ bool same_kernels(const ops::OpPlan& before, const ops::OpPlan& now) {
 }  // namespace
 
 Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const InputSource> sources) {
-  if (!sharing_ || shared_.size() != steps_.size()) return Respecialized::OtherKernels;
+  if (!sharing_ || shared_.size() != steps_.size() || planned.descs.size() != descs_.size())
+    return Respecialized::OtherKernels;
   auto& nodes = planned.gpu_nodes;
   if (nodes.size() != steps_.size() || planned.aliases.size() != aliases_.size())
     return Respecialized::OtherKernels;
@@ -847,6 +910,10 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
   for (size_t s = 0; s < nodes.size(); ++s) shared_[s] = nodes[s].shared;
   reused_node_plans_ = planned.reused;
   return Respecialized::Done;
+}
+
+const graph::Value& ExecutionPlan::value(graph::ValueId v) const {
+  return unrolled_ ? unrolled_->value(v) : graph_.value(v);
 }
 
 std::shared_ptr<gpu::BoundDispatch> ExecutionPlan::shared_dispatch(

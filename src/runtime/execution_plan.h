@@ -24,6 +24,8 @@
 
 namespace wgi::runtime {
 
+class UnrolledNodes;  // runtime/loop_unrolling.h
+
 // Device copies of the graph's constant values, shared by every plan of a session (uploaded on first use).
 class WeightStore {
  public:
@@ -128,7 +130,7 @@ struct NodePlans {
   std::vector<ops::TensorDesc> descs;              // per value
   std::vector<std::optional<Tensor>> host_values;  // per value: folded at plan time (shape arithmetic)
   struct GpuNode {
-    const graph::Node* node;  // in graph.nodes, or in the subgraph of an If planned as its branch
+    const graph::Node* node;  // in graph.nodes, in an If's branch, or in `unrolled` (a Loop's iteration)
     ops::OpPlan plan;         // without sharing
     std::shared_ptr<SharedNodePlan> shared;  // with sharing (then `plan` is empty)
     bool reused = false;                     // `shared` was planned for an earlier plan
@@ -144,6 +146,9 @@ struct NodePlans {
     graph::ValueId value, source;
   };
   std::vector<Alias> aliases;  // in step order
+  // The nodes and values of unrolled Loops and Scans (their iterations' bodies): gpu_nodes may point at its
+  // nodes, and descs / host_values cover its values (numbered after the graph's).
+  std::shared_ptr<const UnrolledNodes> unrolled;
 };
 
 // Every node of the graph and of its subgraphs, in a fixed order (each node, then its subgraphs' nodes): the
@@ -174,7 +179,7 @@ struct InputSource {
 };
 
 struct PlannedStep {
-  const graph::Node* node = nullptr;  // in graph.nodes, or in an If's branch
+  const graph::Node* node = nullptr;  // in graph.nodes, in an If's branch, or of an unrolled Loop or Scan
   std::string kernel;
   size_t first_dispatch = 0;
   size_t dispatch_count = 0;
@@ -196,8 +201,8 @@ class ExecutionPlan {
   // `grown_from`: a plan with the same kernels that had no room for these sizes
   // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
   // sizes respecialize this plan. `run_status` is the session's (shared by its plans, so that any plan's
-  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes its
-  // own if a kernel needs one.
+  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes
+  // its own if a kernel needs one.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
                 double kernel_plans_ms, PlanSharing* sharing = nullptr,
                 std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr,
@@ -245,9 +250,12 @@ class ExecutionPlan {
   void rebind_moved_inputs(const std::vector<bool>& moved);
   // Where output o is read from, given where the inputs are in this run.
   gpu::BufferSlice output_source(size_t o, std::span<const gpu::BufferSlice> current) const;
+  // A value of the graph or of an unrolled Loop or Scan.
+  const graph::Value& value(graph::ValueId v) const;
 
   gpu::Device& device_;
   const graph::Graph& graph_;
+  std::shared_ptr<const UnrolledNodes> unrolled_;  // keeps the nodes steps_ point at
   PlanPhases phases_;
   std::vector<ops::TensorDesc> descs_;              // per value
   std::vector<std::optional<Tensor>> host_values_;  // per value: folded at plan time
