@@ -103,9 +103,11 @@ OpPlan plan_dft(const PlanContext& ctx) {
     ctx.fail("attributes 'inverse' and 'onesided' must be 0 or 1 (got " + std::to_string(inverse) + " and " +
              std::to_string(onesided) + ")");
   }
-  if (inverse && onesided) {
+  // Opsets 17-19 (the ONNX reference) keep the first length / 2 + 1 values of the full inverse; opset 20
+  // made inverse + onesided a complex-to-real transform of a one-sided spectrum, which wgi does not have.
+  if (inverse && onesided && ctx.node.opset >= 20) {
     ctx.fail(
-        "inverse = 1 with onesided = 1 (a complex-to-real inverse) is not implemented in wgi; use "
+        "inverse = 1 with onesided = 1 (opset 20's complex-to-real inverse) is not implemented in wgi; use "
         "onesided = 0");
   }
   int64_t length = x[a];
@@ -113,6 +115,7 @@ OpPlan plan_dft(const PlanContext& ctx) {
     length = known_scalar(ctx, 1, "dft_length");
     if (length < 1) ctx.fail("dft_length is " + std::to_string(length) + "; expected >= 1");
   }
+  if (length < 1) ctx.fail("input 0 " + shape_to_string(x) + " is empty along axis " + std::to_string(axis));
   if (length > kMaxTransformLength) {
     ctx.fail("a DFT of length " + std::to_string(length) + " is longer than wgi's direct transform takes (" +
              std::to_string(kMaxTransformLength) + ")");
@@ -268,6 +271,8 @@ OpPlan plan_mel_weight_matrix(const PlanContext& ctx) {
              "; wgi generates float (1) matrices only (Cast the result for another type)");
   }
   const int64_t spectrogram_bins = dft_length / 2 + 1;
+  const Shape out = {spectrogram_bins, mel_bins};
+  require_addressable(ctx, "the output", out);
   // The triangles' edges as spectrogram-bin indices: mel_bins + 2 points evenly spaced on the mel scale
   // (the ONNX reference divides the mel range by mel_bins + 2), mapped back to hertz and to bins by
   // floor((dft_length + 1) * hz / sample_rate). Index arithmetic on a few scalars: the host does it in
@@ -286,8 +291,6 @@ OpPlan plan_mel_weight_matrix(const PlanContext& ctx) {
     }
     edges.push_back(static_cast<int32_t>(bin));
   }
-  const Shape out = {spectrogram_bins, mel_bins};
-  require_addressable(ctx, "the output", out);
   OpPlan plan;
   plan.outputs.push_back({DType::Float32, out});
   plan.constants.push_back(Tensor::from_vector<int32_t>({static_cast<int64_t>(edges.size())}, edges));

@@ -70,7 +70,8 @@ TEST(SpectralDFT, MatchesFloat64Definition) {
         Case{{2, 7, 5, 2}, 1, std::nullopt, false, false, 17},
         Case{{2, 7, 5, 2}, 2, std::nullopt, true, false, 17}, Case{{2, 6, 3, 1}, 1, 9, false, true, 17},
         Case{{2, 13, 1}, 1, 8, false, false, 17}, Case{{2, 4, 6, 2}, -2, 11, true, false, 20},
-        Case{{3, 5, 4, 1}, 1, std::nullopt, false, true, 20}}) {
+        Case{{3, 5, 4, 1}, 1, std::nullopt, false, true, 20},
+        Case{{2, 9, 2}, 1, std::nullopt, true, true, 17}}) {
     SCOPED_TRACE(shape_to_string(c.shape) + " axis " + std::to_string(c.axis) + " opset " +
                  std::to_string(c.opset) + (c.inverse ? " inverse" : "") + (c.onesided ? " onesided" : ""));
     const Tensor x = test::random_tensor(c.shape, 61 + static_cast<uint64_t>(c.shape[1]));
@@ -213,7 +214,7 @@ TEST(SpectralMelWeightMatrix, MatchesOnnxReferenceDefinition) {
 
 TEST(SpectralDFT, ErrorsNameTheProblem) {
   const Tensor x = test::random_tensor({2, 4, 1}, 1);
-  ops::NodeInfo both = test::make_node("DFT", 17);
+  ops::NodeInfo both = test::make_node("DFT", 20);
   both.attributes.set("inverse", int64_t{1});
   both.attributes.set("onesided", int64_t{1});
   const std::string inverse = test::node_error(both, NodeInputs{NodeInput{x}});
