@@ -149,21 +149,30 @@ TEST(ReverseSequence, ErrorsNameTheProblem) {
 }
 
 TEST(BitShift, Uint8BothDirectionsWithBroadcast) {
-  const Tensor x = test::random_ints(DType::UInt8, {2, 3, 5}, 51, 0, 256);
-  const Tensor shifts = test::random_ints(DType::UInt8, {5}, 52, 0, 10);  // 8 and 9 shift everything out
-  for (const char* direction : {"LEFT", "RIGHT"}) {
-    Tensor expected(DType::UInt8, x.shape());
-    for (int64_t i = 0; i < x.element_count(); ++i) {
-      const unsigned v = x.data<uint8_t>()[static_cast<size_t>(i)],
-                     s = shifts.data<uint8_t>()[static_cast<size_t>(i % 5)];
-      const unsigned r = s >= 8 ? 0u : std::string(direction) == "LEFT" ? (v << s) & 255u : v >> s;
-      expected.data<uint8_t>()[static_cast<size_t>(i)] = static_cast<uint8_t>(r);
+  // [2, 3, 5] by [5] takes the kernel's scalar path, [3, 8] by [3, 1] its vec4 path with a splat shift.
+  for (const auto& [x_shape, shift_shape] :
+       {std::pair{Shape{2, 3, 5}, Shape{5}}, std::pair{Shape{3, 8}, Shape{3, 1}}}) {
+    const Tensor x = test::random_ints(DType::UInt8, x_shape, 51, 0, 256);
+    const Tensor shifts =
+        test::random_ints(DType::UInt8, shift_shape, 52, 0, 10);  // 8 and 9 shift everything out
+    const int64_t inner = x_shape.back(), shift_inner = shift_shape.back();
+    for (const char* direction : {"LEFT", "RIGHT"}) {
+      Tensor expected(DType::UInt8, x.shape());
+      for (int64_t i = 0; i < x.element_count(); ++i) {
+        const int64_t at = shift_inner == 1 ? i / inner % shifts.element_count() : i % inner;
+        const unsigned v = x.data<uint8_t>()[static_cast<size_t>(i)],
+                       s = shifts.data<uint8_t>()[static_cast<size_t>(at)];
+        const unsigned r = s >= 8 ? 0u : std::string(direction) == "LEFT" ? (v << s) & 255u : v >> s;
+        expected.data<uint8_t>()[static_cast<size_t>(i)] = static_cast<uint8_t>(r);
+      }
+      ops::NodeInfo node = test::make_node("BitShift", 11);
+      node.attributes.set("direction", std::string(direction));
+      SCOPED_TRACE(std::string(direction) + " " + shape_to_string(x_shape));
+      test::expect_node_outputs(node, NodeInputs{NodeInput{x}, NodeInput{shifts}}, {expected});
     }
-    ops::NodeInfo node = test::make_node("BitShift", 11);
-    node.attributes.set("direction", std::string(direction));
-    SCOPED_TRACE(direction);
-    test::expect_node_outputs(node, NodeInputs{NodeInput{x}, NodeInput{shifts}}, {expected});
   }
+  const Tensor x = test::random_ints(DType::UInt8, {2, 3, 5}, 51, 0, 256);
+  const Tensor shifts = test::random_ints(DType::UInt8, {5}, 52, 0, 10);
   ops::NodeInfo up = test::make_node("BitShift", 11);
   up.attributes.set("direction", std::string("UP"));
   const std::string bad = test::node_error(up, NodeInputs{NodeInput{x}, NodeInput{shifts}});
