@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "ops/float16.h"
 #include "runtime/node_runner.h"
 #include "support/reference_data_movement.h"
 #include "support/reference_sampling.h"
@@ -82,6 +83,21 @@ TEST(GridSample, Opset20VolumetricAndOneDimensional) {
   EXPECT_TRUE(test::all_close(out[0], {1, 2, 2, 2},
                               test::grid_sample_reference(x, grid, "linear", "zeros", false),
                               tolerance_for("linear")));
+}
+
+// float16 models run through the registry's float32 wrapper (ops/float16.h): the output is float16 again.
+TEST(GridSample, Float16InputsThroughTheFloat32Kernel) {
+  const Tensor x = ops::narrow_to_float16(test::random_tensor({2, 3, 4, 5}, 11));
+  const Tensor grid = ops::narrow_to_float16(test::random_tensor({2, 3, 2, 2}, 12, -1.2f, 1.2f));
+  ops::NodeInfo node = test::make_node("GridSample", 16);
+  node.attributes.set("mode", std::string("bicubic"));
+  const auto out = runtime::run_node(test::device(), node, NodeInputs{NodeInput{x}, NodeInput{grid}});
+  ASSERT_EQ(out[0].dtype(), DType::Float16);
+  const auto ref =
+      test::grid_sample_reference(ops::widen_float16(x), ops::widen_float16(grid), "cubic", "zeros", false);
+  // One float16 rounding of the result (2^-11 relative) on top of the float32 kernel's error.
+  EXPECT_TRUE(test::all_close(ops::widen_float16(out[0]), {2, 3, 3, 2}, ref,
+                              [](double r) { return 1e-4 + std::ldexp(std::abs(r), -11); }));
 }
 
 TEST(GridSample, ErrorsNameTheProblem) {
