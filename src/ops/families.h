@@ -43,6 +43,8 @@ void register_max_unpool_ops(OpRegistry& registry);
 void register_reverse_sequence_ops(OpRegistry& registry);
 void register_spectral_ops(OpRegistry& registry);
 void register_det_ops(OpRegistry& registry);
+// random.cpp: seeded RandomUniform(Like), RandomNormal(Like), Bernoulli
+void register_random_ops(OpRegistry& registry);
 
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
@@ -76,6 +78,7 @@ inline constexpr std::array kOpFamilies = {
     &register_reverse_sequence_ops,
     &register_spectral_ops,
     &register_det_ops,
+    &register_random_ops,
 };
 // clang-format on
 
