@@ -106,7 +106,7 @@ std::optional<std::string> read_declared_type(const pb::ValueInfoProto& info, gr
   std::optional<DType> dtype = dtype_from_onnx(*tensor.elem_type);
   if (!dtype) {
     return "has element type " + onnx_dtype_name(*tensor.elem_type) +
-           ", which wgi does not support (supported: " + detail::supported_dtypes() + ")";
+           detail::unsupported_dtype_reason(*tensor.elem_type);
   }
   value.dtype = *dtype;
   value.shape = graph::ValueShape{};
@@ -409,7 +409,8 @@ class Importer {
           int32_t data_type = a.t->data_type.value_or(0);
           if (data_type != static_cast<int32_t>(pb::DataType::Undefined) && !dtype_from_onnx(data_type)) {
             p.unsupported.push_back("dtype unsupported: attribute '" + name + "' holds a " +
-                                    onnx_dtype_name(data_type) + " tensor");
+                                    onnx_dtype_name(data_type) + " tensor" +
+                                    detail::unsupported_dtype_reason(data_type));
             break;
           }
           attrs.set(name, detail::tensor_from_proto(*a.t, what, base_dir_, budget_));
@@ -438,8 +439,7 @@ class Importer {
       if (it != attrs.all().end()) {
         if (const int64_t* to = std::get_if<int64_t>(&it->second); to && !dtype_from_onnx(*to)) {
           p.unsupported.push_back("dtype unsupported: attribute '" + std::string(key) + "' asks for " +
-                                  onnx_dtype_name(*to) + " (wgi supports " + detail::supported_dtypes() +
-                                  ")");
+                                  onnx_dtype_name(*to) + detail::unsupported_dtype_reason(*to));
         }
       }
     }

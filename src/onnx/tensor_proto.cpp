@@ -342,6 +342,15 @@ std::string supported_dtypes() {
   return "float32, float16, int64, int32, int8, uint8, bool";
 }
 
+std::string unsupported_dtype_reason(int64_t data_type) {
+  if (data_type == static_cast<int64_t>(pb::DataType::Double)) {
+    return ": WebGPU has no 64-bit floating-point type, so wgi cannot run float64 (DOUBLE) tensors. Convert "
+           "the model to float32 (e.g. export it from PyTorch after model.float(), or cast its DOUBLE "
+           "initializers, inputs, outputs and Cast targets to FLOAT) and run that";
+  }
+  return ", which wgi does not support (supported: " + supported_dtypes() + ")";
+}
+
 std::string short_dims(std::span<const int64_t> dims) {
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -363,7 +372,7 @@ Tensor tensor_from_proto(const pb::TensorProto& proto, const std::string& what, 
   std::optional<DType> dtype = dtype_from_onnx(*proto.data_type);
   if (!dtype) {
     throw Error(what + " has element type " + onnx_dtype_name(*proto.data_type) +
-                ", which wgi does not support (supported: " + supported_dtypes() + ")");
+                unsupported_dtype_reason(*proto.data_type));
   }
   if (proto.segment) throw Error(what + " is a segment of a larger tensor, which wgi does not support");
   Layout layout = checked_layout(proto, *dtype, what);

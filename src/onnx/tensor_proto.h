@@ -33,6 +33,10 @@ std::optional<DType> dtype_from_onnx(int64_t data_type);
 std::string onnx_dtype_name(int64_t data_type);
 // "float32, float16, int64, int32, int8, uint8, bool": for messages.
 std::string supported_dtypes();
+// Why wgi refuses an element type dtype_from_onnx does not take, to follow "has element type X": the list of
+// supported types, or for DOUBLE that WebGPU has no 64-bit float and the model must be converted to float32
+// (docs/float64.md says why wgi refuses rather than narrows).
+std::string unsupported_dtype_reason(int64_t data_type);
 
 // Converts a tensor. `what` names it in messages ("initializer 'w'", "attribute 'value' of node 'c'
 // (Constant)"). External data files are looked up under base_dir (empty: refused).

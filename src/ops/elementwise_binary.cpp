@@ -1,6 +1,6 @@
 // Elementwise ops over several inputs with numpy (multidirectional) broadcasting, and the type conversions:
 // Add, Sub, Mul, Div, Pow, Mod, PRelu, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor, Not,
-// Where, variadic Sum / Mean / Min / Max, Cast and CastLike.
+// Where, variadic Sum / Mean / Min / Max, BitShift, Cast and CastLike.
 //
 // One kernel, src/kernels/elementwise/broadcast.wgsl, serves them all: each op contributes a WGSL expression
 // over its inputs a, b, c at the kernel's element types (F / I / U: the device's f32 / i32 / u32, see
@@ -646,6 +646,46 @@ std::vector<Tensor> evaluate_mod(const PlanContext& ctx, std::span<const Tensor*
   return {std::move(out)};
 }
 
+// ---- BitShift ----
+
+// uint8 is the only unsigned integer type wgi has (uint16 / uint32 / uint64 models fail at load). A shift by
+// 8 or more gives 0 both ways; WGSL would take the shift amount modulo 32 instead.
+bool bit_shift_left(const PlanContext& ctx) {
+  if (ctx.input(0).dtype != DType::UInt8 || ctx.input(1).dtype != DType::UInt8) {
+    ctx.fail("inputs have types " + std::string(dtype_name(ctx.input(0).dtype)) + " and " +
+             std::string(dtype_name(ctx.input(1).dtype)) + "; wgi runs BitShift on uint8 only");
+  }
+  if (!ctx.node.attributes.has("direction")) ctx.fail("attribute 'direction' is required");
+  const std::string direction = ctx.node.attributes.get_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    ctx.fail("attribute 'direction' is '" + direction + "'; expected 'LEFT' or 'RIGHT'");
+  }
+  return direction == "LEFT";
+}
+
+OpPlan plan_bit_shift(const PlanContext& ctx) {
+  const bool left = bit_shift_left(ctx);
+  const char* expr =
+      left ? "select(U(0u), wgi_wrap_u8(a << b), b < U(8u))" : "select(U(0u), a >> b, b < U(8u))";
+  ElementwiseKernel kernel{left ? "BitShiftLeft" : "BitShiftRight",
+                           expr,
+                           {ElementClass::Unsigned, ElementClass::Unsigned},
+                           ElementClass::Unsigned};
+  return single_launch_plan(ctx, kernel, DType::UInt8);
+}
+
+std::vector<Tensor> evaluate_bit_shift(const PlanContext& ctx, std::span<const Tensor* const> in) {
+  if (!host_foldable(in, 2)) return {};
+  const bool left = bit_shift_left(ctx);
+  const Tensor &a = *in[0], &b = *in[1];
+  Tensor out =
+      fold_broadcast(ctx, in.first(2), DType::UInt8, [&](Tensor& y, size_t i, const std::vector<int64_t>& o) {
+        const int64_t v = load_int(a, static_cast<size_t>(o[0])), s = load_int(b, static_cast<size_t>(o[1]));
+        store_int(y, i, s >= 8 ? 0 : left ? (v << s) & 255 : v >> s);
+      });
+  return {std::move(out)};
+}
+
 // ---- Where, Not ----
 
 ElementClass check_where(const PlanContext& ctx) {
@@ -969,6 +1009,7 @@ void register_binary_ops(OpRegistry& registry) {
   registry.add("", "Mod", 10, kLatestOpset, {plan_mod, evaluate_mod});
   registry.add("", "Where", 9, kLatestOpset, {plan_where, evaluate_where});
   registry.add("", "Not", 1, kLatestOpset, {plan_not, evaluate_not});
+  registry.add("", "BitShift", 11, kLatestOpset, {plan_bit_shift, evaluate_bit_shift});
   // Casts convert float16 themselves (cast_f16.wgsl), not through the float32 wrapper of ops/float16.h.
   OpHandler cast{plan_cast, evaluate_cast};
   cast.plans_float16 = true;

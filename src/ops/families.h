@@ -34,6 +34,18 @@ void register_topk_ops(OpRegistry& registry);         // topk.cpp: TopK
 void register_mvn_ops(OpRegistry& registry);          // mvn.cpp: MeanVarianceNormalization
 void register_recurrent_ops(OpRegistry& registry);    // recurrent.cpp: LSTM, GRU, RNN
 
+// grid_sample.cpp: GridSample; roi_align.cpp: RoiAlign; max_unpool.cpp: MaxUnpool;
+// reverse_sequence.cpp: ReverseSequence; spectral.cpp: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow,
+// MelWeightMatrix; det.cpp: Det
+void register_grid_sample_ops(OpRegistry& registry);
+void register_roi_align_ops(OpRegistry& registry);
+void register_max_unpool_ops(OpRegistry& registry);
+void register_reverse_sequence_ops(OpRegistry& registry);
+void register_spectral_ops(OpRegistry& registry);
+void register_det_ops(OpRegistry& registry);
+// random.cpp: seeded RandomUniform(Like), RandomNormal(Like), Bernoulli
+void register_random_ops(OpRegistry& registry);
+
 // One family per line, so that adding a family is a one-line change.
 // clang-format off
 inline constexpr std::array kOpFamilies = {
@@ -60,6 +72,13 @@ inline constexpr std::array kOpFamilies = {
     &register_topk_ops,
     &register_mvn_ops,
     &register_recurrent_ops,
+    &register_grid_sample_ops,
+    &register_roi_align_ops,
+    &register_max_unpool_ops,
+    &register_reverse_sequence_ops,
+    &register_spectral_ops,
+    &register_det_ops,
+    &register_random_ops,
 };
 // clang-format on
 

@@ -44,6 +44,27 @@ const std::map<std::string, std::string> kKnownLimitations = {
     {"test_hammingwindow_symmetric_expanded", kWrongWindowData},
     {"test_hannwindow_expanded", kWrongWindowData},
     {"test_hannwindow_symmetric_expanded", kWrongWindowData},
+    {"test_blackmanwindow", kWrongWindowData},
+    {"test_blackmanwindow_symmetric", kWrongWindowData},
+    {"test_hammingwindow", kWrongWindowData},
+    {"test_hammingwindow_symmetric", kWrongWindowData},
+    {"test_hannwindow", kWrongWindowData},
+    {"test_hannwindow_symmetric", kWrongWindowData},
+    {"test_gridsample_bicubic",
+     "onnx 1.12's expected values are rounded to 4 decimals: [0] is -0.1406 where bicubic gives exactly "
+     "-0.140625 (-9/64), 2.5e-5 off, past the 1e-5 + 1e-4 |want| tolerance"},
+    {"test_roialign_aligned_false",
+     "onnx 1.12's expected values are given to 4 decimals and differ from the float64 ONNX reference "
+     "algorithm by up to 8.4e-5; wgi matches that reference (tests/gpu/test_roi_align.cpp)"},
+    {"test_roialign_aligned_true",
+     "onnx 1.12's expected values are given to 4 decimals and differ from the float64 ONNX reference "
+     "algorithm by up to 5e-5; wgi matches that reference (tests/gpu/test_roi_align.cpp)"},
+    {"test_bernoulli_seed",
+     "random values: wgi's generator is not numpy's, so no draw can equal the expected file; tests/gpu/"
+     "test_random.cpp checks the distributions instead"},
+    {"test_bernoulli_seed_expanded",
+     "random values: wgi's generator is not numpy's, so no draw can equal the expected file; tests/gpu/"
+     "test_random.cpp checks the distributions instead"},
     {"test_convtranspose_3d", "3-D convolution is not implemented (1-D and 2-D only)"},
     {"test_batchnorm_epsilon_training_mode",
      "training-mode BatchNormalization (batch statistics); wgi runs inference only"},
@@ -54,6 +75,33 @@ const std::map<std::string, std::string> kKnownLimitations = {
     {"test_training_dropout_default_mask",
      "training-mode Dropout needs a random mask; wgi runs inference only"},
     {"test_training_dropout_mask", "training-mode Dropout needs a random mask; wgi runs inference only"},
+};
+
+// What wgi deliberately does not run, with the reason: the "Out of scope" section of the report
+// (docs/ops.md). Ops claimed later leave this list; their tests then count in the table above it.
+struct OutOfScope {
+  const char* what;
+  const char* why;
+};
+const OutOfScope kOutOfScope[] = {
+    {"float64 (DOUBLE) tensors: every node test whose data is float64",
+     "WebGPU has no 64-bit floating-point type. wgi refuses such models at load, naming the value, and asks "
+     "for a float32 conversion; narrowing silently would change the declared output types and the precision "
+     "the model asked for (docs/float64.md)"},
+    {"uint16, uint32, uint64, int16, bfloat16, float8, int4 / uint4, complex, string element types",
+     "not among wgi's element types (float32, float16, int64, int32, int8, uint8, bool); e.g. BitShift "
+     "runs on uint8 only"},
+    {"Training ops and losses: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss, Gradient, Adagrad, Adam, "
+     "Momentum, training-mode BatchNormalization and Dropout",
+     "wgi runs inference only"},
+    {"String ops: StringNormalizer, TfIdfVectorizer, RegexFullMatch, StringConcat, StringSplit, LabelEncoder",
+     "wgi's tensors are numeric and dense; tokenisation lives outside the graph (src/pipelines/)"},
+    {"Sequence and optional ops: Sequence*, SplitToSequence, ConcatFromSequence, Optional, "
+     "OptionalHasElement, OptionalGetElement",
+     "wgi's values are tensors; sequences and optionals are not a runtime type"},
+    {"Unseeded RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli; Multinomial",
+     "wgi's generator draws the same values on every run of a seeded node; an unseeded node wants fresh "
+     "values per run, which wgi refuses rather than fake (docs/sampling_and_spectral_ops.md)"},
 };
 
 struct Outcome {
@@ -134,30 +182,37 @@ std::string compare(const Tensor& got, const Tensor& want) {
 struct SkipReasons {
   std::set<std::string> missing_ops;
   int old_opsets = 0;
+  int float64 = 0;  // refused at load: WebGPU has no 64-bit floats (kOutOfScope)
   int other = 0;
 };
+
+bool mentions_float64(const std::string& message) {
+  return message.find("DOUBLE") != std::string::npos;
+}
 
 Outcome run_test(gpu::Device& device, const fs::path& dir, SkipReasons& skips) {
   graph::Graph g;
   try {
     g = onnx::import_model_file(dir / "model.onnx");
   } catch (const Error& e) {
-    ++skips.other;
+    ++(mentions_float64(e.what()) ? skips.float64 : skips.other);
     return {Outcome::Skipped, std::string("import: ") + e.what()};
   }
   const auto& registry = ops::builtin_registry();
   auto unsupported = onnx::find_unsupported(g, registry);
   if (!unsupported.empty()) {
-    bool missing = false, opset = false;
+    bool missing = false, opset = false, float64 = false;
     for (const auto& u : unsupported) {
       if (u.reason.rfind("op missing", 0) == 0) {
         skips.missing_ops.insert(u.op_type);
         missing = true;
       } else if (u.reason.rfind("opset", 0) == 0) {
         opset = true;
+      } else if (mentions_float64(u.reason)) {
+        float64 = true;
       }
     }
-    if (!missing) ++(opset ? skips.old_opsets : skips.other);
+    if (!missing) ++(opset ? skips.old_opsets : float64 ? skips.float64 : skips.other);
     return {Outcome::Skipped, onnx::format_unsupported(unsupported)};
   }
   try {
@@ -249,6 +304,9 @@ void write_report(const std::string& path, const std::map<std::string, std::arra
     std::array<int, 3> c = it == per_op.end() ? std::array<int, 3>{0, 0, 0} : it->second;
     out << "| " << op << " | " << range << " | " << c[0] << " | " << c[1] << " | " << c[2] << " |\n";
   }
+  out << "\n## Out of scope\n\nNot claimed on purpose (the skipped tests above include theirs):\n\n"
+      << "| what | why |\n|---|---|\n";
+  for (const OutOfScope& o : kOutOfScope) out << "| " << o.what << " | " << o.why << " |\n";
 }
 
 }  // namespace
@@ -333,7 +391,8 @@ int main(int argc, char** argv) {
     std::string ops;
     for (const auto& op : skips.missing_ops) ops += (ops.empty() ? "" : ", ") + op;
     std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped (unsupported: " << ops
-              << "; " << skips.old_opsets << " tests with opsets outside 7-21; " << skips.other << " other"
+              << "; " << skips.old_opsets << " tests with opsets outside 7-21; " << skips.float64
+              << " with float64 data, which WebGPU lacks; " << skips.other << " other"
               << (known ? "; " + std::to_string(known) + " known limitations" : "") << ") in " << seconds
               << " s\n";
     if (!report.empty()) write_report(report, per_op, passed, failed, skipped, adapter);
