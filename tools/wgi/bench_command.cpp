@@ -130,6 +130,7 @@ struct DecodeStep {
   int64_t past_len = 0;
   double ms = 0;
   double plan_ms = 0;  // 0: the step reused a cached plan
+  double node_plans_ms = 0;  // of plan_ms: the node planners (run before a plan is made or respecialized)
   size_t reused = 0, gpu_nodes = 0;
   char plan = '-';  // 'P': planned in full, 'R': a cached plan respecialized, '-': a cached plan as it was
 };
@@ -170,6 +171,7 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
       plans.made += st.plans - plans_before;
       plans.respecialized += st.respecialized_plans - respecialized_before;
       record.plan_ms = st.last_plan_ms;
+      record.node_plans_ms = st.last_plan_kernel_plans_ms;
       record.reused = st.last_plan_reused_nodes;
       record.gpu_nodes = st.last_plan_gpu_nodes;
     }
@@ -183,7 +185,7 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const De
             << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)")
             << "\n"
             << "  step  past_len        ms   planning ms  plan  node plans reused\n";
-  std::vector<double> later, later_plan;
+  std::vector<double> later, later_plan, later_node_plans;
   for (size_t i = 0; i < steps.size(); ++i) {
     const DecodeStep& s = steps[i];
     std::cout << std::setw(6) << i << std::setw(10) << s.past_len << std::setw(10) << s.ms << std::setw(14)
@@ -193,13 +195,15 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const De
     if (i > 0) {
       later.push_back(s.ms);
       later_plan.push_back(s.plan_ms);
+      later_node_plans.push_back(s.node_plans_ms);
     }
   }
   std::cout << "first step: " << steps.front().ms << " ms (planning " << steps.front().plan_ms << " ms)\n";
   if (!later.empty()) {
     std::cout << "later:      median " << percentile(later, 0.5) << " ms, p90 " << percentile(later, 0.9)
               << " ms, min " << *std::min_element(later.begin(), later.end()) << " ms over " << later.size()
-              << " steps (planning median " << percentile(later_plan, 0.5) << " ms)\n";
+              << " steps (planning median " << percentile(later_plan, 0.5) << " ms, of which node planners "
+              << percentile(later_node_plans, 0.5) << " ms)\n";
   }
   std::cout << "plans:      " << plans.made << " made, " << plans.respecialized << " respecialized over "
             << steps.size() << " steps (plan P: planned in full, R: a cached plan respecialized)\n";
