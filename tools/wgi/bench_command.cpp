@@ -129,7 +129,7 @@ Tensor next_tokens(const Tensor& logits, DType dtype) {
 struct DecodeStep {
   int64_t past_len = 0;
   double ms = 0;
-  double plan_ms = 0;  // 0: the step reused a cached plan
+  double plan_ms = 0;        // 0: the step reused a cached plan
   double node_plans_ms = 0;  // of plan_ms: the node planners (run before a plan is made or respecialized)
   size_t reused = 0, gpu_nodes = 0;
   char plan = '-';  // 'P': planned in full, 'R': a cached plan respecialized, '-': a cached plan as it was
