@@ -17,8 +17,8 @@ class ShaderText {
 
  public:
   ShaderText() = default;
-  // A copy of its own, shared by the copies of this handle. Implicit: tests and a few planners assign
-  // plain strings.
+  // A copy of its own, shared by the copies of this handle (not interned: only load_wgsl's texts are).
+  // Implicit, so that tests can assign plain strings.
   ShaderText(std::string text);
   ShaderText(const char* text) : ShaderText(std::string(text)) {}
 
