@@ -2,8 +2,8 @@
 
 #include <webgpu/webgpu.h>
 
-#include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "gpu/device.h"
 #include "gpu/webgpu_util.h"
@@ -21,24 +21,6 @@ ComputePipeline::~ComputePipeline() {
 }
 
 namespace {
-
-std::string cache_key(const ProgramSource& p) {
-  std::string key;
-  key.reserve(p.wgsl.size() + 128);
-  key += p.entry_point;
-  key += '\x1f';
-  for (BindingKind b : p.bindings) key += static_cast<char>('0' + static_cast<int>(b));
-  key += '\x1f';
-  for (const auto& [name, value] : p.constants) {
-    std::ostringstream v;
-    v.precision(17);
-    v << value;
-    key += name + "=" + v.str() + ";";
-  }
-  key += '\x1f';
-  key += p.wgsl;
-  return key;
-}
 
 std::string source_line(const std::string& text, uint64_t line_number) {
   std::istringstream in(text);
@@ -75,8 +57,28 @@ std::string pop_error_scope(Device& device) {
 
 }  // namespace
 
+PipelineCache::Key PipelineCache::key_of(const ProgramSource& p) {
+  Key key;
+  key.layout += p.entry_point;
+  key.layout += '\x1f';
+  for (BindingKind b : p.bindings) key.layout += static_cast<char>('0' + static_cast<int>(b));
+  key.layout += '\x1f';
+  for (const auto& [name, value] : p.constants) {
+    std::ostringstream v;
+    v.precision(17);
+    v << value;
+    key.layout += name + "=" + v.str() + ";";
+  }
+  key.text = p.wgsl;
+  return key;
+}
+
+size_t PipelineCache::KeyHash::operator()(const Key& key) const {
+  return std::hash<std::string>{}(key.layout) * 31 + key.text.hash();
+}
+
 const ComputePipeline& PipelineCache::get(const ProgramSource& program) {
-  std::string key = cache_key(program);
+  Key key = key_of(program);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) {
     ++hits_;
     return *it->second;
@@ -122,7 +124,7 @@ PreparedProgram prepare(Device& device, const ProgramSource& program) {
   device.check_errors();
   WGPUShaderSourceWGSL wgsl = {};
   wgsl.chain.sType = WGPUSType_ShaderSourceWGSL;
-  wgsl.code = to_string_view(program.wgsl);
+  wgsl.code = to_string_view(program.wgsl.str());
   WGPUShaderModuleDescriptor module_desc = {};
   module_desc.nextInChain = &wgsl.chain;
   module_desc.label = to_string_view(program.label);
@@ -151,7 +153,7 @@ PreparedProgram prepare(Device& device, const ProgramSource& program) {
     r->done = true;
   };
   info_callback.userdata1 = &compile;
-  info_callback.userdata2 = const_cast<std::string*>(&program.wgsl);
+  info_callback.userdata2 = const_cast<std::string*>(&program.wgsl.str());
   wgpuShaderModuleGetCompilationInfo(out.module, info_callback);
   device.wait_until(compile.done);
   std::string scope_error = pop_error_scope(device);
@@ -224,17 +226,17 @@ std::unique_ptr<ComputePipeline> PipelineCache::create(const ProgramSource& prog
 void PipelineCache::prefetch(std::span<const ProgramSource* const> programs) {
   struct Pending {
     const ProgramSource* program;
-    std::string key;
+    Key key;
     PreparedProgram prepared;
     bool done = false;
     WGPUComputePipeline pipeline = nullptr;
     std::string message;
   };
   std::vector<std::unique_ptr<Pending>> pending;
-  std::set<std::string> seen;
+  std::unordered_set<Key, KeyHash> seen;
   std::string first_error;
   for (const ProgramSource* program : programs) {
-    std::string key = cache_key(*program);
+    Key key = key_of(*program);
     if (pipelines_.count(key) || !seen.insert(key).second) continue;
     auto p = std::make_unique<Pending>();
     p->program = program;

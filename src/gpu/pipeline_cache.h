@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/handles.h"
+#include "gpu/shader_text.h"
 
 namespace wgi::gpu {
 
@@ -22,7 +23,7 @@ enum class BindingKind { ReadOnlyStorage, Storage, Uniform };
 // so nothing that changes the compiled code can be missing from the key.
 struct ProgramSource {
   std::string label;  // kernel name, used in error messages and profiles
-  std::string wgsl;   // complete, preprocessed shader text
+  ShaderText wgsl;    // complete, preprocessed shader text, shared by the launches of one kernel variant
   std::string entry_point = "main";
   std::vector<std::pair<std::string, double>> constants;  // values for WGSL `override` declarations
   std::vector<BindingKind> bindings;
@@ -64,10 +65,22 @@ class PipelineCache {
   size_t misses() const { return misses_; }
 
  private:
+  // A program's identity: everything but the label. The text is held by handle (the plans' copy) and hashed
+  // once, so looking a launch up neither copies nor rehashes its text.
+  struct Key {
+    std::string layout;  // entry point, binding kinds, override constants
+    ShaderText text;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  static Key key_of(const ProgramSource& program);
+
   std::unique_ptr<ComputePipeline> create(const ProgramSource& program);
 
   Device& device_;
-  std::unordered_map<std::string, std::unique_ptr<ComputePipeline>> pipelines_;
+  std::unordered_map<Key, std::unique_ptr<ComputePipeline>, KeyHash> pipelines_;
   size_t hits_ = 0;
   size_t misses_ = 0;
 };

@@ -1,7 +1,11 @@
 #include "kernels/wgsl_library.h"
 
+#include <algorithm>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "wgi/error.h"
 
@@ -109,6 +113,36 @@ class Preprocessor {
   std::string out_;
 };
 
+// Identifies a load_wgsl call: each part with its length first, so that no two (path, defines) share a key
+// whatever characters the values hold.
+std::string memo_key(std::string_view path, const Defines& defines) {
+  std::string key;
+  auto add = [&key](std::string_view part) {
+    key += std::to_string(part.size());
+    key += ':';
+    key += part;
+  };
+  add(path);
+  for (const auto& [name, value] : defines) {
+    add(name);
+    add(value);
+  }
+  return key;
+}
+
+// The texts load_wgsl handed out, held weakly: a text lives as long as some plan holds it, and the table
+// drops expired entries whenever it has doubled since it last did.
+struct LoadedTexts {
+  std::mutex mutex;
+  std::unordered_map<std::string, gpu::ShaderText::Weak> texts;
+  size_t sweep_at = 64;
+};
+
+LoadedTexts& loaded_texts() {
+  static LoadedTexts loaded;
+  return loaded;
+}
+
 }  // namespace
 
 std::string preprocess_wgsl(std::string_view name, std::string_view text, const Defines& defines) {
@@ -117,8 +151,28 @@ std::string preprocess_wgsl(std::string_view name, std::string_view text, const 
   return p.take();
 }
 
-std::string load_wgsl(std::string_view path, const Defines& defines) {
-  return preprocess_wgsl(path, find_embedded(path), defines);
+gpu::ShaderText load_wgsl(std::string_view path, const Defines& defines) {
+  LoadedTexts& loaded = loaded_texts();
+  std::string key = memo_key(path, defines);
+  {
+    std::lock_guard<std::mutex> lock(loaded.mutex);
+    if (auto it = loaded.texts.find(key); it != loaded.texts.end()) {
+      if (std::optional<gpu::ShaderText> text = it->second.lock()) return *text;
+    }
+  }
+  gpu::ShaderText text(preprocess_wgsl(path, find_embedded(path), defines));
+  std::lock_guard<std::mutex> lock(loaded.mutex);
+  auto [it, inserted] = loaded.texts.try_emplace(std::move(key), text);
+  if (!inserted) {
+    // Another thread loaded the same text meanwhile: hand out its copy while it lives.
+    if (std::optional<gpu::ShaderText> other = it->second.lock()) return *other;
+    it->second = gpu::ShaderText::Weak(text);
+  }
+  if (loaded.texts.size() >= loaded.sweep_at) {
+    std::erase_if(loaded.texts, [](const auto& entry) { return entry.second.expired(); });
+    loaded.sweep_at = std::max<size_t>(64, 2 * loaded.texts.size());
+  }
+  return text;
 }
 
 }  // namespace wgi::kernels

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/shader_text.h"
+
 namespace wgi::kernels {
 
 struct EmbeddedSource {
@@ -26,7 +28,9 @@ const std::vector<EmbeddedSource>& embedded_sources();
 using Defines = std::map<std::string, std::string, std::less<>>;
 
 // The preprocessed text of an embedded kernel. Throws wgi::Error naming the file and line on a bad directive.
-std::string load_wgsl(std::string_view path, const Defines& defines = {});
+// Memoised: calls with the same path and defines share one copy while any handle to it lives (a plan's
+// launches of one kernel variant then hold one text, not one each). Thread-safe.
+gpu::ShaderText load_wgsl(std::string_view path, const Defines& defines = {});
 
 // Preprocesses `text` as if it were the embedded file `name` (used by tests and by load_wgsl).
 std::string preprocess_wgsl(std::string_view name, std::string_view text, const Defines& defines);

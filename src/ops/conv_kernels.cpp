@@ -59,7 +59,7 @@ uint64_t next_pow2(uint64_t v) {
 
 // Both depthwise kernels bind input, weight (ONNX's layout), bias (or the zero buffer), output, uniform
 // [, residual].
-KernelLaunch depthwise_launch(std::string label, std::string wgsl, bool has_bias, bool residual) {
+KernelLaunch depthwise_launch(std::string label, gpu::ShaderText wgsl, bool has_bias, bool residual) {
   KernelLaunch launch;
   launch.program.label = std::move(label);
   launch.program.wgsl = std::move(wgsl);

@@ -237,8 +237,10 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   if (lstm) plan.outputs.push_back({DType::Float32, state_shape});
   if (B == 0) return plan;
   if (T == 0) ctx.fail("X has an empty sequence (" + shape_to_string(xs) + "): there is no last state");
-  // Each step is a launch of its own, holding its program's text (~20 KB): a bound on the plan's memory.
-  constexpr int64_t kMaxSteps = 16384;
+  // Each step is a launch of its own (its program's text shared by all steps): under a kilobyte of plan,
+  // and when bound a bind group and a uniform buffer (kilobytes of device objects) -- a bound on the memory
+  // a long sequence takes (docs/recurrent.md).
+  constexpr int64_t kMaxSteps = 65536;
   if (T > kMaxSteps) {
     ctx.fail("X " + shape_to_string(xs) + " has " + std::to_string(T) +
              " steps; wgi plans one launch per step and " + "takes at most " + std::to_string(kMaxSteps) +

@@ -84,10 +84,9 @@ KernelLaunch scatter_launch(const PlanContext& ctx, const char* kernel, const Sc
   KernelLaunch launch;
   launch.program.label =
       std::string(kernel) + "_" + types.element + "_" + ctx.node.attributes.get_string("reduction", "none");
-  std::string wgsl =
+  launch.program.wgsl =
       kernels::load_wgsl(std::string("scatter/") + kernel + ".wgsl",
                          {{"TYPE", types.element}, {"COMBINE", types.combine}, {"STATUS_BINDING", "4"}});
-  launch.program.wgsl = std::move(wgsl);
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,

@@ -302,7 +302,7 @@ TEST(PipelineCache, PrefetchCreatesEveryMissingProgramOnce) {
   // A broken program among good ones: the error names it, the good ones are still created.
   ProgramSource broken = round_trip_program(2);
   broken.label = "broken_prefetch";
-  broken.wgsl += "\nfn oops() -> u32 { return nope; }\n";
+  broken.wgsl = broken.wgsl.str() + "\nfn oops() -> u32 { return nope; }\n";
   ProgramSource good = round_trip_program(16);
   const ProgramSource* mixed[] = {&broken, &good};
   try {

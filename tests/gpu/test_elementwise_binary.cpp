@@ -544,8 +544,8 @@ TEST(ElementwiseBinaryPlan, FastPathsAndMergedDims) {
   EXPECT_NE(plan({8, 16}, {}).launches.at(0).program.label.find("vec4_flat"), std::string::npos);
   EXPECT_NE(plan({2, 3, 4, 4}, {1, 3, 1, 1}).launches.at(0).program.label.find("vec4"), std::string::npos);
   // The same kernel text for every shape of a pattern: shapes live in the uniform.
-  EXPECT_EQ(plan({2, 3, 4, 4}, {1, 3, 1, 1}).launches.at(0).program.wgsl,
-            plan({5, 7, 8, 12}, {1, 7, 1, 1}).launches.at(0).program.wgsl);
+  EXPECT_EQ(plan({2, 3, 4, 4}, {1, 3, 1, 1}).launches.at(0).program.wgsl.str(),
+            plan({5, 7, 8, 12}, {1, 7, 1, 1}).launches.at(0).program.wgsl.str());
   EXPECT_TRUE(plan({0, 4}, {4}).launches.empty());
   EXPECT_EQ(plan({0, 4}, {4}).outputs.at(0).shape, (Shape{0, 4}));
   // Casts that keep the device's bits are aliases, not kernels.

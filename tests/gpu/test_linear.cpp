@@ -1114,7 +1114,8 @@ void expect_case(const Case& c) {
       const ops::OpRegistry r = registry_for(s, l.out_size);
       return runtime::plan_node(test::device().capabilities(), strided_node(), in, r)
                  .launches[0]
-                 .program.wgsl.find("output: array<vec4<f32>>") != std::string::npos;
+                 .program.wgsl.str()
+                 .find("output: array<vec4<f32>>") != std::string::npos;
     };
     ops::GemmLaunchSpec packed_out = spec;
     packed_out.out_row_stride = 0;
@@ -1411,7 +1412,7 @@ void expect_case(const Case& c) {
   EXPECT_EQ(label.find("_amap") != std::string::npos, c.a_map) << label;
   EXPECT_EQ(label.find("_ascalar") == std::string::npos, c.k % 4 == 0) << label;
   if (c.split_k <= 1) {
-    EXPECT_EQ(plan.launches[0].program.wgsl.find("output: array<vec4<f32>>") != std::string::npos,
+    EXPECT_EQ(plan.launches[0].program.wgsl.str().find("output: array<vec4<f32>>") != std::string::npos,
               c.n % 4 == 0)
         << label;
   }

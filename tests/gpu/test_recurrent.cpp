@@ -264,9 +264,9 @@ TEST(Recurrent, ErrorsNameTheProblem) {
   EXPECT_NE(test::node_error(bad_hidden, b.inputs).find("does not match hidden_size 5"), std::string::npos)
       << test::node_error(bad_hidden, b.inputs);
   // One launch per step: a sequence past the bound is refused when planned.
-  Problem long_problem = problem("RNN", "forward", 2, 0, 16385, 1, 1);
+  Problem long_problem = problem("RNN", "forward", 2, 0, 65537, 1, 1);
   Built long_seq = build(long_problem, 112);
-  EXPECT_NE(test::node_error(long_seq.node, long_seq.inputs).find("takes at most 16384"), std::string::npos)
+  EXPECT_NE(test::node_error(long_seq.node, long_seq.inputs).find("takes at most 65536"), std::string::npos)
       << test::node_error(long_seq.node, long_seq.inputs);
   NodeInputs long_lens = b.inputs;
   long_lens.resize(5);

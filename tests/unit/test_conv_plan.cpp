@@ -174,7 +174,7 @@ TEST(ConvPlan, AbsentBiasBindsTheZeroBufferAndClearsTheFlag) {
 TEST(ConvPlan, OneProgramServesEveryShape) {
   ops::OpPlan a = plan(node("Conv", attrs({{"pads", Ints{1, 1, 1, 1}}})), inputs({1, 8, 9, 9}, {4, 8, 3, 3}));
   ops::OpPlan b = plan(node("Conv", attrs({{"strides", Ints{2, 2}}})), inputs({2, 16, 20, 7}, {8, 16, 5, 1}));
-  EXPECT_EQ(a.launches[0].program.wgsl, b.launches[0].program.wgsl);
+  EXPECT_EQ(a.launches[0].program.wgsl.str(), b.launches[0].program.wgsl.str());
   EXPECT_EQ(a.launches[0].program.constants, b.launches[0].program.constants);
   EXPECT_NE(a.launches[0].uniform, b.launches[0].uniform);
 }

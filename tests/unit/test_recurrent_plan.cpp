@@ -54,7 +54,7 @@ TEST(RecurrentPlan, OneStepLaunchPerTimeStep) {
   for (const auto& l : lstm.launches) {
     if (l.program.label.rfind("recurrent_", 0) == 0) {
       if (!first) first = &l;
-      EXPECT_EQ(l.program.wgsl, first->program.wgsl);  // one pipeline for every step
+      EXPECT_EQ(l.program.wgsl.str(), first->program.wgsl.str());  // one pipeline for every step
       EXPECT_EQ(l.groups.z, 2u);
       // The step index, uniform word 4, counts 0..36 in launch order.
       uint32_t step = 0;
