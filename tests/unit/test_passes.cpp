@@ -1237,12 +1237,12 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
     for (const std::string& after : table[i].before) EXPECT_GT(last(after), i) << table[i].name;
     EXPECT_EQ(table[i].after.empty() && table[i].before.empty(), table[i].why.empty()) << table[i].name;
   }
-  EXPECT_EQ(
-      pass_names(),
-      "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, fold_batch_norms, "
-      "fuse_bias_adds, read_windows_in_place, write_windows_in_place, fuse_residual_adds, fuse_gelu, "
-      "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
-      "read_split_heads, write_attention_transposed");
+  EXPECT_EQ(pass_names(),
+            "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, "
+            "compute_float16_in_float32, fold_batch_norms, "
+            "fuse_bias_adds, read_windows_in_place, write_windows_in_place, fuse_residual_adds, fuse_gelu, "
+            "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
+            "read_split_heads, write_attention_transposed");
 }
 
 TEST(PassTable, DisabledPassLeavesItsPatternAndTheOthersRun) {

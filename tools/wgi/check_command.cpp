@@ -188,7 +188,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       return;
     }
     const size_t imported_nodes = g.nodes.size();
-    graph::PassReport report = graph::optimize(g, registry);
+    // WGI_DISABLE_PASSES applies as in a session, so that a plan can be compared with a pass off.
+    graph::PassReport report = graph::optimize(g, registry, graph::DisabledPasses::from_environment({}));
     std::cout << "optimised: " << report.summary() << "\n";
 
     // Plan for concrete shapes when they are known.
