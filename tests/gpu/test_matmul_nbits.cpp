@@ -130,10 +130,11 @@ void check_nbits(const NbitsProblem& p, const Shape& a_shape, bool with_bias, ui
   const int64_t m = a.element_count() / p.k;
   auto ref = p.reference(a, with_bias);
   // "gemv4": GEMV with 4 threads per column, so that columns of 16+ words run its four-loads step too.
-  // "fast": the fast GEMM tiles dequantising B's slab (B_QUANT), for the products of more than 8 rows.
+  // "fast": the fast GEMM tiles dequantising B's slab (B_QUANT), for the products of more than 8 rows, with
+  // blocks of 32 (the exports') or float16 inputs (the CI time of barrier-heavy kernels on SwiftShader).
   for (const std::string kernel : {"gemv", "gemv4", "tiled", "fast"}) {
     if ((kernel == "gemv" || kernel == "gemv4") && m > 8) continue;
-    if (kernel == "fast" && m <= 8) continue;
+    if (kernel == "fast" && (m <= 8 || (p.block_size != 32 && !p.half))) continue;
     ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
     node.attributes.set("wgi.kernel", kernel == "gemv4" ? std::string("gemv") : kernel);
     if (kernel == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
@@ -233,8 +234,9 @@ TEST(MatMulNBits, PlannerTakesGemvUpToEightRowsThenTheFastTiles) {
       EXPECT_NE(plan.launches[0].program.label.find(want), std::string::npos)
           << rows << " rows" << (caps->costly_barriers ? ", costly barriers" : "") << ": "
           << plan.launches[0].program.label;
-      if (rows > 8 && !caps->costly_barriers)
+      if (rows > 8 && !caps->costly_barriers) {
         EXPECT_NE(plan.launches[0].program.label.find("_q4"), std::string::npos);
+      }
     }
   }
 }
@@ -243,11 +245,11 @@ TEST(MatMulNBits, PlannerTakesGemvUpToEightRowsThenTheFastTiles) {
 // applies bias, residual and activation), a folded grid; K and N unaligned to the tiles and to 4, a partial
 // last block; against the same float64 reference and 1e-5.
 TEST(MatMulNBits, FastTilesSplitKAndFoldedGrid) {
-  NbitsProblem p(203, 139, 4, 32, Zp::Packed, false, 71);
-  const Tensor a = test::random_tensor({2, 67, 203}, 72);  // M = 134: two 128-row tiles
-  const Tensor r = test::random_tensor({2, 67, 139}, 73);
+  NbitsProblem p(69, 133, 4, 32, Zp::Packed, false, 71);
+  const Tensor a = test::random_tensor({2, 67, 69}, 72);  // M = 134: two 128-row tiles
+  const Tensor r = test::random_tensor({2, 67, 133}, 73);
   const test::Reference product = p.reference(a, true);
-  test::Float64Array want{{2, 67, 139}, {}};
+  test::Float64Array want{{2, 67, 133}, {}};
   for (size_t i = 0; i < product.values.size(); ++i)
     want.values.push_back(std::max(0.0, product.values[i] + r.data<float>()[i]));
   struct Variant {
@@ -256,7 +258,7 @@ TEST(MatMulNBits, FastTilesSplitKAndFoldedGrid) {
     uint32_t max_groups;
   };
   for (const Variant& v :
-       {Variant{"fast128", 1, 65535}, Variant{"fast64", 3, 65535}, Variant{"fast64", 1, 2}}) {
+       {Variant{"fast128", 1, 65535}, Variant{"fast64", 3, 65535}, Variant{"fast64", 1, 3}}) {
     ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
     node.attributes.set("wgi.kernel", std::string("fast"));
     node.attributes.set("wgi.gemm_kernel", std::string(v.tile));
@@ -320,7 +322,7 @@ TEST(MatMulBnb4, Nf4AndFp4MatchFloat64Reference) {
         const int64_t m = a.element_count() / k;
         for (const std::string kernel : {"gemv", "gemv4", "tiled", "fast"}) {
           if ((kernel == "gemv" || kernel == "gemv4") && m > 8) continue;
-          if (kernel == "fast" && m < 3) continue;
+          if (kernel == "fast" && (m < 3 || half)) continue;
           ops::NodeInfo node = bnb4_node(k, c.n, c.block, quant_type);
           node.attributes.set("wgi.kernel", kernel == "gemv4" ? std::string("gemv") : kernel);
           if (kernel == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
@@ -552,6 +554,7 @@ TEST(MatMulNBits, FusedBiasResidualAndActivationOnBothKernels) {
         }
         for (const std::string kernel : {"gemv", "tiled", "fast"}) {
           if (kernel == "gemv" && element_count(a_shape) / p.k > 8) continue;
+          if (kernel == "fast" && (activation == "Relu" || activation == "GeluTanh")) continue;  // CI time
           ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
           node.attributes.set("wgi.kernel", kernel);
           node.attributes.set("wgi.residual", int64_t{1});
