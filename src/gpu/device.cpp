@@ -14,6 +14,7 @@
 #include "gpu/web/web_wait.h"
 #endif
 
+#include "gpu/large_gpu_capabilities.h"
 #include "gpu/pipeline_cache.h"
 #include "gpu/webgpu_abi.h"
 #include "gpu/webgpu_util.h"
@@ -66,6 +67,21 @@ Capabilities default_capabilities() {
   l.max_compute_workgroup_size_y = 256;
   l.max_compute_workgroup_size_z = 64;
   l.max_compute_workgroups_per_dimension = 65535;
+  return c;
+}
+
+Capabilities large_gpu_capabilities() {
+  Capabilities c = default_capabilities();
+  Limits& l = c.limits;
+  l.max_buffer_size = (uint64_t{4} << 30) - 1;
+  l.max_storage_buffer_binding_size = (uint64_t{4} << 30) - 1;
+  l.max_storage_buffers_per_shader_stage = 10;
+  l.max_compute_workgroup_storage_size = 49152;
+  l.max_compute_invocations_per_workgroup = 1024;
+  l.max_compute_workgroup_size_x = 1024;
+  l.max_compute_workgroup_size_y = 1024;
+  c.features.subgroups = true;
+  c.features.timestamp_query = true;
   return c;
 }
 

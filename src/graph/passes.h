@@ -68,6 +68,12 @@ int eliminate_identities(Graph& graph);
 int remove_dead_nodes(Graph& graph);
 int fold_constants(Graph& graph, const ops::OpRegistry& registry);
 int fold_batch_norms(Graph& graph);
+// float16 values computed and stored as float32 (adapters without shader-f16 compute in f32 anyway): internal
+// float16 values retyped float32, float16 constants widened except the weights kernels read packed (MatMul /
+// Gemm B, a group-1 conv's weight), Casts from float32 to float32 removed; float16 graph inputs and outputs
+// cast where they enter and leave, as are the float16 outputs of ops that set their type by attribute and of
+// nodes with subgraphs (docs/float16.md).
+int compute_float16_in_float32(Graph& graph);
 // MatMul(x, Transpose(W)) with a constant W and a Transpose of its last two dims (how PyTorch exports
 // nn.Linear): the MatMul reads W itself with the internal attribute wgi.trans_b = 1, instead of a transposed
 // copy folded at load (a strided copy of every weight) that the GEMM planner would then transpose back.

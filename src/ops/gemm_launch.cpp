@@ -87,8 +87,13 @@ bool b_vec4_possible(const GemmLaunchSpec& s) {
          strides_multiple_of_4(s.b_batch_strides);
 }
 
-// Why the seeds' kernels and GEMV cannot run `spec` ("" if they can): they read and write packed matrices.
+// Why the seeds' kernels and GEMV cannot run `spec` ("" if they can): they read and write packed float
+// matrices.
 std::string views_problem(const GemmLaunchSpec& spec, GemmKernel kernel) {
+  if (spec.b_quantized) {
+    return std::string("the ") + gemm_kernel_name(kernel) +
+           " GEMM kernel reads float B only; a weight-only quantized B runs on fast64 or fast128";
+  }
   if (!gemm_has_views(spec)) return "";
   return std::string("the ") + gemm_kernel_name(kernel) +
          " GEMM kernel reads and writes packed matrices only; this product has strided operand or output "
@@ -245,6 +250,10 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
     if (!c.b_vec4) label += "_bscalar";
   }
   if (spec.b_f16) label += "_bf16";
+  if (spec.b_quantized) {
+    label += spec.b_quantized->code_table ? std::string("_") + spec.b_quantized->code_table
+                                          : "_q" + std::to_string(spec.b_quantized->bits);
+  }
   return label + residual_label_suffix(spec.residual.has_value()) + spec.activation.label_suffix();
 }
 
@@ -355,7 +364,10 @@ bool gemm_views_supported(const gpu::Capabilities& caps) {
 GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps) {
   const gpu::Limits& limits = caps.limits;
   std::string why;
-  const bool views = gemm_has_views(spec);
+  // Strided views and a quantized B run on the fast kernels only.
+  const bool views = gemm_has_views(spec) || spec.b_quantized.has_value();
+  if (spec.b_quantized && (!spec.b_nk || spec.batch != 1 || spec.a_km))
+    throw Error("a weight-only quantized B is read as [N, K] against one A [M, K]");
   if (std::string why_map = gemm_row_map_problem(spec); !why_map.empty()) throw Error(why_map);
   if (spec.residual && output_view(spec)) {
     throw Error(
@@ -419,7 +431,9 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
     if (c128) return *c128;
     if (knobs_forced || views)
-      throw Error(views ? why64 + " (a product with strided views needs it)" : why64);
+      throw Error(views ? why64 + (spec.b_quantized ? " (a weight-only quantized B needs it)"
+                                                    : " (a product with strided views needs it)")
+                        : why64);
   }
   return seed_config(vec4_seed_possible(spec) ? GemmKernel::Vec4 : GemmKernel::Tiled);
 }
@@ -493,6 +507,16 @@ std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t 
     const GemmRowMap a = spec.a_row_map.value_or(GemmRowMap{}), out = spec.out_row_map.value_or(GemmRowMap{});
     params.vec4u(a.extents).vec4u(a.strides).vec4u(out.extents).vec4u(out.strides);
   }
+  // A quantized B's fields only for the launches that declare them (B_QUANT); the split reduction's struct
+  // ends before them.
+  if (const auto& q = spec.b_quantized) {
+    params.u32(q->block_size)
+        .u32(q->col_words)
+        .u32(q->scale_col_stride)
+        .u32(q->zp_col_bits)
+        .u32(q->blocks_per_col)
+        .f32(q->default_zero);
+  }
   return params.bytes();
 }
 
@@ -516,6 +540,21 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
   const bool residual = spec.residual.has_value() && splits <= 1;
   if (residual) defines["RESIDUAL"] = "1";
   if (spec.b_f16) defines["B_F16"] = "1";  // only then: float32 products compile as without
+  if (const auto& q = spec.b_quantized) {
+    // The scales and zero points are bound after the uniform and the residual.
+    const uint32_t scales_binding = residual ? 6 : 5;
+    defines["B_QUANT"] = "1";
+    defines["BITS"] = std::to_string(q->bits);
+    defines["SCALES_F16"] = q->scales_f16 ? "1" : "0";
+    defines["ZP_PACKED"] = q->zero_points_packed ? "1" : "0";
+    defines["ZP_FLOAT"] = q->zero_points_float ? "1" : "0";
+    defines["ZP_F16"] = q->zero_points_f16 ? "1" : "0";
+    defines["SCALE_PER_CODE"] = q->scale_per_code ? "1" : "0";
+    defines["CODE_TABLE"] = q->code_table ? "1" : "0";
+    defines["NF4"] = q->code_table && std::string(q->code_table) == "NF4" ? "1" : "0";
+    defines["SCALES_BINDING"] = std::to_string(scales_binding);
+    defines["ZERO_POINTS_BINDING"] = std::to_string(scales_binding + 1);
+  }
   switch (config.kernel) {
     case GemmKernel::Tiled:
     case GemmKernel::Vec4:
@@ -573,6 +612,12 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
                              gpu::BindingKind::Uniform};
   launch.bindings = {spec.a, spec.b, spec.bias.value_or(TensorRef::zero()), spec.out};
   if (residual) append_residual_binding(launch, *spec.residual);
+  if (const auto& q = spec.b_quantized) {
+    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
+    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
+    launch.bindings.push_back(q->scales);
+    launch.bindings.push_back(q->zero_points);
+  }
   launch.uniform = gemm_params_uniform(spec, tiles_m, tiles_n, splits);
   launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * spec.batch * splits,
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
@@ -598,7 +643,7 @@ GemmPlanned resolve_gemm(const PlanContext& ctx, const GemmLaunchSpec& requested
   std::optional<GemmPlanned> planned;
   if (tuning) {
     use.problem = gemm_problem_key(spec, splittable);
-    if (tuning->table && !use.forced) {
+    if (tuning->table && !use.forced && !spec.b_quantized) {
       if (const GemmChoice* choice = tuning->table->find(use.problem)) {
         std::string why;
         planned = plan_gemm_choice(spec, *choice, ctx.caps, splittable, why);
@@ -614,7 +659,7 @@ GemmPlanned resolve_gemm(const PlanContext& ctx, const GemmLaunchSpec& requested
       ctx.fail(e.what());
     }
   }
-  if (report && tuning && tuning->observe) {
+  if (report && tuning && tuning->observe && !spec.b_quantized) {  // the tuner measures float operands
     use.planned = gemm_choice_of(*planned);
     tuning->observe(use);
   }
@@ -699,7 +744,8 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
 GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, bool splittable) {
   // A split runs on the tiled kernel: a forced split forces it unless another kernel was asked for (or the
   // product has views, which only the fast kernels read).
-  if (splittable && spec.split_k > 1 && spec.kernel == GemmKernel::Auto && !gemm_has_views(spec))
+  if (splittable && spec.split_k > 1 && spec.kernel == GemmKernel::Auto && !gemm_has_views(spec) &&
+      !spec.b_quantized)
     spec.kernel = GemmKernel::Tiled;
   GemmConfig config = choose_gemm_config(spec, caps);
   uint32_t splits = 1;

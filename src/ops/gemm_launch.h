@@ -106,6 +106,20 @@ struct GemmLaunchSpec {
   // B is float16, packed two per word as the device stores it (a constant float16 weight kept at half size,
   // docs/float16.md): every kernel reads it through B_F16 (linear/gemm_b_f16.wgsl), unpacking as it loads.
   bool b_f16 = false;
+  // B is a weight-only quantized [N, K] matrix (MatMulNBits / MatMulBnb4, matmul_nbits.cpp; b_nk must be
+  // set, batch 1): the fast kernels dequantise its codes as they load B's slab into workgroup memory
+  // (B_QUANT, linear/quantized_dequant.wgsl). Only the fast kernels read it: the planner never picks another
+  // kernel, a forced one is an error, and it is never tuned (the tuner measures float operands).
+  struct QuantizedB {
+    uint32_t bits = 4, block_size = 32;
+    uint32_t col_words = 0, scale_col_stride = 0, zp_col_bits = 0, blocks_per_col = 0;
+    float default_zero = 8;
+    bool scales_f16 = false, zero_points_packed = false, zero_points_float = false, zero_points_f16 = false;
+    bool scale_per_code = false;
+    const char* code_table = nullptr;  // "NF4", "FP4", or none
+    TensorRef scales, zero_points = TensorRef::zero();
+  };
+  std::optional<QuantizedB> b_quantized;
   // Strided views (attention's Q, K, V read in place from a packed projection, its output written
   // transposed; 0 = the packed layout). Row strides are in elements between consecutive rows of a matrix as
   // stored: A's M rows (K rows with a_km), B's K rows (N rows with b_nk), the output's M rows; offsets are

@@ -17,6 +17,7 @@
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
@@ -27,7 +28,8 @@ namespace wgi::ops {
 namespace {
 
 constexpr const char* kDomain = "com.microsoft";
-// Forces a kernel ("gemv" or "tiled"; "auto" = the planner's choice), like MatMul's attribute of that name.
+// Forces a kernel ("gemv", "fast" or "tiled"; "auto" = the planner's choice), like MatMul's attribute of that
+// name.
 constexpr const char* kKernelAttribute = "wgi.kernel";
 constexpr int64_t kGemvMaxRows = 8;
 constexpr uint32_t kWorkgroupInvocations = 128;  // GEMV's workgroup; the tiled kernel's is 64
@@ -228,6 +230,49 @@ QuantizedWeight read_matmul_bnb4(const PlanContext& ctx) {
   return w;
 }
 
+// The product on the fast GEMM tiles (gemm_fast.wgsl with B_QUANT: B's codes dequantised as its slab is
+// loaded into workgroup memory), with the GEMMs' epilogue, split-K and tile rules. `plan` holds the packed
+// codes as constant 0 and packed zero points as constant 1.
+void append_fast_quantized_launches(const PlanContext& ctx, const QuantizedWeight& w, int64_t m,
+                                    bool residual, OpPlan& plan) {
+  GemmLaunchSpec spec;
+  spec.m = static_cast<uint32_t>(m);
+  spec.n = static_cast<uint32_t>(w.n);
+  spec.k = static_cast<uint32_t>(w.k);
+  spec.b_nk = true;
+  spec.a = TensorRef::input(0);
+  spec.b = TensorRef::constant(0);
+  spec.out = TensorRef::output(0);
+  if (w.has_bias) {
+    spec.bias = w.bias;
+    spec.bias_stride_n = 1;
+    if (w.bias_f16) {  // the GEMM epilogue reads float32: a constant float16 bias widened once
+      plan.constants.push_back(widen_float16(*ctx.constant(5)));
+      spec.bias = TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1));
+    }
+  }
+  if (residual) spec.residual = TensorRef::input(kNBitsResidualInput);
+  spec.activation = FusedActivation::from_node(ctx.node);
+  GemmLaunchSpec::QuantizedB q;
+  q.bits = static_cast<uint32_t>(w.bits);
+  q.block_size = static_cast<uint32_t>(w.block_size);
+  q.col_words = static_cast<uint32_t>(w.col_words);
+  q.scale_col_stride = static_cast<uint32_t>(w.scale_col_stride);
+  q.zp_col_bits = static_cast<uint32_t>(w.zp_col_bits);
+  q.blocks_per_col = static_cast<uint32_t>(w.blocks_per_col);
+  q.default_zero = w.default_zero;
+  q.scales_f16 = w.scales_f16;
+  q.zero_points_packed = w.zero_points == ZeroPointForm::Packed;
+  q.zero_points_float = w.zero_points == ZeroPointForm::Float;
+  q.zero_points_f16 = w.zero_points_f16;
+  q.scale_per_code = w.scale_per_code;
+  q.code_table = w.code_table;
+  q.scales = w.scales;
+  q.zero_points = w.packed_zero_points ? TensorRef::constant(1) : w.zero_point_values;
+  spec.b_quantized = q;
+  append_gemm_launches(ctx, spec, plan);
+}
+
 // `replan`: the op's plan function, for the residual's fallback (a residual that broadcasts).
 OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
                              OpPlan (*replan)(const PlanContext&)) {
@@ -250,15 +295,36 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
   if (m == 0) return plan;
 
   const std::string forced = ctx.node.attributes.get_string(kKernelAttribute, "auto");
-  if (forced != "auto" && forced != "gemv" && forced != "tiled")
+  if (forced != "auto" && forced != "gemv" && forced != "fast" && forced != "tiled")
     ctx.fail("attribute " + std::string(kKernelAttribute) + " = '" + forced +
-             "' is unknown: auto, gemv or tiled");
+             "' is unknown: auto, gemv, fast or tiled");
   const bool gemv = forced == "gemv" || (forced == "auto" && m <= kGemvMaxRows);
   if (gemv && m > kGemvMaxRows)
     ctx.fail("the gemv kernel takes at most " + str(kGemvMaxRows) + " rows; A has " + str(m));
+  // More rows: the fast GEMM tiles, where the device runs them (256 invocations and their workgroup memory)
+  // and its barriers are cheap (gpu::Capabilities::costly_barriers: SwiftShader); the GEMM epilogue reads a
+  // float32 bias (a constant float16 one is widened). Otherwise the 32x32 tiled kernel below.
+  const bool runtime_f16_bias = w.bias_f16 && !ctx.constant(5);
+  const bool fast_possible = gemm_views_supported(ctx.caps) && !runtime_f16_bias;
+  if (forced == "fast" && !fast_possible) {
+    ctx.fail(runtime_f16_bias
+                 ? "the fast kernel reads a float32 bias; " + ctx.input_name(5) +
+                       " is float16 and not a constant"
+                 : "the fast kernel needs 256 invocations per workgroup and its workgroup memory, "
+                   "which this device does not allow");
+  }
+  const bool fast =
+      forced == "fast" || (forced == "auto" && !gemv && fast_possible && !ctx.caps.costly_barriers);
   if (ctx.caps.limits.max_compute_invocations_per_workgroup < kWorkgroupInvocations) {
     ctx.fail("the device allows " + str(ctx.caps.limits.max_compute_invocations_per_workgroup) +
              " invocations per workgroup; wgi's quantized matmuls need " + str(kWorkgroupInvocations));
+  }
+
+  if (fast) {
+    plan.constants.push_back(std::move(w.packed_b));
+    if (w.packed_zero_points) plan.constants.push_back(std::move(*w.packed_zero_points));
+    append_fast_quantized_launches(ctx, w, m, residual, plan);
+    return plan;
   }
 
   kernels::Defines defines = {{"BITS", str(w.bits)},
@@ -276,12 +342,18 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
   uint32_t tiles_n = 0, tiles_m = 1;
   std::string label = w.code_table ? std::string(w.code_table) : "q" + str(w.bits);
   if (gemv) {
-    // Threads per column: about four words each (one step of four loads in flight), more while the grid
-    // has fewer than kGemvMinWorkgroups workgroups (a narrow N on a large GPU).
-    const int64_t words = ceil_div(w.k, 32 / w.bits);
-    int64_t lanes = std::clamp<int64_t>(
-        std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, words / 4))), 4, kWorkgroupInvocations);
-    while (lanes < kWorkgroupInvocations && lanes < words &&
+    // A column's codes are read four words (16 bytes: a whole 32-code block of 4 bits) per load where its
+    // words are whole quads. K is staged CHUNK elements at a time (8 KiB of A whatever the rows); a column
+    // gets 4 lanes, doubled while the grid has fewer than kGemvMinWorkgroups workgroups (a narrow N on a
+    // large GPU) but never past the loads one chunk holds: more would idle between the chunk's barriers
+    // (768 x 3072 ran slower with 64 lanes on half a word each, docs/performance.md).
+    const int64_t rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(m)));
+    const int64_t chunk = 2048 / rows;
+    const bool quads = w.col_words % 4 == 0;
+    const int64_t loads_per_chunk =
+        ceil_div(std::min(w.k, chunk), (32 / w.bits) * (quads ? 4 : 1));  // per column
+    int64_t lanes = 4;
+    while (lanes < kWorkgroupInvocations && 2 * lanes <= loads_per_chunk &&
            ceil_div(w.n, kWorkgroupInvocations / lanes) < kGemvMinWorkgroups)
       lanes *= 2;
     if (ctx.node.attributes.has(kGemvLanesAttribute)) {
@@ -290,13 +362,15 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
         ctx.fail("attribute " + std::string(kGemvLanesAttribute) + " = " + str(lanes) +
                  " must be a power of two from 4 to " + str(kWorkgroupInvocations));
     }
-    defines["ROWS"] = str(static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(m))));
+    defines["ROWS"] = str(rows);
+    defines["CHUNK"] = str(chunk);
+    defines["B_QUADS"] = quads ? "1" : "0";
     defines["A_VEC4"] = w.k % 4 == 0 ? "1" : "0";
     defines["LANES"] = str(lanes);
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes));
     launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_gemv.wgsl", defines);
     label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) +
-            (w.k % 4 == 0 ? "_vec4" : "");
+            (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "");
   } else {
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));
     tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));

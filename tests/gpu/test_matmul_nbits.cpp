@@ -130,10 +130,13 @@ void check_nbits(const NbitsProblem& p, const Shape& a_shape, bool with_bias, ui
   const int64_t m = a.element_count() / p.k;
   auto ref = p.reference(a, with_bias);
   // "gemv4": GEMV with 4 threads per column, so that columns of 16+ words run its four-loads step too.
-  for (const std::string kernel : {"gemv", "gemv4", "tiled"}) {
-    if (kernel != "tiled" && m > 8) continue;
+  // "fast": the fast GEMM tiles dequantising B's slab (B_QUANT), for the products of more than 8 rows, with
+  // blocks of 32 (the exports') or float16 inputs (the CI time of barrier-heavy kernels on SwiftShader).
+  for (const std::string kernel : {"gemv", "gemv4", "tiled", "fast"}) {
+    if ((kernel == "gemv" || kernel == "gemv4") && m > 8) continue;
+    if (kernel == "fast" && (m <= 8 || (p.block_size != 32 && !p.half))) continue;
     ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
-    node.attributes.set("wgi.kernel", kernel == "tiled" ? kernel : std::string("gemv"));
+    node.attributes.set("wgi.kernel", kernel == "gemv4" ? std::string("gemv") : kernel);
     if (kernel == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
     auto out = runtime::run_node(test::device(), node, p.inputs(a, with_bias));
     EXPECT_TRUE(test::close_in_l2(out[0], as_array(ref), kRelativeL2))
@@ -208,14 +211,73 @@ TEST(MatMulNBits, GemvLaneCountsAndAFoldedGrid) {
   EXPECT_TRUE(test::close_in_l2(out[0], as_array(ref), kRelativeL2)) << "tiled, folded grid";
 }
 
-TEST(MatMulNBits, PlannerTakesGemvUpToEightRows) {
+// GEMV up to 8 rows; more rows on the fast GEMM tiles with B dequantised while loading, except where the
+// device cannot run them or its barriers are costly (SwiftShader): the 32x32 tiled kernel.
+TEST(MatMulNBits, PlannerTakesGemvUpToEightRowsThenTheFastTiles) {
   NbitsProblem p(64, 16, 4, 32, Zp::None, false, 81);
-  for (int64_t rows : {1, 8, 9, 40}) {
-    ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), nbits_node(64, 16, 4, 32),
-                                          p.inputs(test::random_tensor({rows, 64}, 82), false));
-    ASSERT_EQ(plan.launches.size(), 1u);
-    EXPECT_NE(plan.launches[0].program.label.find(rows <= 8 ? "gemv" : "tiled"), std::string::npos)
-        << rows << " rows: " << plan.launches[0].program.label;
+  gpu::Capabilities cheap_barriers = test::device().capabilities();
+  cheap_barriers.costly_barriers = false;
+  cheap_barriers.limits.max_compute_invocations_per_workgroup =
+      std::max<uint32_t>(256, cheap_barriers.limits.max_compute_invocations_per_workgroup);
+  cheap_barriers.limits.max_compute_workgroup_size_x =
+      std::max<uint32_t>(256, cheap_barriers.limits.max_compute_workgroup_size_x);
+  cheap_barriers.limits.max_compute_workgroup_storage_size =
+      std::max<uint32_t>(16384, cheap_barriers.limits.max_compute_workgroup_storage_size);
+  gpu::Capabilities costly = cheap_barriers;
+  costly.costly_barriers = true;
+  for (const gpu::Capabilities* caps : {&cheap_barriers, &costly}) {
+    for (int64_t rows : {1, 8, 9, 40}) {
+      ops::OpPlan plan = runtime::plan_node(*caps, nbits_node(64, 16, 4, 32),
+                                            p.inputs(test::random_tensor({rows, 64}, 82), false));
+      ASSERT_EQ(plan.launches.size(), 1u);
+      const char* want = rows <= 8 ? "matmul_nbits_gemv" : caps->costly_barriers ? "tiled" : "gemm_fast64";
+      EXPECT_NE(plan.launches[0].program.label.find(want), std::string::npos)
+          << rows << " rows" << (caps->costly_barriers ? ", costly barriers" : "") << ": "
+          << plan.launches[0].program.label;
+      if (rows > 8 && !caps->costly_barriers) {
+        EXPECT_NE(plan.launches[0].program.label.find("_q4"), std::string::npos);
+      }
+    }
+  }
+}
+
+// The fast tiles' other paths with a quantized B: the 128 tile, a split K (partial sums, then the reduction
+// applies bias, residual and activation), a folded grid; K and N unaligned to the tiles and to 4, a partial
+// last block; against the same float64 reference and 1e-5.
+TEST(MatMulNBits, FastTilesSplitKAndFoldedGrid) {
+  NbitsProblem p(69, 133, 4, 32, Zp::Packed, false, 71);
+  const Tensor a = test::random_tensor({2, 67, 69}, 72);  // M = 134: two 128-row tiles
+  const Tensor r = test::random_tensor({2, 67, 133}, 73);
+  const test::Reference product = p.reference(a, true);
+  test::Float64Array want{{2, 67, 133}, {}};
+  for (size_t i = 0; i < product.values.size(); ++i)
+    want.values.push_back(std::max(0.0, product.values[i] + r.data<float>()[i]));
+  struct Variant {
+    const char* tile;
+    int64_t splits;
+    uint32_t max_groups;
+  };
+  for (const Variant& v :
+       {Variant{"fast128", 1, 65535}, Variant{"fast64", 3, 65535}, Variant{"fast64", 1, 3}}) {
+    ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
+    node.attributes.set("wgi.kernel", std::string("fast"));
+    node.attributes.set("wgi.gemm_kernel", std::string(v.tile));
+    if (v.splits > 1) node.attributes.set("wgi.gemm_split_k", v.splits);
+    node.attributes.set("wgi.residual", int64_t{1});
+    node.attributes.set("wgi.activation", std::string("Relu"));
+    Inputs in = p.inputs(a, true);
+    in.push_back(NodeInput{r});
+    runtime::NodeRunOptions options;
+    options.capabilities = test::device().capabilities();
+    options.capabilities->limits.max_compute_workgroups_per_dimension = v.max_groups;
+    const auto out = runtime::run_node(test::device(), node, in, options);
+    const auto result = test::close_in_l2(out[0], want, kRelativeL2);
+    EXPECT_TRUE(result) << v.tile << " split " << v.splits << " groups " << v.max_groups << ": "
+                        << result.message();
+    const ops::OpPlan plan = runtime::plan_node(*options.capabilities, node, in);
+    ASSERT_EQ(plan.launches.size(), v.splits > 1 ? 2u : 1u);
+    EXPECT_NE(plan.launches[0].program.label.find(std::string("gemm_") + v.tile), std::string::npos)
+        << plan.launches[0].program.label;
   }
 }
 
@@ -258,10 +320,11 @@ TEST(MatMulBnb4, Nf4AndFp4MatchFloat64Reference) {
         auto ref = test::quantized_matmul_reference(
             a, test::dequantize_matmul_bnb4(b, absmax, k, c.n, c.block, quant_type), c.n, nullptr);
         const int64_t m = a.element_count() / k;
-        for (const std::string kernel : {"gemv", "gemv4", "tiled"}) {
-          if (kernel != "tiled" && m > 8) continue;
+        for (const std::string kernel : {"gemv", "gemv4", "tiled", "fast"}) {
+          if ((kernel == "gemv" || kernel == "gemv4") && m > 8) continue;
+          if (kernel == "fast" && (m < 3 || half)) continue;
           ops::NodeInfo node = bnb4_node(k, c.n, c.block, quant_type);
-          node.attributes.set("wgi.kernel", kernel == "tiled" ? kernel : std::string("gemv"));
+          node.attributes.set("wgi.kernel", kernel == "gemv4" ? std::string("gemv") : kernel);
           if (kernel == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
           auto out = runtime::run_node(test::device(), node,
                                        Inputs{NodeInput{a}, NodeInput{b, true}, NodeInput{absmax, true}});
@@ -489,8 +552,9 @@ TEST(MatMulNBits, FusedBiasResidualAndActivationOnBothKernels) {
             v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
           want.values.push_back(v);
         }
-        for (const std::string kernel : {"gemv", "tiled"}) {
+        for (const std::string kernel : {"gemv", "tiled", "fast"}) {
           if (kernel == "gemv" && element_count(a_shape) / p.k > 8) continue;
+          if (kernel == "fast" && (activation == "Relu" || activation == "GeluTanh")) continue;  // CI time
           ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
           node.attributes.set("wgi.kernel", kernel);
           node.attributes.set("wgi.residual", int64_t{1});

@@ -1237,12 +1237,12 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
     for (const std::string& after : table[i].before) EXPECT_GT(last(after), i) << table[i].name;
     EXPECT_EQ(table[i].after.empty() && table[i].before.empty(), table[i].why.empty()) << table[i].name;
   }
-  EXPECT_EQ(
-      pass_names(),
-      "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, fold_batch_norms, "
-      "fuse_bias_adds, read_windows_in_place, write_windows_in_place, fuse_residual_adds, fuse_gelu, "
-      "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
-      "read_split_heads, write_attention_transposed");
+  EXPECT_EQ(pass_names(),
+            "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, "
+            "compute_float16_in_float32, fold_batch_norms, "
+            "fuse_bias_adds, read_windows_in_place, write_windows_in_place, fuse_residual_adds, fuse_gelu, "
+            "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
+            "read_split_heads, write_attention_transposed");
 }
 
 TEST(PassTable, DisabledPassLeavesItsPatternAndTheOthersRun) {
@@ -1287,6 +1287,86 @@ TEST(Passes, FuseGeluTanhFormInFloat16) {
     Graph& g =
         b.finish(b.node("Mul", {b.node("Mul", {x, b.node("Add", {t, constant(1.0f)})}), constant(half)}));
     EXPECT_EQ(fuse_gelu(g), half == 0.5f ? 1 : 0) << half;
+  }
+}
+
+// compute_float16_in_float32 on a keep_io_types graph written by hand: x (float32) -> Cast(float16) -> Add(h,
+// a float16 constant) -> MatMul(h, a float16 weight) -> Cast(float32) -> y. The Casts go, the activations are
+// float32, the Add's constant is widened (exactly), the weight stays float16, y keeps its name.
+TEST(Passes, ComputeFloat16InFloat32RemovesTheBoundaryCasts) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {3, 4});
+  auto cast = [&](ValueId in, int64_t to, DType type) {
+    const ValueId out = b.node("Cast", {in});
+    b.g.nodes.back().info.attributes.set("to", to);
+    b.g.value(out).dtype = type;
+    return out;
+  };
+  auto half_constant = [&](const std::string& name, const Shape& shape, float step) {
+    std::vector<float> values(static_cast<size_t>(element_count(shape)));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = step * static_cast<float>(i + 1);
+    return add_named_constant(b.g, name, ops::narrow_to_float16(Tensor::from_vector(shape, values)));
+  };
+  const ValueId h = cast(x, 10, DType::Float16);
+  const ValueId bias = half_constant("bias", {4}, 0.1f);
+  const ValueId added = b.node("Add", {h, bias});
+  b.g.value(added).dtype = DType::Float16;
+  const ValueId weight = half_constant("w", {4, 5}, 0.01f);
+  const ValueId product = b.node("MatMul", {added, weight});
+  b.g.value(product).dtype = DType::Float16;
+  Graph& g = b.finish(cast(product, 1, DType::Float32));
+  const std::string output_name = g.value(g.outputs[0]).name;
+
+  EXPECT_GT(compute_float16_in_float32(g), 0);
+  EXPECT_EQ(count_ops(g, "Cast"), 0);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.value(g.outputs[0]).name, output_name);
+  for (const Node& n : g.nodes) {
+    for (ValueId o : n.outputs) EXPECT_EQ(g.value(o).dtype, DType::Float32) << n.info.name;
+  }
+  const Node& add = g.nodes[0];
+  const Node& matmul = g.nodes[1];
+  EXPECT_EQ(add.inputs[0], x);
+  const std::optional<Tensor>& wide = g.value(add.inputs[1]).constant;
+  ASSERT_TRUE(wide);
+  ASSERT_EQ(wide->dtype(), DType::Float32);
+  const Tensor exact = ops::widen_float16(*g.value(bias).constant);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(wide->data<float>()[i], exact.data<float>()[i]);
+  EXPECT_EQ(matmul.inputs[1], weight);  // read packed by the GEMM kernels
+  EXPECT_EQ(g.value(matmul.inputs[1]).dtype, DType::Float16);
+}
+
+// Float16 graph inputs and outputs (no keep_io_types): cast where they enter and leave, the nodes between
+// computed in float32; a Conv with groups takes a float32 weight (the depthwise kernels read float32).
+TEST(Passes, ComputeFloat16InFloat32CastsFloat16GraphInputsAndOutputs) {
+  GraphBuilder b;
+  const ValueId x = b.input("x", {1, 2, 5, 5});
+  b.g.value(x).dtype = DType::Float16;
+  const ValueId w = add_named_constant(
+      b.g, "w",
+      ops::narrow_to_float16(Tensor::from_vector<float>({2, 1, 3, 3}, std::vector<float>(18, 0.5f))));
+  const ValueId conv = b.node("Conv", {x, w});
+  b.g.nodes.back().info.attributes.set("group", int64_t{2});
+  b.g.value(conv).dtype = DType::Float16;
+  const ValueId y = b.node("Relu", {conv});
+  b.g.value(y).dtype = DType::Float16;
+  Graph& g = b.finish(y);
+
+  EXPECT_GT(compute_float16_in_float32(g), 0);
+  ASSERT_EQ(g.nodes.size(), 4u);  // Cast, Conv, Relu, Cast
+  EXPECT_EQ(g.nodes.front().info.op_type, "Cast");
+  EXPECT_EQ(g.nodes.front().inputs[0], x);
+  EXPECT_EQ(g.nodes.front().info.attributes.get_int("to", 0), 1);
+  EXPECT_EQ(g.nodes.back().info.op_type, "Cast");
+  EXPECT_EQ(g.nodes.back().outputs[0], y);
+  EXPECT_EQ(g.nodes.back().info.attributes.get_int("to", 0), 10);
+  EXPECT_EQ(g.value(y).dtype, DType::Float16);
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type == "Conv") {
+      EXPECT_EQ(g.value(n.inputs[0]).dtype, DType::Float32);
+      EXPECT_EQ(g.value(n.inputs[1]).dtype, DType::Float32);  // grouped: widened
+      EXPECT_EQ(g.value(n.outputs[0]).dtype, DType::Float32);
+    }
   }
 }
 

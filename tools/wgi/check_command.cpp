@@ -1,14 +1,16 @@
 // `wgi check MODEL`: can wgi run this model? Lists every node it cannot run and why; exit 0 only if all run.
 // Needs no GPU: support comes from the op registry, and when every input dim is known (or given with --dim)
-// the whole model is also planned for those shapes with WebGPU's default limits, which catches unsupported
-// attribute values and element types, and then held to the buffer limits `wgi run` applies (every tensor a
-// GPU node uses, and its scratch, within maxBufferSize; every binding within maxStorageBufferBindingSize).
+// the whole model is also planned for those shapes with WebGPU's default limits (--device-limits large: a
+// large GPU's; --kernels lists the kernels planned), which catches unsupported attribute values and element
+// types, and then held to the buffer limits `wgi run` applies (every tensor a GPU node uses, and its scratch,
+// within maxBufferSize; every binding within maxStorageBufferBindingSize).
 #include <iostream>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "commands.h"
+#include "gpu/large_gpu_capabilities.h"
 #include "graph/passes.h"
 #include "model_inputs.h"
 #include "onnx/importer.h"
@@ -121,17 +123,39 @@ std::vector<std::string> buffer_limit_errors(const graph::Graph& g, const runtim
   return errors;
 }
 
+// One line per GPU node: its op, name and the kernels of its launches, then the number of dispatches.
+void print_kernels(const runtime::NodePlans& plans) {
+  size_t dispatches = 0;
+  for (const runtime::NodePlans::GpuNode& gpu_node : plans.gpu_nodes) {
+    const ops::OpPlan& plan = gpu_node.op_plan();
+    std::cout << "  " << printable(gpu_node.node->info.op_type) << " '" << printable(gpu_node.node->info.name)
+              << "':";
+    for (const ops::KernelLaunch& launch : plan.launches) std::cout << " " << printable(launch.program.label);
+    if (plan.launches.empty()) std::cout << " (no kernel)";
+    std::cout << "\n";
+    dispatches += plan.launches.size();
+  }
+  std::cout << "kernels: " << dispatches << " dispatches per run\n";
+}
+
 }  // namespace
 
 void add_check_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string model;
     std::vector<std::string> dims;
+    bool kernels = false;
+    std::string device_limits = "default";
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("check", "List every node of an ONNX model that wgi cannot run, and why");
   cmd->add_option("model", opts->model, "The .onnx file")->required();
   cmd->add_option("--dim", opts->dims, "NAME=VALUE for a symbolic input dim (repeatable)");
+  cmd->add_flag("--kernels", opts->kernels, "Print the kernels each node launches and the dispatch count");
+  cmd->add_option("--device-limits", opts->device_limits,
+                  "Plan for WebGPU's default limits (default) or a large discrete GPU's (large: the H200's "
+                  "limits, subgroups)")
+      ->check(CLI::IsMember({"default", "large"}));
   cmd->callback([opts, &exit_code] {
     const auto dims = parse_dims(opts->dims);
     graph::Graph g = onnx::import_model_file(opts->model);
@@ -164,7 +188,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       return;
     }
     const size_t imported_nodes = g.nodes.size();
-    graph::PassReport report = graph::optimize(g, registry);
+    // WGI_DISABLE_PASSES applies as in a session, so that a plan can be compared with a pass off.
+    graph::PassReport report = graph::optimize(g, registry, graph::DisabledPasses::from_environment({}));
     std::cout << "optimised: " << report.summary() << "\n";
 
     // Plan for concrete shapes when they are known.
@@ -185,7 +210,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       element_count(input.desc.shape);  // a wgi::Error for a shape whose element count overflows
       descs.push_back(input);
     }
-    const gpu::Capabilities caps = gpu::default_capabilities();
+    const gpu::Capabilities caps =
+        opts->device_limits == "large" ? gpu::large_gpu_capabilities() : gpu::default_capabilities();
     std::vector<std::string> errors;
     runtime::NodePlans plans = runtime::plan_nodes(g, registry, caps, descs, {}, &errors);
     if (errors.empty()) errors = buffer_limit_errors(g, plans, caps.limits);
@@ -197,6 +223,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     std::cout << "all " << imported_nodes << " nodes can run (" << g.nodes.size()
               << " after optimisation): " << plans.gpu_nodes.size() << " on the GPU, " << plans.host_nodes
               << " computed on the host (shape arithmetic)\n";
+    if (opts->kernels) print_kernels(plans);
     exit_code = 0;
   });
 }

@@ -35,8 +35,10 @@ int fuse_bias_adds(Graph& g) {
       } else {
         if (mm.info.op_type != "MatMul" || mm.inputs.size() != 2) continue;
         const Tensor* b = constant_of(g, mm, 1);
-        // B and the bias of one type: float32, or float16 (MatMul then reads B packed, the bias widened).
-        if (!b || b->dtype() != c->dtype() || b->rank() != 2) continue;
+        // B and the bias of one type, float32 or float16, or a float16 B with a float32 bias (as
+        // compute_float16_in_float32 leaves them): MatMul reads a float16 B packed.
+        if (!b || !is_float_or_half(b) || b->rank() != 2) continue;
+        if (b->dtype() != c->dtype() && c->dtype() != DType::Float32) continue;
         n = b->shape()[mm.info.attributes.get_int(ops::kMatMulTransBAttribute, 0) ? 0 : 1];
       }
       // The bias must be a row vector: [N] or [1, ..., 1, N].

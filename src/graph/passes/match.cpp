@@ -153,7 +153,12 @@ bool close_to_constant(const Graph& g, ValueId v, double want) {
   const std::optional<float> c = scalar_constant(g, v);
   // float32: the exporter's double rounded once (and a little more); float16: half an ulp of 2^-10.
   const double tolerance = g.value(v).dtype == DType::Float16 ? 0x1p-11 : 1e-6;
-  return c && std::abs(*c - want) <= tolerance * std::abs(want);
+  if (!c) return false;
+  // A float32 constant that holds `want` rounded to float16: a float16 file's constant widened by
+  // compute_float16_in_float32.
+  const float want_f32 = static_cast<float>(want);
+  if (*c == ops::half_to_float(ops::float_to_half(want_f32))) return true;
+  return std::abs(*c - want) <= tolerance * std::abs(want);
 }
 
 std::optional<std::vector<int64_t>> constant_ints(const Graph& g, ValueId v) {

@@ -38,6 +38,13 @@ const std::vector<PassInfo>& pass_table() {
        {"fold_constants"},
        "the Transposes read around are dead: gone before folding, which would otherwise still compute them"},
       {"fold_constants", "nodes folded into constants", fold_constants, {}, {}, ""},
+      {"compute_float16_in_float32",
+       "float16 values computed in float32",
+       without_registry<compute_float16_in_float32>,
+       {"fold_constants"},
+       {"fold_batch_norms", "fuse_bias_adds", "read_windows_in_place", "fuse_depthwise_conv_channels_last"},
+       "float16 constant subgraphs fold first (as float16 does); the fusions then see the float32 graph "
+       "with the Casts of the boundary gone"},
       {"fold_batch_norms",
        "BatchNormalization folded",
        without_registry<fold_batch_norms>,

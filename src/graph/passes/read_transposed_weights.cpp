@@ -15,7 +15,7 @@ int read_transposed_weights(Graph& g) {
     const Node& t = node_at(g, p);
     if (t.info.op_type != "Transpose" || !swaps_last_two(t) || t.inputs.empty()) continue;
     const Tensor* w = constant_of(g, t, 0);
-    if (!is_float(w) || w->rank() < 2) continue;
+    if (!is_float_or_half(w) || w->rank() < 2) continue;  // a float16 B is read packed either way
     mm.inputs[1] = t.inputs[0];  // the Transpose stays for other readers; dead-node removal drops it
     mm.info.attributes.set(ops::kMatMulTransBAttribute, int64_t{1});
     ++count;

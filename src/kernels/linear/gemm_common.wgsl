@@ -41,6 +41,15 @@ struct GemmParams {
   out_row_extents: vec4<u32>,
   out_row_strides: vec4<u32>,
 #endif
+#if B_QUANT
+  // A weight-only quantized B (gemm_fast.wgsl's B_QUANT; linear/quantized_dequant.wgsl reads these).
+  block_size: u32,
+  col_words: u32,
+  scale_col_stride: u32,
+  zp_col_bits: u32,
+  blocks_per_col: u32,
+  default_zero: f32,
+#endif
 }
 
 // Where the workgroup at `tile_index` of a GEMM grid of `splits` K chunks works, as (K chunk, output matrix,

@@ -12,6 +12,8 @@
 //   into workgroup memory; one whose M (N) is contiguous (A [K,M], B [K,N]) as vec4 along M (N), stored as
 //   is.
 //   A_VEC4 / B_VEC4 = 0 reads the same four elements as scalars, for a contiguous extent not divisible by 4.
+// - B_QUANT: B is a weight-only quantized [N, K] weight (MatMulNBits, MatMulBnb4), dequantised in fetch_b, so
+//   the slab in workgroup memory and everything after it are the float kernel's.
 // - A warp (32 invocations) covers 8 x 4 threads, so its workgroup-memory reads touch 8 (B) and 4 (A)
 //   distinct consecutive vec4s: no bank conflicts, and few wavefronts per FMA.
 // - Any M, N, K: edge tiles are zero-filled when loaded and masked when stored.
@@ -105,6 +107,23 @@ fn fetch_a(base: u32, m: u32, k: u32) -> vec4<f32> {
 
 // Four consecutive elements of B along its contiguous dimension, zero past the edges.
 fn fetch_b(base: u32, n: u32, k: u32) -> vec4<f32> {
+#if B_QUANT
+  // A weight-only quantized B [N, K] (B_NK): the four weights of column n from k (a multiple of 4) lie in one
+  // word (4 to 16 codes a word, words never straddle a block), dequantised here on their way to the slab.
+  if (n >= params.N || k >= params.K) {
+    return vec4<f32>(0.0);
+  }
+  let word = b[n * params.col_words + k / CODES_PER_WORD] >> ((k % CODES_PER_WORD) * BITS);
+  var q = block_quant(n, k);
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+#if SCALE_PER_CODE
+    q = block_quant(n, min(k + j, params.K - 1u));
+#endif
+    v[j] = select(0.0, dequantize((word >> (j * BITS)) & CODE_MASK, q), k + j < params.K);
+  }
+  return v;
+#else
 #if B_NK
   // B stored [N, K] (the prepacked weight): the four run along K.
   if (n >= params.N) {
@@ -160,6 +179,7 @@ fn fetch_b(base: u32, n: u32, k: u32) -> vec4<f32> {
     }
   }
   return v;
+#endif
 #endif
 #endif
 }

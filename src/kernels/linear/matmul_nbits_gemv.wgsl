@@ -9,13 +9,17 @@
 // A, so reading A from global memory per column costs several times the bytes of the weight itself. The
 // partial sums of a column are added in workgroup memory by a tree, and the column's first thread writes the
 // M results through quantized_epilogue (bias, fused residual and activation).
+// B_QUADS (a column's words a multiple of 4): B is read as vec4<u32>s, four words (a whole 32-element block
+// of 4-bit codes) per load, so each thread issues a quarter of the loads for the same bytes; the planner
+// gives a column only as many lanes as one chunk has quads (matmul_nbits.cpp).
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
 const WORKGROUP: u32 = 128u;
 const COLS: u32 = WORKGROUP / LANES;
-// Elements of K staged per step: a multiple of every CODES_PER_WORD (16 at most), and ROWS * CHUNK floats
-// (8 KiB at 8 rows) plus the partial sums stay within a compat device's 16 KiB of workgroup memory.
-const CHUNK: u32 = 256u;
+// Elements of K staged per step: a multiple of four words of every CODES_PER_WORD (16 at most), and ROWS *
+// CHUNK floats (8 KiB: 2048 / ROWS) plus the partial sums stay within a compat device's 16 KiB of workgroup
+// memory.
+const CHUNK: u32 = {{CHUNK}}u;
 const CHUNK4: u32 = CHUNK / 4u;
 
 #include "linear/quantized_common.wgsl"
@@ -76,11 +80,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     workgroupBarrier();
     if (n < params.N) {
+#if B_QUADS
+      let per_quad = 4u * CODES_PER_WORD;
+      let q_end = min((words + 3u) / 4u, (k_base + CHUNK) / per_quad);
+      for (var q = k_base / per_quad + lane; q < q_end; q += LANES) {
+        let quad = b[column / 4u + q];
+        for (var j = 0u; j < 4u; j++) {
+          let k0 = q * per_quad + j * CODES_PER_WORD;
+          if (k0 < params.K) {
+            accumulate(&acc, k0 - k_base, dequantize_codes(n, k0, quad[j]));
+          }
+        }
+      }
+#else
       let w_end = min(words, (k_base + CHUNK) / CODES_PER_WORD);
       for (var w = k_base / CODES_PER_WORD + lane; w < w_end; w += LANES) {
         let k0 = w * CODES_PER_WORD;
         accumulate(&acc, k0 - k_base, dequantize_codes(n, k0, b[column + w]));
       }
+#endif
     }
   }
 

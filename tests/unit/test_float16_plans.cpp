@@ -1,0 +1,75 @@
+// Plan structure of the float16 exports against their float32 models, without a GPU (as `wgi check
+// --kernels` plans): after the graph passes (compute_float16_in_float32, docs/float16.md) each node of a
+// `_fp16` file plans the kernels its float32 model's node plans, the GEMMs and convs reading their float16
+// weights packed (labels "..._bf16", "..._wf16"), and the dispatch counts are equal, for WebGPU's default
+// limits and for the limits of a large GPU (the H200's: the fast GEMM, attention and conv kernels). Numerics
+// are checked on the GPU (tests/gpu/test_float16.cpp).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "core/npy.h"
+#include "gpu/large_gpu_capabilities.h"
+#include "graph/passes.h"
+#include "onnx/importer.h"
+#include "runtime/execution_plan.h"
+
+namespace wgi {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models";
+
+// Kernel label -> launches, over every GPU node of `model` planned for `caps` with the inputs beside it; the
+// float16-weight suffixes dropped, so that a GEMM or implicit-GEMM conv reading a float16 weight counts as
+// the float32 one it mirrors.
+std::map<std::string, int> planned_kernels(const fs::path& model, const gpu::Capabilities& caps) {
+  graph::Graph g = onnx::import_model_file(model);
+  graph::optimize(g, ops::builtin_registry());
+  std::vector<runtime::PlanInput> inputs;
+  std::vector<Tensor> values;
+  values.reserve(g.inputs.size());
+  for (graph::ValueId v : g.inputs) {
+    values.push_back(npy::load(model.parent_path() / ("input_" + g.value(v).name + ".npy")));
+    inputs.push_back({{g.value(v).dtype, values.back().shape()}, nullptr});
+  }
+  const runtime::NodePlans plans = runtime::plan_nodes(g, ops::builtin_registry(), caps, inputs, {});
+  std::map<std::string, int> kernels;
+  for (const runtime::NodePlans::GpuNode& node : plans.gpu_nodes) {
+    for (const ops::KernelLaunch& launch : node.op_plan().launches) {
+      std::string label = launch.program.label;
+      for (const char* half_weight : {"_bf16", "_wf16"}) {
+        if (const size_t at = label.find(half_weight); at != std::string::npos) label.erase(at, 5);
+      }
+      ++kernels[label];
+    }
+  }
+  return kernels;
+}
+
+int dispatches(const std::map<std::string, int>& kernels) {
+  int n = 0;
+  for (const auto& [label, count] : kernels) n += count;
+  return n;
+}
+
+TEST(Float16Plans, Float16ExportsPlanTheKernelsOfTheirFloat32Models) {
+  for (const char* name : {"siglip_vision_tiny_opset17", "florence2_vision_tiny_opset17",
+                           "tiny_transformer_opset17", "resnet_tiny_opset17", "small_cnn_opset17"}) {
+    for (const bool large : {false, true}) {
+      const gpu::Capabilities caps = large ? gpu::large_gpu_capabilities() : gpu::default_capabilities();
+      const auto fp32 = planned_kernels(kModels / name / "model.onnx", caps);
+      const auto fp16 = planned_kernels(kModels / name / "model_fp16.onnx", caps);
+      EXPECT_GT(dispatches(fp32), 0) << name;
+      EXPECT_EQ(dispatches(fp16), dispatches(fp32)) << name << (large ? ", large GPU" : ", default limits");
+      EXPECT_EQ(fp16, fp32) << name << (large ? ", large GPU" : ", default limits");
+      std::cerr << "[ " << name << (large ? " (large GPU)" : " (default limits)") << ": " << dispatches(fp32)
+                << " dispatches fp32, " << dispatches(fp16) << " fp16 ]\n";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace wgi
