@@ -443,18 +443,25 @@ struct Tokenizer::State {
           std::vector<std::string> merged;
           std::string bytes;
           bool pending = false;
+          // transformers.js decodes each run with a default TextDecoder, which drops a leading byte order
+          // mark (ByteLevel's TextDecoder keeps it: ignoreBOM).
+          const auto decode_run = [&] {
+            std::string_view run = bytes;
+            if (run.substr(0, 3) == "\xEF\xBB\xBF") run.remove_prefix(3);
+            merged.push_back(unicode::decode_utf8_lossy(run));
+          };
           for (std::string& t : tokens) {
             if (std::optional<uint8_t> b = byte_token(t)) {
               bytes += static_cast<char>(*b);
               pending = true;
               continue;
             }
-            if (pending) merged.push_back(unicode::decode_utf8_lossy(bytes));
+            if (pending) decode_run();
             bytes.clear();
             pending = false;
             merged.push_back(std::move(t));
           }
-          if (pending) merged.push_back(unicode::decode_utf8_lossy(bytes));
+          if (pending) decode_run();
           tokens = std::move(merged);
           break;
         }

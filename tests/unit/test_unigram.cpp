@@ -215,7 +215,7 @@ TEST(UnigramTokenizer, RefusedFilesSayWhy) {
   bad_entry.replace(bad_entry.find("[\"c\", -3]"), 9, "[\"c\"]");
   expect_error(bad_entry, "'model.vocab[4]' must be [piece, score]");
   std::string byte_level = good;
-  byte_level.replace(byte_level.find("\"type\": \"Metaspace\", \"replacement\": \"\\u2581\", \"prepend"), 20,
+  byte_level.replace(byte_level.find("\"type\": \"Metaspace\", \"replacement\": \"\\u2581\", \"prepend"), 19,
                      "\"type\": \"ByteLevel\"");
   expect_error(byte_level, "is \"ByteLevel\", which wgi takes with a BPE model only");
   std::string decoder = good;
