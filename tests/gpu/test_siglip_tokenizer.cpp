@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -105,11 +106,28 @@ TEST(SiglipTokenizer, IdsEqualTransformersJs) {
 }
 
 // The Unigram model (tokenizer.json) against libsentencepiece (spiece.model) on normalised text, where both
-// see the same pieces: the Viterbi search, its ties (pieces of equal scores) and unknown runs.
+// see the same pieces: the Viterbi search and unknown runs. One known difference: on an exact tie of two
+// segmentations (the same pieces in another order, e.g. "111" = "1" + "11" = "11" + "1"), transformers.js and
+// the tokenizers library keep the path whose last piece starts first ("1" + "11") and libsentencepiece the
+// other. wgi follows transformers.js (what the pipeline's reference feeds), so a difference passes only when
+// both segmentations score the same; every other string must give the same ids.
 TEST(SiglipTokenizer, UnigramEqualsLibsentencepiece) {
   const wgi::pipelines::Tokenizer unigram = wgi::pipelines::Tokenizer::from_folder(kTiny);
   const auto spm =
       wgi::pipelines::SentencePieceModel::load(wgi::npy::read_file(kTiny / "spiece.model"), "spiece.model");
+  // The pieces' scores as tokenizer.json has them (the unknown piece's: min - 10, as both models score it).
+  std::vector<double> scores;
+  for (const auto& entry :
+       wgi::json::parse(wgi::npy::read_file(kTiny / "tokenizer.json")).find("model")->find("vocab")->array) {
+    scores.push_back(entry.array[1].number);
+  }
+  ASSERT_EQ(scores.size(), spm.size());
+  scores[2] = *std::min_element(scores.begin(), scores.end()) - 10;
+  const auto score_of = [&](const auto& ids) {
+    double sum = 0;
+    for (auto id : ids) sum += scores.at(static_cast<size_t>(id));
+    return sum;
+  };
   std::vector<std::string> pieces;
   for (size_t id = 3; id < spm.size(); ++id) {
     std::string piece = spm.piece(static_cast<int64_t>(id));
@@ -124,18 +142,26 @@ TEST(SiglipTokenizer, UnigramEqualsLibsentencepiece) {
     for (size_t n = 1 + rng() % 8; n > 0; --n) glued += pieces[rng() % pieces.size()];
     strings.push_back(glued);
   }
-  size_t compared = 0, with_unknown = 0;
+  size_t compared = 0, with_unknown = 0, ties = 0;
   for (const std::string& s : strings) {
     const std::string normalized = wgi::pipelines::normalize_siglip_text(s);
     if (normalized.empty()) continue;
     const std::vector<int64_t> want = spm.encode(normalized);
-    const std::vector<int32_t> ids = unigram.encode(normalized, /*add_special_tokens=*/false);
-    EXPECT_EQ(std::vector<int64_t>(ids.begin(), ids.end()), want) << wgi::json::quote(normalized);
+    const std::vector<int32_t> got32 = unigram.encode(normalized, /*add_special_tokens=*/false);
+    const std::vector<int64_t> got(got32.begin(), got32.end());
+    if (got != want) {
+      // A tie: the same total score (the same scores summed in another order: 1e-9 covers the rounding).
+      EXPECT_NEAR(score_of(got), score_of(want), 1e-9) << wgi::json::quote(normalized);
+      ++ties;
+    }
     with_unknown += std::find(want.begin(), want.end(), 2) != want.end();
     ++compared;
   }
   EXPECT_GT(compared, 3500u);  // a comparison of nothing must fail
   EXPECT_GT(with_unknown, 100u);
+  EXPECT_LT(ties, compared / 20);  // ties are the exception, not what the comparison measures
+  std::cout << "[ " << compared << " strings: " << compared - ties << " with libsentencepiece's ids, " << ties
+            << " exact ties segmented the other way ]\n";
 }
 
 TEST(SiglipTokenizer, Normalization) {
