@@ -80,8 +80,9 @@ TEST(SiglipPipeline, Siglip2ScoresMatchTransformersJs) {
   Siglip model = Siglip::from_folder(kTiny2);
   EXPECT_EQ(model.max_length(), 64);
   EXPECT_EQ(model.tokenize("a cat").back(), 0);  // padded with <pad>, Gemma's id 0
-  for (const char* file : {"expected_scores_a.json", "expected_scores_b.json"})
-    expect_case(model, file, kTiny2);
+  // expected_scores_b.json's labels have capitals, punctuation, CJK and emoji: byte-fallback pieces (one
+  // case of the two recorded, for CI's time).
+  expect_case(model, "expected_scores_b.json", kTiny2);
 }
 
 // A model whose text batch is fixed at 1 (onnx/model_text_batch1.onnx, model.onnx otherwise): one run per
@@ -135,7 +136,7 @@ TEST(SiglipPipeline, EitherTokenizerFileAlone) {
     SCOPED_TRACE(std::string("without ") + skipped);
     const fs::path dir = copy_folder(std::string("without_") + skipped, {skipped});
     Siglip model = Siglip::from_folder(dir);
-    expect_case(model, "expected_scores_b.json");
+    expect_case(model, "expected_scores_c_one.json");  // one label: the folder's load is the point
     fs::remove_all(dir);
   }
 }
