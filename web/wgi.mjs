@@ -184,8 +184,8 @@ export class Session {
 }
 
 // ---- Pipelines: a model folder in the module's in-memory file system (Emscripten's MEMFS), the C++ pipeline
-// on it (web/wgi_web_pipelines.cpp), results as the CLI's --json. Florence-2 here; another pipeline (SigLIP)
-// adds its file list, a class like Florence2 over its wgi_web_<name>_* functions, and reuses the rest.
+// on it (web/wgi_web_pipelines.cpp), results as the CLI's --json: Florence2 and Siglip; another pipeline adds
+// its file list, a class like these over its wgi_web_<name>_* functions, and reuses the rest.
 
 // A model folder's files: `source` is a base URL (string or URL; the files are fetched relative to it), a
 // FileList / array of File from a folder picker (<input type=file webkitdirectory>: paths below the picked
@@ -283,6 +283,66 @@ export async function rgbImage(source, width, height) {
   return {width, height, rgb};
 }
 
+// Calls a pipeline's C function `name`(handle, image path, rgb, width, height, request JSON) on `image`: the
+// bytes of an encoded file (Uint8Array / ArrayBuffer / Blob; written to MEMFS and decoded by stb_image in the
+// module, as natively) or {width, height, rgb: Uint8Array}. Returns its JSON answer, parsed.
+async function runOnImage(model, what, name, image, request) {
+  let encoded = null;
+  if (image instanceof ArrayBuffer) encoded = new Uint8Array(image);
+  else if (image instanceof Uint8Array) encoded = image;
+  else if (typeof Blob !== 'undefined' && image instanceof Blob) encoded = new Uint8Array(await image.arrayBuffer());
+  else if (!image || !(image.rgb instanceof Uint8Array) || image.rgb.length !== image.width * image.height * 3) {
+    throw new Error(`wgi: ${what} needs an encoded image (Uint8Array, ArrayBuffer, Blob) or ` +
+                    '{width, height, rgb: Uint8Array of width * height * 3}');
+  }
+  return serialized(async () => {
+    const M = model.M;
+    if (!model.handle) throw new Error(`wgi: ${what}: the model was freed`);
+    const path = `/wgi-image-${++folderCount}`;
+    let rgbPtr = 0, result = 0;
+    try {
+      if (encoded) {
+        M.FS.writeFile(path, encoded);
+      } else {
+        rgbPtr = M._malloc(image.rgb.length);
+        M.HEAPU8.set(image.rgb, rgbPtr);
+      }
+      result = await M.ccall(name, 'number', ['number', 'string', 'number', 'number', 'number', 'string'],
+                             [model.handle, path, rgbPtr, image.width || 0, image.height || 0, request],
+                             {async: true});
+    } finally {
+      if (encoded) M.FS.unlink(path);
+      if (rgbPtr) M._free(rgbPtr);
+    }
+    if (!result) throw new Error(lastError(M));
+    return JSON.parse(M.UTF8ToString(result));
+  });
+}
+
+// Loads a pipeline from `files` (a Map from folderFiles) through its C function `name`(folder, ...args);
+// returns make(handle), called in the same turn of the queue (it may call into the module).
+async function createPipeline(M, files, name, argTypes, args, onProgress, make) {
+  return serialized(async () => {
+    if (onProgress) onProgress('loading the sessions');
+    const root = writeFolder(M, files);
+    let handle = 0;
+    try {
+      handle = await M.ccall(name, 'number', ['string', ...argTypes], [root, ...args], {async: true});
+    } finally {
+      removeFolder(M, root);  // the sessions hold what they need; MEMFS copies would only take memory
+    }
+    if (!handle) throw new Error(lastError(M));
+    return make(handle);
+  });
+}
+
+function requireWebGpu() {
+  if (!webgpuAvailable()) {
+    throw new Error('WebGPU is not available in this browser (navigator.gpu is undefined); wgi needs a ' +
+                    'browser with WebGPU enabled, on https or localhost');
+  }
+}
+
 const FLORENCE2_FOLDER = {
   required: ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
              'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'onnx/encoder_model.onnx'],
@@ -302,27 +362,14 @@ export class Florence2 {
   // the merged one if the folder has it. options.onProgress(text): progress messages.
   static async create(source, options = {}) {
     const M = await init(options.moduleUrl);
-    if (!webgpuAvailable()) {
-      throw new Error('WebGPU is not available in this browser (navigator.gpu is undefined); wgi needs a ' +
-                      'browser with WebGPU enabled, on https or localhost');
-    }
+    requireWebGpu();
     const decoder = options.decoder || 'auto';
     const alternatives = decoder === 'auto' ? [...FLORENCE2_DECODERS.merged, ...FLORENCE2_DECODERS.split] :
                                               FLORENCE2_DECODERS[decoder];
     if (!alternatives) throw new Error(`wgi: Florence2 decoder '${decoder}': 'merged', 'split' or 'auto'`);
     const files = await folderFiles(source, {...FLORENCE2_FOLDER, alternatives}, options.onProgress);
-    return serialized(async () => {
-      if (options.onProgress) options.onProgress('loading the sessions');
-      const root = writeFolder(M, files);
-      let handle = 0;
-      try {
-        handle = await M.ccall('wgi_web_florence2_create', 'number', ['string'], [root], {async: true});
-      } finally {
-        removeFolder(M, root);  // the sessions hold what they need; MEMFS copies would only take memory
-      }
-      if (!handle) throw new Error(lastError(M));
-      return new Florence2(M, handle);
-    });
+    return createPipeline(M, files, 'wgi_web_florence2_create', [], [], options.onProgress,
+                          (handle) => new Florence2(M, handle));
   }
 
   constructor(M, handle) {
@@ -340,39 +387,9 @@ export class Florence2 {
   // maxNewTokens, numBeams (1: greedy, as transformers.js; unset: the folder's generation_config.json)}. Returns {task, input_ids, generated_ids, generated_text, parsed}, as
   // `wgi florence2 --json`: parsed is {task: text} or {task: {labels, bboxes | quad_boxes}} in image pixels.
   async generate(image, options = {}) {
-    let encoded = null;
-    if (image instanceof ArrayBuffer) encoded = new Uint8Array(image);
-    else if (image instanceof Uint8Array) encoded = image;
-    else if (typeof Blob !== 'undefined' && image instanceof Blob) encoded = new Uint8Array(await image.arrayBuffer());
-    else if (!image || !(image.rgb instanceof Uint8Array) || image.rgb.length !== image.width * image.height * 3) {
-      throw new Error('wgi: Florence2.generate needs an encoded image (Uint8Array, ArrayBuffer, Blob) or ' +
-                      '{width, height, rgb: Uint8Array of width * height * 3}');
-    }
     const request = JSON.stringify({task: options.task, text: options.text || '',
                                     max_new_tokens: options.maxNewTokens ?? null, num_beams: options.numBeams ?? null});
-    return serialized(async () => {
-      const M = this.M;
-      if (!this.handle) throw new Error('wgi: the Florence2 model was freed');
-      const path = `/wgi-image-${++folderCount}`;
-      let rgbPtr = 0, result = 0;
-      try {
-        if (encoded) {
-          M.FS.writeFile(path, encoded);
-        } else {
-          rgbPtr = M._malloc(image.rgb.length);
-          M.HEAPU8.set(image.rgb, rgbPtr);
-        }
-        result = await M.ccall('wgi_web_florence2_generate', 'number',
-                               ['number', 'string', 'number', 'number', 'number', 'string'],
-                               [this.handle, path, rgbPtr, image.width || 0, image.height || 0, request],
-                               {async: true});
-      } finally {
-        if (encoded) M.FS.unlink(path);
-        if (rgbPtr) M._free(rgbPtr);
-      }
-      if (!result) throw new Error(lastError(M));
-      return JSON.parse(M.UTF8ToString(result));
-    });
+    return runOnImage(this, 'Florence2.generate', 'wgi_web_florence2_generate', image, request);
   }
 
   free() {
@@ -390,5 +407,53 @@ export async function florence2(source, image, options = {}) {
     return await model.generate(image, options);
   } finally {
     await model.free();
+  }
+}
+
+// SigLIP zero-shot image classification (include/wgi/siglip.h) on the page's GPU: the same C++ pipeline as
+// `wgi siglip`, its tokenizer from the folder's tokenizer.json (the browser build has no libsentencepiece, so a
+// folder with spiece.model alone does not load here).
+//   const model = await wgi.Siglip.create('models/siglip-base-patch16-224/');   // or a FileList, or {path: bytes}
+//   const r = await model.classify(pngBytes, ['cat', 'dog']);   // r.output: [{score, label}], best first
+export class Siglip {
+  // source: see folderFiles (Xenova's layout: config.json, preprocessor_config.json, tokenizer.json,
+  // onnx/model.onnx; float32). options.modelFile: the joint model's file under onnx/ (default model.onnx).
+  // options.onProgress(text): progress messages.
+  static async create(source, options = {}) {
+    const M = await init(options.moduleUrl);
+    requireWebGpu();
+    const modelFile = options.modelFile || 'model.onnx';
+    const files = await folderFiles(source, {
+      required: ['config.json', 'preprocessor_config.json', 'tokenizer.json', `onnx/${modelFile}`],
+      optional: ['tokenizer_config.json', 'special_tokens_map.json'],
+    }, options.onProgress);
+    return createPipeline(M, files, 'wgi_web_siglip_create', ['string'], [modelFile], options.onProgress,
+                          (handle) => new Siglip(M, handle));
+  }
+
+  constructor(M, handle) {
+    this.M = M;
+    this.handle = handle;
+    const info = JSON.parse(M.UTF8ToString(M._wgi_web_siglip_info(handle)));
+    this.imageWidth = info.image_width;    // the processor's input size: images must have it (no resize yet)
+    this.imageHeight = info.image_height;
+    this.maxLength = info.max_length;      // each text's length in ids
+  }
+
+  // image: as Florence2.generate's, at the processor's size (rgbImage(source, model.imageWidth,
+  // model.imageHeight) scales one). labels: the candidate labels. options.hypothesisTemplate: its first {}
+  // becomes each label (default "This is a photo of {}."). Returns {labels, texts, input_ids, logits, scores,
+  // output} as `wgi siglip --json`: scores in label order, output [{score, label}] by descending score.
+  async classify(image, labels, options = {}) {
+    if (!Array.isArray(labels)) throw new Error('wgi: Siglip.classify needs an array of candidate labels');
+    const request = JSON.stringify({labels, hypothesis_template: options.hypothesisTemplate ?? null});
+    return runOnImage(this, 'Siglip.classify', 'wgi_web_siglip_classify', image, request);
+  }
+
+  free() {
+    return serialized(async () => {
+      if (this.handle) this.M._wgi_web_siglip_free(this.handle);
+      this.handle = 0;
+    });
   }
 }

@@ -1,9 +1,10 @@
-// The C functions that web/wgi.mjs calls for the pipelines (include/wgi/florence2.h): the same C++ as the
-// CLI's `wgi florence2 --json`, on a model folder that wgi.mjs has written into Emscripten's in-memory file
-// system (Module.FS), so the folder layout, the checks and the messages are the native ones. Results go to
-// JavaScript as JSON in the CLI's shape. Calls that wait for the GPU suspend through Asyncify.
+// The C functions that web/wgi.mjs calls for the pipelines (include/wgi/florence2.h, include/wgi/siglip.h):
+// the same C++ as the CLI's `wgi florence2 --json` and `wgi siglip --json`, on a model folder that wgi.mjs
+// has written into Emscripten's in-memory file system (Module.FS), so the folder layout, the checks and the
+// messages are the native ones. Results go to JavaScript as JSON in the CLI's shape. Calls that wait for the
+// GPU suspend through Asyncify.
 //
-// Adding a pipeline (e.g. SigLIP, include/wgi/siglip.h): a Web<Name> struct holding the C++ object and its
+// Adding a pipeline: a Web<Name> struct holding the C++ object and its
 // last JSON, wgi_web_<name>_create(folder) / _run(handle, ..., options JSON) / _free here, their names in
 // web/CMakeLists.txt's exported list, and a class over them in web/wgi.mjs next to Florence2
 // (docs/browser.md).
@@ -19,6 +20,7 @@
 #include "core/json.h"
 #include "wgi/florence2.h"
 #include "wgi/image.h"
+#include "wgi/siglip.h"
 #include "wgi_web_api.h"
 
 namespace {
@@ -30,6 +32,32 @@ struct WebFlorence2 {
   wgi::Florence2 model;
   std::string text;  // the last string handed to JavaScript
 };
+
+struct WebSiglip {
+  wgi::Siglip model;
+  std::string text;  // the last string handed to JavaScript
+};
+
+// `rgb` (width x height x 3 bytes) if not null, else the encoded file at `image_path` in MEMFS, decoded by
+// wgi::load_image as natively.
+wgi::Image image_of(const std::string& pipeline, const char* image_path, const uint8_t* rgb, int width,
+                    int height) {
+  if (!rgb) return wgi::load_image(image_path);
+  if (width <= 0 || height <= 0) throw wgi::Error(pipeline + ": the RGB image needs a positive size");
+  wgi::Image image;
+  image.width = width;
+  image.height = height;
+  image.channels = 3;
+  image.pixels.assign(rgb, rgb + static_cast<size_t>(width) * static_cast<size_t>(height) * 3);
+  return image;
+}
+
+// Scores with 9 significant digits: float32 values, which JavaScript then reads back exactly.
+std::string float_json(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
 
 // Box coordinates with 17 significant digits, so JavaScript reads back the same doubles.
 std::string exact_number(double v) {
@@ -128,16 +156,7 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_generate(WebFlorence2* web, c
           generate.max_new_tokens = integer_option(options, "max_new_tokens");
         // Unset: generation_config.json's num_beams (Florence-2's: 3); 1 is greedy, transformers.js's answer.
         if (option(options, "num_beams")) generate.num_beams = integer_option(options, "num_beams");
-        wgi::Image image;
-        if (rgb) {
-          if (width <= 0 || height <= 0) throw wgi::Error("Florence-2: the RGB image needs a positive size");
-          image.width = width;
-          image.height = height;
-          image.channels = 3;
-          image.pixels.assign(rgb, rgb + static_cast<size_t>(width) * static_cast<size_t>(height) * 3);
-        } else {
-          image = wgi::load_image(image_path);
-        }
+        const wgi::Image image = image_of("Florence-2", image_path, rgb, width, height);
         const wgi::Florence2Result r =
             web->model.generate(image, task, string_option(options, "text"), generate);
         web->text = "{\"task\":" + json::quote(r.task) + ",\"input_ids\":" + ids_json(r.input_ids) +
@@ -150,6 +169,73 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_generate(WebFlorence2* web, c
 }
 
 EMSCRIPTEN_KEEPALIVE void wgi_web_florence2_free(WebFlorence2* web) {
+  delete web;
+}
+
+// Loads the SigLIP folder at `folder` (in MEMFS; include/wgi/siglip.h's layout, tokenizer.json for the
+// tokenizer: the browser build has no libsentencepiece) and its session (async). Returns null with
+// wgi_web_last_error() set.
+EMSCRIPTEN_KEEPALIVE WebSiglip* wgi_web_siglip_create(const char* folder, const char* model_file) {
+  return guarded(
+      [&]() {
+        wgi::SiglipOptions options;
+        if (model_file && *model_file) options.model_file = model_file;
+        return new WebSiglip{wgi::Siglip::from_folder(folder, options), {}};
+      },
+      static_cast<WebSiglip*>(nullptr));
+}
+
+// {"image_width", "image_height", "max_length"}: the processor's input size and the texts' length in ids.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_siglip_info(WebSiglip* web) {
+  web->text = "{\"image_width\":" + std::to_string(web->model.image_width()) +
+              ",\"image_height\":" + std::to_string(web->model.image_height()) +
+              ",\"max_length\":" + std::to_string(web->model.max_length()) + "}";
+  return web->text.c_str();
+}
+
+// Scores the labels for an image (async; the image as for wgi_web_florence2_generate). `options_json`:
+// {"labels": [...], "hypothesis_template"} (unset: wgi::kSiglipDefaultTemplate). Returns {"labels", "texts",
+// "input_ids", "logits", "scores", "output"} as `wgi siglip --json` (scores in label order, output [{score,
+// label}] sorted as transformers.js's), or
+// null with wgi_web_last_error() set.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_siglip_classify(WebSiglip* web, const char* image_path,
+                                                         const uint8_t* rgb, int width, int height,
+                                                         const char* options_json) {
+  return guarded(
+      [&]() -> const char* {
+        const json::Value options = json::parse(options_json);
+        const json::Value* labels_value = option(options, "labels");
+        if (!labels_value || !labels_value->is(json::Value::Type::Array)) {
+          throw wgi::Error("SigLIP: options.labels must be an array of strings");
+        }
+        std::vector<std::string> labels;
+        for (const json::Value& v : labels_value->array) {
+          if (!v.is(json::Value::Type::String)) throw wgi::Error("SigLIP: options.labels must be strings");
+          labels.push_back(v.string);
+        }
+        const std::string hypothesis = option(options, "hypothesis_template")
+                                           ? string_option(options, "hypothesis_template")
+                                           : std::string(wgi::kSiglipDefaultTemplate);
+        const wgi::Image image = image_of("SigLIP", image_path, rgb, width, height);
+        const wgi::SiglipResult r = web->model.classify(image, labels, hypothesis);
+        const auto quoted = [](const std::string& t) { return json::quote(t); };
+        web->text = "{\"labels\":" + json_list(r.labels, quoted) +
+                    ",\"texts\":" + json_list(r.texts, quoted) +
+                    ",\"input_ids\":" + json_list(r.input_ids, ids_json) +
+                    ",\"logits\":" + json_list(r.logits, float_json) +
+                    ",\"scores\":" + json_list(r.scores, float_json) + ",\"output\":" +
+                    json_list(r.ranked(),
+                              [](const wgi::SiglipScore& x) {
+                                return "{\"score\":" + float_json(static_cast<float>(x.score)) +
+                                       ",\"label\":" + json::quote(x.label) + "}";
+                              }) +
+                    "}";
+        return web->text.c_str();
+      },
+      static_cast<const char*>(nullptr));
+}
+
+EMSCRIPTEN_KEEPALIVE void wgi_web_siglip_free(WebSiglip* web) {
   delete web;
 }
 

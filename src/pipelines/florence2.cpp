@@ -254,6 +254,7 @@ struct Florence2::Impl {
   std::optional<Session> decoder_with_past;
   bool merged = false;
   std::string decoder_file_names;       // "decoder_model_merged_q4.onnx", or the split pair joined by " + "
+  Florence2Files file_names;            // which file each session was loaded from (its --dtype)
   std::vector<std::string> past_names;  // every past_key_values.* input, in layer order
   int64_t heads = 0, head_size = 0;
 
@@ -317,26 +318,30 @@ Tensor Florence2::Impl::pixel_values(const Image& original) const {
 
 void Florence2::Impl::check_sessions(const JsonValue& config) {
   const fs::path config_file = folder / "config.json";
-  require(embed_tokens, "embed_tokens.onnx", true, "input_ids");
-  const TensorInfo& embeds = require(embed_tokens, "embed_tokens.onnx", false, "inputs_embeds");
-  const TensorInfo& pixels = require(vision_encoder, "vision_encoder.onnx", true, "pixel_values");
-  require_dim(pixels, 1, 3, "vision_encoder.onnx", "RGB's channel count");
-  require_dim(pixels, 2, processor.height, "vision_encoder.onnx", "preprocessor_config.json's size.height");
-  require_dim(pixels, 3, processor.width, "vision_encoder.onnx", "preprocessor_config.json's size.width");
-  require(vision_encoder, "vision_encoder.onnx", false, "image_features");
-  require(encoder, "encoder_model.onnx", true, "inputs_embeds");
-  require(encoder, "encoder_model.onnx", true, "attention_mask");
-  require(encoder, "encoder_model.onnx", false, "last_hidden_state");
+  // The messages name the files loaded, e.g. "embed_tokens_fp16.onnx" under --dtype fp16.
+  const std::string embed_file = file_names.file_name("embed_tokens");
+  const std::string vision_file = file_names.file_name("vision_encoder");
+  const std::string encoder_file = file_names.file_name("encoder_model");
+  require(embed_tokens, embed_file, true, "input_ids");
+  const TensorInfo& embeds = require(embed_tokens, embed_file, false, "inputs_embeds");
+  const TensorInfo& pixels = require(vision_encoder, vision_file, true, "pixel_values");
+  require_dim(pixels, 1, 3, vision_file, "RGB's channel count");
+  require_dim(pixels, 2, processor.height, vision_file, "preprocessor_config.json's size.height");
+  require_dim(pixels, 3, processor.width, vision_file, "preprocessor_config.json's size.width");
+  require(vision_encoder, vision_file, false, "image_features");
+  require(encoder, encoder_file, true, "inputs_embeds");
+  require(encoder, encoder_file, true, "attention_mask");
+  require(encoder, encoder_file, false, "last_hidden_state");
 
   const JsonValue* text_config = member(config, "text_config");
   const JsonValue& tc = text_config ? *text_config : config;
   if (std::optional<int64_t> d_model = integer(tc, "d_model", config_file)) {
-    require_dim(embeds, 2, *d_model, "embed_tokens.onnx", "config.json's d_model");
+    require_dim(embeds, 2, *d_model, embed_file, "config.json's d_model");
   }
 
-  const std::string file = merged ? "decoder_model_merged.onnx" : "decoder_with_past_model.onnx";
+  const std::string file = file_names.file_name(merged ? "decoder_model_merged" : "decoder_with_past_model");
   const Session& with_past = merged ? decoder : *decoder_with_past;
-  const std::string first_file = merged ? file : "decoder_model.onnx";
+  const std::string first_file = merged ? file : file_names.file_name("decoder_model");
   for (const char* name : {"encoder_attention_mask", "inputs_embeds"}) {
     require(decoder, first_file, true, name);
     require(with_past, file, true, name);
@@ -797,6 +802,7 @@ Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& o
   impl->merged = merged;
   impl->decoder_file_names = merged ? merged_name : first_name + " + " + with_past_name;
   if (!merged) impl->decoder_with_past.emplace(load(with_past_name));
+  impl->file_names = file_names;
   impl->check_sessions(config);
   return Florence2(std::move(impl));
 }

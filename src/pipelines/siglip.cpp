@@ -55,7 +55,8 @@ void check_configs(const json::Value& config, const fs::path& folder,
           pipelines::json_integer(kPipeline, text_config, "vocab_size", config_file);
       vocab && (*vocab < 0 || static_cast<size_t>(*vocab) < tokenizer.vocab_size())) {
     throw Error(kPipeline + ": config.json's text_config.vocab_size (" + std::to_string(*vocab) +
-                ") is smaller than spiece.model's " + std::to_string(tokenizer.vocab_size()) + " pieces");
+                ") is smaller than " + tokenizer.source().filename().string() + "'s " +
+                std::to_string(tokenizer.vocab_size()) + " tokens");
   }
 }
 
@@ -136,18 +137,13 @@ Siglip Siglip::from_folder(const fs::path& folder, const SiglipOptions& options)
   if (!fs::is_directory(folder)) throw Error(kPipeline + ": '" + folder.string() + "' is not a folder");
   const fs::path onnx = folder / "onnx";
   const fs::path model = onnx / options.model_file;
-  for (const fs::path& file :
-       {folder / "config.json", folder / "preprocessor_config.json", folder / "spiece.model", model}) {
+  for (const fs::path& file : {folder / "config.json", folder / "preprocessor_config.json", model}) {
     if (fs::is_regular_file(file)) continue;
     std::string hint;
     if (file == model && (fs::exists(onnx / "text_model.onnx") || fs::exists(onnx / "vision_model.onnx"))) {
       hint =
           " (the separate text_model.onnx and vision_model.onnx towers carry neither logit_scale nor "
           "logit_bias: scores need the joint model, as transformers.js's pipeline does)";
-    } else if (file.filename() == "spiece.model" && fs::exists(folder / "tokenizer.json")) {
-      hint =
-          " (wgi reads SigLIP's SentencePiece model; tokenizer.json alone, as SigLIP 2 ships, is not "
-          "supported yet)";
     }
     throw Error(kPipeline + ": the folder lacks " + fs::relative(file, folder).string() + hint);
   }

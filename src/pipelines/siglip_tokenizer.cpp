@@ -14,6 +14,8 @@
 #include "core/json.h"
 #include "core/npy.h"
 #include "pipelines/sentencepiece_model.h"
+#include "pipelines/text_normalizer.h"
+#include "pipelines/tokenizer.h"
 #include "pipelines/unicode.h"
 #include "wgi/error.h"
 
@@ -22,78 +24,6 @@ namespace wgi::pipelines {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CodePointRange {
-  char32_t first, last;
-};
-struct LowercaseMapping {
-  char32_t from;
-  char32_t to[3];
-  uint8_t length;
-};
-
-#include "pipelines/lowercase_table.inc"
-
-template <size_t N>
-bool in_ranges(const CodePointRange (&ranges)[N], char32_t cp) {
-  const auto* it = std::upper_bound(std::begin(ranges), std::end(ranges), cp,
-                                    [](char32_t value, const CodePointRange& r) { return value < r.first; });
-  return it != std::begin(ranges) && cp <= std::prev(it)->last;
-}
-
-constexpr char32_t kCapitalSigma = 0x03A3, kSmallSigma = 0x03C3, kFinalSigma = 0x03C2;
-constexpr char32_t kMetaspace = 0x2581;  // SentencePiece's "\u2581", its marker for a space
-
-bool is_cased(char32_t cp) {
-  return in_ranges(kCasedRanges, cp);
-}
-bool is_case_ignorable(char32_t cp) {
-  return in_ranges(kCaseIgnorableRanges, cp);
-}
-
-// Unicode's Final_Sigma context of the capital sigma at `i`: a cased letter before it (case-ignorable
-// characters between allowed) and none after it.
-bool is_final_sigma(const std::vector<char32_t>& cps, size_t i) {
-  size_t before = i;
-  while (before > 0 && is_case_ignorable(cps[before - 1])) --before;
-  if (before == 0 || !is_cased(cps[before - 1])) return false;
-  size_t after = i + 1;
-  while (after < cps.size() && is_case_ignorable(cps[after])) ++after;
-  return after == cps.size() || !is_cased(cps[after]);
-}
-
-void append_lower(std::vector<char32_t>& out, const std::vector<char32_t>& cps, size_t i) {
-  const char32_t cp = cps[i];
-  if (cp == kCapitalSigma) {
-    out.push_back(is_final_sigma(cps, i) ? kFinalSigma : kSmallSigma);
-    return;
-  }
-  const auto* it = std::lower_bound(std::begin(kLowercase), std::end(kLowercase), cp,
-                                    [](const LowercaseMapping& m, char32_t value) { return m.from < value; });
-  if (it == std::end(kLowercase) || it->from != cp) {
-    out.push_back(cp);
-    return;
-  }
-  out.insert(out.end(), it->to, it->to + it->length);
-}
-
-std::string to_utf8(const std::vector<char32_t>& cps) {
-  std::string out;
-  for (char32_t cp : cps) unicode::append_utf8(out, cp);
-  return out;
-}
-
-// Unicode's White_Space, which the tokenizers library's regexes mean by \s (it rewrites \s to
-// \p{White_Space}): JavaScript's \s without U+FEFF, with U+0085. (Strip, after it, trims JavaScript's set.)
-bool is_white_space_property(char32_t cp) {
-  return cp == 0x85 || (cp != 0xFEFF && unicode::is_whitespace(cp));
-}
-
-// Python's string.punctuation: !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~
-bool is_ascii_punctuation(char32_t cp) {
-  return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
-         (cp >= 0x7B && cp <= 0x7E);
-}
 
 std::string read_text(const fs::path& file) {
   try {
@@ -115,56 +45,68 @@ std::optional<std::string> token_string(const json::Value& config, std::string_v
   return std::nullopt;
 }
 
+// SiglipTokenizer's normalisation as the tokenizer.json of tests/models/siglip_folder.py (after Xenova's
+// exports) spells it, so that both paths run the same normaliser.
+constexpr std::string_view kSiglipNormalizer = R"({"type": "Sequence", "normalizers": [
+    {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+    {"type": "Lowercase"},
+    {"type": "Replace", "pattern": {"Regex": "[!-/:-@\\[-`{-~]"}, "content": ""},
+    {"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "},
+    {"type": "Strip", "strip_left": true, "strip_right": true}]})";
+
 }  // namespace
 
-std::string to_lower_js(std::string_view text) {
-  const std::vector<char32_t> cps = unicode::decode_utf8(text, "text");
-  std::vector<char32_t> out;
-  out.reserve(cps.size());
-  for (size_t i = 0; i < cps.size(); ++i) append_lower(out, cps, i);
-  return to_utf8(out);
-}
-
 std::string normalize_siglip_text(std::string_view text) {
-  std::vector<char32_t> cps = unicode::decode_utf8(text, "text");
-  std::replace(cps.begin(), cps.end(), kMetaspace, U' ');
-  std::vector<char32_t> lower;
-  lower.reserve(cps.size());
-  for (size_t i = 0; i < cps.size(); ++i) append_lower(lower, cps, i);
-  // Punctuation goes first, so a run of whitespace it leaves ("a . b" -> "a  b") collapses too.
-  std::vector<char32_t> out;
-  out.reserve(lower.size());
-  for (char32_t cp : lower) {
-    if (is_ascii_punctuation(cp)) continue;
-    if (is_white_space_property(cp)) {
-      if (out.empty() || out.back() != U' ') out.push_back(U' ');
-      continue;
-    }
-    out.push_back(cp);
-  }
-  return std::string(unicode::trim(to_utf8(out)));
+  static const TextNormalizer normalizer = [] {
+    const TokenizerJsonReader reader("SigLIP's normalizer");
+    return TextNormalizer::from_json(reader.parse(kSiglipNormalizer), reader);
+  }();
+  unicode::decode_utf8(text, "text");
+  return normalizer.normalize(text);
 }
 
 struct SiglipTokenizer::State {
-  explicit State(SentencePieceModel m) : model(std::move(m)) {}
-  SentencePieceModel model;
+  std::optional<Tokenizer> tokenizer;       // from tokenizer.json
+  std::optional<SentencePieceModel> model;  // from spiece.model, when the folder has no tokenizer.json
   std::vector<std::pair<std::string, int64_t>> special;  // control and unknown pieces: matched in the text
+  fs::path file;                                         // the file the pieces come from, for messages
   int max_length = 64;
   int64_t pad_id = 1, eos_id = 1;
+
+  std::optional<int64_t> id_of(const std::string& piece) const {
+    if (tokenizer) {
+      const std::optional<int32_t> id = tokenizer->token_to_id(piece);
+      return id ? std::optional<int64_t>(*id) : std::nullopt;
+    }
+    return model->piece_id(piece);
+  }
 };
 
 SiglipTokenizer SiglipTokenizer::from_folder(const fs::path& folder) {
-  const fs::path model_file = folder / "spiece.model";
-  if (!fs::is_regular_file(model_file)) {
-    throw Error("SigLIP tokenizer: the folder lacks spiece.model (" + model_file.string() + ")");
+  auto state = std::make_unique<State>();
+  const fs::path json_file = folder / "tokenizer.json", model_file = folder / "spiece.model";
+  if (fs::is_regular_file(json_file)) {
+    state->file = json_file;
+    const fs::path config = folder / "tokenizer_config.json";
+    try {
+      state->tokenizer.emplace(
+          Tokenizer::from_json(read_text(json_file), fs::exists(config) ? read_text(config) : std::string()));
+    } catch (const Error& e) {
+      throw Error("SigLIP tokenizer: " + folder.string() + ": " + e.what());
+    }
+  } else if (fs::is_regular_file(model_file)) {
+    state->file = model_file;
+    state->model.emplace(
+        SentencePieceModel::load(read_text(model_file), "SigLIP tokenizer: " + model_file.string()));
+  } else {
+    throw Error("SigLIP tokenizer: the folder lacks tokenizer.json and spiece.model (" + json_file.string() +
+                ", " + model_file.string() + ")");
   }
-  auto state = std::make_unique<State>(
-      SentencePieceModel::load(read_text(model_file), "SigLIP tokenizer: " + model_file.string()));
   const auto piece_id = [&](const std::string& piece, const char* what) {
-    const std::optional<int64_t> id = state->model.piece_id(piece);
+    const std::optional<int64_t> id = state->id_of(piece);
     if (!id) {
       throw Error("SigLIP tokenizer: " + std::string(what) + " '" + piece + "' is not a piece of " +
-                  model_file.string());
+                  state->file.string());
     }
     return *id;
   };
@@ -190,17 +132,24 @@ SiglipTokenizer SiglipTokenizer::from_folder(const fs::path& folder) {
   }
   state->pad_id = piece_id(pad_token, "tokenizer_config.json's pad_token");
   state->eos_id = piece_id(eos_token, "tokenizer_config.json's eos_token");
-  for (size_t id = 0; id < state->model.size(); ++id) {
-    const auto i = static_cast<int64_t>(id);
-    if (state->model.is_special(i)) state->special.emplace_back(state->model.piece(i), i);
+  if (state->model) {
+    for (size_t id = 0; id < state->model->size(); ++id) {
+      const auto i = static_cast<int64_t>(id);
+      if (state->model->is_special(i)) state->special.emplace_back(state->model->piece(i), i);
+    }
+    // Longest first, as a regex alternation of the added tokens would try them.
+    std::stable_sort(state->special.begin(), state->special.end(),
+                     [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   }
-  // Longest first, as a regex alternation of the added tokens would try them.
-  std::stable_sort(state->special.begin(), state->special.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   return SiglipTokenizer(std::move(state));
 }
 
 std::vector<int64_t> SiglipTokenizer::encode(std::string_view text) const {
+  if (state_->tokenizer) {
+    // tokenizer.json's own added tokens, normalizer, pre-tokenizer, model and post-processor ("</s>").
+    const std::vector<int32_t> ids = state_->tokenizer->encode(text);
+    return std::vector<int64_t>(ids.begin(), ids.end());
+  }
   unicode::decode_utf8(text, "text");  // invalid UTF-8 is an error before any split
   // Sections: text between special pieces, and the pieces themselves (as their id).
   struct Section {
@@ -242,7 +191,7 @@ std::vector<int64_t> SiglipTokenizer::encode(std::string_view text) const {
     if (section.text.empty()) continue;
     const std::string normalized = normalize_siglip_text(section.text);
     if (normalized.empty()) continue;
-    const std::vector<int64_t> pieces = state_->model.encode(normalized);
+    const std::vector<int64_t> pieces = state_->model->encode(normalized);
     ids.insert(ids.end(), pieces.begin(), pieces.end());
   }
   ids.push_back(state_->eos_id);
@@ -265,7 +214,11 @@ int64_t SiglipTokenizer::eos_id() const {
   return state_->eos_id;
 }
 size_t SiglipTokenizer::vocab_size() const {
-  return state_->model.size();
+  return state_->tokenizer ? state_->tokenizer->vocab_size() : state_->model->size();
+}
+
+const std::filesystem::path& SiglipTokenizer::source() const {
+  return state_->file;
 }
 
 SiglipTokenizer::SiglipTokenizer(std::unique_ptr<State> state) : state_(std::move(state)) {}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <queue>
@@ -11,7 +12,10 @@
 #include <unordered_set>
 
 #include "core/json.h"
+#include "pipelines/text_normalizer.h"
+#include "pipelines/tokenizer_json.h"
 #include "pipelines/unicode.h"
+#include "pipelines/unigram.h"
 #include "wgi/error.h"
 
 namespace wgi::pipelines {
@@ -25,69 +29,7 @@ using json::Value;
 constexpr size_t kMaxCachedWordBytes = 256;
 constexpr size_t kCacheCapacity = 10000;
 
-const char* type_name(Value::Type t) {
-  switch (t) {
-    case Value::Type::Null:
-      return "null";
-    case Value::Type::Bool:
-      return "a boolean";
-    case Value::Type::Number:
-      return "a number";
-    case Value::Type::String:
-      return "a string";
-    case Value::Type::Array:
-      return "an array";
-    case Value::Type::Object:
-      return "an object";
-  }
-  return "?";
-}
-
-// Reads tokenizer.json / tokenizer_config.json with errors that name the file and the key.
-class Reader {
- public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(file_ + ": '" + key + "' " + what);
-  }
-  const Value& member(const Value& object, std::string_view parent, std::string_view key) const {
-    const Value* v = object.find(key);
-    if (!v) fail(join(parent, key), "is missing");
-    return *v;
-  }
-  const Value& typed(const Value& v, const std::string& key, Value::Type type) const {
-    if (!v.is(type)) fail(key, std::string("must be ") + type_name(type) + ", found " + type_name(v.type));
-    return v;
-  }
-  const Value& member(const Value& object, std::string_view parent, std::string_view key,
-                      Value::Type type) const {
-    return typed(member(object, parent, key), join(parent, key), type);
-  }
-  // An optional boolean (absent or null: `fallback`).
-  bool flag(const Value& object, std::string_view parent, std::string_view key, bool fallback) const {
-    const Value* v = object.find(key);
-    if (!v || v->is(Value::Type::Null)) return fallback;
-    return typed(*v, join(parent, key), Value::Type::Bool).boolean;
-  }
-  // A token id below `limit`.
-  int32_t id(const Value& v, const std::string& key, size_t limit) const {
-    typed(v, key, Value::Type::Number);
-    if (v.number < 0 || v.number >= static_cast<double>(limit) || std::floor(v.number) != v.number) {
-      fail(key, "must be a token id (an integer in [0, " + std::to_string(limit) +
-                    "), twice the tokens the file "
-                    "defines), found " +
-                    json::number(v.number));
-    }
-    return static_cast<int32_t>(v.number);
-  }
-  static std::string join(std::string_view parent, std::string_view key) {
-    return parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
-  }
-
- private:
-  std::string file_;
-};
+using Reader = TokenizerJsonReader;
 
 // GPT-2's reversible map from bytes to printable characters: printable Latin-1 bytes stand for themselves,
 // the other 68 bytes for U+0100 onwards, in byte order.
@@ -218,22 +160,62 @@ size_t gpt2_match_end(const std::vector<char32_t>& cps, size_t pos) {
   return end == n || end - pos == 1 ? end : end - 1;
 }
 
+// The decoders of tokenizer.json that wgi applies, in order (a Sequence flattened).
+struct DecoderStep {
+  enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip };
+  Kind kind = Kind::ByteLevel;
+  std::string from, to;  // Metaspace's replacement (from); Replace's pattern and content
+  std::string strip_content;
+  int64_t strip_start = 0, strip_stop = 0;
+};
+
+// "<0xXX>" as ByteFallback reads it (exactly six characters, two hex digits); nullopt otherwise.
+std::optional<uint8_t> byte_token(std::string_view token) {
+  if (token.size() != 6 || token.substr(0, 3) != "<0x" || token[5] != '>') return std::nullopt;
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  const int hi = hex(token[3]), lo = hex(token[4]);
+  if (hi < 0 || lo < 0) return std::nullopt;
+  return static_cast<uint8_t>(hi * 16 + lo);
+}
+
 }  // namespace
 
 struct Tokenizer::State {
   std::vector<std::optional<std::string>> id_to_token;
-  std::vector<std::string> token_bytes;  // What each token of the model decodes to (empty for added tokens).
+  std::vector<std::string> token_bytes;                  // What each token of a byte-level model decodes to.
   std::unordered_map<std::string, int32_t> token_to_id;  // Added tokens over the model's vocabulary.
   std::vector<AddedToken> added;
+  // Added tokens by content, and normalized ones also by their normalized content (transformers.js's
+  // added_tokens_map).
   std::unordered_map<std::string, size_t> added_by_content;
   std::unordered_set<std::string> special;  // Removed by skip_special_tokens.
-  AddedTokenSplitter splitter;
+  AddedTokenSplitter splitter;              // In the text as given: tokens not normalized.
+  AddedTokenSplitter normalized_splitter;   // In the normalized text: the normalized tokens.
   std::optional<int32_t> unk_id;
 
+  TextNormalizer normalizer;
+  enum class PreTokenizer { None, ByteLevel, Metaspace };
+  PreTokenizer pre_tokenizer = PreTokenizer::ByteLevel;
+  std::string metaspace = "\u2581";  // Metaspace's replacement
+  enum class Prepend { Always, First, Never };
+  Prepend prepend = Prepend::Always;
   bool add_prefix_space = false;
   bool use_regex = true;
+
+  std::optional<UnigramModel> unigram;  // else BPE
+  bool byte_level = true;               // BPE over the ByteLevel alphabet, else over code points
   bool ignore_merges = false;
-  std::optional<int32_t> bos_id, eos_id;  // RobertaProcessing's cls and sep.
+  bool byte_fallback = false;
+  bool fuse_unk = false;
+  std::array<int32_t, 256> byte_fallback_ids{};  // "<0xXX>", -1 where absent
+
+  std::vector<int32_t> prefix_ids, suffix_ids;  // The post-processor's tokens around the text.
+  std::vector<DecoderStep> decoder;
   bool clean_up_tokenization_spaces = true;
 
   // BPE over interned symbols: every token string of the vocabulary and the merges has a symbol.
@@ -262,6 +244,18 @@ struct Tokenizer::State {
     return *unk_id;
   }
 
+  // The ids of a BPE piece outside the vocabulary (`text`: its characters): its "<0xXX>" bytes under
+  // byte_fallback when all are tokens, else the unknown token.
+  void unknown_piece(std::string_view text, std::vector<int32_t>& ids) const {
+    if (byte_fallback && std::all_of(text.begin(), text.end(), [&](char c) {
+          return byte_fallback_ids[static_cast<uint8_t>(c)] >= 0;
+        })) {
+      for (char c : text) ids.push_back(byte_fallback_ids[static_cast<uint8_t>(c)]);
+      return;
+    }
+    ids.push_back(unknown("a word has a piece outside the vocabulary"));
+  }
+
   // The ids of one pre-tokenized word (its UTF-8 bytes).
   void bpe(std::string_view word, std::vector<int32_t>& out) const {
     if (word.empty()) return;
@@ -275,20 +269,38 @@ struct Tokenizer::State {
     }
     std::vector<int32_t> ids;
     std::string encoded;
-    for (unsigned char b : word) encoded += byte_alphabet().byte_to_text[b];
+    if (byte_level) {
+      for (unsigned char b : word) encoded += byte_alphabet().byte_to_text[b];
+    } else {
+      encoded = word;
+    }
     auto whole = token_to_id.find(encoded);
     if (ignore_merges && whole != token_to_id.end()) {
       ids.push_back(whole->second);
     } else {
       // Merge the lowest-ranked adjacent pair, the leftmost of equal ranks, until none is left; a heap of
-      // candidate pairs over a linked list of symbols, stale entries skipped when popped.
+      // candidate pairs over a linked list of symbols, stale entries skipped when popped. Each node also
+      // spans its characters in `word` (for byte_fallback).
       struct Node {
         int32_t symbol, prev, next;
+        size_t begin, end;
       };
-      std::vector<Node> nodes(word.size());
-      for (size_t i = 0; i < word.size(); ++i) {
-        nodes[i] = {byte_symbol[static_cast<unsigned char>(word[i])], static_cast<int32_t>(i) - 1,
-                    i + 1 < word.size() ? static_cast<int32_t>(i + 1) : -1};
+      std::vector<Node> nodes;
+      if (byte_level) {
+        for (size_t i = 0; i < word.size(); ++i) {
+          nodes.push_back({byte_symbol[static_cast<unsigned char>(word[i])], static_cast<int32_t>(i) - 1,
+                           i + 1 < word.size() ? static_cast<int32_t>(i + 1) : -1, i, i + 1});
+        }
+      } else {
+        const std::vector<char32_t> cps = unicode::decode_utf8(word, "tokenizer: the text");
+        size_t begin = 0;
+        for (size_t i = 0; i < cps.size(); ++i) {
+          const size_t end = begin + unicode::utf8_length(cps[i]);
+          auto it = symbol_of.find(std::string(word.substr(begin, end - begin)));
+          nodes.push_back({it == symbol_of.end() ? -1 : it->second, static_cast<int32_t>(i) - 1,
+                           i + 1 < cps.size() ? static_cast<int32_t>(i + 1) : -1, begin, end});
+          begin = end;
+        }
       }
       struct Candidate {
         int32_t rank, left, left_symbol, right_symbol;
@@ -311,6 +323,7 @@ struct Tokenizer::State {
           continue;
         const int32_t right = left.next;
         left.symbol = merges.at(pair_key(c.left_symbol, c.right_symbol)).result;
+        left.end = nodes[right].end;
         left.next = nodes[right].next;
         if (left.next >= 0) nodes[left.next].prev = c.left;
         nodes[right].symbol = -2;  // Gone: no candidate can name it again.
@@ -319,9 +332,11 @@ struct Tokenizer::State {
       }
       for (int32_t i = 0; i >= 0; i = nodes[i].next) {
         const int32_t symbol = nodes[i].symbol;
-        ids.push_back(symbol >= 0 && symbol_id[symbol] >= 0
-                          ? symbol_id[symbol]
-                          : unknown("a word has a piece outside the vocabulary"));
+        if (symbol >= 0 && symbol_id[symbol] >= 0) {
+          ids.push_back(symbol_id[symbol]);
+        } else {
+          unknown_piece(word.substr(nodes[i].begin, nodes[i].end - nodes[i].begin), ids);
+        }
       }
     }
     out.insert(out.end(), ids.begin(), ids.end());
@@ -332,8 +347,8 @@ struct Tokenizer::State {
     }
   }
 
-  // Pre-tokenizes and encodes text that holds no added token.
-  void encode_plain(std::string_view section, std::vector<int32_t>& out) const {
+  // The ByteLevel pre-tokenizer and BPE on text that holds no added token.
+  void encode_byte_level(std::string_view section, std::vector<int32_t>& out) const {
     std::string prefixed;
     if (add_prefix_space && section.substr(0, 1) != " ") {
       prefixed = " " + std::string(section);
@@ -352,7 +367,183 @@ struct Tokenizer::State {
       pos = end;
     }
   }
+
+  // Pre-tokenizer and model on normalized text that holds no added token (`section_index`: its section of
+  // the text, for Metaspace's prepend_scheme "first"); fuse_unk fuses runs of the unknown token over the
+  // model's whole output, as transformers.js's TokenizerModel does.
+  void encode_plain(std::string_view text, size_t section_index, std::vector<int32_t>& out) const {
+    const size_t first = out.size();
+    if (pre_tokenizer == PreTokenizer::ByteLevel) {
+      encode_byte_level(text, out);
+    } else {
+      std::string word(text);
+      if (pre_tokenizer == PreTokenizer::Metaspace) {
+        word = unicode::replace_all(word, " ", metaspace);
+        if (word.compare(0, metaspace.size(), metaspace) != 0 &&
+            (prepend == Prepend::Always || (prepend == Prepend::First && section_index == 0))) {
+          word = metaspace + word;
+        }
+      }
+      if (unigram) {
+        unigram->encode(word, out);
+      } else {
+        bpe(word, out);
+      }
+    }
+    if (fuse_unk && unk_id) {
+      const auto last = std::unique(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                                    [&](int32_t a, int32_t b) { return a == *unk_id && b == *unk_id; });
+      out.erase(last, out.end());
+    }
+  }
+
+  // One section of text between added tokens, lstrip / rstrip applied: normalized, split at the normalized
+  // added tokens, encoded (transformers.js's encode_text).
+  void encode_section(std::string_view section, size_t section_index, std::vector<int32_t>& out) const {
+    const std::string normalized = normalizer.normalize(section);
+    if (normalized.empty()) return;
+    std::vector<AddedTokenSplitter::Piece> pieces = normalized_splitter.split(normalized);
+    strip_beside_tokens(pieces);
+    for (const auto& piece : pieces) {
+      if (piece.text.empty()) continue;
+      if (auto it = added_by_content.find(std::string(piece.text)); it != added_by_content.end()) {
+        out.push_back(added[it->second].id);
+      } else {
+        encode_plain(piece.text, section_index, out);
+      }
+    }
+  }
+
+  // lstrip / rstrip take the whitespace off the neighbouring pieces, in order, as transformers.js does.
+  void strip_beside_tokens(std::vector<AddedTokenSplitter::Piece>& pieces) const {
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (!pieces[i].token) continue;
+      const AddedToken& t = added[*pieces[i].token];
+      if (t.lstrip && i > 0) pieces[i - 1].text = unicode::trim_end(pieces[i - 1].text);
+      if (t.rstrip && i + 1 < pieces.size()) pieces[i + 1].text = unicode::trim_start(pieces[i + 1].text);
+    }
+  }
+
+  // The decoder chain on token strings (not ByteLevel, which decode() handles on bytes).
+  std::string decode_tokens(std::vector<std::string> tokens) const {
+    for (const DecoderStep& step : decoder) {
+      switch (step.kind) {
+        case DecoderStep::Kind::ByteLevel:
+          break;  // decode() spells the tokens as bytes instead
+        case DecoderStep::Kind::Metaspace:
+          for (size_t i = 0; i < tokens.size(); ++i) {
+            tokens[i] = unicode::replace_all(tokens[i], step.from, " ");
+            if (i == 0 && tokens[i].substr(0, 1) == " ") tokens[i].erase(0, 1);
+          }
+          break;
+        case DecoderStep::Kind::Replace:
+          for (std::string& t : tokens) t = unicode::replace_all(t, step.from, step.to);
+          break;
+        case DecoderStep::Kind::ByteFallback: {
+          std::vector<std::string> merged;
+          std::string bytes;
+          bool pending = false;
+          // transformers.js decodes each run with a default TextDecoder, which drops a leading byte order
+          // mark (ByteLevel's TextDecoder keeps it: ignoreBOM).
+          const auto decode_run = [&] {
+            std::string_view run = bytes;
+            if (run.substr(0, 3) == "\xEF\xBB\xBF") run.remove_prefix(3);
+            merged.push_back(unicode::decode_utf8_lossy(run));
+          };
+          for (std::string& t : tokens) {
+            if (std::optional<uint8_t> b = byte_token(t)) {
+              bytes += static_cast<char>(*b);
+              pending = true;
+              continue;
+            }
+            if (pending) decode_run();
+            bytes.clear();
+            pending = false;
+            merged.push_back(std::move(t));
+          }
+          if (pending) decode_run();
+          tokens = std::move(merged);
+          break;
+        }
+        case DecoderStep::Kind::Fuse: {
+          std::string all;
+          for (const std::string& t : tokens) all += t;
+          tokens.assign(1, std::move(all));
+          break;
+        }
+        case DecoderStep::Kind::Strip:
+          // transformers.js compares UTF-16 units with a one-character content; wgi takes ASCII contents
+          // only (from_json), where bytes are the same.
+          for (std::string& t : tokens) {
+            size_t begin = 0, end = t.size();
+            for (int64_t i = 0; i < step.strip_start && begin < t.size() && t[begin] == step.strip_content[0];
+                 ++i)
+              ++begin;
+            for (int64_t i = 0; i < step.strip_stop && end > begin && t[end - 1] == step.strip_content[0];
+                 ++i)
+              --end;
+            t = t.substr(begin, end - begin);
+          }
+          break;
+      }
+    }
+    std::string out;
+    for (const std::string& t : tokens) out += t;
+    return out;
+  }
 };
+
+namespace {
+
+// tokenizer.json's decoder (a Sequence flattened) into `steps`.
+void read_decoder(const Value& v, const Reader& r, const std::string& path, std::vector<DecoderStep>& steps) {
+  r.typed(v, path, Value::Type::Object);
+  const std::string type = r.member(v, path, "type", Value::Type::String).string;
+  DecoderStep step;
+  if (type == "Sequence") {
+    const Value& list = r.member(v, path, "decoders", Value::Type::Array);
+    for (size_t i = 0; i < list.array.size(); ++i) {
+      read_decoder(list.array[i], r, path + ".decoders[" + std::to_string(i) + "]", steps);
+    }
+    return;
+  } else if (type == "ByteLevel") {
+    step.kind = DecoderStep::Kind::ByteLevel;
+  } else if (type == "Metaspace") {
+    step.kind = DecoderStep::Kind::Metaspace;
+    step.from = r.text(v, path, "replacement", "\u2581");
+    if (step.from.empty()) r.fail(path + ".replacement", "is empty");
+  } else if (type == "Replace") {
+    step.kind = DecoderStep::Kind::Replace;
+    const Value& pattern = r.member(v, path, "pattern", Value::Type::Object);
+    const Value* s = pattern.find("String");
+    if (!s) r.fail(path + ".pattern", "must have a \"String\" (wgi's decoders take no Regex)");
+    step.from = r.typed(*s, path + ".pattern.String", Value::Type::String).string;
+    if (step.from.empty()) r.fail(path + ".pattern.String", "is empty");
+    step.to = r.text(v, path, "content", "");
+  } else if (type == "ByteFallback") {
+    step.kind = DecoderStep::Kind::ByteFallback;
+  } else if (type == "Fuse") {
+    step.kind = DecoderStep::Kind::Fuse;
+  } else if (type == "Strip") {
+    step.kind = DecoderStep::Kind::Strip;
+    step.strip_content = r.text(v, path, "content", "");
+    if (step.strip_content.size() != 1 || static_cast<unsigned char>(step.strip_content[0]) >= 0x80) {
+      r.fail(path + ".content", "must be one ASCII character");
+    }
+    for (auto [key, target] : {std::pair{"start", &step.strip_start}, std::pair{"stop", &step.strip_stop}}) {
+      if (const Value* n = v.find(key); n && !n->is(Value::Type::Null)) {
+        *target = static_cast<int64_t>(r.id(*n, path + "." + key, 1 << 20));
+      }
+    }
+  } else {
+    r.fail(path + ".type", "is \"" + type +
+                               "\", which wgi does not decode (it decodes ByteLevel, Metaspace and Sequences "
+                               "of Replace, ByteFallback, Fuse and Strip)");
+  }
+  steps.push_back(std::move(step));
+}
+
+}  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -362,60 +553,73 @@ Tokenizer::~Tokenizer() = default;
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view tokenizer_config_json) {
   auto s = std::make_unique<State>();
   const Reader r("tokenizer.json");
-  const Value root = [&] {
-    try {
-      return json::parse(tokenizer_json);
-    } catch (const Error& e) {
-      throw Error(std::string("tokenizer.json: ") + e.what());
-    }
-  }();
+  const Value root = r.parse(tokenizer_json);
   r.typed(root, "(the document)", Value::Type::Object);
 
-  const Value& normalizer = r.member(root, "", "normalizer");
-  if (!normalizer.is(Value::Type::Null))
-    r.fail("normalizer", "must be null (wgi's byte-level BPE has no normalizer)");
-
-  // The model: BPE with its vocabulary and merges.
   const Value& model = r.member(root, "", "model", Value::Type::Object);
-  if (const Value* type = model.find("type");
-      type && !(type->is(Value::Type::String) && type->string == "BPE")) {
-    r.fail("model.type", "must be \"BPE\"");
+  const std::string model_type = r.text(model, "model", "type", "BPE");
+  if (model_type != "BPE" && model_type != "Unigram") {
+    r.fail("model.type", "must be \"BPE\" or \"Unigram\", found \"" + model_type + "\"");
   }
-  for (const char* key : {"continuing_subword_prefix", "continuing_subword_suffix", "end_of_word_suffix"}) {
-    const Value* v = model.find(key);
-    if (v && !v->is(Value::Type::Null) && !(v->is(Value::Type::String) && v->string.empty())) {
-      r.fail(std::string("model.") + key, "must be empty or null (byte-level BPE has no subword markers)");
-    }
+  const Value& pre = r.member(root, "", "pre_tokenizer");
+  std::string pre_type = "null";
+  if (!pre.is(Value::Type::Null)) {
+    r.typed(pre, "pre_tokenizer", Value::Type::Object);
+    pre_type = r.member(pre, "pre_tokenizer", "type", Value::Type::String).string;
   }
-  if (r.flag(model, "model", "byte_fallback", false)) r.fail("model.byte_fallback", "must be false");
-  if (r.flag(model, "model", "fuse_unk", false)) r.fail("model.fuse_unk", "must be false");
-  if (const Value* v = model.find("dropout"); v && !v->is(Value::Type::Null)) {
-    r.fail("model.dropout", "must be null (dropout is for training)");
-  }
-  s->ignore_merges = r.flag(model, "model", "ignore_merges", false);
-
-  const ByteAlphabet& alphabet = byte_alphabet();
-  const Value& vocab = r.member(model, "model", "vocab", Value::Type::Object);
-  if (vocab.object.empty()) r.fail("model.vocab", "is empty");
   const Value& added = r.member(root, "", "added_tokens", Value::Type::Array);
-  // The id table is allocated up to the largest id: ids far beyond the number of tokens are a corrupt file
-  // (real ones are dense), not a reason to allocate gigabytes.
-  const size_t id_limit = 2 * (vocab.object.size() + added.array.size()) + 256;
   const auto set_id = [&](const std::string& token, int32_t id) {
     if (s->id_to_token.size() <= static_cast<size_t>(id)) s->id_to_token.resize(static_cast<size_t>(id) + 1);
     s->id_to_token[id] = token;
     s->token_to_id[token] = id;
   };
-  for (const json::Member& m : vocab.object) {
-    const int32_t id = r.id(m.value, "model.vocab." + m.key, id_limit);
-    if (static_cast<size_t>(id) < s->id_to_token.size() && s->id_to_token[id]) {
-      r.fail("model.vocab." + m.key,
-             "has id " + std::to_string(id) + ", which '" + *s->id_to_token[id] + "' has too");
+
+  const ByteAlphabet& alphabet = byte_alphabet();
+  size_t model_tokens = 0;
+  const Value* bpe_vocab = nullptr;
+  if (model_type == "Unigram") {
+    s->unigram.emplace(UnigramModel::from_json(model, r));
+    const std::vector<std::string>& pieces = s->unigram->pieces();
+    model_tokens = pieces.size();
+    // Later pieces win a repeated string, as transformers.js's tokens_to_ids does.
+    for (size_t i = 0; i < pieces.size(); ++i) set_id(pieces[i], static_cast<int32_t>(i));
+    s->unk_id = s->unigram->unk_id();
+  } else {
+    // BPE with its vocabulary and merges.
+    for (const char* key : {"continuing_subword_prefix", "continuing_subword_suffix", "end_of_word_suffix"}) {
+      const Value* v = model.find(key);
+      if (v && !v->is(Value::Type::Null) && !(v->is(Value::Type::String) && v->string.empty())) {
+        r.fail(std::string("model.") + key, "must be empty or null (wgi's BPE has no subword markers)");
+      }
     }
-    set_id(m.key, id);
+    s->byte_fallback = r.flag(model, "model", "byte_fallback", false);
+    s->fuse_unk = r.flag(model, "model", "fuse_unk", false);
+    if (const Value* v = model.find("dropout"); v && !v->is(Value::Type::Null)) {
+      r.fail("model.dropout", "must be null (dropout is for training)");
+    }
+    s->ignore_merges = r.flag(model, "model", "ignore_merges", false);
+    bpe_vocab = &r.member(model, "model", "vocab", Value::Type::Object);
+    if (bpe_vocab->object.empty()) r.fail("model.vocab", "is empty");
+    model_tokens = bpe_vocab->object.size();
+  }
+  // The id table is allocated up to the largest id: ids far beyond the number of tokens are a corrupt file
+  // (real ones are dense), not a reason to allocate gigabytes.
+  const size_t id_limit = 2 * (model_tokens + added.array.size()) + 256;
+  if (bpe_vocab) {
+    for (const json::Member& m : bpe_vocab->object) {
+      const int32_t id = r.id(m.value, "model.vocab." + m.key, id_limit);
+      if (static_cast<size_t>(id) < s->id_to_token.size() && s->id_to_token[id]) {
+        r.fail("model.vocab." + m.key,
+               "has id " + std::to_string(id) + ", which '" + *s->id_to_token[id] + "' has too");
+      }
+      set_id(m.key, id);
+    }
   }
 
-  // Added tokens: matched in text before BPE, their ids over the model's.
+  s->normalizer = TextNormalizer::from_json(r.member(root, "", "normalizer"), r);
+
+  // Added tokens: matched in text before the model, their ids over the model's. A normalized one (with a
+  // normalizer) is matched in the normalized text, by its normalized content.
   for (size_t i = 0; i < added.array.size(); ++i) {
     const std::string key = "added_tokens[" + std::to_string(i) + "]";
     const Value& t = r.typed(added.array[i], key, Value::Type::Object);
@@ -430,117 +634,204 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
     token.normalized = r.flag(t, key, "normalized", !token.special);
     set_id(token.content, token.id);
     s->added_by_content[token.content] = s->added.size();
-    s->splitter.add(token.content, s->added.size());
+    if (token.normalized && !s->normalizer.empty()) {
+      const std::string normalized = s->normalizer.normalize(token.content);
+      if (!normalized.empty()) {
+        s->added_by_content[normalized] = s->added.size();
+        s->normalized_splitter.add(normalized, s->added.size());
+      }
+    } else {
+      s->splitter.add(token.content, s->added.size());
+    }
     if (token.special) s->special.insert(token.content);
     s->added.push_back(std::move(token));
   }
 
-  // Every other token must be spelled in the byte alphabet, or decoding it would have no bytes to give.
-  s->token_bytes.resize(s->id_to_token.size());
-  for (const json::Member& m : vocab.object) {
-    if (s->added_by_content.count(m.key)) continue;
-    std::string& bytes = s->token_bytes[s->token_to_id.at(m.key)];
-    for (char32_t cp : unicode::decode_utf8(m.key, "tokenizer.json: a 'model.vocab' token")) {
-      auto it = alphabet.char_to_byte.find(cp);
-      if (it == alphabet.char_to_byte.end()) {
-        std::ostringstream hex;
-        hex << std::hex << std::uppercase << static_cast<uint32_t>(cp);
-        r.fail("model.vocab." + m.key,
-               "has a character outside the ByteLevel alphabet (U+" + hex.str() + ")");
-      }
-      bytes += static_cast<char>(it->second);
+  // Pre-tokenizer: ByteLevel (byte-level BPE), Metaspace or none.
+  if (pre_type == "ByteLevel") {
+    if (s->unigram) r.fail("pre_tokenizer.type", "is \"ByteLevel\", which wgi takes with a BPE model only");
+    s->pre_tokenizer = State::PreTokenizer::ByteLevel;
+    s->add_prefix_space = r.flag(pre, "pre_tokenizer", "add_prefix_space", false);
+    s->use_regex = r.flag(pre, "pre_tokenizer", "use_regex", true);
+  } else if (pre_type == "Metaspace") {
+    s->pre_tokenizer = State::PreTokenizer::Metaspace;
+    s->metaspace = r.text(pre, "pre_tokenizer", "replacement", "\u2581");
+    if (s->metaspace.empty()) r.fail("pre_tokenizer.replacement", "is empty");
+    if (const Value* rep = pre.find("str_rep"); rep && !rep->is(Value::Type::Null)) {
+      if (!rep->is(Value::Type::String) || rep->string != s->metaspace)
+        r.fail("pre_tokenizer.str_rep", "must equal replacement");
     }
-  }
-
-  if (const Value* unk = model.find("unk_token"); unk && !unk->is(Value::Type::Null)) {
-    const std::string& name = r.typed(*unk, "model.unk_token", Value::Type::String).string;
-    auto it = s->token_to_id.find(name);
-    if (it == s->token_to_id.end())
-      r.fail("model.unk_token", "names '" + name + "', which is not in the vocabulary");
-    s->unk_id = it->second;
-  }
-
-  // Symbols: the token strings, then the merges between them.
-  for (const json::Member& m : vocab.object) s->intern(m.key);
-  const Value& merges = r.member(model, "model", "merges", Value::Type::Array);
-  for (size_t i = 0; i < merges.array.size(); ++i) {
-    const std::string key = "model.merges[" + std::to_string(i) + "]";
-    const Value& m = merges.array[i];
-    std::string a, b;
-    if (m.is(Value::Type::String)) {
-      const size_t space = m.string.find(' ');
-      if (space == std::string::npos || space == 0 || space + 1 == m.string.size()) {
-        r.fail(key, "must be two tokens separated by a space, found \"" + m.string + "\"");
-      }
-      a = m.string.substr(0, space);
-      b = m.string.substr(space + 1);
-    } else if (m.is(Value::Type::Array) && m.array.size() == 2 && m.array[0].is(Value::Type::String) &&
-               m.array[1].is(Value::Type::String)) {
-      a = m.array[0].string;
-      b = m.array[1].string;
+    const std::string scheme = r.text(pre, "pre_tokenizer", "prepend_scheme", "always");
+    if (scheme == "always") {
+      s->prepend = State::Prepend::Always;
+    } else if (scheme == "first") {
+      s->prepend = State::Prepend::First;
+    } else if (scheme == "never") {
+      s->prepend = State::Prepend::Never;
     } else {
-      r.fail(key, "must be a string \"a b\" or an array of two strings");
+      r.fail("pre_tokenizer.prepend_scheme",
+             "must be \"always\", \"first\" or \"never\", found \"" + scheme + "\"");
     }
-    const int32_t sa = s->intern(a), sb = s->intern(b), merged = s->intern(a + b);
-    // A repeated merge is a malformed file (transformers.js would silently keep its last rank).
-    if (!s->merges.emplace(State::pair_key(sa, sb), State::Merge{static_cast<int32_t>(i), merged}).second) {
-      r.fail(key, "repeats the merge \"" + a + " " + b + "\"");
+    // The tokenizers library splits at each replacement when split is true, transformers.js 4.3 does not:
+    // wgi takes only the case where both agree.
+    if (r.flag(pre, "pre_tokenizer", "split", false)) {
+      r.fail("pre_tokenizer.split",
+             "must be false (transformers.js and the tokenizers library split differently when it is true)");
     }
+  } else if (pre_type == "null") {
+    s->pre_tokenizer = State::PreTokenizer::None;
+  } else {
+    r.fail("pre_tokenizer.type",
+           "must be \"ByteLevel\", \"Metaspace\" or the pre_tokenizer null, found \"" + pre_type + "\"");
   }
-  for (const auto& [token, symbol] : s->symbol_of) {
-    if (auto it = s->token_to_id.find(token); it != s->token_to_id.end()) s->symbol_id[symbol] = it->second;
-  }
-  for (int b = 0; b < 256; ++b) {
-    auto it = s->symbol_of.find(alphabet.byte_to_text[b]);
-    s->byte_symbol[b] = it == s->symbol_of.end() ? -1 : it->second;
+  s->byte_level = s->pre_tokenizer == State::PreTokenizer::ByteLevel;
+
+  if (bpe_vocab) {
+    if (s->byte_level) {
+      // Every other token must be spelled in the byte alphabet, or decoding it would have no bytes to give.
+      s->token_bytes.resize(s->id_to_token.size());
+      for (const json::Member& m : bpe_vocab->object) {
+        if (s->added_by_content.count(m.key)) continue;
+        std::string& bytes = s->token_bytes[s->token_to_id.at(m.key)];
+        for (char32_t cp : unicode::decode_utf8(m.key, "tokenizer.json: a 'model.vocab' token")) {
+          auto it = alphabet.char_to_byte.find(cp);
+          if (it == alphabet.char_to_byte.end()) {
+            std::ostringstream hex;
+            hex << std::hex << std::uppercase << static_cast<uint32_t>(cp);
+            r.fail("model.vocab." + m.key,
+                   "has a character outside the ByteLevel alphabet (U+" + hex.str() + ")");
+          }
+          bytes += static_cast<char>(it->second);
+        }
+      }
+    } else {
+      for (const json::Member& m : bpe_vocab->object) {
+        unicode::decode_utf8(m.key, "tokenizer.json: a 'model.vocab' token");
+      }
+    }
+    if (s->byte_fallback && s->byte_level) {
+      r.fail("model.byte_fallback", "must be false with a ByteLevel pre-tokenizer (every byte has a token)");
+    }
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      auto it = s->token_to_id.find(name);
+      s->byte_fallback_ids[b] = it == s->token_to_id.end() ? -1 : it->second;
+    }
+
+    if (const Value* unk = model.find("unk_token"); unk && !unk->is(Value::Type::Null)) {
+      const std::string& name = r.typed(*unk, "model.unk_token", Value::Type::String).string;
+      auto it = s->token_to_id.find(name);
+      if (it == s->token_to_id.end())
+        r.fail("model.unk_token", "names '" + name + "', which is not in the vocabulary");
+      s->unk_id = it->second;
+    }
+
+    // Symbols: the token strings, then the merges between them.
+    for (const json::Member& m : bpe_vocab->object) s->intern(m.key);
+    const Value& merges = r.member(model, "model", "merges", Value::Type::Array);
+    for (size_t i = 0; i < merges.array.size(); ++i) {
+      const std::string key = "model.merges[" + std::to_string(i) + "]";
+      const Value& m = merges.array[i];
+      std::string a, b;
+      if (m.is(Value::Type::String)) {
+        const size_t space = m.string.find(' ');
+        if (space == std::string::npos || space == 0 || space + 1 == m.string.size()) {
+          r.fail(key, "must be two tokens separated by a space, found \"" + m.string + "\"");
+        }
+        a = m.string.substr(0, space);
+        b = m.string.substr(space + 1);
+      } else if (m.is(Value::Type::Array) && m.array.size() == 2 && m.array[0].is(Value::Type::String) &&
+                 m.array[1].is(Value::Type::String)) {
+        a = m.array[0].string;
+        b = m.array[1].string;
+      } else {
+        r.fail(key, "must be a string \"a b\" or an array of two strings");
+      }
+      const int32_t sa = s->intern(a), sb = s->intern(b), merged = s->intern(a + b);
+      // A repeated merge is a malformed file (transformers.js would silently keep its last rank).
+      if (!s->merges.emplace(State::pair_key(sa, sb), State::Merge{static_cast<int32_t>(i), merged}).second) {
+        r.fail(key, "repeats the merge \"" + a + " " + b + "\"");
+      }
+    }
+    for (const auto& [token, symbol] : s->symbol_of) {
+      if (auto it = s->token_to_id.find(token); it != s->token_to_id.end()) s->symbol_id[symbol] = it->second;
+    }
+    for (int b = 0; b < 256; ++b) {
+      auto it = s->symbol_of.find(alphabet.byte_to_text[b]);
+      s->byte_symbol[b] = it == s->symbol_of.end() ? -1 : it->second;
+    }
   }
 
-  // Pre-tokenizer and decoder: ByteLevel.
-  const Value& pre = r.member(root, "", "pre_tokenizer", Value::Type::Object);
-  const Value& pre_type = r.member(pre, "pre_tokenizer", "type", Value::Type::String);
-  if (pre_type.string != "ByteLevel")
-    r.fail("pre_tokenizer.type", "must be \"ByteLevel\", found \"" + pre_type.string + "\"");
-  s->add_prefix_space = r.flag(pre, "pre_tokenizer", "add_prefix_space", false);
-  s->use_regex = r.flag(pre, "pre_tokenizer", "use_regex", true);
-  const Value& decoder = r.member(root, "", "decoder", Value::Type::Object);
-  const Value& decoder_type = r.member(decoder, "decoder", "type", Value::Type::String);
-  if (decoder_type.string != "ByteLevel")
-    r.fail("decoder.type", "must be \"ByteLevel\", found \"" + decoder_type.string + "\"");
+  // Decoder: ByteLevel for a ByteLevel pre-tokenizer; else a chain on the token strings.
+  const Value& decoder = r.member(root, "", "decoder");
+  if (!decoder.is(Value::Type::Null)) read_decoder(decoder, r, "decoder", s->decoder);
+  const bool byte_level_decoder = std::any_of(s->decoder.begin(), s->decoder.end(), [](const DecoderStep& d) {
+    return d.kind == DecoderStep::Kind::ByteLevel;
+  });
+  if (s->byte_level && (s->decoder.size() != 1 || !byte_level_decoder)) {
+    r.fail("decoder", "must be ByteLevel alone for a ByteLevel pre-tokenizer");
+  }
+  if (!s->byte_level && byte_level_decoder) {
+    r.fail("decoder", "is ByteLevel, which wgi takes with a ByteLevel pre-tokenizer only");
+  }
 
-  // Post-processor: RobertaProcessing's <s> text </s>, or none.
+  // Post-processor: RobertaProcessing's <s> text </s>, TemplateProcessing's single template, or none.
   const Value& post = r.member(root, "", "post_processor");
+  const auto id_of_token = [&](const std::string& key, const std::string& token) {
+    auto it = s->token_to_id.find(token);
+    if (it == s->token_to_id.end()) r.fail(key, "names '" + token + "', which is not in the vocabulary");
+    return it->second;
+  };
   if (!post.is(Value::Type::Null)) {
     r.typed(post, "post_processor", Value::Type::Object);
     const Value& type = r.member(post, "post_processor", "type", Value::Type::String);
-    if (type.string != "RobertaProcessing") {
+    if (type.string == "RobertaProcessing") {
+      const auto special_of = [&](const char* key) {
+        const Value& v = r.member(post, "post_processor", key, Value::Type::Array);
+        const std::string path = std::string("post_processor.") + key;
+        if (v.array.size() != 2 || !v.array[0].is(Value::Type::String)) r.fail(path, "must be [token, id]");
+        return id_of_token(path, v.array[0].string);
+      };
+      s->prefix_ids = {special_of("cls")};
+      s->suffix_ids = {special_of("sep")};
+    } else if (type.string == "TemplateProcessing") {
+      // transformers.js puts each SpecialToken's id (a token string) around the text's tokens.
+      const Value& single = r.member(post, "post_processor", "single", Value::Type::Array);
+      bool seen_text = false;
+      for (size_t i = 0; i < single.array.size(); ++i) {
+        const std::string key = "post_processor.single[" + std::to_string(i) + "]";
+        const Value& item = r.typed(single.array[i], key, Value::Type::Object);
+        if (const Value* special = item.find("SpecialToken")) {
+          const std::string& token = r.member(r.typed(*special, key + ".SpecialToken", Value::Type::Object),
+                                              key + ".SpecialToken", "id", Value::Type::String)
+                                         .string;
+          (seen_text ? s->suffix_ids : s->prefix_ids).push_back(id_of_token(key + ".SpecialToken.id", token));
+        } else if (const Value* sequence = item.find("Sequence")) {
+          const std::string& id = r.member(r.typed(*sequence, key + ".Sequence", Value::Type::Object),
+                                           key + ".Sequence", "id", Value::Type::String)
+                                      .string;
+          if (id != "A" || seen_text)
+            r.fail(key + ".Sequence.id", "must be \"A\", once (one text is encoded)");
+          seen_text = true;
+        } else {
+          r.fail(key, "must be a SpecialToken or a Sequence");
+        }
+      }
+      if (!seen_text) r.fail("post_processor.single", "has no Sequence \"A\" (where the text goes)");
+    } else {
       r.fail("post_processor.type",
-             "must be \"RobertaProcessing\" or the post_processor null, found \"" + type.string + "\"");
+             "must be \"RobertaProcessing\", \"TemplateProcessing\" or the post_processor null, found \"" +
+                 type.string + "\"");
     }
-    const auto special_of = [&](const char* key) {
-      const Value& v = r.member(post, "post_processor", key, Value::Type::Array);
-      const std::string path = std::string("post_processor.") + key;
-      if (v.array.size() != 2 || !v.array[0].is(Value::Type::String)) r.fail(path, "must be [token, id]");
-      auto it = s->token_to_id.find(v.array[0].string);
-      if (it == s->token_to_id.end())
-        r.fail(path, "names '" + v.array[0].string + "', which is not in the vocabulary");
-      return it->second;
-    };
-    s->bos_id = special_of("cls");
-    s->eos_id = special_of("sep");
   }
 
   if (!tokenizer_config_json.empty()) {
     const Reader c("tokenizer_config.json");
-    const Value config = [&] {
-      try {
-        return json::parse(tokenizer_config_json);
-      } catch (const Error& e) {
-        throw Error(std::string("tokenizer_config.json: ") + e.what());
-      }
-    }();
+    const Value config = c.parse(tokenizer_config_json);
     c.typed(config, "(the document)", Value::Type::Object);
     s->clean_up_tokenization_spaces = c.flag(config, "", "clean_up_tokenization_spaces", true);
-    // transformers.js would apply these to the text before BPE; wgi does not, so it refuses them.
+    // transformers.js would apply these to the text before the model; wgi does not, so it refuses them.
     for (const char* key : {"remove_space", "do_lowercase_and_remove_accent"}) {
       if (c.flag(config, "", key, false))
         c.fail(key, "must be false (wgi does not rewrite the text before BPE)");
@@ -577,49 +868,63 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   unicode::decode_utf8(text, "tokenizer: the text");
   const State& s = *state_;
   std::vector<AddedTokenSplitter::Piece> pieces = s.splitter.split(text);
-  // lstrip / rstrip take the whitespace off the neighbouring pieces, in order, as transformers.js does.
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    if (!pieces[i].token) continue;
-    const AddedToken& t = s.added[*pieces[i].token];
-    if (t.lstrip && i > 0) pieces[i - 1].text = unicode::trim_end(pieces[i - 1].text);
-    if (t.rstrip && i + 1 < pieces.size()) pieces[i + 1].text = unicode::trim_start(pieces[i + 1].text);
-  }
+  s.strip_beside_tokens(pieces);
   std::vector<int32_t> ids;
-  if (add_special_tokens && s.bos_id) ids.push_back(*s.bos_id);
-  for (const auto& piece : pieces) {
+  if (add_special_tokens) ids = s.prefix_ids;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto& piece = pieces[i];
     if (piece.text.empty()) continue;
     if (auto it = s.added_by_content.find(std::string(piece.text)); it != s.added_by_content.end()) {
       ids.push_back(s.added[it->second].id);
     } else {
-      s.encode_plain(piece.text, ids);
+      s.encode_section(piece.text, i, ids);
     }
   }
-  if (add_special_tokens && s.eos_id) ids.push_back(*s.eos_id);
+  if (add_special_tokens) ids.insert(ids.end(), s.suffix_ids.begin(), s.suffix_ids.end());
   return ids;
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {
   const State& s = *state_;
-  std::string out, bytes;
-  const auto flush = [&] {
-    out += unicode::decode_utf8_lossy(bytes);
-    bytes.clear();
-  };
-  for (int32_t id : ids) {
-    const bool known = id >= 0 && static_cast<size_t>(id) < s.id_to_token.size() && s.id_to_token[id];
-    const std::string& token =
-        known ? *s.id_to_token[id]
-              : *s.id_to_token[s.unknown("token id " + std::to_string(id) + " is outside the vocabulary")];
-    if (options.skip_special_tokens && s.special.count(token)) continue;
-    if (s.added_by_content.count(token)) {
-      // Added tokens are text as they are; the bytes before them are decoded on their own.
-      flush();
-      out += token;
-      continue;
+  std::string out;
+  if (s.byte_level) {
+    std::string bytes;
+    const auto flush = [&] {
+      out += unicode::decode_utf8_lossy(bytes);
+      bytes.clear();
+    };
+    for (int32_t id : ids) {
+      const bool known = id >= 0 && static_cast<size_t>(id) < s.id_to_token.size() && s.id_to_token[id];
+      const std::string& token =
+          known ? *s.id_to_token[id]
+                : *s.id_to_token[s.unknown("token id " + std::to_string(id) + " is outside the vocabulary")];
+      if (options.skip_special_tokens && s.special.count(token)) continue;
+      if (s.added_by_content.count(token)) {
+        // Added tokens are text as they are; the bytes before them are decoded on their own.
+        flush();
+        out += token;
+        continue;
+      }
+      bytes += s.token_bytes[known ? id : *s.unk_id];
     }
-    bytes += s.token_bytes[known ? id : *s.unk_id];
+    flush();
+  } else {
+    std::vector<std::string> tokens;
+    for (int32_t id : ids) {
+      const bool known = id >= 0 && static_cast<size_t>(id) < s.id_to_token.size() && s.id_to_token[id];
+      const std::string& token =
+          known ? *s.id_to_token[id]
+                : *s.id_to_token[s.unknown("token id " + std::to_string(id) + " is outside the vocabulary")];
+      if (options.skip_special_tokens && s.special.count(token)) continue;
+      tokens.push_back(token);
+    }
+    // No decoder: transformers.js joins the tokens with spaces.
+    if (s.decoder.empty()) {
+      for (size_t i = 0; i < tokens.size(); ++i) out += (i ? " " : "") + tokens[i];
+    } else {
+      out = s.decode_tokens(std::move(tokens));
+    }
   }
-  flush();
   if (options.clean_up_tokenization_spaces.value_or(s.clean_up_tokenization_spaces)) {
     out = clean_up_tokenization(std::move(out));
   }

@@ -1,12 +1,16 @@
-// A byte-level BPE tokenizer read from a Hugging Face tokenizer.json (GPT-2, RoBERTa, BART and Florence-2's
-// kind), encoding and decoding exactly as transformers.js 4.3 (@huggingface/tokenizers 0.2) does; the
-// tests compare the two on thousands of strings (tests/unit/test_tokenizer.cpp, docs/pipelines.md).
+// A tokenizer read from a Hugging Face tokenizer.json, encoding and decoding exactly as transformers.js 4.3
+// (@huggingface/tokenizers 0.2) does: byte-level BPE (GPT-2, RoBERTa, BART, Florence-2), SentencePiece's
+// Unigram (SigLIP, unigram.h) and BPE over code points with byte fallback (Gemma, SigLIP 2). The tests compare
+// it with transformers.js on thousands of strings (tests/unit/test_tokenizer.cpp, test_unigram.cpp;
+// docs/tokenizers.md).
 //
-// What it takes from tokenizer.json: added_tokens (content, id, special, lstrip, rstrip, normalized),
-// normalizer null, a ByteLevel pre-tokenizer (GPT-2's split, add_prefix_space, use_regex), a BPE model
-// (vocab, merges as "a b" strings or [a, b] pairs, unk_token, ignore_merges), a RobertaProcessing or null
-// post-processor and a ByteLevel decoder. Anything else is a wgi::Error naming the key, rather than a
-// tokenizer that silently differs. tokenizer_config.json (optional) gives clean_up_tokenization_spaces and
+// What it takes from tokenizer.json: added_tokens (content, id, special, lstrip, rstrip, normalized), the
+// normalizer (text_normalizer.h: Sequence, Replace, Lowercase, Strip, or null), a ByteLevel (GPT-2's split,
+// add_prefix_space, use_regex), Metaspace or null pre-tokenizer, a BPE (vocab, merges as "a b" strings or
+// [a, b] pairs, unk_token, ignore_merges, byte_fallback, fuse_unk) or Unigram model, a RobertaProcessing,
+// TemplateProcessing or null post-processor, and a ByteLevel, Metaspace or Sequence (Replace, ByteFallback,
+// Fuse, Strip) decoder. Anything else is a wgi::Error naming the key, rather than a tokenizer that silently
+// differs. tokenizer_config.json (optional) gives clean_up_tokenization_spaces and
 // additional_special_tokens.
 //
 // Text is UTF-8; invalid UTF-8 is an error (transformers.js never sees any: its strings are UTF-16).
@@ -29,8 +33,8 @@ struct AddedToken {
   bool special = false;
   bool lstrip = false;  // Strips the whitespace before the token when it is matched in text.
   bool rstrip = false;  // Strips the whitespace after it.
-  // Read and kept, but only a normalizer makes it matter, and this tokenizer has none (as transformers.js,
-  // which also ignores single_word).
+  // With a normalizer, the token is matched in the normalized text (by its normalized content), as
+  // transformers.js does (which also ignores single_word).
   bool normalized = false;
 };
 
@@ -51,7 +55,7 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // The ids of `text`, with the post-processor's <s> ... </s> when add_special_tokens.
+  // The ids of `text`, with the post-processor's tokens (<s> ... </s>, ... </s>) when add_special_tokens.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
   // Ids outside the vocabulary decode as the unknown token (an error when the model has none).
   std::string decode(std::span<const int32_t> ids, const DecodeOptions& options = {}) const;

@@ -161,6 +161,26 @@ TEST(Florence2Pipeline, DtypesPickTheSuffixedFiles) {
   fs::remove_all(dir);
 }
 
+// The session checks name the file that was loaded, not the fp32 one: a wrong model saved under a dtype's
+// name (the encoder as "vision_encoder_fp16.onnx", then as "decoder_model_merged_q4.onnx") is reported as
+// that file.
+TEST(Florence2Pipeline, SessionChecksNameTheDtypesFile) {
+  const fs::path dir = copy_folder("dtype_names", {});
+  fs::copy_file(kTiny / "onnx" / "encoder_model.onnx", dir / "onnx" / "vision_encoder_fp16.onnx");
+  fs::copy_file(kTiny / "onnx" / "encoder_model.onnx", dir / "onnx" / "decoder_model_merged_q4.onnx");
+  for (const auto& [dtype, part] : std::vector<std::pair<std::string, std::string>>{
+           {"vision_encoder=fp16", "Florence-2: vision_encoder_fp16.onnx has no input 'pixel_values'"},
+           {"decoder_model_merged=q4", "Florence-2: decoder_model_merged_q4.onnx has no input"}}) {
+    try {
+      Florence2::from_folder(dir, {}, Florence2Files::parse(dtype));
+      ADD_FAILURE() << dtype << ": the wrong file was not reported";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << dtype << ": " << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
 // max_new_tokens short of the natural EOS: forced EOS at max_length - 1, so the sequence ends with EOS
 // after the reference's first tokens.
 TEST(Florence2Pipeline, MaxNewTokensForcesEosAtTheLastPosition) {

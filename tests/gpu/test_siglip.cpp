@@ -26,18 +26,20 @@ namespace {
 
 namespace fs = std::filesystem;
 const fs::path kTiny = fs::path(WGI_TEST_DATA_DIR) / "pipelines" / "siglip_tiny";
+// SigLIP 2's layout: tokenizer.json only, Gemma's BPE with byte_fallback (its README.md).
+const fs::path kTiny2 = fs::path(WGI_TEST_DATA_DIR) / "pipelines" / "siglip2_tiny";
 // Scores are sigmoid(100 * cos + 36) in float32: a cosine off by a few float32 ulps (~1e-7 each, summed over
 // 32-element dot products and norms) moves the logit by ~1e-4 and the score by at most a quarter of that.
 constexpr double kScoreTolerance = 1e-4;
 
-void expect_case(Siglip& model, const std::string& file) {
+void expect_case(Siglip& model, const std::string& file, const fs::path& folder = kTiny) {
   SCOPED_TRACE(file);
-  const json::Value expected = json::parse(npy::read_file(kTiny / file));
+  const json::Value expected = json::parse(npy::read_file(folder / file));
   std::vector<std::string> labels;
   for (const json::Value& v : expected.find("labels")->array) labels.push_back(v.string);
   const std::string hypothesis = expected.find("hypothesis_template")->string;
   const SiglipResult r =
-      model.classify(load_image(kTiny / expected.find("image")->string), labels, hypothesis);
+      model.classify(load_image(folder / expected.find("image")->string), labels, hypothesis);
   const auto& ids = expected.find("input_ids")->array;
   const auto& scores = expected.find("scores")->array;
   ASSERT_EQ(r.input_ids.size(), ids.size());
@@ -74,6 +76,15 @@ TEST(SiglipPipeline, ScoresMatchTransformersJs) {
   }
 }
 
+TEST(SiglipPipeline, Siglip2ScoresMatchTransformersJs) {
+  Siglip model = Siglip::from_folder(kTiny2);
+  EXPECT_EQ(model.max_length(), 64);
+  EXPECT_EQ(model.tokenize("a cat").back(), 0);  // padded with <pad>, Gemma's id 0
+  // expected_scores_b.json's labels have capitals, punctuation, CJK and emoji: byte-fallback pieces (one
+  // case of the two recorded, for CI's time).
+  expect_case(model, "expected_scores_b.json", kTiny2);
+}
+
 // A model whose text batch is fixed at 1 (onnx/model_text_batch1.onnx, model.onnx otherwise): one run per
 // label, the same answers.
 TEST(SiglipPipeline, TextBatchOfOneRunsEachLabel) {
@@ -81,6 +92,15 @@ TEST(SiglipPipeline, TextBatchOfOneRunsEachLabel) {
   options.model_file = "model_text_batch1.onnx";
   Siglip model = Siglip::from_folder(kTiny, options);
   expect_case(model, "expected_scores_c.json");
+}
+
+void expect_error(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing: " << part;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
 }
 
 struct Edit {
@@ -109,12 +129,15 @@ fs::path copy_folder(const std::string& name, const std::vector<std::string>& sk
   return dir;
 }
 
-void expect_error(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing: " << part;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+// Each tokenizer source alone: tokenizer.json (pipelines::Tokenizer, the browser's) and spiece.model
+// (libsentencepiece, native only) give transformers.js's ids and scores.
+TEST(SiglipPipeline, EitherTokenizerFileAlone) {
+  for (const char* skipped : {"spiece.model", "tokenizer.json"}) {
+    SCOPED_TRACE(std::string("without ") + skipped);
+    const fs::path dir = copy_folder(std::string("without_") + skipped, {skipped});
+    Siglip model = Siglip::from_folder(dir);
+    expect_case(model, "expected_scores_c_one.json");  // one label: the folder's load is the point
+    fs::remove_all(dir);
   }
 }
 
@@ -123,9 +146,10 @@ TEST(SiglipPipeline, MissingFilesAreNamed) {
   expect_error([&] { Siglip::from_folder(towers_only); },
                "the folder lacks onnx/model.onnx (the separate text_model.onnx and vision_model.onnx towers");
   fs::remove_all(towers_only);
-  const fs::path no_spiece = copy_folder("no_spiece", {"spiece.model"});
-  expect_error([&] { Siglip::from_folder(no_spiece); }, "the folder lacks spiece.model (wgi reads SigLIP's");
-  fs::remove_all(no_spiece);
+  const fs::path no_tokenizer = copy_folder("no_tokenizer", {"spiece.model", "tokenizer.json"});
+  expect_error([&] { Siglip::from_folder(no_tokenizer); },
+               "the folder lacks tokenizer.json and spiece.model");
+  fs::remove_all(no_tokenizer);
   const fs::path no_config = copy_folder("no_config", {"config.json"});
   expect_error([&] { Siglip::from_folder(no_config); }, "the folder lacks config.json");
   fs::remove_all(no_config);
@@ -154,7 +178,7 @@ TEST(SiglipPipeline, ConfigsThatDoNotMatchTheModelAreNamed) {
   const fs::path vocab =
       copy_folder("vocab", {}, {{"config.json", "\"vocab_size\": 320", "\"vocab_size\": 100"}});
   expect_error([&] { Siglip::from_folder(vocab); },
-               "config.json's text_config.vocab_size (100) is smaller than spiece.model's 320 pieces");
+               "config.json's text_config.vocab_size (100) is smaller than tokenizer.json's 320 tokens");
   fs::remove_all(vocab);
   // The text tower must take max_length ids: the towers' file has the joint model's names but not its output.
   const fs::path towers = copy_folder("towers", {"onnx/model.onnx"});

@@ -16,8 +16,18 @@ random weights (no pretrained weights are reachable here):
   special_tokens_map.json.
 
     /usr/bin/python3 tests/models/siglip_folder.py    # tests/data/pipelines/siglip_tiny/ (+ expected_*.json)
+    /usr/bin/python3 tests/models/siglip_folder.py --siglip2    # tests/data/pipelines/siglip2_tiny/ (below)
     options: --node-modules DIR  (transformers.js; default third_party/pipelines/node_modules)
              --no-expected       (skip running transformers.js)
+
+--siglip2 writes a SigLIP 2-style folder (onnx-community's siglip2 layout, FixRes: the same towers) whose
+tokenizer is Gemma's kind: tokenizer.json only (no spiece.model), a BPE model with byte_fallback and fuse_unk
+over pieces that Debian's spm_train learns (--model_type=bpe --byte_fallback: the 256 "<0xXX>" pieces are in
+the vocabulary), merges derived from the pieces as Hugging Face's SentencePieceExtractor derives them, the
+normalizer Replace ' ' -> '\u2581', no pre-tokenizer, TemplateProcessing "$A <eos>" (SigLIP 2's tokenizer adds
+EOS, no BOS) and the decoder Replace '\u2581' -> ' ', ByteFallback, Fuse; ids <pad> 0, <eos> 1, <bos> 2,
+<unk> 3, padding with <pad> to 64. config.json says model_type "siglip": transformers.js 4.3.1 knows no
+"siglip2" and picks the pipeline's sigmoid scores and max_length padding by that name.
 
 The modules: the vision tower is florence_siglip.SiglipVisionTransformer (Hugging Face's
 SiglipVisionTransformer: patch conv, learned positions, pre-LN encoder, post layer norm, attention-pooling
@@ -257,13 +267,13 @@ def write_text_batch1_variant(out):
     onnx.save(model, os.path.join(out, "onnx", "model_text_batch1.onnx"))
 
 
-def write_configs(out, model):
+def write_configs(out, model, pad_id=EOS, eos_id=EOS):
     c = CFG
     text_config = {"model_type": "siglip_text_model", "vocab_size": c["vocab_size"], "hidden_size": c["hidden"],
                    "intermediate_size": c["mlp_dim"], "num_hidden_layers": c["layers"],
                    "num_attention_heads": c["heads"], "max_position_embeddings": MAX_LENGTH,
-                   "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": c["eps"], "pad_token_id": EOS,
-                   "eos_token_id": EOS, "bos_token_id": None}
+                   "hidden_act": "gelu_pytorch_tanh", "layer_norm_eps": c["eps"], "pad_token_id": pad_id,
+                   "eos_token_id": eos_id, "bos_token_id": None}
     vision_config = {"model_type": "siglip_vision_model", "hidden_size": c["hidden"],
                      "intermediate_size": c["mlp_dim"], "num_hidden_layers": c["layers"],
                      "num_attention_heads": c["heads"], "num_channels": 3, "image_size": c["image_size"],
@@ -340,9 +350,141 @@ def token_strings(rng, count=400):
     return out
 
 
+
+
+def write_images(out):
+    from florence2_folder import write_png  # noqa: E402 (the standard-library PNG writer)
+    s = CFG["image_size"]
+    for name, seed in IMAGES:
+        r = np.random.default_rng(SEED + 10 * seed)
+        y, x = np.mgrid[0:s, 0:s] / s
+        img = np.stack([x, y, 1 - x * y], axis=-1) * r.uniform(60, 200, 3)
+        img += r.normal(0, 30, img.shape)
+        write_png(os.path.join(out, name), np.clip(np.round(img), 0, 255).astype(np.uint8))
+
+
+def write_token_ids(out, ids):
+    with open(os.path.join(out, "expected_token_ids.json"), "w", encoding="utf-8") as f:
+        f.write("{\"strings\": [\n" + ",\n".join(json.dumps(s, ensure_ascii=True) for s in ids["strings"]) +
+                "\n],\n\"input_ids\": [\n" + ",\n".join(json.dumps(r) for r in ids["input_ids"]) + "\n]}\n")
+    print(f"expected_token_ids.json: {len(ids['strings'])} strings")
+
+
+def write_expected_scores(out, cases, node_modules):
+    for name, image, labels, template in cases:
+        args = [out, os.path.join(out, image), json.dumps(labels)] + ([template] if template else [])
+        text = run_node(args, node_modules)
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
+        print(f"{name}: {json.loads(text)['scores']}")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# SigLIP 2 (--siglip2): a Gemma-style tokenizer.json (BPE, byte_fallback) from spm_train's BPE pieces.
+# ----------------------------------------------------------------------------------------------------------
+
+OUT_TINY2 = os.path.join(ROOT, "tests", "data", "pipelines", "siglip2_tiny")
+GEMMA_PAD, GEMMA_EOS, GEMMA_BOS, GEMMA_UNK = 0, 1, 2, 3
+SIGLIP2_VOCAB = 600  # 4 special pieces, 256 bytes, the rest merges
+
+
+def train_bpe_pieces(rng):
+    """[(piece, score)] of an spm_train BPE model with byte_fallback, in id order (its .vocab file)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "corpus.txt"), "w", encoding="utf-8") as f:
+            f.write(corpus(rng))
+        subprocess.run(["spm_train", "--input=corpus.txt", "--model_prefix=bpe", "--model_type=bpe",
+                        f"--vocab_size={SIGLIP2_VOCAB}", "--character_coverage=0.995", "--byte_fallback=true",
+                        "--normalization_rule_name=identity", "--add_dummy_prefix=false",
+                        "--remove_extra_whitespaces=false", "--split_digits=true",
+                        f"--pad_id={GEMMA_PAD}", f"--eos_id={GEMMA_EOS}", f"--bos_id={GEMMA_BOS}",
+                        f"--unk_id={GEMMA_UNK}", "--pad_piece=<pad>", "--eos_piece=<eos>", "--bos_piece=<bos>",
+                        "--unk_piece=<unk>", "--num_threads=1", "--random_seed=1", "--minloglevel=2"],
+                       check=True, cwd=tmp)
+        with open(os.path.join(tmp, "bpe.vocab"), encoding="utf-8") as f:
+            return [(line.split("\t")[0], float(line.split("\t")[1])) for line in f.read().splitlines()]
+
+
+def gemma_tokenizer_json(pieces):
+    """Gemma's tokenizer.json shape over `pieces`; merges as Hugging Face's SentencePieceExtractor makes them:
+    every pair of pieces whose concatenation is a piece, ranked by that piece's id, then the pair's ids."""
+    vocab = {p: i for i, (p, _) in enumerate(pieces)}
+    merges = []
+    for left in vocab:
+        for right in vocab:
+            merged = vocab.get(left + right)
+            if merged is not None and vocab[left] > GEMMA_UNK and vocab[right] > GEMMA_UNK:
+                merges.append((merged, vocab[left], vocab[right], [left, right]))
+    merges.sort()
+    special = [{"id": i, "content": pieces[i][0], "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True} for i in (GEMMA_PAD, GEMMA_EOS, GEMMA_BOS, GEMMA_UNK)]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
+        "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+        "pre_tokenizer": None,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<eos>", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<eos>", "type_id": 0}},
+                     {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "<eos>", "type_id": 1}}],
+            "special_tokens": {"<eos>": {"id": "<eos>", "ids": [GEMMA_EOS], "tokens": ["<eos>"]}},
+        },
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": vocab, "merges": [m[3] for m in merges]},
+    }
+
+
+def write_siglip2_tokenizer(folder, rng):
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(gemma_tokenizer_json(train_bpe_pieces(rng)), f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    special = {"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "unk_token": "<unk>"}
+    config = dict(special, tokenizer_class="GemmaTokenizer", model_max_length=MAX_LENGTH, add_bos_token=False,
+                  add_eos_token=True, padding_side="right", clean_up_tokenization_spaces=False,
+                  additional_special_tokens=[])
+    for name, value in (("tokenizer_config.json", config), ("special_tokens_map.json", special)):
+        with open(os.path.join(folder, name), "w") as f:
+            json.dump(value, f, indent=2)
+            f.write("\n")
+
+
+SIGLIP2_CASES = (
+    ("expected_scores_a.json", "image_a.png", ["cat", "dog", "a red car", "two birds"], None),
+    ("expected_scores_b.json", "image_b.png", ["Cat", "DOG!", "Zoë's café", "東京の猫", "😀 emoji", "straße"],
+     "This is a photo of {}."),
+)
+
+
+def main_siglip2(node_modules, no_expected):
+    global CFG
+    out = OUT_TINY2
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(SEED + 2)
+    write_siglip2_tokenizer(out, rng)
+    CFG = dict(CFG, vocab_size=SIGLIP2_VOCAB)
+    model = build_model()
+    export_folder(out, model, rng)
+    write_configs(out, model, pad_id=GEMMA_PAD, eos_id=GEMMA_EOS)
+    write_images(out)
+    if no_expected:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        strings_file = os.path.join(tmp, "strings.json")
+        with open(strings_file, "w", encoding="utf-8") as f:
+            json.dump(token_strings(np.random.default_rng(SEED + 6)), f, ensure_ascii=False)
+        ids = json.loads(run_node(["--ids", out, strings_file], node_modules))
+    write_token_ids(out, ids)
+    write_expected_scores(out, SIGLIP2_CASES, node_modules)
+
 def main(argv):
     node_modules = argv[argv.index("--node-modules") + 1] if "--node-modules" in argv else \
         os.path.join(ROOT, "third_party", "pipelines", "node_modules")
+    if "--siglip2" in argv:
+        return main_siglip2(node_modules, "--no-expected" in argv)
     out = OUT_TINY
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(SEED)
@@ -352,14 +494,7 @@ def main(argv):
     export_folder(out, model, rng)
     write_text_batch1_variant(out)
     write_configs(out, model)
-    from florence2_folder import write_png  # noqa: E402 (the standard-library PNG writer)
-    s = CFG["image_size"]
-    for name, seed in IMAGES:
-        r = np.random.default_rng(SEED + 10 * seed)
-        y, x = np.mgrid[0:s, 0:s] / s
-        img = np.stack([x, y, 1 - x * y], axis=-1) * r.uniform(60, 200, 3)
-        img += r.normal(0, 30, img.shape)
-        write_png(os.path.join(out, name), np.clip(np.round(img), 0, 255).astype(np.uint8))
+    write_images(out)
     if "--no-expected" in argv:
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -367,16 +502,8 @@ def main(argv):
         with open(strings_file, "w", encoding="utf-8") as f:
             json.dump(token_strings(np.random.default_rng(SEED + 5)), f, ensure_ascii=False)
         ids = json.loads(run_node(["--ids", out, strings_file], node_modules))
-    with open(os.path.join(out, "expected_token_ids.json"), "w", encoding="utf-8") as f:
-        f.write("{\"strings\": [\n" + ",\n".join(json.dumps(s, ensure_ascii=True) for s in ids["strings"]) +
-                "\n],\n\"input_ids\": [\n" + ",\n".join(json.dumps(r) for r in ids["input_ids"]) + "\n]}\n")
-    print(f"expected_token_ids.json: {len(ids['strings'])} strings")
-    for name, image, labels, template in CASES:
-        args = [out, os.path.join(out, image), json.dumps(labels)] + ([template] if template else [])
-        text = run_node(args, node_modules)
-        with open(os.path.join(out, name), "w") as f:
-            f.write(text)
-        print(f"{name}: {json.loads(text)['scores']}")
+    write_token_ids(out, ids)
+    write_expected_scores(out, CASES, node_modules)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@
 //       resizes with sharp, not as PIL does).
 //   node siglip_transformersjs.mjs --ids FOLDER STRINGS_JSON_FILE
 //       {strings, input_ids}: each string tokenized as the pipeline does (padding 'max_length', truncation).
+//   node siglip_transformersjs.mjs --encode FOLDER STRINGS_JSON_FILE
+//       {strings, ids, decoded, decoded_skip}: tokenizer.encode(s) (special tokens, no padding or
+//       truncation) and tokenizer.decode of those ids as they are and with skip_special_tokens ("" for no
+//       ids, which transformers.js refuses to decode).
 //
 // The node_modules holding @huggingface/transformers (and its onnxruntime-node): a leading
 // `--node-modules DIR`, else $WGI_NODE_MODULES, else third_party/pipelines/node_modules of this checkout.
@@ -28,7 +32,7 @@ const versionOf = (name) => JSON.parse(fs.readFileSync(path.join(packageDir(name
 
 function usage() {
   console.error('usage: node siglip_transformersjs.mjs [--node-modules DIR] FOLDER IMAGE LABELS_JSON [TEMPLATE]\n' +
-                '       node siglip_transformersjs.mjs --ids FOLDER STRINGS_JSON_FILE');
+                '       node siglip_transformersjs.mjs --ids|--encode FOLDER STRINGS_JSON_FILE');
   process.exit(2);
 }
 
@@ -42,6 +46,16 @@ async function ids(folder, stringsFile) {
   const tokenizer = await t.AutoTokenizer.from_pretrained(id);
   const strings = JSON.parse(fs.readFileSync(stringsFile, 'utf8'));
   return { strings, input_ids: strings.map((s) => tokenize(tokenizer, [s])[0]) };
+}
+
+async function encode(folder, stringsFile) {
+  const { t, id } = await loadTransformers(folder);
+  const tokenizer = await t.AutoTokenizer.from_pretrained(id);
+  const strings = JSON.parse(fs.readFileSync(stringsFile, 'utf8'));
+  const ids = strings.map((s) => tokenizer.encode(s).map(Number));
+  const decode = (row, options) => (row.length ? tokenizer.decode(row, options) : '');
+  return { strings, ids, decoded: ids.map((row) => decode(row, {})),
+           decoded_skip: ids.map((row) => decode(row, { skip_special_tokens: true })) };
 }
 
 async function classify(folder, imagePath, labels, template) {
@@ -74,6 +88,9 @@ let result;
 if (args[0] === '--ids') {
   if (args.length !== 3) usage();
   result = await ids(args[1], args[2]);
+} else if (args[0] === '--encode') {
+  if (args.length !== 3) usage();
+  result = await encode(args[1], args[2]);
 } else {
   if (args.length < 3 || args.length > 4) usage();
   result = await classify(args[0], args[1], JSON.parse(args[2]), args[3]);

@@ -6,11 +6,16 @@
 //      decoder and with the split decoder files;
 //  (d) the tiny q4 and fp16 variants against onnxruntime-node on the same files (variant_cases.mjs for the
 //      cases and their tolerances; run.mjs computes the references into build/web/ort_reference.json).
+//  (e) SigLIP end to end (wgi.Siglip, its tokenizer from tokenizer.json) on tests/data/pipelines/siglip_tiny:
+//      the texts' ids must equal transformers.js 4.3.1's in its expected_scores_*.json (the files the native
+//      tests/gpu/test_siglip.cpp reads) and each score be within 1e-4 (float32 cosines a few ulps apart move
+//      sigmoid(100 cos + 36) by less).
 import * as wgi from '../../web/wgi.mjs';
 import {decodeNpy, relativeL2} from './tensors.mjs';
 import {VARIANT_CASES, ORT_REFERENCE_FILE} from './variant_cases.mjs';
 
 const FLORENCE2_TINY = '/tests/data/pipelines/florence2_tiny/';
+const SIGLIP_TINY = '/tests/data/pipelines/siglip_tiny/';
 
 async function fetchBytes(url) {
   const response = await fetch(url);
@@ -103,6 +108,52 @@ async function florence2Tests(check, heavy) {
   });
 }
 
+async function siglipTests(check) {
+  const model = await check('siglip/load (tokenizer.json)', async () => {
+    const m = await wgi.Siglip.create(SIGLIP_TINY);
+    return m.imageWidth === 40 && m.imageHeight === 40 && m.maxLength === 64 ? m :
+        `size ${m.imageWidth}x${m.imageHeight}, max_length ${m.maxLength}`;
+  });
+  if (!model) return;
+  try {
+    for (const file of ['expected_scores_a.json', 'expected_scores_b.json', 'expected_scores_c.json']) {
+      await check(`siglip/${file}`, async () => {
+        const want = await (await fetch(SIGLIP_TINY + file)).json();
+        const image = await fetchBytes(SIGLIP_TINY + want.image);
+        const got = await model.classify(image, want.labels, {hypothesisTemplate: want.hypothesis_template});
+        const problems = [];
+        if (!(want.scores.length > 0)) problems.push('the reference has no scores to compare');
+        if (!same(got.input_ids, want.input_ids)) problems.push(`input_ids ${JSON.stringify(got.input_ids)} differ`);
+        let worst = 0;
+        want.scores.forEach((score, i) => {
+          const error = Math.abs(got.scores[i] - score);
+          worst = Math.max(worst, error);
+          if (!(error <= 1e-4)) problems.push(`${want.labels[i]}: score ${got.scores[i]} != ${score}`);
+        });
+        return problems.length ? problems.join('; ') : {detail: `max score error ${worst.toExponential(1)}`};
+      });
+    }
+    await check('siglip/errors name the problem', async () => {
+      const image = await fetchBytes(SIGLIP_TINY + 'image_a.png');
+      const problems = [];
+      for (const [labels, options, part] of [
+        [[], {}, 'no candidate labels'],
+        [['cat'], {hypothesisTemplate: 'a photo'}, 'has no {} to put the label in'],
+      ]) {
+        try {
+          await model.classify(image, labels, options);
+          problems.push(`no error for ${JSON.stringify([labels, options])}`);
+        } catch (e) {
+          if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
+        }
+      }
+      return problems.join('; ');
+    });
+  } finally {
+    await model.free();
+  }
+}
+
 async function variantTests(check) {
   let references = null;
   await check('variants/onnxruntime references', async () => {
@@ -162,5 +213,6 @@ export async function runPipelineTests(report, only = '', heavy = false) {
     }
   };
   await florence2Tests(check, heavy);
+  await siglipTests(check);
   await variantTests(check);
 }

@@ -29,7 +29,8 @@ void add_siglip_command(CLI::App& app, int& exit_code) {
       "at "
       "the processor's size)");
   cmd->add_option("model_dir", opts->folder,
-                  "The model folder (config.json, preprocessor_config.json, spiece.model, onnx/model.onnx)")
+                  "The model folder (config.json, preprocessor_config.json, tokenizer.json or spiece.model, "
+                  "onnx/model.onnx)")
       ->required();
   cmd->add_option("image", opts->image, "The image (PNG, JPEG, ...)")->required();
   cmd->add_option("--labels", opts->labels, "The candidate labels, comma-separated: cat,dog,a red car")
