@@ -136,7 +136,7 @@ ort_vision() {
 
 # The pipelines' setup: transformers.js unpacked, the Florence-2 base folder and its q4 files made there, an
 # image at the model's size (PNG for wgi, raw RGB for transformers.js without sharp).
-prepare_florence2_base() {
+unpack_transformers_js() {
   stamp unpack transformers.js
   mkdir -p .device/pipelines && tar -C .device/pipelines -xJf .device/pipelines.tar.xz
   ln -sfn "$root/.device/peers/ort/node_modules/onnxruntime-node" .device/pipelines/node_modules/onnxruntime-node
@@ -145,6 +145,9 @@ prepare_florence2_base() {
   mkdir -p "$WGI_NODE_MODULES/sharp"
   echo '{"name":"sharp","version":"0.0.0-stub","main":"index.js"}' >"$WGI_NODE_MODULES/sharp/package.json"
   echo 'module.exports = () => { throw new Error("sharp is a stub here"); };' >"$WGI_NODE_MODULES/sharp/index.js"
+}
+prepare_florence2_base() {
+  unpack_transformers_js
   folder=.device/florence2/Florence-2-base
   stamp make the base folder
   timeout 300 python3 tests/models/florence2_folder.py --base "$folder" --no-expected \
@@ -540,9 +543,14 @@ elif [[ $mode == pipelines_equal ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {
     stamp_machine
-    prepare_florence2_base
+    # PIPELINES_EQUAL=siglip: only the SigLIP part (transformers.js unpacked, no Florence-2 folder).
+    if [[ ${PIPELINES_EQUAL:-all} == siglip ]]; then
+      unpack_transformers_js
+    else
+      prepare_florence2_base
+    fi
     q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
-    for task in '<CAPTION>' '<OD>' '<OCR>'; do
+    [[ ${PIPELINES_EQUAL:-all} == siglip ]] || for task in '<CAPTION>' '<OD>' '<OCR>'; do
       for dtype in fp32 "$q4"; do
         stamp "wgi florence2 $task greedy dtype $dtype"
         timeout 120 wgi florence2 "$folder" "$image" --task "$task" --num-beams 1 --max-new-tokens 64 \
@@ -564,6 +572,30 @@ print(f"wgi {len(w)} ids, transformers.js {len(p)} ids, equal prefix {same}",
       "EQUAL" if w == p else f"DIFFER at {same}: wgi {w[same:same + 4]} peer {p[same:same + 4]}")
 PY
       done
+    done
+    # SigLIP: the base towers' folder (tests/models/siglip_folder.py --base), scores of wgi siglip against
+    # transformers.js's zero-shot pipeline (CPU) on the same folder and image, labels and template.
+    sfolder=.device/siglip/siglip-base
+    stamp make the SigLIP base folder
+    timeout 300 python3 tests/models/siglip_folder.py --base "$sfolder" 2>&1 | tail -2
+    template='This is a photo of {}.'
+    for img in image_a.png image_b.png image_c.png; do
+      stamp "wgi siglip $img"
+      timeout 60 wgi siglip "$sfolder" "$sfolder/$img" --labels "cat,dog,a red car,two birds,Zoë's café,東京" \
+        --template "$template" --json >"$out/wgi_siglip.json" 2>"$out/wgi.err" || tail -3 "$out/wgi.err"
+      timeout 120 node tests/pipelines/siglip_transformersjs.mjs "$sfolder" "$sfolder/$img" \
+        '["cat","dog","a red car","two birds","Zoë'"'"'s café","東京"]' "$template" >"$out/peer_siglip.json" 2>/dev/null
+      python3 - "$out/wgi_siglip.json" "$out/peer_siglip.json" <<'PY'
+import json, sys
+try:
+    w, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+except Exception as e:
+    print("no comparison:", e); sys.exit(0)
+ids_equal = w["input_ids"] == p["input_ids"]
+diff = max(abs(a - b) for a, b in zip(w["scores"], p["scores"]))
+print(f"input_ids equal: {ids_equal}; scores max |wgi - transformers.js| {diff:.2e} (limit 1e-4);",
+      "wgi", [round(x, 5) for x in w["scores"]], "peer", [round(x, 5) for x in p["scores"]])
+PY
     done
     stamp done
   } >"$out/pipelines_equal.txt" 2>&1

@@ -17,8 +17,15 @@ random weights (no pretrained weights are reachable here):
 
     /usr/bin/python3 tests/models/siglip_folder.py    # tests/data/pipelines/siglip_tiny/ (+ expected_*.json)
     /usr/bin/python3 tests/models/siglip_folder.py --siglip2    # tests/data/pipelines/siglip2_tiny/ (below)
+    /usr/bin/python3 tests/models/siglip_folder.py --base DIR   # SigLIP-base/16 224's tower sizes into DIR
     options: --node-modules DIR  (transformers.js; default third_party/pipelines/node_modules)
              --no-expected       (skip running transformers.js)
+
+--base DIR writes the same folder with siglip-base-patch16-224's towers (224 px, patch 16, width 768, 12 layers,
+12 heads, MLP 3072) for the H200 (bench/h200_campaign.sh pipelines_equal); the tokenizer keeps the tiny
+folder's 320-piece vocabulary (spm_train on the seeded corpus: the vocabulary's size does not change the
+pipeline's path), no model_text_batch1 variant, and the expected files stay unwritten (the campaign asks
+transformers.js itself).
 
 --siglip2 writes a SigLIP 2-style folder (onnx-community's siglip2 layout, FixRes: the same towers) whose
 tokenizer is Gemma's kind: tokenizer.json only (no spiece.model), a BPE model with byte_fallback and fuse_unk
@@ -61,6 +68,7 @@ OPSET = 17
 PAD, EOS, UNK = 0, 1, 2
 MAX_LENGTH = 64  # text_config.max_position_embeddings = tokenizer's model_max_length
 CFG = dict(image_size=40, patch_size=8, hidden=32, layers=2, heads=2, mlp_dim=64, vocab_size=320, eps=1e-6)
+BASE_TOWERS = dict(image_size=224, patch_size=16, hidden=768, layers=12, heads=12, mlp_dim=3072)
 # Images of the expected files: (name, seed); all at the processor's size (transformers.js resizes with sharp,
 # not as PIL does, so the references skip the resize).
 TEXT_ATTENTION_SHARPNESS = 4.0
@@ -485,17 +493,22 @@ def main(argv):
         os.path.join(ROOT, "third_party", "pipelines", "node_modules")
     if "--siglip2" in argv:
         return main_siglip2(node_modules, "--no-expected" in argv)
-    out = OUT_TINY
+    global CFG
+    base = "--base" in argv
+    if base:
+        CFG = dict(CFG, **BASE_TOWERS)
+    out = argv[argv.index("--base") + 1] if base else OUT_TINY
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(SEED)
     train_spiece(out, rng)
     write_tokenizer(out)
     model = build_model()
     export_folder(out, model, rng)
-    write_text_batch1_variant(out)
+    if not base:
+        write_text_batch1_variant(out)
     write_configs(out, model)
     write_images(out)
-    if "--no-expected" in argv:
+    if "--no-expected" in argv or base:
         return
     with tempfile.TemporaryDirectory() as tmp:
         strings_file = os.path.join(tmp, "strings.json")

@@ -19,6 +19,7 @@
 // The node_modules holding @huggingface/transformers (and its onnxruntime-node): a leading
 // `--node-modules DIR`, else $WGI_NODE_MODULES, else third_party/pipelines/node_modules of this checkout.
 import fs from 'node:fs';
+import zlib from 'node:zlib';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadTransformersOffline } from './transformers_offline.mjs';
@@ -58,10 +59,36 @@ async function encode(folder, stringsFile) {
            decoded_skip: ids.map((row) => decode(row, { skip_special_tokens: true })) };
 }
 
+// The image through transformers.js (sharp decodes it); where sharp is only a stub (the GPU machine's copy,
+// bench/h200_campaign.sh), an 8-bit RGB PNG whose rows are unfiltered (what tests/models' write_png writes)
+// is decoded here with node's zlib instead; any other PNG is an error.
+async function readImage(t, imagePath) {
+  try {
+    return await t.RawImage.read(path.resolve(imagePath));
+  } catch (error) {
+    const png = fs.readFileSync(imagePath);
+    const width = png.readUInt32BE(16), height = png.readUInt32BE(20);
+    if (png.toString('latin1', 12, 16) !== 'IHDR' || png[24] !== 8 || png[25] !== 2 || png[28] !== 0) throw error;
+    const idat = [];
+    for (let at = 8; at < png.length;) {
+      const length = png.readUInt32BE(at), type = png.toString('latin1', at + 4, at + 8);
+      if (type === 'IDAT') idat.push(png.subarray(at + 8, at + 8 + length));
+      at += 12 + length;
+    }
+    const raw = zlib.inflateSync(Buffer.concat(idat));
+    const rgb = new Uint8ClampedArray(width * height * 3);
+    for (let y = 0; y < height; ++y) {
+      if (raw[y * (width * 3 + 1)] !== 0) throw new Error(`${imagePath}: row ${y} is filtered; only sharp reads it`);
+      rgb.set(raw.subarray(y * (width * 3 + 1) + 1, (y + 1) * (width * 3 + 1)), y * width * 3);
+    }
+    return new t.RawImage(rgb, width, height, 3);
+  }
+}
+
 async function classify(folder, imagePath, labels, template) {
   const { t, id } = await loadTransformers(folder);
   const classifier = await t.pipeline('zero-shot-image-classification', id, { dtype: 'fp32', device: 'cpu' });
-  const image = await t.RawImage.read(path.resolve(imagePath));
+  const image = await readImage(t, imagePath);
   const size = classifier.processor.image_processor.config.size;
   if (image.width !== size.width || image.height !== size.height) {
     throw new Error(`${imagePath} is ${image.width}x${image.height}; give an image at the processor's size ` +
