@@ -255,7 +255,7 @@ TEST(ControlFlow, AConditionComputedOnTheGpuIsReadBackAndTheBranchPlanned) {
       test::Float64Array want{x.shape(), {}};
       for (float v : x.data<float>()) want.values.push_back(positive ? std::max(0.0f, v) : -v);
       EXPECT_TRUE(test::close_in_l2(y, want, 0.0)) << "relu and negation are exact";
-      }
+    }
     if (pass == 0) plans_after_first = session.stats().plans;
   }
   EXPECT_EQ(session.stats().plans, plans_after_first) << "each condition's plans are cached";

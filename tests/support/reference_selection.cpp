@@ -154,7 +154,8 @@ NmsOutputs nms_reference(const Tensor& boxes, const Tensor& scores, int64_t max_
   const int64_t batches = boxes.shape()[0], n = boxes.shape()[1], classes = scores.shape()[1];
   auto box = [&](int64_t b, int64_t i) {
     std::array<double, 4> v;
-    for (int64_t k = 0; k < 4; ++k) v[static_cast<size_t>(k)] = boxes.data<float>()[static_cast<size_t>((b * n + i) * 4 + k)];
+    for (int64_t k = 0; k < 4; ++k)
+      v[static_cast<size_t>(k)] = boxes.data<float>()[static_cast<size_t>((b * n + i) * 4 + k)];
     if (center_point_box) {
       return std::array<double, 4>{v[0] - v[2] / 2, v[1] - v[3] / 2, v[0] + v[2] / 2, v[1] + v[3] / 2};
     }
@@ -177,14 +178,16 @@ NmsOutputs nms_reference(const Tensor& boxes, const Tensor& scores, int64_t max_
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = i + 1; j < n; ++j) {
         const double v = iou(b, i, j);
-        if (v >= 0 && std::abs(v - iou_threshold) < 1e-4) ++out.near_threshold_pairs;
+        if (v >= 0 && std::abs(v - iou_threshold) < 1e-5) ++out.near_threshold_pairs;
       }
     }
   }
   std::vector<int64_t> triples;
   for (int64_t b = 0; b < batches; ++b) {
     for (int64_t c = 0; c < classes; ++c) {
-      auto score = [&](int64_t i) { return scores.data<float>()[static_cast<size_t>((b * classes + c) * n + i)]; };
+      auto score = [&](int64_t i) {
+        return scores.data<float>()[static_cast<size_t>((b * classes + c) * n + i)];
+      };
       std::vector<int64_t> candidates;
       for (int64_t i = 0; i < n; ++i) {
         if (!score_threshold || score(i) > *score_threshold) candidates.push_back(i);
