@@ -316,11 +316,12 @@ TEST(DynamicShapes, NonMaxSuppressionThenGatherMatchesOnnxruntime) {
 }
 
 // torchvision's SSDlite (tests/models/torchvision_detection.py: seeded weights, 160 x 160, 3 classes)
-// against onnxruntime's CPU provider. Its post-processing runs NonZero, TopK with K from that count, and
-// NonMaxSuppression, so the run has several stages. The detections are compared as sets of (label, score,
-// box): the seeded network gives many equal scores (45 distinct among ~280 detections), and equal scores may
-// be listed in another order by onnxruntime's sorts. Scores and boxes within float32 rounding of a conv
-// network of this depth: 1e-4 absolute on scores in [0, 1], 1e-2 on box coordinates in pixels [0, 160].
+// against onnxruntime's CPU provider. Its post-processing runs NonZero (scores above the threshold), TopK
+// with K from that count, and NonMaxSuppression, so the run has several stages. The seeded network gives
+// distinct scores (checked), so there is no tie whose order could differ: detections are compared in order.
+// Tolerances: float32 rounding through a network of this depth (measured 3e-7 and 3e-5 on both CPU
+// adapters), 1e-5 absolute on scores in [0, 1] and 2e-3
+// on box coordinates in pixels of [0, 160].
 TEST(DynamicShapes, HeavyTorchvisionSsdliteMatchesOnnxruntime) {
   const fs::path dir = fs::path(WGI_TEST_DATA_DIR) / "models" / "torchvision_detection";
   const fs::path model = dir / "ssdlite_tiny.onnx";
@@ -328,43 +329,28 @@ TEST(DynamicShapes, HeavyTorchvisionSsdliteMatchesOnnxruntime) {
   Session session = Session::from_file(model);
   auto out = session.run({{"image", image}});
   auto ort = test::run_onnxruntime(model, {{"image", image}}, {"boxes", "scores", "labels"});
-  struct Detection {
-    int64_t label;
-    float score;
-    std::array<float, 4> box;
-  };
-  auto detections = [](const Tensor& boxes, const Tensor& scores, const Tensor& labels) {
-    std::vector<Detection> d;
-    for (int64_t i = 0; i < scores.element_count(); ++i) {
-      Detection x{
-          labels.data<int64_t>()[static_cast<size_t>(i)], scores.data<float>()[static_cast<size_t>(i)], {}};
-      for (size_t k = 0; k < 4; ++k) x.box[k] = boxes.data<float>()[static_cast<size_t>(i) * 4 + k];
-      d.push_back(x);
-    }
-    return d;
-  };
-  const auto got = detections(out.at("boxes"), out.at("scores"), out.at("labels"));
-  const auto want = detections(ort.at("boxes"), ort.at("scores"), ort.at("labels"));
-  ASSERT_GT(want.size(), 10u) << "a test that detects little";
-  ASSERT_EQ(got.size(), want.size());
-  // Each of onnxruntime's detections matched to one of wgi's: same label, score and box within tolerance.
-  std::vector<bool> used(got.size(), false);
-  size_t unmatched = 0;
-  for (const Detection& w : want) {
-    bool found = false;
-    for (size_t i = 0; i < got.size() && !found; ++i) {
-      if (used[i] || got[i].label != w.label || std::abs(got[i].score - w.score) > 1e-4f) continue;
-      bool same_box = true;
-      for (size_t k = 0; k < 4; ++k) same_box &= std::abs(got[i].box[k] - w.box[k]) <= 1e-2f;
-      if (same_box) used[i] = found = true;
-    }
-    if (!found) {
-      ++unmatched;
-      ADD_FAILURE() << "onnxruntime's detection (label " << w.label << ", score " << w.score << ", box "
-                    << w.box[0] << " " << w.box[1] << " " << w.box[2] << " " << w.box[3] << ") is not wgi's";
-      if (unmatched > 5) break;
+  const Tensor& want_scores = ort.at("scores");
+  std::vector<float> sorted(want_scores.data<float>().begin(), want_scores.data<float>().end());
+  std::sort(sorted.begin(), sorted.end());
+  ASSERT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "tied scores";
+  ASSERT_GT(want_scores.element_count(), 10) << "a test that detects little";
+  EXPECT_TRUE(test::identical(out.at("labels"), ort.at("labels")));
+  ASSERT_EQ(out.at("scores").shape(), want_scores.shape());
+  ASSERT_EQ(out.at("boxes").shape(), ort.at("boxes").shape());
+  double score_error = 0, box_error = 0;
+  for (int64_t i = 0; i < want_scores.element_count(); ++i) {
+    const size_t k = static_cast<size_t>(i);
+    score_error = std::max(
+        score_error, std::abs(double{out.at("scores").data<float>()[k]} - want_scores.data<float>()[k]));
+    for (size_t c = 0; c < 4; ++c) {
+      box_error = std::max(box_error, std::abs(double{out.at("boxes").data<float>()[4 * k + c]} -
+                                               ort.at("boxes").data<float>()[4 * k + c]));
     }
   }
+  EXPECT_LE(score_error, 1e-5);
+  EXPECT_LE(box_error, 2e-3);
+  std::printf("[ssdlite] %lld detections, max score error %.3g, max box error %.3g px\n",
+              static_cast<long long>(want_scores.element_count()), score_error, box_error);
 }
 
 }  // namespace
