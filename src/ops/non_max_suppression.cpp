@@ -49,8 +49,7 @@ OpPlan plan_non_max_suppression(const PlanContext& ctx) {
              std::string(dtype_name(scores.dtype)) + ")");
   }
   if (boxes.shape.size() != 3 || boxes.shape[2] != 4) {
-    ctx.fail("input 0 (boxes) has shape " + shape_to_string(boxes.shape) +
-             "; expected [batches, boxes, 4]");
+    ctx.fail("input 0 (boxes) has shape " + shape_to_string(boxes.shape) + "; expected [batches, boxes, 4]");
   }
   const int64_t batches = boxes.shape[0], count = boxes.shape[1];
   if (scores.shape.size() != 3 || scores.shape[0] != batches || scores.shape[2] != count) {
@@ -138,7 +137,8 @@ OpPlan plan_non_max_suppression(const PlanContext& ctx) {
     launch("WRITE", {selected, kept, TensorRef::output(0), extent}, 2, 0, 256, {1, 1, 1});
   } else {
     // Nothing can be selected; the kernel still writes the count (0). Its inputs are bound to any buffer.
-    launch("WRITE", {TensorRef::zero(), TensorRef::zero(), TensorRef::output(0), extent}, 2, 0, 256, {1, 1, 1});
+    launch("WRITE", {TensorRef::zero(), TensorRef::zero(), TensorRef::output(0), extent}, 2, 0, 256,
+           {1, 1, 1});
   }
   return plan;
 }

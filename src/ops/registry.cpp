@@ -83,15 +83,8 @@ const OpRegistry& builtin_registry() {
   return registry;
 }
 
-void register_selection_ops(OpRegistry& registry);  // LOCAL BUILD ONLY: moves to families.h
-void register_unique_ops(OpRegistry& registry);
-void register_detection_ops(OpRegistry& registry);
-
 void register_builtin_ops(OpRegistry& registry) {
   for (auto* register_family : kOpFamilies) register_family(registry);
-  register_selection_ops(registry);
-  register_unique_ops(registry);
-  register_detection_ops(registry);
 }
 
 }  // namespace wgi::ops

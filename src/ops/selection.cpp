@@ -1,8 +1,8 @@
 // NonZero and Compress: outputs whose size depends on the data (docs/dynamic_shapes.md). Each plans its
 // output at the upper bound (every element non-zero, every position selected) and declares it
 // data-dependent (ops/data_dependent.h); one workgroup scans the elements (kernels/selection/nonzero.wgsl)
-// and writes the real count to the extent output, which the runtime reads back before planning the node's readers for the real shape.
-// Compress then gathers the selected slices (compress_gather.wgsl).
+// and writes the real count to the extent output, which the runtime reads back before planning the node's
+// readers for the real shape. Compress then gathers the selected slices (compress_gather.wgsl).
 #include <limits>
 
 #include "gpu/uniform.h"
@@ -70,10 +70,9 @@ OpPlan plan_compress(const PlanContext& ctx) {
   // Without an axis, X is read flattened.
   const bool has_axis = ctx.node.attributes.has("axis");
   Shape out_shape = has_axis ? x.shape : Shape{element_count(x.shape)};
-  const int64_t axis =
-      has_axis ? data_movement::normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0),
-                                               static_cast<int64_t>(x.shape.size()), "axis")
-               : 0;
+  const int64_t axis = has_axis ? data_movement::normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0),
+                                                                static_cast<int64_t>(x.shape.size()), "axis")
+                                : 0;
   const int64_t len = out_shape[static_cast<size_t>(axis)];
   // A shorter condition selects among the first slices only (ONNX); a longer one has no slice to select.
   const int64_t considered = condition.shape[0];
@@ -92,7 +91,8 @@ OpPlan plan_compress(const PlanContext& ctx) {
   plan.launches.push_back(nonzero_launch(condition, TensorRef::input(1), positions, TensorRef::output(1)));
   const int64_t bound = element_count(out_shape);
   if (bound == 0) return plan;
-  const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(bound), 256, ctx.caps.limits);
+  const gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(static_cast<uint64_t>(bound), 256, ctx.caps.limits);
   KernelLaunch gather;
   gather.program.label = "compress_gather";
   gather.program.wgsl = kernels::load_wgsl("selection/compress_gather.wgsl", {});

@@ -24,20 +24,19 @@ OpPlan plan_unique(const PlanContext& ctx) {
   const bool sorted = ctx.node.attributes.get_int("sorted", 1) != 0;
   // Without an axis, X is read flattened: n slices of one element.
   const Shape shape = has_axis ? x.shape : Shape{element_count(x.shape)};
-  const int64_t axis =
-      has_axis ? data_movement::normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0),
-                                               static_cast<int64_t>(x.shape.size()), "axis")
-               : 0;
+  const int64_t axis = has_axis ? data_movement::normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0),
+                                                                static_cast<int64_t>(x.shape.size()), "axis")
+                                : 0;
   const int64_t n = shape[static_cast<size_t>(axis)];
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
   for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
 
   OpPlan plan;
-  plan.outputs.push_back({x.dtype, shape});        // Y
-  plan.outputs.push_back({DType::Int64, {n}});     // indices
-  plan.outputs.push_back({DType::Int64, {n}});     // inverse_indices
-  plan.outputs.push_back({DType::Int64, {n}});     // counts
+  plan.outputs.push_back({x.dtype, shape});     // Y
+  plan.outputs.push_back({DType::Int64, {n}});  // indices
+  plan.outputs.push_back({DType::Int64, {n}});  // inverse_indices
+  plan.outputs.push_back({DType::Int64, {n}});  // counts
   plan.outputs.push_back(extent_desc());
   const TensorRef extent = TensorRef::output(4);
   const bool is_float = x.dtype == DType::Float32;
@@ -45,9 +44,11 @@ OpPlan plan_unique(const PlanContext& ctx) {
   // `writes`: how many of the last bindings the stage writes.
   auto launch = [&](const char* stage, std::vector<TensorRef> bindings, size_t writes, uint64_t work,
                     bool one_workgroup) {
-    const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(std::max<uint64_t>(work, 1), 256, ctx.caps.limits);
+    const gpu::DispatchGrid grid =
+        gpu::compute_dispatch_grid(std::max<uint64_t>(work, 1), 256, ctx.caps.limits);
     KernelLaunch l;
-    l.program.label = std::string("unique_") + stage + (is_float ? "_f32" : "_i32") + (sorted ? "" : "_unsorted");
+    l.program.label =
+        std::string("unique_") + stage + (is_float ? "_f32" : "_i32") + (sorted ? "" : "_unsorted");
     kernels::Defines defines{{"FLOAT", is_float ? "1" : "0"}, {"SORTED", sorted ? "1" : "0"}};
     for (const char* s : {"RANK", "GROUP", "COUNTS", "INVERSE", "GATHER"})
       defines[s] = std::string(s) == stage ? "1" : "0";

@@ -308,7 +308,8 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         // and the nodes after it that depend on it are planned then.
         bool unknown = false;
         for (size_t i : value_inputs) {
-          unknown |= i < node.op_input_count() && node.inputs[i] != graph::kNoValue && !host_value(node.inputs[i]);
+          unknown |=
+              i < node.op_input_count() && node.inputs[i] != graph::kNoValue && !host_value(node.inputs[i]);
         }
         if (unknown) return;
       }
@@ -374,8 +375,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         if (staging && dependence && dependence->outputs) {
           // Its readers need the real sizes: the stage ends after it.
           if (!scope.empty()) {
-            throw Error(node.info.describe() +
-                        ": its outputs' size depends on the data, which wgi supports outside If branches only");
+            throw Error(
+                node.info.describe() +
+                ": its outputs' size depends on the data, which wgi supports outside If branches only");
           }
           *stage_end = StageEnd{current + 1, {}, &node};
           stopped = true;
@@ -644,7 +646,8 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     data_dependent_.node = &node;
     data_dependent_.outputs = plan.outputs;
     data_dependent_.data_dependent = dependence->outputs(node.info, plan.outputs);
-    extent_buffer_ = std::make_unique<gpu::Buffer>(device.create_buffer(16, node.info.describe() + " extent"));
+    extent_buffer_ =
+        std::make_unique<gpu::Buffer>(device.create_buffer(16, node.info.describe() + " extent"));
   }
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
     const graph::Node& node = *gpu_nodes[s].node;

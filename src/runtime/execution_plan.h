@@ -182,8 +182,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress,
                      std::vector<std::string>* errors = nullptr, PlanSharing* sharing = nullptr,
-                     const ops::GemmTuning* gemm_tuning = nullptr, std::optional<StageEnd>* stage_end = nullptr,
-                     size_t first_node = 0, const std::vector<graph::ValueId>* stage_inputs = nullptr);
+                     const ops::GemmTuning* gemm_tuning = nullptr,
+                     std::optional<StageEnd>* stage_end = nullptr, size_t first_node = 0,
+                     const std::vector<graph::ValueId>* stage_inputs = nullptr);
 
 // Where a run takes one graph input from: a host tensor (uploaded), or device memory in the device layout.
 // `content_id` names immutable device contents (a DeviceTensor). An input the plan was made with from the
@@ -219,11 +220,10 @@ class ExecutionPlan {
   // `grown_from`: a plan with the same kernels that had no room for these sizes
   // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
   // sizes respecialize this plan. `run_status` is the session's (shared by its plans, so that any plan's
-  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes its
-  // own if a kernel needs one.
-  // `stage`: the plan of one stage (StageValues; its inputs and outputs instead of the graph's). A node with
-  // data-dependent outputs must be its last (their readers need the real shapes): its extent is read back
-  // with the outputs (extent()).
+  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes
+  // its own if a kernel needs one. `stage`: the plan of one stage (StageValues; its inputs and outputs
+  // instead of the graph's). A node with data-dependent outputs must be its last (their readers need the real
+  // shapes): its extent is read back with the outputs (extent()).
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
                 double kernel_plans_ms, PlanSharing* sharing = nullptr,
                 std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr,

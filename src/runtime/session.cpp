@@ -454,9 +454,9 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(it->signature);
     it = plans.erase(it);
   }
-  auto plan = std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned),
-                                                       kernel_plans_ms, node_plans.get(), sources, grown_from,
-                                                       run_status.get());
+  auto plan =
+      std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned), kernel_plans_ms,
+                                               node_plans.get(), sources, grown_from, run_status.get());
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
   if (too_small != plans.end()) {
@@ -549,8 +549,9 @@ std::vector<Tensor> Session::Impl::run_in_stages(const std::vector<InputView>& o
   if (staged_signatures.size() >= 16 * options.max_cached_plans) staged_signatures.clear();
   staged_signatures.insert(signature);
   if (!staged) {
-    staged = std::make_unique<runtime::StagedRunner>(*device, graph, ops::builtin_registry(), *weights, node_plans.get(),
-                                                     run_status.get(), &tuning, 4 * options.max_cached_plans);
+    staged = std::make_unique<runtime::StagedRunner>(*device, graph, ops::builtin_registry(), *weights,
+                                                     node_plans.get(), run_status.get(), &tuning,
+                                                     4 * options.max_cached_plans);
   }
   kept.assign(outputs.size(), DeviceTensor());
   std::vector<Tensor> results = staged->run(sources, plan_inputs_of(ordered));

@@ -22,7 +22,7 @@ constexpr uint64_t kFirstStageContentId = uint64_t{1} << 62;
 // where it is on the device.
 struct StagedRunner::Known {
   ops::TensorDesc desc;
-  const Tensor* host = nullptr;  // the caller's, or `owned`
+  const Tensor* host = nullptr;        // the caller's, or `owned`
   const Tensor* plan_value = nullptr;  // what the planner sees: graph inputs as the caller gives them
   std::shared_ptr<const Tensor> owned;
   gpu::BufferSlice device;
@@ -30,13 +30,13 @@ struct StagedRunner::Known {
 };
 
 struct StagedRunner::Stage {
-  size_t first = 0, stop = 0;  // graph.nodes[first, stop)
+  size_t first = 0, stop = 0;           // graph.nodes[first, stop)
   std::unique_ptr<ExecutionPlan> plan;  // null when the stage has no node (it only reads back)
   StageValues io;
   enum class Role { GraphOutput, Boundary, ReadBack };
   struct Output {
     Role role;
-    size_t graph_output = 0;             // GraphOutput
+    size_t graph_output = 0;              // GraphOutput
     std::unique_ptr<gpu::Buffer> buffer;  // Boundary: where the plan copies the value for later stages
   };
   std::vector<Output> outputs;  // per io.outputs
@@ -95,8 +95,8 @@ std::shared_ptr<StagedRunner::Stage> StagedRunner::make_stage(size_t first,
   stage->io.inputs = inputs;
   const auto start = std::chrono::steady_clock::now();
   std::optional<StageEnd> end;
-  NodePlans planned = plan_nodes(graph_, registry_, device_.capabilities(), plan_inputs, {}, nullptr, sharing_,
-                                 gemm_tuning_, &end, first, &inputs);
+  NodePlans planned = plan_nodes(graph_, registry_, device_.capabilities(), plan_inputs, {}, nullptr,
+                                 sharing_, gemm_tuning_, &end, first, &inputs);
   const double kernel_plans_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   stage->stop = end ? end->end : graph_.nodes.size();
@@ -141,9 +141,9 @@ std::shared_ptr<StagedRunner::Stage> StagedRunner::make_stage(size_t first,
     }
   }
   if (stop > first) {
-    stage->plan = std::make_unique<ExecutionPlan>(device_, graph_, weights_, std::move(planned),
-                                                  kernel_plans_ms, sharing_, sources, nullptr, run_status_,
-                                                  &stage->io);
+    stage->plan =
+        std::make_unique<ExecutionPlan>(device_, graph_, weights_, std::move(planned), kernel_plans_ms,
+                                        sharing_, sources, nullptr, run_status_, &stage->io);
     for (size_t o = 0; o < stage->outputs.size(); ++o) {
       if (stage->outputs[o].role != Stage::Role::Boundary) continue;
       const uint64_t bytes = std::max<uint64_t>(16, device_byte_size(stage->plan->output_desc(o)));
@@ -271,7 +271,8 @@ std::vector<Tensor> StagedRunner::run(std::span<const InputSource> sources,
     }
     if (stage->stop >= graph_.nodes.size()) break;
     if (stage->stop == first && stage->read_back_inputs.empty())
-      throw Error("internal: a stage at node " + std::to_string(first) + " ran no node and read nothing back");
+      throw Error("internal: a stage at node " + std::to_string(first) +
+                  " ran no node and read nothing back");
     first = stage->stop;
   }
   return results;

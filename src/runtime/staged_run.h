@@ -31,10 +31,10 @@ class StagedRunner {
   std::vector<Tensor> run(std::span<const InputSource> sources, const std::vector<PlanInput>& plan_inputs);
 
   struct RunReport {
-    size_t stages = 0;       // stages the last run ran
-    size_t plans_made = 0;   // stage plans it made (0: all from the cache)
-    size_t dispatches = 0;   // dispatches it ran
-    size_t read_backs = 0;   // downloads it waited for
+    size_t stages = 0;      // stages the last run ran
+    size_t plans_made = 0;  // stage plans it made (0: all from the cache)
+    size_t dispatches = 0;  // dispatches it ran
+    size_t read_backs = 0;  // downloads it waited for
   };
   const RunReport& last_run() const { return report_; }
   size_t cached_stages() const { return stages_.size(); }
