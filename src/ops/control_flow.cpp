@@ -1,5 +1,6 @@
 #include "ops/control_flow.h"
 
+#include "ops/data_dependent.h"
 #include "ops/families.h"
 #include "ops/registry.h"
 
@@ -106,6 +107,10 @@ void register_control_flow_ops(OpRegistry& registry) {
   registry.add("", "If", 1, kLatestOpset, {plan_if, nullptr});
   registry.add("", "Loop", 1, kLatestOpset, {plan_unrolled, nullptr});
   registry.add("", "Scan", 8, kLatestOpset, {plan_unrolled, nullptr});
+  // A condition computed on the GPU is read back and the rest planned with it (docs/dynamic_shapes.md).
+  DataDependence condition_by_value;
+  condition_by_value.value_inputs = {0};
+  declare_data_dependence("", "If", std::move(condition_by_value));
 }
 
 }  // namespace wgi::ops

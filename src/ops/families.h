@@ -33,6 +33,9 @@ void register_gather_nd_ops(OpRegistry& registry);    // gather_nd.cpp: GatherND
 void register_topk_ops(OpRegistry& registry);         // topk.cpp: TopK
 void register_mvn_ops(OpRegistry& registry);          // mvn.cpp: MeanVarianceNormalization
 void register_recurrent_ops(OpRegistry& registry);    // recurrent.cpp: LSTM, GRU, RNN
+void register_selection_ops(OpRegistry& registry);    // selection.cpp: NonZero, Compress
+void register_unique_ops(OpRegistry& registry);       // unique.cpp: Unique
+void register_detection_ops(OpRegistry& registry);    // non_max_suppression.cpp: NonMaxSuppression
 
 // grid_sample.cpp: GridSample; roi_align.cpp: RoiAlign; max_unpool.cpp: MaxUnpool;
 // reverse_sequence.cpp: ReverseSequence; spectral.cpp: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow,
@@ -79,6 +82,9 @@ inline constexpr std::array kOpFamilies = {
     &register_spectral_ops,
     &register_det_ops,
     &register_random_ops,
+    &register_selection_ops,
+    &register_unique_ops,
+    &register_detection_ops,
 };
 // clang-format on
 

@@ -6,6 +6,7 @@
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/data_dependent.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/registry.h"
@@ -112,6 +113,10 @@ void register_topk_ops(OpRegistry& registry) {
   OpHandler topk;
   topk.plan = plan_topk;
   registry.add("", "TopK", 1, kLatestOpset, std::move(topk));
+  // K sets the outputs' shape: one computed on the GPU is read back first (docs/dynamic_shapes.md).
+  DataDependence k_by_value;
+  k_by_value.value_inputs = {1};
+  declare_data_dependence("", "TopK", std::move(k_by_value));
 }
 
 }  // namespace wgi::ops

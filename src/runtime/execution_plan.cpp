@@ -11,6 +11,7 @@
 
 #include "graph/memory_planner.h"
 #include "ops/control_flow.h"
+#include "ops/data_dependent.h"
 #include "runtime/device_tensor.h"
 #include "runtime/loop_unrolling.h"
 #include "runtime/plan_binding.h"
@@ -203,8 +204,15 @@ const ops::NodeInfo* node_of_tag(const graph::Graph& graph, uint32_t tag) {
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress, std::vector<std::string>* errors,
-                     PlanSharing* sharing, const ops::GemmTuning* gemm_tuning) {
+                     PlanSharing* sharing, const ops::GemmTuning* gemm_tuning,
+                     std::optional<StageEnd>* stage_end, size_t first_node,
+                     const std::vector<graph::ValueId>* stage_inputs) {
   const size_t value_count = graph.values.size();
+  const bool staging = stage_end != nullptr && errors == nullptr;
+  if (stage_end) stage_end->reset();
+  const std::vector<graph::ValueId>& given = stage_inputs ? *stage_inputs : graph.inputs;
+  size_t current = 0;    // the top-level node being planned
+  bool stopped = false;  // the stage ends (stage_end says where)
   std::unordered_map<const graph::Node*, uint32_t> status_tags;
   {
     const std::vector<const graph::Node*> tagged = nodes_by_tag(graph);
@@ -222,8 +230,8 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       known[v] = true;
     }
   }
-  for (size_t i = 0; i < graph.inputs.size(); ++i) {
-    const size_t v = static_cast<size_t>(graph.inputs[i]);
+  for (size_t i = 0; i < given.size(); ++i) {
+    const size_t v = static_cast<size_t>(given[i]);
     out.descs[v] = inputs.at(i).desc;
     if (inputs[i].value) out.host_values[v] = *inputs[i].value;
     known[v] = true;
@@ -248,8 +256,8 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
   // Plans `nodes` in order; `scope` ("If 'x' / then_branch / ") prefixes the errors of nodes in subgraphs.
   std::function<void(const std::vector<graph::Node>&, const std::string&, bool)> plan_list;
   // An If whose condition is known: its branch is planned here, in the If's place, and the If's outputs are
-  // the branch's (NodePlans::aliases). When only checking (errors collected) an If on a graph input is
-  // planned both ways, since a run gives that input by value.
+  // the branch's (NodePlans::aliases). When only checking (errors collected) an If whose condition is not
+  // known is planned both ways, since a run gives a graph input by value and reads a GPU-computed one back.
   auto plan_if = [&](const graph::Node& node, const ops::PlanContext& ctx, const std::string& scope,
                      bool checking_only) {
     const graph::Subgraph* branches[2] = {nullptr, nullptr};
@@ -258,9 +266,8 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       if (sub.attribute == ops::kIfElseBranch) branches[1] = &sub;
     }
     if (!branches[0] || !branches[1]) throw Error(node.info.describe() + ": internal: a branch is missing");
-    const bool on_graph_input =
-        std::find(graph.inputs.begin(), graph.inputs.end(), node.inputs[0]) != graph.inputs.end();
-    const bool check_both = errors && ctx.constant(0) == nullptr && on_graph_input;
+    // A condition the GPU computes is read back when run (docs/dynamic_shapes.md): either branch may run.
+    const bool check_both = errors && ctx.constant(0) == nullptr;
     const bool then_taken = check_both || ops::if_condition(ctx);
     const std::string inner = scope + "If '" + node.info.name + "' / ";
     if (check_both) plan_list(branches[1]->nodes, inner + ops::kIfElseBranch + " / ", true);
@@ -334,6 +341,33 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         ctx.constant_inputs.push_back(host_value(v));
         host_inputs.push_back(host_value(v));
       }
+      const ops::DataDependence* dependence = ops::data_dependence(node.info);
+      const std::vector<size_t> no_value_inputs;
+      const std::vector<size_t>& value_inputs = dependence ? dependence->value_inputs : no_value_inputs;
+      if (errors && scope.empty() && !value_inputs.empty() && node.info.op_type != "If") {
+        // Only checking: a value this node needs that the GPU computes is read back when run, so the node
+        // and the nodes after it that depend on it are planned then.
+        bool unknown = false;
+        for (size_t i : value_inputs) {
+          unknown |=
+              i < node.op_input_count() && node.inputs[i] != graph::kNoValue && !host_value(node.inputs[i]);
+        }
+        if (unknown) return;
+      }
+      if (staging && scope.empty()) {
+        // Values this node's planner needs that the GPU computes: the stage ends before it, and the next
+        // is planned with them read back (docs/dynamic_shapes.md).
+        std::vector<graph::ValueId> read_back;
+        for (size_t i : value_inputs) {
+          if (i < node.op_input_count() && node.inputs[i] != graph::kNoValue && !host_value(node.inputs[i]))
+            read_back.push_back(node.inputs[i]);
+        }
+        if (!read_back.empty()) {
+          *stage_end = StageEnd{current, std::move(read_back), nullptr};
+          stopped = true;
+          return;
+        }
+      }
       if (!node.subgraphs.empty() && node.info.domain.empty() && node.info.op_type == "If") {
         plan_if(node, ctx, scope, checking_only);
         return;
@@ -399,6 +433,16 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           if (node.outputs[o] != graph::kNoValue)
             out.descs[static_cast<size_t>(node.outputs[o])] = plan.outputs[o];
         }
+        if (staging && dependence && dependence->outputs) {
+          // Its readers need the real sizes: the stage ends after it.
+          if (!scope.empty()) {
+            throw Error(
+                node.info.describe() +
+                ": its outputs' size depends on the data, which wgi supports outside If branches only");
+          }
+          *stage_end = StageEnd{current + 1, {}, &node};
+          stopped = true;
+        }
         // A branch planned only to check it (see plan_if) has no steps.
         if (!checking_only) {
           out.reused += gpu_node.reused ? 1 : 0;
@@ -421,8 +465,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
   plan_list = [&](const std::vector<graph::Node>& nodes, const std::string& scope, bool checking_only) {
     for (const graph::Node& node : nodes) plan_node(node, scope, checking_only);
   };
-  for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
+  for (size_t ni = first_node; ni < graph.nodes.size() && !stopped; ++ni) {
     if (progress) progress(ni, graph.nodes.size());
+    current = ni;
     plan_node(graph.nodes[ni], "", false);
   }
   if (progress) progress(graph.nodes.size(), graph.nodes.size());
@@ -432,8 +477,13 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
 ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights,
                              NodePlans planned, double kernel_plans_ms, PlanSharing* sharing,
                              std::span<const InputSource> sources, const ExecutionPlan* grown_from,
-                             RunStatus* run_status)
-    : device_(device), graph_(graph), sharing_(sharing), run_status_(run_status) {
+                             RunStatus* run_status, const StageValues* stage)
+    : device_(device),
+      graph_(graph),
+      input_values_(stage ? stage->inputs : graph.inputs),
+      output_values_(stage ? stage->outputs : graph.outputs),
+      sharing_(sharing),
+      run_status_(run_status) {
   // Phase times for cold-start reports: each phase ends where the next begins.
   auto phase_start = std::chrono::steady_clock::now();
   auto end_phase = [&phase_start](double& phase) {
@@ -494,7 +544,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     }
   }
   apply_aliases(gpu_nodes.size());
-  for (graph::ValueId v : graph.outputs)
+  for (graph::ValueId v : output_values_)
     last_use[static_cast<size_t>(root[static_cast<size_t>(v)])] = INT32_MAX;
 
   std::vector<graph::BufferRequest> requests;
@@ -567,9 +617,9 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
   // Graph inputs: one given from the device is bound where it lives (unless an earlier input is the same
   // memory); the others get a buffer of the plan.
   std::map<const gpu::Buffer*, size_t> input_of_buffer;
-  inputs_.resize(graph.inputs.size());
-  for (size_t i = 0; i < graph.inputs.size(); ++i) {
-    const size_t v = static_cast<size_t>(graph.inputs[i]);
+  inputs_.resize(input_values_.size());
+  for (size_t i = 0; i < input_values_.size(); ++i) {
+    const size_t v = static_cast<size_t>(input_values_[i]);
     InputSlot& slot = inputs_[i];
     slot.bytes = device_byte_size(descs_[v]);
     const InputSource source = i < sources.size() ? sources[i] : InputSource{};
@@ -580,7 +630,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
       slot.content_id = source.content_id;
     } else {
       slot.owned = std::make_unique<gpu::Buffer>(
-          device.create_buffer(slot.bytes, "input '" + graph.value(graph.inputs[i]).name + "'"));
+          device.create_buffer(slot.bytes, "input '" + graph.value(input_values_[i]).name + "'"));
       buffer = slot.owned.get();
     }
     input_of_buffer[buffer] = i;
@@ -639,6 +689,28 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     run_status_ = owned_status_.get();
   }
   const gpu::BufferSlice status_slice = run_status_ ? run_status_->slice() : gpu::BufferSlice{};
+  // A node with data-dependent outputs (docs/dynamic_shapes.md) ends its stage: nothing in this plan may read
+  // them, since they hold their real shapes only once the extent is read back. Its extent output (not one of
+  // the node's) goes to a buffer of the plan, downloaded with the outputs.
+  for (size_t s = 0; s < gpu_nodes.size(); ++s) {
+    const graph::Node& node = *gpu_nodes[s].node;
+    const ops::DataDependence* dependence = ops::data_dependence(node.info);
+    if (!dependence || !dependence->outputs) continue;
+    const ops::OpPlan& plan = gpu_nodes[s].op_plan();
+    if (!stage || s + 1 != gpu_nodes.size()) {
+      throw Error(node.info.describe() +
+                  ": its outputs' size depends on the data; such a graph runs in stages, through a Session "
+                  "(docs/dynamic_shapes.md)");
+    }
+    if (dependence->extent_output >= plan.outputs.size() || dependence->extent_output < node.outputs.size())
+      throw Error(node.info.describe() + ": internal: the plan has no extent output");
+    extent_step_ = s;
+    data_dependent_.node = &node;
+    data_dependent_.outputs = plan.outputs;
+    data_dependent_.data_dependent = dependence->outputs(node.info, plan.outputs);
+    extent_buffer_ =
+        std::make_unique<gpu::Buffer>(device.create_buffer(16, node.info.describe() + " extent"));
+  }
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
     const graph::Node& node = *gpu_nodes[s].node;
     const ops::OpPlan& plan = gpu_nodes[s].op_plan();
@@ -659,6 +731,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
                         ? location_of(node.outputs[o])
                         : gpu::BufferSlice{});
     }
+    if (extent_step_ == s) out.at(ops::data_dependence(node.info)->extent_output) = {extent_buffer_.get()};
     if (const auto& node_plan = gpu_nodes[s].shared) {
       // Uploaded once for every plan that shares this node plan; the host copies are not needed after that.
       if (!node_plan->constants_uploaded) {
@@ -726,7 +799,7 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
   }
   // Graph outputs that are host values (constants, folded) are returned from the host; the others are
   // downloaded from where their root lives.
-  for (graph::ValueId v : graph.outputs) {
+  for (graph::ValueId v : output_values_) {
     output_locations_.push_back(host_value(v) ? gpu::BufferSlice{} : location_of(v));
     auto it = input_of_buffer.find(output_locations_.back().buffer);
     output_input_.push_back(it == input_of_buffer.end() ? -1 : static_cast<int>(it->second));
@@ -825,8 +898,8 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     const auto& h = planned.host_values[v];
     if (!h || h->dtype() != host_values_[v]->dtype()) return Respecialized::OtherKernels;
   }
-  for (size_t o = 0; o < graph_.outputs.size(); ++o) {
-    const size_t v = static_cast<size_t>(graph_.outputs[o]);
+  for (size_t o = 0; o < output_values_.size(); ++o) {
+    const size_t v = static_cast<size_t>(output_values_[o]);
     const bool host_before = graph_.values[v].constant || host_values_[v];
     const bool host_now = graph_.values[v].constant || planned.host_values[v];
     if (host_before != host_now) return Respecialized::OtherKernels;
@@ -862,7 +935,7 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
   std::vector<bool> moved(inputs_.size(), false);
   for (size_t i = 0; i < inputs_.size(); ++i) {
     InputSlot& slot = inputs_[i];
-    const size_t v = static_cast<size_t>(graph_.inputs[i]);
+    const size_t v = static_cast<size_t>(input_values_[i]);
     slot.bytes = device_byte_size(planned.descs[v]);
     if (!slot.used) continue;
     const InputSource source = i < sources.size() ? sources[i] : InputSource{};
@@ -957,7 +1030,7 @@ void ExecutionPlan::rebind_moved_inputs(const std::vector<bool>& moved) {
   for (size_t i = 0; i < moved.size(); ++i) {
     if (!moved[i]) continue;
     const gpu::Buffer* owned = inputs_[i].owned.get();
-    locations_[static_cast<size_t>(graph_.inputs[i])] = {owned, 0, owned->size()};
+    locations_[static_cast<size_t>(input_values_[i])] = {owned, 0, owned->size()};
   }
 }
 
@@ -971,22 +1044,22 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<const Tensor*>& inputs,
                                        gpu::TimestampProfiler* profiler) {
   std::vector<InputSource> sources;
   for (const Tensor* t : inputs) sources.push_back({t, {}, 0});
-  std::vector<gpu::BufferSlice> downloads(graph_.outputs.size());
+  std::vector<gpu::BufferSlice> downloads(output_values_.size());
   return run(sources, downloads, profiler);
 }
 
 std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
                                        std::span<const gpu::BufferSlice> device_outputs,
                                        gpu::TimestampProfiler* profiler) {
-  if (inputs.size() != graph_.inputs.size() || device_outputs.size() != graph_.outputs.size())
+  if (inputs.size() != input_values_.size() || device_outputs.size() != output_values_.size())
     throw Error("internal: ExecutionPlan::run with the wrong number of inputs or outputs");
   gpu::CommandBatch batch(device_);
   // Where each input's bytes are for this run, and the device contents copied (set once submitted).
   std::vector<gpu::BufferSlice> current(inputs_.size());
   std::vector<uint64_t> copied(inputs_.size(), 0);
   std::vector<bool> moved(inputs_.size(), false);
-  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
-    const size_t v = static_cast<size_t>(graph_.inputs[i]);
+  for (size_t i = 0; i < input_values_.size(); ++i) {
+    const size_t v = static_cast<size_t>(input_values_[i]);
     InputSlot& slot = inputs_[i];
     const InputSource& source = inputs[i];
     if (!slot.used) continue;  // only planned with by value
@@ -1024,10 +1097,10 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
     if (per_submission != 0 && (d + 1) % per_submission == 0 && d + 1 < dispatches_.size()) batch.submit();
   }
   // Outputs kept on the device are copied in the same submission; they never alias the plan's buffers.
-  for (size_t o = 0; o < graph_.outputs.size(); ++o) {
+  for (size_t o = 0; o < output_values_.size(); ++o) {
     const gpu::BufferSlice& target = device_outputs[o];
     if (!target.buffer) continue;
-    const size_t v = static_cast<size_t>(graph_.outputs[o]);
+    const size_t v = static_cast<size_t>(output_values_[o]);
     const uint64_t bytes = device_byte_size(descs_[v]);
     if (target.resolved_size() < bytes)
       throw Error("internal: device output '" + graph_.values[v].name + "' target is too small");
@@ -1049,13 +1122,13 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
     if (!inputs_[i].direct) inputs_[i].content_id = copied[i];
   }
   // Downloads in one copy and one wait, with the run status when a run since its last check bound it.
-  std::vector<Tensor> outputs(graph_.outputs.size());
-  std::vector<std::vector<std::byte>> bytes(graph_.outputs.size());
+  std::vector<Tensor> outputs(output_values_.size());
+  std::vector<std::vector<std::byte>> bytes(output_values_.size());
   std::vector<gpu::Device::DownloadRegion> regions;
   std::vector<size_t> downloaded;
-  for (size_t o = 0; o < graph_.outputs.size(); ++o) {
+  for (size_t o = 0; o < output_values_.size(); ++o) {
     if (device_outputs[o].buffer) continue;
-    const size_t v = static_cast<size_t>(graph_.outputs[o]);
+    const size_t v = static_cast<size_t>(output_values_[o]);
     if (const auto& c = graph_.values[v].constant) {
       outputs[o] = *c;
     } else if (host_values_[v]) {
@@ -1071,12 +1144,15 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
                                         [](const gpu::BufferSlice& s) { return !s.buffer; });
   const bool check_status = any_download && run_status_ && run_status_->pending();
   if (check_status) regions.push_back(run_status_->region());
+  if (extent_buffer_) {
+    regions.push_back({extent_buffer_.get(), 0, std::as_writable_bytes(std::span<uint32_t>(&extent_, 1))});
+  }
   device_.download(regions);
   if (check_status) {
     run_status_->check_downloaded([this](uint32_t tag) { return node_of_tag(graph_, tag); });
   }
   for (size_t o : downloaded) {
-    const size_t v = static_cast<size_t>(graph_.outputs[o]);
+    const size_t v = static_cast<size_t>(output_values_[o]);
     outputs[o] = from_device_bytes(descs_[v], bytes[o]);
   }
   return outputs;

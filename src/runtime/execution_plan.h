@@ -19,6 +19,7 @@
 #include "gpu/device.h"
 #include "gpu/profiler.h"
 #include "graph/graph.h"
+#include "ops/data_dependent.h"
 #include "ops/registry.h"
 #include "runtime/run_status.h"
 
@@ -157,15 +158,38 @@ std::vector<const graph::Node*> nodes_by_tag(const graph::Graph& graph);
 // The node with that tag, or null.
 const ops::NodeInfo* node_of_tag(const graph::Graph& graph, uint32_t tag);
 
+// A part of the graph planned and run on its own, for graphs with data-dependent shapes
+// (docs/dynamic_shapes.md): the nodes graph.nodes[first_node, end), given `inputs` (graph inputs and values
+// that earlier stages computed) instead of graph.inputs, returning `outputs` instead of graph.outputs.
+struct StageValues {
+  std::vector<graph::ValueId> inputs;
+  std::vector<graph::ValueId> outputs;
+};
+
+// Where plan_nodes ended a stage (ops/data_dependent.h): before a node that needs a value computed on the
+// GPU (DataDependence::value_inputs; `read_back` lists them), or after a node with data-dependent outputs
+// (DataDependence::outputs; `data_dependent` is that node, graph.nodes[end - 1]).
+struct StageEnd {
+  size_t end = 0;
+  std::vector<graph::ValueId> read_back;
+  const graph::Node* data_dependent = nullptr;
+};
+
 // Plans every node. With `errors` null, the first failing node throws; otherwise each failure is appended
 // (prefixed by the node's description) and planning continues with the nodes that do not depend on it. With
 // `sharing`, node plans are looked up there first and new ones are added.
 // `gemm_tuning` (may be null) is handed to every op's planner (ops::PlanContext::gemm_tuning).
+// With `stage_end` (and errors null), planning stops where the graph must be split (see StageEnd) and says
+// where there; without it, data-dependent outputs are planned at their upper bounds (enough for checks) and
+// a value needed on the host that the GPU computes is an error, as before. `first_node` and `stage_inputs`
+// (aligned with `inputs`; null: graph.inputs) plan a later stage.
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress,
                      std::vector<std::string>* errors = nullptr, PlanSharing* sharing = nullptr,
-                     const ops::GemmTuning* gemm_tuning = nullptr);
+                     const ops::GemmTuning* gemm_tuning = nullptr,
+                     std::optional<StageEnd>* stage_end = nullptr, size_t first_node = 0,
+                     const std::vector<graph::ValueId>* stage_inputs = nullptr);
 
 // Where a run takes one graph input from: a host tensor (uploaded), or device memory in the device layout.
 // `content_id` names immutable device contents (a DeviceTensor). An input the plan was made with from the
@@ -202,11 +226,13 @@ class ExecutionPlan {
   // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
   // sizes respecialize this plan. `run_status` is the session's (shared by its plans, so that any plan's
   // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes
-  // its own if a kernel needs one.
+  // its own if a kernel needs one. `stage`: the plan of one stage (StageValues; its inputs and outputs
+  // instead of the graph's). A node with data-dependent outputs must be its last (their readers need the real
+  // shapes): its extent is read back with the outputs (extent()).
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
                 double kernel_plans_ms, PlanSharing* sharing = nullptr,
                 std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr,
-                RunStatus* run_status = nullptr);
+                RunStatus* run_status = nullptr, const StageValues* stage = nullptr);
 
   // The same without sharing, planning the nodes first: for tests and tools that run a graph as it is.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
@@ -230,8 +256,17 @@ class ExecutionPlan {
                           std::span<const gpu::BufferSlice> device_outputs, gpu::TimestampProfiler* profiler);
 
   const ops::TensorDesc& output_desc(size_t o) const {
-    return descs_[static_cast<size_t>(graph_.outputs.at(o))];
+    return descs_[static_cast<size_t>(output_values_.at(o))];
   }
+  // The step with data-dependent outputs (a stage's last; null if none) and the extent its kernels wrote in
+  // the last run.
+  struct DataDependentStep {
+    const graph::Node* node = nullptr;
+    std::vector<ops::TensorDesc> outputs;  // as planned, at their upper bounds
+    std::vector<ops::DataDependentOutput> data_dependent;
+  };
+  const DataDependentStep* data_dependent_step() const { return extent_step_ ? &data_dependent_ : nullptr; }
+  uint32_t extent() const { return extent_; }
   const std::vector<PlannedStep>& steps() const { return steps_; }
   size_t dispatch_count() const { return dispatches_.size(); }
   uint64_t activation_bytes() const { return activation_bytes_; }
@@ -256,6 +291,12 @@ class ExecutionPlan {
   gpu::Device& device_;
   const graph::Graph& graph_;
   std::shared_ptr<const UnrolledNodes> unrolled_;  // keeps the nodes steps_ point at
+  std::vector<graph::ValueId> input_values_;   // graph.inputs, or the stage's
+  std::vector<graph::ValueId> output_values_;  // graph.outputs, or the stage's
+  std::optional<size_t> extent_step_;          // a step with data-dependent outputs
+  DataDependentStep data_dependent_;
+  std::unique_ptr<gpu::Buffer> extent_buffer_;
+  uint32_t extent_ = 0;
   PlanPhases phases_;
   std::vector<ops::TensorDesc> descs_;              // per value
   std::vector<std::optional<Tensor>> host_values_;  // per value: folded at plan time

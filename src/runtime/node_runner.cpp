@@ -1,5 +1,6 @@
 #include "runtime/node_runner.h"
 
+#include "runtime/data_dependent.h"
 #include "runtime/device_tensor.h"
 #include "runtime/plan_binding.h"
 
@@ -125,6 +126,17 @@ std::vector<Tensor> PreparedNode::read_outputs() {
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < plan_.outputs.size(); ++i)
     outputs.push_back(from_device_bytes(plan_.outputs[i], bytes[i]));
+  // Outputs of data-dependent size: cut to the extent the kernels wrote (its output, poisoned like the
+  // others, fails the bound check if no kernel wrote it), which is not one of the node's.
+  const ops::DataDependence* dd = ops::data_dependence(node_);
+  if (dd && dd->outputs && dd->extent_output < outputs.size()) {
+    const uint32_t extent = static_cast<uint32_t>(outputs[dd->extent_output].data<int32_t>()[0]);
+    const std::vector<ops::DataDependentOutput> dynamic = dd->outputs(node_, plan_.outputs);
+    const std::vector<ops::TensorDesc> real = real_output_descs(node_, plan_.outputs, dynamic, extent);
+    for (const ops::DataDependentOutput& d : dynamic)
+      outputs[d.output] = leading_elements(outputs[d.output], real[d.output].shape);
+    outputs.resize(dd->extent_output);
+  }
   return outputs;
 }
 

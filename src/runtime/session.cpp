@@ -17,6 +17,7 @@
 #include "runtime/device_tensor.h"
 #include "runtime/execution_plan.h"
 #include "runtime/gemm_tuner.h"
+#include "runtime/staged_run.h"
 #include "runtime/tuning_cache.h"
 
 namespace wgi {
@@ -84,6 +85,10 @@ struct Session::Impl {
   std::list<CachedPlan> plans;
   std::unordered_map<std::string, std::list<CachedPlan>::iterator> plan_index;
   std::unique_ptr<runtime::PlanSharing> node_plans;
+  // Graphs with data-dependent shapes run in stages (docs/dynamic_shapes.md): the signatures whose plan
+  // splits, and the runner with the stage plans (made at the first such signature).
+  std::set<std::string> staged_signatures;
+  std::unique_ptr<runtime::StagedRunner> staged;
   // Shared by every plan, so that an error recorded by a run whose outputs stayed on the device is reported
   // by the next run that downloads, whichever plan it uses, or by synchronize().
   std::unique_ptr<runtime::RunStatus> run_status;
@@ -127,12 +132,15 @@ struct Session::Impl {
   std::vector<InputView> check_inputs(const std::map<std::string, InputView>& given,
                                       std::string& signature) const;
   // The plan for these inputs: from the cache, or made now (dropping the least recently used beyond the
-  // capacity).
-  runtime::ExecutionPlan& plan_for(const std::vector<InputView>& ordered, const std::string& signature,
+  // capacity). Null when the graph must run in stages for them (staged_signatures).
+  runtime::ExecutionPlan* plan_for(const std::vector<InputView>& ordered, const std::string& signature,
                                    std::span<const runtime::InputSource> sources);
   // Runs with outputs o for which `on_device[o]` is set copied into new DeviceTensors (returned in `kept`).
   std::vector<Tensor> run(const std::map<std::string, InputView>& given, const std::vector<bool>& on_device,
                           std::vector<DeviceTensor>& kept);
+  std::vector<Tensor> run_in_stages(const std::vector<InputView>& ordered, const std::string& signature,
+                                    std::span<const runtime::InputSource> sources,
+                                    const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept);
 };
 
 void Session::Impl::create_device() {
@@ -368,13 +376,13 @@ std::vector<InputView> Session::Impl::check_inputs(const std::map<std::string, I
   return ordered;
 }
 
-runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& ordered,
+runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& ordered,
                                                 const std::string& signature,
                                                 std::span<const runtime::InputSource> sources) {
   auto found = plan_index.find(signature);
   if (found != plan_index.end()) {
     plans.splice(plans.begin(), plans, found->second);  // most recently used first
-    return *plans.front().plan;
+    return plans.front().plan.get();
   }
   const std::vector<runtime::PlanInput> plan_inputs = plan_inputs_of(ordered);
   if (options.tune) {
@@ -393,8 +401,11 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     progress = [this](size_t done, size_t total) { options.progress(done, total, "planning"); };
   }
   planned_gemms = planned_tuned_gemms = 0;
-  runtime::NodePlans planned = runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(),
-                                                   plan_inputs, progress, nullptr, node_plans.get(), &tuning);
+  std::optional<runtime::StageEnd> stage_end;
+  runtime::NodePlans planned =
+      runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(), plan_inputs, progress,
+                          nullptr, node_plans.get(), &tuning, &stage_end);
+  if (stage_end) return nullptr;
   const double kernel_plans_ms = ms_since(start);
   stats.last_plan_gemms = planned_gemms;
   stats.last_plan_tuned_gemms = planned_tuned_gemms;
@@ -431,7 +442,7 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
       stats.last_plan_gpu_nodes = plan.gpu_node_count();
       stats.last_plan_respecialized = true;
       ++stats.respecialized_plans;
-      return plan;
+      return &plan;
     }
   }
   // Drop the least recently used plans first, so that at most max_cached_plans exist at any time (the one
@@ -443,9 +454,9 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(it->signature);
     it = plans.erase(it);
   }
-  auto plan = std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned),
-                                                       kernel_plans_ms, node_plans.get(), sources, grown_from,
-                                                       run_status.get());
+  auto plan =
+      std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned), kernel_plans_ms,
+                                               node_plans.get(), sources, grown_from, run_status.get());
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
   if (too_small != plans.end()) {
@@ -468,7 +479,7 @@ runtime::ExecutionPlan& Session::Impl::plan_for(const std::vector<InputView>& or
   plans.push_front({signature, std::move(plan), std::move(served)});
   stats.weight_bytes = weights->bytes() + node_plans->constant_bytes();
   plan_index[signature] = plans.begin();
-  return *plans.front().plan;
+  return plans.front().plan.get();
 }
 
 std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& given,
@@ -483,7 +494,10 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
       sources.push_back({nullptr, t.device->slice(), t.device->id});
     }
   }
-  runtime::ExecutionPlan& plan = plan_for(ordered, signature, sources);
+  runtime::ExecutionPlan* planned =
+      staged_signatures.count(signature) ? nullptr : plan_for(ordered, signature, sources);
+  if (!planned) return run_in_stages(ordered, signature, sources, on_device, kept);
+  runtime::ExecutionPlan& plan = *planned;
   stats.cached_plans = plans.size();
   stats.dispatches = plan.dispatch_count();
   stats.peak_activation_bytes = plan.activation_bytes();
@@ -516,6 +530,37 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
       profile.push_back(std::move(t));
     }
   }
+  return results;
+}
+
+std::vector<Tensor> Session::Impl::run_in_stages(const std::vector<InputView>& ordered,
+                                                 const std::string& signature,
+                                                 std::span<const runtime::InputSource> sources,
+                                                 const std::vector<bool>& on_device,
+                                                 std::vector<DeviceTensor>& kept) {
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (on_device[o]) {
+      throw Error("output '" + outputs[o].name +
+                  "' was asked for on the device, but this model's shapes depend on the data, so it runs in "
+                  "stages (docs/dynamic_shapes.md) and returns its outputs on the host");
+    }
+  }
+  // Bounded like the plan cache's history: a signature forgotten here only costs planning its first stage.
+  if (staged_signatures.size() >= 16 * options.max_cached_plans) staged_signatures.clear();
+  staged_signatures.insert(signature);
+  if (!staged) {
+    staged = std::make_unique<runtime::StagedRunner>(*device, graph, ops::builtin_registry(), *weights,
+                                                     node_plans.get(), run_status.get(), &tuning,
+                                                     4 * options.max_cached_plans);
+  }
+  kept.assign(outputs.size(), DeviceTensor());
+  std::vector<Tensor> results = staged->run(sources, plan_inputs_of(ordered));
+  const runtime::StagedRunner::RunReport& report = staged->last_run();
+  stats.plans += report.plans_made;
+  stats.dispatches = report.dispatches;
+  stats.cached_plans = plans.size();
+  stats.buffers_created = device->buffers_created();
+  profile.clear();
   return results;
 }
 

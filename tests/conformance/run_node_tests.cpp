@@ -27,6 +27,7 @@
 #include "onnx/tensor_file.h"
 #include "ops/float16.h"
 #include "runtime/execution_plan.h"
+#include "runtime/staged_run.h"
 
 namespace fs = std::filesystem;
 using namespace wgi;
@@ -250,8 +251,20 @@ Outcome run_test(gpu::Device& device, const fs::path& dir, SkipReasons& skips) {
                          runtime::host_visible(inputs[k]) ? &inputs[k] : nullptr});
         pointers.push_back(&inputs[k]);
       }
-      runtime::ExecutionPlan plan(device, g, registry, weights, descs, {});
-      std::vector<Tensor> outputs = plan.run(pointers, nullptr);
+      // As a Session does: a graph whose shapes depend on the data runs in stages (docs/dynamic_shapes.md).
+      std::optional<runtime::StageEnd> stage_end;
+      runtime::NodePlans planned = runtime::plan_nodes(g, registry, device.capabilities(), descs, {}, nullptr,
+                                                       nullptr, nullptr, &stage_end);
+      std::vector<Tensor> outputs;
+      if (stage_end) {
+        std::vector<runtime::InputSource> sources;
+        for (const Tensor* t : pointers) sources.push_back({t, {}, 0});
+        runtime::StagedRunner staged(device, g, registry, weights, nullptr, nullptr, nullptr, 4);
+        outputs = staged.run(sources, descs);
+      } else {
+        runtime::ExecutionPlan plan(device, g, weights, std::move(planned), 0);
+        outputs = plan.run(pointers, nullptr);
+      }
       for (size_t o = 0; o < outputs.size(); ++o) {
         fs::path file = set / ("output_" + std::to_string(o) + ".pb");
         if (!fs::exists(file)) continue;

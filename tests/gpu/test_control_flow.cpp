@@ -6,9 +6,9 @@
 //     same number of dispatches (the branch is planned in the If's place: no extra launches), also over a
 //     greedy decoding loop;
 //   - control_flow/: a nested If on two graph inputs, an If on a shape comparison folded when planning (both
-//     against float64 references computed here), a condition computed on the GPU (refused when planning), and
-//     models that must fail to load with messages naming what is wrong; the small Loop model, which runs
-//     since Loop is supported.
+//     against float64 references computed here), a condition computed on the GPU (read back, then the
+//     branch planned: docs/dynamic_shapes.md), and models that must fail to load with messages naming what
+//     is wrong; the small Loop model, which runs since Loop is supported.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -238,21 +238,31 @@ TEST(ControlFlow, ABranchThatPassesAnOuterInputThrough) {
   }
 }
 
-TEST(ControlFlow, AConditionComputedOnTheGpuIsRefusedWhenPlanning) {
-  // x of 80 elements is not given to the planner by value, so its sum is computed on the GPU.
+TEST(ControlFlow, AConditionComputedOnTheGpuIsReadBackAndTheBranchPlanned) {
+  // x of 80 elements is not given to the planner by value, so its sum is computed on the GPU: the run reads
+  // the condition back and plans the taken branch for the rest (docs/dynamic_shapes.md).
   Session session = Session::from_file(kControlFlow / "if_gpu_condition.onnx");
-  try {
-    session.run({{"x", test::random_tensor({16, 5}, 73)}});
-    ADD_FAILURE() << "an If on a GPU-computed condition ran";
-  } catch (const Error& e) {
-    EXPECT_HAS(e.what(),
-               "node 'if_positive' (If, opset 16): its condition input 0 ('positive') is computed on the "
-               "GPU; wgi runs an If only when its condition is known when planning");
+  size_t plans_after_first = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (bool positive : {true, false}) {
+      SCOPED_TRACE(positive ? "positive sum" : "negative sum");
+      const Tensor x = positive ? test::random_tensor({16, 5}, 73, -0.5f, 1.0f)
+                                : test::random_tensor({16, 5}, 79, -1.0f, 0.5f);
+      double sum = 0;
+      for (float v : x.data<float>()) sum += v;
+      ASSERT_EQ(sum > 0, positive);
+      const Tensor y = session.run({{"x", x}}).at("y");
+      test::Float64Array want{x.shape(), {}};
+      for (float v : x.data<float>()) want.values.push_back(positive ? std::max(0.0f, v) : -v);
+      EXPECT_TRUE(test::close_in_l2(y, want, 0.0)) << "relu and negation are exact";
+    }
+    if (pass == 0) plans_after_first = session.stats().plans;
   }
+  EXPECT_EQ(session.stats().plans, plans_after_first) << "each condition's plans are cached";
 }
 
 // What `wgi check` runs: plan_nodes without input values, collecting errors. An If on a graph input (given by
-// value when run) is planned both ways, its steps from then_branch; one on a GPU value is an error.
+// value when run) or on a GPU value (read back when run) is planned both ways, its steps from then_branch.
 TEST(ControlFlow, CheckingPlansBothBranchesOfAnIfOnAGraphInput) {
   const std::vector<runtime::PlanInput> inputs = {
       {{DType::Bool, {1}}, nullptr}, {{DType::Bool, {}}, nullptr}, {{DType::Float32, {13, 5}}, nullptr}};
@@ -266,12 +276,15 @@ TEST(ControlFlow, CheckingPlansBothBranchesOfAnIfOnAGraphInput) {
   for (const auto& n : plans.gpu_nodes) steps.push_back(n.node->info.name);
   EXPECT_EQ(steps, (std::vector<std::string>{"add_w", "relu", "after"}));
 
+  // A condition computed on the GPU is read back when run: both branches are checked, without errors.
   graph::Graph gpu = onnx::import_model_file(kControlFlow / "if_gpu_condition.onnx");
   graph::optimize(gpu, ops::builtin_registry());
-  runtime::plan_nodes(gpu, ops::builtin_registry(), test::device().capabilities(),
-                      {{{DType::Float32, {16, 5}}, nullptr}}, {}, &errors);
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_HAS(errors[0], "node 'if_positive' (If, opset 16): its condition input 0 ('positive') is computed");
+  plans = runtime::plan_nodes(gpu, ops::builtin_registry(), test::device().capabilities(),
+                              {{{DType::Float32, {16, 5}}, nullptr}}, {}, &errors);
+  EXPECT_TRUE(errors.empty()) << errors.at(0);
+  steps.clear();
+  for (const auto& n : plans.gpu_nodes) steps.push_back(n.node->info.name);
+  EXPECT_EQ(steps, (std::vector<std::string>{"total", "positive", "relu"}));
 }
 
 std::string load_error(const std::string& model) {

@@ -1,0 +1,159 @@
+// NonMaxSuppression (kernels/detection/non_max_suppression.wgsl): the IoU test of every pair of boxes as a
+// bit matrix, the candidates of every (batch, class) ranked by score, a greedy selection per (batch, class)
+// in one workgroup, and the selected triples packed with their count. The output's row count depends on the
+// data (docs/dynamic_shapes.md): planned at its upper bound, batches x classes x min(max boxes per class,
+// boxes). max_output_boxes_per_class, iou_threshold and score_threshold are needed when planning: a value
+// computed on the GPU is read back first (ops/data_dependent.h).
+#include <limits>
+
+#include "gpu/uniform.h"
+#include "kernels/wgsl_library.h"
+#include "ops/data_dependent.h"
+#include "ops/data_movement_internal.h"
+#include "ops/families.h"
+#include "ops/registry.h"
+
+namespace wgi::ops {
+
+namespace {
+
+constexpr int64_t kMaxBoxes = 65536;  // the selection's bitmask of suppressed boxes in workgroup memory
+
+// Input `i`'s single value as a double, or `fallback` when the input is not given.
+double optional_scalar(const PlanContext& ctx, size_t i, const char* what, double fallback) {
+  if (!ctx.has_input(i)) return fallback;
+  const Tensor* t = ctx.constant(i);
+  if (!t) ctx.fail("input " + std::to_string(i) + " (" + what + ") must be known when planning");
+  if (t->element_count() != 1) {
+    ctx.fail("input " + std::to_string(i) + " (" + what + ") has shape " + shape_to_string(t->shape()) +
+             "; expected a single value");
+  }
+  switch (t->dtype()) {
+    case DType::Float32:
+      return t->data<float>()[0];
+    case DType::Int64:
+      return static_cast<double>(t->data<int64_t>()[0]);
+    case DType::Int32:
+      return t->data<int32_t>()[0];
+    default:
+      ctx.fail("input " + std::to_string(i) + " (" + what + ") has type " +
+               std::string(dtype_name(t->dtype())));
+  }
+}
+
+OpPlan plan_non_max_suppression(const PlanContext& ctx) {
+  const TensorDesc& boxes = ctx.input(0);
+  const TensorDesc& scores = ctx.input(1);
+  if (boxes.dtype != DType::Float32 || scores.dtype != DType::Float32) {
+    ctx.fail("boxes and scores must be float32 (found " + std::string(dtype_name(boxes.dtype)) + " and " +
+             std::string(dtype_name(scores.dtype)) + ")");
+  }
+  if (boxes.shape.size() != 3 || boxes.shape[2] != 4) {
+    ctx.fail("input 0 (boxes) has shape " + shape_to_string(boxes.shape) + "; expected [batches, boxes, 4]");
+  }
+  const int64_t batches = boxes.shape[0], count = boxes.shape[1];
+  if (scores.shape.size() != 3 || scores.shape[0] != batches || scores.shape[2] != count) {
+    ctx.fail("input 1 (scores) has shape " + shape_to_string(scores.shape) + "; expected [" +
+             std::to_string(batches) + ", classes, " + std::to_string(count) + "] for boxes " +
+             shape_to_string(boxes.shape));
+  }
+  if (count > kMaxBoxes) {
+    ctx.fail("has " + std::to_string(count) + " boxes per batch; wgi's NonMaxSuppression takes up to " +
+             std::to_string(kMaxBoxes));
+  }
+  const int64_t classes = scores.shape[1];
+  const int64_t center_point_box = ctx.node.attributes.get_int("center_point_box", 0);
+  if (center_point_box != 0 && center_point_box != 1)
+    ctx.fail("attribute center_point_box is " + std::to_string(center_point_box) + "; expected 0 or 1");
+  const double max_output = optional_scalar(ctx, 2, "max_output_boxes_per_class", 0);
+  const float iou_threshold = static_cast<float>(optional_scalar(ctx, 3, "iou_threshold", 0));
+  const bool has_score_threshold = ctx.has_input(4);
+  const float score_threshold = static_cast<float>(optional_scalar(ctx, 4, "score_threshold", 0));
+  const int64_t per_class =
+      max_output <= 0 ? 0 : static_cast<int64_t>(std::min<double>(max_output, static_cast<double>(count)));
+  const int64_t words = (count + 31) / 32;
+  const int64_t rows = batches * classes;
+  if (rows * count > std::numeric_limits<int32_t>::max() ||
+      batches * count * words > std::numeric_limits<int32_t>::max()) {
+    ctx.fail("boxes " + shape_to_string(boxes.shape) + " and scores " + shape_to_string(scores.shape) +
+             " exceed wgi's 32-bit indexing");
+  }
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Int64, {rows * per_class, 3}});
+  plan.outputs.push_back(extent_desc());
+  const TensorRef extent = TensorRef::output(1);
+  auto params = [&](uint64_t work) {
+    return gpu::UniformBuilder()
+        .u32(static_cast<uint32_t>(batches))
+        .u32(static_cast<uint32_t>(classes))
+        .u32(static_cast<uint32_t>(count))
+        .u32(static_cast<uint32_t>(words))
+        .u32(static_cast<uint32_t>(per_class))
+        .u32(static_cast<uint32_t>(center_point_box))
+        .u32(has_score_threshold ? 1 : 0)
+        .u32(static_cast<uint32_t>(work))
+        .f32(iou_threshold)
+        .f32(score_threshold)
+        .u32(0)
+        .u32(0)
+        .bytes();
+  };
+  // `writes`: how many of the last bindings the stage writes (the others it reads).
+  auto launch = [&](const char* stage, std::vector<TensorRef> bindings, size_t writes, uint64_t work,
+                    uint32_t wg_size, gpu::WorkgroupCount groups) {
+    KernelLaunch l;
+    l.program.label = std::string("non_max_suppression_") + stage;
+    kernels::Defines flags;
+    for (const char* s : {"IOU", "RANK", "SELECT", "WRITE"}) flags[s] = std::string(s) == stage ? "1" : "0";
+    l.program.wgsl = kernels::load_wgsl("detection/non_max_suppression.wgsl", flags);
+    l.program.constants = {{"WG_SIZE", wg_size}};
+    for (size_t b = 0; b < bindings.size(); ++b) {
+      l.program.bindings.push_back(b + writes >= bindings.size() ? gpu::BindingKind::Storage
+                                                                 : gpu::BindingKind::ReadOnlyStorage);
+    }
+    l.program.bindings.push_back(gpu::BindingKind::Uniform);
+    l.bindings = std::move(bindings);
+    l.uniform = params(work);
+    l.groups = groups;
+    plan.launches.push_back(std::move(l));
+  };
+  auto grid_launch = [&](const char* stage, std::vector<TensorRef> bindings, uint64_t work) {
+    const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(work, 256, ctx.caps.limits);
+    launch(stage, std::move(bindings), 1, work, grid.workgroup_size, grid.groups);
+  };
+  if (per_class > 0 && rows > 0) {
+    const TensorRef mask = plan.add_scratch(static_cast<uint64_t>(batches * count * words) * 4);
+    const TensorRef order = plan.add_scratch(static_cast<uint64_t>(rows * count) * 4);
+    const TensorRef selected = plan.add_scratch(static_cast<uint64_t>(rows * per_class) * 4);
+    const TensorRef kept = plan.add_scratch(static_cast<uint64_t>(rows) * 4);
+    grid_launch("IOU", {TensorRef::input(0), mask}, static_cast<uint64_t>(batches * count * words));
+    grid_launch("RANK", {TensorRef::input(1), order}, static_cast<uint64_t>(rows * count));
+    // A workgroup per (batch, class), folded like any grid past the per-dimension limit.
+    const gpu::DispatchGrid groups =
+        gpu::compute_dispatch_grid(static_cast<uint64_t>(rows), 1, ctx.caps.limits);
+    launch("SELECT", {TensorRef::input(1), mask, order, selected, kept}, 2, static_cast<uint64_t>(rows), 256,
+           groups.groups);
+    launch("WRITE", {selected, kept, TensorRef::output(0), extent}, 2, 0, 256, {1, 1, 1});
+  } else {
+    // Nothing can be selected; the kernel still writes the count (0). Its inputs are bound to any buffer.
+    launch("WRITE", {TensorRef::zero(), TensorRef::zero(), TensorRef::output(0), extent}, 2, 0, 256,
+           {1, 1, 1});
+  }
+  return plan;
+}
+
+}  // namespace
+
+void register_detection_ops(OpRegistry& registry) {
+  registry.add("", "NonMaxSuppression", 10, kLatestOpset, {plan_non_max_suppression, nullptr});
+  DataDependence nms;
+  nms.outputs = [](const NodeInfo&, std::span<const TensorDesc>) {
+    return std::vector<DataDependentOutput>{{0, 0}};
+  };
+  nms.extent_output = 1;
+  nms.value_inputs = {2, 3, 4};
+  declare_data_dependence("", "NonMaxSuppression", std::move(nms));
+}
+
+}  // namespace wgi::ops
