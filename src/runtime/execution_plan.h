@@ -196,8 +196,8 @@ class ExecutionPlan {
   // `grown_from`: a plan with the same kernels that had no room for these sizes
   // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
   // sizes respecialize this plan. `run_status` is the session's (shared by its plans, so that any plan's
-  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes its
-  // own if a kernel needs one.
+  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes
+  // its own if a kernel needs one.
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
                 double kernel_plans_ms, PlanSharing* sharing = nullptr,
                 std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr,
@@ -230,7 +230,6 @@ class ExecutionPlan {
   const std::vector<PlannedStep>& steps() const { return steps_; }
   size_t dispatch_count() const { return dispatches_.size(); }
   uint64_t activation_bytes() const { return activation_bytes_; }
-  uint64_t prepacked_bytes() const { return prepacked_bytes_; }
   size_t gpu_node_count() const { return steps_.size(); }
   size_t reused_node_plans() const { return reused_node_plans_; }
   const PlanPhases& phases() const { return phases_; }
@@ -298,7 +297,6 @@ class ExecutionPlan {
   std::unique_ptr<RunStatus> owned_status_;  // when no session's was given
   bool binds_status_ = false;
   uint64_t activation_bytes_ = 0;
-  uint64_t prepacked_bytes_ = 0;
   size_t reused_node_plans_ = 0;
 };
 
