@@ -1,7 +1,7 @@
 // wgi::Environment: one GPU device that several sessions share, as ONNX Runtime's Ort::Env is shared by its
 // sessions.
 //
-//   wgi::Environment env = wgi::Environment::create({.backend = "vulkan"});
+//   wgi::Environment env = wgi::Environment::create();  // EnvironmentOptions: backend, adapter
 //   wgi::Session vision = wgi::Session::from_file("vision.onnx", env);
 //   wgi::Session text = wgi::Session::from_file("text.onnx", env);
 //
