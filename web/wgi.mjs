@@ -83,9 +83,39 @@ function writeExternalData(M, externalData) {
   return {dir, paths};
 }
 
+// One WebGPU device that several sessions share (wgi::Environment, docs/environment.md): they compile each
+// kernel once. Sessions made on it keep the device after free().
+export class Environment {
+  static async create(options = {}) {
+    const M = await init(options.moduleUrl);
+    if (!webgpuAvailable()) {
+      throw new Error('WebGPU is not available in this browser (navigator.gpu is undefined); wgi needs a ' +
+                      'browser with WebGPU enabled, on https or localhost');
+    }
+    return serialized(async () => {
+      const handle = await M.ccall('wgi_web_environment_create', 'number', [], [], {async: true});
+      if (!handle) throw new Error(lastError(M));
+      return new Environment(M, handle);
+    });
+  }
+
+  constructor(M, handle) {
+    this.M = M;
+    this.handle = handle;
+  }
+
+  free() {
+    return serialized(async () => {
+      if (this.handle) this.M._wgi_web_environment_free(this.handle);
+      this.handle = 0;
+    });
+  }
+}
+
 // A model loaded on the page's GPU.
 export class Session {
   // bytes: Uint8Array/ArrayBuffer of an ONNX model.
+  // options.environment: a wgi.Environment whose device the session shares (default: a device of its own).
   // options.profiling: per-node GPU times in stats().profile when the adapter has timestamp queries.
   // options.externalData: {location: Uint8Array} — the model's external weight files, each under the location
   //   the model names (e.g. {'model.onnx.data': bytes}); they are read while the session is created.
@@ -104,9 +134,12 @@ export class Session {
       const dirPtr = M._malloc(dir.length);
       M.HEAPU8.set(dir, dirPtr);
       let handle = 0;
+      const environment = options.environment ? options.environment.handle : 0;
       try {
-        handle = await M.ccall('wgi_web_session_create', 'number', ['number', 'number', 'number', 'number'],
-                               [ptr, data.length, options.profiling ? 1 : 0, dirPtr], {async: true});
+        if (options.environment && !environment) throw new Error('wgi: options.environment was freed');
+        handle = await M.ccall('wgi_web_session_create', 'number',
+                               ['number', 'number', 'number', 'number', 'number'],
+                               [ptr, data.length, options.profiling ? 1 : 0, dirPtr, environment], {async: true});
       } finally {
         M._free(ptr);
         M._free(dirPtr);
@@ -169,8 +202,8 @@ export class Session {
     });
   }
 
-  // {load_ms, last_plan_ms, weight_bytes, peak_activation_bytes, plans, nodes, dispatches, pipelines,
-  //  profile: [{node, op, kernel, gpu_ms}], profiling_note}
+  // {load_ms, last_plan_ms, weight_bytes, peak_activation_bytes, plans, nodes, dispatches, pipelines (the
+  //  device's), pipelines_compiled (by this session), profile: [{node, op, kernel, gpu_ms}], profiling_note}
   stats() {
     return JSON.parse(this.M.UTF8ToString(this.M._wgi_web_session_stats(this.handle)));
   }

@@ -1,4 +1,5 @@
-// The C functions that web/wgi.mjs calls (through Module.ccall) to use wgi::Session from JavaScript.
+// The C functions that web/wgi.mjs calls (through Module.ccall) to use wgi::Session and wgi::Environment from
+// JavaScript.
 // Everything is plain C types and JSON strings, so the JavaScript side needs no binding generator.
 // Calls that wait for the GPU (create, run) suspend through Asyncify; wgi.mjs runs them one at a time.
 #include <emscripten/emscripten.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "wgi/environment.h"
 #include "wgi/session.h"
 #include "wgi_web_api.h"
 
@@ -21,6 +23,10 @@ std::string& wgi::web::last_error() {
 namespace {
 
 using wgi::web::guarded;
+
+struct WebEnvironment {
+  wgi::Environment environment;
+};
 
 struct WebSession {
   std::unique_ptr<wgi::Session> session;
@@ -85,19 +91,32 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_last_error() {
   return wgi::web::last_error().c_str();
 }
 
-// Loads an ONNX model from memory and creates the WebGPU device (async). Returns null on error.
-// `base_dir` (may be empty): the folder of Emscripten's in-memory file system where wgi.mjs put the model's
-// external data files.
+// Creates a WebGPU device that sessions can share (async). Returns null on error.
+EMSCRIPTEN_KEEPALIVE WebEnvironment* wgi_web_environment_create() {
+  return guarded([]() { return new WebEnvironment{wgi::Environment::create()}; },
+                 static_cast<WebEnvironment*>(nullptr));
+}
+
+// The sessions made on it keep the device (shared ownership).
+EMSCRIPTEN_KEEPALIVE void wgi_web_environment_free(WebEnvironment* web) {
+  delete web;
+}
+
+// Loads an ONNX model from memory on `environment`'s device, or (null) on a device of its own, created now
+// (async). Returns null on error. `base_dir` (may be empty): the folder of Emscripten's in-memory file system
+// where wgi.mjs put the model's external data files.
 EMSCRIPTEN_KEEPALIVE WebSession* wgi_web_session_create(const uint8_t* bytes, size_t size, int profiling,
-                                                        const char* base_dir) {
+                                                        const char* base_dir, WebEnvironment* environment) {
   return guarded(
       [&]() -> WebSession* {
         wgi::SessionOptions options;
         options.profiling = profiling != 0;
+        const std::span<const std::byte> model(reinterpret_cast<const std::byte*>(bytes), size);
+        const std::string dir = base_dir ? base_dir : "";
         auto web = std::make_unique<WebSession>();
-        web->session = std::make_unique<wgi::Session>(wgi::Session::from_bytes(
-            std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes), size), options,
-            base_dir ? base_dir : ""));
+        web->session = std::make_unique<wgi::Session>(
+            environment ? wgi::Session::from_bytes(model, environment->environment, options, dir)
+                        : wgi::Session::from_bytes(model, options, dir));
         return web.release();
       },
       static_cast<WebSession*>(nullptr));
@@ -181,7 +200,8 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_session_stats(WebSession* web) {
       ",\"peak_activation_bytes\":" + std::to_string(s.peak_activation_bytes) +
       ",\"plans\":" + std::to_string(s.plans) + ",\"nodes\":" + std::to_string(s.nodes) +
       ",\"dispatches\":" + std::to_string(s.dispatches) + ",\"pipelines\":" + std::to_string(s.pipelines) +
-      ",\"profile\":" + profile + ",\"profiling_note\":" + json_string(web->session->profiling_note()) + "}";
+      ",\"pipelines_compiled\":" + std::to_string(s.pipelines_compiled) + ",\"profile\":" + profile +
+      ",\"profiling_note\":" + json_string(web->session->profiling_note()) + "}";
   return web->text.c_str();
 }
 

@@ -90,9 +90,13 @@ class Florence2 {
  public:
   // Loads the folder (every file checked before any session is made: a missing one is named) and the
   // sessions, and checks that the configs agree with the sessions' inputs and outputs. `options` apply to
-  // every session.
+  // every session. The sessions share one Environment (one device; a kernel compiled once serves all four).
   static Florence2 from_folder(const std::filesystem::path& folder, const SessionOptions& options = {},
                                const Florence2Files& files = {});
+  // The same on a given Environment (shared with other models too); `options`' device choice must be left
+  // empty or equal the environment's.
+  static Florence2 from_folder(const std::filesystem::path& folder, const Environment& environment,
+                               const SessionOptions& options = {}, const Florence2Files& files = {});
   ~Florence2();
   Florence2(Florence2&&) noexcept;
   Florence2& operator=(Florence2&&) noexcept;

@@ -25,12 +25,17 @@
 #include <vector>
 
 #include "wgi/device_tensor.h"
+#include "wgi/environment.h"
 #include "wgi/error.h"
 #include "wgi/tensor.h"
+#include "wgi/tuning.h"
 
 namespace wgi {
 
 struct SessionOptions {
+  // The device choice (backend, adapter, shader_robustness) of the session's private Environment. A session
+  // made on an Environment uses that one's device: these must then be left empty (false) or equal its
+  // EnvironmentOptions.
   std::string backend;  // "vulkan", "swiftshader", "gles"; empty: WGI_BACKEND, else the automatic order
   std::string adapter;  // substring of the adapter's name; empty: WGI_ADAPTER
   // Keep Dawn's shader robustness (every array index clamped in the generated shaders) and workgroup-memory
@@ -74,33 +79,9 @@ struct SessionOptions {
   // WGI_DISABLE_PASSES="a,b": to chase a numerical difference to a fusion, or to test one. An unknown name is
   // an error that lists the valid ones.
   std::vector<std::string> disabled_passes;
-};
 
-// Options of Session::tune.
-struct TuneOptions {
-  bool force = false;  // measure problems the cache already has, too
-  int runs = 10;       // timed runs per configuration (their median counts)
-};
-
-// One distinct GEMM problem of a model, as Session::tune found (and maybe measured) it.
-struct TunedProblem {
-  std::string problem;  // "196x3072x768 B=weight": M x N x K, then what differs from A [M,K], B [K,N]
-  std::vector<std::string> nodes;  // the nodes whose plans contain it
-  bool measured = false;           // false: the cache had it (TuneOptions::force measures anyway)
-  std::string default_config;      // the planner's rules, e.g. "fast64 k16 s2"
-  std::string tuned_config;        // the winner (the default when nothing beat it by 2%)
-  double default_ms = 0;           // medians, from the cache when not measured (0 if it kept none)
-  double tuned_ms = 0;
-  size_t candidates = 0;                // configurations timed
-  std::vector<std::string> mismatches;  // configurations whose output disagreed with the default's (bugs)
-  std::string timer;                    // "timestamps" or "wall clock"
-};
-
-struct TuneReport {
-  std::string adapter;     // the adapter the entries are for
-  std::string cache_path;  // empty when the cache is off
-  bool saved = false;      // the cache file was written
-  std::vector<TunedProblem> problems;
+  // backend, adapter and shader_robustness, for an Environment of the same device choice.
+  EnvironmentOptions environment_options() const { return {backend, adapter, shader_robustness}; }
 };
 
 // Options of one Session::run with wgi::Value inputs.
@@ -124,7 +105,7 @@ struct TensorInfo {
 
 struct SessionStats {
   double import_ms = 0;     // reading and parsing the model (weights included), on a thread of its own...
-  double device_ms = 0;     // ...while this one creates the adapter and device
+  double device_ms = 0;     // ...while this one creates the adapter and device (0 on a given Environment)
   double load_ms = 0;       // then: checks, graph optimisation and the device's stores
   double optimize_ms = 0;   // of which the checks and graph optimisation (constant folding, fusion)
   double last_plan_ms = 0;  // planning of the most recent new input-shape signature
@@ -149,9 +130,10 @@ struct SessionStats {
   size_t last_plan_gpu_nodes = 0;     // GPU nodes of the most recent new plan
   size_t nodes = 0;                   // after optimisation
   size_t dispatches = 0;              // per run, in the current plan
-  size_t pipelines = 0;               // distinct compute pipelines created
-  uint64_t buffers_created = 0;      // GPU buffers created since the device was (a repeated run creates none)
-  uint64_t device_tensor_bytes = 0;  // device memory of this session's live DeviceTensors
+  size_t pipelines = 0;               // distinct compute pipelines on the device (all its sessions')
+  size_t pipelines_compiled = 0;      // of which this session's plans compiled (the others it found cached)
+  uint64_t buffers_created = 0;       // GPU buffers the device created (a repeated run creates none)
+  uint64_t device_tensor_bytes = 0;   // device memory of this session's live DeviceTensors
   // GEMMs planned for the most recent new plan (node plans reused from earlier plans not counted), and how
   // many of them run a configuration from the tuning cache.
   size_t last_plan_gemms = 0;
@@ -171,6 +153,13 @@ class Session {
   // `base_dir` is where external weight files are looked up.
   static Session from_bytes(std::span<const std::byte> model, const SessionOptions& options = {},
                             const std::filesystem::path& base_dir = {});
+  // The same on the device of `environment` (include/wgi/environment.h), which the session holds: sessions
+  // of one Environment share its device, compiled pipelines and tuning cache. Throws wgi::Error when
+  // `options` asks for another device choice than the environment's.
+  static Session from_file(const std::filesystem::path& path, const Environment& environment,
+                           const SessionOptions& options = {});
+  static Session from_bytes(std::span<const std::byte> model, const Environment& environment,
+                            const SessionOptions& options = {}, const std::filesystem::path& base_dir = {});
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
@@ -217,6 +206,8 @@ class Session {
   bool has_timestamps() const;
   // "SwiftShader Device (Subzero) on swiftshader", for reports.
   std::string adapter_description() const;
+  // The Environment whose device the session runs on (its private one when it was made without).
+  const Environment& environment() const;
 
   // "tuning cache /home/me/.cache/wgi/tuning.json: 5 entries for this adapter (7 in the file)" when a cache
   // file was read, else empty: tools print it so that nobody reads a time without knowing.

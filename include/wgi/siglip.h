@@ -55,6 +55,10 @@ class Siglip {
   // Checks the folder's files (a missing one is named), the configs, the tokenizer and the session's inputs
   // and outputs against the configs before returning.
   static Siglip from_folder(const std::filesystem::path& folder, const SiglipOptions& options = {});
+  // The same on a given Environment (include/wgi/environment.h), e.g. the one of another model of the same
+  // application; options.session's device choice must be left empty or equal the environment's.
+  static Siglip from_folder(const std::filesystem::path& folder, const Environment& environment,
+                            const SiglipOptions& options = {});
   ~Siglip();
   Siglip(Siglip&&) noexcept;
   Siglip& operator=(Siglip&&) noexcept;

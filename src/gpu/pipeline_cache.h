@@ -16,7 +16,8 @@ namespace wgi::gpu {
 
 class Device;
 
-// How a shader declares @group(0) @binding(i): storage buffers first, in order; the uniform (if any) last.
+// How a shader declares @group(0) @binding(i), one entry per binding in @binding order. The uniform (at
+// most one) may sit anywhere: usually last, but a fused residual input is bound after it.
 enum class BindingKind { ReadOnlyStorage, Storage, Uniform };
 
 // Everything that determines a compute pipeline. The cache key is built from all of it except the label,

@@ -19,6 +19,7 @@
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/elementwise_binary.h"
 #include "ops/families.h"
 #include "ops/float16.h"
 #include "ops/fused_residual.h"

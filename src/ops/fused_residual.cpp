@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ops/elementwise_binary.h"
+
 namespace wgi::ops {
 
 bool has_fused_residual(const PlanContext& ctx, size_t input) {

@@ -42,12 +42,6 @@ OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
                               const std::function<OpPlan(const PlanContext&)>& plan,
                               size_t input = kFusedResidualInput);
 
-// Defined in elementwise_binary.cpp (its broadcast kernel): out = act(a + b), numpy broadcasting of a and b
-// to `out_shape`, written to the node's output 0.
-KernelLaunch broadcast_add_launch(const PlanContext& ctx, const Shape& out_shape, const Shape& a_shape,
-                                  TensorRef a, const Shape& b_shape, TensorRef b,
-                                  const FusedActivation& activation);
-
 // The residual binding of a kernel compiled with the define RESIDUAL = 1: a read-only storage binding
 // appended to the program's bindings (after the uniform, so the kernels' other bindings keep their numbers)
 // and `residual` to the launch's.

@@ -89,8 +89,11 @@ struct TensorRef {
 
 struct KernelLaunch {
   gpu::ProgramSource program;
-  std::vector<TensorRef> bindings;  // storage bindings in @binding order; the uniform comes last
-  std::vector<std::byte> uniform;   // packed with gpu::UniformBuilder; empty if the kernel has none
+  // The storage bindings in @binding order, skipping the uniform's slot: program.bindings says where the
+  // uniform sits (usually last, but a fused residual is bound after it: append_residual_binding in
+  // ops/fused_residual.h).
+  std::vector<TensorRef> bindings;
+  std::vector<std::byte> uniform;  // packed with gpu::UniformBuilder; empty if the kernel has none
   gpu::WorkgroupCount groups;
 };
 

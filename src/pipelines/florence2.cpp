@@ -269,6 +269,10 @@ struct Florence2::Impl {
         encoder(std::move(enc)),
         decoder(std::move(dec)) {}
 
+  // Florence2::from_folder: on `given`, or on an Environment of its own for the four sessions.
+  static Florence2 load(const fs::path& folder, const Environment* given, const SessionOptions& options,
+                        const Florence2Files& file_names);
+
   Tensor embed(std::span<const int64_t> ids) {
     return embed_tokens.run({{"input_ids", int64_row(ids)}}).at("inputs_embeds");
   }
@@ -752,6 +756,16 @@ std::string Florence2Files::file_name(const std::string& session) const {
 
 Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& options,
                                  const Florence2Files& file_names) {
+  return Impl::load(folder, nullptr, options, file_names);
+}
+
+Florence2 Florence2::from_folder(const fs::path& folder, const Environment& environment,
+                                 const SessionOptions& options, const Florence2Files& file_names) {
+  return Impl::load(folder, &environment, options, file_names);
+}
+
+Florence2 Florence2::Impl::load(const fs::path& folder, const Environment* given,
+                                const SessionOptions& options, const Florence2Files& file_names) {
   if (!fs::is_directory(folder)) throw Error("Florence-2: '" + folder.string() + "' is not a folder");
   const fs::path onnx = folder / "onnx";
   const std::string merged_name = file_names.file_name("decoder_model_merged");
@@ -788,9 +802,11 @@ Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& o
       read_generation(generation_config, config, folder / "generation_config.json");
   pipelines::Tokenizer tokenizer = pipelines::Tokenizer::from_folder(folder);
 
+  // One device for the four sessions, made once the files are known to be there.
+  const Environment environment = given ? *given : Environment::create(options.environment_options());
   const auto load = [&](const std::string& name) {
     try {
-      return Session::from_file(onnx / name, options);
+      return Session::from_file(onnx / name, environment, options);
     } catch (const Error& e) {
       throw Error("Florence-2: onnx/" + name + ": " + e.what());
     }

@@ -78,6 +78,9 @@ struct Siglip::Impl {
         tokenizer(std::move(t)),
         session(std::move(s)) {}
 
+  // Siglip::from_folder: on `given`, or on an Environment of its own.
+  static Siglip load(const fs::path& folder, const Environment* given, const SiglipOptions& options);
+
   void check_session();
   // logits_per_image of one image and the texts' ids (`lengths`: their unpadded lengths).
   std::vector<float> logits(const Tensor& pixels, const std::vector<std::vector<int64_t>>& ids,
@@ -134,6 +137,15 @@ std::vector<float> Siglip::Impl::logits(const Tensor& pixels, const std::vector<
 }
 
 Siglip Siglip::from_folder(const fs::path& folder, const SiglipOptions& options) {
+  return Impl::load(folder, nullptr, options);
+}
+
+Siglip Siglip::from_folder(const fs::path& folder, const Environment& environment,
+                           const SiglipOptions& options) {
+  return Impl::load(folder, &environment, options);
+}
+
+Siglip Siglip::Impl::load(const fs::path& folder, const Environment* given, const SiglipOptions& options) {
   if (!fs::is_directory(folder)) throw Error(kPipeline + ": '" + folder.string() + "' is not a folder");
   const fs::path onnx = folder / "onnx";
   const fs::path model = onnx / options.model_file;
@@ -157,7 +169,8 @@ Siglip Siglip::from_folder(const fs::path& folder, const SiglipOptions& options)
   const std::string model_name = "onnx/" + options.model_file;
   Session session = [&] {
     try {
-      return Session::from_file(model, options.session);
+      return given ? Session::from_file(model, *given, options.session)
+                   : Session::from_file(model, options.session);
     } catch (const Error& e) {
       throw Error(kPipeline + ": " + model_name + ": " + e.what());
     }

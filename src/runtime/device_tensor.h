@@ -51,9 +51,8 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
   gpu::Buffer acquire(uint64_t bytes);
   // Returns a buffer to the pool.
   void recycle(gpu::Buffer buffer);
-  // Bytes held by live DeviceTensors / by the pool.
+  // Bytes held by live DeviceTensors.
   uint64_t live_bytes() const { return live_bytes_; }
-  uint64_t pooled_bytes() const { return pooled_bytes_; }
 
   // A new DeviceTensor of this description with uninitialised contents (the caller fills it).
   DeviceTensor allocate(const ops::TensorDesc& desc);

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 
 #include "graph/memory_planner.h"
 #include "ops/control_flow.h"
@@ -496,7 +495,6 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
   const size_t value_count = planned.descs.size();  // with the values of unrolled Loops and Scans
   phases_.kernel_plans = kernel_plans_ms;
   aliases_ = planned.aliases;
-  std::set<const gpu::Buffer*> prepacked;  // counted once each
   reused_node_plans_ = planned.reused;
   descs_ = std::move(planned.descs);
   host_values_ = std::move(planned.host_values);
@@ -744,14 +742,12 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
       }
       for (const auto& buffer : node_plan->constant_buffers) {
         constants.push_back({buffer.get()});
-        if (prepacked.insert(buffer.get()).second) prepacked_bytes_ += buffer->size();
       }
       shared_.push_back(node_plan);
     } else {
       for (const Tensor& c : plan.constants) {
         owned_.push_back(
             std::make_unique<gpu::Buffer>(upload_tensor(device, c, node.info.describe() + " prepacked")));
-        prepacked_bytes_ += owned_.back()->size();
         constants.push_back({owned_.back().get()});
       }
     }

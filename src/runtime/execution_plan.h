@@ -270,7 +270,6 @@ class ExecutionPlan {
   const std::vector<PlannedStep>& steps() const { return steps_; }
   size_t dispatch_count() const { return dispatches_.size(); }
   uint64_t activation_bytes() const { return activation_bytes_; }
-  uint64_t prepacked_bytes() const { return prepacked_bytes_; }
   size_t gpu_node_count() const { return steps_.size(); }
   size_t reused_node_plans() const { return reused_node_plans_; }
   const PlanPhases& phases() const { return phases_; }
@@ -347,7 +346,6 @@ class ExecutionPlan {
   std::unique_ptr<RunStatus> owned_status_;  // when no session's was given
   bool binds_status_ = false;
   uint64_t activation_bytes_ = 0;
-  uint64_t prepacked_bytes_ = 0;
   size_t reused_node_plans_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <future>
 #include <list>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -15,6 +16,7 @@
 #include "onnx/importer.h"
 #include "ops/gemm_tuning.h"
 #include "runtime/device_tensor.h"
+#include "runtime/environment.h"
 #include "runtime/execution_plan.h"
 #include "runtime/gemm_tuner.h"
 #include "runtime/staged_run.h"
@@ -70,7 +72,8 @@ std::string names_of(const std::vector<TensorInfo>& infos) {
 
 struct Session::Impl {
   SessionOptions options;
-  std::shared_ptr<gpu::Device> device;
+  std::optional<Environment> environment;  // set by create_device() or use_environment()
+  std::shared_ptr<gpu::Device> device;     // the environment's
   graph::Graph graph;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;  // names as the model declares them, even if passes rewired the values
@@ -102,17 +105,20 @@ struct Session::Impl {
   runtime::AdapterKey adapter;
   std::string kernels;  // ops::gemm_kernels_fingerprint()
   bool cache_enabled = false;
-  runtime::TuningCache cache;
+  std::shared_ptr<runtime::TuningCache>
+      cache;  // the environment's copy of the file; a private empty one if off
   ops::GemmTuningTable table;
   ops::GemmTuning tuning;
   size_t planned_gemms = 0, planned_tuned_gemms = 0;
 
-  // A session is made in two parts that overlap (Session::from_file): the device, on the calling thread,
-  // while another reads the model; then load() checks and optimises the graph and sets up the device's
-  // stores.
+  // A session is made in two parts that overlap (Session::from_file): its private environment's device, on
+  // the calling thread, while another reads the model; then load() checks and optimises the graph and sets
+  // up the device's stores. On a given Environment, use_environment() instead of create_device().
   void create_device();
+  void use_environment(const Environment& given);
   void load(graph::Graph imported);
-  static Session make(const SessionOptions& options, std::function<graph::Graph()> import);
+  static Session make(const SessionOptions& options, std::function<graph::Graph()> import,
+                      const Environment* given);
   void init_tuning();
   // The GEMM problems a plan for `inputs` contains (those no attribute forces), with the nodes that use each
   // and whether the table has an entry the device runs for it. Plans without memo: every node reports.
@@ -144,14 +150,28 @@ struct Session::Impl {
 };
 
 void Session::Impl::create_device() {
-  if (options.max_cached_plans == 0) throw Error("SessionOptions::max_cached_plans must be at least 1");
-  gpu::DeviceOptions device_options;
-  if (!options.backend.empty()) device_options.backend = gpu::parse_backend(options.backend);
-  if (!options.adapter.empty()) device_options.adapter_filter = options.adapter;
-  device_options.shader_robustness = options.shader_robustness;
-  const auto start = std::chrono::steady_clock::now();
-  device = gpu::Device::create(device_options);
-  stats.device_ms = ms_since(start);
+  environment = Environment::create(options.environment_options());
+  device = environment->impl_->device;
+  stats.device_ms = environment->device_ms();
+}
+
+void Session::Impl::use_environment(const Environment& given) {
+  const EnvironmentOptions& chosen = given.options();
+  const auto differs = [](const std::string& asked, const std::string& has) {
+    return !asked.empty() && asked != has;
+  };
+  if (differs(options.backend, chosen.backend) || differs(options.adapter, chosen.adapter) ||
+      (options.shader_robustness && !chosen.shader_robustness)) {
+    const auto describe = [](const EnvironmentOptions& o) {
+      return "backend '" + o.backend + "', adapter '" + o.adapter + "', shader_robustness " +
+             (o.shader_robustness ? "on" : "off");
+    };
+    throw Error("SessionOptions ask for " + describe(options.environment_options()) +
+                ", but the session is made on an Environment created with " + describe(chosen) +
+                ": choose the device in EnvironmentOptions (or leave these SessionOptions empty)");
+  }
+  environment = given;
+  device = given.impl_->device;
 }
 
 void Session::Impl::load(graph::Graph imported) {
@@ -190,10 +210,11 @@ void Session::Impl::init_tuning() {
         options.tuning_cache.empty() ? runtime::default_tuning_cache_path() : options.tuning_cache;
     cache_enabled = !path.empty();
     if (cache_enabled) {
-      cache = runtime::TuningCache::load(path);
-      table = cache.table_for(adapter, kernels);
+      cache = environment->impl_->tuning_cache(path);
+      table = cache->table_for(adapter, kernels);
     }
   }
+  if (!cache) cache = std::make_shared<runtime::TuningCache>();
   tuning.table = &table;
   tuning.observe = [this](const ops::GemmProblemUse& use) {
     ++planned_gemms;
@@ -228,15 +249,15 @@ TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& p
                                         int runs, bool refuse_unsavable) {
   TuneReport report;
   report.adapter = runtime::to_string(adapter);
-  if (cache_enabled) report.cache_path = cache.path().string();
+  if (cache_enabled) report.cache_path = cache->path().string();
   // A file that save() would refuse to replace, or a directory it cannot create: say so before minutes of
   // measuring, not after.
   if (refuse_unsavable && cache_enabled) {
-    if (!cache.problem().empty()) {
-      throw Error("the tuning cache " + cache.path().string() + " is not one this build can update (" +
-                  cache.problem() + "); not overwriting it: remove it, or use another path");
+    if (!cache->problem().empty()) {
+      throw Error("the tuning cache " + cache->path().string() + " is not one this build can update (" +
+                  cache->problem() + "); not overwriting it: remove it, or use another path");
     }
-    cache.create_directory();
+    cache->create_directory();
   }
   const auto problems = gemm_problems(plan_inputs);
   const gpu::Capabilities& caps = device->capabilities();
@@ -257,7 +278,7 @@ TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& p
     t.nodes = uses.nodes;
     if (!force && uses.tuned) {
       t.tuned_config = ops::to_string(*table.find(key));
-      if (const runtime::TuningEntry* e = cache.find(adapter, kernels, key)) {
+      if (const runtime::TuningEntry* e = cache->find(adapter, kernels, key)) {
         t.default_config = ops::to_string(e->record.default_choice);
         t.default_ms = e->record.default_ms;
         t.tuned_ms = e->record.tuned_ms;
@@ -288,7 +309,7 @@ TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& p
     entry.record.candidates = static_cast<uint32_t>(result.candidates.size());
     entry.record.runs = static_cast<uint32_t>(result.runs);
     entry.record.timer = result.timer;
-    if (cache_enabled) cache.set(std::move(entry));
+    if (cache_enabled) cache->set(std::move(entry));
     measured_any = true;
     t.measured = true;
     t.default_config = ops::to_string(result.default_choice);
@@ -301,7 +322,7 @@ TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& p
     report.problems.push_back(std::move(t));
   }
   if (measured_any && cache_enabled) {
-    cache.save();
+    cache->save();
     report.saved = true;
   }
   return report;
@@ -454,9 +475,11 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(it->signature);
     it = plans.erase(it);
   }
+  const size_t pipelines_before = device->pipelines().size();
   auto plan =
       std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned), kernel_plans_ms,
                                                node_plans.get(), sources, grown_from, run_status.get());
+  stats.pipelines_compiled += device->pipelines().size() - pipelines_before;
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
   if (too_small != plans.end()) {
@@ -569,9 +592,19 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-Session Session::Impl::make(const SessionOptions& options, std::function<graph::Graph()> import) {
+Session Session::Impl::make(const SessionOptions& options, std::function<graph::Graph()> import,
+                            const Environment* given) {
+  if (options.max_cached_plans == 0) throw Error("SessionOptions::max_cached_plans must be at least 1");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (given) {
+    impl->use_environment(*given);
+    const auto start = std::chrono::steady_clock::now();
+    graph::Graph model = import();
+    impl->stats.import_ms = ms_since(start);
+    impl->load(std::move(model));
+    return Session(std::move(impl));
+  }
   // Reading a model (hundreds of MB of weights: 230-350 ms for SigLIP-B and DaViT-base on the H200's host)
   // and creating the device (130-550 ms) overlap: the import on another thread, the device on this one,
   // which then uses it (an OpenGL ES context belongs to the thread that made it). Without threads (the
@@ -594,12 +627,26 @@ Session Session::Impl::make(const SessionOptions& options, std::function<graph::
 }
 
 Session Session::from_file(const std::filesystem::path& path, const SessionOptions& options) {
-  return Impl::make(options, [&path] { return onnx::import_model_file(path); });
+  return Impl::make(
+      options, [&path] { return onnx::import_model_file(path); }, nullptr);
+}
+
+Session Session::from_file(const std::filesystem::path& path, const Environment& environment,
+                           const SessionOptions& options) {
+  return Impl::make(
+      options, [&path] { return onnx::import_model_file(path); }, &environment);
 }
 
 Session Session::from_bytes(std::span<const std::byte> model, const SessionOptions& options,
                             const std::filesystem::path& base_dir) {
-  return Impl::make(options, [&model, &base_dir] { return onnx::import_model(model, base_dir); });
+  return Impl::make(
+      options, [&model, &base_dir] { return onnx::import_model(model, base_dir); }, nullptr);
+}
+
+Session Session::from_bytes(std::span<const std::byte> model, const Environment& environment,
+                            const SessionOptions& options, const std::filesystem::path& base_dir) {
+  return Impl::make(
+      options, [&model, &base_dir] { return onnx::import_model(model, base_dir); }, &environment);
 }
 
 const std::vector<TensorInfo>& Session::inputs() const {
@@ -629,19 +676,23 @@ bool Session::has_timestamps() const {
 }
 
 std::string Session::adapter_description() const {
-  return impl_->device->adapter_info().device + " on " +
-         std::string(gpu::to_string(impl_->device->backend()));
+  return impl_->environment->adapter_description();
+}
+
+const Environment& Session::environment() const {
+  return *impl_->environment;
 }
 
 std::string Session::tuning_note() const {
   const Impl& s = *impl_;
-  if (!s.cache.loaded()) return "";
+  if (!s.cache->loaded()) return "";
   size_t stale = 0;
-  for (const runtime::TuningEntry& e : s.cache.entries())
+  for (const runtime::TuningEntry& e : s.cache->entries())
     stale += e.adapter == s.adapter && e.kernels != s.kernels;
-  std::string note = "tuning cache " + s.cache.path().string() + ": " +
-                     std::to_string(s.cache.count_for(s.adapter, s.kernels)) + " entries for this adapter (" +
-                     std::to_string(s.cache.entries().size()) + " in the file";
+  std::string note = "tuning cache " + s.cache->path().string() + ": " +
+                     std::to_string(s.cache->count_for(s.adapter, s.kernels)) +
+                     " entries for this adapter (" + std::to_string(s.cache->entries().size()) +
+                     " in the file";
   if (stale) note += ", " + std::to_string(stale) + " measured on other GEMM kernels: ignored until re-tuned";
   return note + ")";
 }

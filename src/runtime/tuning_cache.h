@@ -93,7 +93,6 @@ class TuningCache {
   void save();
   // Creates the directory save() will write into; throws wgi::Error naming the file when it cannot.
   void create_directory() const;
-  void set_path(std::filesystem::path path) { path_ = std::move(path); }
 
  private:
   std::filesystem::path path_;

@@ -13,6 +13,7 @@
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/reference_elementwise.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -21,24 +22,14 @@ namespace {
 
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
+using test::run_error;
 
-ops::NodeInfo node(const std::string& op, int opset = 13) {
-  return ops::NodeInfo{"elementwise_under_test", op, "", opset, {}, {}, {}};
-}
+const test::NodeMaker node{"elementwise_under_test"};
 
 std::vector<Tensor> run(const ops::NodeInfo& n, const std::vector<Tensor>& inputs) {
   Inputs in;
   for (const Tensor& t : inputs) in.push_back(NodeInput{t});
   return runtime::run_node(test::device(), n, in);
-}
-
-std::string run_error(const ops::NodeInfo& n, const Inputs& inputs) {
-  try {
-    runtime::run_node(test::device(), n, inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 std::vector<Tensor> fold(const ops::NodeInfo& n, const std::vector<const Tensor*>& inputs) {

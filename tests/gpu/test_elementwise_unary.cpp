@@ -10,6 +10,7 @@
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/reference_elementwise.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -18,19 +19,9 @@ namespace {
 
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
+using test::run_error;
 
-ops::NodeInfo node(const std::string& op, int opset = 13) {
-  return ops::NodeInfo{"unary_under_test", op, "", opset, {}, {}, {}};
-}
-
-std::string run_error(const ops::NodeInfo& n, const Inputs& inputs) {
-  try {
-    runtime::run_node(test::device(), n, inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+const test::NodeMaker node{"unary_under_test"};
 
 test::Tolerance tolerance(double rel, double abs) {
   return [rel, abs](double r) { return abs + rel * std::abs(r); };

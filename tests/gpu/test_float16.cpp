@@ -22,6 +22,7 @@
 #include "support/reference_conv.h"
 #include "support/reference_elementwise.h"
 #include "support/reference_linear.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 #include "wgi/session.h"
@@ -65,9 +66,7 @@ test::Tolerance half_tolerance(int64_t k) {
   };
 }
 
-ops::NodeInfo node(const char* op, int opset = 13) {
-  return ops::NodeInfo{"float16_under_test", op, "", opset, {}, {}, {}};
-}
+const test::NodeMaker node{"float16_under_test"};
 
 // The plan keeps input `weight` at float16 on the device: no launch reads it but the GEMM (no cast), and
 // its prepacked copy, if any, is float16 (at most 0.55 x the float32 bytes).

@@ -20,6 +20,7 @@
 
 #include "core/json.h"
 #include "core/npy.h"
+#include "wgi/environment.h"
 #include "wgi/florence2.h"
 #include "wgi/image.h"
 
@@ -182,17 +183,27 @@ TEST(Florence2Pipeline, SessionChecksNameTheDtypesFile) {
 }
 
 // max_new_tokens short of the natural EOS: forced EOS at max_length - 1, so the sequence ends with EOS
-// after the reference's first tokens.
+// after the reference's first tokens. Then a second model on the same Environment (an application with two
+// folders, or one loaded twice): the same answer, and no pipeline compiled (its four sessions find every
+// kernel the first model's compiled).
 TEST(Florence2Pipeline, MaxNewTokensForcesEosAtTheLastPosition) {
-  Florence2 model = Florence2::from_folder(kTiny);
+  Environment env = Environment::create();
+  Florence2 model = Florence2::from_folder(kTiny, env);
   const std::vector<int64_t> full = ids_of(*expected("od").find("generated_ids"));
   Florence2GenerateOptions options;
   options.max_new_tokens = 6;
   options.num_beams = 1;
-  const Florence2Result r = model.generate(load_image(kTiny / "image.png"), "<OD>", {}, options);
+  const Image image = load_image(kTiny / "image.png");
+  const Florence2Result r = model.generate(image, "<OD>", {}, options);
   std::vector<int64_t> want(full.begin(), full.begin() + 6);
   want.push_back(2);  // forced_eos_token_id
   EXPECT_EQ(r.generated_ids, want);
+
+  const size_t compiled = env.pipelines();
+  EXPECT_GT(compiled, 0u);
+  Florence2 second = Florence2::from_folder(kTiny, env);
+  EXPECT_EQ(second.generate(image, "<OD>", {}, options).generated_ids, want);
+  EXPECT_EQ(env.pipelines(), compiled);
 }
 
 // Beam search against tests/models/beam_search_reference.py (Hugging Face's algorithm in float64 over the

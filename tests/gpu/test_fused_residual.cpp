@@ -17,6 +17,7 @@
 #include "support/reference_conv.h"
 #include "support/reference_elementwise.h"
 #include "support/reference_linear.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -27,9 +28,7 @@ using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
 using Ints = std::vector<int64_t>;
 
-ops::NodeInfo node(const char* op) {
-  return ops::NodeInfo{"residual_under_test", op, "", 17, {}, {}, {}};
-}
+const test::NodeMaker node{"residual_under_test", 17};
 
 // Sets the fused residual and activation ("", "Relu", "Gelu", "GeluTanh") on `n` and appends R as input 3.
 void fuse(ops::NodeInfo& n, Inputs& in, const Tensor& residual, const std::string& activation) {

@@ -17,6 +17,7 @@
 #include "support/planner_devices.h"
 #include "support/reference_elementwise.h"
 #include "support/reference_linear.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -25,19 +26,9 @@ namespace {
 
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
+using test::run_error;
 
-ops::NodeInfo node(const char* op, int opset = 13) {
-  return ops::NodeInfo{"linear_under_test", op, "", opset, {}, {}, {}};
-}
-
-std::string run_error(const ops::NodeInfo& n, const Inputs& inputs) {
-  try {
-    runtime::run_node(test::device(), n, inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+const test::NodeMaker node{"linear_under_test"};
 
 struct Mnk {
   int64_t m, n, k;

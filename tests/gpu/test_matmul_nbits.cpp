@@ -26,6 +26,7 @@
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
 #include "support/reference_quantized.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 #include "wgi/session.h"
@@ -36,6 +37,7 @@ namespace {
 namespace fs = std::filesystem;
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
+using test::run_error;
 
 constexpr double kRelativeL2 = 1e-5;  // see the file comment
 
@@ -60,15 +62,6 @@ ops::NodeInfo bnb4_node(int64_t k, int64_t n, int64_t block_size, int64_t quant_
 
 test::Float64Array as_array(const test::Reference& r) {
   return {r.shape, r.values};
-}
-
-std::string run_error(const ops::NodeInfo& n, const Inputs& inputs) {
-  try {
-    runtime::run_node(test::device(), n, inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 #define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)

@@ -12,6 +12,7 @@
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/reference_normalization.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -20,19 +21,9 @@ namespace {
 
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
+using test::run_error;
 
-ops::NodeInfo node(const std::string& op, int opset) {
-  return ops::NodeInfo{"norm_under_test", op, "", opset, {}, {}, {}};
-}
-
-std::string run_error(const ops::NodeInfo& n, const Inputs& inputs) {
-  try {
-    runtime::run_node(test::device(), n, inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+const test::NodeMaker node{"norm_under_test"};
 
 Tensor int64_tensor(const std::vector<int64_t>& v) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);

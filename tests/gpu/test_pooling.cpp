@@ -10,6 +10,7 @@
 
 #include "runtime/node_runner.h"
 #include "support/reference_pooling.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 
@@ -18,19 +19,9 @@ namespace {
 
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
+using test::run_error;
 
-ops::NodeInfo node(const std::string& op, int opset) {
-  return ops::NodeInfo{"pool_under_test", op, "", opset, {}, {}, {}};
-}
-
-std::string run_error(const ops::NodeInfo& n, const Inputs& inputs) {
-  try {
-    runtime::run_node(test::device(), n, inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+const test::NodeMaker node{"pool_under_test"};
 
 test::Tolerance tight() {
   return [](double ref) { return 1e-6 * (1 + std::abs(ref)); };

@@ -22,6 +22,7 @@
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
 #include "support/reference_integer.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
 #include "wgi/session.h"
@@ -31,22 +32,12 @@ namespace {
 
 using runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
+using test::run_error;
 
-ops::NodeInfo node(const std::string& op, int opset, ops::Attributes attrs = {}) {
-  return ops::NodeInfo{"quantize_under_test", op, "", opset, std::move(attrs), {}, {}};
-}
+const test::NodeMaker node{"quantize_under_test"};
 
 std::vector<Tensor> run(const ops::NodeInfo& n, const Inputs& in) {
   return runtime::run_node(test::device(), n, in);
-}
-
-std::string run_error(const ops::NodeInfo& n, const Inputs& in) {
-  try {
-    runtime::run_node(test::device(), n, in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 template <class T>

@@ -11,10 +11,13 @@
 #include <vector>
 
 #include "onnxruntime_reference.h"
+#include "support/run_node.h"
 #include "wgi/session.h"
 
 namespace wgi {
 namespace {
+
+using test::run_error;
 
 namespace fs = std::filesystem;
 const fs::path kModel = fs::path(WGI_TEST_DATA_DIR) / "robustness" / "gather_rows.onnx";
@@ -50,15 +53,6 @@ Tensor expected(const Tensor& t, const Tensor& idx) {
 
 bool same(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && std::equal(a.bytes().begin(), a.bytes().end(), b.bytes().begin());
-}
-
-std::string run_error(Session& s, const std::map<std::string, Tensor>& in) {
-  try {
-    s.run(in);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(RunStatus, GatherIndexOutOfRangeAtRunTimeIsAnError) {

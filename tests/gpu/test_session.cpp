@@ -7,11 +7,14 @@
 
 #include "core/npy.h"
 #include "support/model_reference.h"
+#include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "wgi/session.h"
 
 namespace wgi {
 namespace {
+
+using test::run_error;
 
 const std::filesystem::path kModels = std::filesystem::path(WGI_TEST_DATA_DIR) / "models";
 
@@ -20,15 +23,6 @@ Tensor load(const std::string& model, const std::string& file) {
 }
 test::Float64Array reference(const std::string& model, const std::string& file) {
   return test::load_float64_npy(kModels / model / file);
-}
-
-std::string run_error(Session& s, const std::map<std::string, Tensor>& inputs) {
-  try {
-    s.run(inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 TEST(Session, RunsAModelAndReusesItsPlan) {

@@ -18,6 +18,7 @@
 
 #include "core/json.h"
 #include "core/npy.h"
+#include "wgi/environment.h"
 #include "wgi/image.h"
 #include "wgi/siglip.h"
 
@@ -65,8 +66,11 @@ void expect_case(Siglip& model, const std::string& file, const fs::path& folder 
   }
 }
 
+// The four cases against transformers.js; then a second model on the same Environment (an application with
+// two folders, or one loaded twice): the same answers, and no pipeline compiled by it.
 TEST(SiglipPipeline, ScoresMatchTransformersJs) {
-  Siglip model = Siglip::from_folder(kTiny);
+  Environment env = Environment::create();
+  Siglip model = Siglip::from_folder(kTiny, env);
   EXPECT_EQ(model.image_width(), 40);
   EXPECT_EQ(model.image_height(), 40);
   EXPECT_EQ(model.max_length(), 64);
@@ -74,6 +78,11 @@ TEST(SiglipPipeline, ScoresMatchTransformersJs) {
                            "expected_scores_c_one.json"}) {
     expect_case(model, file);
   }
+  const size_t compiled = env.pipelines();
+  EXPECT_GT(compiled, 0u);
+  Siglip second = Siglip::from_folder(kTiny, env);
+  expect_case(second, "expected_scores_a.json");
+  EXPECT_EQ(env.pipelines(), compiled);
 }
 
 TEST(SiglipPipeline, Siglip2ScoresMatchTransformersJs) {

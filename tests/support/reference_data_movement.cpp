@@ -325,12 +325,6 @@ Tensor iota_tensor(DType dtype, const Shape& shape) {
   return ::testing::AssertionSuccess();
 }
 
-ops::NodeInfo make_node(const std::string& op, int opset, size_t outputs) {
-  ops::NodeInfo n{"dm_under_test", op, "", opset, {}, {}, {}};
-  for (size_t i = 0; i < outputs; ++i) n.output_names.push_back("y" + std::to_string(i));
-  return n;
-}
-
 std::vector<Tensor> fold_node(const ops::NodeInfo& node, const NodeInputs& inputs) {
   const ops::OpRegistry::Entry* entry = ops::builtin_registry().find(node.domain, node.op_type, node.opset);
   if (!entry) throw Error(node.describe() + ": not registered");
@@ -357,15 +351,6 @@ void expect_node_outputs(const ops::NodeInfo& node, const NodeInputs& inputs,
   ASSERT_EQ(host.size(), expected.size()) << "host folding declined or returned the wrong number of outputs";
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_TRUE(identical(host[i], expected[i])) << "host output " << i;
-}
-
-std::string node_error(const ops::NodeInfo& node, const NodeInputs& inputs) {
-  try {
-    runtime::run_node(device(), node, inputs);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 Tensor ints(const std::vector<int64_t>& values) {

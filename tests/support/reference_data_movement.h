@@ -11,6 +11,7 @@
 
 #include "ops/op.h"
 #include "runtime/node_runner.h"
+#include "support/run_node.h"
 #include "wgi/tensor.h"
 
 namespace wgi::test {
@@ -41,18 +42,13 @@ Tensor iota_tensor(DType dtype, const Shape& shape);
 
 // ---- Running nodes ----
 
-using NodeInputs = std::vector<std::optional<runtime::NodeInput>>;
-
-// A node of the default domain with `outputs` named outputs (Split and Dropout count them).
-ops::NodeInfo make_node(const std::string& op, int opset = 13, size_t outputs = 1);
+// NodeInputs, make_node and node_error: support/run_node.h.
 // The handler's evaluate_on_host with every input known (as if all were initializers); empty if it declines.
 std::vector<Tensor> fold_node(const ops::NodeInfo& node, const NodeInputs& inputs);
 // Runs the node on the GPU (inputs constant as flagged) and folds it on the host; both must give `expected`
 // exactly.
 void expect_node_outputs(const ops::NodeInfo& node, const NodeInputs& inputs,
                          const std::vector<Tensor>& expected, const runtime::NodeRunOptions& options = {});
-// The message of the wgi::Error that running the node throws, or "no error".
-std::string node_error(const ops::NodeInfo& node, const NodeInputs& inputs);
 // A 1-D int64 tensor.
 Tensor ints(const std::vector<int64_t>& values);
 

@@ -1,5 +1,5 @@
-// CPU references for the elementwise family: numpy broadcasting, values of any dtype read as float64 or
-// int64, and float16 encoding computed from its definition (independent of the engine's own converters).
+// CPU references for the elementwise family: numpy broadcasting over values of any dtype read as float64 or
+// int64 (support/tensor_values.h, included for the tests that read values through this header).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/tensor_values.h"
 #include "wgi/tensor.h"
 
 namespace wgi::test {
@@ -16,25 +17,12 @@ Shape broadcast_shape(const std::vector<Shape>& shapes);
 // The element of an input of shape `in` that output element `out_index` of shape `out` reads.
 size_t broadcast_source(const Shape& out, const Shape& in, size_t out_index);
 
-// Element i of a tensor of any dtype (float16 decoded, bool as 0 / 1).
-double element_as_double(const Tensor& t, size_t i);
-int64_t element_as_int(const Tensor& t, size_t i);
-
 // f(values of the inputs at each output element), in float64 / int64, over the broadcast output shape.
 std::vector<double> broadcast_reference(const std::vector<const Tensor*>& inputs,
                                         const std::function<double(const std::vector<double>&)>& f);
 std::vector<int64_t> broadcast_reference_int(const std::vector<const Tensor*>& inputs,
                                              const std::function<int64_t(const std::vector<int64_t>&)>& f);
 
-// Every element read as int64 (integer, bool) tensors.
-std::vector<int64_t> int_values(const Tensor& t);
-
-// IEEE binary16 from its definition: decode, and round-to-nearest-even encode of a float.
-double half_bits_to_double(uint16_t bits);
-uint16_t double_to_half_bits(double value);
-
-// A tensor of `dtype` holding `values` (converted with static_cast; bool as != 0).
-Tensor int_tensor(DType dtype, const Shape& shape, const std::vector<int64_t>& values);
 // Seeded integers in [lo, hi] as a tensor of `dtype`.
 Tensor random_int_tensor(DType dtype, const Shape& shape, uint64_t seed, int64_t lo, int64_t hi);
 

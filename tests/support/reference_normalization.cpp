@@ -5,27 +5,11 @@
 #include <limits>
 #include <stdexcept>
 
+#include "support/tensor_values.h"
+
 namespace wgi::test {
 
 namespace {
-
-std::vector<double> doubles(const Tensor& t) {
-  std::vector<double> v;
-  switch (t.dtype()) {
-    case DType::Float32:
-      for (float x : t.data<float>()) v.push_back(x);
-      break;
-    case DType::Int32:
-      for (int32_t x : t.data<int32_t>()) v.push_back(x);
-      break;
-    case DType::Int64:
-      for (int64_t x : t.data<int64_t>()) v.push_back(static_cast<double>(x));
-      break;
-    default:
-      throw std::invalid_argument("normalization reference: unsupported dtype");
-  }
-  return v;
-}
 
 // Row-major coordinates of flat index i.
 std::vector<int64_t> coords_of(int64_t i, const Shape& shape) {
@@ -64,7 +48,7 @@ double broadcast_at(const Tensor& p, const std::vector<double>& pv,
 NormReference reduce_reference(const Tensor& x, const std::string& op, const std::vector<int64_t>& axes,
                                bool keepdims, bool select_last_index) {
   const Shape& shape = x.shape();
-  const std::vector<double> xv = doubles(x);
+  const std::vector<double> xv = double_values(x);
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
   Shape kept, out_shape;
@@ -137,7 +121,7 @@ NormReference reduce_reference(const Tensor& x, const std::string& op, const std
 
 NormReference softmax_reference(const Tensor& x, int64_t axis, bool flatten, bool log) {
   const Shape& shape = x.shape();
-  const std::vector<double> xv = doubles(x);
+  const std::vector<double> xv = double_values(x);
   const auto a = static_cast<size_t>(axis);
   const int64_t outer = product(shape, 0, a);
   const int64_t length = flatten ? product(shape, a, shape.size()) : shape[a];
@@ -162,8 +146,8 @@ LayerNormReference layer_norm_reference(const Tensor& x, int64_t axis, const Ten
                                         const Tensor* bias, double epsilon) {
   const Shape& shape = x.shape();
   const auto a = static_cast<size_t>(axis);
-  const std::vector<double> xv = doubles(x), sv = doubles(scale);
-  const std::vector<double> bv = bias ? doubles(*bias) : std::vector<double>{};
+  const std::vector<double> xv = double_values(x), sv = double_values(scale);
+  const std::vector<double> bv = bias ? double_values(*bias) : std::vector<double>{};
   const Shape normalized(shape.begin() + static_cast<std::ptrdiff_t>(a), shape.end());
   const int64_t rows = product(shape, 0, a);
   const int64_t length = product(shape, a, shape.size());
@@ -196,7 +180,7 @@ LayerNormReference layer_norm_reference(const Tensor& x, int64_t axis, const Ten
 NormReference group_norm_reference(const Tensor& x, int64_t groups, const Tensor& scale, const Tensor& bias,
                                    double epsilon, bool per_channel) {
   const Shape& shape = x.shape();
-  const std::vector<double> xv = doubles(x), sv = doubles(scale), bv = doubles(bias);
+  const std::vector<double> xv = double_values(x), sv = double_values(scale), bv = double_values(bias);
   const int64_t n = shape[0], c = shape[1], spatial = product(shape, 2, shape.size());
   const int64_t cpg = c / groups;
   NormReference r{shape, std::vector<double>(xv.size())};
@@ -229,8 +213,8 @@ NormReference instance_norm_reference(const Tensor& x, const Tensor& scale, cons
 NormReference batch_norm_reference(const Tensor& x, const Tensor& scale, const Tensor& bias,
                                    const Tensor& mean, const Tensor& var, double epsilon) {
   const Shape& shape = x.shape();
-  const std::vector<double> xv = doubles(x), sv = doubles(scale), bv = doubles(bias), mv = doubles(mean),
-                            vv = doubles(var);
+  const std::vector<double> xv = double_values(x), sv = double_values(scale), bv = double_values(bias),
+                            mv = double_values(mean), vv = double_values(var);
   const int64_t c = shape[1], spatial = product(shape, 2, shape.size());
   NormReference r{shape, std::vector<double>(xv.size())};
   for (size_t i = 0; i < xv.size(); ++i) {

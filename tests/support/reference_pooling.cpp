@@ -5,37 +5,14 @@
 #include <functional>
 #include <stdexcept>
 
+#include "support/tensor_values.h"
+
 namespace wgi::test {
-
-namespace {
-
-std::vector<double> doubles(const Tensor& t) {
-  std::vector<double> v;
-  switch (t.dtype()) {
-    case DType::Float32:
-      for (float x : t.data<float>()) v.push_back(x);
-      break;
-    case DType::Int8:
-      for (int8_t x : t.data<int8_t>()) v.push_back(x);
-      break;
-    case DType::UInt8:
-      for (uint8_t x : t.data<uint8_t>()) v.push_back(x);
-      break;
-    case DType::Int64:
-      for (int64_t x : t.data<int64_t>()) v.push_back(static_cast<double>(x));
-      break;
-    default:
-      throw std::invalid_argument("pooling reference: unsupported dtype");
-  }
-  return v;
-}
-
-}  // namespace
 
 PoolReference pool_reference(const Tensor& x, bool is_max, const PoolReferenceParams& p) {
   const Shape& shape = x.shape();
   const size_t spatial = shape.size() - 2;
-  const std::vector<double> xv = doubles(x);
+  const std::vector<double> xv = double_values(x);
   auto get = [&](const std::vector<int64_t>& v, size_t i, int64_t fallback) {
     return v.empty() ? fallback : v[i];
   };
@@ -191,7 +168,7 @@ double interpolate_nd(const std::vector<double>& data, const Shape& shape, size_
 }  // namespace
 
 std::vector<double> resize_reference(const Tensor& x, const ResizeReferenceParams& p) {
-  const std::vector<double> xv = doubles(x);
+  const std::vector<double> xv = double_values(x);
   Coeffs coeffs;
   if (p.mode == "nearest") {
     const std::string m = p.nearest_mode;

@@ -5,18 +5,11 @@
 
 #include "support/reference_elementwise.h"
 #include "support/tensor_check.h"
+#include "support/tensor_values.h"
 
 namespace wgi::test {
 
 namespace {
-
-double float_at(const Tensor& t, int64_t i) {
-  if (t.dtype() == DType::Float16) {
-    const auto* bits = reinterpret_cast<const uint16_t*>(t.bytes().data());
-    return half_bits_to_double(bits[i]);
-  }
-  return t.data<float>()[static_cast<size_t>(i)];
-}
 
 // Code `index` of a stream of `bits`-bit codes packed lowest bits first.
 uint32_t code_at(const uint8_t* bytes, int64_t index, int64_t bits) {
@@ -66,10 +59,11 @@ std::vector<double> dequantize_matmul_nbits(const Tensor& b, const Tensor& scale
         const auto* zp = reinterpret_cast<const uint8_t*>(zero_points->bytes().data()) + col * zp_col_bytes;
         zero = code_at(zp, block, bits);
       } else if (zero_points) {
-        zero = float_at(*zero_points, col * blocks + block);
+        zero = element_as_double(*zero_points, static_cast<size_t>(col * blocks + block));
       }
       const double code = code_at(codes + col * col_bytes, kk, bits);
-      w[static_cast<size_t>(col * k + kk)] = (code - zero) * float_at(scales, col * blocks + block);
+      w[static_cast<size_t>(col * k + kk)] =
+          (code - zero) * element_as_double(scales, static_cast<size_t>(col * blocks + block));
     }
   }
   return w;
@@ -81,7 +75,8 @@ std::vector<double> dequantize_matmul_bnb4(const Tensor& b, const Tensor& absmax
   std::vector<double> w(static_cast<size_t>(n * k));
   for (int64_t i = 0; i < n * k; ++i) {
     const uint32_t code = i % 2 == 0 ? bytes[i / 2] >> 4 : bytes[i / 2] & 0xfu;
-    w[static_cast<size_t>(i)] = bnb4_code_value(code, quant_type) * float_at(absmax, i / block_size);
+    w[static_cast<size_t>(i)] =
+        bnb4_code_value(code, quant_type) * element_as_double(absmax, static_cast<size_t>(i / block_size));
   }
   return w;
 }
@@ -99,7 +94,7 @@ Reference quantized_matmul_reference(const Tensor& a, const std::vector<double>&
   auto av = a.data<float>();
   for (int64_t row = 0; row < m; ++row) {
     for (int64_t col = 0; col < n; ++col) {
-      double sum = bias ? float_at(*bias, col) : 0.0;
+      double sum = bias ? element_as_double(*bias, static_cast<size_t>(col)) : 0.0;
       for (int64_t kk = 0; kk < k; ++kk)
         sum += double(av[static_cast<size_t>(row * k + kk)]) * w_nk[static_cast<size_t>(col * k + kk)];
       r.values[static_cast<size_t>(row * n + col)] = sum;

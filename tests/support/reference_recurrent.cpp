@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "support/tensor_values.h"
+
 namespace wgi::test {
 
 namespace {
@@ -22,12 +24,6 @@ double activate(const std::string& name, double alpha, double beta, double x) {
   throw std::invalid_argument("reference: unknown activation " + name);
 }
 
-std::vector<double> as_doubles(const Tensor& t) {
-  std::vector<double> v;
-  for (float f : t.data<float>()) v.push_back(f);
-  return v;
-}
-
 }  // namespace
 
 RecurrentReference recurrent_reference(const RecurrentSpec& spec, const RecurrentInputs& in) {
@@ -37,9 +33,9 @@ RecurrentReference recurrent_reference(const RecurrentSpec& spec, const Recurren
   const Shape& xs = in.x.shape();
   const int64_t T = spec.layout == 0 ? xs[0] : xs[1], B = spec.layout == 0 ? xs[1] : xs[0], I = xs[2];
   const int64_t H = spec.hidden, GH = gates * H;
-  const std::vector<double> x = as_doubles(in.x), w = as_doubles(in.w), r = as_doubles(in.r);
-  const std::vector<double> bias = in.b ? as_doubles(*in.b) : std::vector<double>(nd * 2 * GH, 0.0);
-  const std::vector<double> p = in.p ? as_doubles(*in.p) : std::vector<double>(nd * 3 * H, 0.0);
+  const std::vector<double> x = double_values(in.x), w = double_values(in.w), r = double_values(in.r);
+  const std::vector<double> bias = in.b ? double_values(*in.b) : std::vector<double>(nd * 2 * GH, 0.0);
+  const std::vector<double> p = in.p ? double_values(*in.p) : std::vector<double>(nd * 3 * H, 0.0);
 
   std::vector<std::string> names = spec.activations;
   if (names.empty()) {
@@ -134,7 +130,8 @@ RecurrentReference recurrent_reference(const RecurrentSpec& spec, const Recurren
         if (spec.op == "LSTM") c = cn;
         for (int64_t u = 0; u < H; ++u) out.y[y_index(t, d, b, u)] = h[u];
       }
-      // A row of length 0 ends with a zero state (onnxruntime's choice for LSTM, GRU and RNN; ONNX does not say).
+      // A row of length 0 ends with a zero state (onnxruntime's choice for LSTM, GRU and RNN; ONNX does not
+      // say).
       for (int64_t u = 0; u < H; ++u) {
         out.y_h[state_index(d, b, u)] = len == 0 ? 0.0 : h[u];
         out.y_c[state_index(d, b, u)] = len == 0 ? 0.0 : c[u];

@@ -2,25 +2,9 @@
 
 #include <cmath>
 
+#include "support/tensor_values.h"
+
 namespace wgi::test {
-
-namespace {
-
-double value_at(const Tensor& x, int64_t i) {
-  const size_t k = static_cast<size_t>(i);
-  switch (x.dtype()) {
-    case DType::Float32:
-      return x.data<float>()[k];
-    case DType::Int32:
-      return x.data<int32_t>()[k];
-    case DType::Int64:
-      return static_cast<double>(x.data<int64_t>()[k]);
-    default:
-      throw Error("cumsum reference: unsupported dtype");
-  }
-}
-
-}  // namespace
 
 CumSumReference cumsum_reference(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
   if (axis < 0) axis += x.rank();
@@ -37,7 +21,7 @@ CumSumReference cumsum_reference(const Tensor& x, int64_t axis, bool exclusive, 
     for (int64_t t = 0; t < len; ++t) {
       const bool in = reverse ? (exclusive ? t > j : t >= j) : (exclusive ? t < j : t <= j);
       if (!in) continue;
-      const double v = value_at(x, row_start + t * inner);
+      const double v = element_as_double(x, static_cast<size_t>(row_start + t * inner));
       sum += v;
       mag += std::abs(v);
     }

@@ -6,18 +6,9 @@
 #include <numeric>
 #include <vector>
 
+#include "support/tensor_values.h"
+
 namespace wgi::test {
-
-namespace {
-
-double value_at(const Tensor& x, int64_t i) {
-  const size_t k = static_cast<size_t>(i);
-  if (x.dtype() == DType::Float32) return x.data<float>()[k];
-  if (x.dtype() == DType::Int32) return x.data<int32_t>()[k];
-  return static_cast<double>(x.data<int64_t>()[k]);
-}
-
-}  // namespace
 
 std::pair<Tensor, Tensor> topk_reference(const Tensor& x, int64_t k, int64_t axis, bool largest) {
   if (axis < 0) axis += x.rank();
@@ -35,7 +26,8 @@ std::pair<Tensor, Tensor> topk_reference(const Tensor& x, int64_t k, int64_t axi
     const int64_t out_base = (r / inner) * k * inner + r % inner;
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      const double va = value_at(x, base + a * inner), vb = value_at(x, base + b * inner);
+      const double va = element_as_double(x, static_cast<size_t>(base + a * inner)),
+                   vb = element_as_double(x, static_cast<size_t>(base + b * inner));
       if (std::isnan(va) || std::isnan(vb))
         return std::isnan(va) == largest && !(std::isnan(va) && std::isnan(vb));
       return largest ? va > vb : va < vb;

@@ -95,6 +95,38 @@ async function runModel(c) {
   }
 }
 
+// Two sessions of one model on one wgi.Environment: the same bytes as a session with a device of its own,
+// within the float64 reference, the second compiling no pipeline; the environment handle freed first.
+async function runSharedEnvironment() {
+  const base = '/tests/data/models/conv_bn_relu/';
+  const bytes = await fetchBytes(base + 'model.onnx');
+  const feeds = {image: decodeNpy(await fetchBytes(base + 'input_image.npy'))};
+  const want = decodeNpy(await fetchBytes(base + 'expected_probabilities.npy'));
+  const alone = await wgi.Session.create(bytes);
+  const env = await wgi.Environment.create();
+  const first = await wgi.Session.create(bytes, {environment: env});
+  const second = await wgi.Session.create(bytes, {environment: env});
+  await env.free();  // the sessions keep the device
+  try {
+    const reference = (await alone.run(feeds)).probabilities;
+    const error = relativeL2(reference, want);
+    if (!(error <= 1e-4)) return `relative L2 error ${error} > 1e-4`;
+    const same = (a, b) => a.data.length === b.data.length && a.data.every((v, i) => Object.is(v, b.data[i]));
+    for (const [label, session] of [['first', first], ['second', second]]) {
+      const got = (await session.run(feeds)).probabilities;
+      if (!same(got, reference)) return `${label} shared session: not bit-identical to a separate session's`;
+    }
+    const compiled = second.stats().pipelines_compiled;
+    if (compiled !== 0) return `the second session compiled ${compiled} pipelines (0 expected)`;
+    if (!(first.stats().pipelines_compiled > 0)) return 'the first session compiled no pipeline';
+    return '';
+  } finally {
+    await first.free();
+    await second.free();
+    await alone.free();
+  }
+}
+
 async function main() {
   const status = document.getElementById('status');
   if (!wgi.webgpuAvailable()) {
@@ -122,6 +154,14 @@ async function main() {
       report(!problem, label, problem || `${(performance.now() - start).toFixed(0)} ms`);
     } catch (e) {
       report(false, label, String(e && e.message || e));
+    }
+  }
+  if ('environment/shared-sessions'.includes(only)) {
+    try {
+      const problem = await runSharedEnvironment();
+      report(!problem, 'environment/shared-sessions', problem || 'ok');
+    } catch (e) {
+      report(false, 'environment/shared-sessions', String(e && e.message || e));
     }
   }
   await runPipelineTests(report, only, !!params.get('heavy'));
