@@ -577,7 +577,9 @@ PY
     # transformers.js's zero-shot pipeline (CPU) on the same folder and image, labels and template.
     sfolder=.device/siglip/siglip-base
     stamp make the SigLIP base folder
-    timeout 300 python3 tests/models/siglip_folder.py --base "$sfolder" 2>&1 | tail -2
+    # spm_train is not on the GPU machine: the tokenizer files travel (bench/h200_pack.sh pipelines).
+    timeout 300 python3 tests/models/siglip_folder.py --base "$sfolder" --tokenizer-from .device/siglip_tokenizer \
+      2>&1 | tail -2
     template='This is a photo of {}.'
     for img in image_a.png image_b.png image_c.png; do
       stamp "wgi siglip $img"

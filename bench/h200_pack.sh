@@ -53,6 +53,12 @@ done
   --exclude=node_modules/onnxruntime-web --exclude=node_modules/onnxruntime-node --exclude=node_modules/@types \
   --exclude=node_modules/@img --exclude=node_modules/sharp \
   node_modules
+# The SigLIP base folder's tokenizer (spm_train, which the GPU machine lacks), from the tiny folder's corpus.
+if [[ $mode == pipelines ]]; then
+  mkdir -p .device/siglip_tokenizer
+  /usr/bin/python3 -c "import sys; sys.path.insert(0, 'tests/models'); import numpy as np, siglip_folder as s
+s.train_spiece(sys.argv[1], np.random.default_rng(s.SEED)); s.write_tokenizer(sys.argv[1])" .device/siglip_tokenizer
+fi
 # Files the tests read from Debian packages: ONNX's test data (conformance, the decoder's unit tests) and the
 # font the OCR test renders its lines with.
 if [[ $mode == main || $mode == files_tests ]]; then

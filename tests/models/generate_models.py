@@ -116,14 +116,16 @@ def unsupported(rng):
         helper.make_node("Relu", ["x"], ["r"], name="ok_relu"),
         # A training loss: out of wgi's scope (docs/new_ops.md), so it stays unsupported as ops are added.
         helper.make_node("NegativeLogLikelihoodLoss", ["r", "target"], ["loss"], name="nll_loss"),
-        helper.make_node("Det", ["sq"], ["det"], name="determinant"),
+        # Another training loss (Det, here before, is supported since).
+        helper.make_node("SoftmaxCrossEntropyLoss", ["sq", "labels"], ["ce"], name="ce_loss"),
     ]
     target = numpy_helper.from_array(np.array([1, 0, 3], dtype=np.int64), "target")
+    labels = numpy_helper.from_array(np.array([2, 0, 1], dtype=np.int64), "labels")
     graph = helper.make_graph(nodes, "unsupported",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4]),
                                helper.make_tensor_value_info("sq", TensorProto.FLOAT, [3, 3])],
                               [helper.make_tensor_value_info("loss", TensorProto.FLOAT, []),
-                               helper.make_tensor_value_info("det", TensorProto.FLOAT, [])], [target])
+                               helper.make_tensor_value_info("ce", TensorProto.FLOAT, [])], [target, labels])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="wgi-tests")
     model.ir_version = 8
     save_case("unsupported", model, {}, {})

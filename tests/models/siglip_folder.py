@@ -25,7 +25,8 @@ random weights (no pretrained weights are reachable here):
 12 heads, MLP 3072) for the H200 (bench/h200_campaign.sh pipelines_equal); the tokenizer keeps the tiny
 folder's 320-piece vocabulary (spm_train on the seeded corpus: the vocabulary's size does not change the
 pipeline's path), no model_text_batch1 variant, and the expected files stay unwritten (the campaign asks
-transformers.js itself).
+transformers.js itself). --tokenizer-from DIR copies the tokenizer files of a folder made before instead of
+running spm_train (which the GPU machine lacks).
 
 --siglip2 writes a SigLIP 2-style folder (onnx-community's siglip2 layout, FixRes: the same towers) whose
 tokenizer is Gemma's kind: tokenizer.json only (no spiece.model), a BPE model with byte_fallback and fuse_unk
@@ -493,15 +494,23 @@ def main(argv):
         os.path.join(ROOT, "third_party", "pipelines", "node_modules")
     if "--siglip2" in argv:
         return main_siglip2(node_modules, "--no-expected" in argv)
-    global CFG
+    global CFG, LOGIT_BIAS
     base = "--base" in argv
     if base:
-        CFG = dict(CFG, **BASE_TOWERS)
+        # The base towers' random cosines centre near 0 (the tiny ones' near -0.35): no bias, so that the
+        # sigmoid scores spread instead of all rounding to 1.
+        CFG, LOGIT_BIAS = dict(CFG, **BASE_TOWERS), 0.0
     out = argv[argv.index("--base") + 1] if base else OUT_TINY
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(SEED)
-    train_spiece(out, rng)
-    write_tokenizer(out)
+    if "--tokenizer-from" in argv:  # a machine without spm_train (the GPU machine): the tokenizer made here
+        import shutil
+        source = argv[argv.index("--tokenizer-from") + 1]
+        for name in ("spiece.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            shutil.copy(os.path.join(source, name), out)
+    else:
+        train_spiece(out, rng)
+        write_tokenizer(out)
     model = build_model()
     export_folder(out, model, rng)
     if not base:
