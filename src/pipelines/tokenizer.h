@@ -1,7 +1,7 @@
 // A tokenizer read from a Hugging Face tokenizer.json, encoding and decoding exactly as transformers.js 4.3
 // (@huggingface/tokenizers 0.2) does: byte-level BPE (GPT-2, RoBERTa, BART, Florence-2), SentencePiece's
-// Unigram (SigLIP, unigram.h) and BPE over code points with byte fallback (Gemma, SigLIP 2). The tests compare
-// it with transformers.js on thousands of strings (tests/unit/test_tokenizer.cpp, test_unigram.cpp;
+// Unigram (SigLIP, unigram.h) and BPE over code points with byte fallback (Gemma, SigLIP 2). The tests
+// compare it with transformers.js on thousands of strings (tests/unit/test_tokenizer.cpp, test_unigram.cpp;
 // docs/tokenizers.md).
 //
 // What it takes from tokenizer.json: added_tokens (content, id, special, lstrip, rstrip, normalized), the

@@ -290,9 +290,9 @@ class ExecutionPlan {
   gpu::Device& device_;
   const graph::Graph& graph_;
   std::shared_ptr<const UnrolledNodes> unrolled_;  // keeps the nodes steps_ point at
-  std::vector<graph::ValueId> input_values_;   // graph.inputs, or the stage's
-  std::vector<graph::ValueId> output_values_;  // graph.outputs, or the stage's
-  std::optional<size_t> extent_step_;          // a step with data-dependent outputs
+  std::vector<graph::ValueId> input_values_;       // graph.inputs, or the stage's
+  std::vector<graph::ValueId> output_values_;      // graph.outputs, or the stage's
+  std::optional<size_t> extent_step_;              // a step with data-dependent outputs
   DataDependentStep data_dependent_;
   std::unique_ptr<gpu::Buffer> extent_buffer_;
   uint32_t extent_ = 0;
