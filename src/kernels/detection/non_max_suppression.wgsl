@@ -9,6 +9,7 @@
 //   WRITE   one workgroup: an exclusive scan of the kept counts places each (b, c)'s boxes; writes the
 //           [count, 3] triples (batch, class, box) packed and the count to `extent` (docs/dynamic_shapes.md).
 #include "common/dispatch_grid.wgsl"
+#include "common/workgroup_scan.wgsl"
 
 struct Params {
   batches: u32,
@@ -233,13 +234,8 @@ fn main(@builtin(local_invocation_index) t: u32) {
   offsets[t] = sum;
   workgroupBarrier();
   if (t == 0u) {
-    var running = 0u;
-    for (var k = 0u; k < WG; k++) {
-      let c = offsets[k];
-      offsets[k] = running;
-      running += c;
-    }
-    extent[0] = running;
+    let total_count = exclusive_scan_256(&offsets);
+    extent[0] = total_count;
   }
   workgroupBarrier();
   var at = offsets[t];

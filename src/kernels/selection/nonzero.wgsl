@@ -3,6 +3,8 @@
 // workgroup: each invocation counts a contiguous chunk, an exclusive scan of the 256 counts gives each chunk
 // its first output column, then each invocation writes its chunk's coordinates. Compress uses it on its
 // condition (rank 1) for the selected positions.
+#include "common/workgroup_scan.wgsl"
+
 struct Params {
   count: u32,  // elements of X
   rank: u32,
@@ -48,14 +50,9 @@ fn main(@builtin(local_invocation_index) t: u32) {
   offsets[t] = found;
   workgroupBarrier();
   if (t == 0u) {
-    var running = 0u;
-    for (var k = 0u; k < WG; k++) {
-      let c = offsets[k];
-      offsets[k] = running;
-      running += c;
-    }
-    total = running;
-    extent[0] = running;
+    let total_count = exclusive_scan_256(&offsets);
+    total = total_count;
+    extent[0] = total_count;
   }
   workgroupBarrier();
   let columns = total;

@@ -10,6 +10,7 @@
 //   GATHER   Y [outer, U, inner] from the first occurrences.
 // The grids of COUNTS and GATHER cover the upper bound (U = n); the real U comes from `extent`.
 #include "common/dispatch_grid.wgsl"
+#include "common/workgroup_scan.wgsl"
 
 struct Params {
   outer: u32,
@@ -104,13 +105,8 @@ fn main(@builtin(local_invocation_index) t: u32) {
   offsets[t] = found;
   workgroupBarrier();
   if (t == 0u) {
-    var running = 0u;
-    for (var k = 0u; k < WG; k++) {
-      let c = offsets[k];
-      offsets[k] = running;
-      running += c;
-    }
-    extent[0] = running;
+    let total_count = exclusive_scan_256(&offsets);
+    extent[0] = total_count;
   }
   workgroupBarrier();
   var g = offsets[t];  // groups started before this chunk
