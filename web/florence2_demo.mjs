@@ -4,27 +4,16 @@
 // window.wgiFlorence2Demo exposes the outcome to tests/web/run.mjs: ?autorun=1[&task=<OD>][&max=40][&beams=1] runs the
 // default (tiny) folder on its image.png.
 import * as wgi from './wgi.mjs';
+import { folderModel } from './folder_model.mjs';
 
 const $ = (id) => document.getElementById(id);
 const state = {done: false, result: null, error: '', boxesDrawn: 0, summary: {}};
 window.wgiFlorence2Demo = state;
 const params = new URLSearchParams(location.search);
-let loaded = {key: null, model: null};
 
 function status(text) { $('status').textContent = text; }
 
-// The model for the folder picked (if any) or the URL, loaded once per choice.
-async function model() {
-  const folder = $('model-folder').files;
-  const key = folder && folder.length ? folder : $('model-url').value;
-  if (loaded.key !== key) {
-    if (loaded.model) await loaded.model.free();
-    loaded = {key: null, model: null};
-    loaded.model = await wgi.Florence2.create(key, {onProgress: status});
-    loaded.key = key;
-  }
-  return loaded.model;
-}
+const model = folderModel(wgi.Florence2, status);
 
 const COLORS = ['#e00', '#07c', '#0a0', '#c0c', '#e80', '#088'];
 

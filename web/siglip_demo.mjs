@@ -3,27 +3,16 @@
 // score. window.wgiSiglipDemo exposes the outcome: ?autorun=1 runs the default (tiny) folder on its
 // image_a.png.
 import * as wgi from './wgi.mjs';
+import { folderModel } from './folder_model.mjs';
 
 const $ = (id) => document.getElementById(id);
 const state = {done: false, result: null, error: ''};
 window.wgiSiglipDemo = state;
 const params = new URLSearchParams(location.search);
-let loaded = {key: null, model: null};
 
 function status(text) { $('status').textContent = text; }
 
-// The model for the folder picked (if any) or the URL, loaded once per choice.
-async function model() {
-  const folder = $('model-folder').files;
-  const key = folder && folder.length ? folder : $('model-url').value;
-  if (loaded.key !== key) {
-    if (loaded.model) await loaded.model.free();
-    loaded = {key: null, model: null};
-    loaded.model = await wgi.Siglip.create(key, {onProgress: status});
-    loaded.key = key;
-  }
-  return loaded.model;
-}
+const model = folderModel(wgi.Siglip, status);
 
 function showScores(output) {
   const table = $('scores');
