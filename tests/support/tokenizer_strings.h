@@ -57,7 +57,7 @@ inline std::vector<std::string> tokenizer_strings(size_t count, const std::vecto
                                   "\"quoted\" (paren) [b] {c}",
                                   "«guillemets» „quotes“ — dash…",
                                   "100% $5 #1 @home",
-                                  std::string("\x00\x01 ctrl\x7f", 10),
+                                  std::string("\x00\x01 ctrl\x7f", 8),
                                   "a\x1c"
                                   "b\x1f"
                                   "c",
