@@ -1,10 +1,9 @@
 // Conv and ConvTranspose (ONNX, float32, NCHW, 1-D and 2-D; float16 through float32): the router. plan_conv
 // runs four steps, each in its own file under src/ops/conv/ (conv/conv.h lists them):
 //   parse     parse_conv_attributes (geometry.cpp): types, ranks, the ONNX attributes
-//   validate  resolve_conv_geometry (geometry.cpp): channels, bias, padding and output size by ONNX's
-//   formulas choose    choose_conv_algorithm (choose.cpp, where the routing rules are): the algorithm, tile
-//   and split,
-//             a pure function of the geometry, wgi's kernel hints and the device
+//   validate  resolve_conv_geometry (geometry.cpp): channels, bias, padding and output size (ONNX's rules)
+//   choose    choose_conv_algorithm (choose.cpp, with the routing rules): the algorithm, tile and split, a
+//             pure function of the geometry, wgi's kernel hints and the device
 //   build     the chosen algorithm's add_*_launch (pointwise_gemm.cpp, depthwise.cpp, implicit_gemm.cpp,
 //             direct.cpp, transposed.cpp)
 // A 1-D conv runs as a 2-D one of unit height. Every kernel applies the bias, a fused residual

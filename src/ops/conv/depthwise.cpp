@@ -4,10 +4,9 @@
 //                   invocation keeps the input rows of a 4-column x ROWS-row output block in registers; no
 //                   workgroup memory, no barrier.
 //   depthwise       conv/depthwise.wgsl       any stride and kernel size: a workgroup-memory window per
-//   output
-//                   tile of one plane.
-// (The channels-last form that vision transformers' position encodings export is its own op:
-// depthwise_channels_last.cpp.)
+//                   output tile of one plane.
+// (The channels-last form that vision transformers' position encodings export is its own op,
+// src/ops/conv_channels_last.cpp.)
 #include <algorithm>
 #include <cstdint>
 #include <limits>
