@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,13 +52,30 @@ std::vector<int64_t> ints_attribute(const PlanContext& ctx, const std::string& n
   return v;
 }
 
-OpPlan plan_depthwise_conv_channels_last(const PlanContext& ctx) {
+// The node's sizes and constants, resolved and checked.
+struct ChannelsLastConv {
+  int64_t batch = 0, tokens = 0, channels = 0;
+  const Tensor* weight = nullptr;  // [C, 1, KH, KW]
+  const Tensor* bias = nullptr;    // [C], or null
+  int64_t kh = 0, kw = 0;
+  std::vector<int64_t> pads, strides;
+  int64_t height = 0, width = 0;  // the input plane
+  int64_t out_h = 0, out_w = 0;
+  bool has_residual = false;
+};
+
+// X's shape, the weight and bias (constants, checked against X's channels), the pads and strides.
+ChannelsLastConv parse_channels_last_conv(const PlanContext& ctx) {
   const TensorDesc& x = ctx.input(0);
   if (x.dtype != DType::Float32)
     ctx.fail(ctx.input_name(0) + " (X) has type " + std::string(dtype_name(x.dtype)) + "; expected float32");
   if (x.shape.size() != 3)
     ctx.fail(ctx.input_name(0) + " (X) is " + shape_to_string(x.shape) + "; expected [B, N, C] (rank 3)");
   const int64_t batch = x.shape[0], tokens = x.shape[1], channels = x.shape[2];
+  ChannelsLastConv conv;
+  conv.batch = batch;
+  conv.tokens = tokens;
+  conv.channels = channels;
 
   // The weight [C, 1, KH, KW], prepacked below.
   const Tensor* weight = ctx.constant(1);
@@ -88,10 +106,24 @@ OpPlan plan_depthwise_conv_channels_last(const PlanContext& ctx) {
                shape_to_string(bias->shape()) + "; expected float32 [" + str(channels) + "]");
   }
   const int64_t max_i32 = std::numeric_limits<int32_t>::max();
-  const std::vector<int64_t> pads = ints_attribute(ctx, "pads", 4, 0, 0, max_i32);
-  const std::vector<int64_t> strides = ints_attribute(ctx, "strides", 2, 1, 1, max_i32);
+  conv.weight = weight;
+  conv.bias = bias;
+  conv.kh = kh;
+  conv.kw = kw;
+  conv.pads = ints_attribute(ctx, "pads", 4, 0, 0, max_i32);
+  conv.strides = ints_attribute(ctx, "strides", 2, 1, 1, max_i32);
+  return conv;
+}
 
-  // H and W: from the first Reshape's target when it is given, else from the attributes.
+// H and W (from the first Reshape's target when it is given, else from the attributes), the output plane, the
+// second Reshape's target and the residual, checked; returns the output's shape.
+Shape resolve_channels_last_plane(const PlanContext& ctx, ChannelsLastConv& conv) {
+  const int64_t batch = conv.batch, tokens = conv.tokens, channels = conv.channels;
+  const int64_t kh = conv.kh, kw = conv.kw;
+  const std::vector<int64_t>& pads = conv.pads;
+  const std::vector<int64_t>& strides = conv.strides;
+  const TensorDesc& x = ctx.input(0);
+  const int64_t max_i32 = std::numeric_limits<int32_t>::max();
   int64_t height = ctx.node.attributes.get_int("height", -1);
   int64_t width = ctx.node.attributes.get_int("width", -1);
   if (ctx.has_input(4)) {
@@ -142,24 +174,36 @@ OpPlan plan_depthwise_conv_channels_last(const PlanContext& ctx) {
                shape_to_string(r.shape) + "; expected float32 " + shape_to_string(out_shape));
     }
   }
-  const FusedActivation activation = FusedActivation::from_node(ctx.node);
+  conv.height = height;
+  conv.width = width;
+  conv.out_h = out_h;
+  conv.out_w = out_w;
+  conv.has_residual = has_residual;
+  return out_shape;
+}
 
-  OpPlan plan;
-  plan.outputs.push_back({DType::Float32, out_shape});
-  if (element_count(out_shape) == 0) return plan;
-  require_addressable(ctx, ctx.input_name(0) + " (X)", x.shape);
-  require_addressable(ctx, "the output", out_shape);
-
-  // [KH * KW + 1, C]: tap (i, j) at row i * KW + j, the bias (or zeros) in the last row.
-  const int64_t taps = kh * kw;
+// [KH * KW + 1, C]: tap (i, j) at row i * KW + j, the bias (or zeros) in the last row.
+Tensor pack_channels_last_weight(const ChannelsLastConv& conv) {
+  const int64_t channels = conv.channels;
+  const Tensor* bias = conv.bias;
+  const int64_t taps = conv.kh * conv.kw;
   std::vector<float> packed(static_cast<size_t>((taps + 1) * channels), 0.0f);
-  auto w = weight->data<float>();
+  auto w = conv.weight->data<float>();
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t t = 0; t < taps; ++t) packed[static_cast<size_t>(t * channels + c)] = w[c * taps + t];
     if (bias) packed[static_cast<size_t>(taps * channels + c)] = bias->data<float>()[c];
   }
-  plan.constants.push_back(Tensor::from_vector<float>({taps + 1, channels}, packed));
+  return Tensor::from_vector<float>({taps + 1, channels}, packed);
+}
 
+// The kernel's launch; the packed weight is plan constant 0.
+KernelLaunch channels_last_launch(const PlanContext& ctx, const ChannelsLastConv& conv,
+                                  const FusedActivation& activation) {
+  const int64_t batch = conv.batch, channels = conv.channels, kh = conv.kh, kw = conv.kw;
+  const int64_t height = conv.height, width = conv.width, out_h = conv.out_h, out_w = conv.out_w;
+  const std::vector<int64_t>& pads = conv.pads;
+  const std::vector<int64_t>& strides = conv.strides;
+  const bool has_residual = conv.has_residual;
   const bool vec4 = channels % 4 == 0;
   const int64_t lanes = vec4 ? channels / 4 : channels;  // units of the kernel's element type per pixel
   const int64_t pixels = std::min(kPixelsPerInvocation, out_w);
@@ -204,7 +248,21 @@ OpPlan plan_depthwise_conv_channels_last(const PlanContext& ctx) {
   launch.groups =
       gpu::fold_workgroups((static_cast<uint64_t>(invocations) + kWorkgroupSize - 1) / kWorkgroupSize,
                            ctx.caps.limits.max_compute_workgroups_per_dimension);
-  plan.launches.push_back(std::move(launch));
+  return launch;
+}
+
+OpPlan plan_depthwise_conv_channels_last(const PlanContext& ctx) {
+  ChannelsLastConv conv = parse_channels_last_conv(ctx);
+  const Shape out_shape = resolve_channels_last_plane(ctx, conv);
+  const FusedActivation activation = FusedActivation::from_node(ctx.node);
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, out_shape});
+  if (element_count(out_shape) == 0) return plan;
+  require_addressable(ctx, ctx.input_name(0) + " (X)", ctx.input(0).shape);
+  require_addressable(ctx, "the output", out_shape);
+  plan.constants.push_back(pack_channels_last_weight(conv));
+  plan.launches.push_back(channels_last_launch(ctx, conv, activation));
   return plan;
 }
 

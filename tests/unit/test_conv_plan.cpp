@@ -1,5 +1,7 @@
 // Conv / ConvTranspose planning without a GPU: kernel routing, the prepacked weight layout, the uniform
-// block, one program text for every shape, grid folding, and every validation error naming its parameter.
+// block, one program text for every shape, grid folding, and every validation error naming its parameter;
+// and the choose step on its own (choose_conv_algorithm, ops/conv/conv.h), a pure function of the request
+// and the device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv/conv.h"
 #include "ops/fused_activation.h"
 #include "ops/registry.h"
 
@@ -468,6 +471,189 @@ TEST(ConvPlan, RejectsNonFloatTypesNamingTheInput) {
   msg = plan_error(node("Conv"), b_int);
   EXPECT_NE(msg.find("input 2 (B)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("int64"), std::string::npos) << msg;
+}
+
+// ---- The choose step on its own ----
+
+// A square 2-D conv of `size` pixels a side.
+ops::ConvGeometry square(int64_t batch, int64_t in_channels, int64_t out_channels, int64_t groups,
+                         int64_t size, int64_t kernel, int64_t stride = 1, int64_t pad = 0) {
+  ops::ConvGeometry g;
+  g.batch = batch;
+  g.in_channels = in_channels;
+  g.out_channels = out_channels;
+  g.groups = groups;
+  for (ops::ConvAxis* a : {&g.height, &g.width}) {
+    a->input = size;
+    a->kernel = kernel;
+    a->stride = stride;
+    a->pad_begin = pad;
+    a->output = (size + 2 * pad - kernel) / stride + 1;
+  }
+  return g;
+}
+
+// A request whose GEMM tuning attributes are already read (none set).
+ops::ConvRequest request(const ops::ConvGeometry& g, bool weight_known = true) {
+  ops::ConvRequest r;
+  r.geometry = g;
+  r.weight_known = weight_known;
+  r.weight_name = "input 1 ('w')";
+  r.gemm_knobs = ops::ConvGemmKnobs{};
+  return r;
+}
+
+// Barriers cheap, and workgroup memory for the implicit GEMM's tiles (caps() has none).
+gpu::Capabilities fast_device() {
+  gpu::Capabilities c = caps();
+  c.limits.max_compute_workgroup_storage_size = 32768;
+  return c;
+}
+
+gpu::Capabilities costly_barrier_device() {
+  gpu::Capabilities c = fast_device();
+  c.costly_barriers = true;
+  return c;
+}
+
+ops::ConvChoice choose(const ops::ConvRequest& r, const gpu::Capabilities& c) {
+  return ops::choose_conv_algorithm(r, c);
+}
+
+TEST(ConvChoose, PointwiseTakesTheGemmUnlessBarriersAreCostly) {
+  const ops::ConvGeometry g = square(2, 8, 16, 1, 9, 1);
+  EXPECT_EQ(choose(request(g), fast_device()).algorithm, ops::ConvAlgorithm::PointwiseGemm);
+  // On SwiftShader the direct vec4 kernel wins, unless a GEMM kernel is forced or vec4 cannot run.
+  EXPECT_EQ(choose(request(g), costly_barrier_device()).algorithm, ops::ConvAlgorithm::DirectVec4);
+  ops::ConvRequest gemm_forced = request(g);
+  gemm_forced.gemm_kernel_forced = true;
+  EXPECT_EQ(choose(gemm_forced, costly_barrier_device()).algorithm, ops::ConvAlgorithm::PointwiseGemm);
+  EXPECT_EQ(choose(request(g, false), costly_barrier_device()).algorithm, ops::ConvAlgorithm::PointwiseGemm);
+  EXPECT_EQ(choose(request(square(2, 3, 16, 1, 9, 1)), costly_barrier_device()).algorithm,
+            ops::ConvAlgorithm::PointwiseGemm);
+  // Strided or padded 1x1 convs are not a plain product.
+  EXPECT_EQ(choose(request(square(2, 8, 4, 1, 9, 1, 2)), fast_device()).algorithm,
+            ops::ConvAlgorithm::DirectVec4);
+  ops::ConvRequest direct = request(g);
+  direct.forced_kernel = "direct";
+  EXPECT_EQ(choose(direct, fast_device()).algorithm, ops::ConvAlgorithm::DirectVec4);
+}
+
+TEST(ConvChoose, DepthwiseTakesTheRegisterWindowThenTheWorkgroupWindowThenDirect) {
+  const ops::ConvChoice rows = choose(request(square(2, 8, 8, 8, 16, 3, 1, 1)), costly_barrier_device());
+  ASSERT_EQ(rows.algorithm, ops::ConvAlgorithm::DepthwiseRows);
+  EXPECT_EQ(rows.depthwise_rows.rows, 4u);
+  EXPECT_TRUE(rows.depthwise_rows.vec4);  // widths 16 and 16
+  EXPECT_EQ(rows.depthwise_rows.workgroup, 256u);
+  // Fewer rows per invocation where the output has fewer; scalar loads for a width not a multiple of 4.
+  const ops::ConvChoice short_rows = choose(request(square(1, 8, 16, 8, 3, 3)), fast_device());
+  ASSERT_EQ(short_rows.algorithm, ops::ConvAlgorithm::DepthwiseRows);
+  EXPECT_EQ(short_rows.depthwise_rows.rows, 1u);
+  EXPECT_FALSE(short_rows.depthwise_rows.vec4);
+  ops::ConvRequest forced_rows = request(square(1, 8, 8, 8, 12, 3));
+  forced_rows.forced_rows = 8;
+  EXPECT_EQ(choose(forced_rows, fast_device()).depthwise_rows.rows, 8u);
+
+  // A 9x9 kernel is beyond the register window: the workgroup window where barriers are cheap.
+  const ops::ConvGeometry wide = square(2, 6, 6, 6, 30, 9);
+  const ops::ConvChoice window = choose(request(wide), fast_device());
+  ASSERT_EQ(window.algorithm, ops::ConvAlgorithm::Depthwise);
+  EXPECT_EQ(window.depthwise.threads_x, 8u);  // 8 threads of 4 columns cover the 22 output columns
+  EXPECT_EQ(window.depthwise.threads_y, 32u);
+  EXPECT_EQ(choose(request(wide), costly_barrier_device()).algorithm, ops::ConvAlgorithm::Direct);
+  ops::ConvRequest forced = request(wide);
+  forced.forced_kernel = "depthwise";
+  EXPECT_EQ(choose(forced, costly_barrier_device()).algorithm, ops::ConvAlgorithm::Depthwise);
+  // No workgroup memory for one output row's window: the direct kernel.
+  gpu::Capabilities small = fast_device();
+  small.limits.max_compute_workgroup_storage_size = 128;
+  EXPECT_EQ(choose(request(wide), small).algorithm, ops::ConvAlgorithm::Direct);
+}
+
+TEST(ConvChoose, ImplicitGemmAsksForTheGemmAttributesBeforeChoosingItsTile) {
+  const ops::ConvGeometry g = square(1, 64, 128, 1, 28, 3, 1, 1);
+  ops::ConvRequest unread = request(g);
+  unread.gemm_knobs.reset();
+  const ops::ConvChoice ask = choose(unread, fast_device());
+  EXPECT_TRUE(ask.needs_gemm_knobs);
+  EXPECT_TRUE(ask.error.empty()) << ask.error;
+
+  const ops::ConvChoice c = choose(request(g), fast_device());
+  ASSERT_EQ(c.algorithm, ops::ConvAlgorithm::ImplicitGemm);
+  EXPECT_FALSE(c.needs_gemm_knobs);
+  EXPECT_EQ(c.implicit_gemm.tile_m, 64u);  // 13 tiles of 128x64: too few for the larger tiles
+  EXPECT_EQ(c.implicit_gemm.tile_n, 64u);
+  EXPECT_EQ(c.implicit_gemm.tile_k, 16u);
+  EXPECT_EQ(c.implicit_gemm.stages, 1u);
+
+  ops::ConvRequest forced = request(g);
+  forced.forced_kernel = "implicit_gemm128x64";
+  forced.gemm_knobs = ops::ConvGemmKnobs{16, 2, 3};
+  const ops::ConvChoice f = choose(forced, fast_device());
+  ASSERT_EQ(f.algorithm, ops::ConvAlgorithm::ImplicitGemm);
+  EXPECT_EQ(f.implicit_gemm.tile_m, 128u);
+  EXPECT_EQ(f.implicit_gemm.tile_n, 64u);
+  EXPECT_EQ(f.implicit_gemm.tile_k, 16u);
+  EXPECT_EQ(f.implicit_gemm.stages, 2u);
+  EXPECT_EQ(f.implicit_gemm.splits, 3u);
+
+  // The direct kernels where the implicit GEMM does not pay (those never ask for the attributes) or cannot
+  // run (no workgroup memory for any tile).
+  for (const auto& [geometry, device] :
+       {std::pair{g, costly_barrier_device()}, std::pair{square(1, 64, 8, 1, 28, 3), fast_device()}}) {
+    ops::ConvRequest r = request(geometry);
+    r.gemm_knobs.reset();
+    const ops::ConvChoice direct = choose(r, device);
+    EXPECT_EQ(direct.algorithm, ops::ConvAlgorithm::DirectVec4);
+    EXPECT_FALSE(direct.needs_gemm_knobs);
+  }
+  EXPECT_EQ(choose(request(g), caps()).algorithm, ops::ConvAlgorithm::DirectVec4);
+  EXPECT_EQ(choose(request(g, false), fast_device()).algorithm, ops::ConvAlgorithm::Direct);
+}
+
+TEST(ConvChoose, ConvTransposeRunsTheTransposedKernelOnly) {
+  ops::ConvRequest r = request(square(1, 8, 4, 1, 5, 3));
+  r.transposed = true;
+  EXPECT_EQ(choose(r, fast_device()).algorithm, ops::ConvAlgorithm::Transposed);
+  r.forced_kernel = "direct";
+  EXPECT_EQ(choose(r, fast_device()).algorithm, ops::ConvAlgorithm::Transposed);
+  r.forced_kernel = "implicit_gemm";
+  EXPECT_NE(choose(r, fast_device()).error.find("does not run ConvTranspose"), std::string::npos);
+}
+
+TEST(ConvChoose, RefusesHintsThisConvCannotTakeSayingWhy) {
+  struct Case {
+    ops::ConvGeometry g;
+    const char* kernel;
+    int64_t rows;
+    bool weight_known;
+    const char* expected;
+  };
+  const ops::ConvGeometry regular = square(1, 8, 32, 1, 10, 3);
+  const ops::ConvGeometry depthwise = square(1, 8, 8, 8, 10, 3);
+  for (const Case& c : {
+           Case{regular, "bogus", 0, true, "unknown wgi.kernel 'bogus'"},
+           Case{regular, "gemm", 0, true, "needs a 1x1 convolution"},
+           Case{regular, "depthwise_rows", 0, true, "needs group == input channels"},
+           Case{depthwise, "", 3, true, "must be 1, 2, 4 or 8, got 3"},
+           Case{regular, "", 4, true, "applies to the depthwise_rows kernel only"},
+           Case{depthwise, "depthwise", 2, true, "applies to the depthwise_rows kernel only"},
+           Case{square(1, 8, 8, 8, 20, 3, 3), "depthwise_rows", 0, true, "depthwise_rows cannot run here"},
+           Case{regular, "implicit_gemm64", 0, false, "input 1 ('w') is computed at run time"},
+       }) {
+    ops::ConvRequest r = request(c.g, c.weight_known);
+    r.forced_kernel = c.kernel;
+    r.forced_rows = c.rows;
+    const ops::ConvChoice choice = choose(r, fast_device());
+    EXPECT_NE(choice.error.find(c.expected), std::string::npos) << c.kernel << ": " << choice.error;
+  }
+  // A forced implicit GEMM on a device without the workgroup memory for its tile.
+  ops::ConvRequest r = request(regular);
+  r.forced_kernel = "implicit_gemm128";
+  const ops::ConvChoice choice = choose(r, caps());
+  EXPECT_NE(choice.error.find("wgi.kernel = implicit_gemm128 cannot run here"), std::string::npos)
+      << choice.error;
+  EXPECT_NE(choice.error.find("workgroup memory"), std::string::npos) << choice.error;
 }
 
 TEST(ConvPlan, RegisteredForEveryOpset) {

@@ -3,7 +3,7 @@
 // values are separate scalar loads packed into a vec4; the win is a 4x shorter loop and a single vec4 weight
 // load per step.
 //
-// The weight is prepacked at plan time (src/ops/conv.cpp, prepack_weight_ohwi) from ONNX's
+// The weight is prepacked at plan time (src/ops/conv/direct.cpp, prepack_weight_ohwi) from ONNX's
 // [OC, IC/groups, KH, KW] into [OC, KH, KW, IC/groups] ("OHWI"), read here as vec4s: the weights of four
 // consecutive input channels at one tap are one vec4, and a tap's channel loop walks consecutive vec4s.
 #include "conv/conv_common.wgsl"

@@ -1,4 +1,4 @@
-// What the three conv kernels share: the parameter block (filled by src/ops/conv.cpp, field for field), the
+// What the three conv kernels share: the parameter block (filled by src/ops/conv/direct.cpp, field for field), the
 // bindings, and the decoding of a linear output index. Every shape lives here rather than in the shader text,
 // so one pipeline per kernel variant and fused activation serves every conv in a model.
 //

@@ -8,7 +8,7 @@
 // walked in slabs of BK with the next slab fetched into registers while the current one is multiplied, one or
 // two workgroup buffers (STAGES), the same warp arrangement (8 x 4 threads per warp, conflict-free reads).
 // What differs is where the operands come from:
-// - A, the weight, prepacked at plan time (src/ops/conv_kernels.cpp) into [group][K][M rounded up to 4]: each
+// - A, the weight, prepacked at plan time (src/ops/conv/implicit_gemm.cpp) into [group][K][M rounded up to 4]: each
 //   thread reads whole vec4s along M and stores them as they are; the padding rows are zeros.
 // - B, the activations, gathered while loading: a thread owns one output pixel (column) of the tile for the
 //   whole K loop, so the pixel's decoding (image, oh, ow -> first input row and column) happens once; per
@@ -202,27 +202,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
 
-    let a_base = (s % STAGES) * (BK * SA) + ty;
-    let b_base = (s % STAGES) * (BK * SB) + tx;
-    for (var k = 0u; k < BK; k++) {
-      var av: array<vec4<f32>, GM>;
-      var bv: array<vec4<f32>, GN>;
-      for (var g = 0u; g < GM; g++) {
-        av[g] = a_tile[a_base + k * SA + g * 16u];
-      }
-      for (var g = 0u; g < GN; g++) {
-        bv[g] = b_tile[b_base + k * SB + g * 16u];
-      }
-      for (var gi = 0u; gi < GM; gi++) {
-        for (var i = 0u; i < 4u; i++) {
-          let x = vec4<f32>(av[gi][i]);
-          for (var gj = 0u; gj < GN; gj++) {
-            let r = (gi * 4u + i) * GN + gj;
-            acc[r] = fma(x, bv[gj], acc[r]);
-          }
-        }
-      }
-    }
+#include "common/register_tile_fma.wgsl"
 
     // With two stages the other half was last read in slab s - 1, which every thread finished before the
     // last barrier; with one, the slab must be fully read before it is overwritten.

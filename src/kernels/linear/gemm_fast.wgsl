@@ -360,27 +360,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
 
-    let a_base = (s % STAGES) * (BK * SA) + ty;
-    let b_base = (s % STAGES) * (BK * SB) + tx;
-    for (var k = 0u; k < BK; k++) {
-      var av: array<vec4<f32>, GM>;
-      var bv: array<vec4<f32>, GN>;
-      for (var g = 0u; g < GM; g++) {
-        av[g] = a_tile[a_base + k * SA + g * 16u];
-      }
-      for (var g = 0u; g < GN; g++) {
-        bv[g] = b_tile[b_base + k * SB + g * 16u];
-      }
-      for (var gi = 0u; gi < GM; gi++) {
-        for (var i = 0u; i < 4u; i++) {
-          let x = vec4<f32>(av[gi][i]);
-          for (var gj = 0u; gj < GN; gj++) {
-            let r = (gi * 4u + i) * GN + gj;
-            acc[r] = fma(x, bv[gj], acc[r]);
-          }
-        }
-      }
-    }
+#include "common/register_tile_fma.wgsl"
 
 #if DOUBLE_BUFFER
     // The other half was last read in slab s - 1, which every thread finished before the last barrier.
