@@ -2,8 +2,8 @@
 //   - loop/ (tests/models/loop_models.py): carried values and scan outputs, an early exit from the body's
 //     condition folded on the host, zero iterations, If inside Loop, Loop inside If, Loop inside Loop, Scan
 //     with axes and directions, Scan at opset 8, each against a float64 reference computed here; a body
-//     condition computed on the GPU refused naming the node (the cap and `wgi check`'s paths are in
-//     tests/unit/test_loop_unrolling.cpp);
+//     condition computed on the GPU with a scan output refused naming the node (the cap and `wgi check`'s
+//     paths are in tests/unit/test_loop_unrolling.cpp);
 //   - gpt2_tiny_opset17 (tests/models/gpt2_tiny.py, a torch 1.13 export): logits and greedy next tokens
 //     against onnxruntime-node's CPU provider on the same file. (The script's Loop-containing export,
 //     scripted_loop_opset17, is checked against float64 torch by tests/gpu/test_models.cpp.)
@@ -132,7 +132,9 @@ TEST(Loop, LoopInsideLoop) {
   EXPECT_TRUE(test::all_close(out.at("y"), {13, 5}, y, kIterated));
 }
 
-TEST(Loop, ABodyConditionComputedOnTheGpuIsRefused) {
+// A GPU condition runs the Loop iteration by iteration (tests/gpu/test_staged_control_flow.cpp), for
+// loop-carried values only: this one's scan output is refused.
+TEST(Loop, ABodyConditionComputedOnTheGpuWithScanOutputsIsRefused) {
   Session session = Session::from_file(kLoop / "loop_gpu_condition.onnx");
   try {
     session.run({{"M", int64_scalar(5)},
@@ -143,8 +145,10 @@ TEST(Loop, ABodyConditionComputedOnTheGpuIsRefused) {
   } catch (const Error& e) {
     EXPECT_HAS(
         e.what(),
-        "node 'loop_on_gpu_sum' (Loop, opset 16): its body's condition output 'cond_out' is computed on "
-        "the GPU (iteration 0)");
+        "node 'loop_on_gpu_sum' (Loop, opset 16): it runs iteration by iteration (its body's condition or a "
+        "node in its body needs a value read back from the GPU), which wgi does for loop-carried values "
+        "only; "
+        "its body also has 1 scan output(s)");
   }
 }
 
