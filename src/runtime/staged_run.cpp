@@ -21,6 +21,13 @@ constexpr uint64_t kFirstStageContentId = uint64_t{1} << 62;
 
 }  // namespace
 
+// The buffers one run of a stage copies its boundary values into (per output; Boundary ones only). A stage
+// that runs again while values of an earlier run are still read (a Loop's iterations hand values on, and a
+// rotation of carried values keeps one for several iterations) takes a set that no known value holds.
+struct StagedRunner::BufferSet {
+  std::vector<std::unique_ptr<gpu::Buffer>> buffers;
+};
+
 // What a run knows of a value that a stage takes as input: its real description, and its host value or
 // where it is on the device.
 struct StagedRunner::Known {
@@ -30,6 +37,7 @@ struct StagedRunner::Known {
   std::shared_ptr<const Tensor> owned;
   gpu::BufferSlice device;
   uint64_t content_id = 0;
+  std::shared_ptr<const BufferSet> holds;  // the stage buffers `device` lies in, kept from reuse
 };
 
 // The graph or a subgraph the runner walks: its nodes, and who produces and last reads each value there.
@@ -61,17 +69,14 @@ struct StagedRunner::Stage {
   struct Output {
     Role role;
     size_t graph_output = 0;  // GraphOutput
-    // Boundary: where the plan copies the value for later stages; two, used in turn when the stage runs
-    // again in the same run (a Loop's next iteration reads the values of the one before).
-    std::unique_ptr<gpu::Buffer> buffers[2];
   };
   std::vector<Output> outputs;  // per io.outputs
   // Values computed on the host (folded) that later stages read, and values the next stage needs by value
   // that earlier stages computed on the GPU (downloaded apart).
   std::vector<std::pair<graph::ValueId, Tensor>> host_values;
   std::vector<graph::ValueId> read_back_inputs;
-  uint64_t last_run = 0;  // the run that last ran it
-  size_t buffer_set = 0;  // which of the Boundary buffers its last run wrote
+  // Where the plan copies the Boundary values for later stages: a set no known value holds (BufferSet).
+  std::vector<std::shared_ptr<BufferSet>> buffer_sets;
 };
 
 StagedRunner::StagedRunner(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
@@ -183,7 +188,7 @@ std::shared_ptr<StagedRunner::Stage> StagedRunner::make_stage(Scope& scope, size
   };
   auto add_output = [&](graph::ValueId v, Stage::Role role, size_t graph_output) {
     stage->io.outputs.push_back(v);
-    stage->outputs.push_back({role, graph_output, {}});
+    stage->outputs.push_back({role, graph_output});
   };
   if (stop > first) {
     // The graph's outputs computed here (the first stage also returns those that are inputs or constants).
@@ -266,10 +271,17 @@ void StagedRunner::run_scope(Scope& scope, KnownValues& known, std::vector<Tenso
     }
     used.push_back(stage);
     ++report_.stages;
-    // A stage run again in this run (a Loop's iterations) writes its other boundary buffers: the values of
-    // its previous run are what this one reads.
-    stage->buffer_set = stage->last_run == run_id_ ? 1 - stage->buffer_set : 0;
-    stage->last_run = run_id_;
+    std::shared_ptr<BufferSet> buffer_set;
+    for (const std::shared_ptr<BufferSet>& set : stage->buffer_sets) {
+      if (set.use_count() == 1) {  // only the stage holds it: no value of an earlier run lies there
+        buffer_set = set;
+        break;
+      }
+    }
+    if (!buffer_set) {
+      buffer_set = stage->buffer_sets.emplace_back(std::make_shared<BufferSet>());
+      buffer_set->buffers.resize(stage->outputs.size());
+    }
 
     // Run: boundary values copied out to the stage's buffers, the rest (graph outputs, read-backs, the
     // extent) in one download.
@@ -279,7 +291,7 @@ void StagedRunner::run_scope(Scope& scope, KnownValues& known, std::vector<Tenso
       std::vector<gpu::BufferSlice> targets(stage->outputs.size());
       for (size_t o = 0; o < stage->outputs.size(); ++o) {
         if (stage->outputs[o].role != Stage::Role::Boundary) continue;
-        std::unique_ptr<gpu::Buffer>& buffer = stage->outputs[o].buffers[stage->buffer_set];
+        std::unique_ptr<gpu::Buffer>& buffer = buffer_set->buffers[o];
         if (!buffer) {
           const uint64_t bytes = std::max<uint64_t>(16, device_byte_size(stage->plan->output_desc(o)));
           buffer = std::make_unique<gpu::Buffer>(
@@ -313,11 +325,12 @@ void StagedRunner::run_scope(Scope& scope, KnownValues& known, std::vector<Tenso
         results[out.graph_output] = std::move(outs[o]);
         filled[out.graph_output] = true;
       } else if (out.role == Stage::Role::Boundary) {
-        gpu::Buffer* buffer = out.buffers[stage->buffer_set].get();
+        gpu::Buffer* buffer = buffer_set->buffers[o].get();
         Known k;
         k.desc = real[o];
         k.device = {buffer, 0, buffer->size()};
         k.content_id = next_content_id_++;
+        k.holds = buffer_set;
         known[v] = std::move(k);
       } else {
         Known& k = known[v];
@@ -454,7 +467,6 @@ std::vector<Tensor> StagedRunner::run(std::span<const InputSource> sources,
                                       const std::vector<PlanInput>& plan_inputs) {
   report_ = {};
   scope_nodes_ = 0;
-  ++run_id_;
   KnownValues known;
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     Known k;

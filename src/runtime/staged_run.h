@@ -49,6 +49,7 @@ class StagedRunner {
 
  private:
   struct Stage;
+  struct BufferSet;
   struct Known;
   struct Scope;
   using KnownValues = std::map<graph::ValueId, Known>;
@@ -81,7 +82,6 @@ class StagedRunner {
   size_t scope_nodes_ = 0;  // nodes run scope by scope this run (bounded like unrolled nodes)
   std::list<std::pair<std::string, std::shared_ptr<Stage>>> stages_;  // most recently used first
   uint64_t next_content_id_;
-  uint64_t run_id_ = 0;
   RunReport report_;
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 
@@ -107,6 +108,42 @@ TEST(StagedControlFlow, LoopWithAConditionComputedOnTheGpuMatchesOnnxruntime) {
     EXPECT_TRUE(test::identical(out.at("y"), ort.at("y")));
     EXPECT_TRUE(test::identical(out.at("steps"), ort.at("steps")));
   }
+}
+
+TEST(StagedControlFlow, CarriedValuesRotatedOverIterationsMatchOnnxruntime) {
+  // (a, b, c) -> (b, c, a + b + c): the sum computed in iteration k is read in iterations k + 1, k + 2 and
+  // k + 3, so the stage buffers it lies in must not be written again before then.
+  const fs::path model = kModels / "loop_gpu_condition_rotating.onnx";
+  Session session = Session::from_file(model);
+  const Tensor a0 = test::random_tensor({7, 13}, 941, 0.1f, 1.0f),
+               b0 = test::random_tensor({7, 13}, 942, 0.1f, 1.0f),
+               c0 = test::random_tensor({7, 13}, 943, 0.1f, 1.0f);
+  std::vector<float> a(a0.data<float>().begin(), a0.data<float>().end()),
+      b(b0.data<float>().begin(), b0.data<float>().end()),
+      c(c0.data<float>().begin(), c0.data<float>().end());
+  const float limit = 1e5f;
+  int64_t steps = 0;
+  for (bool below = true; below && steps < 40; ++steps) {
+    std::vector<float> s(a.size());
+    double sum = 0;
+    for (size_t k = 0; k < s.size(); ++k) {
+      s[k] = (a[k] + b[k]) + c[k];  // float32, in the model's order
+      sum += s[k];
+    }
+    ASSERT_GT(std::abs(sum - limit), 1e-3 * limit);  // no summation order could decide otherwise
+    below = sum < limit;
+    a = b, b = c, c = s;
+  }
+  ASSERT_GT(steps, 6);
+  ASSERT_LT(steps, 40);
+  auto out = session.run({{"a0", a0}, {"b0", b0}, {"c0", c0}, {"limit", float_scalar(limit)}});
+  // Additions in the model's order in float32 on both sides: exact.
+  EXPECT_TRUE(test::identical(out.at("a"), Tensor::from_vector<float>({7, 13}, a)));
+  EXPECT_TRUE(test::identical(out.at("b"), Tensor::from_vector<float>({7, 13}, b)));
+  EXPECT_TRUE(test::identical(out.at("c"), Tensor::from_vector<float>({7, 13}, c)));
+  auto ort = test::run_onnxruntime(
+      model, {{"a0", a0}, {"b0", b0}, {"c0", c0}, {"limit", float_scalar(limit)}}, {"a", "b", "c"});
+  for (const char* name : {"a", "b", "c"}) EXPECT_TRUE(test::identical(out.at(name), ort.at(name))) << name;
 }
 
 TEST(StagedControlFlow, NonZeroInsideALoopWithAGpuTripCountMatchesOnnxruntime) {

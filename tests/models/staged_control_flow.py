@@ -11,6 +11,9 @@ Writes tests/data/models/dynamic_shapes/:
     output: the graph runs on once the branch's stages ran.
   - loop_gpu_condition_carried.onnx: a while loop (M = 50, cond true) whose body adds x to y and counts the
     iterations; its condition sum(y) < limit is computed on the GPU (read back after each iteration).
+  - loop_gpu_condition_rotating.onnx: a while loop (M = 40) over three carried values rotated each
+    iteration, (a, b, c) -> (b, c, a + b + c), until sum(a + b + c) reaches the limit (computed on the GPU):
+    a value is read two iterations after the one that computed it.
   - loop_body_nonzero.onnx: a Loop whose trip count is computed on the GPU (how many elements of x exceed
     0.5), no condition; its body adds x to y and counts y's elements above 2 with a NonZero (a data-dependent
     node inside the body).
@@ -87,6 +90,23 @@ def main():
                            body=loop_body)],
          [info("y0", F, ["r", "c"]), info("x", F, ["r", "c"]), info("limit", F, [])],
          [info("y", F, ["r", "c"]), info("steps", I64, [])])
+
+    rotating_body = helper.make_graph(
+        [helper.make_node("Add", ["a_in", "b_in"], ["ab"], name="ab"),
+         helper.make_node("Add", ["ab", "c_in"], ["abc"], name="abc"),
+         helper.make_node("ReduceSum", ["abc"], ["abc_sum"], name="abc_sum", keepdims=0),
+         helper.make_node("Less", ["abc_sum", "limit"], ["cond_out"], name="below_limit")],
+        "body", [info("i", I64, []), info("cond_in", B, []), info("a_in", F, ["r", "c"]),
+                 info("b_in", F, ["r", "c"]), info("c_in", F, ["r", "c"])],
+        [info("cond_out", B, []), info("b_in", F, ["r", "c"]), info("c_in", F, ["r", "c"]),
+         info("abc", F, ["r", "c"])])
+    save("loop_gpu_condition_rotating",
+         [const("M40", np.array(40, np.int64)), const("go", np.array(True)),
+          helper.make_node("Loop", ["M40", "go", "a0", "b0", "c0"], ["a", "b", "c"], name="rotate",
+                           body=rotating_body)],
+         [info("a0", F, ["r", "c"]), info("b0", F, ["r", "c"]), info("c0", F, ["r", "c"]),
+          info("limit", F, [])],
+         [info("a", F, ["r", "c"]), info("b", F, ["r", "c"]), info("c", F, ["r", "c"])])
 
     nonzero_body = helper.make_graph(
         [helper.make_node("Add", ["y_in", "x"], ["y_out"], name="accumulate"),
