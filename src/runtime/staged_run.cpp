@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "gpu/commands.h"
 #include "ops/control_flow.h"
 #include "runtime/data_dependent.h"
 #include "runtime/device_tensor.h"
@@ -412,14 +413,6 @@ void StagedRunner::run_control_flow(const graph::Node& node, KnownValues& known,
   const graph::Subgraph& body = subgraph(ops::kLoopBody);
   const size_t carried = node.op_input_count() - 2;  // plan_loop checked the counts before it threw
   const size_t scans = body.outputs.size() - 1 - carried;
-  if (scans > 0) {
-    throw Error(node.info.describe() + ": it runs iteration by iteration (its body's condition or a node " +
-                "in its body needs a value read back from the GPU), which wgi does for loop-carried values "
-                "only; its body also has " +
-                std::to_string(scans) +
-                " scan output(s), stacked over the iterations, which such a Loop "
-                "cannot produce yet");
-  }
   std::optional<int64_t> trip_count;
   if (node.inputs[0] != graph::kNoValue)
     trip_count = host_scalar(node.inputs[0], DType::Int64, "trip count").data<int64_t>()[0];
@@ -428,6 +421,7 @@ void StagedRunner::run_control_flow(const graph::Node& node, KnownValues& known,
       !has_condition || host_scalar(node.inputs[1], DType::Bool, "condition").bytes()[0] != std::byte{0};
   std::vector<Known> values;
   for (size_t j = 0; j < carried; ++j) values.push_back(lookup(known, node.inputs[2 + j], node));
+  std::vector<std::vector<Known>> scanned(scans);
   Scope& scope =
       scope_of(&body.nodes, body.outputs,
                has_condition ? std::vector<graph::ValueId>{body.outputs[0]} : std::vector<graph::ValueId>{});
@@ -453,6 +447,9 @@ void StagedRunner::run_control_flow(const graph::Node& node, KnownValues& known,
     for (size_t j = 0; j < carried; ++j) known[body.inputs[2 + j]] = values[j];
     run_scope(scope, known, results, filled, used);
     for (size_t j = 0; j < carried; ++j) values[j] = lookup(known, body.outputs[1 + j], node);
+    // Each iteration's scan values stay where they are (the values hold their buffers) until stacked.
+    for (size_t k = 0; k < scans; ++k)
+      scanned[k].push_back(lookup(known, body.outputs[1 + carried + k], node));
     if (has_condition) {
       keep_going =
           host_scalar(body.outputs[0], DType::Bool, "body's condition output").bytes()[0] != std::byte{0};
@@ -461,6 +458,69 @@ void StagedRunner::run_control_flow(const graph::Node& node, KnownValues& known,
   for (size_t j = 0; j < carried && j < node.outputs.size(); ++j) {
     if (node.outputs[j] != graph::kNoValue) known[node.outputs[j]] = values[j];
   }
+  for (size_t k = 0; k < scans && carried + k < node.outputs.size(); ++k) {
+    if (node.outputs[carried + k] == graph::kNoValue) continue;
+    known[node.outputs[carried + k]] =
+        stack_scan_output(node, graph_.value(body.outputs[1 + carried + k]), k, scanned[k]);
+  }
+}
+
+// A Loop's scan output: the iterations' values along a new axis 0, copied one after the other into one
+// buffer (the device layout of the stacked tensor is theirs end to end when each is whole 4-byte words).
+StagedRunner::Known StagedRunner::stack_scan_output(const graph::Node& node, const graph::Value& declared,
+                                                    size_t k, const std::vector<Known>& items) {
+  const std::string what = node.info.describe() + ": scan output " + std::to_string(k);
+  if (items.empty()) {
+    // No iteration: an empty tensor of the body output's declared shape.
+    const std::optional<Shape> shape = declared.shape.concrete();
+    if (!shape) {
+      throw Error(what + " ran no iteration, and the body declares its shape as " +
+                  declared.shape.to_string() + "; an empty scan output needs every dim declared");
+    }
+    Shape stacked = {0};
+    stacked.insert(stacked.end(), shape->begin(), shape->end());
+    Known empty;
+    empty.desc = {declared.dtype, stacked};
+    empty.owned = std::make_shared<const Tensor>(declared.dtype, stacked);
+    empty.host = empty.plan_value = empty.owned.get();
+    return empty;
+  }
+  const ops::TensorDesc& each = items[0].desc;
+  for (size_t i = 1; i < items.size(); ++i) {
+    if (items[i].desc.dtype != each.dtype || items[i].desc.shape != each.shape) {
+      throw Error(what + " is " + std::string(dtype_name(items[i].desc.dtype)) + " " +
+                  shape_to_string(items[i].desc.shape) + " in iteration " + std::to_string(i) + " but " +
+                  std::string(dtype_name(each.dtype)) + " " + shape_to_string(each.shape) +
+                  " in iteration 0; stacking needs the same shape in every iteration");
+    }
+  }
+  Known out;
+  out.desc.dtype = each.dtype;
+  out.desc.shape = {static_cast<int64_t>(items.size())};
+  out.desc.shape.insert(out.desc.shape.end(), each.shape.begin(), each.shape.end());
+  const uint64_t bytes = device_payload_bytes(each);
+  if (bytes % 4 != 0 || device_payload_bytes(out.desc) != bytes * items.size()) {
+    throw Error(what + " is " + std::string(dtype_name(each.dtype)) + " " + shape_to_string(each.shape) +
+                " per iteration, whose device layout does not fill whole 4-byte words; wgi stacks the scan "
+                "outputs of a Loop run iteration by iteration by copying whole words");
+  }
+  auto set = std::make_shared<BufferSet>();
+  set->buffers.push_back(std::make_unique<gpu::Buffer>(device_.create_buffer(
+      std::max<uint64_t>(16, device_byte_size(out.desc)), "scan output '" + declared.name + "'")));
+  const gpu::Buffer& buffer = *set->buffers[0];
+  gpu::CommandBatch copies(device_);
+  for (size_t i = 0; i < items.size() && bytes > 0; ++i) {
+    if (items[i].host) {
+      device_.upload(buffer, i * bytes, to_device_bytes(*items[i].host, what));
+    } else {
+      copies.copy({items[i].device.buffer, items[i].device.offset, bytes}, {&buffer, i * bytes, bytes});
+    }
+  }
+  copies.submit();
+  out.device = {&buffer, 0, buffer.size()};
+  out.content_id = next_content_id_++;
+  out.holds = std::move(set);
+  return out;
 }
 
 std::vector<Tensor> StagedRunner::run(std::span<const InputSource> sources,

@@ -67,6 +67,9 @@ class StagedRunner {
   // An If or Loop whose subgraph needs read-backs inside: its branch, or its iterations, run scope by scope.
   void run_control_flow(const graph::Node& node, KnownValues& known, std::vector<Tensor>& results,
                         std::vector<bool>& filled, std::vector<std::shared_ptr<Stage>>& used);
+  // A Loop's scan output `k` (the body output `declared`): `items`, one per iteration, stacked.
+  Known stack_scan_output(const graph::Node& node, const graph::Value& declared, size_t k,
+                          const std::vector<Known>& items);
   // What a run knows of `v`: a constant's value, or `known`'s entry (an error naming `node` if none).
   Known lookup(const KnownValues& known, graph::ValueId v, const graph::Node& node) const;
 
