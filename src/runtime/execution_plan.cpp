@@ -344,8 +344,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       const ops::DataDependence* dependence = ops::data_dependence(node.info);
       const std::vector<size_t> no_value_inputs;
       const std::vector<size_t>& value_inputs = dependence ? dependence->value_inputs : no_value_inputs;
-      if (errors && scope.empty() && !value_inputs.empty() && node.info.op_type != "If" &&
-          node.info.op_type != "Loop") {
+      if (errors && !value_inputs.empty() && node.info.op_type != "If" && node.info.op_type != "Loop") {
         // Only checking: a value this node needs that the GPU computes is read back when run, so the node
         // and the nodes after it that depend on it are planned then.
         bool unknown = false;
