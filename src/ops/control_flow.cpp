@@ -111,6 +111,10 @@ void register_control_flow_ops(OpRegistry& registry) {
   DataDependence condition_by_value;
   condition_by_value.value_inputs = {0};
   declare_data_dependence("", "If", std::move(condition_by_value));
+  // A Loop's trip count and condition computed on the GPU: read back, then the Loop planned for them.
+  DataDependence bounds_by_value;
+  bounds_by_value.value_inputs = {0, 1};
+  declare_data_dependence("", "Loop", std::move(bounds_by_value));
 }
 
 }  // namespace wgi::ops

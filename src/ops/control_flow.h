@@ -5,10 +5,11 @@
 // An If is not a kernel: the runtime plans the branch its condition takes inline, in the If's place, when the
 // condition is known when planning (a constant, a value folded on the host, a small graph input given by
 // value), so a replayed plan runs that branch's dispatches with no host round trip
-// (runtime/execution_plan.cpp, docs/control_flow.md). A condition computed on the GPU is refused when
-// planning (if_condition says so); the registered plan function is only reached then. Loop and Scan are
-// unrolled the same way, each iteration's body planned in their place, when the iteration count is known when
-// planning.
+// (runtime/execution_plan.cpp, docs/control_flow.md). A condition computed on the GPU is read back by the
+// staged runner first (docs/dynamic_shapes.md); where nothing reads it back, if_condition refuses it, and the
+// registered plan function is only reached then. Loop and Scan are unrolled the same way, each iteration's
+// body planned in their place, when the iteration count is known when planning; a Loop whose body condition
+// the GPU computes runs iteration by iteration in stages.
 #pragma once
 
 #include <optional>

@@ -12,7 +12,12 @@
 // buffer and a copy. So `bhid,bhjd->bhij`, `bhij,bhjd->bhid`, `bid,bjd->bij` and `...ij,...jk->...ik` are one
 // GEMM (or its split-K pair) with no copy.
 // One operand: a copy when no letter is summed (transpose, diagonal), else a GEMM against a vector of ones.
-// More than two operands are refused (wgi does not contract chains yet). float32 only (the GEMM family).
+// Three or more operands: a sequence of the two-operand contractions above, each into a scratch tensor that
+// keeps the letters the output or a remaining operand still needs (packed [batch, M, N]: written directly).
+// The pair contracted next is chosen greedily by cost: the one whose intermediate has the fewest elements,
+// ties broken by the fewest multiply-adds (the product of every size the pair names), then by operand order.
+// The last pair writes the output. A letter that some operand has at size 0 is summed over nothing (or the
+// output is empty): the output is filled with zeros. float32 only (the GEMM family).
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -169,6 +174,13 @@ std::vector<int> concat(std::initializer_list<const std::vector<int>*> parts) {
   return out;
 }
 
+// An operand of a contraction: a node input or an intermediate of a chain (packed, every id at its size).
+struct Operand {
+  std::vector<int> ids;
+  Shape shape;
+  TensorRef ref;
+};
+
 // An operand's element stride per id: the sum over its dims with that id (a repeated id reads a diagonal),
 // 0 for dims that broadcast (size 1 below the id's size) and for ids it lacks.
 std::vector<int64_t> id_strides(const EinsumTerms& e, const std::vector<int>& ids, const Shape& shape) {
@@ -240,11 +252,11 @@ struct GemmOperand {
 // Operand `index` as the product's A (`rows` = M ids) or B (`rows` = N ids), read in place when its dims are
 // [batch ids in any order..., rows, cols] or [..., cols, rows] with nothing to broadcast or sum alone, else
 // packed into [batch, rows, K'] (A) / [batch, K', rows] (B).
-GemmOperand gemm_operand(const PlanContext& ctx, OpPlan& plan, const EinsumTerms& e, size_t index, bool is_a,
-                         const std::vector<int>& batch, const std::vector<int>& rows,
+GemmOperand gemm_operand(const PlanContext& ctx, OpPlan& plan, const EinsumTerms& e, const Operand& src,
+                         bool is_a, const std::vector<int>& batch, const std::vector<int>& rows,
                          const std::vector<int>& k_all, bool force_copy) {
-  const std::vector<int>& ids = e.inputs[index];
-  const Shape& shape = ctx.input(index).shape;
+  const std::vector<int>& ids = src.ids;
+  const Shape& shape = src.shape;
   const std::vector<int64_t> strides = id_strides(e, ids, shape);
   GemmOperand op;
   // In place: every K' id present (none to broadcast along), no diagonal, and only batch dims broadcast.
@@ -257,13 +269,13 @@ GemmOperand gemm_operand(const PlanContext& ctx, OpPlan& plan, const EinsumTerms
   const std::vector<int>& first = is_a ? rows : k_all;
   const std::vector<int>& second = is_a ? k_all : rows;
   if (in_place_possible && (ends_with(ids, first, second, batch) || ends_with(ids, second, first, batch))) {
-    op.ref = TensorRef::input(static_cast<uint32_t>(index));
+    op.ref = src.ref;
     op.transposed = !ends_with(ids, first, second, batch);
     for (int id : batch) op.batch_strides.push_back(strides[static_cast<size_t>(id)]);
     return op;
   }
   const std::vector<int> order = is_a ? concat({&batch, &rows, &k_all}) : concat({&batch, &k_all, &rows});
-  op.ref = copy_packed(ctx, plan, e, TensorRef::input(static_cast<uint32_t>(index)), strides, order);
+  op.ref = copy_packed(ctx, plan, e, src.ref, strides, order);
   const std::vector<int64_t> packed = data_movement::row_major_strides([&] {
     Shape s;
     for (int id : order) s.push_back(e.size[static_cast<size_t>(id)]);
@@ -316,51 +328,34 @@ std::optional<GemmBatch> fold_batch(const PlanContext& ctx, const EinsumTerms& e
   return g;
 }
 
-OpPlan plan_einsum(const PlanContext& ctx) {
-  for (size_t i = 0; i < ctx.input_count(); ++i) {
-    if (ctx.input(i).dtype != DType::Float32) {
-      ctx.fail("input " + std::to_string(i) + " has type " + std::string(dtype_name(ctx.input(i).dtype)) +
-               "; wgi runs Einsum on float32 only");
-    }
-    require_addressable(ctx, "input " + std::to_string(i), ctx.input(i).shape,
-                        std::numeric_limits<int32_t>::max());
-  }
-  if (ctx.input_count() == 0 || ctx.input_count() > 2) {
-    ctx.fail("has " + std::to_string(ctx.input_count()) +
-             " operands; wgi runs Einsum on one or two (split a longer chain into pairwise Einsums)");
-  }
-  EinsumTerms e = parse_equation(ctx);
+// Contracts one or two operands into `out`, laid out as `out_ids` (every id at its size in `e`).
+void contract(const PlanContext& ctx, OpPlan& plan, const EinsumTerms& e, const std::vector<Operand>& ops,
+              const std::vector<int>& out_ids, TensorRef out) {
   Shape out_shape;
-  for (int id : e.output) out_shape.push_back(e.size[static_cast<size_t>(id)]);
-  require_addressable(ctx, "the output", out_shape, std::numeric_limits<int32_t>::max());
-  OpPlan plan;
-  plan.outputs.push_back({DType::Float32, out_shape});
-  const int64_t out_count = element_count(out_shape);
-  if (out_count == 0) return plan;
-
+  for (int id : out_ids) out_shape.push_back(e.size[static_cast<size_t>(id)]);
   // Swap the operands when the output is [batch, N, M]: the product is then written in place.
   std::vector<size_t> operand = {0, 1};
-  const size_t n_ops = ctx.input_count();
+  const size_t n_ops = ops.size();
   auto classify = [&](std::vector<int>& batch, std::vector<int>& m, std::vector<int>& n, std::vector<int>& k,
                       std::vector<int>& sum_a, std::vector<int>& sum_b) {
-    const std::vector<int>& a = e.inputs[operand[0]];
+    const std::vector<int>& a = ops[operand[0]].ids;
     static const std::vector<int> kNone;
-    const std::vector<int>& b = n_ops == 2 ? e.inputs[operand[1]] : kNone;
-    for (int id : e.output) {
+    const std::vector<int>& b = n_ops == 2 ? ops[operand[1]].ids : kNone;
+    for (int id : out_ids) {
       const bool in_a = contains(a, id), in_b = contains(b, id);
       (in_a && in_b ? batch : in_a ? m : n).push_back(id);
     }
     for (int id : a) {
-      if (contains(e.output, id) || contains(k, id) || contains(sum_a, id)) continue;
+      if (contains(out_ids, id) || contains(k, id) || contains(sum_a, id)) continue;
       (contains(b, id) ? k : sum_a).push_back(id);
     }
     for (int id : b) {
-      if (!contains(e.output, id) && !contains(a, id) && !contains(sum_b, id)) sum_b.push_back(id);
+      if (!contains(out_ids, id) && !contains(a, id) && !contains(sum_b, id)) sum_b.push_back(id);
     }
   };
   std::vector<int> batch, m, n, k, sum_a, sum_b;
   classify(batch, m, n, k, sum_a, sum_b);
-  if (n_ops == 2 && !n.empty() && !m.empty() && e.output == concat({&batch, &n, &m})) {
+  if (n_ops == 2 && !n.empty() && !m.empty() && out_ids == concat({&batch, &n, &m})) {
     std::swap(operand[0], operand[1]);
     batch.clear(), m.clear(), n.clear(), k.clear(), sum_a.clear(), sum_b.clear();
     classify(batch, m, n, k, sum_a, sum_b);
@@ -369,21 +364,15 @@ OpPlan plan_einsum(const PlanContext& ctx) {
 
   if (n_ops == 1 && k_all.empty()) {
     // Nothing summed: the output is a view of the input (a permutation, a diagonal).
-    if (e.inputs[0] == e.output) {
-      plan.alias_output_to_input = 0;
-      return plan;
-    }
     StridedCopy copy;
-    const std::vector<int64_t> strides = id_strides(e, e.inputs[0], ctx.input(0).shape);
+    const std::vector<int64_t> strides = id_strides(e, ops[0].ids, ops[0].shape);
     copy.shape = out_shape;
-    for (int id : e.output) copy.src_strides.push_back(strides[static_cast<size_t>(id)]);
+    for (int id : out_ids) copy.src_strides.push_back(strides[static_cast<size_t>(id)]);
     copy.dst_strides = data_movement::row_major_strides(out_shape);
+    copy.src = ops[0].ref;
+    copy.dst = out;
     data_movement::add_copy_launches(ctx, plan, std::move(copy));
-    return plan;
-  }
-  if (product(e, k_all) == 0) {  // a sum over nothing
-    data_movement::add_fill_launch(ctx, plan, TensorRef::output(0), out_count, 0u);
-    return plan;
+    return;
   }
 
   GemmLaunchSpec spec;
@@ -394,9 +383,9 @@ OpPlan plan_einsum(const PlanContext& ctx) {
   std::optional<GemmBatch> folded;
   for (bool force_copy : {false, true}) {
     OpPlan attempt = plan;
-    a = gemm_operand(ctx, attempt, e, operand[0], true, batch, m, k_all, force_copy);
+    a = gemm_operand(ctx, attempt, e, ops[operand[0]], true, batch, m, k_all, force_copy);
     if (n_ops == 2) {
-      b = gemm_operand(ctx, attempt, e, operand[1], false, batch, n, k_all, force_copy);
+      b = gemm_operand(ctx, attempt, e, ops[operand[1]], false, batch, n, k_all, force_copy);
     } else {
       // Summing one operand: B is a column of ones, [K', 1].
       Tensor ones(DType::Float32, {static_cast<int64_t>(spec.k)});
@@ -421,24 +410,110 @@ OpPlan plan_einsum(const PlanContext& ctx) {
   spec.a = a.ref;
   spec.b = b.ref;
   const std::vector<int> product_order = concat({&batch, &m, &n});
-  const bool direct_output = product_order == e.output;
-  spec.out = direct_output ? TensorRef::output(0) : plan.add_scratch(static_cast<uint64_t>(out_count) * 4);
+  const bool direct_output = product_order == out_ids;
+  const int64_t out_count = element_count(out_shape);
+  spec.out = direct_output ? out : plan.add_scratch(static_cast<uint64_t>(out_count) * 4);
   append_gemm_launches(ctx, spec, plan);
   if (!direct_output) {
     // The product [batch, M, N] copied into the output's order.
     StridedCopy copy;
     std::vector<int64_t> out_strides(e.size.size(), 0);
     const std::vector<int64_t> dims = data_movement::row_major_strides(out_shape);
-    for (size_t d = 0; d < e.output.size(); ++d) out_strides[static_cast<size_t>(e.output[d])] = dims[d];
+    for (size_t d = 0; d < out_ids.size(); ++d) out_strides[static_cast<size_t>(out_ids[d])] = dims[d];
     for (int id : product_order) {
       copy.shape.push_back(e.size[static_cast<size_t>(id)]);
       copy.dst_strides.push_back(out_strides[static_cast<size_t>(id)]);
     }
     copy.src_strides = data_movement::row_major_strides(copy.shape);
     copy.src = spec.out;
-    copy.dst = TensorRef::output(0);
+    copy.dst = out;
     data_movement::add_copy_launches(ctx, plan, std::move(copy));
   }
+}
+
+// The letters contracting operands `i` and `j` of `ops` keeps (those the output or another operand still
+// names), ordered as the product writes them: in both, then in `i` only, then in `j` only.
+std::vector<int> kept_ids(const EinsumTerms& e, const std::vector<Operand>& ops, size_t i, size_t j) {
+  auto needed = [&](int id) {
+    if (contains(e.output, id)) return true;
+    for (size_t o = 0; o < ops.size(); ++o) {
+      if (o != i && o != j && contains(ops[o].ids, id)) return true;
+    }
+    return false;
+  };
+  std::vector<int> both, only_i, only_j;
+  for (int id : ops[i].ids) {
+    if (!needed(id) || contains(both, id) || contains(only_i, id)) continue;
+    (contains(ops[j].ids, id) ? both : only_i).push_back(id);
+  }
+  for (int id : ops[j].ids) {
+    if (needed(id) && !contains(ops[i].ids, id) && !contains(only_j, id)) only_j.push_back(id);
+  }
+  return concat({&both, &only_i, &only_j});
+}
+
+// Contracts `ops` pairwise, the cheapest pair first (see the file comment), until two are left.
+void contract_chain(const PlanContext& ctx, OpPlan& plan, const EinsumTerms& e, std::vector<Operand>& ops) {
+  while (ops.size() > 2) {
+    size_t best_i = 0, best_j = 1;
+    int64_t best_size = std::numeric_limits<int64_t>::max(), best_work = best_size;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        const int64_t size = product(e, kept_ids(e, ops, i, j));
+        std::vector<int> named = concat({&ops[i].ids, &ops[j].ids});
+        std::sort(named.begin(), named.end());
+        named.erase(std::unique(named.begin(), named.end()), named.end());
+        const int64_t work = product(e, named);
+        if (size < best_size || (size == best_size && work < best_work)) {
+          best_size = size, best_work = work, best_i = i, best_j = j;
+        }
+      }
+    }
+    Operand made;
+    made.ids = kept_ids(e, ops, best_i, best_j);
+    for (int id : made.ids) made.shape.push_back(e.size[static_cast<size_t>(id)]);
+    require_addressable(ctx, "an intermediate of the contraction chain", made.shape,
+                        std::numeric_limits<int32_t>::max());
+    made.ref = plan.add_scratch(static_cast<uint64_t>(std::max<int64_t>(1, element_count(made.shape))) * 4);
+    contract(ctx, plan, e, {ops[best_i], ops[best_j]}, made.ids, made.ref);
+    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(best_j));
+    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(best_i));
+    ops.push_back(std::move(made));
+  }
+}
+
+OpPlan plan_einsum(const PlanContext& ctx) {
+  for (size_t i = 0; i < ctx.input_count(); ++i) {
+    if (ctx.input(i).dtype != DType::Float32) {
+      ctx.fail("input " + std::to_string(i) + " has type " + std::string(dtype_name(ctx.input(i).dtype)) +
+               "; wgi runs Einsum on float32 only");
+    }
+    require_addressable(ctx, "input " + std::to_string(i), ctx.input(i).shape,
+                        std::numeric_limits<int32_t>::max());
+  }
+  if (ctx.input_count() == 0) ctx.fail("has no operands; Einsum needs at least one");
+  EinsumTerms e = parse_equation(ctx);
+  Shape out_shape;
+  for (int id : e.output) out_shape.push_back(e.size[static_cast<size_t>(id)]);
+  require_addressable(ctx, "the output", out_shape, std::numeric_limits<int32_t>::max());
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, out_shape});
+  const int64_t out_count = element_count(out_shape);
+  if (out_count == 0) return plan;
+  if (ctx.input_count() == 1 && e.inputs[0] == e.output) {
+    plan.alias_output_to_input = 0;
+    return plan;
+  }
+  // A letter of size 0 not in the (non-empty) output is summed over nothing.
+  if (std::find(e.size.begin(), e.size.end(), 0) != e.size.end()) {
+    data_movement::add_fill_launch(ctx, plan, TensorRef::output(0), out_count, 0u);
+    return plan;
+  }
+  std::vector<Operand> ops;
+  for (size_t i = 0; i < ctx.input_count(); ++i)
+    ops.push_back({e.inputs[i], ctx.input(i).shape, TensorRef::input(static_cast<uint32_t>(i))});
+  contract_chain(ctx, plan, e, ops);
+  contract(ctx, plan, e, ops, e.output, TensorRef::output(0));
   return plan;
 }
 

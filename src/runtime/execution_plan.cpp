@@ -205,7 +205,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const std::function<void(size_t, size_t)>& progress, std::vector<std::string>* errors,
                      PlanSharing* sharing, const ops::GemmTuning* gemm_tuning,
                      std::optional<StageEnd>* stage_end, size_t first_node,
-                     const std::vector<graph::ValueId>* stage_inputs) {
+                     const std::vector<graph::ValueId>* stage_inputs, const std::vector<graph::Node>* nodes) {
   const size_t value_count = graph.values.size();
   const bool staging = stage_end != nullptr && errors == nullptr;
   if (stage_end) stage_end->reset();
@@ -310,7 +310,8 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         out.host_values[static_cast<size_t>(v)] = std::move(host);
         known[static_cast<size_t>(v)] = true;
       },
-      alias};
+      alias,
+      staging || errors != nullptr};
   // Nodes whose outputs can be computed on the host (shape arithmetic on now-known shapes, constant
   // subgraphs) are folded instead of planned.
   plan_node = [&](const graph::Node& node, const std::string& scope, bool checking_only) {
@@ -343,7 +344,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       const ops::DataDependence* dependence = ops::data_dependence(node.info);
       const std::vector<size_t> no_value_inputs;
       const std::vector<size_t>& value_inputs = dependence ? dependence->value_inputs : no_value_inputs;
-      if (errors && scope.empty() && !value_inputs.empty() && node.info.op_type != "If") {
+      if (errors && !value_inputs.empty() && node.info.op_type != "If" && node.info.op_type != "Loop") {
         // Only checking: a value this node needs that the GPU computes is read back when run, so the node
         // and the nodes after it that depend on it are planned then.
         bool unknown = false;
@@ -353,7 +354,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         }
         if (unknown) return;
       }
-      if (staging && scope.empty()) {
+      if (staging) {
         // Values this node's planner needs that the GPU computes: the stage ends before it, and the next
         // is planned with them read back (docs/dynamic_shapes.md).
         std::vector<graph::ValueId> read_back;
@@ -361,6 +362,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           if (i < node.op_input_count() && node.inputs[i] != graph::kNoValue && !host_value(node.inputs[i]))
             read_back.push_back(node.inputs[i]);
         }
+        if (!read_back.empty() && !scope.empty()) throw ReadBackInside{};
         if (!read_back.empty()) {
           *stage_end = StageEnd{current, std::move(read_back), nullptr};
           stopped = true;
@@ -374,14 +376,12 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       // Loop and Scan with or without a body (plan_loop / plan_scan say when it is missing).
       if (node.info.domain.empty() && node.info.op_type == "Loop") {
         // `wgi check` without values: bounds from graph inputs (given by value in a run) are not known.
+        // Bounds the GPU computes are read back when run (docs/dynamic_shapes.md).
         const bool check_one_iteration =
             errors &&
             std::any_of(node.inputs.begin(),
                         node.inputs.begin() + static_cast<long>(std::min<size_t>(2, node.inputs.size())),
-                        [&](graph::ValueId v) {
-                          return v != graph::kNoValue && !host_value(v) &&
-                                 std::find(graph.inputs.begin(), graph.inputs.end(), v) != graph.inputs.end();
-                        });
+                        [&](graph::ValueId v) { return v != graph::kNoValue && !host_value(v); });
         plan_loop(unroll, node, ctx, scope, checking_only, check_one_iteration);
         return;
       }
@@ -434,11 +434,7 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         }
         if (staging && dependence && dependence->outputs) {
           // Its readers need the real sizes: the stage ends after it.
-          if (!scope.empty()) {
-            throw Error(
-                node.info.describe() +
-                ": its outputs' size depends on the data, which wgi supports outside If branches only");
-          }
+          if (!scope.empty()) throw ReadBackInside{};
           *stage_end = StageEnd{current + 1, {}, &node};
           stopped = true;
         }
@@ -461,15 +457,31 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       errors->push_back(prefixed ? e.what() : scope + e.what());
     }
   };
-  plan_list = [&](const std::vector<graph::Node>& nodes, const std::string& scope, bool checking_only) {
-    for (const graph::Node& node : nodes) plan_node(node, scope, checking_only);
+  plan_list = [&](const std::vector<graph::Node>& list, const std::string& scope, bool checking_only) {
+    for (const graph::Node& node : list) plan_node(node, scope, checking_only);
   };
-  for (size_t ni = first_node; ni < graph.nodes.size() && !stopped; ++ni) {
-    if (progress) progress(ni, graph.nodes.size());
+  const std::vector<graph::Node>& planned_nodes = nodes ? *nodes : graph.nodes;
+  for (size_t ni = first_node; ni < planned_nodes.size() && !stopped; ++ni) {
+    if (progress) progress(ni, planned_nodes.size());
     current = ni;
-    plan_node(graph.nodes[ni], "", false);
+    const size_t steps = out.gpu_nodes.size(), aliases = out.aliases.size();
+    const size_t host_nodes = out.host_nodes, reused = out.reused;
+    try {
+      plan_node(planned_nodes[ni], "", false);
+    } catch (const ReadBackInside&) {
+      // Nothing of this node is planned here: staging, its subgraph runs scope by scope; checking, what it
+      // reads back is only known when run.
+      out.gpu_nodes.erase(out.gpu_nodes.begin() + static_cast<std::ptrdiff_t>(steps), out.gpu_nodes.end());
+      out.aliases.erase(out.aliases.begin() + static_cast<std::ptrdiff_t>(aliases), out.aliases.end());
+      out.host_nodes = host_nodes;
+      out.reused = reused;
+      if (staging) {
+        *stage_end = StageEnd{ni, {}, nullptr, true};
+        stopped = true;
+      }
+    }
   }
-  if (progress) progress(graph.nodes.size(), graph.nodes.size());
+  if (progress) progress(planned_nodes.size(), planned_nodes.size());
   return out;
 }
 

@@ -169,10 +169,13 @@ struct StageValues {
 // Where plan_nodes ended a stage (ops/data_dependent.h): before a node that needs a value computed on the
 // GPU (DataDependence::value_inputs; `read_back` lists them), or after a node with data-dependent outputs
 // (DataDependence::outputs; `data_dependent` is that node, graph.nodes[end - 1]).
+// `descend`: the node at `end` (an If, Loop or Scan) needs a read-back inside its subgraph (ReadBackInside,
+// loop_unrolling.h): the stage ends before it and the staged runner runs its subgraph scope by scope.
 struct StageEnd {
   size_t end = 0;
   std::vector<graph::ValueId> read_back;
   const graph::Node* data_dependent = nullptr;
+  bool descend = false;
 };
 
 // Plans every node. With `errors` null, the first failing node throws; otherwise each failure is appended
@@ -182,14 +185,16 @@ struct StageEnd {
 // With `stage_end` (and errors null), planning stops where the graph must be split (see StageEnd) and says
 // where there; without it, data-dependent outputs are planned at their upper bounds (enough for checks) and
 // a value needed on the host that the GPU computes is an error, as before. `first_node` and `stage_inputs`
-// (aligned with `inputs`; null: graph.inputs) plan a later stage.
+// (aligned with `inputs`; null: graph.inputs) plan a later stage; `nodes` (null: graph.nodes) are the
+// nodes planned, a subgraph's when the staged runner runs it scope by scope.
 NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
                      const gpu::Capabilities& caps, const std::vector<PlanInput>& inputs,
                      const std::function<void(size_t, size_t)>& progress,
                      std::vector<std::string>* errors = nullptr, PlanSharing* sharing = nullptr,
                      const ops::GemmTuning* gemm_tuning = nullptr,
                      std::optional<StageEnd>* stage_end = nullptr, size_t first_node = 0,
-                     const std::vector<graph::ValueId>* stage_inputs = nullptr);
+                     const std::vector<graph::ValueId>* stage_inputs = nullptr,
+                     const std::vector<graph::Node>* nodes = nullptr);
 
 // Where a run takes one graph input from: a host tensor (uploaded), or device memory in the device layout.
 // `content_id` names immutable device contents (a DeviceTensor). An input the plan was made with from the

@@ -89,6 +89,8 @@ const graph::Subgraph& body_of(const ops::PlanContext& ctx, const graph::Node& n
   ctx.fail("has no graph attribute 'body'");
 }
 
+}  // namespace
+
 size_t nodes_in(const std::vector<graph::Node>& nodes) {
   size_t n = nodes.size();
   for (const graph::Node& node : nodes) {
@@ -96,6 +98,8 @@ size_t nodes_in(const std::vector<graph::Node>& nodes) {
   }
   return n;
 }
+
+namespace {
 
 // Fails unless iteration `iteration` of `nodes` more unrolled nodes fits under kMaxUnrolledNodes. Iterations
 // count at least as `nodes` each, so that a body of no nodes cannot loop forever.
@@ -212,6 +216,8 @@ Shape body_scalar_shape(const graph::Value& declared) {
   return declared.shape.rank_known && declared.shape.dims.size() == 1 ? Shape{1} : Shape{};
 }
 
+}  // namespace
+
 Tensor iteration_number(const graph::Value& declared, int64_t i) {
   return Tensor::from_vector<int64_t>(body_scalar_shape(declared), std::vector<int64_t>{i});
 }
@@ -221,6 +227,8 @@ Tensor true_condition(const graph::Value& declared) {
   t.bytes()[0] = std::byte{1};
   return t;
 }
+
+namespace {
 
 // The node's output `o`, or none when the node lists fewer (trailing outputs left out).
 graph::ValueId output_of(const graph::Node& node, size_t o) {
@@ -331,6 +339,7 @@ void plan_loop(const UnrollPlanner& planner, const graph::Node& node, const ops:
     const Tensor* c = planner.host_value(condition);
     const std::string name = planner.unrolled.value(condition).name;
     if (!c) {
+      if (planner.read_back_inside) throw ReadBackInside{};  // the Loop runs iteration by iteration
       ctx.fail("its body's condition output '" + name + "' is computed on the GPU (iteration " +
                std::to_string(i) +
                "); wgi unrolls a Loop when planning, so the condition must be known then (a constant, the "

@@ -2,7 +2,8 @@
 // were the main graph's, loop-carried values wired from one iteration to the next, scan inputs cut by Slice
 // and scan outputs stacked by Concat (nodes made here, planned like any other), so a replayed plan runs the
 // iterations' dispatches with no host round trip (docs/control_flow.md). The iteration count must be known
-// when planning; a condition computed on the GPU is refused, naming the node.
+// when planning; a body condition computed on the GPU makes the Loop run iteration by iteration in stages
+// (ReadBackInside, runtime/staged_run.h).
 #pragma once
 
 #include <deque>
@@ -63,6 +64,21 @@ class UnrolledNodes {
   size_t node_count_ = 0;  // nodes added, at every depth
 };
 
+// Thrown while staging (runtime::plan_nodes with a StageEnd) by a node inside an If branch or a Loop / Scan
+// body that needs a read-back there: a data-dependent output, a value needed by value that the GPU computes,
+// a Loop body's condition computed on the GPU. Not a wgi::Error: plan_nodes catches it at the top-level node
+// it was planning, ends the stage before that node, and the staged runner runs the node's subgraph scope by
+// scope (StageEnd::descend).
+struct ReadBackInside {};
+
+// The nodes of `nodes`, those of nested subgraphs included: what an iteration counts against
+// kMaxUnrolledNodes (unrolled, or run iteration by iteration in stages).
+size_t nodes_in(const std::vector<graph::Node>& nodes);
+
+// The iteration number and condition a Loop's body takes (scalars, or [1] where the body declares rank 1).
+Tensor iteration_number(const graph::Value& declared, int64_t i);
+Tensor true_condition(const graph::Value& declared);
+
 // What unrolling needs from the planner (runtime::plan_nodes).
 struct UnrollPlanner {
   UnrolledNodes& unrolled;
@@ -77,6 +93,8 @@ struct UnrollPlanner {
   std::function<void(graph::ValueId value, Tensor host)> set_host_value;
   // `value` (the node's output) is `source` from now on: the same memory, or the same host value.
   std::function<void(graph::ValueId value, graph::ValueId source, bool checking_only)> alias;
+  // Staging or checking: a body condition computed on the GPU throws ReadBackInside instead of failing.
+  bool read_back_inside = false;
 };
 
 // Plans a Loop / Scan node (its op inputs planned, `ctx` its plan context) as its unrolled iterations.

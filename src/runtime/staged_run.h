@@ -4,9 +4,17 @@
 // outputs the extents and values the next stage needs, then plans and runs the next stage for them. Stage
 // plans are cached by where they start and what they see of their inputs (types, shapes, small values), so
 // a run whose read-back sizes were seen before plans nothing.
+//
+// Inside control flow the same mechanism runs one scope at a time: when a node inside an If branch or a Loop
+// body needs a read-back (plan_nodes' StageEnd::descend), the stage ends before the If / Loop, the runner
+// takes the branch its (read back) condition names, or the Loop's iterations one by one, and runs that
+// subgraph's nodes in stages exactly as the graph's (a Loop body's condition is read back with the last
+// stage of each iteration). An iteration's stages are cached like any other, so iterations of the same
+// shapes plan once.
 #pragma once
 
 #include <list>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -41,12 +49,29 @@ class StagedRunner {
 
  private:
   struct Stage;
+  struct BufferSet;
   struct Known;
-  std::shared_ptr<Stage> make_stage(size_t first, const std::vector<graph::ValueId>& inputs,
+  struct Scope;
+  using KnownValues = std::map<graph::ValueId, Known>;
+  // The graph (`nodes` null) or a subgraph, as the runner walks it.
+  Scope& scope_of(const std::vector<graph::Node>* nodes, const std::vector<graph::ValueId>& outputs,
+                  const std::vector<graph::ValueId>& by_value);
+  std::shared_ptr<Stage> make_stage(Scope& scope, size_t first, const std::vector<graph::ValueId>& inputs,
                                     const std::vector<PlanInput>& plan_inputs,
                                     std::span<const InputSource> sources);
-  // The values nodes[first, ...) read that earlier nodes (or the caller) give: the inputs of a stage there.
-  const std::vector<graph::ValueId>& inputs_from(size_t first);
+  // The values scope.nodes[first, ...) read that earlier nodes (or the caller) give: the inputs of a stage.
+  const std::vector<graph::ValueId>& inputs_from(Scope& scope, size_t first);
+  // Runs the scope's nodes in stages; `known` gains its outputs (and `results` the graph outputs computed).
+  void run_scope(Scope& scope, KnownValues& known, std::vector<Tensor>& results, std::vector<bool>& filled,
+                 std::vector<std::shared_ptr<Stage>>& used);
+  // An If or Loop whose subgraph needs read-backs inside: its branch, or its iterations, run scope by scope.
+  void run_control_flow(const graph::Node& node, KnownValues& known, std::vector<Tensor>& results,
+                        std::vector<bool>& filled, std::vector<std::shared_ptr<Stage>>& used);
+  // A Loop's scan output `k` (the body output `declared`): `items`, one per iteration, stacked.
+  Known stack_scan_output(const graph::Node& node, const graph::Value& declared, size_t k,
+                          const std::vector<Known>& items);
+  // What a run knows of `v`: a constant's value, or `known`'s entry (an error naming `node` if none).
+  Known lookup(const KnownValues& known, graph::ValueId v, const graph::Node& node) const;
 
   gpu::Device& device_;
   const graph::Graph& graph_;
@@ -56,8 +81,8 @@ class StagedRunner {
   RunStatus* run_status_;
   const ops::GemmTuning* gemm_tuning_;
   size_t max_stages_;
-  std::vector<int32_t> last_reader_;  // per value: the last top-level node reading it (-1: none)
-  std::vector<std::pair<size_t, std::vector<graph::ValueId>>> inputs_from_;
+  std::map<const std::vector<graph::Node>*, std::unique_ptr<Scope>> scopes_;
+  size_t scope_nodes_ = 0;  // nodes run scope by scope this run (bounded like unrolled nodes)
   std::list<std::pair<std::string, std::shared_ptr<Stage>>> stages_;  // most recently used first
   uint64_t next_content_id_;
   RunReport report_;
