@@ -266,7 +266,16 @@ WindowOutput resolve_windows_out(const PlanContext& ctx, const Shape& product) {
   return out;
 }
 
-OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
+// ---- validate ----
+
+// The product's sizes: C [batch..., M, N] = A [batch..., M, K] B [batch..., K, N], the batch broadcast.
+struct GemmShapes {
+  int64_t m = 0, n = 0, k = 0;
+  BatchLayout batch;
+  Shape out_shape;  // MatMul's numpy shape (rank-1 operands' dims dropped); Gemm's [M, N]
+};
+
+GemmShapes gemm_shapes(const PlanContext& ctx, const GemmSpec& spec) {
   const TensorDesc& a = ctx.input(spec.a_input);
   const TensorDesc& b = ctx.input(spec.b_input);
   for (size_t i : {spec.a_input, spec.b_input}) {
@@ -306,10 +315,13 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
              " has K = " + std::to_string(Kb));
   }
   Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
-  BatchLayout batch =
+  GemmShapes g;
+  g.m = M;
+  g.n = N;
+  g.k = K;
+  g.batch =
       broadcast_batch(ctx, a_batch, b_batch, static_cast<uint64_t>(M * K), static_cast<uint64_t>(K * N));
-
-  Shape out_shape;
+  Shape& out_shape = g.out_shape;
   if (spec.matmul_semantics) {
     // The numpy output shape, from the unmerged broadcast of the batch dims.
     const size_t rank = std::max(a_batch.size(), b_batch.size());
@@ -322,6 +334,58 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   } else {
     out_shape = {M, N};
   }
+  return g;
+}
+
+// ---- choose ----
+
+// A weight-like B (no batch of its own) with a plain A: A's batch folded into M, one large GEMM.
+bool fold_batch_into_m(const GemmSpec& spec, const BatchLayout& batch) {
+  int64_t batch_count = 1;
+  for (int64_t d : batch.extents) batch_count *= d;
+  const bool b_has_batch =
+      std::any_of(batch.b_strides.begin(), batch.b_strides.end(), [](uint64_t s) { return s; });
+  return !spec.trans_a && !b_has_batch && batch_count > 1;
+}
+
+// C / bias, broadcast to [M, N] (`batch_folded`: A's batch is folded into M, fold_batch_into_m).
+struct GemmBias {
+  bool present = false;
+  uint32_t stride_m = 0, stride_n = 0;
+};
+
+GemmBias gemm_bias(const PlanContext& ctx, const GemmSpec& spec, int64_t M, int64_t N, bool batch_folded) {
+  GemmBias bias;
+  bias.present = spec.c_input && ctx.has_input(*spec.c_input);
+  if (!bias.present) return bias;
+  const TensorDesc& c = ctx.input(*spec.c_input);
+  if (c.dtype != DType::Float32)
+    ctx.fail("C has type " + std::string(dtype_name(c.dtype)) + "; expected float32");
+  const Shape& cs = c.shape;
+  if (cs.size() > 2)
+    ctx.fail("C " + shape_to_string(cs) + " must broadcast to [M, N] = [" + std::to_string(M) + ", " +
+             std::to_string(N) + "]");
+  int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
+  int64_t c_cols = cs.empty() ? 1 : cs.back();
+  if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
+    ctx.fail("C " + shape_to_string(cs) + " does not broadcast to [M, N] = [" + std::to_string(M) + ", " +
+             std::to_string(N) + "]");
+  }
+  if (batch_folded && c_rows != 1) ctx.fail("a per-row C cannot be combined with batched A");
+  bias.stride_m = c_rows == 1 ? 0 : checked_u32(ctx, c_cols, "C columns");
+  bias.stride_n = c_cols == 1 ? 0 : 1;
+  return bias;
+}
+
+// ---- build ----
+
+OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
+  const TensorDesc& a = ctx.input(spec.a_input);
+  const TensorDesc& b = ctx.input(spec.b_input);
+  GemmShapes shapes = gemm_shapes(ctx, spec);
+  const int64_t M = shapes.m, N = shapes.n, K = shapes.k;
+  BatchLayout& batch = shapes.batch;
+  const Shape& out_shape = shapes.out_shape;
 
   const bool residual = has_fused_residual(ctx);
   // The window reverse: the node's output is the product reversed into the image, cropped and reshaped.
@@ -332,13 +396,10 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
                                   [spec](const PlanContext& c) { return plan_gemm(c, spec); });
   }
 
-  // A weight-like B (no batch of its own) with a plain A: fold A's batch into M, one large GEMM.
   int64_t gemm_m = M;
   int64_t batch_count = 1;
   for (int64_t d : batch.extents) batch_count *= d;
-  bool b_has_batch =
-      std::any_of(batch.b_strides.begin(), batch.b_strides.end(), [](uint64_t s) { return s; });
-  if (!spec.trans_a && !b_has_batch && batch_count > 1) {
+  if (fold_batch_into_m(spec, batch)) {
     gemm_m = M * batch_count;
     batch_count = 1;
     batch.extents.clear();
@@ -363,27 +424,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const TensorRef b_ref =
       b_constant ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(spec.b_input));
 
-  // C / bias, broadcast to [M, N].
-  uint32_t bias_stride_m = 0, bias_stride_n = 0;
-  bool has_bias = spec.c_input && ctx.has_input(*spec.c_input);
-  if (has_bias) {
-    const TensorDesc& c = ctx.input(*spec.c_input);
-    if (c.dtype != DType::Float32)
-      ctx.fail("C has type " + std::string(dtype_name(c.dtype)) + "; expected float32");
-    const Shape& cs = c.shape;
-    if (cs.size() > 2)
-      ctx.fail("C " + shape_to_string(cs) + " must broadcast to [M, N] = [" + std::to_string(M) + ", " +
-               std::to_string(N) + "]");
-    int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
-    int64_t c_cols = cs.empty() ? 1 : cs.back();
-    if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
-      ctx.fail("C " + shape_to_string(cs) + " does not broadcast to [M, N] = [" + std::to_string(M) + ", " +
-               std::to_string(N) + "]");
-    }
-    if (gemm_m != M && c_rows != 1) ctx.fail("a per-row C cannot be combined with batched A");
-    bias_stride_m = c_rows == 1 ? 0 : checked_u32(ctx, c_cols, "C columns");
-    bias_stride_n = c_cols == 1 ? 0 : 1;
-  }
+  const GemmBias bias = gemm_bias(ctx, spec, M, N, gemm_m != M);
 
   FusedActivation activation = FusedActivation::from_node(ctx.node);
   const uint32_t m32 = checked_u32(ctx, gemm_m, "M");
@@ -416,12 +457,12 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.b = b_ref;
   g.b_f16 = b.dtype == DType::Float16;
   g.out = TensorRef::output(0);
-  if (has_bias) g.bias = TensorRef::input(static_cast<uint32_t>(*spec.c_input));
+  if (bias.present) g.bias = TensorRef::input(static_cast<uint32_t>(*spec.c_input));
   // R has the output's shape, so its row-major index is the kernels' [batch][M][N] (batch folded into M or
   // not, rank-1 operands' dropped dims included).
   if (residual) g.residual = TensorRef::input(kFusedResidualInput);
-  g.bias_stride_m = bias_stride_m;
-  g.bias_stride_n = bias_stride_n;
+  g.bias_stride_m = bias.stride_m;
+  g.bias_stride_n = bias.stride_n;
   g.alpha = spec.alpha;
   g.beta = spec.beta;
   g.activation = activation;
