@@ -4,7 +4,8 @@
 //   -> MatMul(., V)
 // Inputs: Q, K (or K^T with k_transposed = 1), V, optional additive mask, optional scale tensor (one element,
 // known when planning: exports often compute head_dim ** -0.5 from Shape). Attributes: scale (float),
-// scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int).
+// scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int). Their names and
+// the input positions below: AttentionAttributes and AttentionInput in internal_ops.h.
 //
 // Layouts (set by the graph pass read_packed_qkv / write_attention_transposed, see src/graph/passes.h):
 //   qkv_packed = 1   inputs 0, 1 and 2 are one tensor X (the packed projection, [B, N, 3 * heads * D]) and

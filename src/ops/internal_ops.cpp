@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string_view>
+#include <variant>
 
 #include "ops/op.h"
 
@@ -29,6 +30,7 @@ bool listed(std::initializer_list<const char*> names, std::string_view name) {
 }
 
 const char* type_name(const AttributeValue& v) {
+  static_assert(std::variant_size_v<AttributeValue> == 7, "a name for each attribute type");
   static constexpr const char* kNames[] = {"an int", "a float", "a string", "ints",
                                            "floats", "strings", "a tensor"};
   return kNames[v.index()];
