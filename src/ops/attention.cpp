@@ -4,7 +4,8 @@
 //   -> MatMul(., V)
 // Inputs: Q, K (or K^T with k_transposed = 1), V, optional additive mask, optional scale tensor (one element,
 // known when planning: exports often compute head_dim ** -0.5 from Shape). Attributes: scale (float),
-// scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int).
+// scale_divides (int: the scale tensor divides instead of multiplies), k_transposed (int). Their names and
+// the input positions below: AttentionAttributes and AttentionInput in internal_ops.h.
 //
 // Layouts (set by the graph pass read_packed_qkv / write_attention_transposed, see src/graph/passes.h):
 //   qkv_packed = 1   inputs 0, 1 and 2 are one tensor X (the packed projection, [B, N, 3 * heads * D]) and
@@ -38,19 +39,28 @@
 // exporter's own sequence as three launches: the fast GEMM for scale * Q K^T (+ mask) into a scratch buffer
 // (split over the tokens), Softmax over its rows into another, and the GEMM with V. With the views above no
 // Transpose, Gather or copy runs around it (they cost DaViT-base 0.96 of 23 ms on the H200).
+//
+// The planning runs in steps (attention_plan.h): parse the node (its attributes through internal_ops.h, Q, K
+// and V as views), validate the shapes into an AttentionProblem, choose the plan and kernel (a pure function
+// of the problem and the device's limits, unit-tested in tests/unit/test_attention_plan.cpp), build the
+// launches.
 #include <algorithm>
 #include <array>
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
+#include "ops/attention_plan.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 #include "ops/reshape.h"
 
 namespace wgi::ops {
+
+namespace attention {
 
 namespace {
 
@@ -96,14 +106,6 @@ std::vector<int64_t> batch_strides(const Shape& batch, const Shape& out, int64_t
   return strides;
 }
 
-// An operand as the kernels read it: logical `shape` ([batch..., rows, cols]), element `strides` per dim
-// (the last one 1) and the element `offset` of its first element in the bound tensor.
-struct View {
-  Shape shape;
-  std::vector<int64_t> strides;
-  int64_t offset = 0;
-};
-
 View contiguous_view(const Shape& shape) {
   return {shape, data_movement::row_major_strides(shape), 0};
 }
@@ -143,49 +145,56 @@ std::optional<MatrixLayout> matrix_layout(const View& v) {
   return std::nullopt;
 }
 
+// ---- parse ----
+
 // Q, K and V as given: the inputs, or views of X (heads_views, qkv_packed; see the top).
-std::array<View, 3> packed_operand_views(const PlanContext& ctx) {
-  if (ctx.node.attributes.has("heads_views")) {
-    const std::vector<int64_t> flags = ctx.node.attributes.get_ints("heads_views", {});
-    if (flags.size() != 3) ctx.fail("heads_views needs three flags (Q, K, V)");
+std::array<View, 3> packed_operand_views(const PlanContext& ctx, const AttentionAttributes& attrs) {
+  if (attrs.heads_views) {
     std::array<View, 3> views;
     for (size_t i = 0; i < 3; ++i) {
       const Shape& xs = ctx.input(i).shape;
-      if (flags[i] == 0) {
+      if (!(*attrs.heads_views)[i]) {
         views[i] = contiguous_view(xs);
         continue;
       }
       // Transpose(Reshape(X, target [B, N, heads, D]), perm [0, 2, 1, 3]): [B, heads, N, D] in place.
-      if (!ctx.has_input(6 + i)) {
-        ctx.fail("heads_views needs input " + std::to_string(6 + i) + ", the Reshape target of " +
-                 ctx.input_name(i));
+      const size_t target_input = AttentionInput::heads_target(i);
+      if (!ctx.has_input(target_input)) {
+        ctx.fail(std::string(kAttentionHeadsViewsAttribute) + " needs input " + std::to_string(target_input) +
+                 ", the Reshape target of " + ctx.input_name(i));
       }
-      const std::vector<int64_t> target = data_movement::known_ints(ctx, 6 + i, "the heads' shape");
+      const std::vector<int64_t> target = data_movement::known_ints(ctx, target_input, "the heads' shape");
       const std::optional<Shape> r = reshape_result(xs, target);
       if (!r || r->size() != 4) {
-        ctx.fail("heads_views: " + ctx.input_name(i) + " " + shape_to_string(xs) + " reshaped to " +
-                 shape_to_string(target) + " is not a 4-D [B, N, heads, D]");
+        ctx.fail(std::string(kAttentionHeadsViewsAttribute) + ": " + ctx.input_name(i) + " " +
+                 shape_to_string(xs) + " reshaped to " + shape_to_string(target) +
+                 " is not a 4-D [B, N, heads, D]");
       }
       const std::vector<int64_t> st = data_movement::row_major_strides(*r);
       views[i] = {{(*r)[0], (*r)[2], (*r)[1], (*r)[3]}, {st[0], st[2], st[1], st[3]}, 0};
     }
     return views;
   }
-  if (ctx.node.attributes.get_int("qkv_packed", 0) == 0) {
-    return {contiguous_view(ctx.input(0).shape), contiguous_view(ctx.input(1).shape),
-            contiguous_view(ctx.input(2).shape)};
+  if (!attrs.qkv_packed) {
+    return {contiguous_view(ctx.input(AttentionInput::kQ).shape),
+            contiguous_view(ctx.input(AttentionInput::kK).shape),
+            contiguous_view(ctx.input(AttentionInput::kV).shape)};
   }
-  const Shape& xs = ctx.input(0).shape;
-  if (ctx.input(1).shape != xs || ctx.input(2).shape != xs)
+  const Shape& xs = ctx.input(AttentionInput::kQ).shape;
+  if (ctx.input(AttentionInput::kK).shape != xs || ctx.input(AttentionInput::kV).shape != xs)
     ctx.fail("qkv_packed needs inputs 0, 1 and 2 to be the same tensor");
-  if (!ctx.has_input(5)) ctx.fail("qkv_packed needs input 5, the packed projection's Reshape target");
-  const std::vector<int64_t> target = data_movement::known_ints(ctx, 5, "the packed Q, K, V shape");
+  if (!ctx.has_input(AttentionInput::kPackedTarget)) {
+    ctx.fail("qkv_packed needs input " + std::to_string(AttentionInput::kPackedTarget) +
+             ", the packed projection's Reshape target");
+  }
+  const std::vector<int64_t> target =
+      data_movement::known_ints(ctx, AttentionInput::kPackedTarget, "the packed Q, K, V shape");
   const std::optional<Shape> r = reshape_result(xs, target);
   if (!r || r->size() != 5) {
     ctx.fail("qkv_packed: " + shape_to_string(xs) + " reshaped to " + shape_to_string(target) +
              " is not a 5-D [B, N, parts, heads, D]");
   }
-  const std::vector<int64_t> indices = ctx.node.attributes.get_ints("qkv_indices", {});
+  const std::vector<int64_t>& indices = attrs.qkv_indices;
   if (indices.size() != 3) ctx.fail("qkv_packed needs qkv_indices, three ints");
   const std::vector<int64_t> s = data_movement::row_major_strides(*r);
   std::array<View, 3> views;
@@ -202,52 +211,36 @@ std::array<View, 3> packed_operand_views(const PlanContext& ctx) {
 
 // Q, K and V: the inputs as they are, or (qkv_packed) views of the packed projection (see the top), each
 // transposed over its last two dims where qkv_transposed says so.
-std::array<View, 3> operand_views(const PlanContext& ctx) {
-  std::array<View, 3> views = packed_operand_views(ctx);
-  if (ctx.node.attributes.has("qkv_transposed")) {
-    const std::vector<int64_t> flags = ctx.node.attributes.get_ints("qkv_transposed", {});
-    if (flags.size() != 3) ctx.fail("qkv_transposed needs three flags (Q, K, V)");
-    if (ctx.node.attributes.get_int("qkv_packed", 0) == 0) ctx.fail("qkv_transposed needs qkv_packed = 1");
+std::array<View, 3> operand_views(const PlanContext& ctx, const AttentionAttributes& attrs) {
+  std::array<View, 3> views = packed_operand_views(ctx, attrs);
+  if (attrs.qkv_transposed) {
+    if (!attrs.qkv_packed) ctx.fail("qkv_transposed needs qkv_packed = 1");
     for (size_t i = 0; i < 3; ++i) {
-      if (flags[i] != 0) swap_last_two(views[i]);
+      if ((*attrs.qkv_transposed)[i]) swap_last_two(views[i]);
     }
   }
   return views;
 }
 
-OpPlan plan_attention(const PlanContext& ctx) {
-  for (size_t i = 0; i < 3; ++i) {
-    if (ctx.input(i).dtype != DType::Float32) {
-      ctx.fail(ctx.input_name(i) + " has type " + std::string(dtype_name(ctx.input(i).dtype)) +
-               "; expected float32");
-    }
-  }
-  std::array<View, 3> views = operand_views(ctx);
-  const Shape& qs = views[0].shape;
-  const Shape& ks = views[1].shape;
-  const Shape& vs = views[2].shape;
-  if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) ctx.fail("Q, K and V need rank >= 2");
-  bool k_transposed = ctx.node.attributes.get_int("k_transposed", 0) != 0;
-  float scale = ctx.node.attributes.get_float("scale", 1.0f);
-  if (ctx.has_input(4)) {
-    const Tensor* t = ctx.constant(4);
+// The scale: the attribute times (or divided by) the scale tensor where one is given.
+float resolve_scale(const PlanContext& ctx, const AttentionAttributes& attrs) {
+  float scale = attrs.scale;
+  if (ctx.has_input(AttentionInput::kScale)) {
+    const Tensor* t = ctx.constant(AttentionInput::kScale);
     if (!t || t->element_count() != 1 || t->dtype() != DType::Float32) {
-      ctx.fail("the attention scale (input 4) must be one float32 known when planning");
+      ctx.fail("the attention scale (input " + std::to_string(AttentionInput::kScale) +
+               ") must be one float32 known when planning");
     }
     const float f = t->data<float>()[0];
-    scale = ctx.node.attributes.get_int("scale_divides", 0) != 0 ? scale / f : scale * f;
+    scale = attrs.scale_divides ? scale / f : scale * f;
   }
-  const int64_t tq = qs[qs.size() - 2], d = qs.back();
-  const int64_t tk = k_transposed ? ks.back() : ks[ks.size() - 2];
-  const int64_t kd = k_transposed ? ks[ks.size() - 2] : ks.back();
-  const int64_t dv = vs.back();
-  if (kd != d)
-    ctx.fail("Q " + shape_to_string(qs) + " and K " + shape_to_string(ks) + " disagree on the head size");
-  if (vs[vs.size() - 2] != tk) {
-    ctx.fail("V " + shape_to_string(vs) + " has " + std::to_string(vs[vs.size() - 2]) + " rows; K has " +
-             std::to_string(tk) + " keys");
-  }
-  // Output batch dims: the numpy broadcast of Q's, K's and V's (as MatMul would give).
+  return scale;
+}
+
+// ---- validate ----
+
+// The output batch dims: the numpy broadcast of Q's, K's and V's (as MatMul would give).
+Shape broadcast_batch(const PlanContext& ctx, const Shape& qs, const Shape& ks, const Shape& vs) {
   Shape qb(qs.begin(), qs.end() - 2), kb(ks.begin(), ks.end() - 2), vb(vs.begin(), vs.end() - 2);
   const size_t rank = std::max({qb.size(), kb.size(), vb.size()});
   Shape out_batch(rank, 1);
@@ -263,18 +256,23 @@ OpPlan plan_attention(const PlanContext& ctx) {
     }
   }
   if (rank > 4) ctx.fail("more than 4 batch dims");
-  // The output: logical [batch..., Tq, Dv], written as its Transpose by output_perm (transpose_output: perm
-  // [0, 2, 1, 3], i.e. [B0, Tq, B1, Dv]).
-  const bool transpose_output = ctx.node.attributes.get_int("transpose_output", 0) != 0;
-  if (transpose_output && rank != 2) {
+  return out_batch;
+}
+
+// The output: logical [batch..., Tq, Dv], written as its Transpose by output_perm (transpose_output: perm
+// [0, 2, 1, 3], i.e. [B0, Tq, B1, Dv]).
+void resolve_output(const PlanContext& ctx, const AttentionAttributes& attrs, AttentionProblem& p) {
+  const size_t rank = p.out_batch.size();
+  const Shape& qs = p.views[0].shape;
+  if (attrs.transpose_output && rank != 2) {
     ctx.fail("transpose_output needs two batch dims; the output has " + std::to_string(rank) + " (Q " +
              shape_to_string(qs) + ")");
   }
   std::vector<int64_t> perm;
-  if (transpose_output) perm = {0, 2, 1, 3};
-  if (ctx.node.attributes.has("output_perm")) {
-    if (transpose_output) ctx.fail("transpose_output and output_perm both given");
-    perm = ctx.node.attributes.get_ints("output_perm", {});
+  if (attrs.transpose_output) perm = {0, 2, 1, 3};
+  if (attrs.output_perm) {
+    if (attrs.transpose_output) ctx.fail("transpose_output and output_perm both given");
+    perm = *attrs.output_perm;
     std::vector<int64_t> sorted = perm;
     std::sort(sorted.begin(), sorted.end());
     bool permutation = sorted.size() == rank + 2;
@@ -285,112 +283,136 @@ OpPlan plan_attention(const PlanContext& ctx) {
                std::to_string(rank + 2) + " dims (Q " + shape_to_string(qs) + ")");
     }
   }
-  Shape logical_out = out_batch;
-  logical_out.push_back(tq);
-  logical_out.push_back(dv);
-  View out_view = contiguous_view(logical_out);
-  Shape out_shape = logical_out;
+  p.logical_out = p.out_batch;
+  p.logical_out.push_back(p.tq);
+  p.logical_out.push_back(p.dv);
+  p.out_view = contiguous_view(p.logical_out);
+  p.out_shape = p.logical_out;
   if (!perm.empty()) {
-    for (size_t i = 0; i < perm.size(); ++i) out_shape[i] = logical_out[static_cast<size_t>(perm[i])];
-    const std::vector<int64_t> s = data_movement::row_major_strides(out_shape);
-    for (size_t i = 0; i < perm.size(); ++i) out_view.strides[static_cast<size_t>(perm[i])] = s[i];
+    for (size_t i = 0; i < perm.size(); ++i) p.out_shape[i] = p.logical_out[static_cast<size_t>(perm[i])];
+    const std::vector<int64_t> s = data_movement::row_major_strides(p.out_shape);
+    for (size_t i = 0; i < perm.size(); ++i) p.out_view.strides[static_cast<size_t>(perm[i])] = s[i];
   }
+}
 
-  const bool has_mask = ctx.has_input(3);
-  std::vector<int64_t> mask_strides(rank, 0);
-  int64_t mask_row = 0, mask_col = 0;
-  if (has_mask) {
-    const TensorDesc& m = ctx.input(3);
-    if (m.dtype != DType::Float32) ctx.fail("the mask has type " + std::string(dtype_name(m.dtype)));
-    Shape ms = m.shape;
-    while (ms.size() < rank + 2) ms.insert(ms.begin(), 1);
-    if (ms.size() > rank + 2)
-      ctx.fail("the mask " + shape_to_string(m.shape) + " has more dims than the scores");
-    const int64_t rows = ms[ms.size() - 2], cols = ms.back();
-    if ((rows != 1 && rows != tq) || (cols != 1 && cols != tk)) {
-      ctx.fail("the mask " + shape_to_string(m.shape) + " does not broadcast to the scores [..., " +
-               std::to_string(tq) + ", " + std::to_string(tk) + "]");
-    }
-    mask_col = cols == 1 ? 0 : 1;
-    mask_row = rows == 1 ? 0 : cols;
-    Shape mb(ms.begin(), ms.end() - 2);
-    for (size_t i = 0; i < rank; ++i) {
-      if (mb[i] != 1 && mb[i] != out_batch[i])
-        ctx.fail("the mask " + shape_to_string(m.shape) + " does not broadcast");
-    }
-    mask_strides = batch_strides(mb, out_batch, rows * cols);
+// The mask's broadcast to the scores [batch..., Tq, Tk].
+void resolve_mask(const PlanContext& ctx, AttentionProblem& p) {
+  const size_t rank = p.out_batch.size();
+  p.has_mask = ctx.has_input(AttentionInput::kMask);
+  p.mask_strides.assign(rank, 0);
+  if (!p.has_mask) return;
+  const TensorDesc& m = ctx.input(AttentionInput::kMask);
+  if (m.dtype != DType::Float32) ctx.fail("the mask has type " + std::string(dtype_name(m.dtype)));
+  Shape ms = m.shape;
+  while (ms.size() < rank + 2) ms.insert(ms.begin(), 1);
+  if (ms.size() > rank + 2)
+    ctx.fail("the mask " + shape_to_string(m.shape) + " has more dims than the scores");
+  const int64_t rows = ms[ms.size() - 2], cols = ms.back();
+  if ((rows != 1 && rows != p.tq) || (cols != 1 && cols != p.tk)) {
+    ctx.fail("the mask " + shape_to_string(m.shape) + " does not broadcast to the scores [..., " +
+             std::to_string(p.tq) + ", " + std::to_string(p.tk) + "]");
   }
+  p.mask_col = cols == 1 ? 0 : 1;
+  p.mask_row = rows == 1 ? 0 : cols;
+  Shape mb(ms.begin(), ms.end() - 2);
+  for (size_t i = 0; i < rank; ++i) {
+    if (mb[i] != 1 && mb[i] != p.out_batch[i])
+      ctx.fail("the mask " + shape_to_string(m.shape) + " does not broadcast");
+  }
+  p.mask_strides = batch_strides(mb, p.out_batch, rows * cols);
+}
 
-  OpPlan plan;
-  plan.outputs.push_back({DType::Float32, out_shape});
-  const int64_t rows = element_count(out_batch) * tq;
-  if (rows == 0 || dv == 0) return plan;
-  for (size_t i = 0; i < 3; ++i) to_u32(ctx, element_count(ctx.input(i).shape), "a tensor's element count");
-  to_u32(ctx, element_count(out_shape), "a tensor's element count");
+}  // namespace
 
-  auto pad4 = [&](const std::vector<int64_t>& v) {
-    std::array<uint32_t, 4> out = {0, 0, 0, 0};
-    for (size_t i = 0; i < v.size(); ++i) out[4 - v.size() + i] = to_u32(ctx, v[i], "a batch stride");
-    return out;
-  };
-  std::array<uint32_t, 4> dims = {1, 1, 1, 1};
-  for (size_t i = 0; i < rank; ++i) dims[4 - rank + i] = to_u32(ctx, out_batch[i], "a batch dim");
+AttentionProblem attention_problem(const PlanContext& ctx) {
+  // parse
+  const AttentionAttributes attrs = read_attention_attributes(ctx.node);
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.input(i).dtype != DType::Float32) {
+      ctx.fail(ctx.input_name(i) + " has type " + std::string(dtype_name(ctx.input(i).dtype)) +
+               "; expected float32");
+    }
+  }
+  AttentionProblem p;
+  p.views = operand_views(ctx, attrs);
+  p.k_transposed = attrs.k_transposed;
+  p.forced_kernel = attrs.kernel;
+  const Shape& qs = p.views[0].shape;
+  const Shape& ks = p.views[1].shape;
+  const Shape& vs = p.views[2].shape;
+  if (qs.size() < 2 || ks.size() < 2 || vs.size() < 2) ctx.fail("Q, K and V need rank >= 2");
+  p.scale = resolve_scale(ctx, attrs);
+  // validate
+  p.tq = qs[qs.size() - 2];
+  p.d = qs.back();
+  p.tk = p.k_transposed ? ks.back() : ks[ks.size() - 2];
+  const int64_t kd = p.k_transposed ? ks[ks.size() - 2] : ks.back();
+  p.dv = vs.back();
+  if (kd != p.d)
+    ctx.fail("Q " + shape_to_string(qs) + " and K " + shape_to_string(ks) + " disagree on the head size");
+  if (vs[vs.size() - 2] != p.tk) {
+    ctx.fail("V " + shape_to_string(vs) + " has " + std::to_string(vs[vs.size() - 2]) + " rows; K has " +
+             std::to_string(p.tk) + " keys");
+  }
+  p.out_batch = broadcast_batch(ctx, qs, ks, vs);
+  resolve_output(ctx, attrs, p);
+  resolve_mask(ctx, p);
+  return p;
+}
 
-  // Which kernel: "wgi.kernel" = rows (attention.wgsl) | tiled (attention_tiled.wgsl) forces one.
-  const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
+// ---- choose ----
+
+AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limits& limits, bool gemm_views) {
+  // Which kernel: wgi.kernel = rows (attention.wgsl) | tiled (attention_tiled.wgsl) forces one.
+  const std::string& forced = p.forced_kernel;
   if (!forced.empty() && forced != "rows" && forced != "tiled")
-    ctx.fail("unknown wgi.kernel '" + forced + "' (expected rows or tiled)");
+    throw Error("unknown wgi.kernel '" + forced + "' (expected rows or tiled)");
   // Keys and values staged as whole vec4s (head dims padded).
   const uint64_t tiled_storage =
-      static_cast<uint64_t>(kTiledKeysPerChunk * ((d + 3) / 4 + (dv + 3) / 4) * 4) * sizeof(float);
-  const int64_t tiled_queries = tiled_queries_per_workgroup(tq, ctx.caps.limits);
+      static_cast<uint64_t>(kTiledKeysPerChunk * ((p.d + 3) / 4 + (p.dv + 3) / 4) * 4) * sizeof(float);
+  const int64_t tiled_queries = tiled_queries_per_workgroup(p.tq, limits);
   std::string why_not_tiled;
   if (tiled_queries == 0) {
     why_not_tiled = "32 invocations per workgroup; the device allows " +
-                    std::to_string(std::min(ctx.caps.limits.max_compute_invocations_per_workgroup,
-                                            ctx.caps.limits.max_compute_workgroup_size_x));
-  } else if (d > kTiledMaxHeadDim || dv > kTiledMaxHeadDim) {
+                    std::to_string(std::min(limits.max_compute_invocations_per_workgroup,
+                                            limits.max_compute_workgroup_size_x));
+  } else if (p.d > kTiledMaxHeadDim || p.dv > kTiledMaxHeadDim) {
     why_not_tiled = "head sizes up to " + std::to_string(kTiledMaxHeadDim) + "; Q·K has " +
-                    std::to_string(d) + " and V " + std::to_string(dv);
-  } else if (tiled_storage > ctx.caps.limits.max_compute_workgroup_storage_size) {
+                    std::to_string(p.d) + " and V " + std::to_string(p.dv);
+  } else if (tiled_storage > limits.max_compute_workgroup_storage_size) {
     why_not_tiled = std::to_string(tiled_storage) + " bytes of workgroup memory; the device allows " +
-                    std::to_string(ctx.caps.limits.max_compute_workgroup_storage_size);
+                    std::to_string(limits.max_compute_workgroup_storage_size);
   }
-  if (forced == "tiled" && !why_not_tiled.empty()) ctx.fail("wgi.kernel = tiled needs " + why_not_tiled);
-  if (forced == "rows" && dv > kMaxValueDim) {
-    ctx.fail("wgi.kernel = rows needs V's last dim <= " + std::to_string(kMaxValueDim) + "; V is " +
-             shape_to_string(vs));
+  if (forced == "tiled" && !why_not_tiled.empty()) throw Error("wgi.kernel = tiled needs " + why_not_tiled);
+  if (forced == "rows" && p.dv > kMaxValueDim) {
+    throw Error("wgi.kernel = rows needs V's last dim <= " + std::to_string(kMaxValueDim) + "; V is " +
+                shape_to_string(p.views[2].shape));
   }
   const int64_t tiled_workgroups =
-      tiled_queries == 0 ? 0 : element_count(out_batch) * ((tq + tiled_queries - 1) / tiled_queries);
+      tiled_queries == 0 ? 0 : p.batch() * ((p.tq + tiled_queries - 1) / tiled_queries);
   const bool tiled =
-      forced == "tiled" || (forced.empty() && why_not_tiled.empty() && tq >= kTiledMinQueries &&
+      forced == "tiled" || (forced.empty() && why_not_tiled.empty() && p.tq >= kTiledMinQueries &&
                             tiled_workgroups * tiled_queries >= kTiledMinInvocations);
 
-  // Operand i as a contiguous copy in a scratch buffer of its own: its view becomes the plain layout.
-  std::array<TensorRef, 3> operands = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2)};
-  auto materialise = [&](uint32_t i) {
+  AttentionChoice c;
+  c.k_transposed = p.k_transposed;
+  std::array<View, 3> views = p.views;
+  // Operand i copied contiguous: its view becomes the plain layout.
+  auto copy = [&](size_t i) {
     if (is_contiguous(views[i])) return;
-    operands[i] = plan.add_scratch(static_cast<uint64_t>(element_count(views[i].shape)) * sizeof(float));
-    data_movement::StridedCopy copy;
-    copy.shape = views[i].shape;
-    copy.src_strides = views[i].strides;
-    copy.dst_strides = data_movement::row_major_strides(views[i].shape);
-    copy.src_offset = views[i].offset;
-    copy.src = TensorRef::input(i);
-    copy.dst = operands[i];
-    data_movement::add_copy_launches(ctx, plan, std::move(copy));
+    c.copied[i] = true;
     views[i] = contiguous_view(views[i].shape);
   };
 
-  if (dv > kMaxValueDim && !tiled) {
+  if (p.dv > kMaxValueDim && !tiled) {
     // Scores S = scale * Q K^T (+ mask), P = softmax(S), out = P V: batch dims decoded by the GEMM.
-    if (has_mask && std::any_of(mask_strides.begin(), mask_strides.end(), [](int64_t v) { return v != 0; })) {
-      ctx.fail("a mask that differs across batch or heads needs V's last dim <= " +
-               std::to_string(kMaxValueDim) + " (the fused kernel); V is " + shape_to_string(vs));
+    c.kernel = AttentionKernel::ThreeLaunch;
+    if (p.has_mask &&
+        std::any_of(p.mask_strides.begin(), p.mask_strides.end(), [](int64_t v) { return v != 0; })) {
+      throw Error(
+          "a mask that differs across batch or heads needs V's last dim <= " + std::to_string(kMaxValueDim) +
+          " (the fused kernel); V is " + shape_to_string(p.views[2].shape));
     }
-    const uint64_t score_bytes = static_cast<uint64_t>(element_count(out_batch) * tq * tk) * sizeof(float);
-    plan.scratch_bytes = {score_bytes, score_bytes};  // scores, probabilities; split-K partials may follow
     // The fast GEMMs read Q, K and V through their strides and write the output view in place (DaViT's
     // channel attention: the packed projection read as Q^T, K^T and V^T, the output written [B, N, heads, D];
     // those Transposes, Gathers and copies cost 0.96 of 23 ms on the H200). A view whose matrices are
@@ -398,197 +420,286 @@ OpPlan plan_attention(const PlanContext& ctx) {
     // is neither rows nor columns of the product goes through one copied at the end. The seeds' kernels
     // read packed matrices only: where the device cannot run the fast ones (compat devices' workgroup
     // limits) every strided operand is copied and the output goes through a copy, as the Transposes did.
-    const bool in_place = gemm_views_supported(ctx.caps);
-    std::array<std::optional<MatrixLayout>, 3> layouts;
-    for (uint32_t i = 0; i < 3; ++i) {
-      layouts[i] = in_place ? matrix_layout(views[i]) : std::nullopt;
-      if (!layouts[i]) {
-        materialise(i);
-        layouts[i] = matrix_layout(views[i]);
-      }
+    for (size_t i = 0; i < 3; ++i) {
+      if (!gemm_views || !matrix_layout(views[i])) copy(i);
     }
-    const size_t out_rank = logical_out.size();
-    const int64_t out_row = out_view.strides[out_rank - 2], out_col = out_view.strides[out_rank - 1];
+    const size_t out_rank = p.logical_out.size();
+    const int64_t out_row = p.out_view.strides[out_rank - 2], out_col = p.out_view.strides[out_rank - 1];
     // The product written as rows (out = P V) or, where Tq is the output's contiguous dim, as columns:
     // out^T = V^T P^T.
-    const bool rows_out = !in_place ? is_contiguous(out_view) : out_col == 1;
-    const bool columns_out = in_place && !rows_out && out_row == 1;
-    TensorRef product = TensorRef::output(0);
-    if (!rows_out && !columns_out) {
-      product = plan.add_scratch(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
-    }
-    auto batch_of = [&](const View& v) { return pad4(view_batch_strides(v, rank)); };
-
-    GemmLaunchSpec scores;
-    scores.m = to_u32(ctx, tq, "Tq");
-    scores.n = to_u32(ctx, tk, "Tk");
-    scores.k = to_u32(ctx, d, "D");
-    scores.batch = to_u32(ctx, element_count(out_batch), "batch");
-    scores.batch_dims = dims;
-    // Q [Tq, D] is A [M, K] (A [K, M] when stored by columns).
-    scores.a_km = layouts[0]->column_major;
-    scores.a_row_stride = to_u32(ctx, layouts[0]->stride, "Q's row stride");
-    scores.a_offset = to_u32(ctx, views[0].offset, "Q's offset");
-    scores.a_batch_strides = batch_of(views[0]);
-    // K [Tk, D] is B stored [N, K]; K^T [D, Tk] is B [K, N]; either the other way when stored by columns.
-    scores.b_nk = k_transposed == layouts[1]->column_major;
-    scores.b_row_stride = to_u32(ctx, layouts[1]->stride, "K's row stride");
-    scores.b_offset = to_u32(ctx, views[1].offset, "K's offset");
-    scores.b_batch_strides = batch_of(views[1]);
-    scores.a = operands[0];
-    scores.b = operands[1];
-    scores.out = TensorRef::scratch(0);
-    if (has_mask) {
-      scores.bias = TensorRef::input(3);
-      scores.bias_stride_m = to_u32(ctx, mask_row, "mask row stride");
-      scores.bias_stride_n = to_u32(ctx, mask_col, "mask column stride");
-    }
-    scores.alpha = scale;
-    scores.beta = 1.0f;
-    append_gemm_launches(ctx, scores, plan);  // split-K for channel attention's long contraction
-
-    plan.launches.push_back(make_softmax_launch(ctx, element_count(out_batch) * tq, tk, 1, false,
-                                                TensorRef::scratch(0), TensorRef::scratch(1)));
-
-    // P [Tq, Tk], packed over the output's batch dims.
-    const std::array<uint32_t, 4> p_strides = pad4(batch_strides(out_batch, out_batch, tq * tk));
-    GemmLaunchSpec values;
-    values.k = scores.n;
-    values.batch = scores.batch;
-    values.batch_dims = dims;
-    values.out = product;
-    if (columns_out) {
-      // out^T [Dv, Tq] = V^T [Dv, Tk] P^T: A = V^T (stored [K, M] when V's rows are contiguous), B = P
-      // stored [N, K].
-      values.m = to_u32(ctx, dv, "Dv");
-      values.n = scores.m;
-      values.a = operands[2];
-      values.a_km = !layouts[2]->column_major;
-      values.a_row_stride = to_u32(ctx, layouts[2]->stride, "V's row stride");
-      values.a_offset = to_u32(ctx, views[2].offset, "V's offset");
-      values.a_batch_strides = batch_of(views[2]);
-      values.b = TensorRef::scratch(1);
-      values.b_nk = true;
-      values.b_batch_strides = p_strides;
-      values.out_row_stride = to_u32(ctx, out_col, "the output's column stride");
-    } else {
-      values.m = scores.m;
-      values.n = to_u32(ctx, dv, "Dv");
-      values.a = TensorRef::scratch(1);
-      values.a_batch_strides = p_strides;
-      values.b = operands[2];
-      values.b_nk = layouts[2]->column_major;
-      values.b_row_stride = to_u32(ctx, layouts[2]->stride, "V's row stride");
-      values.b_offset = to_u32(ctx, views[2].offset, "V's offset");
-      values.b_batch_strides = batch_of(views[2]);
-      if (rows_out) values.out_row_stride = to_u32(ctx, out_row, "the output's row stride");
-    }
-    if (rows_out || columns_out) values.out_batch_strides = pad4(view_batch_strides(out_view, rank));
-    append_gemm_launches(ctx, values, plan);
-    if (!rows_out && !columns_out) {
-      data_movement::StridedCopy copy;
-      copy.shape = logical_out;
-      copy.src_strides = data_movement::row_major_strides(logical_out);
-      copy.dst_strides = out_view.strides;
-      copy.src = product;
-      copy.dst = TensorRef::output(0);
-      data_movement::add_copy_launches(ctx, plan, std::move(copy));
-    }
-    return plan;
+    const bool rows_out = !gemm_views ? is_contiguous(p.out_view) : out_col == 1;
+    c.columns_out = gemm_views && !rows_out && out_row == 1;
+    c.output_copied = !rows_out && !c.columns_out;
+    return c;
   }
 
+  c.kernel = tiled ? AttentionKernel::Tiled : AttentionKernel::Rows;
+  c.tiled_queries = tiled ? tiled_queries : 0;
+  c.workgroups = tiled ? tiled_workgroups : p.batch() * p.tq;
   // The row kernel reads all of K and V once per query row, a key per invocation: it wants K^T (consecutive
   // invocations on consecutive keys). SigLIP-B exports K^T (a Transpose with perm [0, 2, 3, 1]); read as a
   // strided K view in place instead, its attention ran 3.7x slower on the H200 (0.154 against 0.042 ms per
   // layer, 2026-11-30). With several query rows per head, a strided K is copied once as K^T and a strided V
   // contiguously (what the exporter's Transposes made); the tiled kernel stages K and V in workgroup memory
   // and reads the views in place.
-  if (!tiled && tq > 1 && !is_contiguous(views[1])) {
-    if (!k_transposed) {  // copy the view of K^T: K's last two dims swapped
-      const size_t r = views[1].shape.size();
-      std::swap(views[1].shape[r - 1], views[1].shape[r - 2]);
-      std::swap(views[1].strides[r - 1], views[1].strides[r - 2]);
-      k_transposed = true;
+  if (!tiled && p.tq > 1 && !is_contiguous(views[1])) {
+    if (!c.k_transposed) {  // copy the view of K^T: K's last two dims swapped
+      swap_last_two(views[1]);
+      c.k_transposed = true;
     }
-    materialise(1);
+    copy(1);
   }
-  if (!tiled && tq > 1) materialise(2);
+  if (!tiled && p.tq > 1) copy(2);
   // Both fused kernels read rows whose last dim is contiguous and write such rows: a view transposed over its
   // last two dims (qkv_transposed) is copied first, and an output view whose Dv is not contiguous
   // (output_perm [0, 3, 1, 2]) is written to a scratch buffer copied into place last.
+  for (size_t i = 0; i < 3; ++i) {
+    if (views[i].strides.back() != 1) copy(i);
+  }
+  c.output_copied = p.out_view.strides.back() != 1;
+  return c;
+}
+
+namespace {
+
+// ---- build ----
+
+// The launches' shared state: the operands as bound (inputs, or their contiguous copies) and their views.
+struct Operands {
+  std::array<TensorRef, 3> refs = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2)};
+  std::array<View, 3> views;
+};
+
+// The operands as `choice` reads them: K's view transposed where it is read as K^T, the copied ones copied.
+Operands build_operands(const PlanContext& ctx, const AttentionProblem& p, const AttentionChoice& choice,
+                        OpPlan& plan) {
+  Operands operands;
+  operands.views = p.views;
+  if (choice.k_transposed != p.k_transposed) swap_last_two(operands.views[1]);
   for (uint32_t i = 0; i < 3; ++i) {
-    if (views[i].strides.back() != 1) materialise(i);
+    if (!choice.copied[i]) continue;
+    View& view = operands.views[i];
+    operands.refs[i] = plan.add_scratch(static_cast<uint64_t>(element_count(view.shape)) * sizeof(float));
+    data_movement::StridedCopy copy;
+    copy.shape = view.shape;
+    copy.src_strides = view.strides;
+    copy.dst_strides = data_movement::row_major_strides(view.shape);
+    copy.src_offset = view.offset;
+    copy.src = TensorRef::input(i);
+    copy.dst = operands.refs[i];
+    data_movement::add_copy_launches(ctx, plan, std::move(copy));
+    view = contiguous_view(view.shape);
   }
-  const View written = contiguous_view(logical_out);
-  const bool copy_out = out_view.strides.back() != 1;
-  TensorRef fused_out = TensorRef::output(0);
-  if (copy_out) {
-    fused_out = plan.add_scratch(static_cast<uint64_t>(element_count(logical_out)) * sizeof(float));
+  return operands;
+}
+
+// The copy of the logical output from `from` (packed) into the output tensor's view.
+void add_output_copy(const PlanContext& ctx, const AttentionProblem& p, TensorRef from, OpPlan& plan) {
+  data_movement::StridedCopy copy;
+  copy.shape = p.logical_out;
+  copy.src_strides = data_movement::row_major_strides(p.logical_out);
+  copy.dst_strides = p.out_view.strides;
+  copy.src = from;
+  copy.dst = TensorRef::output(0);
+  data_movement::add_copy_launches(ctx, plan, std::move(copy));
+}
+
+std::array<uint32_t, 4> pad4(const PlanContext& ctx, const std::vector<int64_t>& v, const char* what) {
+  std::array<uint32_t, 4> out = {0, 0, 0, 0};
+  for (size_t i = 0; i < v.size(); ++i) out[4 - v.size() + i] = to_u32(ctx, v[i], what);
+  return out;
+}
+
+std::array<uint32_t, 4> batch_dims(const PlanContext& ctx, const AttentionProblem& p) {
+  std::array<uint32_t, 4> dims = {1, 1, 1, 1};
+  const size_t rank = p.out_batch.size();
+  for (size_t i = 0; i < rank; ++i) dims[4 - rank + i] = to_u32(ctx, p.out_batch[i], "a batch dim");
+  return dims;
+}
+
+// GEMM (scores), Softmax, GEMM (P V), reading the views in place where the choice does.
+void build_three_launch_plan(const PlanContext& ctx, const AttentionProblem& p, const AttentionChoice& choice,
+                             OpPlan& plan) {
+  const uint64_t score_bytes = static_cast<uint64_t>(p.batch() * p.tq * p.tk) * sizeof(float);
+  plan.scratch_bytes = {score_bytes, score_bytes};  // scores, probabilities; split-K partials may follow
+  const Operands operands = build_operands(ctx, p, choice, plan);
+  std::array<MatrixLayout, 3> layouts;
+  for (size_t i = 0; i < 3; ++i) {
+    const std::optional<MatrixLayout> layout = matrix_layout(operands.views[i]);
+    if (!layout) ctx.fail("internal: operand " + std::to_string(i) + " is not a matrix the GEMM reads");
+    layouts[i] = *layout;
   }
-  const View& kernel_out = copy_out ? written : out_view;
-  KernelLaunch launch;
-  launch.program.label = std::string(tiled ? "attention_tiled" : "attention") + (k_transposed ? "_kt" : "");
-  if (tiled) {
-    launch.program.wgsl = kernels::load_wgsl("attention/attention_tiled.wgsl",
-                                             {{"K_TRANSPOSED", k_transposed ? "1" : "0"},
-                                              {"HEAD_DIM", std::to_string(d)},
-                                              {"VALUE_DIM", std::to_string(dv)},
-                                              {"QUERIES_PER_WORKGROUP", std::to_string(tiled_queries)}});
+  const size_t rank = p.out_batch.size();
+  const size_t out_rank = p.logical_out.size();
+  const int64_t out_row = p.out_view.strides[out_rank - 2], out_col = p.out_view.strides[out_rank - 1];
+  TensorRef product = TensorRef::output(0);
+  if (choice.output_copied) {
+    product = plan.add_scratch(static_cast<uint64_t>(element_count(p.logical_out)) * sizeof(float));
+  }
+  auto batch_of = [&](const View& v) { return pad4(ctx, view_batch_strides(v, rank), "a batch stride"); };
+  const std::array<uint32_t, 4> dims = batch_dims(ctx, p);
+
+  GemmLaunchSpec scores;
+  scores.m = to_u32(ctx, p.tq, "Tq");
+  scores.n = to_u32(ctx, p.tk, "Tk");
+  scores.k = to_u32(ctx, p.d, "D");
+  scores.batch = to_u32(ctx, p.batch(), "batch");
+  scores.batch_dims = dims;
+  // Q [Tq, D] is A [M, K] (A [K, M] when stored by columns).
+  scores.a_km = layouts[0].column_major;
+  scores.a_row_stride = to_u32(ctx, layouts[0].stride, "Q's row stride");
+  scores.a_offset = to_u32(ctx, operands.views[0].offset, "Q's offset");
+  scores.a_batch_strides = batch_of(operands.views[0]);
+  // K [Tk, D] is B stored [N, K]; K^T [D, Tk] is B [K, N]; either the other way when stored by columns.
+  scores.b_nk = choice.k_transposed == layouts[1].column_major;
+  scores.b_row_stride = to_u32(ctx, layouts[1].stride, "K's row stride");
+  scores.b_offset = to_u32(ctx, operands.views[1].offset, "K's offset");
+  scores.b_batch_strides = batch_of(operands.views[1]);
+  scores.a = operands.refs[0];
+  scores.b = operands.refs[1];
+  scores.out = TensorRef::scratch(0);
+  if (p.has_mask) {
+    scores.bias = TensorRef::input(AttentionInput::kMask);
+    scores.bias_stride_m = to_u32(ctx, p.mask_row, "mask row stride");
+    scores.bias_stride_n = to_u32(ctx, p.mask_col, "mask column stride");
+  }
+  scores.alpha = p.scale;
+  scores.beta = 1.0f;
+  append_gemm_launches(ctx, scores, plan);  // split-K for channel attention's long contraction
+
+  plan.launches.push_back(make_softmax_launch(ctx, p.batch() * p.tq, p.tk, 1, false, TensorRef::scratch(0),
+                                              TensorRef::scratch(1)));
+
+  // P [Tq, Tk], packed over the output's batch dims.
+  const std::array<uint32_t, 4> p_strides =
+      pad4(ctx, batch_strides(p.out_batch, p.out_batch, p.tq * p.tk), "a batch stride");
+  GemmLaunchSpec values;
+  values.k = scores.n;
+  values.batch = scores.batch;
+  values.batch_dims = dims;
+  values.out = product;
+  if (choice.columns_out) {
+    // out^T [Dv, Tq] = V^T [Dv, Tk] P^T: A = V^T (stored [K, M] when V's rows are contiguous), B = P
+    // stored [N, K].
+    values.m = to_u32(ctx, p.dv, "Dv");
+    values.n = scores.m;
+    values.a = operands.refs[2];
+    values.a_km = !layouts[2].column_major;
+    values.a_row_stride = to_u32(ctx, layouts[2].stride, "V's row stride");
+    values.a_offset = to_u32(ctx, operands.views[2].offset, "V's offset");
+    values.a_batch_strides = batch_of(operands.views[2]);
+    values.b = TensorRef::scratch(1);
+    values.b_nk = true;
+    values.b_batch_strides = p_strides;
+    values.out_row_stride = to_u32(ctx, out_col, "the output's column stride");
   } else {
-    launch.program.wgsl =
-        kernels::load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_transposed ? "1" : "0"}});
+    values.m = scores.m;
+    values.n = to_u32(ctx, p.dv, "Dv");
+    values.a = TensorRef::scratch(1);
+    values.a_batch_strides = p_strides;
+    values.b = operands.refs[2];
+    values.b_nk = layouts[2].column_major;
+    values.b_row_stride = to_u32(ctx, layouts[2].stride, "V's row stride");
+    values.b_offset = to_u32(ctx, operands.views[2].offset, "V's offset");
+    values.b_batch_strides = batch_of(operands.views[2]);
+    if (!choice.output_copied) values.out_row_stride = to_u32(ctx, out_row, "the output's row stride");
+  }
+  if (!choice.output_copied) values.out_batch_strides = batch_of(p.out_view);
+  append_gemm_launches(ctx, values, plan);
+  if (choice.output_copied) add_output_copy(ctx, p, product, plan);
+}
+
+// One fused kernel (attention.wgsl or attention_tiled.wgsl), with the copies the choice asks for.
+void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const AttentionChoice& choice,
+                      OpPlan& plan) {
+  const bool tiled = choice.kernel == AttentionKernel::Tiled;
+  const Operands operands = build_operands(ctx, p, choice, plan);
+  const View written = contiguous_view(p.logical_out);
+  TensorRef fused_out = TensorRef::output(0);
+  if (choice.output_copied) {
+    fused_out = plan.add_scratch(static_cast<uint64_t>(element_count(p.logical_out)) * sizeof(float));
+  }
+  const View& kernel_out = choice.output_copied ? written : p.out_view;
+  const size_t rank = p.out_batch.size();
+  const std::string k_t = choice.k_transposed ? "1" : "0";
+  KernelLaunch launch;
+  launch.program.label =
+      std::string(tiled ? "attention_tiled" : "attention") + (choice.k_transposed ? "_kt" : "");
+  if (tiled) {
+    launch.program.wgsl = kernels::load_wgsl(
+        "attention/attention_tiled.wgsl", {{"K_TRANSPOSED", k_t},
+                                           {"HEAD_DIM", std::to_string(p.d)},
+                                           {"VALUE_DIM", std::to_string(p.dv)},
+                                           {"QUERIES_PER_WORKGROUP", std::to_string(choice.tiled_queries)}});
+  } else {
+    launch.program.wgsl = kernels::load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_t}});
   }
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
-  launch.bindings = {operands[0], operands[1], operands[2],
-                     has_mask ? TensorRef::input(3) : TensorRef::zero(), fused_out};
+  launch.bindings = {operands.refs[0], operands.refs[1], operands.refs[2],
+                     p.has_mask ? TensorRef::input(AttentionInput::kMask) : TensorRef::zero(), fused_out};
   auto row_stride = [&](const View& v) {
     return to_u32(ctx, v.strides[v.strides.size() - 2], "a row stride");
   };
+  auto batch_of = [&](const View& v) { return pad4(ctx, view_batch_strides(v, rank), "a batch stride"); };
   launch.uniform = gpu::UniformBuilder()
-                       .u32(to_u32(ctx, rows, "rows"))
-                       .u32(to_u32(ctx, tq, "Tq"))
-                       .u32(to_u32(ctx, tk, "Tk"))
-                       .u32(to_u32(ctx, d, "D"))
-                       .u32(to_u32(ctx, dv, "Dv"))
-                       .u32(has_mask ? 1 : 0)
-                       .u32(to_u32(ctx, mask_row, "mask row stride"))
-                       .u32(to_u32(ctx, mask_col, "mask column stride"))
-                       .f32(scale)
-                       .u32(row_stride(views[0]))
-                       .u32(row_stride(views[1]))
-                       .u32(row_stride(views[2]))
-                       .u32(to_u32(ctx, views[0].offset, "Q's offset"))
-                       .u32(to_u32(ctx, views[1].offset, "K's offset"))
-                       .u32(to_u32(ctx, views[2].offset, "V's offset"))
+                       .u32(to_u32(ctx, p.batch() * p.tq, "rows"))
+                       .u32(to_u32(ctx, p.tq, "Tq"))
+                       .u32(to_u32(ctx, p.tk, "Tk"))
+                       .u32(to_u32(ctx, p.d, "D"))
+                       .u32(to_u32(ctx, p.dv, "Dv"))
+                       .u32(p.has_mask ? 1 : 0)
+                       .u32(to_u32(ctx, p.mask_row, "mask row stride"))
+                       .u32(to_u32(ctx, p.mask_col, "mask column stride"))
+                       .f32(p.scale)
+                       .u32(row_stride(operands.views[0]))
+                       .u32(row_stride(operands.views[1]))
+                       .u32(row_stride(operands.views[2]))
+                       .u32(to_u32(ctx, operands.views[0].offset, "Q's offset"))
+                       .u32(to_u32(ctx, operands.views[1].offset, "K's offset"))
+                       .u32(to_u32(ctx, operands.views[2].offset, "V's offset"))
                        .u32(row_stride(kernel_out))
-                       .vec4u(dims)
-                       .vec4u(pad4(view_batch_strides(views[0], rank)))
-                       .vec4u(pad4(view_batch_strides(views[1], rank)))
-                       .vec4u(pad4(view_batch_strides(views[2], rank)))
-                       .vec4u(pad4(mask_strides))
-                       .vec4u(pad4(view_batch_strides(kernel_out, rank)))
+                       .vec4u(batch_dims(ctx, p))
+                       .vec4u(batch_of(operands.views[0]))
+                       .vec4u(batch_of(operands.views[1]))
+                       .vec4u(batch_of(operands.views[2]))
+                       .vec4u(pad4(ctx, p.mask_strides, "a batch stride"))
+                       .vec4u(batch_of(kernel_out))
                        .bytes();
-  const uint64_t workgroups = static_cast<uint64_t>(tiled ? tiled_workgroups : rows);
-  launch.groups = gpu::fold_workgroups(workgroups, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  launch.groups = gpu::fold_workgroups(static_cast<uint64_t>(choice.workgroups),
+                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
-  if (copy_out) {
-    data_movement::StridedCopy copy;
-    copy.shape = logical_out;
-    copy.src_strides = written.strides;
-    copy.dst_strides = out_view.strides;
-    copy.src = fused_out;
-    copy.dst = TensorRef::output(0);
-    data_movement::add_copy_launches(ctx, plan, std::move(copy));
+  if (choice.output_copied) add_output_copy(ctx, p, fused_out, plan);
+}
+
+OpPlan plan_attention(const PlanContext& ctx) {
+  const AttentionProblem p = attention_problem(ctx);
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, p.out_shape});
+  if (p.batch() * p.tq == 0 || p.dv == 0) return plan;
+  for (size_t i = 0; i < 3; ++i) to_u32(ctx, element_count(ctx.input(i).shape), "a tensor's element count");
+  to_u32(ctx, element_count(p.out_shape), "a tensor's element count");
+  AttentionChoice choice;
+  try {
+    choice = choose_attention_plan(p, ctx.caps.limits, gemm_views_supported(ctx.caps));
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  if (choice.kernel == AttentionKernel::ThreeLaunch) {
+    build_three_launch_plan(ctx, p, choice, plan);
+  } else {
+    build_fused_plan(ctx, p, choice, plan);
   }
   return plan;
 }
 
 }  // namespace
 
+}  // namespace attention
+
 void register_attention_ops(OpRegistry& registry) {
-  registry.add("wgi", "Attention", 1, kLatestOpset, {plan_attention, nullptr});
+  registry.add("wgi", "Attention", 1, kLatestOpset, {attention::plan_attention, nullptr});
 }
 
 }  // namespace wgi::ops

@@ -6,7 +6,8 @@ namespace wgi::ops {
 
 FusedActivation FusedActivation::from_node(const NodeInfo& node) {
   FusedActivation a;
-  std::string kind = node.attributes.get_string(kFusedActivationAttribute, "");
+  const EpilogueAttributes epilogue = read_epilogue_attributes(node);
+  const std::string& kind = epilogue.activation;
   if (kind.empty()) return a;
   if (kind == "Relu") {
     a.kind = Kind::Relu;
@@ -14,8 +15,8 @@ FusedActivation FusedActivation::from_node(const NodeInfo& node) {
     a.max = FLT_MAX;  // unused: Relu's expression has no upper bound, so +inf stays +inf
   } else if (kind == "Clip") {
     a.kind = Kind::Clip;
-    a.min = node.attributes.get_float(kFusedActivationMinAttribute, -FLT_MAX);
-    a.max = node.attributes.get_float(kFusedActivationMaxAttribute, FLT_MAX);
+    a.min = epilogue.activation_min.value_or(-FLT_MAX);
+    a.max = epilogue.activation_max.value_or(FLT_MAX);
     if (!(a.min <= a.max)) {
       throw Error(node.describe() + ": fused Clip has min " + std::to_string(a.min) + " > max " +
                   std::to_string(a.max));

@@ -1,7 +1,8 @@
 // An activation applied in a GEMM or conv kernel's epilogue instead of as a separate pass over memory
 // (the seeds' conv_with_clamp, Conv+Relu, MatMul+Clip, ...).
 //
-// The graph's fusion pass marks a node with the internal attributes below; tests set them directly:
+// The graph's fusion pass marks a node with the internal attributes below (EpilogueAttributes, written and
+// read through internal_ops.h); tests set them directly:
 //   "wgi.activation"      string: "Relu", "Clip", "Gelu" (erf form) or "GeluTanh" (tanh approximation)
 //   "wgi.activation_min"  float (Clip only; default -FLT_MAX)
 //   "wgi.activation_max"  float (Clip only; default +FLT_MAX)
@@ -10,13 +11,10 @@
 #include <string>
 
 #include "kernels/wgsl_library.h"
+#include "ops/internal_ops.h"
 #include "ops/op.h"
 
 namespace wgi::ops {
-
-inline constexpr const char* kFusedActivationAttribute = "wgi.activation";
-inline constexpr const char* kFusedActivationMinAttribute = "wgi.activation_min";
-inline constexpr const char* kFusedActivationMaxAttribute = "wgi.activation_max";
 
 struct FusedActivation {
   enum class Kind { None, Relu, Clip, Gelu, GeluTanh };

@@ -7,7 +7,7 @@
 namespace wgi::ops {
 
 bool has_fused_residual(const PlanContext& ctx, size_t input) {
-  if (ctx.node.attributes.get_int(kFusedResidualAttribute, 0) == 0) return false;
+  if (!read_epilogue_attributes(ctx.node).residual) return false;
   if (!ctx.has_input(input)) {
     ctx.fail(std::string(kFusedResidualAttribute) + " is set but input " + std::to_string(input) +
              " (the residual) is not given");
@@ -42,13 +42,7 @@ OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
   const Shape sum_shape = residual_sum_shape(ctx, out_shape, input);
 
   NodeInfo stripped = ctx.node;
-  stripped.attributes = Attributes();
-  for (const auto& [name, value] : ctx.node.attributes.all()) {
-    if (name != kFusedResidualAttribute && name != kFusedActivationAttribute &&
-        name != kFusedActivationMinAttribute && name != kFusedActivationMaxAttribute) {
-      stripped.attributes.set(name, value);
-    }
-  }
+  write_epilogue_attributes(EpilogueAttributes(), stripped.attributes);
   PlanContext inner{stripped, ctx.inputs, ctx.constant_inputs, ctx.caps, ctx.gemm_tuning};
   inner.inputs.resize(input);
   inner.constant_inputs.resize(std::min(inner.constant_inputs.size(), input));

@@ -17,14 +17,10 @@
 
 #include "kernels/wgsl_library.h"
 #include "ops/fused_activation.h"
+#include "ops/internal_ops.h"
 #include "ops/op.h"
 
 namespace wgi::ops {
-
-inline constexpr const char* kFusedResidualAttribute = "wgi.residual";
-inline constexpr size_t kFusedResidualInput = 3;
-// com.microsoft MatMulNBits' R: after its own inputs (A, B, scales, zero_points, g_idx, bias).
-inline constexpr size_t kNBitsResidualInput = 6;
 
 // Whether the node has a fused residual (its attribute set); throws via ctx.fail when the attribute is set
 // but input 3 is absent or not float32. `input`: where the op takes R (MatMulNBits, whose inputs 3-5 are

@@ -452,26 +452,28 @@ bool valid_gemv_lanes(int64_t v) {
 }
 
 void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
-  const Attributes& attrs = ctx.node.attributes;
-  if (spec.kernel == GemmKernel::Auto && attrs.has(kGemmKernelAttribute)) {
-    const std::string name = attrs.get_string(kGemmKernelAttribute, "");
-    auto kernel = gemm_kernel_from_name(name);
+  const GemmTuningAttributes tuning = read_gemm_tuning_attributes(ctx.node);
+  if (spec.kernel == GemmKernel::Auto && tuning.kernel) {
+    auto kernel = gemm_kernel_from_name(*tuning.kernel);
     if (!kernel) {
-      ctx.fail("unknown " + std::string(kGemmKernelAttribute) + " '" + name + "' (expected " +
+      ctx.fail("unknown " + std::string(kGemmKernelAttribute) + " '" + *tuning.kernel + "' (expected " +
                gemm_kernel_names() + ")");
     }
     spec.kernel = *kernel;
   }
-  auto read_int = [&](const char* name, uint32_t& into, bool (*valid)(int64_t), const char* expected) {
-    if (into != 0 || !attrs.has(name)) return;
-    const int64_t v = attrs.get_int(name, 0);
-    if (!valid(v)) ctx.fail(std::string(name) + " = " + std::to_string(v) + " (expected " + expected + ")");
-    into = static_cast<uint32_t>(v);
+  auto read_int = [&](const char* name, const std::optional<int64_t>& given, uint32_t& into,
+                      bool (*valid)(int64_t), const char* expected) {
+    if (into != 0 || !given) return;
+    if (!valid(*given)) {
+      ctx.fail(std::string(name) + " = " + std::to_string(*given) + " (expected " + expected + ")");
+    }
+    into = static_cast<uint32_t>(*given);
   };
-  read_int(kGemmTileKAttribute, spec.tile_k, valid_gemm_tile_k, "8, 16 or 32");
-  read_int(kGemmStagesAttribute, spec.stages, valid_gemm_stages, "1 or 2");
-  read_int(kGemmSplitKAttribute, spec.split_k, valid_gemm_split_k, "1 to 65535");
-  read_int(kGemvLanesAttribute, spec.gemv_lanes, valid_gemv_lanes, "a power of two from 4 to 256");
+  read_int(kGemmTileKAttribute, tuning.tile_k, spec.tile_k, valid_gemm_tile_k, "8, 16 or 32");
+  read_int(kGemmStagesAttribute, tuning.stages, spec.stages, valid_gemm_stages, "1 or 2");
+  read_int(kGemmSplitKAttribute, tuning.split_k, spec.split_k, valid_gemm_split_k, "1 to 65535");
+  read_int(kGemvLanesAttribute, tuning.gemv_lanes, spec.gemv_lanes, valid_gemv_lanes,
+           "a power of two from 4 to 256");
 }
 
 namespace {

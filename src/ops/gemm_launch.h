@@ -31,44 +31,37 @@
 #include <string_view>
 
 #include "ops/fused_activation.h"
+#include "ops/internal_ops.h"
 #include "ops/op.h"
 
 namespace wgi::ops {
 
 enum class GemmKernel { Auto, Tiled, Vec4, Fast128, Fast64, Gemv };
 
-// Node attributes that steer the GEMM planner on any node whose plan ends in a GEMM launch (tests, tuning).
-// A forced choice that cannot run the problem on the device is an error, never a silent fallback.
-//   "wgi.gemm_kernel"   string, a kernel name below; used when the op itself does not force a kernel
-//                       (MatMul and Gemm force through their "wgi.kernel" attribute, which takes the same
-//                       names)
-//   "wgi.gemm_tile_k"   int, the fast kernels' K slab (8, 16 or 32; the tile times it must be a multiple of
-//   1024) "wgi.gemm_stages"   int, 1 (one workgroup buffer, two barriers per slab) or 2 (double buffered)
-//   "wgi.gemv_lanes"    int, GEMV threads per column (4 to 256, a power of two)
-inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
-inline constexpr const char* kGemmTileKAttribute = "wgi.gemm_tile_k";
-inline constexpr const char* kGemmStagesAttribute = "wgi.gemm_stages";
-inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
-//   "wgi.gemm_split_k"  int >= 1, K chunks of a split-K product (1: none); the tiled and fast kernels
-inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
-// On MatMul: int, 1 = B is given as [..., N, K] (set by graph::read_transposed_weights).
-inline constexpr const char* kMatMulTransBAttribute = "wgi.trans_b";
-// On MatMul, set by graph::read_windows_in_place / write_windows_in_place (window attention's partition and
-// reverse, DaViT / Swin):
-//   "wgi.windows_in"  int, 1 = input 0 is the image X [B, H, W, C] and A is
-//                     Reshape(Reshape(Transpose(Reshape(X, input 4), perm [0, 1, 3, 2, 4, 5]), input 5),
-//                     input 6), input 4 giving [B, H / wh, wh, W / ww, ww, C]: A's rows are read from X
-//                     through a GemmRowMap (no partition copy)
-//   "wgi.windows_out" int, 1 = the output is the product P reversed into the image and cropped:
-//                     Reshape(Slice(Slice(Reshape(Transpose(Reshape(Reshape(P, input 4), input 5),
-//                     perm [0, 1, 3, 2, 4, 5]), input 6), ends input 7 on axis 1), ends input 8 on axis 2),
-//                     input 9), input 5 giving [B, H / wh, W / ww, wh, ww, N] (inputs 7, 8 empty: no crop);
-//                     written through a GemmRowMap when the crop is empty (a fused residual then added in
-//                     the epilogue)
+// Node attributes that steer the GEMM planner on any node whose plan ends in a GEMM launch (tests, tuning;
+// their names in internal_ops.h, read with read_gemm_tuning_attributes). A forced choice that cannot run the
+// problem on the device is an error, never a silent fallback.
+//   wgi.gemm_kernel   string, a kernel name below; used when the op itself does not force a kernel (MatMul
+//                     and Gemm force through their wgi.kernel attribute, which takes the same names)
+//   wgi.gemm_tile_k   int, the fast kernels' K slab (8, 16 or 32; the tile times it must be a multiple of
+//   1024) wgi.gemm_stages   int, 1 (one workgroup buffer, two barriers per slab) or 2 (double buffered)
+//   wgi.gemv_lanes    int, GEMV threads per column (4 to 256, a power of two)
+//   wgi.gemm_split_k  int >= 1, K chunks of a split-K product (1: none); the tiled and fast kernels
+// MatMul's internal attributes (LinearAttributes, internal_ops.h, with their input positions):
+//   wgi.trans_b      int, 1 = B is given as [..., N, K] (set by graph::read_transposed_weights).
+//   wgi.windows_in   int, 1 = input 0 is the image X [B, H, W, C] and A is
+//                    Reshape(Reshape(Transpose(Reshape(X, kPartition), perm [0, 1, 3, 2, 4, 5]), kWindows),
+//                    kTokens) (WindowsInInput), kPartition giving [B, H / wh, wh, W / ww, ww, C]: A's rows
+//                    are read from X through a GemmRowMap (no partition copy). Set by
+//                    graph::read_windows_in_place (window attention's partition, DaViT / Swin).
+//   wgi.windows_out  int, 1 = the output is the product P reversed into the image and cropped
+//   (WindowsOutInput):
+//                    Reshape(Slice(Slice(Reshape(Transpose(Reshape(Reshape(P, kWindows), kWindowsImage),
+//                    perm [0, 1, 3, 2, 4, 5]), kImage), ends kCropEndH on axis 1), ends kCropEndW on axis 2),
+//                    kOutput), kWindowsImage giving [B, H / wh, W / ww, wh, ww, N] (the crop's ends empty: no
+//                    crop); written through a GemmRowMap when the crop is empty (a fused residual then added
+//                    in the epilogue). Set by graph::write_windows_in_place (the window reverse).
 // Inputs 2 (bias) and 3 (fused residual) keep their meaning and may be empty.
-inline constexpr const char* kMatMulWindowsInAttribute = "wgi.windows_in";
-inline constexpr const char* kMatMulWindowsOutAttribute = "wgi.windows_out";
-inline constexpr size_t kMatMulWindowInputs = 4;  // the first of the windows' shape inputs
 
 // "tiled", "vec4", "fast128", "fast64", "gemv" (and "auto"); nullopt for any other name.
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name);

@@ -69,6 +69,7 @@ struct GemmSpec {
   std::optional<Shape> a_shape;
   std::optional<WindowGeometry> a_windows;
   bool out_windows = false;
+  GemmKernel kernel = GemmKernel::Auto;  // wgi.kernel forces one
 };
 
 uint32_t checked_u32(const PlanContext& ctx, int64_t v, const char* what) {
@@ -169,17 +170,17 @@ data_movement::StridedCopy window_copy(const WindowGeometry& w, TensorRef image,
   return copy;
 }
 
-// wgi.windows_in: the image's windows and A's logical shape (Reshape(Reshape(windows, input 5), input 6)).
+// wgi.windows_in: the image's windows and A's logical shape (Reshape(Reshape(windows, kWindows), kTokens)).
 WindowGeometry resolve_windows_in(const PlanContext& ctx, Shape& a_shape) {
   const Shape& xs = ctx.input(0).shape;
   const std::string attr = kMatMulWindowsInAttribute;
   if (xs.size() != 4)
     ctx.fail(attr + ": the image " + ctx.input_name(0) + " must be [B, H, W, C], got " + shape_to_string(xs));
-  for (size_t i = kMatMulWindowInputs; i < kMatMulWindowInputs + 3; ++i) {
+  for (size_t i : {WindowsInInput::kPartition, WindowsInInput::kWindows, WindowsInInput::kTokens}) {
     if (!ctx.has_input(i)) ctx.fail(attr + " needs input " + std::to_string(i) + ", a Reshape target");
   }
   const std::vector<int64_t> t3 =
-      data_movement::known_ints(ctx, kMatMulWindowInputs, "the window partition's shape");
+      data_movement::known_ints(ctx, WindowsInInput::kPartition, "the window partition's shape");
   const std::optional<Shape> s3 = reshape_result(xs, t3);
   if (!s3 || s3->size() != 6 || (*s3)[0] != xs[0] || (*s3)[1] * (*s3)[2] != xs[1] ||
       (*s3)[3] * (*s3)[4] != xs[2] || (*s3)[5] != xs[3]) {
@@ -188,9 +189,9 @@ WindowGeometry resolve_windows_in(const PlanContext& ctx, Shape& a_shape) {
   }
   const WindowGeometry w{(*s3)[0], (*s3)[1], (*s3)[2], (*s3)[3], (*s3)[4], (*s3)[5]};
   const std::vector<int64_t> t4 =
-      data_movement::known_ints(ctx, kMatMulWindowInputs + 1, "the windows' shape");
+      data_movement::known_ints(ctx, WindowsInInput::kWindows, "the windows' shape");
   const std::vector<int64_t> t5 =
-      data_movement::known_ints(ctx, kMatMulWindowInputs + 2, "the tokens' shape");
+      data_movement::known_ints(ctx, WindowsInInput::kTokens, "the tokens' shape");
   // The graph's Shape readers of the old A read the Reshapes without the Transpose
   // (graph::read_windows_in_place): the same shape unless a 0 copies a dim the Transpose moved.
   const Shape windows = w.windows();
@@ -214,25 +215,26 @@ WindowGeometry resolve_windows_in(const PlanContext& ctx, Shape& a_shape) {
 struct WindowOutput {
   WindowGeometry windows;
   Shape cropped;  // [B, H', W', C] with H' <= H, W' <= W
-  Shape shape;    // the node's output: Reshape(cropped, input 9)
+  Shape shape;    // the node's output: Reshape(cropped, WindowsOutInput::kOutput)
   bool crop_empty() const { return cropped == windows.image(); }
 };
 
 WindowOutput resolve_windows_out(const PlanContext& ctx, const Shape& product) {
   const std::string attr = kMatMulWindowsOutAttribute;
-  // Inputs 7 and 8, the crop's ends, are empty where the export has no crop.
-  for (size_t i : {0, 1, 2, 5}) {
-    if (!ctx.has_input(kMatMulWindowInputs + i))
-      ctx.fail(attr + " needs input " + std::to_string(kMatMulWindowInputs + i) + ", a Reshape target");
+  // The crop's ends are empty where the export has no crop.
+  using In = WindowsOutInput;
+  for (size_t i : {In::kWindows, In::kWindowsImage, In::kImage, In::kOutput}) {
+    if (!ctx.has_input(i)) ctx.fail(attr + " needs input " + std::to_string(i) + ", a Reshape target");
   }
   auto ints = [&](size_t i, const char* what) {
-    return ctx.has_input(kMatMulWindowInputs + i)
-               ? data_movement::known_ints(ctx, kMatMulWindowInputs + i, what)
-               : std::vector<int64_t>{};
+    return ctx.has_input(i) ? data_movement::known_ints(ctx, i, what) : std::vector<int64_t>{};
   };
-  const std::vector<int64_t> t8 = ints(0, "the windows' shape"), t9 = ints(1, "the windows' image shape"),
-                             t10 = ints(2, "the image's shape"), end_h = ints(3, "the crop's end in H"),
-                             end_w = ints(4, "the crop's end in W"), t11 = ints(5, "the output's shape");
+  const std::vector<int64_t> t8 = ints(In::kWindows, "the windows' shape"),
+                             t9 = ints(In::kWindowsImage, "the windows' image shape"),
+                             t10 = ints(In::kImage, "the image's shape"),
+                             end_h = ints(In::kCropEndH, "the crop's end in H"),
+                             end_w = ints(In::kCropEndW, "the crop's end in W"),
+                             t11 = ints(In::kOutput, "the output's shape");
   const std::optional<Shape> s8 = reshape_result(product, t8);
   const std::optional<Shape> s9 = s8 ? reshape_result(*s8, t9) : std::nullopt;
   if (!s9 || s9->size() != 6 || s9->back() != product.back()) {
@@ -264,7 +266,16 @@ WindowOutput resolve_windows_out(const PlanContext& ctx, const Shape& product) {
   return out;
 }
 
-OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
+// ---- validate ----
+
+// The product's sizes: C [batch..., M, N] = A [batch..., M, K] B [batch..., K, N], the batch broadcast.
+struct GemmShapes {
+  int64_t m = 0, n = 0, k = 0;
+  BatchLayout batch;
+  Shape out_shape;  // MatMul's numpy shape (rank-1 operands' dims dropped); Gemm's [M, N]
+};
+
+GemmShapes gemm_shapes(const PlanContext& ctx, const GemmSpec& spec) {
   const TensorDesc& a = ctx.input(spec.a_input);
   const TensorDesc& b = ctx.input(spec.b_input);
   for (size_t i : {spec.a_input, spec.b_input}) {
@@ -304,10 +315,13 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
              " has K = " + std::to_string(Kb));
   }
   Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
-  BatchLayout batch =
+  GemmShapes g;
+  g.m = M;
+  g.n = N;
+  g.k = K;
+  g.batch =
       broadcast_batch(ctx, a_batch, b_batch, static_cast<uint64_t>(M * K), static_cast<uint64_t>(K * N));
-
-  Shape out_shape;
+  Shape& out_shape = g.out_shape;
   if (spec.matmul_semantics) {
     // The numpy output shape, from the unmerged broadcast of the batch dims.
     const size_t rank = std::max(a_batch.size(), b_batch.size());
@@ -320,6 +334,58 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   } else {
     out_shape = {M, N};
   }
+  return g;
+}
+
+// ---- choose ----
+
+// A weight-like B (no batch of its own) with a plain A: A's batch folded into M, one large GEMM.
+bool fold_batch_into_m(const GemmSpec& spec, const BatchLayout& batch) {
+  int64_t batch_count = 1;
+  for (int64_t d : batch.extents) batch_count *= d;
+  const bool b_has_batch =
+      std::any_of(batch.b_strides.begin(), batch.b_strides.end(), [](uint64_t s) { return s; });
+  return !spec.trans_a && !b_has_batch && batch_count > 1;
+}
+
+// C / bias, broadcast to [M, N] (`batch_folded`: A's batch is folded into M, fold_batch_into_m).
+struct GemmBias {
+  bool present = false;
+  uint32_t stride_m = 0, stride_n = 0;
+};
+
+GemmBias gemm_bias(const PlanContext& ctx, const GemmSpec& spec, int64_t M, int64_t N, bool batch_folded) {
+  GemmBias bias;
+  bias.present = spec.c_input && ctx.has_input(*spec.c_input);
+  if (!bias.present) return bias;
+  const TensorDesc& c = ctx.input(*spec.c_input);
+  if (c.dtype != DType::Float32)
+    ctx.fail("C has type " + std::string(dtype_name(c.dtype)) + "; expected float32");
+  const Shape& cs = c.shape;
+  if (cs.size() > 2)
+    ctx.fail("C " + shape_to_string(cs) + " must broadcast to [M, N] = [" + std::to_string(M) + ", " +
+             std::to_string(N) + "]");
+  int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
+  int64_t c_cols = cs.empty() ? 1 : cs.back();
+  if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
+    ctx.fail("C " + shape_to_string(cs) + " does not broadcast to [M, N] = [" + std::to_string(M) + ", " +
+             std::to_string(N) + "]");
+  }
+  if (batch_folded && c_rows != 1) ctx.fail("a per-row C cannot be combined with batched A");
+  bias.stride_m = c_rows == 1 ? 0 : checked_u32(ctx, c_cols, "C columns");
+  bias.stride_n = c_cols == 1 ? 0 : 1;
+  return bias;
+}
+
+// ---- build ----
+
+OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
+  const TensorDesc& a = ctx.input(spec.a_input);
+  const TensorDesc& b = ctx.input(spec.b_input);
+  GemmShapes shapes = gemm_shapes(ctx, spec);
+  const int64_t M = shapes.m, N = shapes.n, K = shapes.k;
+  BatchLayout& batch = shapes.batch;
+  const Shape& out_shape = shapes.out_shape;
 
   const bool residual = has_fused_residual(ctx);
   // The window reverse: the node's output is the product reversed into the image, cropped and reshaped.
@@ -330,13 +396,10 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
                                   [spec](const PlanContext& c) { return plan_gemm(c, spec); });
   }
 
-  // A weight-like B (no batch of its own) with a plain A: fold A's batch into M, one large GEMM.
   int64_t gemm_m = M;
   int64_t batch_count = 1;
   for (int64_t d : batch.extents) batch_count *= d;
-  bool b_has_batch =
-      std::any_of(batch.b_strides.begin(), batch.b_strides.end(), [](uint64_t s) { return s; });
-  if (!spec.trans_a && !b_has_batch && batch_count > 1) {
+  if (fold_batch_into_m(spec, batch)) {
     gemm_m = M * batch_count;
     batch_count = 1;
     batch.extents.clear();
@@ -361,36 +424,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const TensorRef b_ref =
       b_constant ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(spec.b_input));
 
-  // C / bias, broadcast to [M, N].
-  uint32_t bias_stride_m = 0, bias_stride_n = 0;
-  bool has_bias = spec.c_input && ctx.has_input(*spec.c_input);
-  if (has_bias) {
-    const TensorDesc& c = ctx.input(*spec.c_input);
-    if (c.dtype != DType::Float32)
-      ctx.fail("C has type " + std::string(dtype_name(c.dtype)) + "; expected float32");
-    const Shape& cs = c.shape;
-    if (cs.size() > 2)
-      ctx.fail("C " + shape_to_string(cs) + " must broadcast to [M, N] = [" + std::to_string(M) + ", " +
-               std::to_string(N) + "]");
-    int64_t c_rows = cs.size() == 2 ? cs[0] : 1;
-    int64_t c_cols = cs.empty() ? 1 : cs.back();
-    if ((c_rows != 1 && c_rows != M) || (c_cols != 1 && c_cols != N)) {
-      ctx.fail("C " + shape_to_string(cs) + " does not broadcast to [M, N] = [" + std::to_string(M) + ", " +
-               std::to_string(N) + "]");
-    }
-    if (gemm_m != M && c_rows != 1) ctx.fail("a per-row C cannot be combined with batched A");
-    bias_stride_m = c_rows == 1 ? 0 : checked_u32(ctx, c_cols, "C columns");
-    bias_stride_n = c_cols == 1 ? 0 : 1;
-  }
-
-  // "wgi.kernel" forces a GEMM kernel; make_gemm_launch says why if it cannot run this product.
-  GemmKernel kernel = GemmKernel::Auto;
-  const std::string forced = ctx.node.attributes.get_string("wgi.kernel", "");
-  if (!forced.empty()) {
-    auto named = gemm_kernel_from_name(forced);
-    if (!named) ctx.fail("unknown wgi.kernel '" + forced + "' (expected " + gemm_kernel_names() + ")");
-    kernel = *named;
-  }
+  const GemmBias bias = gemm_bias(ctx, spec, M, N, gemm_m != M);
 
   FusedActivation activation = FusedActivation::from_node(ctx.node);
   const uint32_t m32 = checked_u32(ctx, gemm_m, "M");
@@ -418,17 +452,17 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.b_batch_strides = b_strides;
   g.a_km = spec.trans_a;
   g.b_nk = b_nk;
-  g.kernel = kernel;
+  g.kernel = spec.kernel;  // make_gemm_launch says why if a forced one cannot run this product
   g.a = TensorRef::input(static_cast<uint32_t>(spec.a_input));
   g.b = b_ref;
   g.b_f16 = b.dtype == DType::Float16;
   g.out = TensorRef::output(0);
-  if (has_bias) g.bias = TensorRef::input(static_cast<uint32_t>(*spec.c_input));
+  if (bias.present) g.bias = TensorRef::input(static_cast<uint32_t>(*spec.c_input));
   // R has the output's shape, so its row-major index is the kernels' [batch][M][N] (batch folded into M or
   // not, rank-1 operands' dropped dims included).
   if (residual) g.residual = TensorRef::input(kFusedResidualInput);
-  g.bias_stride_m = bias_stride_m;
-  g.bias_stride_n = bias_stride_n;
+  g.bias_stride_m = bias.stride_m;
+  g.bias_stride_n = bias.stride_n;
   g.alpha = spec.alpha;
   g.beta = spec.beta;
   g.activation = activation;
@@ -507,18 +541,30 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   return plan;
 }
 
+// The kernel wgi.kernel forces, Auto where none is.
+GemmKernel forced_kernel(const PlanContext& ctx, const LinearAttributes& internal) {
+  if (internal.kernel.empty()) return GemmKernel::Auto;
+  const std::optional<GemmKernel> named = gemm_kernel_from_name(internal.kernel);
+  if (!named) {
+    ctx.fail("unknown " + std::string(kForcedKernelAttribute) + " '" + internal.kernel + "' (expected " +
+             gemm_kernel_names() + ")");
+  }
+  return *named;
+}
+
 OpPlan plan_matmul(const PlanContext& ctx) {
+  const LinearAttributes internal = read_linear_attributes(ctx.node);
   GemmSpec spec;
   spec.matmul_semantics = true;
+  spec.kernel = forced_kernel(ctx, internal);
   // A third input is the bias of a fused MatMul + Add (graph fusion pass), broadcast over rows; it may be
   // absent when a fourth, a fused residual, is given.
-  if (ctx.input_count() > 2) spec.c_input = 2;
-  spec.trans_b = ctx.node.attributes.get_int(kMatMulTransBAttribute, 0) != 0;
-  if (spec.trans_b && ctx.input(1).shape.size() < 2)
+  if (ctx.input_count() > LinearInput::kBias) spec.c_input = LinearInput::kBias;
+  spec.trans_b = internal.trans_b;
+  if (spec.trans_b && ctx.input(LinearInput::kB).shape.size() < 2)
     ctx.fail(std::string(kMatMulTransBAttribute) + " needs B of rank >= 2");
-  const Attributes& attrs = ctx.node.attributes;
-  const bool windows_in = attrs.get_int(kMatMulWindowsInAttribute, 0) != 0;
-  spec.out_windows = attrs.get_int(kMatMulWindowsOutAttribute, 0) != 0;
+  const bool windows_in = internal.windows_in;
+  spec.out_windows = internal.windows_out;
   if (windows_in && spec.out_windows) {
     ctx.fail(std::string(kMatMulWindowsInAttribute) + " and " + kMatMulWindowsOutAttribute +
              " share their inputs; a MatMul takes one");
@@ -532,14 +578,20 @@ OpPlan plan_matmul(const PlanContext& ctx) {
 }
 
 OpPlan plan_onnx_gemm(const PlanContext& ctx) {
+  const LinearAttributes internal = read_linear_attributes(ctx.node);
+  if (internal.trans_b || internal.windows_in || internal.windows_out) {
+    ctx.fail(std::string(kMatMulTransBAttribute) + ", " + kMatMulWindowsInAttribute + " and " +
+             kMatMulWindowsOutAttribute + " apply to MatMul only (Gemm has transA and transB)");
+  }
   GemmSpec spec;
+  spec.kernel = forced_kernel(ctx, internal);
   const auto& attrs = ctx.node.attributes;
   spec.trans_a = attrs.get_int("transA", 0) != 0;
   spec.trans_b = attrs.get_int("transB", 0) != 0;
   spec.alpha = attrs.get_float("alpha", 1.0f);
   spec.beta = attrs.get_float("beta", 1.0f);
   if (ctx.node.opset < 11 && !ctx.has_input(2)) ctx.fail("input C is required before opset 11");
-  spec.c_input = 2;
+  spec.c_input = LinearInput::kBias;
   return plan_gemm(ctx, spec);
 }
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "graph/passes/match.h"
-#include "ops/fused_activation.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -29,7 +29,7 @@ int fold_batch_norms(Graph& g) {
     const bool is_conv = producer.info.op_type == "Conv";
     const bool is_gemm = producer.info.op_type == "Gemm";
     if (!is_conv && !is_gemm) continue;
-    if (producer.info.attributes.has(ops::kFusedActivationAttribute)) continue;
+    if (!ops::read_epilogue_attributes(producer.info).activation.empty()) continue;
     const Tensor* weight = constant_of(g, producer, 1);
     const Tensor* bias = constant_of(g, producer, 2);
     bool has_bias_input = producer.inputs.size() > 2 && producer.inputs[2] != kNoValue;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "graph/passes/match.h"
-#include "ops/fused_activation.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -47,13 +47,15 @@ int fuse_activations(Graph& g) {
     if (pop != "Conv" && pop != "ConvTranspose" && pop != "Gemm" && pop != "MatMul" &&
         !is_matmul_nbits(producer))
       continue;
-    if (producer.info.attributes.has(ops::kFusedActivationAttribute)) continue;
-    producer.info.attributes.set(ops::kFusedActivationAttribute, fused);
+    ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(producer.info);
+    if (!epilogue.activation.empty()) continue;
+    epilogue.activation = fused;
     if (op == "Clip") {
       // Absent bounds stay absent: the epilogue then clamps at the largest finite float.
-      if (!std::isinf(lo)) producer.info.attributes.set(ops::kFusedActivationMinAttribute, lo);
-      if (!std::isinf(hi)) producer.info.attributes.set(ops::kFusedActivationMaxAttribute, hi);
+      if (!std::isinf(lo)) epilogue.activation_min = lo;
+      if (!std::isinf(hi)) epilogue.activation_max = hi;
     }
+    ops::write_epilogue_attributes(epilogue, producer.info.attributes);
     producer.outputs[0] = act.outputs[0];
     editor.remove(i);
     ++count;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "graph/passes/match.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -142,10 +143,18 @@ int fuse_attention(Graph& g) {
     fused.info.op_type = "Attention";
     fused.info.domain = "wgi";
     fused.info.opset = 1;
-    fused.info.attributes.set("scale", scale);
-    fused.info.attributes.set("k_transposed", int64_t{k_transposed ? 1 : 0});
-    fused.info.attributes.set("scale_divides", int64_t{scale_divides ? 1 : 0});
-    fused.inputs = {q, k, matmul2.inputs[1], mask, scale_tensor};
+    ops::AttentionAttributes attributes;
+    attributes.scale = scale;
+    attributes.k_transposed = k_transposed;
+    attributes.scale_divides = scale_divides;
+    fused.info.attributes = ops::write_attention_attributes(attributes);
+    using In = ops::AttentionInput;
+    fused.inputs.assign(In::kScale + 1, kNoValue);
+    fused.inputs[In::kQ] = q;
+    fused.inputs[In::kK] = k;
+    fused.inputs[In::kV] = matmul2.inputs[1];
+    fused.inputs[In::kMask] = mask;
+    fused.inputs[In::kScale] = scale_tensor;
     while (!fused.inputs.empty() && fused.inputs.back() == kNoValue) fused.inputs.pop_back();
     fused.outputs = {matmul2.outputs[0]};
     for (NodeId n : chain) editor.remove(n);

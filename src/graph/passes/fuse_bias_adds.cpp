@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "graph/passes/match.h"
-#include "ops/fused_activation.h"
-#include "ops/fused_residual.h"
-#include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -27,9 +25,10 @@ int fuse_bias_adds(Graph& g) {
       const bool nbits = is_matmul_nbits(mm);
       int64_t n = 0;
       if (nbits) {
-        if (mm.inputs.size() > 6 || (mm.inputs.size() > 5 && mm.inputs[5] != kNoValue) ||
-            mm.info.attributes.has(ops::kFusedResidualAttribute) ||
-            mm.info.attributes.has(ops::kFusedActivationAttribute))
+        const ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(mm.info);
+        if (mm.inputs.size() > ops::kNBitsBiasInput + 1 ||
+            (mm.inputs.size() > ops::kNBitsBiasInput && mm.inputs[ops::kNBitsBiasInput] != kNoValue) ||
+            epilogue.residual || !epilogue.activation.empty())
           continue;
         n = mm.info.attributes.get_int("N", 0);
       } else {
@@ -39,7 +38,7 @@ int fuse_bias_adds(Graph& g) {
         // compute_float16_in_float32 leaves them): MatMul reads a float16 B packed.
         if (!b || !is_float_or_half(b) || b->rank() != 2) continue;
         if (b->dtype() != c->dtype() && c->dtype() != DType::Float32) continue;
-        n = b->shape()[mm.info.attributes.get_int(ops::kMatMulTransBAttribute, 0) ? 0 : 1];
+        n = b->shape()[ops::read_linear_attributes(mm.info).trans_b ? 0 : 1];
       }
       // The bias must be a row vector: [N] or [1, ..., 1, N].
       const auto& cs = c->shape();
@@ -53,10 +52,10 @@ int fuse_bias_adds(Graph& g) {
       ValueId bias_id =
           add_constant(g, g.value(add.inputs[1 - side]).name + "_row", Tensor(c->dtype(), {n}, bias.bytes()));
       if (nbits) {
-        mm.inputs.resize(6, kNoValue);
-        mm.inputs[5] = bias_id;
+        mm.inputs.resize(ops::kNBitsBiasInput + 1, kNoValue);
+        mm.inputs[ops::kNBitsBiasInput] = bias_id;
       } else {
-        mm.inputs.push_back(bias_id);
+        mm.inputs.push_back(bias_id);  // input 2: ops::LinearInput::kBias
       }
       mm.outputs[0] = add.outputs[0];
       editor.remove(i);

@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "graph/passes/match.h"
-#include "ops/fused_activation.h"
-#include "ops/fused_residual.h"
-#include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -31,16 +29,17 @@ int fuse_residual_adds(Graph& g) {
       if ((op != "MatMul" && op != "Gemm" && op != "Conv" && !nbits) ||
           (!nbits && !producer.info.domain.empty()))
         continue;
-      const ops::Attributes& attrs = producer.info.attributes;
-      // A window reverse written in place (write_windows_in_place) keeps an empty input 3 for the residual
-      // before its shape inputs.
-      const bool windows_out = op == "MatMul" && attrs.get_int(ops::kMatMulWindowsOutAttribute, 0) != 0 &&
+      // A window reverse written in place (write_windows_in_place) keeps an empty residual input before its
+      // shape inputs.
+      const bool windows_out = op == "MatMul" && ops::read_linear_attributes(producer.info).windows_out &&
                                producer.inputs.size() > ops::kMatMulWindowInputs &&
                                producer.inputs[ops::kFusedResidualInput] == kNoValue;
       if (producer.outputs.size() != 1 || producer.inputs.size() < 2 ||
-          (producer.inputs.size() > (nbits ? ops::kNBitsResidualInput : 3) && !windows_out))
+          (producer.inputs.size() > (nbits ? ops::kNBitsResidualInput : ops::kFusedResidualInput) &&
+           !windows_out))
         continue;
-      if (attrs.has(ops::kFusedActivationAttribute) || attrs.has(ops::kFusedResidualAttribute)) continue;
+      ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(producer.info);
+      if (!epilogue.activation.empty() || epilogue.residual) continue;
       if (op == "MatMul" &&
           (produced_by(g, producer.inputs[0], "Softmax") || produced_by(g, producer.inputs[1], "Softmax")))
         continue;  // attention's P V
@@ -59,7 +58,8 @@ int fuse_residual_adds(Graph& g) {
         producer.inputs.resize(ops::kFusedResidualInput, kNoValue);
         producer.inputs.push_back(residual);
       }
-      producer.info.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+      epilogue.residual = true;
+      ops::write_epilogue_attributes(epilogue, producer.info.attributes);
       producer.outputs[0] = add.outputs[0];
       editor.remove(i);
       ++count;

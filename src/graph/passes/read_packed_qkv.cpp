@@ -1,9 +1,11 @@
 #include "graph/passes.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "graph/passes/match.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -31,15 +33,16 @@ int read_packed_qkv(Graph& g) {
   for (NodeId ai : node_ids(g)) {
     Node& attention = node_at(g, ai);
     if (attention.info.op_type != "Attention" || attention.info.domain != "wgi" ||
-        attention.inputs.size() < 3 || attention.inputs.size() > 5 ||
-        attention.info.attributes.get_int("qkv_packed", 0) != 0)
+        attention.inputs.size() < 3 || attention.inputs.size() > ops::AttentionInput::kScale + 1)
       continue;
+    ops::AttentionAttributes attributes = ops::read_attention_attributes(attention.info);
+    if (attributes.qkv_packed) continue;
     // Q, K and V: Gather(T, scalar constant, axis 0) each, or a Transpose of one over its last two dims
     // (DaViT's channel attention: q^T, v^T), read only by the attention.
     std::vector<NodeId> gathers;
     std::vector<NodeId> transposes;
     std::vector<int64_t> indices;
-    std::vector<int64_t> transposed(3, 0);
+    std::array<bool, 3> transposed = {false, false, false};
     ValueId t = kNoValue;
     bool ok = true;
     for (size_t i = 0; i < 3 && ok; ++i) {
@@ -53,7 +56,7 @@ int read_packed_qkv(Graph& g) {
         ok = p && read_only_by(g, readers, operand, ti) &&
              std::count(attention.inputs.begin(), attention.inputs.begin() + 3, attention.inputs[i]) == 1;
         transposes.push_back(ti);
-        transposed[i] = 1;
+        transposed[i] = true;
       }
       const std::optional<int64_t> index = ok ? gather_axis0_scalar(g, node_at(g, p)) : std::nullopt;
       ok = index.has_value() && (t == kNoValue || node_at(g, p).inputs[0] == t);
@@ -86,12 +89,14 @@ int read_packed_qkv(Graph& g) {
     chain.push_back(ri);
     if (editor.any_removed(chain)) continue;
     const ValueId x = reshape.inputs[0];
-    attention.inputs.resize(6, kNoValue);
-    attention.inputs[0] = attention.inputs[1] = attention.inputs[2] = x;
-    attention.inputs[5] = target;
-    attention.info.attributes.set("qkv_packed", int64_t{1});
-    attention.info.attributes.set("qkv_indices", indices);
-    if (!transposes.empty()) attention.info.attributes.set("qkv_transposed", transposed);
+    using In = ops::AttentionInput;
+    attention.inputs.resize(In::kCountWithPacked, kNoValue);
+    attention.inputs[In::kQ] = attention.inputs[In::kK] = attention.inputs[In::kV] = x;
+    attention.inputs[In::kPackedTarget] = target;
+    attributes.qkv_packed = true;
+    attributes.qkv_indices = indices;
+    if (!transposes.empty()) attributes.qkv_transposed = transposed;
+    attention.info.attributes = ops::write_attention_attributes(attributes);
     for (NodeId n : chain) editor.remove(n);
     ++count;
   }

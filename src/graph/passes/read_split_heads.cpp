@@ -1,8 +1,10 @@
 #include "graph/passes.h"
 
 #include <algorithm>
+#include <array>
 
 #include "graph/passes/match.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -14,13 +16,14 @@ int read_split_heads(Graph& g) {
   const std::vector<int64_t> keys_last = {0, 2, 3, 1};    // [B, N, heads, D] -> [B, heads, D, N] = K^T
   for (NodeId ai : node_ids(g)) {
     Node& attention = node_at(g, ai);
+    using In = ops::AttentionInput;
     if (attention.info.op_type != "Attention" || attention.info.domain != "wgi" ||
-        attention.inputs.size() < 3 || attention.inputs.size() > 5 ||
-        attention.info.attributes.get_int("qkv_packed", 0) != 0 ||
-        attention.info.attributes.has("heads_views"))
+        attention.inputs.size() < 3 || attention.inputs.size() > In::kScale + 1)
       continue;
-    const bool k_transposed = attention.info.attributes.get_int("k_transposed", 0) != 0;
-    std::vector<int64_t> views(3, 0);
+    ops::AttentionAttributes attributes = ops::read_attention_attributes(attention.info);
+    if (attributes.qkv_packed || attributes.heads_views) continue;
+    const bool k_transposed = attributes.k_transposed;
+    std::array<bool, 3> views = {false, false, false};
     std::vector<ValueId> sources(3, kNoValue), targets(3, kNoValue);
     std::vector<NodeId> chain;
     bool k_now_plain = false;
@@ -42,7 +45,7 @@ int read_split_heads(Graph& g) {
       if (!derived_from_shapes(g, target)) continue;
       if (const auto ints = constant_ints(g, target); ints && ints->size() != 4) continue;
       if (g.value(target).shape.rank_known && g.value(target).shape.dims.size() != 1) continue;
-      views[i] = 1;
+      views[i] = true;
       sources[i] = reshape.inputs[0];
       targets[i] = target;
       chain.push_back(ti);
@@ -50,14 +53,15 @@ int read_split_heads(Graph& g) {
       if (as_keys_last) k_now_plain = true;
     }
     if (chain.empty()) continue;
-    attention.inputs.resize(9, kNoValue);
+    attention.inputs.resize(In::kCountWithHeads, kNoValue);
     for (size_t i = 0; i < 3; ++i) {
       if (!views[i]) continue;
       attention.inputs[i] = sources[i];
-      attention.inputs[6 + i] = targets[i];
+      attention.inputs[In::heads_target(i)] = targets[i];
     }
-    attention.info.attributes.set("heads_views", views);
-    if (k_now_plain) attention.info.attributes.set("k_transposed", int64_t{0});
+    attributes.heads_views = views;
+    if (k_now_plain) attributes.k_transposed = false;
+    attention.info.attributes = ops::write_attention_attributes(attributes);
     for (NodeId n : chain) editor.remove(n);
     ++count;
   }

@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "graph/passes/match.h"
-#include "ops/fused_residual.h"
-#include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 #include "ops/reshape.h"
 
 namespace wgi::graph {
@@ -32,10 +31,8 @@ int read_windows_in_place(Graph& g) {
     Node& mm = node_at(g, mi);
     if (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.outputs.size() != 1) continue;
     if (mm.inputs.size() < 2 || mm.inputs.size() > 3 || mm.inputs[0] == mm.inputs[1]) continue;
-    const ops::Attributes& attrs = mm.info.attributes;
-    if (attrs.has(ops::kMatMulWindowsInAttribute) || attrs.has(ops::kMatMulWindowsOutAttribute) ||
-        attrs.has(ops::kFusedResidualAttribute))
-      continue;
+    ops::LinearAttributes internal = ops::read_linear_attributes(mm.info);
+    if (internal.windows_in || internal.windows_out || internal.epilogue.residual) continue;
     // Backwards from A: Reshape <- Reshape <- Transpose(perm [0, 1, 3, 2, 4, 5]) <- Reshape <- X. A may also
     // be read by Shape nodes (exports compute the attention's targets from it); every other step has one
     // reader.
@@ -63,9 +60,14 @@ int read_windows_in_place(Graph& g) {
     const std::vector<NodeId> chain = {r3, ti, r4, r5};
     if (editor.any_removed(chain)) continue;
 
-    const ValueId bias = mm.inputs.size() > 2 ? mm.inputs[2] : kNoValue;
-    mm.inputs = {x, mm.inputs[1], bias, kNoValue, t3, t4, t5};
-    mm.info.attributes.set(ops::kMatMulWindowsInAttribute, int64_t{1});
+    using In = ops::WindowsInInput;
+    mm.inputs.resize(In::kCount, kNoValue);  // the bias (if any) stays; no residual yet
+    mm.inputs[ops::LinearInput::kA] = x;
+    mm.inputs[In::kPartition] = t3;
+    mm.inputs[In::kWindows] = t4;
+    mm.inputs[In::kTokens] = t5;
+    internal.windows_in = true;
+    ops::write_linear_attributes(internal, mm.info.attributes);
     if (shape_readers.empty()) {
       for (NodeId n : chain) editor.remove(n);
     } else {

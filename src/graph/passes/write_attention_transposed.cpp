@@ -1,6 +1,7 @@
 #include "graph/passes.h"
 
 #include "graph/passes/match.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -13,21 +14,24 @@ int write_attention_transposed(Graph& g) {
   for (NodeId ai : node_ids(g)) {
     Node& attention = node_at(g, ai);
     if (attention.info.op_type != "Attention" || attention.info.domain != "wgi" ||
-        attention.outputs.size() != 1 || attention.info.attributes.get_int("transpose_output", 0) != 0)
+        attention.outputs.size() != 1)
       continue;
+    ops::AttentionAttributes attributes = ops::read_attention_attributes(attention.info);
+    if (attributes.transpose_output) continue;
     // Its only reader a Transpose(perm [0, 2, 1, 3]) or (DaViT's channel attention, whose product is the
     // transposed [B, heads, D, N]) perm [0, 3, 1, 2] (so the output has rank 4: two batch dims).
     const NodeId ti = sole_reader(g, readers, attention.outputs[0]);
-    if (!ti || editor.removed(ti) || attention.info.attributes.has("output_perm")) continue;
+    if (!ti || editor.removed(ti) || attributes.output_perm) continue;
     const Node& transpose = node_at(g, ti);
     const bool heads_back = is_transpose(transpose, swap12);
     if (!(heads_back || is_transpose(transpose, tokens_first)) || transpose.outputs.size() != 1) continue;
     attention.outputs[0] = transpose.outputs[0];
     if (heads_back) {
-      attention.info.attributes.set("transpose_output", int64_t{1});
+      attributes.transpose_output = true;
     } else {
-      attention.info.attributes.set("output_perm", tokens_first);
+      attributes.output_perm = tokens_first;
     }
+    attention.info.attributes = ops::write_attention_attributes(attributes);
     editor.remove(ti);
     ++count;
   }

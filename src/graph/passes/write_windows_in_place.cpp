@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "graph/passes/match.h"
-#include "ops/fused_activation.h"
-#include "ops/fused_residual.h"
-#include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 #include "ops/reshape.h"
 
 namespace wgi::graph {
@@ -41,9 +39,9 @@ int write_windows_in_place(Graph& g) {
     Node& mm = node_at(g, mi);
     if (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.outputs.size() != 1) continue;
     if (mm.inputs.size() < 2 || mm.inputs.size() > 3) continue;
-    const ops::Attributes& attrs = mm.info.attributes;
-    if (attrs.has(ops::kMatMulWindowsInAttribute) || attrs.has(ops::kMatMulWindowsOutAttribute) ||
-        attrs.has(ops::kFusedResidualAttribute) || attrs.has(ops::kFusedActivationAttribute))
+    ops::LinearAttributes internal = ops::read_linear_attributes(mm.info);
+    if (internal.windows_in || internal.windows_out || internal.epilogue.residual ||
+        !internal.epilogue.activation.empty())
       continue;
     // Forwards: Reshape -> Reshape -> Transpose(perm [0, 1, 3, 2, 4, 5]) -> Reshape -> Slice(axis 1) ->
     // Slice(axis 2) -> Reshape, each the only reader of the one before.
@@ -99,10 +97,17 @@ int write_windows_in_place(Graph& g) {
     std::vector<NodeId> chain = {r8, r9, ti, r10, r11};
     if (s1) chain.insert(chain.end(), {s1, s2});
     const ValueId out = reshape11.outputs[0];
-    const ValueId bias = mm.inputs.size() > 2 ? mm.inputs[2] : kNoValue;
-    mm.inputs = {mm.inputs[0], mm.inputs[1], bias, kNoValue, t8, t9, t10, end_h, end_w, t11};
+    using In = ops::WindowsOutInput;
+    mm.inputs.resize(In::kCount, kNoValue);  // the bias (if any) stays; no residual yet
+    mm.inputs[In::kWindows] = t8;
+    mm.inputs[In::kWindowsImage] = t9;
+    mm.inputs[In::kImage] = t10;
+    mm.inputs[In::kCropEndH] = end_h;
+    mm.inputs[In::kCropEndW] = end_w;
+    mm.inputs[In::kOutput] = t11;
     mm.outputs[0] = out;
-    mm.info.attributes.set(ops::kMatMulWindowsOutAttribute, int64_t{1});
+    internal.windows_out = true;
+    ops::write_linear_attributes(internal, mm.info.attributes);
     for (NodeId n : chain) editor.remove(n);
     ++count;
   }

@@ -1,0 +1,67 @@
+// The planning of wgi's Attention op (attention.cpp) in its steps, exposed for the unit tests:
+//   parse     the node's attributes (internal_ops.h) and inputs as Q, K and V views, the scale
+//   validate  shapes, types, the output's layout and the mask's broadcast: an AttentionProblem
+//   choose    which plan and kernel run it and which operands are copied first: an AttentionChoice, a pure
+//             function of the problem and the device's limits
+//   build     the launches (attention.cpp)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "ops/op.h"
+
+namespace wgi::ops::attention {
+
+// An operand as the kernels read it: logical `shape` ([batch..., rows, cols]), element `strides` per dim
+// and the element `offset` of its first element in the bound tensor.
+struct View {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+struct AttentionProblem {
+  std::array<View, 3> views;  // Q [.., Tq, D], K [.., Tk, D] (or K^T [.., D, Tk]), V [.., Tk, Dv]
+  bool k_transposed = false;
+  float scale = 1.0f;
+  int64_t tq = 0, tk = 0, d = 0, dv = 0;
+  Shape out_batch;    // the output's batch dims, the broadcast of Q's, K's and V's
+  Shape logical_out;  // [batch..., Tq, Dv]
+  View out_view;      // where the logical output lies in the output tensor (transpose_output, output_perm)
+  Shape out_shape;    // the output tensor's shape
+  bool has_mask = false;
+  std::vector<int64_t> mask_strides;  // per output batch dim, 0 where the mask broadcasts
+  int64_t mask_row = 0, mask_col = 0;
+  std::string forced_kernel;  // wgi.kernel: "", "rows" or "tiled"
+  int64_t batch() const { return element_count(out_batch); }
+};
+
+// Parses and validates the node; throws via ctx.fail.
+AttentionProblem attention_problem(const PlanContext& ctx);
+
+enum class AttentionKernel {
+  Rows,         // attention/attention.wgsl: one workgroup per query row
+  Tiled,        // attention/attention_tiled.wgsl: one query row per invocation, K and V staged
+  ThreeLaunch,  // GEMM (scores), Softmax, GEMM (P V): V's last dim beyond the fused kernels'
+};
+
+struct AttentionChoice {
+  AttentionKernel kernel = AttentionKernel::Rows;
+  int64_t tiled_queries = 0;  // Tiled: query rows per workgroup
+  int64_t workgroups = 0;     // Rows and Tiled: the fused kernel's workgroups
+  bool k_transposed = false;  // K as the kernels read it (a strided K is copied as K^T for Rows)
+  std::array<bool, 3> copied = {false, false, false};  // operands copied contiguous into scratch first
+  bool output_copied = false;  // the output written to scratch, then copied into place
+  bool columns_out = false;    // ThreeLaunch: the product written by columns, out^T = V^T P^T
+};
+
+// `gemm_views`: the device runs the fast GEMM kernels, which read strided views (gemm_views_supported).
+// Throws wgi::Error (without the node's name) when the forced kernel cannot run the problem.
+AttentionChoice choose_attention_plan(const AttentionProblem& problem, const gpu::Limits& limits,
+                                      bool gemm_views);
+
+}  // namespace wgi::ops::attention

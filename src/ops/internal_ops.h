@@ -1,0 +1,164 @@
+// The contracts between the graph passes (src/graph/passes/) and the op planners: the internal attributes
+// and input positions the passes write on the nodes they fuse or rewrite, and the planners read back. Each
+// name and position is spelled once, here; the passes write a struct with write_*, the planners read it with
+// read_*. Reading is strict: on wgi's Attention every attribute is internal and one the struct does not
+// know is an error naming the node; on MatMul and Gemm the same holds for every "wgi." name (their ONNX
+// attributes are the op's own). An attribute of the wrong type is an error naming the node and attribute.
+// The epilogue (residual, activation) and the GEMM tuning attributes are read by other ops too (Conv,
+// ConvTranspose, MatMulNBits: src/ops/conv*.cpp, matmul_nbits.cpp), which keep their own "wgi." names;
+// their readers here check only their own names.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/attributes.h"
+
+namespace wgi::ops {
+
+struct NodeInfo;
+
+// ---- Names ----
+
+// Forces a kernel of the node's op (tests, tuning): Attention "rows" | "tiled"; MatMul and Gemm a GEMM kernel
+// name (gemm_launch.h); Conv and MatMulNBits their own (conv.cpp, matmul_nbits.cpp).
+inline constexpr const char* kForcedKernelAttribute = "wgi.kernel";
+
+// The GEMM planner's knobs on any node whose plan ends in a GEMM launch (gemm_launch.h says what each takes).
+inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
+inline constexpr const char* kGemmTileKAttribute = "wgi.gemm_tile_k";
+inline constexpr const char* kGemmStagesAttribute = "wgi.gemm_stages";
+inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
+inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
+
+// The fused epilogue (fused_activation.h, fused_residual.h).
+inline constexpr const char* kFusedActivationAttribute = "wgi.activation";
+inline constexpr const char* kFusedActivationMinAttribute = "wgi.activation_min";
+inline constexpr const char* kFusedActivationMaxAttribute = "wgi.activation_max";
+inline constexpr const char* kFusedResidualAttribute = "wgi.residual";
+
+// MatMul's layouts (gemm_launch.h says what each means).
+inline constexpr const char* kMatMulTransBAttribute = "wgi.trans_b";
+inline constexpr const char* kMatMulWindowsInAttribute = "wgi.windows_in";
+inline constexpr const char* kMatMulWindowsOutAttribute = "wgi.windows_out";
+
+// wgi's Attention (src/ops/attention.cpp says what each means).
+inline constexpr const char* kAttentionScaleAttribute = "scale";
+inline constexpr const char* kAttentionScaleDividesAttribute = "scale_divides";
+inline constexpr const char* kAttentionKTransposedAttribute = "k_transposed";
+inline constexpr const char* kAttentionQkvPackedAttribute = "qkv_packed";
+inline constexpr const char* kAttentionQkvIndicesAttribute = "qkv_indices";
+inline constexpr const char* kAttentionQkvTransposedAttribute = "qkv_transposed";
+inline constexpr const char* kAttentionHeadsViewsAttribute = "heads_views";
+inline constexpr const char* kAttentionTransposeOutputAttribute = "transpose_output";
+inline constexpr const char* kAttentionOutputPermAttribute = "output_perm";
+
+// ---- Input positions ----
+
+// A fused residual R: input 3 of MatMul, Gemm and Conv (inputs 0-2 keep their meaning; 2 may be empty).
+inline constexpr size_t kFusedResidualInput = 3;
+// com.microsoft MatMulNBits' bias (its own input 5) and R, after its own inputs (A, B, scales, zero_points,
+// g_idx, bias).
+inline constexpr size_t kNBitsBiasInput = 5;
+inline constexpr size_t kNBitsResidualInput = 6;
+
+// MatMul and Gemm. kBias: Gemm's C, or the bias that graph::fuse_bias_adds gives a MatMul.
+struct LinearInput {
+  static constexpr size_t kA = 0, kB = 1, kBias = 2, kResidual = kFusedResidualInput;
+};
+// MatMul with wgi.windows_in: the Reshape targets of the window partition (gemm_launch.h).
+struct WindowsInInput {
+  static constexpr size_t kPartition = 4;  // [B, H / wh, wh, W / ww, ww, C]
+  static constexpr size_t kWindows = 5;    // the windows' shape
+  static constexpr size_t kTokens = 6;     // the tokens' shape (A's)
+  static constexpr size_t kCount = 7;
+};
+// MatMul with wgi.windows_out: the window reverse's Reshape targets and the crop's ends (empty: no crop).
+struct WindowsOutInput {
+  static constexpr size_t kWindows = 4;       // the product reshaped to the windows
+  static constexpr size_t kWindowsImage = 5;  // [B, H / wh, W / ww, wh, ww, N]
+  static constexpr size_t kImage = 6;         // the image [B, H, W, N]
+  static constexpr size_t kCropEndH = 7;
+  static constexpr size_t kCropEndW = 8;
+  static constexpr size_t kOutput = 9;  // the node's output shape
+  static constexpr size_t kCount = 10;
+};
+// The first input after a MatMul's residual: where the window inputs start.
+inline constexpr size_t kMatMulWindowInputs = WindowsInInput::kPartition;
+static_assert(WindowsInInput::kPartition == WindowsOutInput::kWindows);
+
+// wgi's Attention.
+struct AttentionInput {
+  static constexpr size_t kQ = 0, kK = 1, kV = 2;
+  static constexpr size_t kMask = 3;          // an additive mask (optional)
+  static constexpr size_t kScale = 4;         // a scale tensor, one float known when planning (optional)
+  static constexpr size_t kPackedTarget = 5;  // qkv_packed: the packed projection's Reshape target
+  // heads_views: operand i's Reshape target [B, N, heads, D].
+  static constexpr size_t heads_target(size_t operand) { return 6 + operand; }
+  static constexpr size_t kCountWithPacked = 6;
+  static constexpr size_t kCountWithHeads = 9;
+};
+
+// ---- Attributes ----
+
+// The GEMM planner's knobs (absent: the planner's choice; values are checked where a GEMM is planned).
+struct GemmTuningAttributes {
+  std::optional<std::string> kernel;  // wgi.gemm_kernel
+  std::optional<int64_t> tile_k, stages, split_k, gemv_lanes;
+  friend bool operator==(const GemmTuningAttributes&, const GemmTuningAttributes&) = default;
+};
+// Reads only these names (any op may carry them).
+GemmTuningAttributes read_gemm_tuning_attributes(const NodeInfo& node);
+
+// An activation and a residual applied in a GEMM or conv kernel's epilogue (graph::fuse_activations,
+// graph::fuse_residual_adds), on MatMul, Gemm, Conv, ConvTranspose and MatMulNBits.
+struct EpilogueAttributes {
+  bool residual = false;   // wgi.residual: R is input kFusedResidualInput (MatMulNBits kNBitsResidualInput)
+  std::string activation;  // wgi.activation: "" (none), "Relu", "Clip", "Gelu" or "GeluTanh"
+  std::optional<float> activation_min, activation_max;  // Clip's bounds (absent: the largest finite float)
+  friend bool operator==(const EpilogueAttributes&, const EpilogueAttributes&) = default;
+};
+// Reads only these names; the write replaces them and keeps every other attribute.
+EpilogueAttributes read_epilogue_attributes(const NodeInfo& node);
+void write_epilogue_attributes(const EpilogueAttributes& epilogue, Attributes& attributes);
+
+// The internal attributes of MatMul and Gemm.
+struct LinearAttributes {
+  bool trans_b = false;      // wgi.trans_b (MatMul): B is given as [..., N, K]
+  bool windows_in = false;   // wgi.windows_in (MatMul): input 0 is the image, read as windows
+  bool windows_out = false;  // wgi.windows_out (MatMul): the output is the windows reversed into the image
+  EpilogueAttributes epilogue;
+  std::string kernel;  // wgi.kernel: a GEMM kernel name, "" for the planner's choice
+  GemmTuningAttributes tuning;
+  friend bool operator==(const LinearAttributes&, const LinearAttributes&) = default;
+};
+// Strict over "wgi." names; the write replaces every "wgi." name and keeps the ONNX attributes.
+LinearAttributes read_linear_attributes(const NodeInfo& node);
+void write_linear_attributes(const LinearAttributes& linear, Attributes& attributes);
+
+// The attributes of wgi's Attention (made by graph::fuse_attention, rewritten by read_packed_qkv,
+// read_split_heads and write_attention_transposed).
+struct AttentionAttributes {
+  float scale = 1.0f;                // scale: multiplies the scores (with the scale tensor's factor)
+  bool scale_divides = false;        // scale_divides: the scale tensor divides instead
+  bool k_transposed = false;         // k_transposed: input 1 is K^T [.., D, Tk]
+  bool qkv_packed = false;           // qkv_packed: Q, K and V are views of one packed projection
+  std::vector<int64_t> qkv_indices;  // qkv_indices: which packed part each one is
+  std::optional<std::array<bool, 3>> qkv_transposed;  // qkv_transposed: operand i read transposed
+  std::optional<std::array<bool, 3>> heads_views;     // heads_views: operand i split into heads in place
+  bool transpose_output = false;                      // transpose_output: written with perm [0, 2, 1, 3]
+  std::optional<std::vector<int64_t>> output_perm;    // output_perm: written with this perm
+  std::string kernel;                                 // wgi.kernel: "rows" or "tiled"; "" for the choice
+  GemmTuningAttributes tuning;                        // the three-launch plan's GEMMs
+  friend bool operator==(const AttentionAttributes&, const AttentionAttributes&) = default;
+};
+// Strict over every name. The written map holds scale, scale_divides and k_transposed always and the others
+// where set.
+AttentionAttributes read_attention_attributes(const NodeInfo& node);
+Attributes write_attention_attributes(const AttentionAttributes& attention);
+
+}  // namespace wgi::ops

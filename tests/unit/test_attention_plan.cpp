@@ -1,0 +1,253 @@
+// The Attention planner's choose step (ops/attention_plan.h) on the models' shapes: which plan and kernel
+// run each attention, which operands are copied first and how the output is written, on the H200's limits
+// and on a compatibility device's; and the errors of a forced kernel that cannot run. Pure: no GPU. The
+// nodes are written as the graph passes write them (ops/internal_ops.h) and parsed by attention_problem.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/attention_plan.h"
+#include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
+#include "support/planner_devices.h"
+
+namespace wgi {
+namespace {
+
+using ops::attention::AttentionChoice;
+using ops::attention::AttentionKernel;
+using Flags = std::array<bool, 3>;
+
+const gpu::Capabilities& h200() {
+  static const gpu::Capabilities caps = test::model_device(48 * 1024, 1024);
+  return caps;
+}
+const gpu::Capabilities& compat() {
+  static const gpu::Capabilities caps = test::model_device(16384, 128);
+  return caps;
+}
+
+// An Attention node's inputs: descriptions, and the values of the constant ones (Reshape targets).
+struct Inputs {
+  std::vector<std::optional<ops::TensorDesc>> descs;
+  std::vector<std::optional<Tensor>> constants;
+  void add(const Shape& shape) {
+    descs.push_back(ops::TensorDesc{DType::Float32, shape});
+    constants.emplace_back();
+  }
+  void add_absent() {
+    descs.emplace_back();
+    constants.emplace_back();
+  }
+  void add_target(size_t position, const std::vector<int64_t>& target) {
+    descs.resize(std::max(descs.size(), position + 1));
+    constants.resize(descs.size());
+    descs[position] = ops::TensorDesc{DType::Int64, {static_cast<int64_t>(target.size())}};
+    constants[position] = Tensor::from_vector<int64_t>({static_cast<int64_t>(target.size())}, target);
+  }
+};
+
+// The choice for the node, or the error (empty choice) it throws.
+struct Chosen {
+  std::optional<AttentionChoice> choice;
+  std::string error;
+};
+
+Chosen choose(const ops::AttentionAttributes& attributes, const Inputs& in, const gpu::Capabilities& caps) {
+  const ops::NodeInfo node{"attention", "Attention", "wgi", 1, ops::write_attention_attributes(attributes),
+                           {},          {}};
+  ops::PlanContext ctx{node, in.descs, {}, caps};
+  for (const std::optional<Tensor>& c : in.constants) ctx.constant_inputs.push_back(c ? &*c : nullptr);
+  Chosen out;
+  try {
+    out.choice = ops::attention::choose_attention_plan(ops::attention::attention_problem(ctx), caps.limits,
+                                                       ops::gemm_views_supported(caps));
+  } catch (const Error& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+// Window attention as DaViT (Florence-2's vision tower) exports it: the packed qkv projection of `windows`
+// windows of 12 x 12 tokens, 4 heads of 32, read as views (read_packed_qkv), the output written with perm
+// [0, 2, 1, 3] (write_attention_transposed).
+Chosen davit_window(int64_t windows, const gpu::Capabilities& caps, const std::string& kernel = "") {
+  ops::AttentionAttributes a;
+  a.scale = 0.1767767f;
+  a.qkv_packed = true;
+  a.qkv_indices = {0, 1, 2};
+  a.transpose_output = true;
+  a.kernel = kernel;
+  Inputs in;
+  for (int i = 0; i < 3; ++i) in.add({windows, 144, 3 * 128});
+  in.add_absent();
+  in.add_absent();
+  in.add_target(ops::AttentionInput::kPackedTarget, {windows, 144, 3, 4, 32});
+  return choose(a, in, caps);
+}
+
+TEST(AttentionPlan, DavitWindowAttentionRunsTiledInPlace) {
+  // 768 x 768: 256 windows x 4 heads, 144 queries each in one workgroup of 160.
+  const Chosen big = davit_window(256, h200());
+  ASSERT_TRUE(big.choice) << big.error;
+  EXPECT_EQ(big.choice->kernel, AttentionKernel::Tiled);
+  EXPECT_EQ(big.choice->tiled_queries, 160);
+  EXPECT_EQ(big.choice->workgroups, 1024);
+  EXPECT_EQ(big.choice->copied, (Flags{false, false, false}));
+  EXPECT_FALSE(big.choice->output_copied);
+  EXPECT_FALSE(big.choice->k_transposed);
+  // A device of 128 invocations per workgroup: two workgroups of 128 queries per head.
+  const Chosen narrow = davit_window(256, compat());
+  ASSERT_TRUE(narrow.choice) << narrow.error;
+  EXPECT_EQ(narrow.choice->kernel, AttentionKernel::Tiled);
+  EXPECT_EQ(narrow.choice->tiled_queries, 128);
+  EXPECT_EQ(narrow.choice->workgroups, 2048);
+}
+
+TEST(AttentionPlan, FewWindowsRunOnTheRowKernelWithKAndVCopied) {
+  // 16 windows x 4 heads do not fill the GPU tiled (64 x 160 < 256 x 64 query rows): the row kernel, which
+  // wants K^T and a contiguous V, so the strided views are copied so.
+  for (const std::string& kernel : {std::string(), std::string("rows")}) {
+    const Chosen c = davit_window(16, h200(), kernel);
+    ASSERT_TRUE(c.choice) << c.error;
+    EXPECT_EQ(c.choice->kernel, AttentionKernel::Rows) << kernel;
+    EXPECT_EQ(c.choice->workgroups, 16 * 4 * 144) << kernel;
+    EXPECT_TRUE(c.choice->k_transposed) << kernel;
+    EXPECT_EQ(c.choice->copied, (Flags{false, true, true})) << kernel;
+    EXPECT_FALSE(c.choice->output_copied) << kernel;
+  }
+  const Chosen tiled = davit_window(16, h200(), "tiled");
+  ASSERT_TRUE(tiled.choice) << tiled.error;
+  EXPECT_EQ(tiled.choice->kernel, AttentionKernel::Tiled);
+}
+
+// DaViT's channel attention: Q = q^T and V = v^T of the packed projection (qkv_transposed), K read as K^T,
+// the product [B, heads, D, N] written [B, N, heads, D] (output_perm); V's last dim is the tokens.
+Chosen davit_channel(const gpu::Capabilities& caps) {
+  ops::AttentionAttributes a;
+  a.scale = 0.1767767f;
+  a.k_transposed = true;
+  a.qkv_packed = true;
+  a.qkv_indices = {0, 1, 2};
+  a.qkv_transposed = Flags{true, false, true};
+  a.output_perm = std::vector<int64_t>{0, 3, 1, 2};
+  Inputs in;
+  for (int i = 0; i < 3; ++i) in.add({2, 576, 3 * 256});
+  in.add_absent();
+  in.add_absent();
+  in.add_target(ops::AttentionInput::kPackedTarget, {2, 576, 3, 8, 32});
+  return choose(a, in, caps);
+}
+
+TEST(AttentionPlan, DavitChannelAttentionRunsThreeLaunchesOnViews) {
+  const Chosen fast = davit_channel(h200());
+  ASSERT_TRUE(fast.choice) << fast.error;
+  EXPECT_EQ(fast.choice->kernel, AttentionKernel::ThreeLaunch);
+  EXPECT_EQ(fast.choice->copied, (Flags{false, false, false}));
+  EXPECT_TRUE(fast.choice->columns_out);  // Tq (the channels) is the output's contiguous dim
+  EXPECT_FALSE(fast.choice->output_copied);
+  // Without the fast GEMMs' views every strided operand and the output go through copies.
+  const Chosen plain = davit_channel(compat());
+  ASSERT_TRUE(plain.choice) << plain.error;
+  EXPECT_EQ(plain.choice->kernel, AttentionKernel::ThreeLaunch);
+  EXPECT_EQ(plain.choice->copied, (Flags{true, true, true}));
+  EXPECT_FALSE(plain.choice->columns_out);
+  EXPECT_TRUE(plain.choice->output_copied);
+}
+
+// SigLIP-B/16 at 224 x 224: 196 tokens, 12 heads of 64, Q, K and V split into heads in place
+// (read_split_heads), the output written with perm [0, 2, 1, 3].
+Chosen siglip(int64_t batch) {
+  ops::AttentionAttributes a;
+  a.scale = 0.125f;
+  a.heads_views = Flags{true, true, true};
+  a.transpose_output = true;
+  Inputs in;
+  for (int i = 0; i < 3; ++i) in.add({batch, 196, 768});
+  in.add_absent();
+  in.add_absent();
+  in.add_absent();
+  for (size_t i = 0; i < 3; ++i) in.add_target(ops::AttentionInput::heads_target(i), {batch, 196, 12, 64});
+  return choose(a, in, h200());
+}
+
+TEST(AttentionPlan, SiglipRunsRowsAloneAndTiledInABatch) {
+  // One image: 12 tiled workgroups would leave the GPU idle; the row kernel with K copied as K^T.
+  const Chosen one = siglip(1);
+  ASSERT_TRUE(one.choice) << one.error;
+  EXPECT_EQ(one.choice->kernel, AttentionKernel::Rows);
+  EXPECT_EQ(one.choice->workgroups, 12 * 196);
+  EXPECT_TRUE(one.choice->k_transposed);
+  EXPECT_EQ(one.choice->copied, (Flags{false, true, true}));
+  EXPECT_FALSE(one.choice->output_copied);
+  // Eight images: 96 heads x 224 query rows fill it; the tiled kernel reads the views in place.
+  const Chosen eight = siglip(8);
+  ASSERT_TRUE(eight.choice) << eight.error;
+  EXPECT_EQ(eight.choice->kernel, AttentionKernel::Tiled);
+  EXPECT_EQ(eight.choice->tiled_queries, 224);
+  EXPECT_EQ(eight.choice->workgroups, 96);
+  EXPECT_FALSE(eight.choice->k_transposed);
+  EXPECT_EQ(eight.choice->copied, (Flags{false, false, false}));
+}
+
+TEST(AttentionPlan, BartDecoderStepWithPastRunsRowsWithoutCopies) {
+  // One new token against 7 past ones, 2 sequences x 16 heads of 64, a padding mask per sequence.
+  ops::AttentionAttributes a;
+  a.scale = 0.125f;
+  Inputs in;
+  in.add({2, 16, 1, 64});
+  in.add({2, 16, 8, 64});
+  in.add({2, 16, 8, 64});
+  in.add({2, 1, 1, 8});
+  const Chosen c = choose(a, in, h200());
+  ASSERT_TRUE(c.choice) << c.error;
+  EXPECT_EQ(c.choice->kernel, AttentionKernel::Rows);
+  EXPECT_EQ(c.choice->workgroups, 32);
+  EXPECT_FALSE(c.choice->k_transposed);
+  EXPECT_EQ(c.choice->copied, (Flags{false, false, false}));
+  EXPECT_FALSE(c.choice->output_copied);
+}
+
+TEST(AttentionPlan, UnalignedHeadsAndForcedKernelsThatCannotRun) {
+  // Heads of 80 (past the tiled kernel's 64) over 77 tokens, batch 3 x 5 heads.
+  ops::AttentionAttributes a;
+  Inputs in;
+  for (int i = 0; i < 3; ++i) in.add({3, 5, 77, 80});
+  const Chosen rows = choose(a, in, h200());
+  ASSERT_TRUE(rows.choice) << rows.error;
+  EXPECT_EQ(rows.choice->kernel, AttentionKernel::Rows);
+  EXPECT_EQ(rows.choice->copied, (Flags{false, false, false}));  // contiguous K is read as it is
+  a.kernel = "tiled";
+  EXPECT_NE(
+      choose(a, in, h200()).error.find("wgi.kernel = tiled needs head sizes up to 64; Q·K has 80 and V 80"),
+      std::string::npos)
+      << choose(a, in, h200()).error;
+  a.kernel = "flash";  // choose's own error; the planner prefixes the node
+  EXPECT_EQ(choose(a, in, h200()).error, "unknown wgi.kernel 'flash' (expected rows or tiled)");
+
+  // V's last dim 600 (past the row kernel's 512): three launches; forcing rows is an error, and so is a mask
+  // that differs across the batch.
+  ops::AttentionAttributes wide;
+  Inputs wide_in;
+  wide_in.add({2, 3, 5, 24});
+  wide_in.add({2, 3, 7, 24});
+  wide_in.add({2, 3, 7, 600});
+  const Chosen three = choose(wide, wide_in, h200());
+  ASSERT_TRUE(three.choice) << three.error;
+  EXPECT_EQ(three.choice->kernel, AttentionKernel::ThreeLaunch);
+  EXPECT_FALSE(three.choice->columns_out);
+  EXPECT_FALSE(three.choice->output_copied);
+  wide.kernel = "rows";
+  EXPECT_NE(choose(wide, wide_in, h200()).error.find("wgi.kernel = rows needs V's last dim <= 512"),
+            std::string::npos);
+  wide.kernel = "";
+  wide_in.add({2, 1, 5, 7});
+  EXPECT_NE(choose(wide, wide_in, h200()).error.find("a mask that differs across batch or heads"),
+            std::string::npos)
+      << choose(wide, wide_in, h200()).error;
+}
+
+}  // namespace
+}  // namespace wgi
