@@ -152,6 +152,16 @@ std::shared_ptr<gpu::Buffer> PlanSharing::activation_buffer(gpu::Device& device,
   return buffer;
 }
 
+PlannedNodeRecord* PlanSharing::latest_planning(const graph::Node* node) {
+  if (!reuse_unchanged_nodes) return nullptr;
+  auto it = latest_.find(node);
+  return it == latest_.end() ? nullptr : &it->second;
+}
+
+void PlanSharing::record_planning(const graph::Node* node, PlannedNodeRecord record) {
+  if (reuse_unchanged_nodes) latest_[node] = std::move(record);
+}
+
 size_t PlanSharing::size() const {
   size_t n = 0;
   for (const auto& entry : entries_) n += entry.second.size();
@@ -179,6 +189,11 @@ std::string node_plan_key(const UnrolledNodes& values, const graph::Node& node, 
     key += ";";
   }
   return key;
+}
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.bytes().data(), b.bytes().data(), a.byte_size()) == 0;
 }
 
 }  // namespace
@@ -311,6 +326,63 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         known[static_cast<size_t>(v)] = true;
       },
       alias};
+  // Unchanged nodes (PlannedNodeRecord): when planning for a run (no errors collected), with sharing.
+  PlanSharing* const records =
+      errors == nullptr && sharing && sharing->reuse_unchanged_nodes ? sharing : nullptr;
+  auto same_inputs = [&](const graph::Node& node, const PlannedNodeRecord& record) {
+    if (record.input_descs.size() != node.inputs.size()) return false;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const graph::ValueId v = node.inputs[i];
+      if (v == graph::kNoValue || unrolled->value(v).constant) continue;  // the same in every planning
+      const ops::TensorDesc& desc = out.descs[static_cast<size_t>(v)];
+      if (desc.dtype != record.input_descs[i].dtype || desc.shape != record.input_descs[i].shape)
+        return false;
+      const std::optional<Tensor>& value = out.host_values[static_cast<size_t>(v)];
+      const std::optional<Tensor>& before = record.input_values[i];
+      if (value.has_value() != before.has_value() || (value && !same_tensor(*value, *before))) return false;
+    }
+    return true;
+  };
+  // Takes the node's latest planning if its inputs are the same; false if it must be planned.
+  auto take_unchanged = [&](const graph::Node& node, const PlannedNodeRecord& record) {
+    if (!same_inputs(node, record)) return false;
+    if (record.folded) {
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const graph::ValueId v = node.outputs[o];
+        if (v == graph::kNoValue) continue;
+        out.descs[static_cast<size_t>(v)] = record.output_descs[o];
+        out.host_values[static_cast<size_t>(v)] = record.output_values[o];
+      }
+      ++out.host_nodes;
+    } else {
+      std::shared_ptr<SharedNodePlan> plan = record.plan.lock();
+      if (!plan) return false;  // dropped by every plan and the node-plan LRU
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        if (node.outputs[o] != graph::kNoValue)
+          out.descs[static_cast<size_t>(node.outputs[o])] = plan->plan.outputs[o];
+      }
+      out.gpu_nodes.push_back({&node, {}, std::move(plan), true, true});
+      ++out.reused;
+    }
+    ++out.unchanged;
+    for (graph::ValueId v : node.outputs) {
+      if (v != graph::kNoValue) known[static_cast<size_t>(v)] = true;
+    }
+    return true;
+  };
+  // What the node's planner saw of its inputs, for its record.
+  auto record_of_inputs = [&](const graph::Node& node) {
+    PlannedNodeRecord record;
+    record.input_descs.resize(node.inputs.size());
+    record.input_values.resize(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const graph::ValueId v = node.inputs[i];
+      if (v == graph::kNoValue || unrolled->value(v).constant) continue;
+      record.input_descs[i] = out.descs[static_cast<size_t>(v)];
+      record.input_values[i] = out.host_values[static_cast<size_t>(v)];
+    }
+    return record;
+  };
   // Nodes whose outputs can be computed on the host (shape arithmetic on now-known shapes, constant
   // subgraphs) are folded instead of planned.
   plan_node = [&](const graph::Node& node, const std::string& scope, bool checking_only) {
@@ -319,6 +391,15 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           return v != graph::kNoValue && !known[static_cast<size_t>(v)];
         })) {
       return;  // depends on a node that failed to plan (only when collecting errors)
+    }
+    // Records exist only for nodes of the graph and its If branches (not of unrolled Loops and Scans, made
+    // anew by each planning) that are neither control flow nor data-dependent (those are never recorded).
+    const bool recordable = records && unrolled->origin(&node) == &node && !unrolled->made(&node);
+    if (recordable) {
+      if (const PlannedNodeRecord* record = records->latest_planning(&node);
+          record && take_unchanged(node, *record)) {
+        return;
+      }
     }
     try {
       const auto* entry = registry.find(node.info.domain, node.info.op_type, node.info.opset);
@@ -389,6 +470,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         plan_scan(unroll, node, ctx, scope, checking_only);
         return;
       }
+      // Its record: taken by the next planning whose inputs are the same (recorded once planned).
+      std::optional<PlannedNodeRecord> record;
+      if (recordable && !dependence) record = record_of_inputs(node);
       bool folded = false;
       if (entry->handler.evaluate_on_host) {
         std::vector<Tensor> results = entry->handler.evaluate_on_host(ctx, host_inputs);
@@ -401,6 +485,19 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           }
           folded = true;
           out.host_nodes += checking_only ? 0 : 1;
+          out.replanned += checking_only ? 0 : 1;
+          if (record) {
+            record->folded = true;
+            record->output_descs.resize(node.outputs.size());
+            record->output_values.resize(node.outputs.size());
+            for (size_t o = 0; o < node.outputs.size(); ++o) {
+              const graph::ValueId v = node.outputs[o];
+              if (v == graph::kNoValue) continue;
+              record->output_descs[o] = out.descs[static_cast<size_t>(v)];
+              record->output_values[o] = out.host_values[static_cast<size_t>(v)];
+            }
+            records->record_planning(&node, std::move(*record));
+          }
         }
       }
       if (!folded) {
@@ -442,9 +539,14 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           *stage_end = StageEnd{current + 1, {}, &node};
           stopped = true;
         }
+        if (record) {
+          record->plan = gpu_node.shared;
+          records->record_planning(&node, std::move(*record));
+        }
         // A branch planned only to check it (see plan_if) has no steps.
         if (!checking_only) {
           out.reused += gpu_node.reused ? 1 : 0;
+          ++out.replanned;
           out.gpu_nodes.push_back(std::move(gpu_node));
         }
       }
