@@ -311,6 +311,7 @@ class ExecutionPlan {
   const PlanPhases& phases() const { return phases_; }
 
  private:
+  struct Builder;  // the constructor's phases (execution_plan.cpp)
   // The node plan's bound dispatch of `launch` for these slices: shared with an earlier plan that bound the
   // same buffers, or made now (the node plan keeps `capacity` per launch).
   std::shared_ptr<gpu::BoundDispatch> shared_dispatch(SharedNodePlan& node_plan, size_t launch,
