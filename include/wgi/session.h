@@ -79,6 +79,10 @@ struct SessionOptions {
   // WGI_DISABLE_PASSES="a,b": to chase a numerical difference to a fusion, or to test one. An unknown name is
   // an error that lists the valid ones.
   std::vector<std::string> disabled_passes;
+  // A new input-shape signature takes each node whose inputs (types, shapes, values known at plan time) are
+  // those of its latest planning as it was planned then, without running its planner or host evaluation
+  // again (docs/decoding.md, "Unchanged nodes"). Off: every node is planned again (for comparing).
+  bool reuse_unchanged_nodes = true;
 
   // backend, adapter and shader_robustness, for an Environment of the same device choice.
   EnvironmentOptions environment_options() const { return {backend, adapter, shader_robustness}; }
@@ -138,6 +142,10 @@ struct SessionStats {
   // many of them run a configuration from the tuning cache.
   size_t last_plan_gemms = 0;
   size_t last_plan_tuned_gemms = 0;
+  // Nodes (GPU and folded) of the most recent new signature taken unchanged from their latest planning
+  // (SessionOptions::reuse_unchanged_nodes), and those planned or folded again (their inputs changed).
+  size_t last_plan_unchanged_nodes = 0;
+  size_t last_plan_replanned_nodes = 0;
 };
 
 struct NodeTiming {

@@ -23,7 +23,7 @@
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
-#include "ops/conv_kernels.h"
+#include "ops/conv/conv.h"
 #include "ops/families.h"
 #include "ops/registry.h"
 

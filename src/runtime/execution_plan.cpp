@@ -152,6 +152,16 @@ std::shared_ptr<gpu::Buffer> PlanSharing::activation_buffer(gpu::Device& device,
   return buffer;
 }
 
+PlannedNodeRecord* PlanSharing::latest_planning(const graph::Node* node) {
+  if (!reuse_unchanged_nodes) return nullptr;
+  auto it = latest_.find(node);
+  return it == latest_.end() ? nullptr : &it->second;
+}
+
+void PlanSharing::record_planning(const graph::Node* node, PlannedNodeRecord record) {
+  if (reuse_unchanged_nodes) latest_[node] = std::move(record);
+}
+
 size_t PlanSharing::size() const {
   size_t n = 0;
   for (const auto& entry : entries_) n += entry.second.size();
@@ -179,6 +189,11 @@ std::string node_plan_key(const UnrolledNodes& values, const graph::Node& node, 
     key += ";";
   }
   return key;
+}
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.bytes().data(), b.bytes().data(), a.byte_size()) == 0;
 }
 
 }  // namespace
@@ -312,6 +327,63 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
       },
       alias,
       staging || errors != nullptr};
+  // Unchanged nodes (PlannedNodeRecord): when planning for a run (no errors collected), with sharing.
+  PlanSharing* const records =
+      errors == nullptr && sharing && sharing->reuse_unchanged_nodes ? sharing : nullptr;
+  auto same_inputs = [&](const graph::Node& node, const PlannedNodeRecord& record) {
+    if (record.input_descs.size() != node.inputs.size()) return false;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const graph::ValueId v = node.inputs[i];
+      if (v == graph::kNoValue || unrolled->value(v).constant) continue;  // the same in every planning
+      const ops::TensorDesc& desc = out.descs[static_cast<size_t>(v)];
+      if (desc.dtype != record.input_descs[i].dtype || desc.shape != record.input_descs[i].shape)
+        return false;
+      const std::optional<Tensor>& value = out.host_values[static_cast<size_t>(v)];
+      const std::optional<Tensor>& before = record.input_values[i];
+      if (value.has_value() != before.has_value() || (value && !same_tensor(*value, *before))) return false;
+    }
+    return true;
+  };
+  // Takes the node's latest planning if its inputs are the same; false if it must be planned.
+  auto take_unchanged = [&](const graph::Node& node, const PlannedNodeRecord& record) {
+    if (!same_inputs(node, record)) return false;
+    if (record.folded) {
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const graph::ValueId v = node.outputs[o];
+        if (v == graph::kNoValue) continue;
+        out.descs[static_cast<size_t>(v)] = record.output_descs[o];
+        out.host_values[static_cast<size_t>(v)] = record.output_values[o];
+      }
+      ++out.host_nodes;
+    } else {
+      std::shared_ptr<SharedNodePlan> plan = record.plan.lock();
+      if (!plan) return false;  // dropped by every plan and the node-plan LRU
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        if (node.outputs[o] != graph::kNoValue)
+          out.descs[static_cast<size_t>(node.outputs[o])] = plan->plan.outputs[o];
+      }
+      out.gpu_nodes.push_back({&node, {}, std::move(plan), true, true});
+      ++out.reused;
+    }
+    ++out.unchanged;
+    for (graph::ValueId v : node.outputs) {
+      if (v != graph::kNoValue) known[static_cast<size_t>(v)] = true;
+    }
+    return true;
+  };
+  // What the node's planner saw of its inputs, for its record.
+  auto record_of_inputs = [&](const graph::Node& node) {
+    PlannedNodeRecord record;
+    record.input_descs.resize(node.inputs.size());
+    record.input_values.resize(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const graph::ValueId v = node.inputs[i];
+      if (v == graph::kNoValue || unrolled->value(v).constant) continue;
+      record.input_descs[i] = out.descs[static_cast<size_t>(v)];
+      record.input_values[i] = out.host_values[static_cast<size_t>(v)];
+    }
+    return record;
+  };
   // Nodes whose outputs can be computed on the host (shape arithmetic on now-known shapes, constant
   // subgraphs) are folded instead of planned.
   plan_node = [&](const graph::Node& node, const std::string& scope, bool checking_only) {
@@ -320,6 +392,15 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           return v != graph::kNoValue && !known[static_cast<size_t>(v)];
         })) {
       return;  // depends on a node that failed to plan (only when collecting errors)
+    }
+    // Records exist only for nodes of the graph and its If branches (not of unrolled Loops and Scans, made
+    // anew by each planning) that are neither control flow nor data-dependent (those are never recorded).
+    const bool recordable = records && unrolled->origin(&node) == &node && !unrolled->made(&node);
+    if (recordable) {
+      if (const PlannedNodeRecord* record = records->latest_planning(&node);
+          record && take_unchanged(node, *record)) {
+        return;
+      }
     }
     try {
       const auto* entry = registry.find(node.info.domain, node.info.op_type, node.info.opset);
@@ -389,6 +470,9 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
         plan_scan(unroll, node, ctx, scope, checking_only);
         return;
       }
+      // Its record: taken by the next planning whose inputs are the same (recorded once planned).
+      std::optional<PlannedNodeRecord> record;
+      if (recordable && !dependence) record = record_of_inputs(node);
       bool folded = false;
       if (entry->handler.evaluate_on_host) {
         std::vector<Tensor> results = entry->handler.evaluate_on_host(ctx, host_inputs);
@@ -401,6 +485,19 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           }
           folded = true;
           out.host_nodes += checking_only ? 0 : 1;
+          out.replanned += checking_only ? 0 : 1;
+          if (record) {
+            record->folded = true;
+            record->output_descs.resize(node.outputs.size());
+            record->output_values.resize(node.outputs.size());
+            for (size_t o = 0; o < node.outputs.size(); ++o) {
+              const graph::ValueId v = node.outputs[o];
+              if (v == graph::kNoValue) continue;
+              record->output_descs[o] = out.descs[static_cast<size_t>(v)];
+              record->output_values[o] = out.host_values[static_cast<size_t>(v)];
+            }
+            records->record_planning(&node, std::move(*record));
+          }
         }
       }
       if (!folded) {
@@ -438,9 +535,14 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
           *stage_end = StageEnd{current + 1, {}, &node};
           stopped = true;
         }
+        if (record) {
+          record->plan = gpu_node.shared;
+          records->record_planning(&node, std::move(*record));
+        }
         // A branch planned only to check it (see plan_if) has no steps.
         if (!checking_only) {
           out.reused += gpu_node.reused ? 1 : 0;
+          ++out.replanned;
           out.gpu_nodes.push_back(std::move(gpu_node));
         }
       }
@@ -485,51 +587,61 @@ NodePlans plan_nodes(const graph::Graph& graph, const ops::OpRegistry& registry,
   return out;
 }
 
-ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights,
-                             NodePlans planned, double kernel_plans_ms, PlanSharing* sharing,
-                             std::span<const InputSource> sources, const ExecutionPlan* grown_from,
-                             RunStatus* run_status, const StageValues* stage)
-    : device_(device),
-      graph_(graph),
-      input_values_(stage ? stage->inputs : graph.inputs),
-      output_values_(stage ? stage->outputs : graph.outputs),
-      sharing_(sharing),
-      run_status_(run_status) {
-  // Phase times for cold-start reports: each phase ends where the next begins.
-  auto phase_start = std::chrono::steady_clock::now();
-  auto end_phase = [&phase_start](double& phase) {
-    const auto now = std::chrono::steady_clock::now();
-    phase += std::chrono::duration<double, std::milli>(now - phase_start).count();
-    phase_start = now;
-  };
-  const double weight_upload_ms_before = weights.upload_ms();
-  unrolled_ = planned.unrolled;
-  const size_t value_count = planned.descs.size();  // with the values of unrolled Loops and Scans
-  phases_.kernel_plans = kernel_plans_ms;
-  aliases_ = planned.aliases;
-  reused_node_plans_ = planned.reused;
-  descs_ = std::move(planned.descs);
-  host_values_ = std::move(planned.host_values);
-  auto& gpu_nodes = planned.gpu_nodes;
-  locations_.resize(value_count);
-  auto host_value = [&](graph::ValueId v) -> const Tensor* {
-    if (v == graph::kNoValue) return nullptr;
-    if (const auto& c = value(v).constant) return &*c;
-    const auto& h = host_values_[static_cast<size_t>(v)];
-    return h ? &*h : nullptr;
-  };
+// The constructor's phases, in order (ExecutionPlan::ExecutionPlan calls them), and what each hands on to
+// the next: lifetimes, the memory plan and its regions, the graph inputs' buffers (the memory phase), the
+// pipelines, then the run status, a data-dependent step and every step's bind groups (the bind phase).
+struct ExecutionPlan::Builder {
+  ExecutionPlan& plan;
+  gpu::Device& device;
+  const graph::Graph& graph;
+  WeightStore& weights;
+  std::vector<NodePlans::GpuNode>& gpu_nodes;
+  const std::vector<NodePlans::Alias>& aliases;
+  PlanSharing* sharing;
+  std::span<const InputSource> sources;
+  const ExecutionPlan* grown_from;
+  const StageValues* stage;
+  size_t value_count;  // with the values of unrolled Loops and Scans
+  // Found by find_lifetimes: the value whose memory each value is (itself, or what it views or aliases), and
+  // the steps each root is first and last used in (-1: not produced on the GPU).
+  std::vector<graph::ValueId> root;
+  std::vector<int32_t> first_use, last_use;
+  // Found by place_inputs: the graph input each input buffer holds.
+  std::map<const gpu::Buffer*, size_t> input_of_buffer;
+  // Found by bind_run_status.
+  gpu::BufferSlice status_slice;
 
-  // 2. Lifetimes. Each GPU-produced value lives from its step to its last reader; graph outputs to the end. A
-  //    reshape-like output is its input's memory, so it extends its root's lifetime instead of taking its
-  //    own.
-  std::vector<graph::ValueId> root(value_count);
+  const Tensor* host_value(graph::ValueId v) const;
+  void find_lifetimes();
+  void place_activations();
+  void place_inputs();
+  gpu::BufferSlice location_of(graph::ValueId v);
+  void compile_pipelines();
+  void bind_run_status();
+  void find_data_dependent_step();
+  void bind_step(size_t s);
+  void locate_outputs();
+};
+
+const Tensor* ExecutionPlan::Builder::host_value(graph::ValueId v) const {
+  if (v == graph::kNoValue) return nullptr;
+  if (const auto& c = plan.value(v).constant) return &*c;
+  const auto& h = plan.host_values_[static_cast<size_t>(v)];
+  return h ? &*h : nullptr;
+}
+
+// Each GPU-produced value lives from its step to its last reader; graph outputs to the end. A reshape-like
+// output is its input's memory, so it extends its root's lifetime instead of taking its own.
+void ExecutionPlan::Builder::find_lifetimes() {
+  root.resize(value_count);
   for (size_t v = 0; v < value_count; ++v) root[v] = static_cast<graph::ValueId>(v);
-  std::vector<int32_t> first_use(value_count, -1), last_use(value_count, -1);
+  first_use.assign(value_count, -1);
+  last_use.assign(value_count, -1);
   size_t next_alias = 0;
   // An If's output is its branch's output (and its memory) from the step after the branch on.
   auto apply_aliases = [&](size_t step) {
-    for (; next_alias < planned.aliases.size() && planned.aliases[next_alias].step <= step; ++next_alias) {
-      const NodePlans::Alias& a = planned.aliases[next_alias];
+    for (; next_alias < aliases.size() && aliases[next_alias].step <= step; ++next_alias) {
+      const NodePlans::Alias& a = aliases[next_alias];
       root[static_cast<size_t>(a.value)] = root[static_cast<size_t>(a.source)];
     }
   };
@@ -554,15 +666,18 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     }
   }
   apply_aliases(gpu_nodes.size());
-  for (graph::ValueId v : output_values_)
+  for (graph::ValueId v : plan.output_values_)
     last_use[static_cast<size_t>(root[static_cast<size_t>(v)])] = INT32_MAX;
+}
 
+// The memory plan of the activations and scratch buffers, their buffers, and each region's slice.
+void ExecutionPlan::Builder::place_activations() {
   std::vector<graph::BufferRequest> requests;
   std::vector<size_t> request_value;  // the value placed, or SIZE_MAX for a scratch buffer
   std::vector<std::pair<size_t, size_t>> scratch_request;  // (step, scratch index) for scratch requests
   for (size_t v = 0; v < value_count; ++v) {
     if (first_use[v] < 0 || root[v] != static_cast<graph::ValueId>(v)) continue;
-    requests.push_back({device_byte_size(descs_[v]), first_use[v], last_use[v]});
+    requests.push_back({device_byte_size(plan.descs_[v]), first_use[v], last_use[v]});
     request_value.push_back(v);
     scratch_request.push_back({SIZE_MAX, 0});
   }
@@ -597,41 +712,43 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
     for (graph::BufferRequest& r : requests) r.size = pooled_size_or(device.limits(), r.size, r.size);
   }
   graph::MemoryPlan memory = graph::plan_memory(requests, device.limits().max_buffer_size);
-  activation_bytes_ = memory.total_bytes();
+  plan.activation_bytes_ = memory.total_bytes();
   std::vector<gpu::Buffer*> shared;
   for (size_t b = 0; b < memory.buffer_sizes.size(); ++b) {
     if (sharing) {
-      activations_.push_back(sharing->activation_buffer(device, b, memory.buffer_sizes[b]));
-      shared.push_back(activations_.back().get());
+      plan.activations_.push_back(sharing->activation_buffer(device, b, memory.buffer_sizes[b]));
+      shared.push_back(plan.activations_.back().get());
     } else {
-      owned_.push_back(std::make_unique<gpu::Buffer>(
+      plan.owned_.push_back(std::make_unique<gpu::Buffer>(
           device.create_buffer(memory.buffer_sizes[b], "activations " + std::to_string(b))));
-      shared.push_back(owned_.back().get());
+      shared.push_back(plan.owned_.back().get());
     }
   }
-  std::vector<std::vector<gpu::BufferSlice>>& scratch = scratch_;
+  std::vector<std::vector<gpu::BufferSlice>>& scratch = plan.scratch_;
   scratch.resize(gpu_nodes.size());
   for (size_t r = 0; r < requests.size(); ++r) {
     const gpu::Buffer* buffer = shared[memory.buffer_of[r]];
     const uint64_t whole = std::min(buffer->size(), device.limits().max_storage_buffer_binding_size) / 4 * 4;
     gpu::BufferSlice slice{buffer, 0, std::max<uint64_t>({4, (exact_bytes[r] + 3) / 4 * 4, whole})};
     if (request_value[r] != SIZE_MAX) {
-      locations_[request_value[r]] = slice;
-      region_values_.push_back(request_value[r]);
+      plan.locations_[request_value[r]] = slice;
+      plan.region_values_.push_back(request_value[r]);
     } else {
       auto [s, k] = scratch_request[r];
       scratch[s].resize(std::max(scratch[s].size(), k + 1));
       scratch[s][k] = slice;
     }
   }
-  // Graph inputs: one given from the device is bound where it lives (unless an earlier input is the same
-  // memory); the others get a buffer of the plan.
-  std::map<const gpu::Buffer*, size_t> input_of_buffer;
-  inputs_.resize(input_values_.size());
-  for (size_t i = 0; i < input_values_.size(); ++i) {
-    const size_t v = static_cast<size_t>(input_values_[i]);
-    InputSlot& slot = inputs_[i];
-    slot.bytes = device_byte_size(descs_[v]);
+}
+
+// Graph inputs: one given from the device is bound where it lives (unless an earlier input is the same
+// memory); the others get a buffer of the plan.
+void ExecutionPlan::Builder::place_inputs() {
+  plan.inputs_.resize(plan.input_values_.size());
+  for (size_t i = 0; i < plan.input_values_.size(); ++i) {
+    const size_t v = static_cast<size_t>(plan.input_values_[i]);
+    InputSlot& slot = plan.inputs_[i];
+    slot.bytes = device_byte_size(plan.descs_[v]);
     const InputSource source = i < sources.size() ? sources[i] : InputSource{};
     const gpu::Buffer* buffer = source.host ? nullptr : source.device.buffer;
     if (buffer && source.content_id != 0 && !input_of_buffer.count(buffer) &&
@@ -640,179 +757,234 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
       slot.content_id = source.content_id;
     } else {
       slot.owned = std::make_unique<gpu::Buffer>(
-          device.create_buffer(slot.bytes, "input '" + graph.value(input_values_[i]).name + "'"));
+          device.create_buffer(slot.bytes, "input '" + graph.value(plan.input_values_[i]).name + "'"));
       buffer = slot.owned.get();
     }
     input_of_buffer[buffer] = i;
-    locations_[v] = {buffer, 0, slot.direct ? slot.bytes : buffer->size()};
+    plan.locations_[v] = {buffer, 0, slot.direct ? slot.bytes : buffer->size()};
   }
+}
 
-  // Where a value is read from: the activation or input buffer of its root, a weight, or a host value
-  // uploaded now.
-  auto location_of = [&](graph::ValueId v) -> gpu::BufferSlice {
-    if (v == graph::kNoValue) return {};
-    const size_t r = static_cast<size_t>(root[static_cast<size_t>(v)]);
-    if (locations_[r].buffer) return locations_[r];  // a view binds its root's region
-    if (value(static_cast<graph::ValueId>(r)).constant) {
-      return {&weights.get(graph, static_cast<graph::ValueId>(r))};
+// Where a value is read from: the activation or input buffer of its root, a weight, or a host value uploaded
+// now.
+gpu::BufferSlice ExecutionPlan::Builder::location_of(graph::ValueId v) {
+  if (v == graph::kNoValue) return {};
+  const size_t r = static_cast<size_t>(root[static_cast<size_t>(v)]);
+  if (plan.locations_[r].buffer) return plan.locations_[r];  // a view binds its root's region
+  if (plan.value(static_cast<graph::ValueId>(r)).constant) {
+    return {&weights.get(graph, static_cast<graph::ValueId>(r))};
+  }
+  if (plan.host_values_[r]) {
+    // With room to grow, like the activations (a decoder's folded mask grows by a column per step), and
+    // twice the size when it grew since the plan this one grows from.
+    const Tensor& h = *plan.host_values_[r];
+    const uint64_t bytes = device_byte_size({h.dtype(), h.shape()});
+    uint64_t room = bytes;
+    if (sharing) {
+      const bool grew = grown_from && grown_from->host_values_.at(r) &&
+                        device_byte_size({grown_from->host_values_[r]->dtype(),
+                                          grown_from->host_values_[r]->shape()}) < bytes;
+      room = pooled_size_or(device.limits(), grew ? 2 * bytes : bytes, bytes);
     }
-    if (host_values_[r]) {
-      // With room to grow, like the activations (a decoder's folded mask grows by a column per step), and
-      // twice the size when it grew since the plan this one grows from.
-      const Tensor& h = *host_values_[r];
-      const uint64_t bytes = device_byte_size({h.dtype(), h.shape()});
-      uint64_t room = bytes;
-      if (sharing) {
-        const bool grew = grown_from && grown_from->host_values_.at(r) &&
-                          device_byte_size({grown_from->host_values_[r]->dtype(),
-                                            grown_from->host_values_[r]->shape()}) < bytes;
-        room = pooled_size_or(device.limits(), grew ? 2 * bytes : bytes, bytes);
-      }
-      const std::string label = "folded '" + value(static_cast<graph::ValueId>(r)).name + "'";
-      owned_.push_back(std::make_unique<gpu::Buffer>(device.create_buffer(room, label)));
-      write_tensor(device, {owned_.back().get()}, h, label);
-      locations_[r] = {owned_.back().get()};
-      folded_.emplace_back(r, owned_.back().get());
-      return locations_[r];
-    }
-    throw Error("internal: value '" + value(v).name + "' has no location");
-  };
+    const std::string label = "folded '" + plan.value(static_cast<graph::ValueId>(r)).name + "'";
+    plan.owned_.push_back(std::make_unique<gpu::Buffer>(device.create_buffer(room, label)));
+    write_tensor(device, {plan.owned_.back().get()}, h, label);
+    plan.locations_[r] = {plan.owned_.back().get()};
+    plan.folded_.emplace_back(r, plan.owned_.back().get());
+    return plan.locations_[r];
+  }
+  throw Error("internal: value '" + plan.value(v).name + "' has no location");
+}
 
-  end_phase(phases_.memory);
-
-  // 3. Pipelines (all compiled at once), prepacked constants and bind groups.
+// Pipelines not looked up for an earlier plan, all compiled at once.
+void ExecutionPlan::Builder::compile_pipelines() {
   std::vector<const gpu::ProgramSource*> programs;
   for (const auto& n : gpu_nodes) {
     if (n.shared && !n.shared->pipelines.empty()) continue;  // looked up for an earlier plan
     for (const auto& launch : n.op_plan().launches) programs.push_back(&launch.program);
   }
   device.pipelines().prefetch(programs);
-  end_phase(phases_.pipelines);
+}
+
+// The run status some kernel binds: the session's, or the plan's own when none was given.
+void ExecutionPlan::Builder::bind_run_status() {
   for (const auto& n : gpu_nodes) {
     for (const auto& launch : n.op_plan().launches) {
       for (const ops::TensorRef& ref : launch.bindings)
-        binds_status_ |= ref.kind == ops::TensorRef::Kind::RunStatus;
+        plan.binds_status_ |= ref.kind == ops::TensorRef::Kind::RunStatus;
     }
   }
-  if (binds_status_ && !run_status_) {
-    owned_status_ = std::make_unique<RunStatus>(device);
-    run_status_ = owned_status_.get();
+  if (plan.binds_status_ && !plan.run_status_) {
+    plan.owned_status_ = std::make_unique<RunStatus>(device);
+    plan.run_status_ = plan.owned_status_.get();
   }
-  const gpu::BufferSlice status_slice = run_status_ ? run_status_->slice() : gpu::BufferSlice{};
-  // A node with data-dependent outputs (docs/dynamic_shapes.md) ends its stage: nothing in this plan may read
-  // them, since they hold their real shapes only once the extent is read back. Its extent output (not one of
-  // the node's) goes to a buffer of the plan, downloaded with the outputs.
+  status_slice = plan.run_status_ ? plan.run_status_->slice() : gpu::BufferSlice{};
+}
+
+// A node with data-dependent outputs (docs/dynamic_shapes.md) ends its stage: nothing in this plan may read
+// them, since they hold their real shapes only once the extent is read back. Its extent output (not one of
+// the node's) goes to a buffer of the plan, downloaded with the outputs.
+void ExecutionPlan::Builder::find_data_dependent_step() {
   for (size_t s = 0; s < gpu_nodes.size(); ++s) {
     const graph::Node& node = *gpu_nodes[s].node;
     const ops::DataDependence* dependence = ops::data_dependence(node.info);
     if (!dependence || !dependence->outputs) continue;
-    const ops::OpPlan& plan = gpu_nodes[s].op_plan();
+    const ops::OpPlan& op_plan = gpu_nodes[s].op_plan();
     if (!stage || s + 1 != gpu_nodes.size()) {
       throw Error(node.info.describe() +
                   ": its outputs' size depends on the data; such a graph runs in stages, through a Session "
                   "(docs/dynamic_shapes.md)");
     }
-    if (dependence->extent_output >= plan.outputs.size() || dependence->extent_output < node.outputs.size())
+    if (dependence->extent_output >= op_plan.outputs.size() ||
+        dependence->extent_output < node.outputs.size())
       throw Error(node.info.describe() + ": internal: the plan has no extent output");
-    extent_step_ = s;
-    data_dependent_.node = &node;
-    data_dependent_.outputs = plan.outputs;
-    data_dependent_.data_dependent = dependence->outputs(node.info, plan.outputs);
-    extent_buffer_ =
+    plan.extent_step_ = s;
+    plan.data_dependent_.node = &node;
+    plan.data_dependent_.outputs = op_plan.outputs;
+    plan.data_dependent_.data_dependent = dependence->outputs(node.info, op_plan.outputs);
+    plan.extent_buffer_ =
         std::make_unique<gpu::Buffer>(device.create_buffer(16, node.info.describe() + " extent"));
   }
-  for (size_t s = 0; s < gpu_nodes.size(); ++s) {
-    const graph::Node& node = *gpu_nodes[s].node;
-    const ops::OpPlan& plan = gpu_nodes[s].op_plan();
-    // Only inputs a kernel binds (or an output aliases) need device memory: others, such as Slice's `ends`
-    // (often INT64_MAX, which no 32-bit GPU integer holds), are read on the host when planning.
-    std::vector<bool> bound(node.inputs.size(), false);
-    for (const auto& launch : plan.launches) {
-      for (const ops::TensorRef& ref : launch.bindings) {
-        if (ref.kind == ops::TensorRef::Kind::Input && ref.index < bound.size()) bound[ref.index] = true;
-      }
+}
+
+// Step s: its prepacked constants (uploaded once per shared node plan), pipelines and bound dispatches.
+void ExecutionPlan::Builder::bind_step(size_t s) {
+  const graph::Node& node = *gpu_nodes[s].node;
+  const ops::OpPlan& op_plan = gpu_nodes[s].op_plan();
+  // Only inputs a kernel binds (or an output aliases) need device memory: others, such as Slice's `ends`
+  // (often INT64_MAX, which no 32-bit GPU integer holds), are read on the host when planning.
+  std::vector<bool> bound(node.inputs.size(), false);
+  for (const auto& launch : op_plan.launches) {
+    for (const ops::TensorRef& ref : launch.bindings) {
+      if (ref.kind == ops::TensorRef::Kind::Input && ref.index < bound.size()) bound[ref.index] = true;
     }
-    if (plan.alias_output_to_input >= 0) bound.at(static_cast<size_t>(plan.alias_output_to_input)) = true;
-    std::vector<gpu::BufferSlice> in, out, constants;
-    for (size_t i = 0; i < node.inputs.size(); ++i)
-      in.push_back(bound[i] ? location_of(node.inputs[i]) : gpu::BufferSlice{});
-    for (size_t o = 0; o < plan.outputs.size(); ++o) {
-      out.push_back(o < node.outputs.size() && node.outputs[o] != graph::kNoValue
-                        ? location_of(node.outputs[o])
-                        : gpu::BufferSlice{});
+  }
+  if (op_plan.alias_output_to_input >= 0) bound.at(static_cast<size_t>(op_plan.alias_output_to_input)) = true;
+  std::vector<gpu::BufferSlice> in, out, constants;
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    in.push_back(bound[i] ? location_of(node.inputs[i]) : gpu::BufferSlice{});
+  for (size_t o = 0; o < op_plan.outputs.size(); ++o) {
+    out.push_back(o < node.outputs.size() && node.outputs[o] != graph::kNoValue ? location_of(node.outputs[o])
+                                                                                : gpu::BufferSlice{});
+  }
+  if (plan.extent_step_ == s)
+    out.at(ops::data_dependence(node.info)->extent_output) = {plan.extent_buffer_.get()};
+  if (const auto& node_plan = gpu_nodes[s].shared) {
+    // Uploaded once for every plan that shares this node plan; the host copies are not needed after that.
+    if (!node_plan->constants_uploaded) {
+      for (const Tensor& c : node_plan->plan.constants) {
+        node_plan->constant_buffers.push_back(
+            sharing->constant_buffer(device, c, node.info.describe() + " prepacked"));
+      }
+      node_plan->plan.constants = {};
+      node_plan->constants_uploaded = true;
     }
-    if (extent_step_ == s) out.at(ops::data_dependence(node.info)->extent_output) = {extent_buffer_.get()};
-    if (const auto& node_plan = gpu_nodes[s].shared) {
-      // Uploaded once for every plan that shares this node plan; the host copies are not needed after that.
-      if (!node_plan->constants_uploaded) {
-        for (const Tensor& c : node_plan->plan.constants) {
-          node_plan->constant_buffers.push_back(
-              sharing->constant_buffer(device, c, node.info.describe() + " prepacked"));
-        }
-        node_plan->plan.constants = {};
-        node_plan->constants_uploaded = true;
-      }
-      for (const auto& buffer : node_plan->constant_buffers) {
-        constants.push_back({buffer.get()});
-      }
-      shared_.push_back(node_plan);
+    for (const auto& buffer : node_plan->constant_buffers) {
+      constants.push_back({buffer.get()});
+    }
+    plan.shared_.push_back(node_plan);
+  } else {
+    for (const Tensor& c : op_plan.constants) {
+      plan.owned_.push_back(
+          std::make_unique<gpu::Buffer>(upload_tensor(device, c, node.info.describe() + " prepacked")));
+      constants.push_back({plan.owned_.back().get()});
+    }
+  }
+  PlannedStep step;
+  step.node = gpu_nodes[s].node;
+  step.first_dispatch = plan.dispatches_.size();
+  const std::shared_ptr<SharedNodePlan>& node_plan = gpu_nodes[s].shared;
+  if (node_plan && node_plan->pipelines.empty()) {
+    for (const ops::KernelLaunch& launch : op_plan.launches)
+      node_plan->pipelines.push_back(&device.pipelines().get(launch.program));
+    node_plan->dispatches.resize(op_plan.launches.size());
+  }
+  for (size_t l = 0; l < op_plan.launches.size(); ++l) {
+    const ops::KernelLaunch& launch = op_plan.launches[l];
+    std::vector<gpu::BufferSlice> slices =
+        launch_slices(device, node.info, launch, {in, out, plan.scratch_[s], constants, status_slice});
+    const gpu::ComputePipeline& pipeline =
+        node_plan ? *node_plan->pipelines[l] : device.pipelines().get(launch.program);
+    InputDispatch record{plan.dispatches_.size(), &pipeline,    slices, std::vector<int>(slices.size(), -1),
+                         launch.uniform,          launch.groups};
+    bool binds_input = false;
+    for (size_t k = 0; k < slices.size(); ++k) {
+      auto it = input_of_buffer.find(slices[k].buffer);
+      if (it == input_of_buffer.end()) continue;
+      record.slot_input[k] = static_cast<int>(it->second);
+      plan.inputs_[it->second].used = binds_input = true;
+    }
+    DispatchRecord info{s, l, slices, !node_plan || binds_input, -1};
+    if (node_plan && !binds_input) {
+      plan.dispatches_.push_back(plan.shared_dispatch(*node_plan, l, slices, sharing->per_node()));
     } else {
-      for (const Tensor& c : plan.constants) {
-        owned_.push_back(
-            std::make_unique<gpu::Buffer>(upload_tensor(device, c, node.info.describe() + " prepacked")));
-        constants.push_back({owned_.back().get()});
+      plan.dispatches_.push_back(std::make_shared<gpu::BoundDispatch>(
+          gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups)));
+      if (binds_input) {
+        info.input_record = static_cast<int>(plan.input_dispatches_.size());
+        plan.input_dispatches_.push_back(std::move(record));
       }
     }
-    PlannedStep step;
-    step.node = gpu_nodes[s].node;
-    step.first_dispatch = dispatches_.size();
-    const std::shared_ptr<SharedNodePlan>& node_plan = gpu_nodes[s].shared;
-    if (node_plan && node_plan->pipelines.empty()) {
-      for (const ops::KernelLaunch& launch : plan.launches)
-        node_plan->pipelines.push_back(&device.pipelines().get(launch.program));
-      node_plan->dispatches.resize(plan.launches.size());
-    }
-    for (size_t l = 0; l < plan.launches.size(); ++l) {
-      const ops::KernelLaunch& launch = plan.launches[l];
-      std::vector<gpu::BufferSlice> slices =
-          launch_slices(device, node.info, launch, {in, out, scratch[s], constants, status_slice});
-      const gpu::ComputePipeline& pipeline =
-          node_plan ? *node_plan->pipelines[l] : device.pipelines().get(launch.program);
-      InputDispatch record{dispatches_.size(), &pipeline,    slices, std::vector<int>(slices.size(), -1),
-                           launch.uniform,     launch.groups};
-      bool binds_input = false;
-      for (size_t k = 0; k < slices.size(); ++k) {
-        auto it = input_of_buffer.find(slices[k].buffer);
-        if (it == input_of_buffer.end()) continue;
-        record.slot_input[k] = static_cast<int>(it->second);
-        inputs_[it->second].used = binds_input = true;
-      }
-      DispatchRecord info{s, l, slices, !node_plan || binds_input, -1};
-      if (node_plan && !binds_input) {
-        dispatches_.push_back(shared_dispatch(*node_plan, l, slices, sharing->per_node()));
-      } else {
-        dispatches_.push_back(std::make_shared<gpu::BoundDispatch>(
-            gpu::bind_dispatch(device, pipeline, slices, launch.uniform, launch.groups)));
-        if (binds_input) {
-          info.input_record = static_cast<int>(input_dispatches_.size());
-          input_dispatches_.push_back(std::move(record));
-        }
-      }
-      dispatch_records_.push_back(std::move(info));
-    }
-    step.dispatch_count = dispatches_.size() - step.first_dispatch;
-    for (const auto& launch : plan.launches)
-      step.kernel += (step.kernel.empty() ? "" : "+") + launch.program.label;
-    steps_.push_back(std::move(step));
+    plan.dispatch_records_.push_back(std::move(info));
   }
-  // Graph outputs that are host values (constants, folded) are returned from the host; the others are
-  // downloaded from where their root lives.
-  for (graph::ValueId v : output_values_) {
-    output_locations_.push_back(host_value(v) ? gpu::BufferSlice{} : location_of(v));
-    auto it = input_of_buffer.find(output_locations_.back().buffer);
-    output_input_.push_back(it == input_of_buffer.end() ? -1 : static_cast<int>(it->second));
-    if (it != input_of_buffer.end()) inputs_[it->second].used = true;
+  step.dispatch_count = plan.dispatches_.size() - step.first_dispatch;
+  for (const auto& launch : op_plan.launches)
+    step.kernel += (step.kernel.empty() ? "" : "+") + launch.program.label;
+  plan.steps_.push_back(std::move(step));
+}
+
+// Graph outputs that are host values (constants, folded) are returned from the host; the others are
+// downloaded from where their root lives.
+void ExecutionPlan::Builder::locate_outputs() {
+  for (graph::ValueId v : plan.output_values_) {
+    plan.output_locations_.push_back(host_value(v) ? gpu::BufferSlice{} : location_of(v));
+    auto it = input_of_buffer.find(plan.output_locations_.back().buffer);
+    plan.output_input_.push_back(it == input_of_buffer.end() ? -1 : static_cast<int>(it->second));
+    if (it != input_of_buffer.end()) plan.inputs_[it->second].used = true;
   }
+}
+
+ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights,
+                             NodePlans planned, double kernel_plans_ms, PlanSharing* sharing,
+                             std::span<const InputSource> sources, const ExecutionPlan* grown_from,
+                             RunStatus* run_status, const StageValues* stage)
+    : device_(device),
+      graph_(graph),
+      input_values_(stage ? stage->inputs : graph.inputs),
+      output_values_(stage ? stage->outputs : graph.outputs),
+      sharing_(sharing),
+      run_status_(run_status) {
+  // Phase times for cold-start reports: each phase ends where the next begins.
+  auto phase_start = std::chrono::steady_clock::now();
+  auto end_phase = [&phase_start](double& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phase += std::chrono::duration<double, std::milli>(now - phase_start).count();
+    phase_start = now;
+  };
+  const double weight_upload_ms_before = weights.upload_ms();
+  // What plan_nodes found (the kernel-plans phase, timed by the caller).
+  unrolled_ = planned.unrolled;
+  const size_t value_count = planned.descs.size();
+  phases_.kernel_plans = kernel_plans_ms;
+  aliases_ = planned.aliases;
+  reused_node_plans_ = planned.reused;
+  descs_ = std::move(planned.descs);
+  host_values_ = std::move(planned.host_values);
+  locations_.resize(value_count);
+
+  Builder builder{*this,   device,  graph,      weights, planned.gpu_nodes, planned.aliases,
+                  sharing, sources, grown_from, stage,   value_count,       {},
+                  {},      {},      {},         {}};
+  builder.find_lifetimes();
+  builder.place_activations();
+  builder.place_inputs();
+  end_phase(phases_.memory);
+  builder.compile_pipelines();
+  end_phase(phases_.pipelines);
+  builder.bind_run_status();
+  builder.find_data_dependent_step();
+  for (size_t s = 0; s < planned.gpu_nodes.size(); ++s) builder.bind_step(s);
+  builder.locate_outputs();
   end_phase(phases_.bind);
   phases_.weight_uploads = weights.upload_ms() - weight_upload_ms_before;
   phases_.bind -= phases_.weight_uploads;

@@ -86,6 +86,25 @@ struct SharedNodePlan {
   std::vector<std::list<CachedDispatch>> dispatches;  // per launch, most recently used first
 };
 
+// A node's latest planning in a session (plan_nodes, with sharing): what its planner saw of its inputs and
+// what came of it. The next planning of that node whose inputs are the same (types, shapes and plan-time
+// values of every input that is not a graph constant) takes the result instead of running the node's host
+// evaluation, plan-key lookup or planner again: a decoder step replans only the nodes its longer past
+// reaches (docs/decoding.md, "Unchanged nodes"). Everything else a planner sees is the same by construction
+// for one session's nodes (PlanSharing::latest_planning says why).
+struct PlannedNodeRecord {
+  // Per node input, aligned with node.inputs (entries of absent inputs and graph constants unused).
+  std::vector<ops::TensorDesc> input_descs;
+  std::vector<std::optional<Tensor>> input_values;
+  bool folded = false;
+  // Folded: every output's description and host value (aligned with node.outputs).
+  std::vector<ops::TensorDesc> output_descs;
+  std::vector<std::optional<Tensor>> output_values;
+  // A GPU node's plan. Weak: the record keeps no plan alive that neither a plan nor the node-plan LRU holds
+  // (its prepacked constants stay counted as before); an expired one is planned again.
+  std::weak_ptr<SharedNodePlan> plan;
+};
+
 // What the plans of one session share.
 // - Kernel plans by node and by what the planner saw of the node's inputs (types, shapes, and the values
 // known
@@ -117,8 +136,20 @@ class PlanSharing {
   // Device bytes of the constants that plans hold now.
   uint64_t constant_bytes();
 
+  // The latest planning of `node` (a node of the session's graph or of an If branch in it, not of an
+  // unrolled Loop or Scan), or null; only while reuse_unchanged_nodes. A planner's result is a function of
+  // what PlannedNodeRecord compares and of the node (its attributes and run-status tag: the same node), the
+  // device's capabilities (one device per session), the registry (the builtin one) and the GEMM tuning table
+  // (which gains entries only for problems no plan has planned yet, and is replaced with these records when
+  // Session::tune changes it), so a record whose inputs match is the plan the planner would make again.
+  PlannedNodeRecord* latest_planning(const graph::Node* node);
+  void record_planning(const graph::Node* node, PlannedNodeRecord record);
+  // Off: every node is planned again at every planning (SessionOptions::reuse_unchanged_nodes, to compare).
+  bool reuse_unchanged_nodes = true;
+
  private:
   size_t per_node_;
+  std::unordered_map<const graph::Node*, PlannedNodeRecord> latest_;
   std::unordered_map<const graph::Node*, std::list<std::pair<std::string, std::shared_ptr<SharedNodePlan>>>>
       entries_;
   std::unordered_map<std::string, std::weak_ptr<const gpu::Buffer>> constants_;
@@ -135,11 +166,16 @@ struct NodePlans {
     ops::OpPlan plan;         // without sharing
     std::shared_ptr<SharedNodePlan> shared;  // with sharing (then `plan` is empty)
     bool reused = false;                     // `shared` was planned for an earlier plan
+    bool unchanged = false;  // taken from the node's latest planning, its inputs the same (PlannedNodeRecord)
     const ops::OpPlan& op_plan() const { return shared ? shared->plan : plan; }
   };
   std::vector<GpuNode> gpu_nodes;
   size_t reused = 0;      // gpu_nodes whose plan was planned for an earlier plan
   size_t host_nodes = 0;  // nodes computed on the host (folded), in If branches too
+  // Of gpu_nodes and host_nodes: taken unchanged from their latest planning (no host evaluation, key or
+  // planner), and the others (evaluated on the host, or looked up by key and planned if new).
+  size_t unchanged = 0;
+  size_t replanned = 0;
   // An If planned as its taken branch: its output `value` is the branch's output `source` (the same memory,
   // or the same host value), for the nodes from gpu_nodes[step] on.
   struct Alias {
@@ -280,6 +316,7 @@ class ExecutionPlan {
   const PlanPhases& phases() const { return phases_; }
 
  private:
+  struct Builder;  // the constructor's phases (execution_plan.cpp)
   // The node plan's bound dispatch of `launch` for these slices: shared with an earlier plan that bound the
   // same buffers, or made now (the node plan keeps `capacity` per launch).
   std::shared_ptr<gpu::BoundDispatch> shared_dispatch(SharedNodePlan& node_plan, size_t launch,

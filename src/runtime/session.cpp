@@ -188,6 +188,7 @@ void Session::Impl::load(graph::Graph imported) {
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
   node_plans = std::make_unique<runtime::PlanSharing>(options.max_cached_plans);
+  node_plans->reuse_unchanged_nodes = options.reuse_unchanged_nodes;
   run_status = std::make_unique<runtime::RunStatus>(*device);
   init_tuning();
   if (options.profiling) {
@@ -428,6 +429,8 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
                           nullptr, node_plans.get(), &tuning, &stage_end);
   if (stage_end) return nullptr;
   const double kernel_plans_ms = ms_since(start);
+  stats.last_plan_unchanged_nodes = planned.unchanged;
+  stats.last_plan_replanned_nodes = planned.replanned;
   stats.last_plan_gemms = planned_gemms;
   stats.last_plan_tuned_gemms = planned_tuned_gemms;
   // A cached plan with the same kernels serves these sizes too (respecialized), unless one of them served
@@ -711,6 +714,8 @@ TuneReport Session::tune(const std::map<std::string, Tensor>& inputs, const Tune
     s.plans.clear();
     s.plan_index.clear();
     s.node_plans = std::make_unique<runtime::PlanSharing>(s.options.max_cached_plans);
+    s.node_plans->reuse_unchanged_nodes = s.options.reuse_unchanged_nodes;
+    s.staged.reset();  // its plans and node plans were made with the old table (and it points at the old one)
     s.stats.cached_plans = 0;
   };
   try {

@@ -4,6 +4,9 @@
 // (SessionOptions::respecialize_plans off, the path as it was): every output must be bit for bit the same,
 // and the stats must say how many signatures were planned in full and how many respecialized. The decoder
 // loops' results against PyTorch's are tests/gpu/test_decoder_loop.cpp's (which runs through this path).
+// Unchanged nodes (SessionOptions::reuse_unchanged_nodes) are checked the same way: the loops with them,
+// without them, and with a full plan per step give the same bytes; the per-node check is
+// test_plan_node_reuse.cpp's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <random>
 
 #include "core/npy.h"
+#include "wgi/environment.h"
 #include "wgi/session.h"
 
 namespace wgi {
@@ -57,12 +61,17 @@ struct DecoderLoop {
 struct LoopRun {
   std::vector<std::map<std::string, Tensor>> outputs;  // per step, every output downloaded
   SessionStats stats;
+  std::vector<SessionStats> step_stats;  // after each step
 };
 
-LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps) {
+// On `environment` when given (sessions of one model then share compiled pipelines).
+LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps, bool reuse_unchanged = true,
+                 const Environment* environment = nullptr) {
   SessionOptions options;
   options.respecialize_plans = respecialize;
-  Session session = Session::from_file(loop.file, options);
+  options.reuse_unchanged_nodes = reuse_unchanged;
+  Session session = environment ? Session::from_file(loop.file, *environment, options)
+                                : Session::from_file(loop.file, options);
   std::map<std::string, Value> inputs;
   for (const auto& [name, tensor] : loop.first) inputs[name] = tensor;
   RunOptions keep;
@@ -78,6 +87,7 @@ LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps) {
       if (name.rfind("present_", 0) == 0) inputs["past_" + name.substr(8)] = std::move(value);
     }
     result.outputs.push_back(std::move(downloaded));
+    result.step_stats.push_back(session.stats());
   }
   result.stats = session.stats();
   return result;
@@ -161,6 +171,48 @@ TEST(PlanRespecialize, MergedDecoderLoopPlansTheStepOnceAndMatchesFullPlans) {
   // plan, planned once more when its regions double (as above).
   EXPECT_EQ(fast.stats.plans, 3u);
   EXPECT_EQ(fast.stats.respecialized_plans, static_cast<size_t>(kSteps - 3));
+}
+
+// The loop with unchanged nodes taken from their latest planning (the default), without, and with a full plan
+// per step (no respecializing, no unchanged nodes): the same bytes and the same plans. From the second
+// one-token step on (the first follows the prompt: other shapes, or the If's other branch), every step has a
+// longer past: most nodes are taken unchanged, and the others (the attention over the past, its concats and
+// masks) are planned again, so that each step counts every node once.
+void expect_unchanged_nodes(const DecoderLoop& loop, int steps) {
+  const Environment environment = Environment::create();
+  const LoopRun on = run_loop(loop, true, steps, true, &environment);
+  const LoopRun off = run_loop(loop, true, steps, false, &environment);
+  const LoopRun full = run_loop(loop, false, steps, false, &environment);
+  expect_same_outputs(on, off);
+  expect_same_outputs(on, full);
+  EXPECT_EQ(on.stats.plans, off.stats.plans);
+  EXPECT_EQ(on.stats.respecialized_plans, off.stats.respecialized_plans);
+  EXPECT_EQ(full.stats.plans, static_cast<size_t>(steps));
+  size_t checked = 0;
+  for (int step = 2; step < steps; ++step) {
+    const SessionStats &a = on.step_stats[static_cast<size_t>(step)],
+                       &b = off.step_stats[static_cast<size_t>(step)];
+    const SessionStats& before = on.step_stats[static_cast<size_t>(step - 1)];
+    // A new signature at every step (past_len grows), so the last_plan_* fields are this step's.
+    ASSERT_EQ(a.plans + a.respecialized_plans, before.plans + before.respecialized_plans + 1)
+        << "step " << step;
+    EXPECT_EQ(b.last_plan_unchanged_nodes, 0u) << "step " << step;
+    EXPECT_EQ(full.step_stats[static_cast<size_t>(step)].last_plan_unchanged_nodes, 0u) << "step " << step;
+    EXPECT_EQ(a.last_plan_unchanged_nodes + a.last_plan_replanned_nodes, b.last_plan_replanned_nodes)
+        << "step " << step;
+    EXPECT_GT(a.last_plan_unchanged_nodes, a.last_plan_replanned_nodes) << "step " << step;
+    EXPECT_GT(a.last_plan_replanned_nodes, 0u) << "step " << step;
+    ++checked;
+  }
+  EXPECT_GE(checked, 3u);
+}
+
+TEST(PlanRespecialize, SplitDecoderLoopTakesUnchangedNodesAndMatchesFullPlans) {
+  expect_unchanged_nodes(cached_cross_loop(), 6);
+}
+
+TEST(PlanRespecialize, MergedDecoderLoopTakesUnchangedNodesAndMatchesFullPlans) {
+  expect_unchanged_nodes(merged_loop(), 6);
 }
 
 // tiny_transformer with a token count that changes: where its regions have no room (3 -> 4 tokens, a third

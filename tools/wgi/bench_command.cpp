@@ -132,6 +132,7 @@ struct DecodeStep {
   double plan_ms = 0;        // 0: the step reused a cached plan
   double node_plans_ms = 0;  // of plan_ms: the node planners (run before a plan is made or respecialized)
   size_t reused = 0, gpu_nodes = 0;
+  size_t unchanged = 0, replanned = 0;  // nodes taken from their latest planning / planned or folded again
   char plan = '-';  // 'P': planned in full, 'R': a cached plan respecialized, '-': a cached plan as it was
 };
 
@@ -174,6 +175,8 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
       record.node_plans_ms = st.last_plan_kernel_plans_ms;
       record.reused = st.last_plan_reused_nodes;
       record.gpu_nodes = st.last_plan_gpu_nodes;
+      record.unchanged = st.last_plan_unchanged_nodes;
+      record.replanned = st.last_plan_replanned_nodes;
     }
     out.push_back(record);
   }
@@ -184,13 +187,17 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const De
   std::cout << "decode:     " << steps.size() << " greedy steps, key/values "
             << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)")
             << "\n"
-            << "  step  past_len        ms   planning ms  plan  node plans reused\n";
+            << "  step  past_len        ms   planning ms  plan  node plans reused  nodes unchanged\n";
   std::vector<double> later, later_plan, later_node_plans;
   for (size_t i = 0; i < steps.size(); ++i) {
     const DecodeStep& s = steps[i];
     std::cout << std::setw(6) << i << std::setw(10) << s.past_len << std::setw(10) << s.ms << std::setw(14)
               << s.plan_ms << std::setw(6) << s.plan;
-    if (s.gpu_nodes) std::cout << "  " << s.reused << "/" << s.gpu_nodes;
+    if (s.gpu_nodes) {
+      std::cout << "  " << std::setw(17) << std::left
+                << (std::to_string(s.reused) + "/" + std::to_string(s.gpu_nodes)) << std::right << s.unchanged
+                << "/" << s.unchanged + s.replanned;
+    }
     std::cout << "\n";
     if (i > 0) {
       later.push_back(s.ms);
@@ -202,7 +209,8 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const De
   if (!later.empty()) {
     std::cout << "later:      median " << percentile(later, 0.5) << " ms, p90 " << percentile(later, 0.9)
               << " ms, min " << *std::min_element(later.begin(), later.end()) << " ms over " << later.size()
-              << " steps (planning median " << percentile(later_plan, 0.5) << " ms, of which node planners "
+              << " steps (planning median " << percentile(later_plan, 0.5)
+              << " ms, of which node plans (plan_nodes: shapes, folding, planners of changed nodes) "
               << percentile(later_node_plans, 0.5) << " ms)\n";
   }
   std::cout << "plans:      " << plans.made << " made, " << plans.respecialized << " respecialized over "
