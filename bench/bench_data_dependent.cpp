@@ -38,15 +38,8 @@ using wgi::Tensor;
 using wgi::runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
 
-wgi::gpu::Device& device() {
-  static std::shared_ptr<wgi::gpu::Device> d = wgi::gpu::Device::create();
-  return *d;
-}
-
-bool large() {
-  const char* v = std::getenv("WGI_BENCH_SIZE");
-  return v && std::string(v) == "large";
-}
+using wgi::bench::device;
+using wgi::bench::large;
 
 // Corner boxes [1, n, 4] (y1, x1, y2, x2) of sides 4-40 in a field whose area grows with n, so that a box
 // overlaps a few others whatever n is.

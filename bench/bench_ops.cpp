@@ -38,15 +38,8 @@ using wgi::Shape;
 using wgi::Tensor;
 using wgi::runtime::NodeInput;
 
-wgi::gpu::Device& device() {
-  static std::shared_ptr<wgi::gpu::Device> d = wgi::gpu::Device::create();
-  return *d;
-}
-
-bool large() {
-  const char* v = std::getenv("WGI_BENCH_SIZE");
-  return v && std::string(v) == "large";
-}
+using wgi::bench::device;
+using wgi::bench::large;
 
 // The node prepared on the benchmark device, or null with the benchmark marked skipped and the planner's
 // reason (a forced kernel that cannot run the shape on this adapter).

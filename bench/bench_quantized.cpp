@@ -27,15 +27,8 @@ namespace {
 using wgi::runtime::NodeInput;
 using Inputs = std::vector<std::optional<NodeInput>>;
 
-wgi::gpu::Device& device() {
-  static std::shared_ptr<wgi::gpu::Device> d = wgi::gpu::Device::create();
-  return *d;
-}
-
-bool large() {
-  const char* v = std::getenv("WGI_BENCH_SIZE");
-  return v && std::string(v) == "large";
-}
+using wgi::bench::device;
+using wgi::bench::large;
 
 void run_form(benchmark::State& state, const std::string& form) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);

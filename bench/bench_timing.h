@@ -1,16 +1,32 @@
-// The benchmarks' GPU timing: runs encoded many times into one submission, so that submission latency is
-// amortised, timed as Google Benchmark's manual time (one benchmark iteration is one run).
+// What the benchmarks share: their device, the size switch, and GPU timing (runs encoded many times into one
+// submission, so that submission latency is amortised, timed as Google Benchmark's manual time; one
+// benchmark iteration is one run).
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "gpu/commands.h"
 #include "gpu/device.h"
 
 namespace wgi::bench {
+
+// The benchmarks' one device, made on first use.
+inline gpu::Device& device() {
+  static std::shared_ptr<gpu::Device> d = gpu::Device::create();
+  return *d;
+}
+
+// WGI_BENCH_SIZE=large: the sizes of the H200 campaigns instead of the CPU adapters' small ones.
+inline bool large() {
+  const char* v = std::getenv("WGI_BENCH_SIZE");
+  return v && std::string(v) == "large";
+}
 
 // `encode(batch)` records one run. Chooses enough runs per submission for about 20 ms of GPU work (at most
 // `max_runs`), then times submissions of that many until `state` has enough iterations. Returns the runs per
