@@ -116,9 +116,10 @@ TEST(SiglipTokenizer, UnigramEqualsLibsentencepiece) {
   const auto spm =
       wgi::pipelines::SentencePieceModel::load(wgi::npy::read_file(kTiny / "spiece.model"), "spiece.model");
   // The pieces' scores as tokenizer.json has them (the unknown piece's: min - 10, as both models score it).
+  // The parsed document is held here: a range-for over a member of the temporary would read freed memory.
+  const wgi::json::Value tokenizer_json = wgi::json::parse(wgi::npy::read_file(kTiny / "tokenizer.json"));
   std::vector<double> scores;
-  for (const auto& entry :
-       wgi::json::parse(wgi::npy::read_file(kTiny / "tokenizer.json")).find("model")->find("vocab")->array) {
+  for (const auto& entry : tokenizer_json.find("model")->find("vocab")->array) {
     scores.push_back(entry.array[1].number);
   }
   ASSERT_EQ(scores.size(), spm.size());
