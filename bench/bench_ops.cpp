@@ -304,9 +304,5 @@ void register_forced_kernels() {
 
 int main(int argc, char** argv) {
   register_forced_kernels();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return wgi::bench::run_benchmarks(argc, argv);
 }

@@ -88,9 +88,5 @@ void register_benchmarks() {
 
 int main(int argc, char** argv) {
   register_benchmarks();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return wgi::bench::run_benchmarks(argc, argv);
 }

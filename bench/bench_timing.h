@@ -28,6 +28,15 @@ inline bool large() {
   return v && std::string(v) == "large";
 }
 
+// Google Benchmark's main after the program has registered its benchmarks: 1 for an unknown flag.
+inline int run_benchmarks(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
 // `encode(batch)` records one run. Chooses enough runs per submission for about 20 ms of GPU work (at most
 // `max_runs`), then times submissions of that many until `state` has enough iterations. Returns the runs per
 // submission (the runs_per_submit counter).
