@@ -54,6 +54,9 @@
 # files_tests: the round of the files users ship (fp16, q4, q8 variants, If, new ops): the whole GPU test suite
 #         and ONNX's node tests on the H200, then the quantized products (wgi_bench_quantized) next to the float32
 #         Gemm of the same shapes.
+# decode_rnn: decoder loops (32 steps) with and without respecialized plans; the recurrent layers against
+#         cuDNN; the data-dependent ops (NMS, TopK) against torch / torchvision on CUDA.
+# fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
 #         SigLIP in fp32 and fp16, each checked against onnxruntime CPU once.
@@ -451,6 +454,12 @@ PY
         done
       done
     done
+    # The fp16 files with the pass that keeps their compute in float32 (docs/float16.md) turned off: A/B.
+    for b in florence2_vision_base_opset17 siglip_vision_base_opset17; do
+      stamp "wgi bench ${b}_fp16.onnx without compute_float16_in_float32"
+      WGI_DISABLE_PASSES=compute_float16_in_float32 timeout 60 wgi bench "$v/${b}_fp16.onnx" --random-inputs 1 \
+        --dim batch=1 --runs 30 2>&1 | grep -E '^(run|graph|weights|memory)'
+    done
     for f in "$models/bart_decoder_cached_cross_base_opset17/model.onnx" \
       "$v/bart_decoder_cached_cross_base_opset17_q4.onnx" "$models/bart_decoder_base_opset17/model.onnx" \
       "$v/bart_decoder_base_opset17_q4.onnx"; do
@@ -487,6 +496,18 @@ for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
 PY
     stamp done
   } >"$out/files_models.txt" 2>&1
+elif [[ $mode == fp16_profile ]]; then
+  # Where DaViT-base's fp16 file spends the time its fp32 file does not: per-node GPU times of both, side by
+  # side (needs .device/models/florence2_vision_base_opset17, as `models` packs it).
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  d=$models/florence2_vision_base_opset17
+  timeout 120 python3 tests/models/fill_weights.py "$models" | tail -1
+  timeout 120 python3 tests/models/variants_fp16.py "$d/model.onnx" "$d/model_fp16.onnx" | tail -1
+  for f in model model_fp16; do
+    stamp "profile $f"
+    timeout 90 wgi bench "$d/$f.onnx" --random-inputs 1 --dim batch=1 --runs 10 --profile >"$out/profile_$f.txt" 2>&1
+    grep -E '^(run|graph)' "$out/profile_$f.txt"
+  done
 elif [[ $mode == decode_rnn ]]; then
   # Decoder loops with and without respecialized plans (issue 21 item 4) and the recurrent layers against
   # PyTorch's cuDNN RNNs (issue 17's speed item), in one call.
@@ -510,6 +531,12 @@ elif [[ $mode == decode_rnn ]]; then
     stamp recurrent: torch
     timeout 120 python3 bench/recurrent_torch_peer.py >"$out/torch_recurrent.jsonl" 2>&1
     python3 bench/compare.py "$out/wgi_recurrent.json" "$out/torch_recurrent.jsonl" 2>&1
+    # Data-dependent output sizes (issue 17): NMS over 10k boxes, TopK over 50k rows, read-back included.
+    stamp data-dependent ops
+    mkdir -p tests/data/models/dynamic_shapes  # the staged benchmark's model, carried when tests/data is not
+    [[ -f .device/nms_gather.onnx ]] && cp -n .device/nms_gather.onnx tests/data/models/dynamic_shapes/
+    WGI_BENCH_SIZE=large timeout 120 wgi_bench_data_dependent --benchmark_min_time=0.1 2>&1 | tail -20
+    stamp data-dependent ops: torch; timeout 60 python3 bench/data_dependent_torch_peer.py 2>&1
     stamp done
   } >"$out/decode_rnn.txt" 2>&1
 elif [[ $mode == pipelines ]]; then

@@ -23,7 +23,7 @@ rm -rf .device
 args=()
 [[ $mode == models || $mode == pipelines ]] && args+=(--peers)
 bins=(build/release/wgi build/release/wgi_bench_ops)
-[[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent)
+[[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent build/release/wgi_bench_data_dependent)
 [[ $mode == pipelines ]] && bins=(build/release/wgi)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
@@ -36,7 +36,7 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
 # Models: graph + small tensors + inputs + float64 references; the 360 MB weight files are rebuilt there.
 # The vision models' pixel inputs are numpy's first and second draws from the generator's seed
 # (florence_siglip.py's build_cases), regenerated there instead of carried (7 MB).
-[[ $mode == models ]] && mkdir -p .device/models
+[[ $mode == models ]] && mkdir -p .device/models && cp tests/data/models/dynamic_shapes/nms_gather.onnx .device/
 [[ $mode == models ]] && for dir in build/models-large/*_opset17; do
   name=$(basename "$dir")
   mkdir -p ".device/models/$name"
