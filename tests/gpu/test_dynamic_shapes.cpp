@@ -322,7 +322,7 @@ TEST(DynamicShapes, NonMaxSuppressionThenGatherMatchesOnnxruntime) {
 // Tolerances: float32 rounding through a network of this depth (measured 3e-7 and 3e-5 on both CPU
 // adapters), 1e-5 absolute on scores in [0, 1] and 2e-3
 // on box coordinates in pixels of [0, 160].
-TEST(DynamicShapes, HeavyTorchvisionSsdliteMatchesOnnxruntime) {
+TEST(DynamicShapes, TorchvisionSsdliteMatchesOnnxruntime) {
   const fs::path dir = fs::path(WGI_TEST_DATA_DIR) / "models" / "torchvision_detection";
   const fs::path model = dir / "ssdlite_tiny.onnx";
   const Tensor image = npy::load(dir / "image.npy");
