@@ -230,6 +230,30 @@ struct Tokenizer::State {
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
 
+  // Reading tokenizer.json, section by section (Tokenizer::from_json calls them in this order).
+  struct ModelVocabulary {
+    const Value* bpe_vocab = nullptr;  // the BPE model's vocab object; null for Unigram
+    size_t id_limit = 0;               // ids at or above it are a corrupt file, not a reason to allocate
+  };
+  ModelVocabulary read_model(const Value& model, size_t added_tokens, const Reader& r);
+  void read_added_tokens(const Value& added_tokens, size_t id_limit, const Reader& r);
+  void read_pre_tokenizer(const Value& pre, const Reader& r);
+  void read_bpe_tables(const Value& model, const Value& vocab, const Reader& r);
+  void read_decoder_chain(const Value& value, const Reader& r);
+  void read_post_processor(const Value& post, const Reader& r);
+  void read_tokenizer_config(std::string_view tokenizer_config_json);
+
+  void set_id(const std::string& token, int32_t id) {
+    if (id_to_token.size() <= static_cast<size_t>(id)) id_to_token.resize(static_cast<size_t>(id) + 1);
+    id_to_token[static_cast<size_t>(id)] = token;
+    token_to_id[token] = id;
+  }
+  int32_t id_of_token(const Reader& r, const std::string& key, const std::string& token) const {
+    auto it = token_to_id.find(token);
+    if (it == token_to_id.end()) r.fail(key, "names '" + token + "', which is not in the vocabulary");
+    return it->second;
+  }
+
   int32_t intern(const std::string& token) {
     auto [it, inserted] = symbol_of.emplace(token, static_cast<int32_t>(symbol_id.size()));
     if (inserted) symbol_id.push_back(-1);
@@ -545,6 +569,289 @@ void read_decoder(const Value& v, const Reader& r, const std::string& path, std:
 
 }  // namespace
 
+Tokenizer::State::ModelVocabulary Tokenizer::State::read_model(const Value& model, size_t added_tokens,
+                                                               const Reader& r) {
+  const std::string model_type = r.text(model, "model", "type", "BPE");
+  if (model_type != "BPE" && model_type != "Unigram") {
+    r.fail("model.type", "must be \"BPE\" or \"Unigram\", found \"" + model_type + "\"");
+  }
+  ModelVocabulary vocabulary;
+  size_t model_tokens = 0;
+  if (model_type == "Unigram") {
+    unigram.emplace(UnigramModel::from_json(model, r));
+    const std::vector<std::string>& pieces = unigram->pieces();
+    model_tokens = pieces.size();
+    // Later pieces win a repeated string, as transformers.js's tokens_to_ids does.
+    for (size_t i = 0; i < pieces.size(); ++i) set_id(pieces[i], static_cast<int32_t>(i));
+    unk_id = unigram->unk_id();
+  } else {
+    // BPE with its vocabulary and merges.
+    for (const char* key : {"continuing_subword_prefix", "continuing_subword_suffix", "end_of_word_suffix"}) {
+      const Value* v = model.find(key);
+      if (v && !v->is(Value::Type::Null) && !(v->is(Value::Type::String) && v->string.empty())) {
+        r.fail(std::string("model.") + key, "must be empty or null (wgi's BPE has no subword markers)");
+      }
+    }
+    byte_fallback = r.flag(model, "model", "byte_fallback", false);
+    fuse_unk = r.flag(model, "model", "fuse_unk", false);
+    if (const Value* v = model.find("dropout"); v && !v->is(Value::Type::Null)) {
+      r.fail("model.dropout", "must be null (dropout is for training)");
+    }
+    ignore_merges = r.flag(model, "model", "ignore_merges", false);
+    vocabulary.bpe_vocab = &r.member(model, "model", "vocab", Value::Type::Object);
+    if (vocabulary.bpe_vocab->object.empty()) r.fail("model.vocab", "is empty");
+    model_tokens = vocabulary.bpe_vocab->object.size();
+  }
+  // The id table is allocated up to the largest id: ids far beyond the number of tokens are a corrupt file
+  // (real ones are dense), not a reason to allocate gigabytes.
+  vocabulary.id_limit = 2 * (model_tokens + added_tokens) + 256;
+  if (vocabulary.bpe_vocab) {
+    for (const json::Member& m : vocabulary.bpe_vocab->object) {
+      const int32_t id = r.id(m.value, "model.vocab." + m.key, vocabulary.id_limit);
+      if (static_cast<size_t>(id) < id_to_token.size() && id_to_token[static_cast<size_t>(id)]) {
+        r.fail("model.vocab." + m.key, "has id " + std::to_string(id) + ", which '" +
+                                           *id_to_token[static_cast<size_t>(id)] + "' has too");
+      }
+      set_id(m.key, id);
+    }
+  }
+  return vocabulary;
+}
+
+// Added tokens: matched in text before the model, their ids over the model's. A normalized one (with a
+// normalizer) is matched in the normalized text, by its normalized content.
+void Tokenizer::State::read_added_tokens(const Value& added_tokens, size_t id_limit, const Reader& r) {
+  for (size_t i = 0; i < added_tokens.array.size(); ++i) {
+    const std::string key = "added_tokens[" + std::to_string(i) + "]";
+    const Value& t = r.typed(added_tokens.array[i], key, Value::Type::Object);
+    AddedToken token;
+    token.content = r.member(t, key, "content", Value::Type::String).string;
+    if (token.content.empty()) r.fail(key + ".content", "is empty");
+    unicode::decode_utf8(token.content, "tokenizer.json: '" + key + ".content'");
+    token.id = r.id(r.member(t, key, "id"), key + ".id", id_limit);
+    token.special = r.flag(t, key, "special", false);
+    token.lstrip = r.flag(t, key, "lstrip", false);
+    token.rstrip = r.flag(t, key, "rstrip", false);
+    token.normalized = r.flag(t, key, "normalized", !token.special);
+    set_id(token.content, token.id);
+    added_by_content[token.content] = added.size();
+    if (token.normalized && !normalizer.empty()) {
+      const std::string normalized = normalizer.normalize(token.content);
+      if (!normalized.empty()) {
+        added_by_content[normalized] = added.size();
+        normalized_splitter.add(normalized, added.size());
+      }
+    } else {
+      splitter.add(token.content, added.size());
+    }
+    if (token.special) special.insert(token.content);
+    added.push_back(std::move(token));
+  }
+}
+
+// Pre-tokenizer: ByteLevel (byte-level BPE), Metaspace or none.
+void Tokenizer::State::read_pre_tokenizer(const Value& pre, const Reader& r) {
+  std::string pre_type = "null";
+  if (!pre.is(Value::Type::Null)) {
+    r.typed(pre, "pre_tokenizer", Value::Type::Object);
+    pre_type = r.member(pre, "pre_tokenizer", "type", Value::Type::String).string;
+  }
+  if (pre_type == "ByteLevel") {
+    if (unigram) r.fail("pre_tokenizer.type", "is \"ByteLevel\", which wgi takes with a BPE model only");
+    pre_tokenizer = PreTokenizer::ByteLevel;
+    add_prefix_space = r.flag(pre, "pre_tokenizer", "add_prefix_space", false);
+    use_regex = r.flag(pre, "pre_tokenizer", "use_regex", true);
+  } else if (pre_type == "Metaspace") {
+    pre_tokenizer = PreTokenizer::Metaspace;
+    metaspace = r.text(pre, "pre_tokenizer", "replacement", "\u2581");
+    if (metaspace.empty()) r.fail("pre_tokenizer.replacement", "is empty");
+    if (const Value* rep = pre.find("str_rep"); rep && !rep->is(Value::Type::Null)) {
+      if (!rep->is(Value::Type::String) || rep->string != metaspace)
+        r.fail("pre_tokenizer.str_rep", "must equal replacement");
+    }
+    const std::string scheme = r.text(pre, "pre_tokenizer", "prepend_scheme", "always");
+    if (scheme == "always") {
+      prepend = Prepend::Always;
+    } else if (scheme == "first") {
+      prepend = Prepend::First;
+    } else if (scheme == "never") {
+      prepend = Prepend::Never;
+    } else {
+      r.fail("pre_tokenizer.prepend_scheme",
+             "must be \"always\", \"first\" or \"never\", found \"" + scheme + "\"");
+    }
+    // The tokenizers library splits at each replacement when split is true, transformers.js 4.3 does not:
+    // wgi takes only the case where both agree.
+    if (r.flag(pre, "pre_tokenizer", "split", false)) {
+      r.fail("pre_tokenizer.split",
+             "must be false (transformers.js and the tokenizers library split differently when it is true)");
+    }
+  } else if (pre_type == "null") {
+    pre_tokenizer = PreTokenizer::None;
+  } else {
+    r.fail("pre_tokenizer.type",
+           "must be \"ByteLevel\", \"Metaspace\" or the pre_tokenizer null, found \"" + pre_type + "\"");
+  }
+  byte_level = pre_tokenizer == PreTokenizer::ByteLevel;
+}
+
+// A BPE model's tables: each token's bytes (byte-level), the byte-fallback ids, the unknown token, and the
+// symbols with the merges between them.
+void Tokenizer::State::read_bpe_tables(const Value& model, const Value& vocab, const Reader& r) {
+  const ByteAlphabet& alphabet = byte_alphabet();
+  if (byte_level) {
+    // Every other token must be spelled in the byte alphabet, or decoding it would have no bytes to give.
+    token_bytes.resize(id_to_token.size());
+    for (const json::Member& m : vocab.object) {
+      if (added_by_content.count(m.key)) continue;
+      std::string& bytes = token_bytes[static_cast<size_t>(token_to_id.at(m.key))];
+      for (char32_t cp : unicode::decode_utf8(m.key, "tokenizer.json: a 'model.vocab' token")) {
+        auto it = alphabet.char_to_byte.find(cp);
+        if (it == alphabet.char_to_byte.end()) {
+          std::ostringstream hex;
+          hex << std::hex << std::uppercase << static_cast<uint32_t>(cp);
+          r.fail("model.vocab." + m.key,
+                 "has a character outside the ByteLevel alphabet (U+" + hex.str() + ")");
+        }
+        bytes += static_cast<char>(it->second);
+      }
+    }
+  } else {
+    for (const json::Member& m : vocab.object)
+      unicode::decode_utf8(m.key, "tokenizer.json: a 'model.vocab' token");
+  }
+  if (byte_fallback && byte_level) {
+    r.fail("model.byte_fallback", "must be false with a ByteLevel pre-tokenizer (every byte has a token)");
+  }
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    auto it = token_to_id.find(name);
+    byte_fallback_ids[static_cast<size_t>(b)] = it == token_to_id.end() ? -1 : it->second;
+  }
+
+  if (const Value* unk = model.find("unk_token"); unk && !unk->is(Value::Type::Null)) {
+    unk_id = id_of_token(r, "model.unk_token", r.typed(*unk, "model.unk_token", Value::Type::String).string);
+  }
+
+  // Symbols: the token strings, then the merges between them.
+  for (const json::Member& m : vocab.object) intern(m.key);
+  const Value& merge_list = r.member(model, "model", "merges", Value::Type::Array);
+  for (size_t i = 0; i < merge_list.array.size(); ++i) {
+    const std::string key = "model.merges[" + std::to_string(i) + "]";
+    const Value& m = merge_list.array[i];
+    std::string a, b;
+    if (m.is(Value::Type::String)) {
+      const size_t space = m.string.find(' ');
+      if (space == std::string::npos || space == 0 || space + 1 == m.string.size()) {
+        r.fail(key, "must be two tokens separated by a space, found \"" + m.string + "\"");
+      }
+      a = m.string.substr(0, space);
+      b = m.string.substr(space + 1);
+    } else if (m.is(Value::Type::Array) && m.array.size() == 2 && m.array[0].is(Value::Type::String) &&
+               m.array[1].is(Value::Type::String)) {
+      a = m.array[0].string;
+      b = m.array[1].string;
+    } else {
+      r.fail(key, "must be a string \"a b\" or an array of two strings");
+    }
+    const int32_t sa = intern(a), sb = intern(b), merged = intern(a + b);
+    // A repeated merge is a malformed file (transformers.js would silently keep its last rank).
+    if (!merges.emplace(pair_key(sa, sb), Merge{static_cast<int32_t>(i), merged}).second) {
+      r.fail(key, "repeats the merge \"" + a + " " + b + "\"");
+    }
+  }
+  for (const auto& [token, symbol] : symbol_of) {
+    if (auto it = token_to_id.find(token); it != token_to_id.end())
+      symbol_id[static_cast<size_t>(symbol)] = it->second;
+  }
+  for (int b = 0; b < 256; ++b) {
+    auto it = symbol_of.find(alphabet.byte_to_text[static_cast<size_t>(b)]);
+    byte_symbol[static_cast<size_t>(b)] = it == symbol_of.end() ? -1 : it->second;
+  }
+}
+
+// Decoder: ByteLevel for a ByteLevel pre-tokenizer; else a chain on the token strings.
+void Tokenizer::State::read_decoder_chain(const Value& value, const Reader& r) {
+  if (!value.is(Value::Type::Null)) read_decoder(value, r, "decoder", decoder);
+  const bool byte_level_decoder = std::any_of(decoder.begin(), decoder.end(), [](const DecoderStep& d) {
+    return d.kind == DecoderStep::Kind::ByteLevel;
+  });
+  if (byte_level && (decoder.size() != 1 || !byte_level_decoder)) {
+    r.fail("decoder", "must be ByteLevel alone for a ByteLevel pre-tokenizer");
+  }
+  if (!byte_level && byte_level_decoder) {
+    r.fail("decoder", "is ByteLevel, which wgi takes with a ByteLevel pre-tokenizer only");
+  }
+}
+
+// Post-processor: RobertaProcessing's <s> text </s>, TemplateProcessing's single template, or none.
+void Tokenizer::State::read_post_processor(const Value& post, const Reader& r) {
+  if (post.is(Value::Type::Null)) return;
+  r.typed(post, "post_processor", Value::Type::Object);
+  const Value& type = r.member(post, "post_processor", "type", Value::Type::String);
+  if (type.string == "RobertaProcessing") {
+    const auto special_of = [&](const char* key) {
+      const Value& v = r.member(post, "post_processor", key, Value::Type::Array);
+      const std::string path = std::string("post_processor.") + key;
+      if (v.array.size() != 2 || !v.array[0].is(Value::Type::String)) r.fail(path, "must be [token, id]");
+      return id_of_token(r, path, v.array[0].string);
+    };
+    prefix_ids = {special_of("cls")};
+    suffix_ids = {special_of("sep")};
+  } else if (type.string == "TemplateProcessing") {
+    // transformers.js puts each SpecialToken's id (a token string) around the text's tokens.
+    const Value& single = r.member(post, "post_processor", "single", Value::Type::Array);
+    bool seen_text = false;
+    for (size_t i = 0; i < single.array.size(); ++i) {
+      const std::string key = "post_processor.single[" + std::to_string(i) + "]";
+      const Value& item = r.typed(single.array[i], key, Value::Type::Object);
+      if (const Value* special_token = item.find("SpecialToken")) {
+        const std::string& token =
+            r.member(r.typed(*special_token, key + ".SpecialToken", Value::Type::Object),
+                     key + ".SpecialToken", "id", Value::Type::String)
+                .string;
+        (seen_text ? suffix_ids : prefix_ids).push_back(id_of_token(r, key + ".SpecialToken.id", token));
+      } else if (const Value* sequence = item.find("Sequence")) {
+        const std::string& id = r.member(r.typed(*sequence, key + ".Sequence", Value::Type::Object),
+                                         key + ".Sequence", "id", Value::Type::String)
+                                    .string;
+        if (id != "A" || seen_text) r.fail(key + ".Sequence.id", "must be \"A\", once (one text is encoded)");
+        seen_text = true;
+      } else {
+        r.fail(key, "must be a SpecialToken or a Sequence");
+      }
+    }
+    if (!seen_text) r.fail("post_processor.single", "has no Sequence \"A\" (where the text goes)");
+  } else {
+    r.fail("post_processor.type",
+           "must be \"RobertaProcessing\", \"TemplateProcessing\" or the post_processor null, found \"" +
+               type.string + "\"");
+  }
+}
+
+void Tokenizer::State::read_tokenizer_config(std::string_view tokenizer_config_json) {
+  const Reader c("tokenizer_config.json");
+  const Value config = c.parse(tokenizer_config_json);
+  c.typed(config, "(the document)", Value::Type::Object);
+  clean_up_tokenization_spaces = c.flag(config, "", "clean_up_tokenization_spaces", true);
+  // transformers.js would apply these to the text before the model; wgi does not, so it refuses them.
+  for (const char* key : {"remove_space", "do_lowercase_and_remove_accent"}) {
+    if (c.flag(config, "", key, false))
+      c.fail(key, "must be false (wgi does not rewrite the text before BPE)");
+  }
+  if (const Value* extra = config.find("additional_special_tokens"); extra && !extra->is(Value::Type::Null)) {
+    c.typed(*extra, "additional_special_tokens", Value::Type::Array);
+    for (size_t i = 0; i < extra->array.size(); ++i) {
+      const Value& v = extra->array[i];
+      // Written either as strings or as AddedToken objects with a content.
+      const std::string key = "additional_special_tokens[" + std::to_string(i) + "]";
+      special.insert(v.is(Value::Type::Object) ? c.member(v, key, "content", Value::Type::String).string
+                                               : c.typed(v, key, Value::Type::String).string);
+    }
+  }
+}
+
 Tokenizer::Tokenizer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
@@ -557,297 +864,15 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
   r.typed(root, "(the document)", Value::Type::Object);
 
   const Value& model = r.member(root, "", "model", Value::Type::Object);
-  const std::string model_type = r.text(model, "model", "type", "BPE");
-  if (model_type != "BPE" && model_type != "Unigram") {
-    r.fail("model.type", "must be \"BPE\" or \"Unigram\", found \"" + model_type + "\"");
-  }
-  const Value& pre = r.member(root, "", "pre_tokenizer");
-  std::string pre_type = "null";
-  if (!pre.is(Value::Type::Null)) {
-    r.typed(pre, "pre_tokenizer", Value::Type::Object);
-    pre_type = r.member(pre, "pre_tokenizer", "type", Value::Type::String).string;
-  }
   const Value& added = r.member(root, "", "added_tokens", Value::Type::Array);
-  const auto set_id = [&](const std::string& token, int32_t id) {
-    if (s->id_to_token.size() <= static_cast<size_t>(id)) s->id_to_token.resize(static_cast<size_t>(id) + 1);
-    s->id_to_token[id] = token;
-    s->token_to_id[token] = id;
-  };
-
-  const ByteAlphabet& alphabet = byte_alphabet();
-  size_t model_tokens = 0;
-  const Value* bpe_vocab = nullptr;
-  if (model_type == "Unigram") {
-    s->unigram.emplace(UnigramModel::from_json(model, r));
-    const std::vector<std::string>& pieces = s->unigram->pieces();
-    model_tokens = pieces.size();
-    // Later pieces win a repeated string, as transformers.js's tokens_to_ids does.
-    for (size_t i = 0; i < pieces.size(); ++i) set_id(pieces[i], static_cast<int32_t>(i));
-    s->unk_id = s->unigram->unk_id();
-  } else {
-    // BPE with its vocabulary and merges.
-    for (const char* key : {"continuing_subword_prefix", "continuing_subword_suffix", "end_of_word_suffix"}) {
-      const Value* v = model.find(key);
-      if (v && !v->is(Value::Type::Null) && !(v->is(Value::Type::String) && v->string.empty())) {
-        r.fail(std::string("model.") + key, "must be empty or null (wgi's BPE has no subword markers)");
-      }
-    }
-    s->byte_fallback = r.flag(model, "model", "byte_fallback", false);
-    s->fuse_unk = r.flag(model, "model", "fuse_unk", false);
-    if (const Value* v = model.find("dropout"); v && !v->is(Value::Type::Null)) {
-      r.fail("model.dropout", "must be null (dropout is for training)");
-    }
-    s->ignore_merges = r.flag(model, "model", "ignore_merges", false);
-    bpe_vocab = &r.member(model, "model", "vocab", Value::Type::Object);
-    if (bpe_vocab->object.empty()) r.fail("model.vocab", "is empty");
-    model_tokens = bpe_vocab->object.size();
-  }
-  // The id table is allocated up to the largest id: ids far beyond the number of tokens are a corrupt file
-  // (real ones are dense), not a reason to allocate gigabytes.
-  const size_t id_limit = 2 * (model_tokens + added.array.size()) + 256;
-  if (bpe_vocab) {
-    for (const json::Member& m : bpe_vocab->object) {
-      const int32_t id = r.id(m.value, "model.vocab." + m.key, id_limit);
-      if (static_cast<size_t>(id) < s->id_to_token.size() && s->id_to_token[id]) {
-        r.fail("model.vocab." + m.key,
-               "has id " + std::to_string(id) + ", which '" + *s->id_to_token[id] + "' has too");
-      }
-      set_id(m.key, id);
-    }
-  }
-
+  const State::ModelVocabulary vocabulary = s->read_model(model, added.array.size(), r);
   s->normalizer = TextNormalizer::from_json(r.member(root, "", "normalizer"), r);
-
-  // Added tokens: matched in text before the model, their ids over the model's. A normalized one (with a
-  // normalizer) is matched in the normalized text, by its normalized content.
-  for (size_t i = 0; i < added.array.size(); ++i) {
-    const std::string key = "added_tokens[" + std::to_string(i) + "]";
-    const Value& t = r.typed(added.array[i], key, Value::Type::Object);
-    AddedToken token;
-    token.content = r.member(t, key, "content", Value::Type::String).string;
-    if (token.content.empty()) r.fail(key + ".content", "is empty");
-    unicode::decode_utf8(token.content, "tokenizer.json: '" + key + ".content'");
-    token.id = r.id(r.member(t, key, "id"), key + ".id", id_limit);
-    token.special = r.flag(t, key, "special", false);
-    token.lstrip = r.flag(t, key, "lstrip", false);
-    token.rstrip = r.flag(t, key, "rstrip", false);
-    token.normalized = r.flag(t, key, "normalized", !token.special);
-    set_id(token.content, token.id);
-    s->added_by_content[token.content] = s->added.size();
-    if (token.normalized && !s->normalizer.empty()) {
-      const std::string normalized = s->normalizer.normalize(token.content);
-      if (!normalized.empty()) {
-        s->added_by_content[normalized] = s->added.size();
-        s->normalized_splitter.add(normalized, s->added.size());
-      }
-    } else {
-      s->splitter.add(token.content, s->added.size());
-    }
-    if (token.special) s->special.insert(token.content);
-    s->added.push_back(std::move(token));
-  }
-
-  // Pre-tokenizer: ByteLevel (byte-level BPE), Metaspace or none.
-  if (pre_type == "ByteLevel") {
-    if (s->unigram) r.fail("pre_tokenizer.type", "is \"ByteLevel\", which wgi takes with a BPE model only");
-    s->pre_tokenizer = State::PreTokenizer::ByteLevel;
-    s->add_prefix_space = r.flag(pre, "pre_tokenizer", "add_prefix_space", false);
-    s->use_regex = r.flag(pre, "pre_tokenizer", "use_regex", true);
-  } else if (pre_type == "Metaspace") {
-    s->pre_tokenizer = State::PreTokenizer::Metaspace;
-    s->metaspace = r.text(pre, "pre_tokenizer", "replacement", "\u2581");
-    if (s->metaspace.empty()) r.fail("pre_tokenizer.replacement", "is empty");
-    if (const Value* rep = pre.find("str_rep"); rep && !rep->is(Value::Type::Null)) {
-      if (!rep->is(Value::Type::String) || rep->string != s->metaspace)
-        r.fail("pre_tokenizer.str_rep", "must equal replacement");
-    }
-    const std::string scheme = r.text(pre, "pre_tokenizer", "prepend_scheme", "always");
-    if (scheme == "always") {
-      s->prepend = State::Prepend::Always;
-    } else if (scheme == "first") {
-      s->prepend = State::Prepend::First;
-    } else if (scheme == "never") {
-      s->prepend = State::Prepend::Never;
-    } else {
-      r.fail("pre_tokenizer.prepend_scheme",
-             "must be \"always\", \"first\" or \"never\", found \"" + scheme + "\"");
-    }
-    // The tokenizers library splits at each replacement when split is true, transformers.js 4.3 does not:
-    // wgi takes only the case where both agree.
-    if (r.flag(pre, "pre_tokenizer", "split", false)) {
-      r.fail("pre_tokenizer.split",
-             "must be false (transformers.js and the tokenizers library split differently when it is true)");
-    }
-  } else if (pre_type == "null") {
-    s->pre_tokenizer = State::PreTokenizer::None;
-  } else {
-    r.fail("pre_tokenizer.type",
-           "must be \"ByteLevel\", \"Metaspace\" or the pre_tokenizer null, found \"" + pre_type + "\"");
-  }
-  s->byte_level = s->pre_tokenizer == State::PreTokenizer::ByteLevel;
-
-  if (bpe_vocab) {
-    if (s->byte_level) {
-      // Every other token must be spelled in the byte alphabet, or decoding it would have no bytes to give.
-      s->token_bytes.resize(s->id_to_token.size());
-      for (const json::Member& m : bpe_vocab->object) {
-        if (s->added_by_content.count(m.key)) continue;
-        std::string& bytes = s->token_bytes[s->token_to_id.at(m.key)];
-        for (char32_t cp : unicode::decode_utf8(m.key, "tokenizer.json: a 'model.vocab' token")) {
-          auto it = alphabet.char_to_byte.find(cp);
-          if (it == alphabet.char_to_byte.end()) {
-            std::ostringstream hex;
-            hex << std::hex << std::uppercase << static_cast<uint32_t>(cp);
-            r.fail("model.vocab." + m.key,
-                   "has a character outside the ByteLevel alphabet (U+" + hex.str() + ")");
-          }
-          bytes += static_cast<char>(it->second);
-        }
-      }
-    } else {
-      for (const json::Member& m : bpe_vocab->object) {
-        unicode::decode_utf8(m.key, "tokenizer.json: a 'model.vocab' token");
-      }
-    }
-    if (s->byte_fallback && s->byte_level) {
-      r.fail("model.byte_fallback", "must be false with a ByteLevel pre-tokenizer (every byte has a token)");
-    }
-    for (int b = 0; b < 256; ++b) {
-      char name[8];
-      std::snprintf(name, sizeof name, "<0x%02X>", b);
-      auto it = s->token_to_id.find(name);
-      s->byte_fallback_ids[b] = it == s->token_to_id.end() ? -1 : it->second;
-    }
-
-    if (const Value* unk = model.find("unk_token"); unk && !unk->is(Value::Type::Null)) {
-      const std::string& name = r.typed(*unk, "model.unk_token", Value::Type::String).string;
-      auto it = s->token_to_id.find(name);
-      if (it == s->token_to_id.end())
-        r.fail("model.unk_token", "names '" + name + "', which is not in the vocabulary");
-      s->unk_id = it->second;
-    }
-
-    // Symbols: the token strings, then the merges between them.
-    for (const json::Member& m : bpe_vocab->object) s->intern(m.key);
-    const Value& merges = r.member(model, "model", "merges", Value::Type::Array);
-    for (size_t i = 0; i < merges.array.size(); ++i) {
-      const std::string key = "model.merges[" + std::to_string(i) + "]";
-      const Value& m = merges.array[i];
-      std::string a, b;
-      if (m.is(Value::Type::String)) {
-        const size_t space = m.string.find(' ');
-        if (space == std::string::npos || space == 0 || space + 1 == m.string.size()) {
-          r.fail(key, "must be two tokens separated by a space, found \"" + m.string + "\"");
-        }
-        a = m.string.substr(0, space);
-        b = m.string.substr(space + 1);
-      } else if (m.is(Value::Type::Array) && m.array.size() == 2 && m.array[0].is(Value::Type::String) &&
-                 m.array[1].is(Value::Type::String)) {
-        a = m.array[0].string;
-        b = m.array[1].string;
-      } else {
-        r.fail(key, "must be a string \"a b\" or an array of two strings");
-      }
-      const int32_t sa = s->intern(a), sb = s->intern(b), merged = s->intern(a + b);
-      // A repeated merge is a malformed file (transformers.js would silently keep its last rank).
-      if (!s->merges.emplace(State::pair_key(sa, sb), State::Merge{static_cast<int32_t>(i), merged}).second) {
-        r.fail(key, "repeats the merge \"" + a + " " + b + "\"");
-      }
-    }
-    for (const auto& [token, symbol] : s->symbol_of) {
-      if (auto it = s->token_to_id.find(token); it != s->token_to_id.end()) s->symbol_id[symbol] = it->second;
-    }
-    for (int b = 0; b < 256; ++b) {
-      auto it = s->symbol_of.find(alphabet.byte_to_text[b]);
-      s->byte_symbol[b] = it == s->symbol_of.end() ? -1 : it->second;
-    }
-  }
-
-  // Decoder: ByteLevel for a ByteLevel pre-tokenizer; else a chain on the token strings.
-  const Value& decoder = r.member(root, "", "decoder");
-  if (!decoder.is(Value::Type::Null)) read_decoder(decoder, r, "decoder", s->decoder);
-  const bool byte_level_decoder = std::any_of(s->decoder.begin(), s->decoder.end(), [](const DecoderStep& d) {
-    return d.kind == DecoderStep::Kind::ByteLevel;
-  });
-  if (s->byte_level && (s->decoder.size() != 1 || !byte_level_decoder)) {
-    r.fail("decoder", "must be ByteLevel alone for a ByteLevel pre-tokenizer");
-  }
-  if (!s->byte_level && byte_level_decoder) {
-    r.fail("decoder", "is ByteLevel, which wgi takes with a ByteLevel pre-tokenizer only");
-  }
-
-  // Post-processor: RobertaProcessing's <s> text </s>, TemplateProcessing's single template, or none.
-  const Value& post = r.member(root, "", "post_processor");
-  const auto id_of_token = [&](const std::string& key, const std::string& token) {
-    auto it = s->token_to_id.find(token);
-    if (it == s->token_to_id.end()) r.fail(key, "names '" + token + "', which is not in the vocabulary");
-    return it->second;
-  };
-  if (!post.is(Value::Type::Null)) {
-    r.typed(post, "post_processor", Value::Type::Object);
-    const Value& type = r.member(post, "post_processor", "type", Value::Type::String);
-    if (type.string == "RobertaProcessing") {
-      const auto special_of = [&](const char* key) {
-        const Value& v = r.member(post, "post_processor", key, Value::Type::Array);
-        const std::string path = std::string("post_processor.") + key;
-        if (v.array.size() != 2 || !v.array[0].is(Value::Type::String)) r.fail(path, "must be [token, id]");
-        return id_of_token(path, v.array[0].string);
-      };
-      s->prefix_ids = {special_of("cls")};
-      s->suffix_ids = {special_of("sep")};
-    } else if (type.string == "TemplateProcessing") {
-      // transformers.js puts each SpecialToken's id (a token string) around the text's tokens.
-      const Value& single = r.member(post, "post_processor", "single", Value::Type::Array);
-      bool seen_text = false;
-      for (size_t i = 0; i < single.array.size(); ++i) {
-        const std::string key = "post_processor.single[" + std::to_string(i) + "]";
-        const Value& item = r.typed(single.array[i], key, Value::Type::Object);
-        if (const Value* special = item.find("SpecialToken")) {
-          const std::string& token = r.member(r.typed(*special, key + ".SpecialToken", Value::Type::Object),
-                                              key + ".SpecialToken", "id", Value::Type::String)
-                                         .string;
-          (seen_text ? s->suffix_ids : s->prefix_ids).push_back(id_of_token(key + ".SpecialToken.id", token));
-        } else if (const Value* sequence = item.find("Sequence")) {
-          const std::string& id = r.member(r.typed(*sequence, key + ".Sequence", Value::Type::Object),
-                                           key + ".Sequence", "id", Value::Type::String)
-                                      .string;
-          if (id != "A" || seen_text)
-            r.fail(key + ".Sequence.id", "must be \"A\", once (one text is encoded)");
-          seen_text = true;
-        } else {
-          r.fail(key, "must be a SpecialToken or a Sequence");
-        }
-      }
-      if (!seen_text) r.fail("post_processor.single", "has no Sequence \"A\" (where the text goes)");
-    } else {
-      r.fail("post_processor.type",
-             "must be \"RobertaProcessing\", \"TemplateProcessing\" or the post_processor null, found \"" +
-                 type.string + "\"");
-    }
-  }
-
-  if (!tokenizer_config_json.empty()) {
-    const Reader c("tokenizer_config.json");
-    const Value config = c.parse(tokenizer_config_json);
-    c.typed(config, "(the document)", Value::Type::Object);
-    s->clean_up_tokenization_spaces = c.flag(config, "", "clean_up_tokenization_spaces", true);
-    // transformers.js would apply these to the text before the model; wgi does not, so it refuses them.
-    for (const char* key : {"remove_space", "do_lowercase_and_remove_accent"}) {
-      if (c.flag(config, "", key, false))
-        c.fail(key, "must be false (wgi does not rewrite the text before BPE)");
-    }
-    if (const Value* extra = config.find("additional_special_tokens");
-        extra && !extra->is(Value::Type::Null)) {
-      c.typed(*extra, "additional_special_tokens", Value::Type::Array);
-      for (size_t i = 0; i < extra->array.size(); ++i) {
-        const Value& v = extra->array[i];
-        // Written either as strings or as AddedToken objects with a content.
-        const std::string key = "additional_special_tokens[" + std::to_string(i) + "]";
-        s->special.insert(v.is(Value::Type::Object) ? c.member(v, key, "content", Value::Type::String).string
-                                                    : c.typed(v, key, Value::Type::String).string);
-      }
-    }
-  }
+  s->read_added_tokens(added, vocabulary.id_limit, r);
+  s->read_pre_tokenizer(r.member(root, "", "pre_tokenizer"), r);
+  if (vocabulary.bpe_vocab) s->read_bpe_tables(model, *vocabulary.bpe_vocab, r);
+  s->read_decoder_chain(r.member(root, "", "decoder"), r);
+  s->read_post_processor(r.member(root, "", "post_processor"), r);
+  if (!tokenizer_config_json.empty()) s->read_tokenizer_config(tokenizer_config_json);
   return Tokenizer(std::move(s));
 }
 
