@@ -1,5 +1,6 @@
 #include "wgi/tensor.h"
 
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -86,6 +87,47 @@ Tensor::Tensor(DType dtype, Shape shape, std::span<const std::byte> bytes) : Ten
                 std::to_string(bytes_.size()) + " bytes, got " + std::to_string(bytes.size()));
   }
   if (!bytes.empty()) std::memcpy(bytes_.data(), bytes.data(), bytes.size());
+}
+
+Tensor Tensor::view(DType dtype, Shape shape, std::span<const std::byte> bytes) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.count_ = wgi::element_count(t.shape_);
+  const size_t item = dtype_size(dtype);
+  const std::string what = "a view of " + std::string(dtype_name(dtype)) + " " + shape_to_string(t.shape_);
+  if (static_cast<uint64_t>(t.count_) > std::numeric_limits<size_t>::max() / item ||
+      bytes.size() != static_cast<size_t>(t.count_) * item) {
+    throw Error(what + " needs " + std::to_string(static_cast<uint64_t>(t.count_) * item) + " bytes, got " +
+                std::to_string(bytes.size()));
+  }
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % item != 0) {
+    throw Error(what + " needs its data aligned to " + std::to_string(item) + " bytes (address " +
+                std::to_string(reinterpret_cast<uintptr_t>(bytes.data())) + ")");
+  }
+  // An empty view needs no memory: it is an owning tensor of no bytes.
+  if (!bytes.empty()) {
+    t.view_ = bytes.data();
+    t.view_size_ = bytes.size();
+  }
+  return t;
+}
+
+Tensor::Tensor(const Tensor& other) : dtype_(other.dtype_), shape_(other.shape_), count_(other.count_) {
+  const std::span<const std::byte> source = other.bytes();
+  bytes_.assign(source.begin(), source.end());
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+void Tensor::check_writable() const {
+  if (view_) {
+    throw Error("tensor of " + std::string(dtype_name(dtype_)) + " " + shape_to_string(shape_) +
+                " is a read-only view of the caller's memory (copy it to write)");
+  }
 }
 
 void Tensor::check_type(DType wanted) const {
