@@ -56,6 +56,8 @@
 #         Gemm of the same shapes.
 # decode_rnn: decoder loops (32 steps) with and without respecialized plans; the recurrent layers against
 #         cuDNN; the data-dependent ops (NMS, TopK) against torch / torchvision on CUDA.
+# variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
+#         SigLIP fp16/q4, the q4 decoder step and the quantized products. Packed as `models` plus the variants.
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
@@ -314,6 +316,53 @@ elif [[ $mode == variants ]]; then
     done
     stamp done
   } >"$out/variants.txt" 2>&1
+elif [[ $mode == variant_files ]]; then
+  # A/B of builds on the files users ship: every `wgi_<variant>` carried in .device/bin beside `wgi`
+  # (bench/wgsl_variant.sh makes both from one set of objects), alternating over two rounds on DaViT fp32 and
+  # fp16, SigLIP fp16 and q4, and the q4 decoder step; then each build's quantized products
+  # (`wgi_<variant>_quantized`, `wgi_bench_quantized` for `wgi`).
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  builds=(wgi)
+  for b in .device/bin/wgi_*; do
+    [[ -x $b && $b != *_bench* && $b != *_quantized && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
+  done
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    v=$models/variants
+    mkdir -p "$v"
+    timeout 120 python3 tests/models/variants_fp16.py "$models/florence2_vision_base_opset17/model.onnx" \
+      "$v/florence2_fp16.onnx" | tail -1
+    timeout 120 python3 tests/models/variants_fp16.py "$models/siglip_vision_base_opset17/model.onnx" \
+      "$v/siglip_fp16.onnx" | tail -1
+    timeout 120 python3 tests/models/variants_weight_only.py "$models/siglip_vision_base_opset17/model.onnx" \
+      "$v/siglip_q4.onnx" --recipe q4 | tail -1
+    timeout 120 python3 tests/models/variants_weight_only.py \
+      "$models/bart_decoder_cached_cross_base_opset17/model.onnx" "$v/decoder_q4.onnx" --recipe q4 | tail -1
+    files=("$models/florence2_vision_base_opset17/model.onnx" "$v/florence2_fp16.onnx" "$v/siglip_fp16.onnx"
+           "$v/siglip_q4.onnx")
+    decoder_dims=(--dim batch=1 --dim new_tokens=1 --dim past_len=64 --dim src_len=590)
+    for round in 1 2; do
+      for build in "${builds[@]}"; do
+        for f in "${files[@]}"; do
+          stamp "round $round $build $(basename "$f")"
+          timeout 60 "$build" bench "$f" --random-inputs 1 --dim batch=1 --runs 30 2>&1 | grep -E '^(run|graph)'
+        done
+        stamp "round $round $build decoder_q4.onnx step, inputs on the device"
+        timeout 60 "$build" bench "$v/decoder_q4.onnx" --random-inputs 1 "${decoder_dims[@]}" --runs 30 \
+          --device-inputs 2>&1 | grep -E '^run'
+      done
+    done
+    for build in "${builds[@]}"; do
+      bench=.device/bin/${build}_quantized
+      [[ $build == wgi ]] && bench=$(command -v wgi_bench_quantized)
+      [[ -x $bench ]] || continue
+      stamp "quantized products $build"
+      WGI_BENCH_SIZE=large timeout 90 "$bench" --benchmark_min_time=0.1 \
+        --benchmark_filter='BM_QuantizedLinear/(f32|q4|nf4)/' 2>&1 | grep -E '^BM_'
+    done
+    stamp done
+  } >"$out/variant_files.txt" 2>&1
 elif [[ $mode == shaders ]]; then
   # The GEMM kernel round: what the driver compiled the hot kernels into (registers, workgroup memory, through
   # bench/shader_stats.sh), then the fast GEMM's configurations and the planner's products for

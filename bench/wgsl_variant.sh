@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds `wgi` and `wgi_bench_ops` with the WGSL kernels of another directory, linked from build/release's
-# objects: a kernel experiment for `bench/h200_campaign.sh variants` without touching the source tree (nor a
+# Builds `wgi`, `wgi_bench_ops` and `wgi_bench_quantized` with the WGSL kernels of another directory, linked from build/release's
+# objects: a kernel experiment for `bench/h200_campaign.sh variants` / `variant_files` without touching the source tree (nor a
 # rebuild). Usage, from the repo root after `ninja -C build/release wgi_cli wgi_bench_ops`:
 #   cp -r src/kernels /tmp/k_try && $EDITOR /tmp/k_try/linear/gemm_fast.wgsl
-#   bench/wgsl_variant.sh /tmp/k_try /tmp/wgi_try       # writes /tmp/wgi_try and /tmp/wgi_try_bench
+#   bench/wgsl_variant.sh /tmp/k_try /tmp/wgi_try       # writes /tmp/wgi_try, /tmp/wgi_try_bench, _quantized
 #   xz -c /tmp/wgi_try > .device/bin/wgi_try.xz          # a `variants` build (the bench binary: run by hand)
 # Only the embedded WGSL differs; defines the C++ sets, uniform layouts and bindings stay the build's, so a
 # variant must keep the kernels' interface.
@@ -25,4 +25,7 @@ c++ -O3 "$build"/tools/wgi/CMakeFiles/wgi_cli.dir/*.o -o "$out" "${dawn[@]}" "$w
 c++ -O3 "$build"/bench/CMakeFiles/wgi_bench_ops.dir/*.o -o "${out}_bench" "${dawn[@]}" \
   "$build/tests/libwgi_test_support.a" -lbenchmark "$work/libwgi.a" -lwebgpu_wrapper \
   /usr/lib/x86_64-linux-gnu/libgtest.a
-echo "built $out and ${out}_bench"
+c++ -O3 "$build"/bench/CMakeFiles/wgi_bench_quantized.dir/*.o -o "${out}_quantized" "${dawn[@]}" \
+  "$build/tests/libwgi_test_support.a" -lbenchmark "$work/libwgi.a" -lwebgpu_wrapper \
+  /usr/lib/x86_64-linux-gnu/libgtest.a
+echo "built $out, ${out}_bench and ${out}_quantized"
