@@ -14,10 +14,12 @@
 // magnitude.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <numbers>
+#include <span>
 #include <sstream>
 
 #include "core/npy.h"
@@ -162,6 +164,54 @@ INSTANTIATE_TEST_SUITE_P(BitsAndZeroPoints, MatMulNBitsTest,
                          ::testing::Combine(::testing::Values(2, 4, 8),
                                             ::testing::Values(Zp::None, Zp::Packed, Zp::Float)),
                          [](const auto& param_info) { return nbits_case_name(param_info.param); });
+
+// Every code value of each width against integer zero points at both ends of the code range (0 and
+// 2^bits - 1, alternating by block and column) and the default zero 2^(bits - 1): with A the identity [K, K]
+// (K = 64, or 256 for 8 bits: every code in every column) each output is one dequantised weight, which must
+// be the float64 (code - zero) * scale within the one f32 rounding of that product (the tiled and fast
+// kernels); GEMV, for at most 8 rows, takes a random A [3, K] at the file's L2 bound.
+TEST(MatMulNBits, EveryCodeAgainstZeroPointsAtBothEnds) {
+  constexpr int64_t n = 5, block = 32;
+  const test::Tolerance one_rounding = [](double ref) { return std::ldexp(std::abs(ref), -24); };
+  auto put = [](std::span<std::byte> bytes, int64_t bit, int64_t value) {
+    bytes[bit / 8] |= static_cast<std::byte>(value << (bit % 8));
+  };
+  for (int64_t bits : {2, 4, 8}) {
+    const int64_t k = std::max<int64_t>(64, int64_t{1} << bits), blocks = k / block;
+    const int64_t top = (int64_t{1} << bits) - 1;
+    Tensor identity(DType::Float32, {k, k});
+    for (int64_t i = 0; i < k * k; ++i) identity.data<float>()[i] = i / k == i % k ? 1.0f : 0.0f;
+    for (Zp zp : {Zp::None, Zp::Packed}) {
+      NbitsProblem p(k, n, bits, block, zp, false, 700 + 10 * static_cast<uint64_t>(bits));
+      const int64_t col_bytes = k * bits / 8, zp_col_bytes = (blocks * bits + 7) / 8;
+      std::fill(p.b.bytes().begin(), p.b.bytes().end(), std::byte{0});
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t i = 0; i < k; ++i)
+          put(p.b.bytes().subspan(c * col_bytes, col_bytes), i * bits, (i + 3 * c) & top);  // every code
+      if (zp == Zp::Packed) {
+        std::fill(p.zero_points.bytes().begin(), p.zero_points.bytes().end(), std::byte{0});
+        for (int64_t c = 0; c < n; ++c)
+          for (int64_t j = 0; j < blocks; ++j)
+            put(p.zero_points.bytes().subspan(c * zp_col_bytes, zp_col_bytes), j * bits,
+                (j + c) % 2 ? top : 0);
+      }
+      const std::string what = describe(p, {k, k}, "", false);
+      const test::Reference ref = p.reference(identity, false);
+      for (const char* kernel : {"tiled", "fast"}) {
+        ops::NodeInfo node = nbits_node(k, n, bits, block);
+        node.attributes.set("wgi.kernel", std::string(kernel));
+        auto out = runtime::run_node(test::device(), node, p.inputs(identity, false));
+        EXPECT_TRUE(test::all_close(out.at(0), ref.shape, ref.values, one_rounding)) << what << kernel;
+      }
+      const Tensor a = test::random_tensor({3, k}, 800 + static_cast<uint64_t>(bits));
+      ops::NodeInfo node = nbits_node(k, n, bits, block);
+      node.attributes.set("wgi.kernel", std::string("gemv"));
+      auto out = runtime::run_node(test::device(), node, p.inputs(a, false));
+      EXPECT_TRUE(test::close_in_l2(out.at(0), as_array(p.reference(a, false)), kRelativeL2))
+          << what << "gemv";
+    }
+  }
+}
 
 TEST(MatMulNBits, Float16ScalesZeroPointsAndBias) {
   for (Zp zp : {Zp::None, Zp::Float}) {

@@ -71,7 +71,9 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> input: array<f32>;
 #if W_F16
-// A float16 weight, packed as the device stores float16 (four halves per vec2<u32>), unpacked as loaded.
+// A float16 weight, packed as the device stores float16 (four halves per vec2<u32>), unpacked as loaded
+// (in integer arithmetic, common/f16_bits.wgsl).
+#include "common/f16_bits.wgsl"
 @group(0) @binding(1) var<storage, read> weight: array<vec2<u32>>;
 #else
 @group(0) @binding(1) var<storage, read> weight: array<vec4<f32>>;
@@ -97,7 +99,7 @@ fn fetch_a(group: u32, m4: u32, k: u32) -> vec4<f32> {
   }
 #if W_F16
   let w = weight[(group * params.K + k) * params.a_row + m4 / 4u];
-  return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+  return vec4<f32>(unpack_f16x2(w.x), unpack_f16x2(w.y));
 #else
   return weight[(group * params.K + k) * params.a_row + m4 / 4u];
 #endif
