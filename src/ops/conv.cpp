@@ -19,6 +19,7 @@
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -32,9 +33,10 @@ ConvRequest conv_request(const PlanContext& ctx, const ConvGeometry& g, bool tra
   r.transposed = transposed;
   r.weight_known = ctx.constant(1) != nullptr;
   r.weight_name = ctx.input_name(1);
-  r.forced_kernel = ctx.node.attributes.get_string(kConvKernelAttribute, "");
-  r.forced_rows = ctx.node.attributes.get_int(kDepthwiseRowsAttribute, 0);
-  r.gemm_kernel_forced = ctx.node.attributes.has(kGemmKernelAttribute);
+  const ConvInternalAttributes internal = read_conv_internal_attributes(ctx.node);
+  r.forced_kernel = internal.kernel;
+  r.forced_rows = internal.depthwise_rows;
+  r.gemm_kernel_forced = internal.tuning.kernel.has_value();
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
+#include "ops/internal_ops.h"
 #include "ops/registry.h"
 #include "ops/reshape.h"
 
@@ -37,10 +38,11 @@ uint32_t u32(int64_t v) {
   return static_cast<uint32_t>(v);
 }
 
-// A per-axis ints attribute of `count` values, each in [min_value, max_value].
-std::vector<int64_t> ints_attribute(const PlanContext& ctx, const std::string& name, size_t count,
-                                    int64_t fallback, int64_t min_value, int64_t max_value) {
-  std::vector<int64_t> v = ctx.node.attributes.get_ints(name, std::vector<int64_t>(count, fallback));
+using Input = ChannelsLastConvInput;
+
+// Fails unless the per-axis ints attribute `name` holds `count` values, each in [min_value, max_value].
+void check_ints(const PlanContext& ctx, const std::string& name, const std::vector<int64_t>& v, size_t count,
+                int64_t min_value, int64_t max_value) {
   if (v.size() != count)
     ctx.fail(name + " " + shape_to_string(v) + " has " + str(static_cast<int64_t>(v.size())) +
              " values; expected " + str(static_cast<int64_t>(count)));
@@ -49,7 +51,6 @@ std::vector<int64_t> ints_attribute(const PlanContext& ctx, const std::string& n
       ctx.fail(name + " " + shape_to_string(v) + " has a value outside [" + str(min_value) + ", " +
                str(max_value) + "]");
   }
-  return v;
 }
 
 // The node's sizes and constants, resolved and checked.
@@ -58,19 +59,21 @@ struct ChannelsLastConv {
   const Tensor* weight = nullptr;  // [C, 1, KH, KW]
   const Tensor* bias = nullptr;    // [C], or null
   int64_t kh = 0, kw = 0;
-  std::vector<int64_t> pads, strides;
-  int64_t height = 0, width = 0;  // the input plane
+  ChannelsLastConvAttributes attributes;  // pads and strides checked
+  int64_t height = 0, width = 0;          // the input plane
   int64_t out_h = 0, out_w = 0;
   bool has_residual = false;
 };
 
 // X's shape, the weight and bias (constants, checked against X's channels), the pads and strides.
 ChannelsLastConv parse_channels_last_conv(const PlanContext& ctx) {
-  const TensorDesc& x = ctx.input(0);
+  const TensorDesc& x = ctx.input(Input::kX);
   if (x.dtype != DType::Float32)
-    ctx.fail(ctx.input_name(0) + " (X) has type " + std::string(dtype_name(x.dtype)) + "; expected float32");
+    ctx.fail(ctx.input_name(Input::kX) + " (X) has type " + std::string(dtype_name(x.dtype)) +
+             "; expected float32");
   if (x.shape.size() != 3)
-    ctx.fail(ctx.input_name(0) + " (X) is " + shape_to_string(x.shape) + "; expected [B, N, C] (rank 3)");
+    ctx.fail(ctx.input_name(Input::kX) + " (X) is " + shape_to_string(x.shape) +
+             "; expected [B, N, C] (rank 3)");
   const int64_t batch = x.shape[0], tokens = x.shape[1], channels = x.shape[2];
   ChannelsLastConv conv;
   conv.batch = batch;
@@ -78,13 +81,13 @@ ChannelsLastConv parse_channels_last_conv(const PlanContext& ctx) {
   conv.channels = channels;
 
   // The weight [C, 1, KH, KW], prepacked below.
-  const Tensor* weight = ctx.constant(1);
+  const Tensor* weight = ctx.constant(Input::kW);
   if (!weight)
-    ctx.fail(ctx.input_name(1) +
+    ctx.fail(ctx.input_name(Input::kW) +
              " (W) is computed at run time; the weight must be a constant (it is prepacked)");
   if (weight->dtype() != DType::Float32 || weight->rank() != 4 || weight->shape()[0] != channels ||
       weight->shape()[1] != 1) {
-    ctx.fail(ctx.input_name(1) + " (W) is " + std::string(dtype_name(weight->dtype())) + " " +
+    ctx.fail(ctx.input_name(Input::kW) + " (W) is " + std::string(dtype_name(weight->dtype())) + " " +
              shape_to_string(weight->shape()) + "; expected float32 [" + str(channels) +
              ", 1, KH, KW] for X " + shape_to_string(x.shape));
   }
@@ -92,17 +95,18 @@ ChannelsLastConv parse_channels_last_conv(const PlanContext& ctx) {
   if (kh < 1 || kw < 1 || kh > kDepthwiseConvChannelsLastMaxKernel ||
       kw > kDepthwiseConvChannelsLastMaxKernel)
     ctx.fail("the kernel " + str(kh) + "x" + str(kw) + " is outside 1x1 to 7x7");
-  if (ctx.node.attributes.has("kernel_shape") &&
-      ctx.node.attributes.get_ints("kernel_shape", {}) != std::vector<int64_t>{kh, kw}) {
-    ctx.fail("kernel_shape " + shape_to_string(ctx.node.attributes.get_ints("kernel_shape", {})) +
-             " disagrees with W " + shape_to_string(weight->shape()));
+  ChannelsLastConvAttributes attributes = read_channels_last_conv_attributes(ctx.node);
+  if (!attributes.kernel_shape.empty() && attributes.kernel_shape != std::vector<int64_t>{kh, kw}) {
+    ctx.fail("kernel_shape " + shape_to_string(attributes.kernel_shape) + " disagrees with W " +
+             shape_to_string(weight->shape()));
   }
   const Tensor* bias = nullptr;
-  if (ctx.has_input(2)) {
-    bias = ctx.constant(2);
-    if (!bias) ctx.fail(ctx.input_name(2) + " (bias) is computed at run time; it must be a constant");
+  if (ctx.has_input(Input::kBias)) {
+    bias = ctx.constant(Input::kBias);
+    if (!bias)
+      ctx.fail(ctx.input_name(Input::kBias) + " (bias) is computed at run time; it must be a constant");
     if (bias->dtype() != DType::Float32 || bias->element_count() != channels || bias->rank() != 1)
-      ctx.fail(ctx.input_name(2) + " (bias) is " + std::string(dtype_name(bias->dtype())) + " " +
+      ctx.fail(ctx.input_name(Input::kBias) + " (bias) is " + std::string(dtype_name(bias->dtype())) + " " +
                shape_to_string(bias->shape()) + "; expected float32 [" + str(channels) + "]");
   }
   const int64_t max_i32 = std::numeric_limits<int32_t>::max();
@@ -110,8 +114,9 @@ ChannelsLastConv parse_channels_last_conv(const PlanContext& ctx) {
   conv.bias = bias;
   conv.kh = kh;
   conv.kw = kw;
-  conv.pads = ints_attribute(ctx, "pads", 4, 0, 0, max_i32);
-  conv.strides = ints_attribute(ctx, "strides", 2, 1, 1, max_i32);
+  check_ints(ctx, kChannelsLastPadsAttribute, attributes.pads, 4, 0, max_i32);
+  check_ints(ctx, kChannelsLastStridesAttribute, attributes.strides, 2, 1, max_i32);
+  conv.attributes = std::move(attributes);
   return conv;
 }
 
@@ -120,17 +125,18 @@ ChannelsLastConv parse_channels_last_conv(const PlanContext& ctx) {
 Shape resolve_channels_last_plane(const PlanContext& ctx, ChannelsLastConv& conv) {
   const int64_t batch = conv.batch, tokens = conv.tokens, channels = conv.channels;
   const int64_t kh = conv.kh, kw = conv.kw;
-  const std::vector<int64_t>& pads = conv.pads;
-  const std::vector<int64_t>& strides = conv.strides;
-  const TensorDesc& x = ctx.input(0);
+  const std::vector<int64_t>& pads = conv.attributes.pads;
+  const std::vector<int64_t>& strides = conv.attributes.strides;
+  const TensorDesc& x = ctx.input(Input::kX);
   const int64_t max_i32 = std::numeric_limits<int32_t>::max();
-  int64_t height = ctx.node.attributes.get_int("height", -1);
-  int64_t width = ctx.node.attributes.get_int("width", -1);
-  if (ctx.has_input(4)) {
-    const std::vector<int64_t> target = data_movement::known_ints(ctx, 4, "the [B, C, H, W] reshape target");
+  int64_t height = conv.attributes.height.value_or(-1);
+  int64_t width = conv.attributes.width.value_or(-1);
+  if (ctx.has_input(Input::kImageTarget)) {
+    const std::vector<int64_t> target =
+        data_movement::known_ints(ctx, Input::kImageTarget, "the [B, C, H, W] reshape target");
     const std::optional<Shape> s = reshape_result({batch, channels, tokens}, target);
     if (!s || s->size() != 4 || (*s)[0] != batch || (*s)[1] != channels) {
-      ctx.fail(ctx.input_name(4) + " (the reshape target " + shape_to_string(target) +
+      ctx.fail(ctx.input_name(Input::kImageTarget) + " (the reshape target " + shape_to_string(target) +
                ") does not take [B, C, N] " + shape_to_string({batch, channels, tokens}) + " to [" +
                str(batch) + ", " + str(channels) + ", H, W]");
     }
@@ -156,22 +162,23 @@ Shape resolve_channels_last_plane(const PlanContext& ctx, ChannelsLastConv& conv
   }
   const int64_t out_h = out_h_span / strides[0] + 1, out_w = out_w_span / strides[1] + 1;
   const Shape out_shape = {batch, out_h * out_w, channels};
-  if (ctx.has_input(5)) {
-    const std::vector<int64_t> target = data_movement::known_ints(ctx, 5, "the [B, C, N] reshape target");
+  if (ctx.has_input(Input::kTokensTarget)) {
+    const std::vector<int64_t> target =
+        data_movement::known_ints(ctx, Input::kTokensTarget, "the [B, C, N] reshape target");
     const Shape conv_out = {batch, channels, out_h, out_w};
     const std::optional<Shape> s = reshape_result(conv_out, target);
     if (!s || *s != Shape{batch, channels, out_h * out_w}) {
-      ctx.fail(ctx.input_name(5) + " (the reshape target " + shape_to_string(target) +
+      ctx.fail(ctx.input_name(Input::kTokensTarget) + " (the reshape target " + shape_to_string(target) +
                ") does not take the conv's " + shape_to_string(conv_out) + " to " +
                shape_to_string({batch, channels, out_h * out_w}));
     }
   }
-  const bool has_residual = ctx.has_input(3);
+  const bool has_residual = ctx.has_input(Input::kResidual);
   if (has_residual) {
-    const TensorDesc& r = ctx.input(3);
+    const TensorDesc& r = ctx.input(Input::kResidual);
     if (r.dtype != DType::Float32 || r.shape != out_shape) {
-      ctx.fail(ctx.input_name(3) + " (the residual) is " + std::string(dtype_name(r.dtype)) + " " +
-               shape_to_string(r.shape) + "; expected float32 " + shape_to_string(out_shape));
+      ctx.fail(ctx.input_name(Input::kResidual) + " (the residual) is " + std::string(dtype_name(r.dtype)) +
+               " " + shape_to_string(r.shape) + "; expected float32 " + shape_to_string(out_shape));
     }
   }
   conv.height = height;
@@ -201,8 +208,8 @@ KernelLaunch channels_last_launch(const PlanContext& ctx, const ChannelsLastConv
                                   const FusedActivation& activation) {
   const int64_t batch = conv.batch, channels = conv.channels, kh = conv.kh, kw = conv.kw;
   const int64_t height = conv.height, width = conv.width, out_h = conv.out_h, out_w = conv.out_w;
-  const std::vector<int64_t>& pads = conv.pads;
-  const std::vector<int64_t>& strides = conv.strides;
+  const std::vector<int64_t>& pads = conv.attributes.pads;
+  const std::vector<int64_t>& strides = conv.attributes.strides;
   const bool has_residual = conv.has_residual;
   const bool vec4 = channels % 4 == 0;
   const int64_t lanes = vec4 ? channels / 4 : channels;  // units of the kernel's element type per pixel
@@ -229,8 +236,9 @@ KernelLaunch channels_last_launch(const PlanContext& ctx, const ChannelsLastConv
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
                              gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::constant(0),
-                     has_residual ? TensorRef::input(3) : TensorRef::zero(), TensorRef::output(0)};
+  launch.bindings = {TensorRef::input(Input::kX), TensorRef::constant(0),
+                     has_residual ? TensorRef::input(Input::kResidual) : TensorRef::zero(),
+                     TensorRef::output(0)};
   launch.uniform = gpu::UniformBuilder()
                        .u32(u32(height))
                        .u32(u32(width))
@@ -259,7 +267,7 @@ OpPlan plan_depthwise_conv_channels_last(const PlanContext& ctx) {
   OpPlan plan;
   plan.outputs.push_back({DType::Float32, out_shape});
   if (element_count(out_shape) == 0) return plan;
-  require_addressable(ctx, ctx.input_name(0) + " (X)", ctx.input(0).shape);
+  require_addressable(ctx, ctx.input_name(Input::kX) + " (X)", ctx.input(Input::kX).shape);
   require_addressable(ctx, "the output", out_shape);
   plan.constants.push_back(pack_channels_last_weight(conv));
   plan.launches.push_back(channels_last_launch(ctx, conv, activation));

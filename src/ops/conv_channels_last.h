@@ -12,7 +12,9 @@
 // to be [B, C, H, W]; the second Reshape's target (optional, likewise), resolved on [B, C, Ho, Wo] and
 // required to be [B, C, Ho * Wo]. Attributes: kernel_shape, pads [top, left, bottom, right], strides
 // (dilation 1), height and width (H and W when the first target is absent; checked against it when both are
-// given), and the fused activation (ops/fused_activation.h), applied before the residual is added.
+// given), and the fused activation (ops/fused_activation.h), applied before the residual is added. The
+// attributes and input positions are ChannelsLastConvAttributes and ChannelsLastConvInput
+// (ops/internal_ops.h).
 #pragma once
 
 #include <cstdint>

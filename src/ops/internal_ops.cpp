@@ -14,11 +14,16 @@ namespace {
 constexpr std::initializer_list<const char*> kGemmTuningNames = {kGemmKernelAttribute, kGemmTileKAttribute,
                                                                  kGemmStagesAttribute, kGemvLanesAttribute,
                                                                  kGemmSplitKAttribute};
-constexpr std::initializer_list<const char*> kEpilogueNames = {
-    kFusedResidualAttribute, kFusedActivationAttribute, kFusedActivationMinAttribute,
-    kFusedActivationMaxAttribute};
+constexpr std::initializer_list<const char*> kActivationNames = {
+    kFusedActivationAttribute, kFusedActivationMinAttribute, kFusedActivationMaxAttribute};
+constexpr std::initializer_list<const char*> kResidualNames = {kFusedResidualAttribute};
 constexpr std::initializer_list<const char*> kLinearNames = {
     kMatMulTransBAttribute, kMatMulWindowsInAttribute, kMatMulWindowsOutAttribute, kForcedKernelAttribute};
+constexpr std::initializer_list<const char*> kConvNames = {kForcedKernelAttribute, kDepthwiseRowsAttribute};
+constexpr std::initializer_list<const char*> kNBitsNames = {kForcedKernelAttribute};
+constexpr std::initializer_list<const char*> kChannelsLastConvNames = {
+    kChannelsLastKernelShapeAttribute, kChannelsLastPadsAttribute, kChannelsLastStridesAttribute,
+    kChannelsLastHeightAttribute, kChannelsLastWidthAttribute};
 constexpr std::initializer_list<const char*> kAttentionNames = {
     kAttentionScaleAttribute,      kAttentionScaleDividesAttribute,    kAttentionKTransposedAttribute,
     kAttentionQkvPackedAttribute,  kAttentionQkvIndicesAttribute,      kAttentionQkvTransposedAttribute,
@@ -119,6 +124,10 @@ Attributes without(const Attributes& attributes, Drop drop) {
   return kept;
 }
 
+bool internal(const std::string& name) {
+  return name.rfind("wgi.", 0) == 0;
+}
+
 void write_gemm_tuning(const GemmTuningAttributes& t, Attributes& into) {
   if (t.kernel) into.set(kGemmKernelAttribute, *t.kernel);
   if (t.tile_k) into.set(kGemmTileKAttribute, *t.tile_k);
@@ -127,11 +136,29 @@ void write_gemm_tuning(const GemmTuningAttributes& t, Attributes& into) {
   if (t.gemv_lanes) into.set(kGemvLanesAttribute, *t.gemv_lanes);
 }
 
-void set_epilogue(const EpilogueAttributes& e, Attributes& into) {
-  if (e.residual) into.set(kFusedResidualAttribute, int64_t{1});
+void set_activation(const EpilogueAttributes& e, Attributes& into) {
   if (!e.activation.empty()) into.set(kFusedActivationAttribute, e.activation);
   if (e.activation_min) into.set(kFusedActivationMinAttribute, *e.activation_min);
   if (e.activation_max) into.set(kFusedActivationMaxAttribute, *e.activation_max);
+}
+
+void set_epilogue(const EpilogueAttributes& e, Attributes& into) {
+  if (e.residual) into.set(kFusedResidualAttribute, int64_t{1});
+  set_activation(e, into);
+}
+
+// The epilogue, wgi.kernel and the GEMM knobs, which MatMul, Gemm, Conv and MatMulNBits carry alike.
+template <class Internal>
+void read_epilogue_kernel_tuning(const NodeInfo& node, Internal& a) {
+  a.epilogue = read_epilogue_attributes(node);
+  a.kernel = read_string(node, kForcedKernelAttribute).value_or("");
+  a.tuning = read_gemm_tuning_attributes(node);
+}
+template <class Internal>
+void write_epilogue_kernel_tuning(const Internal& a, Attributes& into) {
+  set_epilogue(a.epilogue, into);
+  if (!a.kernel.empty()) into.set(kForcedKernelAttribute, a.kernel);
+  write_gemm_tuning(a.tuning, into);
 }
 
 }  // namespace
@@ -146,6 +173,11 @@ GemmTuningAttributes read_gemm_tuning_attributes(const NodeInfo& node) {
   return t;
 }
 
+void write_gemm_tuning_attributes(const GemmTuningAttributes& tuning, Attributes& attributes) {
+  attributes = without(attributes, [](const std::string& name) { return listed(kGemmTuningNames, name); });
+  write_gemm_tuning(tuning, attributes);
+}
+
 EpilogueAttributes read_epilogue_attributes(const NodeInfo& node) {
   EpilogueAttributes e;
   e.residual = read_flag(node, kFusedResidualAttribute);
@@ -156,30 +188,81 @@ EpilogueAttributes read_epilogue_attributes(const NodeInfo& node) {
 }
 
 void write_epilogue_attributes(const EpilogueAttributes& epilogue, Attributes& attributes) {
-  attributes = without(attributes, [](const std::string& name) { return listed(kEpilogueNames, name); });
+  attributes = without(attributes, [](const std::string& name) {
+    return listed(kActivationNames, name) || listed(kResidualNames, name);
+  });
   set_epilogue(epilogue, attributes);
 }
 
 LinearAttributes read_linear_attributes(const NodeInfo& node) {
-  check_known(node, {kLinearNames, kEpilogueNames, kGemmTuningNames}, true);
+  check_known(node, {kLinearNames, kActivationNames, kResidualNames, kGemmTuningNames}, true);
   LinearAttributes a;
   a.trans_b = read_flag(node, kMatMulTransBAttribute);
   a.windows_in = read_flag(node, kMatMulWindowsInAttribute);
   a.windows_out = read_flag(node, kMatMulWindowsOutAttribute);
-  a.epilogue = read_epilogue_attributes(node);
-  a.kernel = read_string(node, kForcedKernelAttribute).value_or("");
-  a.tuning = read_gemm_tuning_attributes(node);
+  read_epilogue_kernel_tuning(node, a);
   return a;
 }
 
 void write_linear_attributes(const LinearAttributes& linear, Attributes& attributes) {
-  attributes = without(attributes, [](const std::string& name) { return name.rfind("wgi.", 0) == 0; });
+  attributes = without(attributes, internal);
   if (linear.trans_b) attributes.set(kMatMulTransBAttribute, int64_t{1});
   if (linear.windows_in) attributes.set(kMatMulWindowsInAttribute, int64_t{1});
   if (linear.windows_out) attributes.set(kMatMulWindowsOutAttribute, int64_t{1});
-  set_epilogue(linear.epilogue, attributes);
-  if (!linear.kernel.empty()) attributes.set(kForcedKernelAttribute, linear.kernel);
-  write_gemm_tuning(linear.tuning, attributes);
+  write_epilogue_kernel_tuning(linear, attributes);
+}
+
+ConvInternalAttributes read_conv_internal_attributes(const NodeInfo& node) {
+  check_known(node, {kConvNames, kActivationNames, kResidualNames, kGemmTuningNames}, true);
+  ConvInternalAttributes a;
+  read_epilogue_kernel_tuning(node, a);
+  a.depthwise_rows = read_int(node, kDepthwiseRowsAttribute).value_or(0);
+  return a;
+}
+
+void write_conv_internal_attributes(const ConvInternalAttributes& conv, Attributes& attributes) {
+  attributes = without(attributes, internal);
+  write_epilogue_kernel_tuning(conv, attributes);
+  if (conv.depthwise_rows != 0) attributes.set(kDepthwiseRowsAttribute, conv.depthwise_rows);
+}
+
+NBitsAttributes read_nbits_attributes(const NodeInfo& node) {
+  check_known(node, {kNBitsNames, kActivationNames, kResidualNames, kGemmTuningNames}, true);
+  NBitsAttributes a;
+  read_epilogue_kernel_tuning(node, a);
+  return a;
+}
+
+void write_nbits_attributes(const NBitsAttributes& nbits, Attributes& attributes) {
+  attributes = without(attributes, internal);
+  write_epilogue_kernel_tuning(nbits, attributes);
+}
+
+ChannelsLastConvAttributes read_channels_last_conv_attributes(const NodeInfo& node) {
+  check_known(node, {kChannelsLastConvNames, kActivationNames}, false);
+  ChannelsLastConvAttributes a;
+  a.kernel_shape = read_ints(node, kChannelsLastKernelShapeAttribute).value_or(std::vector<int64_t>{});
+  if (auto pads = read_ints(node, kChannelsLastPadsAttribute)) a.pads = std::move(*pads);
+  if (auto strides = read_ints(node, kChannelsLastStridesAttribute)) a.strides = std::move(*strides);
+  a.height = read_int(node, kChannelsLastHeightAttribute);
+  a.width = read_int(node, kChannelsLastWidthAttribute);
+  a.epilogue = read_epilogue_attributes(node);
+  return a;
+}
+
+Attributes write_channels_last_conv_attributes(const ChannelsLastConvAttributes& conv) {
+  Attributes out;
+  if (!conv.kernel_shape.empty()) out.set(kChannelsLastKernelShapeAttribute, conv.kernel_shape);
+  out.set(kChannelsLastPadsAttribute, conv.pads);
+  out.set(kChannelsLastStridesAttribute, conv.strides);
+  if (conv.height) out.set(kChannelsLastHeightAttribute, *conv.height);
+  if (conv.width) out.set(kChannelsLastWidthAttribute, *conv.width);
+  if (conv.epilogue.residual) {
+    throw Error("DepthwiseConvChannelsLast takes its residual as input " +
+                std::to_string(ChannelsLastConvInput::kResidual) + ", not as " + kFusedResidualAttribute);
+  }
+  set_activation(conv.epilogue, out);
+  return out;
 }
 
 AttentionAttributes read_attention_attributes(const NodeInfo& node) {

@@ -1,12 +1,11 @@
 // The contracts between the graph passes (src/graph/passes/) and the op planners: the internal attributes
 // and input positions the passes write on the nodes they fuse or rewrite, and the planners read back. Each
 // name and position is spelled once, here; the passes write a struct with write_*, the planners read it with
-// read_*. Reading is strict: on wgi's Attention every attribute is internal and one the struct does not
-// know is an error naming the node; on MatMul and Gemm the same holds for every "wgi." name (their ONNX
-// attributes are the op's own). An attribute of the wrong type is an error naming the node and attribute.
-// The epilogue (residual, activation) and the GEMM tuning attributes are read by other ops too (Conv,
-// ConvTranspose, MatMulNBits: src/ops/conv*.cpp, matmul_nbits.cpp), which keep their own "wgi." names;
-// their readers here check only their own names.
+// read_*. Reading is strict: on wgi's Attention and DepthwiseConvChannelsLast every attribute is internal and
+// one the struct does not know is an error naming the node; on MatMul, Gemm, Conv, ConvTranspose and
+// MatMulNBits the same holds for every "wgi." name (their ONNX attributes are the op's own). An attribute of
+// the wrong type is an error naming the node and attribute. The epilogue and GEMM tuning readers, which those
+// ops' readers share, check only their own names.
 #pragma once
 
 #include <array>
@@ -25,8 +24,10 @@ struct NodeInfo;
 // ---- Names ----
 
 // Forces a kernel of the node's op (tests, tuning): Attention "rows" | "tiled"; MatMul and Gemm a GEMM kernel
-// name (gemm_launch.h); Conv and MatMulNBits their own (conv.cpp, matmul_nbits.cpp).
+// name (gemm_launch.h); Conv and MatMulNBits their own (conv/choose.cpp, matmul_nbits.cpp).
 inline constexpr const char* kForcedKernelAttribute = "wgi.kernel";
+// Conv: output rows per invocation of the depthwise_rows kernel (conv/conv.h).
+inline constexpr const char* kDepthwiseRowsAttribute = "wgi.depthwise_rows";
 
 // The GEMM planner's knobs on any node whose plan ends in a GEMM launch (gemm_launch.h says what each takes).
 inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
@@ -56,6 +57,13 @@ inline constexpr const char* kAttentionQkvTransposedAttribute = "qkv_transposed"
 inline constexpr const char* kAttentionHeadsViewsAttribute = "heads_views";
 inline constexpr const char* kAttentionTransposeOutputAttribute = "transpose_output";
 inline constexpr const char* kAttentionOutputPermAttribute = "output_perm";
+
+// wgi's DepthwiseConvChannelsLast (conv_channels_last.h says what each is), named as Conv's ONNX attributes.
+inline constexpr const char* kChannelsLastKernelShapeAttribute = "kernel_shape";
+inline constexpr const char* kChannelsLastPadsAttribute = "pads";
+inline constexpr const char* kChannelsLastStridesAttribute = "strides";
+inline constexpr const char* kChannelsLastHeightAttribute = "height";
+inline constexpr const char* kChannelsLastWidthAttribute = "width";
 
 // ---- Input positions ----
 
@@ -87,6 +95,13 @@ struct WindowsOutInput {
   static constexpr size_t kOutput = 9;  // the node's output shape
   static constexpr size_t kCount = 10;
 };
+// wgi's DepthwiseConvChannelsLast (conv_channels_last.h says what each is).
+struct ChannelsLastConvInput {
+  static constexpr size_t kX = 0, kW = 1, kBias = 2, kResidual = 3;
+  static constexpr size_t kImageTarget = 4;   // the first Reshape's target, [B, C, H, W] (optional)
+  static constexpr size_t kTokensTarget = 5;  // the second Reshape's target, [B, C, Ho * Wo] (optional)
+  static constexpr size_t kCount = 6;
+};
 // The first input after a MatMul's residual: where the window inputs start.
 inline constexpr size_t kMatMulWindowInputs = WindowsInInput::kPartition;
 static_assert(WindowsInInput::kPartition == WindowsOutInput::kWindows);
@@ -111,8 +126,9 @@ struct GemmTuningAttributes {
   std::optional<int64_t> tile_k, stages, split_k, gemv_lanes;
   friend bool operator==(const GemmTuningAttributes&, const GemmTuningAttributes&) = default;
 };
-// Reads only these names (any op may carry them).
+// Reads only these names (any op may carry them); the write replaces them and keeps every other attribute.
 GemmTuningAttributes read_gemm_tuning_attributes(const NodeInfo& node);
+void write_gemm_tuning_attributes(const GemmTuningAttributes& tuning, Attributes& attributes);
 
 // An activation and a residual applied in a GEMM or conv kernel's epilogue (graph::fuse_activations,
 // graph::fuse_residual_adds), on MatMul, Gemm, Conv, ConvTranspose and MatMulNBits.
@@ -139,6 +155,43 @@ struct LinearAttributes {
 // Strict over "wgi." names; the write replaces every "wgi." name and keeps the ONNX attributes.
 LinearAttributes read_linear_attributes(const NodeInfo& node);
 void write_linear_attributes(const LinearAttributes& linear, Attributes& attributes);
+
+// The internal attributes of Conv and ConvTranspose (conv.cpp; conv/choose.cpp checks the hints against the
+// conv).
+struct ConvInternalAttributes {
+  EpilogueAttributes epilogue;
+  std::string kernel;  // wgi.kernel: a conv kernel name (conv/choose.cpp), "" for the planner's choice
+  int64_t depthwise_rows = 0;   // wgi.depthwise_rows: 1, 2, 4 or 8; 0 for the planner's choice
+  GemmTuningAttributes tuning;  // the pointwise GEMM's and the implicit GEMM's knobs
+  friend bool operator==(const ConvInternalAttributes&, const ConvInternalAttributes&) = default;
+};
+// Strict over "wgi." names; the write replaces every "wgi." name and keeps the ONNX attributes.
+ConvInternalAttributes read_conv_internal_attributes(const NodeInfo& node);
+void write_conv_internal_attributes(const ConvInternalAttributes& conv, Attributes& attributes);
+
+// The internal attributes of com.microsoft MatMulNBits and MatMulBnb4 (matmul_nbits.cpp).
+struct NBitsAttributes {
+  EpilogueAttributes epilogue;  // R is input kNBitsResidualInput
+  std::string kernel;  // wgi.kernel: "gemv", "fast" or "tiled"; "" or "auto" for the planner's choice
+  GemmTuningAttributes tuning;  // gemv_lanes: the GEMV's lanes per column; the others the fast GEMM's
+  friend bool operator==(const NBitsAttributes&, const NBitsAttributes&) = default;
+};
+// Strict over "wgi." names; the write replaces every "wgi." name and keeps the op's own attributes.
+NBitsAttributes read_nbits_attributes(const NodeInfo& node);
+void write_nbits_attributes(const NBitsAttributes& nbits, Attributes& attributes);
+
+// The attributes of wgi's DepthwiseConvChannelsLast (made by graph::fuse_depthwise_conv_channels_last).
+struct ChannelsLastConvAttributes {
+  std::vector<int64_t> kernel_shape;         // [KH, KW]; empty: W's
+  std::vector<int64_t> pads = {0, 0, 0, 0};  // [top, left, bottom, right]
+  std::vector<int64_t> strides = {1, 1};     // dilation is 1
+  std::optional<int64_t> height, width;      // H and W when input kImageTarget is absent
+  EpilogueAttributes epilogue;  // the activation; R is input kResidual (epilogue.residual: a write error)
+  friend bool operator==(const ChannelsLastConvAttributes&, const ChannelsLastConvAttributes&) = default;
+};
+// Strict over every name (the sizes and ranges are the planner's to check).
+ChannelsLastConvAttributes read_channels_last_conv_attributes(const NodeInfo& node);
+Attributes write_channels_last_conv_attributes(const ChannelsLastConvAttributes& conv);
 
 // The attributes of wgi's Attention (made by graph::fuse_attention, rewritten by read_packed_qkv,
 // read_split_heads and write_attention_transposed).

@@ -21,6 +21,7 @@
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -28,9 +29,6 @@ namespace wgi::ops {
 namespace {
 
 constexpr const char* kDomain = "com.microsoft";
-// Forces a kernel ("gemv", "fast" or "tiled"; "auto" = the planner's choice), like MatMul's attribute of that
-// name.
-constexpr const char* kKernelAttribute = "wgi.kernel";
 constexpr int64_t kGemvMaxRows = 8;
 constexpr uint32_t kWorkgroupInvocations = 128;  // GEMV's workgroup; the tiled kernel's is 64
 constexpr uint32_t kTile = 32;                   // the tiled kernel's output tile
@@ -280,6 +278,7 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
   const int64_t m = element_count(a_shape) / w.k;
   Shape out_shape(a_shape.begin(), a_shape.end() - 1);
   out_shape.push_back(w.n);
+  const NBitsAttributes internal = read_nbits_attributes(ctx.node);
   const bool residual = has_fused_residual(ctx, kNBitsResidualInput);
   if (residual && ctx.input(kNBitsResidualInput).shape != out_shape)
     return plan_residual_fallback(ctx, out_shape, replan, kNBitsResidualInput);
@@ -294,9 +293,9 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
   plan.outputs.push_back({DType::Float32, out_shape});
   if (m == 0) return plan;
 
-  const std::string forced = ctx.node.attributes.get_string(kKernelAttribute, "auto");
+  const std::string forced = internal.kernel.empty() ? "auto" : internal.kernel;
   if (forced != "auto" && forced != "gemv" && forced != "fast" && forced != "tiled")
-    ctx.fail("attribute " + std::string(kKernelAttribute) + " = '" + forced +
+    ctx.fail("attribute " + std::string(kForcedKernelAttribute) + " = '" + forced +
              "' is unknown: auto, gemv, fast or tiled");
   const bool gemv = forced == "gemv" || (forced == "auto" && m <= kGemvMaxRows);
   if (gemv && m > kGemvMaxRows)
@@ -356,8 +355,8 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
     while (lanes < kWorkgroupInvocations && 2 * lanes <= loads_per_chunk &&
            ceil_div(w.n, kWorkgroupInvocations / lanes) < kGemvMinWorkgroups)
       lanes *= 2;
-    if (ctx.node.attributes.has(kGemvLanesAttribute)) {
-      lanes = ctx.node.attributes.get_int(kGemvLanesAttribute, 0);
+    if (internal.tuning.gemv_lanes) {
+      lanes = *internal.tuning.gemv_lanes;
       if (lanes < 4 || lanes > kWorkgroupInvocations || !std::has_single_bit(static_cast<uint64_t>(lanes)))
         ctx.fail("attribute " + std::string(kGemvLanesAttribute) + " = " + str(lanes) +
                  " must be a power of two from 4 to " + str(kWorkgroupInvocations));

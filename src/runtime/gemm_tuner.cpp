@@ -9,6 +9,7 @@
 
 #include "gpu/commands.h"
 #include "gpu/profiler.h"
+#include "ops/internal_ops.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 
@@ -88,11 +89,13 @@ ops::NodeInfo problem_node(const GemmProblemKey& key, const GemmChoice* choice) 
   set("b_batched", key.b_batched);
   set("splittable", key.splittable);
   if (choice) {
-    node.attributes.set(ops::kGemmKernelAttribute, std::string(ops::gemm_kernel_name(choice->kernel)));
-    if (choice->tile_k) node.attributes.set(ops::kGemmTileKAttribute, int64_t{choice->tile_k});
-    if (choice->stages) node.attributes.set(ops::kGemmStagesAttribute, int64_t{choice->stages});
-    if (choice->gemv_lanes) node.attributes.set(ops::kGemvLanesAttribute, int64_t{choice->gemv_lanes});
-    node.attributes.set(ops::kGemmSplitKAttribute, int64_t{choice->split_k});
+    ops::GemmTuningAttributes tuning;
+    tuning.kernel = std::string(ops::gemm_kernel_name(choice->kernel));
+    if (choice->tile_k) tuning.tile_k = choice->tile_k;
+    if (choice->stages) tuning.stages = choice->stages;
+    if (choice->gemv_lanes) tuning.gemv_lanes = choice->gemv_lanes;
+    tuning.split_k = choice->split_k;
+    ops::write_gemm_tuning_attributes(tuning, node.attributes);
   }
   return node;
 }

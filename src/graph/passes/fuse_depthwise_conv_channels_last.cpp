@@ -4,8 +4,7 @@
 
 #include "graph/passes/match.h"
 #include "ops/conv_channels_last.h"
-#include "ops/fused_activation.h"
-#include "ops/fused_residual.h"
+#include "ops/internal_ops.h"
 #include "ops/reshape.h"
 
 namespace wgi::graph {
@@ -20,7 +19,8 @@ int fuse_depthwise_conv_channels_last(Graph& g) {
     const Node& conv = node_at(g, ci);
     if (conv.info.op_type != "Conv" || !conv.info.domain.empty() || editor.removed(ci)) continue;
     if (conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
-    if (conv.info.attributes.has(ops::kFusedResidualAttribute)) continue;
+    const ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(conv.info);
+    if (epilogue.residual) continue;
     // Depthwise 2-D, weight [C, 1, KH, KW] and group C, kernels up to 7x7, dilation 1, explicit pads.
     const Tensor* w = constant_of(g, conv, 1);
     if (!is_float(w) || w->rank() != 4 || w->shape()[1] != 1) continue;
@@ -143,14 +143,20 @@ int fuse_depthwise_conv_channels_last(Graph& g) {
     fused.info.op_type = ops::kDepthwiseConvChannelsLastOp;
     fused.info.domain = ops::kDepthwiseConvChannelsLastDomain;
     fused.info.opset = 1;
-    fused.info.attributes.set("kernel_shape", std::vector<int64_t>{kh, kw});
-    fused.info.attributes.set("pads", pads);
-    fused.info.attributes.set("strides", strides);
-    for (const char* name : {ops::kFusedActivationAttribute, ops::kFusedActivationMinAttribute,
-                             ops::kFusedActivationMaxAttribute}) {
-      if (a.has(name)) fused.info.attributes.set(name, a.all().at(name));
-    }
-    fused.inputs = {x, conv.inputs[1], has_bias ? conv.inputs[2] : kNoValue, residual, target1, target2};
+    ops::ChannelsLastConvAttributes internal;
+    internal.kernel_shape = {kh, kw};
+    internal.pads = pads;
+    internal.strides = strides;
+    internal.epilogue = epilogue;  // the activation (no residual: checked above)
+    fused.info.attributes = ops::write_channels_last_conv_attributes(internal);
+    using In = ops::ChannelsLastConvInput;
+    fused.inputs.assign(In::kCount, kNoValue);
+    fused.inputs[In::kX] = x;
+    fused.inputs[In::kW] = conv.inputs[1];
+    fused.inputs[In::kBias] = has_bias ? conv.inputs[2] : kNoValue;
+    fused.inputs[In::kResidual] = residual;
+    fused.inputs[In::kImageTarget] = target1;
+    fused.inputs[In::kTokensTarget] = target2;
     fused.outputs = {add_node ? node_at(g, add_node).outputs[0] : y};
     if (shape_readers.empty()) {
       editor.remove(r1);

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "ops/conv/conv.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::ops {
 

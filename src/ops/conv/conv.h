@@ -154,11 +154,6 @@ enum class ConvAlgorithm {
   Transposed
 };
 
-// On a depthwise Conv: int, output rows per invocation of the depthwise_rows kernel (1, 2, 4 or 8).
-inline constexpr const char* kDepthwiseRowsAttribute = "wgi.depthwise_rows";
-// On a Conv / ConvTranspose: string, the kernel to run instead of the planner's choice (kConvKernelNames).
-inline constexpr const char* kConvKernelAttribute = "wgi.kernel";
-
 // The GEMM's tuning attributes (read_gemm_attributes, ops/gemm_launch.h), which the implicit GEMM obeys too:
 // 0 for the planner's choice.
 struct ConvGemmKnobs {
