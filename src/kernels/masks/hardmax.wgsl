@@ -4,7 +4,7 @@
 // (numpy's argmax, which the ONNX definition uses); ties go to the lower index.
 #include "common/dispatch_grid.wgsl"
 
-const WG_SIZE: u32 = {{WG}}u;
+const WG: u32 = {{WG}}u;
 
 struct Params {
   rows: u32,
@@ -15,6 +15,9 @@ struct Params {
 @group(0) @binding(0) var<storage, read> source: array<u32>;  // float32 bits
 @group(0) @binding(1) var<storage, read_write> destination: array<f32>;
 @group(0) @binding(2) var<uniform> params: Params;
+
+var<workgroup> best_value: array<u32, WG>;
+var<workgroup> best_index: array<u32, WG>;
 
 fn is_nan(bits: u32) -> bool {
   return (bits & 0x7fffffffu) > 0x7f800000u;
@@ -30,27 +33,7 @@ fn beats(a: u32, ia: u32, b: u32, ib: u32) -> bool {
   return fa > fb || (fa == fb && ia < ib);
 }
 
-const NONE: u32 = 0xffffffffu;  // an index: nothing seen yet
-
-// The best element so far: its float32 bits and index.
-struct Best {
-  value: u32,
-  index: u32,
-}
-alias ReduceValue = Best;
-
-fn reduce_pair(op: u32, a: Best, b: Best) -> Best {
-  if (b.index != NONE && (a.index == NONE || beats(b.value, b.index, a.value, a.index))) {
-    return b;
-  }
-  return a;
-}
-
-#include "common/workgroup_reduce.wgsl"
-
-var<workgroup> partial: array<Best, WORKGROUP_REDUCE_SLOTS>;
-
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let row = linear_workgroup_index(wid, nwg);
@@ -59,16 +42,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let base = (row / params.inner) * params.len * params.inner + row % params.inner;
   var value = 0xff800000u;  // -inf
-  var index = NONE;
-  for (var j = lid; j < params.len; j += WG_SIZE) {
+  var index = 0xffffffffu;
+  for (var j = lid; j < params.len; j += WG) {
     let v = source[base + j * params.inner];
-    if (index == NONE || beats(v, j, value, index)) {
+    if (index == 0xffffffffu || beats(v, j, value, index)) {
       value = v;
       index = j;
     }
   }
-  let winner = workgroup_reduce(&partial, 0u, Best(value, index), lid).index;
-  for (var j = lid; j < params.len; j += WG_SIZE) {
+  best_value[lid] = value;
+  best_index[lid] = index;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (lid < half) {
+      let other = lid + half;
+      if (best_index[other] != 0xffffffffu &&
+          (best_index[lid] == 0xffffffffu ||
+           beats(best_value[other], best_index[other], best_value[lid], best_index[lid]))) {
+        best_value[lid] = best_value[other];
+        best_index[lid] = best_index[other];
+      }
+    }
+    workgroupBarrier();
+  }
+  let winner = best_index[0];
+  for (var j = lid; j < params.len; j += WG) {
     destination[base + j * params.inner] = select(0.0, 1.0, j == winner);
   }
 }

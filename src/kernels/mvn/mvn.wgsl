@@ -8,7 +8,7 @@
 // (within the group) as mixed radices over element strides.
 #include "common/dispatch_grid.wgsl"
 
-const WG_SIZE: u32 = {{WG}}u;
+const WG: u32 = {{WG}}u;
 
 struct Params {
   count: u32,       // STATS: groups; APPLY: elements
@@ -49,12 +49,11 @@ fn decode(index: u32, rank: u32, dims: array<vec4u, 2>, strides: array<vec4u, 2>
 }
 
 #if STATS
-#include "common/workgroup_reduce_f32.wgsl"
+// The two tree sums are written out inline: as one helper function with its barriers called twice, the
+// statistics came out wrong on Dawn's OpenGL ES backend (llvmpipe), right on SwiftShader.
+var<workgroup> partial: array<f32, WG>;
 
-var<workgroup> partial_sum: array<f32, WORKGROUP_REDUCE_SLOTS>;
-var<workgroup> partial_squares: array<f32, WORKGROUP_REDUCE_SLOTS>;
-
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let g = linear_workgroup_index(wid, nwg);
@@ -63,26 +62,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let base = decode(g, params.kept_rank, params.kept_dims, params.kept_strides);
   var sum = 0.0;
-  for (var w = lid; w < params.group_size; w += WG_SIZE) {
+  for (var w = lid; w < params.group_size; w += WG) {
     sum += source[base + decode(w, params.reduced_rank, params.reduced_dims, params.reduced_strides)];
   }
-  let mean = workgroup_reduce(&partial_sum, REDUCE_SUM, sum, lid) / f32(params.group_size);
+  partial[lid] = sum;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (lid < half) {
+      partial[lid] += partial[lid + half];
+    }
+    workgroupBarrier();
+  }
+  let mean = partial[0] / f32(params.group_size);
+  workgroupBarrier();  // every invocation has read the sum before partial is reused
   var squares = 0.0;
-  for (var w = lid; w < params.group_size; w += WG_SIZE) {
+  for (var w = lid; w < params.group_size; w += WG) {
     let d = source[base + decode(w, params.reduced_rank, params.reduced_dims, params.reduced_strides)] - mean;
     squares += d * d;
   }
-  let variance = workgroup_reduce(&partial_squares, REDUCE_SUM, squares, lid) / f32(params.group_size);
+  partial[lid] = squares;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (lid < half) {
+      partial[lid] += partial[lid + half];
+    }
+    workgroupBarrier();
+  }
+  let variance = partial[0] / f32(params.group_size);
   if (lid == 0u) {
     stats[2u * g] = mean;
     stats[2u * g + 1u] = 1.0 / (sqrt(variance) + 1e-9);
   }
 }
 #else
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let i = linear_invocation_index(wid, nwg, lid, WG_SIZE);
+  let i = linear_invocation_index(wid, nwg, lid, WG);
   if (i >= params.count) {
     return;
   }

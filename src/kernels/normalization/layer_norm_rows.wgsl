@@ -45,7 +45,7 @@ struct Params {
 #endif
 
 // One array per reduction: with a shared array some compilers (Mesa llvmpipe through Dawn's GL ES backend)
-// let the first sum's reads slip past the second reduction's writes (see common/workgroup_reduce.wgsl).
+// let the first sum's reads slip past the second reduction's writes (see row_norm.wgsl).
 var<workgroup> partial_sum: array<f32, WG_SIZE>;
 var<workgroup> partial_squares: array<f32, WG_SIZE>;
 

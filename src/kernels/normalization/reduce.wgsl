@@ -127,39 +127,53 @@ fn shift_of(m: f32) -> f32 {
 #endif
 
 #if ROW_PER_WORKGROUP
+var<workgroup> partial: array<T, WG_SIZE>;
 #if ARG
-// The best value so far and its index (NONE: nothing seen yet).
-struct Best {
-  value: T,
-  index: u32,
-}
-alias ReduceValue = Best;
+var<workgroup> partial_index: array<u32, WG_SIZE>;
+#endif
 
-fn reduce_pair(op: u32, a: Best, b: Best) -> Best {
-  if (better(b.value, b.index, a.value, a.index)) {
-    return b;
+#if !ARG
+#if LOG_SUM_EXP
+// Its own array: the maximum is read after the tree's last barrier, and with a shared array some compilers
+// (Mesa llvmpipe through Dawn's GL ES backend) let that read slip past the sum tree's first writes.
+var<workgroup> partial_max: array<f32, WG_SIZE>;
+
+fn tree_max(v: f32, lid: u32) -> f32 {
+  partial_max[lid] = v;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      partial_max[lid] = max(partial_max[lid], partial_max[lid + s]);
+    }
+    workgroupBarrier();
   }
-  return a;
+  return partial_max[0];
 }
 
-#include "common/workgroup_reduce.wgsl"
-#else
-#if LOG_SUM_EXP
-#include "common/workgroup_reduce_f32.wgsl"
-#else
-alias ReduceValue = T;
-
-fn reduce_pair(op: u32, a: T, b: T) -> T {
-  return combine(a, b);
+fn tree_sum(v: f32, lid: u32) -> f32 {
+  partial[lid] = v;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      partial[lid] = partial[lid] + partial[lid + s];
+    }
+    workgroupBarrier();
+  }
+  return partial[0];
 }
-
-#include "common/workgroup_reduce.wgsl"
+#else
+fn tree_combine(v: T, lid: u32) -> T {
+  partial[lid] = v;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      partial[lid] = combine(partial[lid], partial[lid + s]);
+    }
+    workgroupBarrier();
+  }
+  return partial[0];
+}
 #endif
-#endif
-
-var<workgroup> partial: array<ReduceValue, WORKGROUP_REDUCE_SLOTS>;
-#if LOG_SUM_EXP
-var<workgroup> partial_max: array<f32, WORKGROUP_REDUCE_SLOTS>;
 #endif
 
 @compute @workgroup_size(WG_SIZE)
@@ -181,9 +195,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       best_index = r;
     }
   }
-  let winner = workgroup_reduce(&partial, 0u, Best(best, best_index), lid);
+  partial[lid] = best;
+  partial_index[lid] = best_index;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s && better(partial[lid + s], partial_index[lid + s], partial[lid], partial_index[lid])) {
+      partial[lid] = partial[lid + s];
+      partial_index[lid] = partial_index[lid + s];
+    }
+    workgroupBarrier();
+  }
   if (lid == 0u) {
-    output[o] = i32(select(winner.index, 0u, winner.index == NONE));
+    output[o] = i32(select(partial_index[0], 0u, partial_index[0] == NONE));
   }
 #else
 #if LOG_SUM_EXP
@@ -191,12 +214,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = lid; r < n; r += WG_SIZE) {
     m = max(m, input[base + reduced_offset(r)]);
   }
-  let shift = shift_of(workgroup_reduce(&partial_max, REDUCE_MAX, m, lid));
+  let shift = shift_of(tree_max(m, lid));
   var s = 0.0;
   for (var r = lid; r < n; r += WG_SIZE) {
     s += exp(input[base + reduced_offset(r)] - shift);
   }
-  let total = workgroup_reduce(&partial, REDUCE_SUM, s, lid);
+  let total = tree_sum(s, lid);
   if (lid == 0u) {
     output[o] = log(total) + shift;
   }
@@ -205,7 +228,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = lid; r < n; r += WG_SIZE) {
     acc = combine(acc, pre(input[base + reduced_offset(r)]));
   }
-  let total = workgroup_reduce(&partial, 0u, acc, lid);
+  let total = tree_combine(acc, lid);
   if (lid == 0u) {
     output[o] = finish(total);
   }

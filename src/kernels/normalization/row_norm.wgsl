@@ -42,10 +42,34 @@ struct Params {
 
 override WG_SIZE: u32 = 64;
 
-#include "common/workgroup_reduce_f32.wgsl"
+// One array per tree: a tree's result is read after its last barrier, and with a shared array some compilers
+// (Mesa llvmpipe through Dawn's GL ES backend) let that read slip past the next tree's first writes.
+var<workgroup> partial_sum: array<f32, WG_SIZE>;
+var<workgroup> partial_squares: array<f32, WG_SIZE>;
 
-var<workgroup> partial_sum: array<f32, WORKGROUP_REDUCE_SLOTS>;
-var<workgroup> partial_squares: array<f32, WORKGROUP_REDUCE_SLOTS>;
+fn tree_sum(v: f32, lid: u32) -> f32 {
+  partial_sum[lid] = v;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      partial_sum[lid] = partial_sum[lid] + partial_sum[lid + s];
+    }
+    workgroupBarrier();
+  }
+  return partial_sum[0];
+}
+
+fn tree_sum_squares(v: f32, lid: u32) -> f32 {
+  partial_squares[lid] = v;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      partial_squares[lid] = partial_squares[lid] + partial_squares[lid + s];
+    }
+    workgroupBarrier();
+  }
+  return partial_squares[0];
+}
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -60,13 +84,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var k = lid; k < n; k += WG_SIZE) {
     s += input[start + k];
   }
-  let mean = workgroup_reduce(&partial_sum, REDUCE_SUM, s, lid) * params.inv_length;
+  let mean = tree_sum(s, lid) * params.inv_length;
   var q = 0.0;
   for (var k = lid; k < n; k += WG_SIZE) {
     let d = input[start + k] - mean;
     q += d * d;
   }
-  let variance = workgroup_reduce(&partial_squares, REDUCE_SUM, q, lid) * params.inv_length;
+  let variance = tree_sum_squares(q, lid) * params.inv_length;
   let inv_std = 1.0 / sqrt(variance + params.epsilon);
   let param_row = (row % params.row_mod) * params.row_mul;
   for (var k = lid; k < n; k += WG_SIZE) {

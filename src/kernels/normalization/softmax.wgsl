@@ -40,19 +40,34 @@ fn result(x: f32, m: f32, sum: f32) -> f32 {
 }
 
 #if ROW_PER_WORKGROUP
-alias ReduceValue = f32;
-const REDUCE_MAX: u32 = 0u;
-const REDUCE_SUM: u32 = 1u;
+// One array per tree: the maximum is read after its tree's last barrier, and with a shared array some
+// compilers (Mesa llvmpipe through Dawn's GL ES backend) let that read slip past the sum tree's first writes.
+var<workgroup> partial_max: array<f32, WG_SIZE>;
+var<workgroup> partial_sum: array<f32, WG_SIZE>;
 
-// The maximum is NaN when one is (wgi_max), so that result() sees it.
-fn reduce_pair(op: u32, a: f32, b: f32) -> f32 {
-  return select(a + b, wgi_max(a, b), op == REDUCE_MAX);
+fn tree_max(v: f32, lid: u32) -> f32 {
+  partial_max[lid] = v;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      partial_max[lid] = wgi_max(partial_max[lid], partial_max[lid + s]);
+    }
+    workgroupBarrier();
+  }
+  return partial_max[0];
 }
 
-#include "common/workgroup_reduce.wgsl"
-
-var<workgroup> partial_max: array<f32, WORKGROUP_REDUCE_SLOTS>;
-var<workgroup> partial_sum: array<f32, WORKGROUP_REDUCE_SLOTS>;
+fn tree_sum(v: f32, lid: u32) -> f32 {
+  partial_sum[lid] = v;
+  workgroupBarrier();
+  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
+    if (lid < s) {
+      partial_sum[lid] = partial_sum[lid] + partial_sum[lid + s];
+    }
+    workgroupBarrier();
+  }
+  return partial_sum[0];
+}
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -69,12 +84,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var k = lid; k < n; k += WG_SIZE) {
     m = wgi_max(m, input[start + k * step]);  // a NaN makes the whole row NaN, as in ONNX Runtime
   }
-  m = workgroup_reduce(&partial_max, REDUCE_MAX, m, lid);
+  m = tree_max(m, lid);
   var s = 0.0;
   for (var k = lid; k < n; k += WG_SIZE) {
     s += exp(input[start + k * step] - m);
   }
-  s = workgroup_reduce(&partial_sum, REDUCE_SUM, s, lid);
+  s = tree_sum(s, lid);
   for (var k = lid; k < n; k += WG_SIZE) {
     let i = start + k * step;
     output[i] = result(input[i], m, s);

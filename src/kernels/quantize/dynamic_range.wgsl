@@ -28,17 +28,10 @@ struct Params {
 #endif
 
 override WG_SIZE: u32 = 256;
+const MAX_WG: u32 = 1024u;
 
-// (lo, hi): the range so far.
-alias ReduceValue = vec2<f32>;
-
-fn reduce_pair(op: u32, a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
-  return vec2<f32>(min(a.x, b.x), max(a.y, b.y));
-}
-
-#include "common/workgroup_reduce.wgsl"
-
-var<workgroup> partial: array<vec2<f32>, WORKGROUP_REDUCE_SLOTS>;
+var<workgroup> lo_shared: array<f32, MAX_WG>;
+var<workgroup> hi_shared: array<f32, MAX_WG>;
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -61,13 +54,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
   }
 #endif
-  let range_lo_hi = workgroup_reduce(&partial, 0u, vec2<f32>(lo, hi), lid);
+  lo_shared[lid] = lo;
+  hi_shared[lid] = hi;
+  workgroupBarrier();
+  for (var stride = WG_SIZE / 2u; stride > 0u; stride = stride / 2u) {
+    if (lid < stride) {
+      lo_shared[lid] = min(lo_shared[lid], lo_shared[lid + stride]);
+      hi_shared[lid] = max(hi_shared[lid], hi_shared[lid + stride]);
+    }
+    workgroupBarrier();
+  }
   if (lid != 0u) {
     return;
   }
 #if FINAL
-  let x_lo = range_lo_hi.x;
-  let x_hi = range_lo_hi.y;
+  let x_lo = lo_shared[0];
+  let x_hi = hi_shared[0];
   var range = x_hi - x_lo;
   if (x_hi == x_lo) {
     range = 1.0;
@@ -76,7 +78,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   scale_out[0] = s;
   zero_point_out[0] = u32(round(clamp(0.0 - wgi_div_rn(x_lo, s), 0.0, params.levels)));
 #else
-  partials[2u * wid.x] = range_lo_hi.x;
-  partials[2u * wid.x + 1u] = range_lo_hi.y;
+  partials[2u * wid.x] = lo_shared[0];
+  partials[2u * wid.x + 1u] = hi_shared[0];
 #endif
 }
