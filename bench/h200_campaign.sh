@@ -339,8 +339,8 @@ elif [[ $mode == variant_files ]]; then
       "$v/siglip_q4.onnx" --recipe q4 | tail -1
     timeout 120 python3 tests/models/variants_weight_only.py \
       "$models/bart_decoder_cached_cross_base_opset17/model.onnx" "$v/decoder_q4.onnx" --recipe q4 | tail -1
-    files=("$models/florence2_vision_base_opset17/model.onnx" "$v/florence2_fp16.onnx" "$v/siglip_fp16.onnx"
-           "$v/siglip_q4.onnx")
+    files=("$models/florence2_vision_base_opset17/model.onnx" "$v/florence2_fp16.onnx"
+           "$models/siglip_vision_base_opset17/model.onnx" "$v/siglip_fp16.onnx" "$v/siglip_q4.onnx")
     decoder_dims=(--dim batch=1 --dim new_tokens=1 --dim past_len=64 --dim src_len=590)
     for round in 1 2; do
       for build in "${builds[@]}"; do

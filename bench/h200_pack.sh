@@ -23,7 +23,8 @@ rm -rf .device
 args=()
 [[ $mode == models || $mode == pipelines ]] && args+=(--peers)
 bins=(build/release/wgi build/release/wgi_bench_ops)
-[[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent build/release/wgi_bench_data_dependent)
+[[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent build/release/wgi_bench_data_dependent
+                              build/release/wgi_bench_quantized)
 [[ $mode == pipelines ]] && bins=(build/release/wgi)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)

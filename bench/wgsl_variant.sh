@@ -21,11 +21,12 @@ cp "$build/src/libwgi.a" "$work/libwgi.a"
 ar d "$work/libwgi.a" embedded_wgsl.cpp.o
 ar q "$work/libwgi.a" "$work/embedded.o"
 dawn=(-L"$root/third_party/dawn/lib" -Wl,-rpath,"$root/third_party/dawn/lib")
-c++ -O3 "$build"/tools/wgi/CMakeFiles/wgi_cli.dir/*.o -o "$out" "${dawn[@]}" "$work/libwgi.a" -lwebgpu_wrapper
+spm=(/usr/lib/x86_64-linux-gnu/libsentencepiece.so)  # the SigLIP tokenizer tests and pipelines
+c++ -O3 "$build"/tools/wgi/CMakeFiles/wgi_cli.dir/*.o -o "$out" "${dawn[@]}" "$work/libwgi.a" -lwebgpu_wrapper "${spm[@]}"
 c++ -O3 "$build"/bench/CMakeFiles/wgi_bench_ops.dir/*.o -o "${out}_bench" "${dawn[@]}" \
-  "$build/tests/libwgi_test_support.a" -lbenchmark "$work/libwgi.a" -lwebgpu_wrapper \
+  "$build/tests/libwgi_test_support.a" -lbenchmark "$work/libwgi.a" -lwebgpu_wrapper "${spm[@]}" \
   /usr/lib/x86_64-linux-gnu/libgtest.a
 c++ -O3 "$build"/bench/CMakeFiles/wgi_bench_quantized.dir/*.o -o "${out}_quantized" "${dawn[@]}" \
-  "$build/tests/libwgi_test_support.a" -lbenchmark "$work/libwgi.a" -lwebgpu_wrapper \
+  "$build/tests/libwgi_test_support.a" -lbenchmark "$work/libwgi.a" -lwebgpu_wrapper "${spm[@]}" \
   /usr/lib/x86_64-linux-gnu/libgtest.a
 echo "built $out, ${out}_bench and ${out}_quantized"
