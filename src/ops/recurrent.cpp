@@ -160,7 +160,19 @@ StepShape choose_step_shape(const gpu::Limits& limits, uint32_t gates, int64_t b
   return s;
 }
 
-OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
+// A recurrent node's attributes and inputs, checked: the sizes and flags its launches are planned from.
+struct RecurrentSpec {
+  int64_t layout = 0, nd = 1, T = 0, B = 0, I = 0, H = 0, GH = 0;
+  bool reverse = false, lstm = false;
+  bool has_bias = false, has_lens = false, has_init_h = false, has_init_c = false, has_peepholes = false;
+  int64_t input_forget = 0, linear_before_reset = 0;
+  bool has_clip = false;
+  float clip = 0.0f;
+  Activations activations;
+  Shape xs, ws, state_shape;
+};
+
+RecurrentSpec parse_recurrent(const PlanContext& ctx, Cell cell_kind) {
   const CellTraits& cell = traits(cell_kind);
   const Attributes& attrs = ctx.node.attributes;
   for (size_t i = 0; i < 3; ++i) require_float(ctx, i);
@@ -230,6 +242,143 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   if (has_clip && !(clip > 0.0f)) ctx.fail("attribute 'clip' must be positive, got " + std::to_string(clip));
   const Activations activations = read_activations(ctx, cell, nd);
 
+  RecurrentSpec r;
+  r.layout = layout;
+  r.nd = nd;
+  r.T = T;
+  r.B = B;
+  r.I = I;
+  r.H = H;
+  r.GH = GH;
+  r.reverse = direction == "reverse";
+  r.lstm = lstm;
+  r.has_bias = has_bias;
+  r.has_lens = has_lens;
+  r.has_init_h = has_init_h;
+  r.has_init_c = has_init_c;
+  r.has_peepholes = has_peepholes;
+  r.input_forget = input_forget;
+  r.linear_before_reset = linear_before_reset;
+  r.has_clip = has_clip;
+  r.clip = clip;
+  r.activations = activations;
+  r.xs = xs;
+  r.ws = ws;
+  r.state_shape = state_shape;
+  return r;
+}
+
+// One kernel variant run at every step: the GRU without linear_before_reset needs two (gates, then the
+// candidate from r * h).
+struct StepPhase {
+  const char* define;
+  uint32_t gates, first_gate;
+  bool reads_reset_h;
+};
+
+// What every step's launch binds.
+struct StepBindings {
+  TensorRef projected, r_t, bias, peepholes, lengths, state, y;
+  bool has_y = false;
+};
+
+// One launch per phase per time step, reading the hidden state one slot holds and writing the other.
+void add_step_launches(const RecurrentSpec& r, const std::vector<StepPhase>& phases,
+                       const std::vector<gpu::ProgramSource>& programs, const std::vector<StepShape>& shapes,
+                       const StepBindings& refs, OpPlan& plan) {
+  const int64_t H = r.H, B = r.B, T = r.T, nd = r.nd, GH = r.GH;
+  const int64_t nbh = nd * B * H, cell_offset = 2 * nbh, reset_h_offset = 3 * nbh;
+  for (int64_t step = 0; step < T; ++step) {
+    const int64_t read = step % 2, write = 1 - read;
+    for (size_t p = 0; p < phases.size(); ++p) {
+      const StepPhase& v = phases[p];
+      const StepShape& s = shapes[p];
+      gpu::UniformBuilder u;
+      u.u32(static_cast<uint32_t>(H))
+          .u32(static_cast<uint32_t>(B))
+          .u32(static_cast<uint32_t>(T))
+          .u32(static_cast<uint32_t>(nd))
+          .u32(static_cast<uint32_t>(step))
+          .u32(r.reverse ? 1u : 0u)
+          .u32(static_cast<uint32_t>(r.layout))
+          .u32(r.has_lens ? 1u : 0u)
+          .u32(static_cast<uint32_t>(GH))
+          .u32(v.first_gate)
+          .u32(static_cast<uint32_t>(read * nbh))
+          .u32(static_cast<uint32_t>(write * nbh))
+          .u32(static_cast<uint32_t>(v.reads_reset_h ? reset_h_offset : read * nbh))
+          .u32(static_cast<uint32_t>(cell_offset))
+          .u32(static_cast<uint32_t>(reset_h_offset))
+          .u32(r.has_bias ? 1u : 0u)
+          .u32(r.has_peepholes ? 1u : 0u)
+          .u32(static_cast<uint32_t>(r.input_forget))
+          .u32(r.has_clip ? 1u : 0u)
+          .f32(r.clip)
+          .u32(refs.has_y ? 1u : 0u)
+          .u32(0)
+          .u32(0)
+          .u32(0);
+      for (const auto& k : r.activations.kinds) u.vec4u(k);
+      for (const auto& a : r.activations.alphas) u.vec4f(a);
+      for (const auto& b : r.activations.betas) u.vec4f(b);
+      KernelLaunch launch;
+      launch.program = programs[p];
+      launch.bindings = {refs.projected, refs.r_t,   refs.bias, refs.peepholes,
+                         refs.lengths,   refs.state, refs.y};
+      launch.uniform = u.bytes();
+      launch.groups = {static_cast<uint32_t>((H + s.units - 1) / s.units),
+                       static_cast<uint32_t>((B + s.bt - 1) / s.bt), static_cast<uint32_t>(nd)};
+      plan.launches.push_back(std::move(launch));
+    }
+  }
+}
+
+std::vector<StepPhase> step_phases(Cell cell_kind, bool two_phase) {
+  switch (cell_kind) {
+    case Cell::Lstm:
+      return {{"LSTM", 4, 0, false}};
+    case Cell::Rnn:
+      return {{"RNN", 1, 0, false}};
+    case Cell::Gru:
+      if (two_phase) return {{"GRU_GATES", 2, 0, false}, {"GRU_HIDDEN", 1, 2, true}};
+      return {{"GRU_FUSED", 3, 0, false}};
+  }
+  return {};
+}
+
+// The step kernel of one phase, for its workgroup shape; fails when the grid would not fit the device.
+gpu::ProgramSource step_program(const PlanContext& ctx, const StepPhase& v, const StepShape& s,
+                                const RecurrentSpec& r) {
+  gpu::ProgramSource program;
+  program.label = std::string("recurrent_") + v.define + "_u" + std::to_string(s.units) + "_k" +
+                  std::to_string(s.ksplit) + "_b" + std::to_string(s.bt);
+  for (char& c : program.label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  program.wgsl = kernels::load_wgsl("recurrent/recurrent_step.wgsl", {{v.define, "1"},
+                                                                      {"UNITS", std::to_string(s.units)},
+                                                                      {"KSPLIT", std::to_string(s.ksplit)},
+                                                                      {"BT", std::to_string(s.bt)},
+                                                                      {"GATES", std::to_string(v.gates)}});
+  program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                      gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
+                      gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
+                      gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
+  // Hidden-unit blocks in x, batch blocks in y (not folded: neither comes near the limit in practice).
+  const uint64_t most = ctx.caps.limits.max_compute_workgroups_per_dimension;
+  if (static_cast<uint64_t>((r.H + s.units - 1) / s.units) > most ||
+      static_cast<uint64_t>((r.B + s.bt - 1) / s.bt) > most) {
+    ctx.fail("hidden_size " + std::to_string(r.H) + " or batch " + std::to_string(r.B) +
+             " needs more workgroups per grid dimension than the device's " + std::to_string(most));
+  }
+  return program;
+}
+
+OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
+  const RecurrentSpec r = parse_recurrent(ctx, cell_kind);
+  const int64_t layout = r.layout, nd = r.nd, T = r.T, B = r.B, I = r.I, H = r.H, GH = r.GH;
+  const bool lstm = r.lstm, has_init_h = r.has_init_h, has_init_c = r.has_init_c;
+  const Shape& xs = r.xs;
+  const Shape& ws = r.ws;
+  const Shape& state_shape = r.state_shape;
   OpPlan plan;
   const Shape y_shape = layout == 0 ? Shape{T, nd, B, H} : Shape{B, T, nd, H};
   plan.outputs.push_back({DType::Float32, y_shape});
@@ -275,9 +424,9 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   transpose.dst_strides = data_movement::row_major_strides(transpose.shape);
   transpose.src = TensorRef::input(2);
   TensorRef r_t;
-  if (const Tensor* r = ctx.constant(2)) {
+  if (const Tensor* recurrence = ctx.constant(2)) {
     Tensor packed(DType::Float32, transpose.shape);
-    data_movement::copy_on_host(transpose, *r, packed);
+    data_movement::copy_on_host(transpose, *recurrence, packed);
     plan.constants.push_back(std::move(packed));
     r_t = TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1));
   } else {
@@ -287,11 +436,11 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   }
 
   // The state: two hidden slots, then the cell state (LSTM) or z and r * h (two-phase GRU).
-  const bool two_phase = cell_kind == Cell::Gru && linear_before_reset == 0;
+  const bool two_phase = cell_kind == Cell::Gru && r.linear_before_reset == 0;
   const int64_t nbh = nd * B * H;
   const int64_t regions = 2 + (lstm ? 1 : 0) + (two_phase ? 2 : 0);
   const TensorRef state = plan.add_scratch(static_cast<uint64_t>(regions * nbh) * sizeof(float));
-  const int64_t cell_offset = 2 * nbh, reset_h_offset = 3 * nbh;
+  const int64_t cell_offset = 2 * nbh;  // the reset-h region, if any, follows (add_step_launches)
   // Zeros, then initial_h / initial_c into their regions ([nd, B, H] with layout 0; layout 1's [B, nd, H] is
   // read transposed).
   data_movement::add_fill_launch(ctx, plan, state, regions * nbh, 0u);
@@ -311,100 +460,19 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   const bool has_y = output_bound(ctx, 0);
   const TensorRef y = has_y ? TensorRef::output(0) : plan.add_scratch(16);
   const TensorRef zero = TensorRef::zero();
-  const TensorRef bias = has_bias ? TensorRef::input(3) : zero;
-  const TensorRef peepholes = has_peepholes ? TensorRef::input(7) : zero;
-  const TensorRef lengths = has_lens ? TensorRef::input(4) : zero;
+  const TensorRef bias = r.has_bias ? TensorRef::input(3) : zero;
+  const TensorRef peepholes = r.has_peepholes ? TensorRef::input(7) : zero;
+  const TensorRef lengths = r.has_lens ? TensorRef::input(4) : zero;
 
-  struct Variant {
-    const char* define;
-    uint32_t gates, first_gate;
-    bool reads_reset_h;
-  };
-  std::vector<Variant> phases;
-  switch (cell_kind) {
-    case Cell::Lstm:
-      phases = {{"LSTM", 4, 0, false}};
-      break;
-    case Cell::Rnn:
-      phases = {{"RNN", 1, 0, false}};
-      break;
-    case Cell::Gru:
-      if (two_phase) {
-        phases = {{"GRU_GATES", 2, 0, false}, {"GRU_HIDDEN", 1, 2, true}};
-      } else {
-        phases = {{"GRU_FUSED", 3, 0, false}};
-      }
-      break;
-  }
+  const std::vector<StepPhase> phases = step_phases(cell_kind, two_phase);
   std::vector<gpu::ProgramSource> programs;
   std::vector<StepShape> shapes;
-  for (const Variant& v : phases) {
-    const StepShape s = choose_step_shape(ctx.caps.limits, v.gates, B);
-    gpu::ProgramSource program;
-    program.label = std::string("recurrent_") + v.define + "_u" + std::to_string(s.units) + "_k" +
-                    std::to_string(s.ksplit) + "_b" + std::to_string(s.bt);
-    for (char& c : program.label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    program.wgsl = kernels::load_wgsl("recurrent/recurrent_step.wgsl", {{v.define, "1"},
-                                                                        {"UNITS", std::to_string(s.units)},
-                                                                        {"KSPLIT", std::to_string(s.ksplit)},
-                                                                        {"BT", std::to_string(s.bt)},
-                                                                        {"GATES", std::to_string(v.gates)}});
-    program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                        gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                        gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                        gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
-    programs.push_back(std::move(program));
-    shapes.push_back(s);
-    // Hidden-unit blocks in x, batch blocks in y (not folded: neither comes near the limit in practice).
-    const uint64_t most = ctx.caps.limits.max_compute_workgroups_per_dimension;
-    if (static_cast<uint64_t>((H + s.units - 1) / s.units) > most ||
-        static_cast<uint64_t>((B + s.bt - 1) / s.bt) > most) {
-      ctx.fail("hidden_size " + std::to_string(H) + " or batch " + std::to_string(B) +
-               " needs more workgroups per grid dimension than the device's " + std::to_string(most));
-    }
+  for (const StepPhase& v : phases) {
+    shapes.push_back(choose_step_shape(ctx.caps.limits, v.gates, B));
+    programs.push_back(step_program(ctx, v, shapes.back(), r));
   }
-  for (int64_t step = 0; step < T; ++step) {
-    const int64_t read = step % 2, write = 1 - read;
-    for (size_t p = 0; p < phases.size(); ++p) {
-      const Variant& v = phases[p];
-      const StepShape& s = shapes[p];
-      gpu::UniformBuilder u;
-      u.u32(static_cast<uint32_t>(H))
-          .u32(static_cast<uint32_t>(B))
-          .u32(static_cast<uint32_t>(T))
-          .u32(static_cast<uint32_t>(nd))
-          .u32(static_cast<uint32_t>(step))
-          .u32(direction == "reverse" ? 1u : 0u)
-          .u32(static_cast<uint32_t>(layout))
-          .u32(has_lens ? 1u : 0u)
-          .u32(static_cast<uint32_t>(GH))
-          .u32(v.first_gate)
-          .u32(static_cast<uint32_t>(read * nbh))
-          .u32(static_cast<uint32_t>(write * nbh))
-          .u32(static_cast<uint32_t>(v.reads_reset_h ? reset_h_offset : read * nbh))
-          .u32(static_cast<uint32_t>(cell_offset))
-          .u32(static_cast<uint32_t>(reset_h_offset))
-          .u32(has_bias ? 1u : 0u)
-          .u32(has_peepholes ? 1u : 0u)
-          .u32(static_cast<uint32_t>(input_forget))
-          .u32(has_clip ? 1u : 0u)
-          .f32(clip)
-          .u32(has_y ? 1u : 0u)
-          .u32(0)
-          .u32(0)
-          .u32(0);
-      for (const auto& k : activations.kinds) u.vec4u(k);
-      for (const auto& a : activations.alphas) u.vec4f(a);
-      for (const auto& b : activations.betas) u.vec4f(b);
-      KernelLaunch launch;
-      launch.program = programs[p];
-      launch.bindings = {projected, r_t, bias, peepholes, lengths, state, y};
-      launch.uniform = u.bytes();
-      launch.groups = {static_cast<uint32_t>((H + s.units - 1) / s.units),
-                       static_cast<uint32_t>((B + s.bt - 1) / s.bt), static_cast<uint32_t>(nd)};
-      plan.launches.push_back(std::move(launch));
-    }
-  }
+  add_step_launches(r, phases, programs, shapes, {projected, r_t, bias, peepholes, lengths, state, y, has_y},
+                    plan);
 
   // Y_h (and Y_c) from the state: the slot the last step wrote, in the outputs' layout.
   auto copy_final = [&](uint32_t output, int64_t offset) {
