@@ -48,7 +48,7 @@ TEST(Tensor, ViewsBorrowAndCopiesOwn) {
   Tensor moved = Tensor::view<float>({6}, std::span<const float>(values));
   Tensor target = std::move(moved);
   EXPECT_TRUE(target.is_view());
-  EXPECT_EQ(target.data<float>()[0], 1.5f);
+  EXPECT_EQ(std::as_const(target).data<float>()[0], 1.5f);
 }
 
 TEST(Tensor, ViewsCheckSizeAlignmentAndWrites) {
