@@ -242,30 +242,28 @@ RecurrentSpec parse_recurrent(const PlanContext& ctx, Cell cell_kind) {
   if (has_clip && !(clip > 0.0f)) ctx.fail("attribute 'clip' must be positive, got " + std::to_string(clip));
   const Activations activations = read_activations(ctx, cell, nd);
 
-  RecurrentSpec r;
-  r.layout = layout;
-  r.nd = nd;
-  r.T = T;
-  r.B = B;
-  r.I = I;
-  r.H = H;
-  r.GH = GH;
-  r.reverse = direction == "reverse";
-  r.lstm = lstm;
-  r.has_bias = has_bias;
-  r.has_lens = has_lens;
-  r.has_init_h = has_init_h;
-  r.has_init_c = has_init_c;
-  r.has_peepholes = has_peepholes;
-  r.input_forget = input_forget;
-  r.linear_before_reset = linear_before_reset;
-  r.has_clip = has_clip;
-  r.clip = clip;
-  r.activations = activations;
-  r.xs = xs;
-  r.ws = ws;
-  r.state_shape = state_shape;
-  return r;
+  return RecurrentSpec{.layout = layout,
+                       .nd = nd,
+                       .T = T,
+                       .B = B,
+                       .I = I,
+                       .H = H,
+                       .GH = GH,
+                       .reverse = direction == "reverse",
+                       .lstm = lstm,
+                       .has_bias = has_bias,
+                       .has_lens = has_lens,
+                       .has_init_h = has_init_h,
+                       .has_init_c = has_init_c,
+                       .has_peepholes = has_peepholes,
+                       .input_forget = input_forget,
+                       .linear_before_reset = linear_before_reset,
+                       .has_clip = has_clip,
+                       .clip = clip,
+                       .activations = activations,
+                       .xs = xs,
+                       .ws = ws,
+                       .state_shape = state_shape};
 }
 
 // One kernel variant run at every step: the GRU without linear_before_reset needs two (gates, then the
