@@ -274,6 +274,19 @@ struct StepPhase {
   bool reads_reset_h;
 };
 
+// The state scratch buffer: two hidden slots of nd * B * H floats, then the cell state (LSTM) or z and r * h
+// (the two-phase GRU).
+struct StateRegions {
+  int64_t slot = 0;               // floats per region
+  int64_t cell = 0, reset_h = 0;  // offsets of the cell state / z and of r * h
+  int64_t count = 0;              // regions in all
+};
+
+StateRegions state_regions(const RecurrentSpec& r, bool two_phase) {
+  const int64_t slot = r.nd * r.B * r.H;
+  return {slot, 2 * slot, 3 * slot, 2 + (r.lstm ? 1 : 0) + (two_phase ? 2 : 0)};
+}
+
 // What every step's launch binds.
 struct StepBindings {
   TensorRef projected, r_t, bias, peepholes, lengths, state, y;
@@ -283,9 +296,9 @@ struct StepBindings {
 // One launch per phase per time step, reading the hidden state one slot holds and writing the other.
 void add_step_launches(const RecurrentSpec& r, const std::vector<StepPhase>& phases,
                        const std::vector<gpu::ProgramSource>& programs, const std::vector<StepShape>& shapes,
-                       const StepBindings& refs, OpPlan& plan) {
+                       const StateRegions& regions, const StepBindings& refs, OpPlan& plan) {
   const int64_t H = r.H, B = r.B, T = r.T, nd = r.nd, GH = r.GH;
-  const int64_t nbh = nd * B * H, cell_offset = 2 * nbh, reset_h_offset = 3 * nbh;
+  const int64_t nbh = regions.slot, cell_offset = regions.cell, reset_h_offset = regions.reset_h;
   for (int64_t step = 0; step < T; ++step) {
     const int64_t read = step % 2, write = 1 - read;
     for (size_t p = 0; p < phases.size(); ++p) {
@@ -433,15 +446,13 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
     data_movement::add_copy_launches(ctx, plan, transpose);
   }
 
-  // The state: two hidden slots, then the cell state (LSTM) or z and r * h (two-phase GRU).
   const bool two_phase = cell_kind == Cell::Gru && r.linear_before_reset == 0;
-  const int64_t nbh = nd * B * H;
-  const int64_t regions = 2 + (lstm ? 1 : 0) + (two_phase ? 2 : 0);
-  const TensorRef state = plan.add_scratch(static_cast<uint64_t>(regions * nbh) * sizeof(float));
-  const int64_t cell_offset = 2 * nbh;  // the reset-h region, if any, follows (add_step_launches)
+  const StateRegions regions = state_regions(r, two_phase);
+  const int64_t nbh = regions.slot;
+  const TensorRef state = plan.add_scratch(static_cast<uint64_t>(regions.count * nbh) * sizeof(float));
   // Zeros, then initial_h / initial_c into their regions ([nd, B, H] with layout 0; layout 1's [B, nd, H] is
   // read transposed).
-  data_movement::add_fill_launch(ctx, plan, state, regions * nbh, 0u);
+  data_movement::add_fill_launch(ctx, plan, state, regions.count * nbh, 0u);
   auto copy_initial = [&](size_t input, int64_t offset) {
     data_movement::StridedCopy copy;
     copy.shape = {nd, B, H};
@@ -453,7 +464,7 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
     data_movement::add_copy_launches(ctx, plan, copy);
   };
   if (has_init_h) copy_initial(5, 0);
-  if (has_init_c) copy_initial(6, cell_offset);
+  if (has_init_c) copy_initial(6, regions.cell);
 
   const bool has_y = output_bound(ctx, 0);
   const TensorRef y = has_y ? TensorRef::output(0) : plan.add_scratch(16);
@@ -469,8 +480,8 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
     shapes.push_back(choose_step_shape(ctx.caps.limits, v.gates, B));
     programs.push_back(step_program(ctx, v, shapes.back(), r));
   }
-  add_step_launches(r, phases, programs, shapes, {projected, r_t, bias, peepholes, lengths, state, y, has_y},
-                    plan);
+  add_step_launches(r, phases, programs, shapes, regions,
+                    {projected, r_t, bias, peepholes, lengths, state, y, has_y}, plan);
 
   // Y_h (and Y_c) from the state: the slot the last step wrote, in the outputs' layout.
   auto copy_final = [&](uint32_t output, int64_t offset) {
@@ -484,7 +495,7 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
     data_movement::add_copy_launches(ctx, plan, copy);
   };
   if (output_bound(ctx, 1)) copy_final(1, (T % 2) * nbh);
-  if (lstm && output_bound(ctx, 2)) copy_final(2, cell_offset);
+  if (lstm && output_bound(ctx, 2)) copy_final(2, regions.cell);
   return plan;
 }
 
