@@ -79,6 +79,16 @@ class Preprocessor {
         run(path, find_embedded(path));
         continue;
       }
+      if (t == "#interface") {
+        auto it = defines_.find(kInterfaceDefine);
+        if (it == defines_.end()) {
+          throw Error(where() +
+                      "#interface: no interface declared (ops/kernel_interface.h loads the kernel)");
+        }
+        out_ += substitute(it->second, where());
+        out_ += '\n';
+        continue;
+      }
       if (!t.empty() && t[0] == '#') throw Error(where() + "unknown directive '" + t + "'");
       out_ += substitute(line, where());
       out_ += '\n';

@@ -4,6 +4,8 @@
 // Directives, each on a line of its own:
 //   #include "common/dispatch_grid.wgsl"   inserts another embedded file (once per program)
 //   #if NAME / #if !NAME / #else / #endif  keeps lines when NAME is defined and not "0" (nesting allowed)
+//   #interface                             the kernel's binding and Params declarations: the INTERFACE
+//                                          define, which ops::KernelInterface (ops/kernel_interface.h) writes
 // and anywhere in a line {{NAME}} is replaced by the define's value. An unknown {{NAME}}, an unknown file or
 // an unbalanced #if is an error, never a silent blank.
 #pragma once
@@ -26,6 +28,9 @@ struct EmbeddedSource {
 const std::vector<EmbeddedSource>& embedded_sources();
 
 using Defines = std::map<std::string, std::string, std::less<>>;
+
+// The define that `#interface` places.
+inline constexpr std::string_view kInterfaceDefine = "INTERFACE";
 
 // The preprocessed text of an embedded kernel. Throws wgi::Error naming the file and line on a bad directive.
 // Memoised: calls with the same path and defines share one copy while any handle to it lives (a plan's

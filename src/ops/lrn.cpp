@@ -2,9 +2,8 @@
 // reading each element's channel window (kernels/lrn/lrn.wgsl).
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -41,20 +40,30 @@ OpPlan plan_lrn(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "lrn";
-  launch.program.wgsl = kernels::load_wgsl("lrn/lrn.wgsl");
+  KernelInterface iface;
+  iface.read("source", "f32", TensorRef::input(0))
+      .read_write("destination", "f32", TensorRef::output(0))
+      .uniforms(
+          {{"count", UniformType::U32},
+           {"channels", UniformType::U32},
+           {"inner", UniformType::U32},   // elements per channel of one image (the spatial dims' product)
+           {"before", UniformType::U32},  // (size - 1) / 2 channels below c
+           {"after", UniformType::U32},   // size / 2 channels above c (ceil((size - 1) / 2))
+           {"alpha_over_size", UniformType::F32},
+           {"beta", UniformType::F32},
+           {"bias", UniformType::F32}});
+  launch.program.wgsl = iface.load_wgsl("lrn/lrn.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(x.shape[1]))
-                       .u32(static_cast<uint32_t>(inner))
-                       .u32(static_cast<uint32_t>((clamped - 1) / 2))
-                       .u32(static_cast<uint32_t>(clamped / 2))
-                       .f32(alpha / static_cast<float>(size))
-                       .f32(beta)
-                       .f32(bias)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("channels", static_cast<uint32_t>(x.shape[1]))
+                       .u32("inner", static_cast<uint32_t>(inner))
+                       .u32("before", static_cast<uint32_t>((clamped - 1) / 2))
+                       .u32("after", static_cast<uint32_t>(clamped / 2))
+                       .f32("alpha_over_size", alpha / static_cast<float>(size))
+                       .f32("beta", beta)
+                       .f32("bias", bias)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));

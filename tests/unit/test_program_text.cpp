@@ -16,28 +16,28 @@ namespace wgi {
 namespace {
 
 TEST(ProgramText, LoadWgslSharesOneCopyPerVariant) {
-  const gpu::ShaderText a = kernels::load_wgsl("float_class/float_class.wgsl", {{"IS_NAN", "1"}});
-  const gpu::ShaderText b = kernels::load_wgsl("float_class/float_class.wgsl", {{"IS_NAN", "1"}});
-  const gpu::ShaderText other = kernels::load_wgsl("float_class/float_class.wgsl", {{"IS_NAN", "0"}});
+  const gpu::ShaderText a = kernels::load_wgsl("elementwise/math.wgsl", {{"MATH_VEC4", "1"}});
+  const gpu::ShaderText b = kernels::load_wgsl("elementwise/math.wgsl", {{"MATH_VEC4", "1"}});
+  const gpu::ShaderText other = kernels::load_wgsl("elementwise/math.wgsl", {{"MATH_VEC4", "0"}});
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(a.same_copy(b));
   EXPECT_EQ(&a.str(), &b.str());
   EXPECT_FALSE(a.same_copy(other));
   EXPECT_NE(a.str(), other.str());
   // The memo hands out the preprocessor's own result.
-  EXPECT_EQ(a.str(), kernels::load_wgsl("float_class/float_class.wgsl", {{"IS_NAN", "1"}}).str());
+  EXPECT_EQ(a.str(), kernels::load_wgsl("elementwise/math.wgsl", {{"MATH_VEC4", "1"}}).str());
 }
 
 TEST(ProgramText, MemoDoesNotKeepTextsAlive) {
   std::optional<gpu::ShaderText::Weak> weak;
   {
-    const gpu::ShaderText text = kernels::load_wgsl("lrn/lrn.wgsl");
+    const gpu::ShaderText text = kernels::load_wgsl("common/dispatch_grid.wgsl");
     weak.emplace(text);
     EXPECT_FALSE(weak->expired());
   }
   // Nothing holds the text any more: the table's reference alone does not keep it.
   EXPECT_TRUE(weak->expired());
-  EXPECT_FALSE(kernels::load_wgsl("lrn/lrn.wgsl").empty());
+  EXPECT_FALSE(kernels::load_wgsl("common/dispatch_grid.wgsl").empty());
 }
 
 TEST(ProgramText, EqualityComparesContents) {

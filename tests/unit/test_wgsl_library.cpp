@@ -38,6 +38,18 @@ TEST(WgslPreprocessor, ErrorsNameTheFileAndLine) {
   EXPECT_THROW(preprocess_wgsl("k", "#include \"no/such.wgsl\"\n", {}), Error);
 }
 
+TEST(WgslPreprocessor, InterfacePlacesTheInterfaceDefine) {
+  const char* text = "a\n#interface\nb\n";
+  EXPECT_EQ(preprocess_wgsl("t", text, {{std::string(kInterfaceDefine), "struct Params {\n}"}}),
+            "a\nstruct Params {\n}\nb\n");
+  try {
+    preprocess_wgsl("k.wgsl", text, {});
+    FAIL() << "#interface without an interface passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("k.wgsl:2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(WgslPreprocessor, IncludesEmbeddedFilesOnce) {
   std::string out = preprocess_wgsl(
       "k", "#include \"common/dispatch_grid.wgsl\"\n#include \"common/dispatch_grid.wgsl\"\nmain\n", {});

@@ -3,20 +3,7 @@
 // one invocation per element, its window read directly (size is small: 3 to 5 in AlexNet-era models).
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,
-  channels: u32,
-  inner: u32,  // elements per channel of one image (product of the spatial dims)
-  before: u32,  // (size - 1) / 2 channels below c
-  after: u32,   // size / 2 channels above c (ceil((size - 1) / 2))
-  alpha_over_size: f32,
-  beta: f32,
-  bias: f32,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<f32>;
-@group(0) @binding(1) var<storage, read_write> destination: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 
