@@ -17,7 +17,6 @@
 #include <functional>
 #include <limits>
 
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/elementwise_binary.h"
 #include "ops/families.h"
@@ -246,43 +245,49 @@ KernelLaunch broadcast_launch(const PlanContext& ctx, const ElementwiseKernel& k
                               {"ACCUMULATE", kernel.accumulate ? "1" : "0"},
                               {"ARITY2", arity >= 2 ? "1" : "0"},
                               {"ARITY3", arity >= 3 ? "1" : "0"},
-                              {"OUT_BINDING", std::to_string(arity)},
-                              {"UNIFORM_BINDING", std::to_string(arity + 1)},
                               {"TOUT", wgsl_type(kernel.output)},
-                              {"SOUT", vec4 ? "vec4<" + std::string(wgsl_scalar(kernel.output)) + ">"
-                                            : std::string(wgsl_scalar(kernel.output))},
                               {"EXPR", kernel.expression}};
   for (size_t k = 0; k < kernel.inputs.size(); ++k)
     defines["T" + std::to_string(k)] = wgsl_type(kernel.inputs[k]);
+  KernelInterface iface;
   for (size_t k = 0; k < arity; ++k) {
     // With accumulate, binding 0 holds the kernel's input b.
     const ElementClass c = kernel.inputs[kernel.accumulate ? k + 1 : k];
-    defines["S" + std::to_string(k)] =
-        vec_read[k] ? "vec4<" + std::string(wgsl_scalar(c)) + ">" : std::string(wgsl_scalar(c));
+    iface.read("in" + std::to_string(k),
+               vec_read[k] ? "vec4<" + std::string(wgsl_scalar(c)) + ">" : std::string(wgsl_scalar(c)),
+               refs[k]);
   }
+  iface
+      .read_write("output",
+                  vec4 ? "vec4<" + std::string(wgsl_scalar(kernel.output)) + ">"
+                       : std::string(wgsl_scalar(kernel.output)),
+                  TensorRef::output(0))
+      .uniforms(
+          {{"count", UniformType::U32},  // invocations: output elements, or output vec4s
+           {"rank", UniformType::U32},   // collapsed dims, 1..8
+           {"scale", UniformType::F32},  // Mean's divisor
+           {"_pad", UniformType::Pad},
+           // Per collapsed dim, outermost first: xyz = the strides of inputs 0, 1, 2 (0 where broadcast,
+           // in their own elements), w = the dim's size (in vec4s for the innermost dim with MATH_VEC4).
+           {"dims", UniformType::Vec4U, kMaxDims}});
 
   KernelLaunch launch;
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(invocations, 256, ctx.caps.limits);
   launch.program.label = "elementwise_" + kernel.name + (vec4 ? "_vec4" : "") + (flat ? "_flat" : "");
-  launch.program.wgsl = kernels::load_wgsl("elementwise/broadcast.wgsl", defines);
+  launch.program.wgsl = iface.load_wgsl("elementwise/broadcast.wgsl", defines);
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings.assign(arity, gpu::BindingKind::ReadOnlyStorage);
-  launch.program.bindings.push_back(gpu::BindingKind::Storage);
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.bindings = refs;
-  launch.bindings.push_back(TensorRef::output(0));
-  gpu::UniformBuilder uniform;
-  uniform.u32(static_cast<uint32_t>(invocations)).u32(static_cast<uint32_t>(layout.dims.size()));
-  uniform.f32(kernel.scale).u32(0);
-  for (size_t d = 0; d < kMaxDims; ++d) {
-    std::array<uint32_t, 4> v = {0, 0, 0, 0};
-    if (d < layout.dims.size()) {
-      for (size_t k = 0; k < arity; ++k) v[k] = static_cast<uint32_t>(layout.strides[k][d]);
-      v[3] = static_cast<uint32_t>(layout.dims[d]);
-    }
-    uniform.vec4u(v);
+  iface.bind(launch);
+  std::array<std::array<uint32_t, 4>, kMaxDims> dims{};
+  for (size_t d = 0; d < layout.dims.size(); ++d) {
+    for (size_t k = 0; k < arity; ++k) dims[d][k] = static_cast<uint32_t>(layout.strides[k][d]);
+    dims[d][3] = static_cast<uint32_t>(layout.dims[d]);
   }
-  launch.uniform = uniform.bytes();
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(invocations))
+                       .u32("rank", static_cast<uint32_t>(layout.dims.size()))
+                       .f32("scale", kernel.scale)
+                       .vec4u_array("dims", dims)
+                       .bytes();
   launch.groups = grid.groups;
   return launch;
 }
@@ -798,29 +803,31 @@ KernelLaunch cast_f16_launch(const PlanContext& ctx, const TensorDesc& x, DType 
     ctx.fail("input " + shape_to_string(x.shape) + " is too large");
   const uint64_t invocations = static_cast<uint64_t>(from_f16 ? n : (n + 1) / 2);
   kernels::Defines defines = {{"MATH_VEC4", "0"}, {"FROM_F16", from_f16 ? "1" : "0"}};
+  std::string in_element = "u32", out_element = "u32";  // packed halves
   if (from_f16) {
-    defines["SIN"] = "u32";
-    defines["SOUT"] = to == DType::Float16 ? "u32" : wgsl_scalar(device_class(to));
+    if (to != DType::Float16) out_element = wgsl_scalar(device_class(to));
     defines["TOUT"] = wgsl_type(device_class(to));
     defines["EXPR"] = cast_expression(ElementClass::Float, to);
   } else {
-    defines["SIN"] = wgsl_scalar(element_class(ctx, x.dtype, ctx.input_name(0)));
-    defines["SOUT"] = "u32";
+    in_element = wgsl_scalar(element_class(ctx, x.dtype, ctx.input_name(0)));
   }
+  KernelInterface iface;
+  iface.read("input", in_element, in)
+      .read_write("output", out_element, out)
+      .uniforms({{"count", UniformType::U32},     // invocations
+                 {"elements", UniformType::U32},  // elements of the tensor
+                 {"_pad0", UniformType::Pad},
+                 {"_pad1", UniformType::Pad}});
   KernelLaunch launch;
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(invocations, 256, ctx.caps.limits);
   launch.program.label =
       "elementwise_Cast_" + std::string(dtype_name(x.dtype)) + "_to_" + std::string(dtype_name(to));
-  launch.program.wgsl = kernels::load_wgsl("elementwise/cast_f16.wgsl", defines);
+  launch.program.wgsl = iface.load_wgsl("elementwise/cast_f16.wgsl", defines);
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {in, out};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(invocations))
-                       .u32(static_cast<uint32_t>(n))
-                       .u32(0)
-                       .u32(0)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(invocations))
+                       .u32("elements", static_cast<uint32_t>(n))
                        .bytes();
   launch.groups = grid.groups;
   return launch;

@@ -7,12 +7,10 @@
 #include <cfloat>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -300,19 +298,16 @@ UnaryConfig resolve_unary(const UnaryOp& op, const PlanContext& ctx) {
 }
 
 // The uniform's alpha / beta in the kernel's parameter type P.
-uint32_t param_bits(ElementClass cls, double float_value, int64_t int_value) {
-  uint32_t bits = 0;
+void set_param(UniformValues& values, std::string_view name, ElementClass cls, double float_value,
+               int64_t int_value) {
   if (cls == ElementClass::Float) {
-    float f = static_cast<float>(float_value);
-    std::memcpy(&bits, &f, 4);
+    values.f32(name, static_cast<float>(float_value));
   } else if (cls == ElementClass::Signed) {
     // Bounds past the 32-bit range clamp to it: every device value lies within.
-    int32_t v = static_cast<int32_t>(std::clamp<int64_t>(int_value, INT32_MIN, INT32_MAX));
-    std::memcpy(&bits, &v, 4);
+    values.i32(name, static_cast<int32_t>(std::clamp<int64_t>(int_value, INT32_MIN, INT32_MAX)));
   } else {
-    bits = static_cast<uint32_t>(std::clamp<int64_t>(int_value, 0, UINT32_MAX));
+    values.u32(name, static_cast<uint32_t>(std::clamp<int64_t>(int_value, 0, UINT32_MAX)));
   }
-  return bits;
 }
 
 OpPlan plan_unary(const UnaryOp& op, const PlanContext& ctx) {
@@ -336,34 +331,31 @@ OpPlan plan_unary(const UnaryOp& op, const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(elements, 256, ctx.caps.limits);
   launch.program.label =
       std::string("unary_") + op.op_type + "_" + std::string(dtype_name(x.dtype)) + (vec4 ? "_vec4" : "");
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  if (config.alpha_input) {
-    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
-    launch.bindings.push_back(TensorRef::input(1));
-  }
-  const size_t beta_binding = launch.bindings.size();
-  if (config.beta_input) {
-    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
-    launch.bindings.push_back(TensorRef::input(2));
-  }
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.program.wgsl = kernels::load_wgsl("elementwise/unary.wgsl",
-                                           {{"MATH_VEC4", vec4 ? "1" : "0"},
-                                            {"TYPE", element},
-                                            {"PARAM_TYPE", param},
-                                            {"EXPR", expression},
-                                            {"ALPHA_INPUT", config.alpha_input ? "1" : "0"},
-                                            {"BETA_INPUT", config.beta_input ? "1" : "0"},
-                                            {"BETA_BINDING", std::to_string(beta_binding)},
-                                            {"UNIFORM_BINDING", std::to_string(launch.bindings.size())}});
+  KernelInterface iface;
+  iface.read("input", "T", TensorRef::input(0)).read_write("output", "T", TensorRef::output(0));
+  if (config.alpha_input) iface.read("alpha_input", "P", TensorRef::input(1));
+  if (config.beta_input) iface.read("beta_input", "P", TensorRef::input(2));
+  const UniformType param_type = cls == ElementClass::Float    ? UniformType::F32
+                                 : cls == ElementClass::Signed ? UniformType::I32
+                                                               : UniformType::U32;
+  iface.uniforms({{"count", UniformType::U32},  // number of T elements
+                  {"alpha", param_type},
+                  {"beta", param_type},
+                  {"_pad", UniformType::Pad}});
+  launch.program.wgsl =
+      iface.load_wgsl("elementwise/unary.wgsl", {{"MATH_VEC4", vec4 ? "1" : "0"},
+                                                 {"TYPE", element},
+                                                 {"PARAM_TYPE", param},
+                                                 {"EXPR", expression},
+                                                 {"ALPHA_INPUT", config.alpha_input ? "1" : "0"},
+                                                 {"BETA_INPUT", config.beta_input ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(elements))
-                       .u32(param_bits(cls, config.alpha, config.int_alpha))
-                       .u32(param_bits(cls, config.beta, config.int_beta))
-                       .u32(0)
-                       .bytes();
+  iface.bind(launch);
+  UniformValues values = iface.values();
+  values.u32("count", static_cast<uint32_t>(elements));
+  set_param(values, "alpha", cls, config.alpha, config.int_alpha);
+  set_param(values, "beta", cls, config.beta, config.int_beta);
+  launch.uniform = values.bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
   return plan;

@@ -4,33 +4,15 @@
 //
 // The host merges adjacent dims that broadcast alike, so most tensors arrive as rank 1 (FLAT: offsets are
 // i * stride, no division) or 2-3. With MATH_VEC4 each invocation handles 4 consecutive outputs of the
-// innermost dim: an input that is contiguous there is read as vec4 (S<k> = vec4<...>), one broadcast along it as a
-// scalar splat (S<k> scalar, its strides in elements). Strides and dims travel in the uniform, never in the
+// innermost dim: an input that is contiguous there is read as vec4 (in<k>: array<vec4<...>>), one broadcast along it
+// as a scalar splat (in<k> of scalars, its strides in elements). Strides and dims travel in the uniform, never in the
 // text.
 //
 // ACCUMULATE: out = EXPR(a = out, b = input 0), in place, for the third and later inputs of a variadic op.
 #include "common/dispatch_grid.wgsl"
 #include "elementwise/math.wgsl"
 
-struct Params {
-  count: u32,  // invocations: output elements, or output vec4s
-  rank: u32,   // collapsed dims, 1..8
-  scale: f32,  // Mean's divisor
-  _pad: u32,
-  // Per collapsed dim, outermost first: xyz = the strides of inputs 0, 1, 2 (0 where broadcast, in their
-  // S<k> elements), w = the dim's size (in vec4s for the innermost dim with MATH_VEC4).
-  dims: array<vec4<u32>, 8>,
-}
-
-@group(0) @binding(0) var<storage, read> in0: array<{{S0}}>;
-#if ARITY2
-@group(0) @binding(1) var<storage, read> in1: array<{{S1}}>;
-#endif
-#if ARITY3
-@group(0) @binding(2) var<storage, read> in2: array<{{S2}}>;
-#endif
-@group(0) @binding({{OUT_BINDING}}) var<storage, read_write> output: array<{{SOUT}}>;
-@group(0) @binding({{UNIFORM_BINDING}}) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -7,16 +7,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "elementwise/math.wgsl"
 
-struct Params {
-  count: u32,     // invocations
-  elements: u32,  // elements of the tensor
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<{{SIN}}>;
-@group(0) @binding(1) var<storage, read_write> output: array<{{SOUT}}>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -10,22 +10,7 @@
 alias T = {{TYPE}};
 alias P = {{PARAM_TYPE}};
 
-struct Params {
-  count: u32,  // number of T elements
-  alpha: P,
-  beta: P,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<T>;
-@group(0) @binding(1) var<storage, read_write> output: array<T>;
-#if ALPHA_INPUT
-@group(0) @binding(2) var<storage, read> alpha_input: array<P>;
-#endif
-#if BETA_INPUT
-@group(0) @binding({{BETA_BINDING}}) var<storage, read> beta_input: array<P>;
-#endif
-@group(0) @binding({{UNIFORM_BINDING}}) var<uniform> params: Params;
+#interface
 
 fn alpha() -> P {
 #if ALPHA_INPUT
