@@ -4,9 +4,8 @@
 #include <cstring>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
+#include "ops/kernel_interface.h"
 
 namespace wgi::ops::data_movement {
 
@@ -104,16 +103,23 @@ KernelLaunch transpose_tile_launch(const PlanContext& ctx, const StridedCopy& c,
   const uint64_t tiles = static_cast<uint64_t>(batch) * tiles_m * tiles_n;
   KernelLaunch launch;
   launch.program.label = "transpose_tile";
-  launch.program.wgsl = kernels::load_wgsl("data_movement/transpose_tile.wgsl");
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {c.src, c.dst};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(m))
-                       .u32(static_cast<uint32_t>(n))
-                       .u32(static_cast<uint32_t>(tiles_m))
-                       .u32(static_cast<uint32_t>(tiles_n))
-                       .u32(static_cast<uint32_t>(tiles))
+  KernelInterface iface;
+  iface.read("source", "u32", c.src)
+      .read_write("destination", "u32", c.dst)
+      .uniforms({{"rows", UniformType::U32},     // m
+                 {"cols", UniformType::U32},     // n
+                 {"tiles_m", UniformType::U32},  // ceil(m / 32)
+                 {"tiles_n", UniformType::U32},  // ceil(n / 32)
+                 // batch * tiles_m * tiles_n; folded grids round up past it
+                 {"tile_count", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("data_movement/transpose_tile.wgsl");
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("rows", static_cast<uint32_t>(m))
+                       .u32("cols", static_cast<uint32_t>(n))
+                       .u32("tiles_m", static_cast<uint32_t>(tiles_m))
+                       .u32("tiles_n", static_cast<uint32_t>(tiles_n))
+                       .u32("tile_count", static_cast<uint32_t>(tiles))
                        .bytes();
   launch.groups = gpu::fold_workgroups(tiles, ctx.caps.limits.max_compute_workgroups_per_dimension);
   return launch;
@@ -145,24 +151,30 @@ KernelLaunch strided_copy_launch(const PlanContext& ctx, const StridedCopy& scal
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(count, kWorkgroupSize, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = vec4 ? "copy_strided_vec4" : "copy_strided";
+  KernelInterface iface;
+  iface.read("source", "T", c.src)
+      .read_write("destination", "T", c.dst)
+      .uniforms({{"count", UniformType::U32},  // T elements in the iteration space
+                 {"rank", UniformType::U32},
+                 {"src_offset", UniformType::I32},
+                 {"dst_offset", UniformType::I32},
+                 {"shape", UniformType::Vec4U, 2},
+                 {"src_strides", UniformType::Vec4I, 2},
+                 {"dst_strides", UniformType::Vec4I, 2}});
   launch.program.wgsl =
-      kernels::load_wgsl("data_movement/copy_strided.wgsl", {{"TYPE", vec4 ? "vec4<u32>" : "u32"}});
+      iface.load_wgsl("data_movement/copy_strided.wgsl", {{"TYPE", vec4 ? "vec4<u32>" : "u32"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {c.src, c.dst};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(c.shape.size()))
-                       .i32(static_cast<int32_t>(c.src_offset))
-                       .i32(static_cast<int32_t>(c.dst_offset))
-                       .vec4u(u32x4(c.shape, 0))
-                       .vec4u(u32x4(c.shape, 4))
-                       .vec4i(i32x4(c.src_strides, 0))
-                       .vec4i(i32x4(c.src_strides, 4))
-                       .vec4i(i32x4(c.dst_strides, 0))
-                       .vec4i(i32x4(c.dst_strides, 4))
-                       .bytes();
+  iface.bind(launch);
+  launch.uniform =
+      iface.values()
+          .u32("count", static_cast<uint32_t>(count))
+          .u32("rank", static_cast<uint32_t>(c.shape.size()))
+          .i32("src_offset", static_cast<int32_t>(c.src_offset))
+          .i32("dst_offset", static_cast<int32_t>(c.dst_offset))
+          .vec4u_array("shape", std::array{u32x4(c.shape, 0), u32x4(c.shape, 4)})
+          .vec4i_array("src_strides", std::array{i32x4(c.src_strides, 0), i32x4(c.src_strides, 4)})
+          .vec4i_array("dst_strides", std::array{i32x4(c.dst_strides, 0), i32x4(c.dst_strides, 4)})
+          .bytes();
   launch.groups = grid.groups;
   return launch;
 }
@@ -364,11 +376,13 @@ void add_fill_launch(const PlanContext& ctx, OpPlan& plan, TensorRef dst, int64_
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "fill";
-  launch.program.wgsl = kernels::load_wgsl("data_movement/fill.wgsl");
+  KernelInterface iface;
+  iface.read_write("destination", "u32", dst)
+      .uniforms({{"count", UniformType::U32}, {"value", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("data_movement/fill.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {dst};
-  launch.uniform = gpu::UniformBuilder().u32(static_cast<uint32_t>(count)).u32(bits).bytes();
+  iface.bind(launch);
+  launch.uniform = iface.values().u32("count", static_cast<uint32_t>(count)).u32("value", bits).bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
 }

@@ -9,19 +9,7 @@
 
 alias T = {{TYPE}};
 
-struct Params {
-  count: u32,  // T elements in the iteration space
-  rank: u32,
-  src_offset: i32,
-  dst_offset: i32,
-  shape: array<vec4u, 2>,
-  src_strides: array<vec4i, 2>,
-  dst_strides: array<vec4i, 2>,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<T>;
-@group(0) @binding(1) var<storage, read_write> destination: array<T>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

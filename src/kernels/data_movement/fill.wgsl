@@ -1,13 +1,7 @@
 // Fills a tensor with one 4-byte device value (ConstantOfShape, Dropout's all-true mask).
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,
-  value: u32,
-}
-
-@group(0) @binding(0) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(1) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

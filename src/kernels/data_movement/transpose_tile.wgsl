@@ -6,17 +6,7 @@
 const TILE: u32 = 32u;
 const ROWS: u32 = 8u;
 
-struct Params {
-  rows: u32,     // m
-  cols: u32,     // n
-  tiles_m: u32,  // ceil(m / 32)
-  tiles_n: u32,  // ceil(n / 32)
-  tile_count: u32,  // batch * tiles_m * tiles_n; folded grids round up past it
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-@group(0) @binding(1) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 var<workgroup> tile: array<array<u32, 33>, 32>;
 
