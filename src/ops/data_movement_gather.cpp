@@ -5,9 +5,8 @@
 #include <cstring>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
+#include "ops/kernel_interface.h"
 
 namespace wgi::ops::data_movement {
 
@@ -45,17 +44,28 @@ uint32_t u32_of(const PlanContext& ctx, int64_t v, const std::string& what) {
   return static_cast<uint32_t>(v);
 }
 
-KernelLaunch index_launch(const PlanContext& ctx, const char* name, int64_t count, bool vec4 = false) {
+// The interface of gather.wgsl and gather_elements.wgsl: data, indices, the output of `element`s, the run
+// status, then their own uniforms `params`.
+KernelInterface index_interface(const char* element, std::vector<UniformMember> params) {
+  KernelInterface iface;
+  iface.read("data", element, TensorRef::input(0))
+      .read("indices", "i32", TensorRef::input(1))
+      .read_write("destination", element, TensorRef::output(0))
+      .run_status()
+      .uniforms(std::move(params));
+  return iface;
+}
+
+KernelLaunch index_launch(const PlanContext& ctx, const KernelInterface& iface, const char* name,
+                          int64_t count, bool vec4 = false) {
   gpu::DispatchGrid grid =
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = std::string(name) + (vec4 ? "_vec4" : "");
-  launch.program.wgsl = kernels::load_wgsl(std::string("data_movement/") + name + ".wgsl",
-                                           {{"TYPE", vec4 ? "vec4<u32>" : "u32"}, {"STATUS_BINDING", "3"}});
+  launch.program.wgsl =
+      iface.load_wgsl(std::string("data_movement/") + name + ".wgsl", {{"TYPE", vec4 ? "vec4<u32>" : "u32"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0), TensorRef::run_status()};
+  iface.bind(launch);
   launch.groups = grid.groups;
   return launch;
 }
@@ -102,13 +112,18 @@ OpHandler gather_handler() {
     u32_of(ctx, count, "the output's element count");
     // Rows of a multiple of 4 elements move as vec4s.
     const int64_t lanes = g.inner % 4 == 0 ? 4 : 1;
-    KernelLaunch launch = index_launch(ctx, "gather", count / lanes, lanes == 4);
-    launch.uniform = gpu::UniformBuilder()
-                         .u32(static_cast<uint32_t>(count / lanes))
-                         .u32(u32_of(ctx, g.axis_dim, "the gathered axis"))
-                         .u32(u32_of(ctx, g.index_count, "the index count"))
-                         .u32(static_cast<uint32_t>(g.inner / lanes))
-                         .u32(ctx.status_tag)
+    const KernelInterface iface = index_interface("T", {{"count", UniformType::U32},  // output T elements
+                                                        {"axis_dim", UniformType::U32},
+                                                        {"index_count", UniformType::U32},
+                                                        {"inner", UniformType::U32},
+                                                        {"status_tag", UniformType::U32}});
+    KernelLaunch launch = index_launch(ctx, iface, "gather", count / lanes, lanes == 4);
+    launch.uniform = iface.values()
+                         .u32("count", static_cast<uint32_t>(count / lanes))
+                         .u32("axis_dim", u32_of(ctx, g.axis_dim, "the gathered axis"))
+                         .u32("index_count", u32_of(ctx, g.index_count, "the index count"))
+                         .u32("inner", static_cast<uint32_t>(g.inner / lanes))
+                         .u32("status_tag", ctx.status_tag)
                          .bytes();
     u32_of(ctx, element_count(ctx.input(0).shape), "the data's element count");
     plan.launches.push_back(std::move(launch));
@@ -185,18 +200,25 @@ OpHandler gather_elements_handler() {
     const int64_t count = element_count(g.shape);
     if (count == 0) return plan;
     u32_of(ctx, element_count(ctx.input(0).shape), "the data's element count");
-    KernelLaunch launch = index_launch(ctx, "gather_elements", count);
-    launch.uniform = gpu::UniformBuilder()
-                         .u32(u32_of(ctx, count, "the output's element count"))
-                         .u32(static_cast<uint32_t>(g.shape.size()))
-                         .u32(static_cast<uint32_t>(g.axis))
-                         .u32(static_cast<uint32_t>(g.axis_dim))
-                         .vec4u(u32x4(g.shape, 0))
-                         .vec4u(u32x4(g.shape, 4))
-                         .vec4u(u32x4(g.data_strides, 0))
-                         .vec4u(u32x4(g.data_strides, 4))
-                         .u32(ctx.status_tag)
-                         .bytes();
+    const KernelInterface iface =
+        index_interface("u32", {{"count", UniformType::U32},  // output elements
+                                {"rank", UniformType::U32},
+                                {"axis", UniformType::U32},
+                                {"axis_dim", UniformType::U32},
+                                {"shape", UniformType::Vec4U, 2},         // of indices and output
+                                {"data_strides", UniformType::Vec4U, 2},  // row-major strides of data
+                                {"status_tag", UniformType::U32}});
+    KernelLaunch launch = index_launch(ctx, iface, "gather_elements", count);
+    launch.uniform =
+        iface.values()
+            .u32("count", u32_of(ctx, count, "the output's element count"))
+            .u32("rank", static_cast<uint32_t>(g.shape.size()))
+            .u32("axis", static_cast<uint32_t>(g.axis))
+            .u32("axis_dim", static_cast<uint32_t>(g.axis_dim))
+            .vec4u_array("shape", std::array{u32x4(g.shape, 0), u32x4(g.shape, 4)})
+            .vec4u_array("data_strides", std::array{u32x4(g.data_strides, 0), u32x4(g.data_strides, 4)})
+            .u32("status_tag", ctx.status_tag)
+            .bytes();
     plan.launches.push_back(std::move(launch));
     return plan;
   };
@@ -399,24 +421,29 @@ OpHandler pad_handler() {
         gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
     KernelLaunch launch;
     launch.program.label = "pad";
-    launch.program.wgsl = kernels::load_wgsl("data_movement/pad.wgsl");
+    KernelInterface iface;
+    iface.read("source", "u32", TensorRef::input(0))
+        .read_write("destination", "u32", TensorRef::output(0))
+        .uniforms({{"count", UniformType::U32},  // output elements
+                   {"rank", UniformType::U32},
+                   {"mode", UniformType::U32},
+                   {"value", UniformType::U32},  // the constant's device bits
+                   {"out_shape", UniformType::Vec4U, 2},
+                   {"in_shape", UniformType::Vec4I, 2},
+                   {"pad_begin", UniformType::Vec4I, 2},
+                   {"in_strides", UniformType::Vec4I, 2}});
+    launch.program.wgsl = iface.load_wgsl("data_movement/pad.wgsl");
     launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-    launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                               gpu::BindingKind::Uniform};
-    launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-    launch.uniform = gpu::UniformBuilder()
-                         .u32(static_cast<uint32_t>(count))
-                         .u32(static_cast<uint32_t>(axes.size()))
-                         .u32(static_cast<uint32_t>(spec.mode))
-                         .u32(device_bits(ctx, spec.value, "the pad value"))
-                         .vec4u(u32x4(out, 0))
-                         .vec4u(u32x4(out, 4))
-                         .vec4i(i32x4(in, 0))
-                         .vec4i(i32x4(in, 4))
-                         .vec4i(i32x4(begin, 0))
-                         .vec4i(i32x4(begin, 4))
-                         .vec4i(i32x4(stride, 0))
-                         .vec4i(i32x4(stride, 4))
+    iface.bind(launch);
+    launch.uniform = iface.values()
+                         .u32("count", static_cast<uint32_t>(count))
+                         .u32("rank", static_cast<uint32_t>(axes.size()))
+                         .u32("mode", static_cast<uint32_t>(spec.mode))
+                         .u32("value", device_bits(ctx, spec.value, "the pad value"))
+                         .vec4u_array("out_shape", std::array{u32x4(out, 0), u32x4(out, 4)})
+                         .vec4i_array("in_shape", std::array{i32x4(in, 0), i32x4(in, 4)})
+                         .vec4i_array("pad_begin", std::array{i32x4(begin, 0), i32x4(begin, 4)})
+                         .vec4i_array("in_strides", std::array{i32x4(stride, 0), i32x4(stride, 4)})
                          .bytes();
     launch.groups = grid.groups;
     plan.launches.push_back(std::move(launch));

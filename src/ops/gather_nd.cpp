@@ -2,10 +2,9 @@
 // (kernels/gather_nd/gather_nd.wgsl); any 4-byte device element type.
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -78,23 +77,34 @@ OpPlan plan_gather_nd(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "gather_nd";
-  launch.program.wgsl = kernels::load_wgsl("gather_nd/gather_nd.wgsl", {{"STATUS_BINDING", "3"}});
+  KernelInterface iface;
+  iface.read("data", "u32", TensorRef::input(0))
+      .read("indices", "i32", TensorRef::input(1))
+      .read_write("destination", "u32", TensorRef::output(0))
+      .run_status()
+      .uniforms({{"count", UniformType::U32},  // output elements
+                 {"slice", UniformType::U32},  // elements of data.shape[b + q:]
+                 {"q", UniformType::U32},
+                 {"tuples_per_batch", UniformType::U32},  // elements of indices.shape[b:-1]
+                 {"batch_stride", UniformType::U32},      // elements of data.shape[b:]
+                 {"dims", UniformType::Vec4U, 2},         // data.shape[b : b + q]
+                 {"strides", UniformType::Vec4U, 2},      // their element strides in data
+                 {"status_tag", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("gather_nd/gather_nd.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0), TensorRef::run_status()};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(slice))
-                       .u32(static_cast<uint32_t>(q))
-                       .u32(static_cast<uint32_t>(tuples_per_batch))
-                       .u32(static_cast<uint32_t>(batch_stride))
-                       .vec4u(data_movement::u32x4(dims, 0))
-                       .vec4u(data_movement::u32x4(dims, 4))
-                       .vec4u(data_movement::u32x4(strides, 0))
-                       .vec4u(data_movement::u32x4(strides, 4))
-                       .u32(ctx.status_tag)
-                       .bytes();
+  iface.bind(launch);
+  launch.uniform =
+      iface.values()
+          .u32("count", static_cast<uint32_t>(count))
+          .u32("slice", static_cast<uint32_t>(slice))
+          .u32("q", static_cast<uint32_t>(q))
+          .u32("tuples_per_batch", static_cast<uint32_t>(tuples_per_batch))
+          .u32("batch_stride", static_cast<uint32_t>(batch_stride))
+          .vec4u_array("dims", std::array{data_movement::u32x4(dims, 0), data_movement::u32x4(dims, 4)})
+          .vec4u_array("strides",
+                       std::array{data_movement::u32x4(strides, 0), data_movement::u32x4(strides, 4)})
+          .u32("status_tag", ctx.status_tag)
+          .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
   return plan;

@@ -5,10 +5,9 @@
 #include <array>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -110,18 +109,27 @@ OpPlan plan_max_unpool(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "max_unpool";
-  launch.program.wgsl = kernels::load_wgsl("max_unpool/max_unpool.wgsl", {{"STATUS_BINDING", "3"}});
+  KernelInterface iface;
+  iface.read("x", "f32", TensorRef::input(0))
+      .read("indices", "i32", TensorRef::input(1))
+      .read_write("y", "f32", TensorRef::output(0))
+      .run_status()
+      .uniforms({{"count", UniformType::U32},           // input elements
+                 {"unpooled_count", UniformType::U32},  // elements of [N, C, inferred...]
+                 {"spatial_rank", UniformType::U32},
+                 {"status_tag", UniformType::U32},
+                 {"inferred", UniformType::Vec4U},    // the unpooled spatial dims
+                 {"out_dims", UniformType::Vec4U}});  // the output's spatial dims
+  launch.program.wgsl = iface.load_wgsl("max_unpool/max_unpool.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0), TensorRef::run_status()};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(unpooled_count))
-                       .u32(static_cast<uint32_t>(spatial))
-                       .u32(ctx.status_tag)
-                       .vec4u(dims4(unpooled))
-                       .vec4u(dims4(out_shape))
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("unpooled_count", static_cast<uint32_t>(unpooled_count))
+                       .u32("spatial_rank", static_cast<uint32_t>(spatial))
+                       .u32("status_tag", ctx.status_tag)
+                       .vec4u("inferred", dims4(unpooled))
+                       .vec4u("out_dims", dims4(out_shape))
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));

@@ -2,10 +2,9 @@
 // b of batch_axis (kernels/reverse_sequence/reverse_sequence.wgsl); any 4-byte device element type.
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -52,19 +51,27 @@ OpPlan plan_reverse_sequence(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "reverse_sequence";
-  launch.program.wgsl =
-      kernels::load_wgsl("reverse_sequence/reverse_sequence.wgsl", {{"STATUS_BINDING", "3"}});
+  KernelInterface iface;
+  iface.read("x", "u32", TensorRef::input(0))
+      .read("lengths", "i32", TensorRef::input(1))
+      .read_write("y", "u32", TensorRef::output(0))
+      .run_status()
+      .uniforms({{"count", UniformType::U32},
+                 {"steps", UniformType::U32},        // size of the time axis
+                 {"time_stride", UniformType::U32},  // element strides of the time and batch axes
+                 {"batch_stride", UniformType::U32},
+                 {"batch", UniformType::U32},  // size of the batch axis
+                 {"status_tag", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("reverse_sequence/reverse_sequence.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0), TensorRef::run_status()};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(steps))
-                       .u32(static_cast<uint32_t>(strides[static_cast<size_t>(time_axis)]))
-                       .u32(static_cast<uint32_t>(strides[static_cast<size_t>(batch_axis)]))
-                       .u32(static_cast<uint32_t>(batch))
-                       .u32(ctx.status_tag)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("steps", static_cast<uint32_t>(steps))
+                       .u32("time_stride", static_cast<uint32_t>(strides[static_cast<size_t>(time_axis)]))
+                       .u32("batch_stride", static_cast<uint32_t>(strides[static_cast<size_t>(batch_axis)]))
+                       .u32("batch", static_cast<uint32_t>(batch))
+                       .u32("status_tag", ctx.status_tag)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));

@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -84,27 +83,42 @@ OpPlan plan_roi_align(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "roi_align";
-  launch.program.wgsl = kernels::load_wgsl("roi_align/roi_align.wgsl", {{"STATUS_BINDING", "4"}});
+  KernelInterface iface;
+  iface.read("x", "f32", TensorRef::input(0))
+      .read("rois", "f32", TensorRef::input(1))
+      .read("batch_indices", "i32", TensorRef::input(2))
+      .read_write("y", "f32", TensorRef::output(0))
+      .run_status()
+      .uniforms({{"count", UniformType::U32},  // output elements
+                 {"channels", UniformType::U32},
+                 {"height", UniformType::U32},
+                 {"width", UniformType::U32},
+                 {"out_h", UniformType::U32},
+                 {"out_w", UniformType::U32},
+                 {"batch", UniformType::U32},           // N
+                 {"sampling_ratio", UniformType::U32},  // 0: adaptive
+                 {"spatial_scale", UniformType::F32},
+                 {"offset", UniformType::F32},  // 0.5 for half_pixel, 0 for output_half_pixel
+                 {"max_mode", UniformType::U32},
+                 {"status_tag", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("roi_align/roi_align.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2), TensorRef::output(0),
-                     TensorRef::run_status()};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(x.shape[1]))
-                       .u32(static_cast<uint32_t>(x.shape[2]))
-                       .u32(static_cast<uint32_t>(x.shape[3]))
-                       .u32(static_cast<uint32_t>(out_h))
-                       .u32(static_cast<uint32_t>(out_w))
-                       .u32(static_cast<uint32_t>(x.shape[0]))
-                       .u32(static_cast<uint32_t>(std::min<int64_t>(sampling_ratio, UINT32_MAX)))
-                       .f32(spatial_scale)
-                       .f32(transform == "half_pixel" ? 0.5f : 0.0f)
-                       .u32(mode == "max" ? 1 : 0)
-                       .u32(ctx.status_tag)
-                       .bytes();
+  iface.bind(launch);
+  launch.uniform =
+      iface.values()
+          .u32("count", static_cast<uint32_t>(count))
+          .u32("channels", static_cast<uint32_t>(x.shape[1]))
+          .u32("height", static_cast<uint32_t>(x.shape[2]))
+          .u32("width", static_cast<uint32_t>(x.shape[3]))
+          .u32("out_h", static_cast<uint32_t>(out_h))
+          .u32("out_w", static_cast<uint32_t>(out_w))
+          .u32("batch", static_cast<uint32_t>(x.shape[0]))
+          .u32("sampling_ratio", static_cast<uint32_t>(std::min<int64_t>(sampling_ratio, UINT32_MAX)))
+          .f32("spatial_scale", spatial_scale)
+          .f32("offset", transform == "half_pixel" ? 0.5f : 0.0f)
+          .u32("max_mode", mode == "max" ? 1 : 0)
+          .u32("status_tag", ctx.status_tag)
+          .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
   return plan;

@@ -6,10 +6,9 @@
 #include <limits>
 #include <string>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -77,22 +76,30 @@ std::string reduction_attribute(const PlanContext& ctx) {
   return ctx.node.attributes.get_string("reduction", "none");
 }
 
-KernelLaunch scatter_launch(const PlanContext& ctx, const char* kernel, const ScatterKernelTypes& types,
-                            int64_t count) {
+// The interface of scatter_elements.wgsl and scatter_nd.wgsl: data, indices, updates, the output, the run
+// status, then each kernel's own uniforms `params`.
+KernelInterface scatter_interface(const ScatterKernelTypes& types, std::vector<UniformMember> params) {
+  KernelInterface iface;
+  iface.read("data", types.element, TensorRef::input(0))
+      .read("indices", "i32", TensorRef::input(1))
+      .read("updates", types.element, TensorRef::input(2))
+      .read_write("destination", types.element, TensorRef::output(0))
+      .run_status()
+      .uniforms(std::move(params));
+  return iface;
+}
+
+KernelLaunch scatter_launch(const PlanContext& ctx, const KernelInterface& iface, const char* kernel,
+                            const ScatterKernelTypes& types, int64_t count) {
   gpu::DispatchGrid grid =
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label =
       std::string(kernel) + "_" + types.element + "_" + ctx.node.attributes.get_string("reduction", "none");
-  launch.program.wgsl =
-      kernels::load_wgsl(std::string("scatter/") + kernel + ".wgsl",
-                         {{"TYPE", types.element}, {"COMBINE", types.combine}, {"STATUS_BINDING", "4"}});
+  launch.program.wgsl = iface.load_wgsl(std::string("scatter/") + kernel + ".wgsl",
+                                        {{"TYPE", types.element}, {"COMBINE", types.combine}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2), TensorRef::output(0),
-                     TensorRef::run_status()};
+  iface.bind(launch);
   launch.groups = grid.groups;
   return launch;
 }
@@ -149,20 +156,29 @@ OpPlan plan_scatter_elements(const PlanContext& ctx) {
   if (count == 0) return plan;
   // No updates: the kernel copies data (the scan has nothing to visit; index and update bindings must still
   // be non-empty buffers, which the runtime gives every tensor).
-  KernelLaunch launch = scatter_launch(ctx, "scatter_elements", types, count);
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(rank))
-                       .u32(static_cast<uint32_t>(axis))
-                       .u32(static_cast<uint32_t>(axis_dim))
-                       .vec4u(u32x4(data.shape, 0))
-                       .vec4u(u32x4(data.shape, 4))
-                       .vec4u(u32x4(updates, 0))
-                       .vec4u(u32x4(updates, 4))
-                       .vec4u(u32x4(data_movement::row_major_strides(updates), 0))
-                       .vec4u(u32x4(data_movement::row_major_strides(updates), 4))
-                       .u32(ctx.status_tag)
-                       .bytes();
+  const KernelInterface iface =
+      scatter_interface(types, {{"count", UniformType::U32},  // output (= data) elements
+                                {"rank", UniformType::U32},
+                                {"axis", UniformType::U32},
+                                {"axis_dim", UniformType::U32},  // data.shape[axis]
+                                {"data_shape", UniformType::Vec4U, 2},
+                                {"updates_shape", UniformType::Vec4U, 2},
+                                // row-major strides of updates (= of indices)
+                                {"updates_strides", UniformType::Vec4U, 2},
+                                {"status_tag", UniformType::U32}});
+  KernelLaunch launch = scatter_launch(ctx, iface, "scatter_elements", types, count);
+  const std::vector<int64_t> updates_strides = data_movement::row_major_strides(updates);
+  launch.uniform =
+      iface.values()
+          .u32("count", static_cast<uint32_t>(count))
+          .u32("rank", static_cast<uint32_t>(rank))
+          .u32("axis", static_cast<uint32_t>(axis))
+          .u32("axis_dim", static_cast<uint32_t>(axis_dim))
+          .vec4u_array("data_shape", std::array{u32x4(data.shape, 0), u32x4(data.shape, 4)})
+          .vec4u_array("updates_shape", std::array{u32x4(updates, 0), u32x4(updates, 4)})
+          .vec4u_array("updates_strides", std::array{u32x4(updates_strides, 0), u32x4(updates_strides, 4)})
+          .u32("status_tag", ctx.status_tag)
+          .bytes();
   plan.launches.push_back(std::move(launch));
   return plan;
 }
@@ -217,19 +233,27 @@ OpPlan plan_scatter_nd(const PlanContext& ctx) {
   if (count == 0) return plan;
   const int64_t slice = element_count(slice_shape);
   const int64_t tuples = element_count(Shape(indices.begin(), indices.end() - 1));
-  KernelLaunch launch = scatter_launch(ctx, "scatter_nd", types, count);
+  const KernelInterface iface =
+      scatter_interface(types, {{"count", UniformType::U32},   // output (= data) elements
+                                {"slice", UniformType::U32},   // elements of data.shape[q:]
+                                {"tuples", UniformType::U32},  // index tuples: elements of indices.shape[:-1]
+                                {"q", UniformType::U32},       // indices.shape[-1]
+                                {"dims", UniformType::Vec4U, 2},  // data.shape[:q]
+                                // row-major strides of data.shape[:q], in slices
+                                {"prefix_strides", UniformType::Vec4U, 2},
+                                {"status_tag", UniformType::U32}});
+  KernelLaunch launch = scatter_launch(ctx, iface, "scatter_nd", types, count);
   const std::vector<int64_t> prefix_strides = data_movement::row_major_strides(dims);
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(slice))
-                       .u32(static_cast<uint32_t>(tuples))
-                       .u32(static_cast<uint32_t>(q))
-                       .vec4u(u32x4(dims, 0))
-                       .vec4u(u32x4(dims, 4))
-                       .vec4u(u32x4(prefix_strides, 0))
-                       .vec4u(u32x4(prefix_strides, 4))
-                       .u32(ctx.status_tag)
-                       .bytes();
+  launch.uniform =
+      iface.values()
+          .u32("count", static_cast<uint32_t>(count))
+          .u32("slice", static_cast<uint32_t>(slice))
+          .u32("tuples", static_cast<uint32_t>(tuples))
+          .u32("q", static_cast<uint32_t>(q))
+          .vec4u_array("dims", std::array{u32x4(dims, 0), u32x4(dims, 4)})
+          .vec4u_array("prefix_strides", std::array{u32x4(prefix_strides, 0), u32x4(prefix_strides, 4)})
+          .u32("status_tag", ctx.status_tag)
+          .bytes();
   plan.launches.push_back(std::move(launch));
   return plan;
 }

@@ -1,13 +1,11 @@
 // The run status (src/runtime/run_status.h): a kernel that meets what ONNX makes an error but only the data
 // shows, such as an index out of range computed at run time, records it here instead of writing a silently
 // wrong answer, and the runtime turns it into a wgi::Error naming the node when the run's outputs are read.
-// The including kernel defines STATUS_BINDING and gets its node's tag (PlanContext::status_tag, non-zero)
-// through its uniform.
+// The including kernel declares the binding `run_status` (ops::KernelInterface::run_status()) and gets its
+// node's tag (PlanContext::status_tag, non-zero) through its uniform.
 // Words: 0 the kinds of error seen (bits, OR-ed); 1 the tag of the first node that recorded one (dispatches
 // run in order, so the first in execution order); 2.. that first error's details, written by the invocation
 // that claimed word 1.
-@group(0) @binding({{STATUS_BINDING}}) var<storage, read_write> run_status: array<atomic<u32>, 8>;
-
 const RUN_STATUS_INDEX_OUT_OF_RANGE: u32 = 1u;
 
 // `index` (element `element` of the node's input `input`) is outside [-bound, bound).

@@ -8,18 +8,7 @@
 
 alias T = {{TYPE}};
 
-struct Params {
-  count: u32,  // output T elements
-  axis_dim: u32,
-  index_count: u32,
-  inner: u32,
-  status_tag: u32,
-}
-
-@group(0) @binding(0) var<storage, read> data: array<T>;
-@group(0) @binding(1) var<storage, read> indices: array<i32>;
-@group(0) @binding(2) var<storage, read_write> destination: array<T>;
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -4,20 +4,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/run_status.wgsl"
 
-struct Params {
-  count: u32,  // output elements
-  rank: u32,
-  axis: u32,
-  axis_dim: u32,
-  shape: array<vec4u, 2>,         // of indices and output
-  data_strides: array<vec4u, 2>,  // row-major strides of data
-  status_tag: u32,
-}
-
-@group(0) @binding(0) var<storage, read> data: array<u32>;
-@group(0) @binding(1) var<storage, read> indices: array<i32>;
-@group(0) @binding(2) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

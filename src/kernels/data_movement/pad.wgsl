@@ -9,20 +9,7 @@ const MODE_EDGE: u32 = 1u;
 const MODE_REFLECT: u32 = 2u;
 const MODE_WRAP: u32 = 3u;
 
-struct Params {
-  count: u32,  // output elements
-  rank: u32,
-  mode: u32,
-  value: u32,  // the constant's device bits
-  out_shape: array<vec4u, 2>,
-  in_shape: array<vec4i, 2>,
-  pad_begin: array<vec4i, 2>,
-  in_strides: array<vec4i, 2>,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-@group(0) @binding(1) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -5,21 +5,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/run_status.wgsl"
 
-struct Params {
-  count: u32,              // output elements
-  slice: u32,              // elements of data.shape[b + q:]
-  q: u32,
-  tuples_per_batch: u32,   // elements of indices.shape[b:-1]
-  batch_stride: u32,       // elements of data.shape[b:]
-  dims: array<vec4u, 2>,     // data.shape[b : b + q]
-  strides: array<vec4u, 2>,  // their element strides in data
-  status_tag: u32,
-}
-
-@group(0) @binding(0) var<storage, read> data: array<u32>;
-@group(0) @binding(1) var<storage, read> indices: array<i32>;
-@group(0) @binding(2) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -7,19 +7,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/run_status.wgsl"
 
-struct Params {
-  count: u32,           // input elements
-  unpooled_count: u32,  // elements of [N, C, inferred...]
-  spatial_rank: u32,
-  status_tag: u32,
-  inferred: vec4<u32>,  // the unpooled spatial dims
-  out_dims: vec4<u32>,  // the output's spatial dims
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> indices: array<i32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -5,19 +5,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/run_status.wgsl"
 
-struct Params {
-  count: u32,
-  steps: u32,        // size of the time axis
-  time_stride: u32,  // element strides of the time and batch axes
-  batch_stride: u32,
-  batch: u32,        // size of the batch axis
-  status_tag: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> lengths: array<i32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -7,26 +7,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/run_status.wgsl"
 
-struct Params {
-  count: u32,  // output elements
-  channels: u32,
-  height: u32,
-  width: u32,
-  out_h: u32,
-  out_w: u32,
-  batch: u32,           // N
-  sampling_ratio: u32,  // 0: adaptive
-  spatial_scale: f32,
-  offset: f32,          // 0.5 for half_pixel, 0 for output_half_pixel
-  max_mode: u32,
-  status_tag: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> rois: array<f32>;
-@group(0) @binding(2) var<storage, read> batch_indices: array<i32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -7,17 +7,6 @@
 // status (known indices are checked when planned).
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,  // output (= data) elements
-  rank: u32,
-  axis: u32,
-  axis_dim: u32,  // data.shape[axis]
-  data_shape: array<vec4u, 2>,
-  updates_shape: array<vec4u, 2>,
-  updates_strides: array<vec4u, 2>,  // row-major strides of updates (= of indices)
-  status_tag: u32,
-}
-
 #include "scatter/scatter_common.wgsl"
 
 @compute @workgroup_size(WG_SIZE)

@@ -8,16 +8,6 @@
 // addresses nothing and is recorded in the run status (known indices are checked when planned).
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,   // output (= data) elements
-  slice: u32,   // elements of data.shape[q:]
-  tuples: u32,  // index tuples: elements of indices.shape[:-1]
-  q: u32,       // indices.shape[-1]
-  dims: array<vec4u, 2>,            // data.shape[:q]
-  prefix_strides: array<vec4u, 2>,  // row-major strides of data.shape[:q], in slices
-  status_tag: u32,
-}
-
 #include "scatter/scatter_common.wgsl"
 
 @compute @workgroup_size(WG_SIZE)
