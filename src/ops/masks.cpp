@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -67,21 +66,24 @@ OpPlan plan_trilu(const PlanContext& ctx) {
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = std::string("trilu_") + (upper ? "upper" : "lower") + (k_input ? "_k_input" : "");
-  launch.program.wgsl = kernels::load_wgsl("masks/trilu.wgsl",
-                                           {{"UPPER", upper ? "1" : "0"}, {"K_INPUT", k_input ? "1" : "0"}});
+  KernelInterface iface;
+  iface.read("source", "u32", TensorRef::input(0)).read_write("destination", "u32", TensorRef::output(0));
+  if (k_input) iface.read("k_input", "i32", TensorRef::input(1));
+  iface.uniforms(
+      {{"count", UniformType::U32},  // elements
+       {"rows", UniformType::U32},
+       {"cols", UniformType::U32},
+       // when known at plan time (clamped to [-rows, cols]: past that the result no longer changes)
+       {"k", UniformType::I32}});
+  launch.program.wgsl =
+      iface.load_wgsl("masks/trilu.wgsl", {{"UPPER", upper ? "1" : "0"}, {"K_INPUT", k_input ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  if (k_input) {
-    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
-    launch.bindings.push_back(TensorRef::input(1));
-  }
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(rows))
-                       .u32(static_cast<uint32_t>(cols))
-                       .i32(static_cast<int32_t>(k))
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("rows", static_cast<uint32_t>(rows))
+                       .u32("cols", static_cast<uint32_t>(cols))
+                       .i32("k", static_cast<int32_t>(k))
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
@@ -122,15 +124,21 @@ OpPlan plan_eye_like(const PlanContext& ctx) {
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "eye_like";
-  launch.program.wgsl = kernels::load_wgsl("masks/eye_like.wgsl");
+  KernelInterface iface;
+  iface.read_write("destination", "u32", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},
+                 {"cols", UniformType::U32},
+                 {"k", UniformType::I32},
+                 // 1 in the output's device representation (1.0f bits for float32)
+                 {"one", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("masks/eye_like.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(cols))
-                       .i32(static_cast<int32_t>(k))
-                       .u32(data_movement::device_bits(dtype, 1.0))
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("cols", static_cast<uint32_t>(cols))
+                       .i32("k", static_cast<int32_t>(k))
+                       .u32("one", data_movement::device_bits(dtype, 1.0))
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
@@ -201,17 +209,21 @@ OpPlan plan_one_hot(const PlanContext& ctx) {
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), kWorkgroupSize, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = std::string("one_hot_") + index_type;
-  launch.program.wgsl = kernels::load_wgsl(
-      "masks/one_hot.wgsl",
-      {{"INDEX_TYPE", index_type}, {"FLOAT_INDICES", indices.dtype == DType::Float32 ? "1" : "0"}});
+  KernelInterface iface;
+  iface.read("indices", index_type, TensorRef::input(0))
+      .read("values", "u32", TensorRef::input(2))
+      .read_write("destination", "u32", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},  // output elements
+                 {"depth", UniformType::U32},
+                 {"inner", UniformType::U32}});  // elements of indices.shape[axis:]
+  launch.program.wgsl =
+      iface.load_wgsl("masks/one_hot.wgsl", {{"FLOAT_INDICES", indices.dtype == DType::Float32 ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(2), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(depth))
-                       .u32(static_cast<uint32_t>(inner))
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("depth", static_cast<uint32_t>(depth))
+                       .u32("inner", static_cast<uint32_t>(inner))
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
@@ -245,14 +257,16 @@ OpPlan plan_hardmax(const PlanContext& ctx) {
   const uint32_t wg = pow2_workgroup_size(want, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "hardmax_wg" + std::to_string(wg);
-  launch.program.wgsl = kernels::load_wgsl("masks/hardmax.wgsl", {{"WG", std::to_string(wg)}});
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(rows))
-                       .u32(static_cast<uint32_t>(len))
-                       .u32(static_cast<uint32_t>(inner))
+  KernelInterface iface;
+  iface.read("source", "u32", TensorRef::input(0))
+      .read_write("destination", "f32", TensorRef::output(0))
+      .uniforms({{"rows", UniformType::U32}, {"len", UniformType::U32}, {"inner", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("masks/hardmax.wgsl", {{"WG", std::to_string(wg)}});
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("rows", static_cast<uint32_t>(rows))
+                       .u32("len", static_cast<uint32_t>(len))
+                       .u32("inner", static_cast<uint32_t>(inner))
                        .bytes();
   launch.groups =
       gpu::fold_workgroups(static_cast<uint64_t>(rows), ctx.caps.limits.max_compute_workgroups_per_dimension);

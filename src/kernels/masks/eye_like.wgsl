@@ -1,15 +1,7 @@
 // EyeLike: one (the output type's bits of 1) where col - row == k, zero bits elsewhere, for one matrix.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,
-  cols: u32,
-  k: i32,
-  one: u32,  // 1 in the output's device representation (1.0f bits for float32)
-}
-
-@group(0) @binding(0) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(1) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -6,15 +6,7 @@
 
 const WG: u32 = {{WG}}u;
 
-struct Params {
-  rows: u32,
-  len: u32,
-  inner: u32,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;  // float32 bits
-@group(0) @binding(1) var<storage, read_write> destination: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 var<workgroup> best_value: array<u32, WG>;
 var<workgroup> best_index: array<u32, WG>;

@@ -1,18 +1,9 @@
 // OneHot: output[o, d, i] = values[1] (on) where indices[o, i] (made non-negative by adding depth) == d, else
 // values[0] (off); an index outside [-depth, depth) gives a row of off values. Indices are read as
-// INDEX_TYPE (i32, u32 or f32, truncated towards zero like a cast); values as device words.
+// indices of type i32, u32 or f32, truncated towards zero like a cast); values as device words.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,  // output elements
-  depth: u32,
-  inner: u32,  // elements of indices.shape[axis:]
-}
-
-@group(0) @binding(0) var<storage, read> indices: array<{{INDEX_TYPE}}>;
-@group(0) @binding(1) var<storage, read> values: array<u32>;
-@group(0) @binding(2) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(3) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

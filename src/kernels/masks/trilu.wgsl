@@ -3,21 +3,7 @@
 // k comes from the uniform when it is known at plan time, else from its one-element tensor (K_INPUT).
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,  // elements
-  rows: u32,
-  cols: u32,
-  k: i32,  // when known at plan time (clamped to [-rows, cols]: past that the result no longer changes)
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-@group(0) @binding(1) var<storage, read_write> destination: array<u32>;
-#if K_INPUT
-@group(0) @binding(2) var<storage, read> k_input: array<i32>;
-@group(0) @binding(3) var<uniform> params: Params;
-#else
-@group(0) @binding(2) var<uniform> params: Params;
-#endif
+#interface
 
 override WG_SIZE: u32 = 256;
 
