@@ -5,11 +5,10 @@
 // readers for the real shape. Compress then gathers the selected slices (compress_gather.wgsl).
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_dependent.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -26,18 +25,23 @@ KernelLaunch nonzero_launch(const TensorDesc& x, TensorRef source, TensorRef coo
   KernelLaunch launch;
   const bool is_float = x.dtype == DType::Float32;
   launch.program.label = std::string("nonzero") + (is_float ? "_f32" : "_bits");
-  launch.program.wgsl = kernels::load_wgsl("selection/nonzero.wgsl", {{"FLOAT", is_float ? "1" : "0"}});
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {source, coords, extent};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(element_count(shape)))
-                       .u32(static_cast<uint32_t>(shape.size()))
-                       .u32(0)
-                       .u32(0)
-                       .vec4u(data_movement::u32x4(dims, 0))
-                       .vec4u(data_movement::u32x4(dims, 4))
-                       .bytes();
+  KernelInterface iface;
+  iface.read("source", "u32", source)
+      .read_write("coords", "i32", coords)
+      .read_write("extent", "u32", extent)
+      .uniforms({{"count", UniformType::U32},  // elements of X
+                 {"rank", UniformType::U32},
+                 {"_pad0", UniformType::Pad},
+                 {"_pad1", UniformType::Pad},
+                 {"dims", UniformType::Vec4U, 2}});  // X's shape, up to rank 8
+  launch.program.wgsl = iface.load_wgsl("selection/nonzero.wgsl", {{"FLOAT", is_float ? "1" : "0"}});
+  iface.bind(launch);
+  launch.uniform =
+      iface.values()
+          .u32("count", static_cast<uint32_t>(element_count(shape)))
+          .u32("rank", static_cast<uint32_t>(shape.size()))
+          .vec4u_array("dims", std::array{data_movement::u32x4(dims, 0), data_movement::u32x4(dims, 4)})
+          .bytes();
   launch.groups = {1, 1, 1};
   return launch;
 }
@@ -95,17 +99,22 @@ OpPlan plan_compress(const PlanContext& ctx) {
       gpu::compute_dispatch_grid(static_cast<uint64_t>(bound), 256, ctx.caps.limits);
   KernelLaunch gather;
   gather.program.label = "compress_gather";
-  gather.program.wgsl = kernels::load_wgsl("selection/compress_gather.wgsl", {});
+  KernelInterface iface;
+  iface.read("source", "u32", TensorRef::input(0))
+      .read("positions", "i32", positions)
+      .read("extent", "u32", TensorRef::output(1))
+      .read_write("result", "u32", TensorRef::output(0))
+      .uniforms({{"outer", UniformType::U32},
+                 {"len", UniformType::U32},
+                 {"inner", UniformType::U32},
+                 {"_pad", UniformType::Pad}});
+  gather.program.wgsl = iface.load_wgsl("selection/compress_gather.wgsl", {});
   gather.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  gather.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  gather.bindings = {TensorRef::input(0), positions, TensorRef::output(1), TensorRef::output(0)};
-  gather.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(outer))
-                       .u32(static_cast<uint32_t>(len))
-                       .u32(static_cast<uint32_t>(inner))
-                       .u32(0)
+  iface.bind(gather);
+  gather.uniform = iface.values()
+                       .u32("outer", static_cast<uint32_t>(outer))
+                       .u32("len", static_cast<uint32_t>(len))
+                       .u32("inner", static_cast<uint32_t>(inner))
                        .bytes();
   gather.groups = grid.groups;
   plan.launches.push_back(std::move(gather));

@@ -3,18 +3,7 @@
 // the real count comes from `extent`, so invocations past outer * count * inner do nothing.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  outer: u32,
-  len: u32,
-  inner: u32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-@group(0) @binding(1) var<storage, read> positions: array<i32>;
-@group(0) @binding(2) var<storage, read> extent: array<u32>;
-@group(0) @binding(3) var<storage, read_write> result: array<u32>;
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -5,18 +5,7 @@
 // condition (rank 1) for the selected positions.
 #include "common/workgroup_scan.wgsl"
 
-struct Params {
-  count: u32,  // elements of X
-  rank: u32,
-  _pad0: u32,
-  _pad1: u32,
-  dims: array<vec4<u32>, 2>,  // X's shape, up to rank 8
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-@group(0) @binding(1) var<storage, read_write> coords: array<i32>;
-@group(0) @binding(2) var<storage, read_write> extent: array<u32>;
-@group(0) @binding(3) var<uniform> params: Params;
+#interface
 
 const WG: u32 = 256u;
 var<workgroup> offsets: array<u32, 256>;
