@@ -6,11 +6,11 @@
 // computed on the GPU is read back first (ops/data_dependent.h).
 #include <limits>
 
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/data_dependent.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -83,62 +83,94 @@ OpPlan plan_non_max_suppression(const PlanContext& ctx) {
   plan.outputs.push_back({DType::Int64, {rows * per_class, 3}});
   plan.outputs.push_back(extent_desc());
   const TensorRef extent = TensorRef::output(1);
-  auto params = [&](uint64_t work) {
-    return gpu::UniformBuilder()
-        .u32(static_cast<uint32_t>(batches))
-        .u32(static_cast<uint32_t>(classes))
-        .u32(static_cast<uint32_t>(count))
-        .u32(static_cast<uint32_t>(words))
-        .u32(static_cast<uint32_t>(per_class))
-        .u32(static_cast<uint32_t>(center_point_box))
-        .u32(has_score_threshold ? 1 : 0)
-        .u32(static_cast<uint32_t>(work))
-        .f32(iou_threshold)
-        .f32(score_threshold)
-        .u32(0)
-        .u32(0)
-        .bytes();
+  // A stage's storage bindings: name and element type in the kernel, and what they bind.
+  struct StageBinding {
+    const char* name;
+    const char* element;
+    TensorRef ref;
   };
   // `writes`: how many of the last bindings the stage writes (the others it reads).
-  auto launch = [&](const char* stage, std::vector<TensorRef> bindings, size_t writes, uint64_t work,
-                    uint32_t wg_size, gpu::WorkgroupCount groups) {
+  auto launch = [&](const char* stage, const std::vector<StageBinding>& bindings, size_t writes,
+                    uint64_t work, uint32_t wg_size, gpu::WorkgroupCount groups) {
     KernelLaunch l;
     l.program.label = std::string("non_max_suppression_") + stage;
     kernels::Defines flags;
     for (const char* s : {"IOU", "RANK", "SELECT", "WRITE"}) flags[s] = std::string(s) == stage ? "1" : "0";
-    l.program.wgsl = kernels::load_wgsl("detection/non_max_suppression.wgsl", flags);
-    l.program.constants = {{"WG_SIZE", wg_size}};
+    KernelInterface iface;
     for (size_t b = 0; b < bindings.size(); ++b) {
-      l.program.bindings.push_back(b + writes >= bindings.size() ? gpu::BindingKind::Storage
-                                                                 : gpu::BindingKind::ReadOnlyStorage);
+      if (b + writes >= bindings.size()) {
+        iface.read_write(bindings[b].name, bindings[b].element, bindings[b].ref);
+      } else {
+        iface.read(bindings[b].name, bindings[b].element, bindings[b].ref);
+      }
     }
-    l.program.bindings.push_back(gpu::BindingKind::Uniform);
-    l.bindings = std::move(bindings);
-    l.uniform = params(work);
+    iface.uniforms({{"batches", UniformType::U32},
+                    {"classes", UniformType::U32},
+                    {"boxes", UniformType::U32},
+                    {"words", UniformType::U32},         // (boxes + 31) / 32
+                    {"max_selected", UniformType::U32},  // per class
+                    {"center_point_box", UniformType::U32},
+                    {"has_score_threshold", UniformType::U32},
+                    {"count", UniformType::U32},  // invocations that do work (IOU, RANK)
+                    {"iou_threshold", UniformType::F32},
+                    {"score_threshold", UniformType::F32},
+                    {"_pad0", UniformType::Pad},
+                    {"_pad1", UniformType::Pad}});
+    l.program.wgsl = iface.load_wgsl("detection/non_max_suppression.wgsl", flags);
+    l.program.constants = {{"WG_SIZE", wg_size}};
+    iface.bind(l);
+    l.uniform = iface.values()
+                    .u32("batches", static_cast<uint32_t>(batches))
+                    .u32("classes", static_cast<uint32_t>(classes))
+                    .u32("boxes", static_cast<uint32_t>(count))
+                    .u32("words", static_cast<uint32_t>(words))
+                    .u32("max_selected", static_cast<uint32_t>(per_class))
+                    .u32("center_point_box", static_cast<uint32_t>(center_point_box))
+                    .u32("has_score_threshold", has_score_threshold ? 1 : 0)
+                    .u32("count", static_cast<uint32_t>(work))
+                    .f32("iou_threshold", iou_threshold)
+                    .f32("score_threshold", score_threshold)
+                    .bytes();
     l.groups = groups;
     plan.launches.push_back(std::move(l));
   };
-  auto grid_launch = [&](const char* stage, std::vector<TensorRef> bindings, uint64_t work) {
+  auto grid_launch = [&](const char* stage, const std::vector<StageBinding>& bindings, uint64_t work) {
     const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(work, 256, ctx.caps.limits);
-    launch(stage, std::move(bindings), 1, work, grid.workgroup_size, grid.groups);
+    launch(stage, bindings, 1, work, grid.workgroup_size, grid.groups);
   };
   if (per_class > 0 && rows > 0) {
     const TensorRef mask = plan.add_scratch(static_cast<uint64_t>(batches * count * words) * 4);
     const TensorRef order = plan.add_scratch(static_cast<uint64_t>(rows * count) * 4);
     const TensorRef selected = plan.add_scratch(static_cast<uint64_t>(rows * per_class) * 4);
     const TensorRef kept = plan.add_scratch(static_cast<uint64_t>(rows) * 4);
-    grid_launch("IOU", {TensorRef::input(0), mask}, static_cast<uint64_t>(batches * count * words));
-    grid_launch("RANK", {TensorRef::input(1), order}, static_cast<uint64_t>(rows * count));
+    grid_launch("IOU", {{"boxes", "f32", TensorRef::input(0)}, {"mask", "u32", mask}},
+                static_cast<uint64_t>(batches * count * words));
+    grid_launch("RANK", {{"scores", "f32", TensorRef::input(1)}, {"order", "u32", order}},
+                static_cast<uint64_t>(rows * count));
     // A workgroup per (batch, class), folded like any grid past the per-dimension limit.
     const gpu::DispatchGrid groups =
         gpu::compute_dispatch_grid(static_cast<uint64_t>(rows), 1, ctx.caps.limits);
-    launch("SELECT", {TensorRef::input(1), mask, order, selected, kept}, 2, static_cast<uint64_t>(rows), 256,
-           groups.groups);
-    launch("WRITE", {selected, kept, TensorRef::output(0), extent}, 2, 0, 256, {1, 1, 1});
+    launch("SELECT",
+           {{"scores", "f32", TensorRef::input(1)},
+            {"mask", "u32", mask},
+            {"order", "u32", order},
+            {"selected", "u32", selected},  // [B * C, max_selected]
+            {"kept", "u32", kept}},         // [B * C]
+           2, static_cast<uint64_t>(rows), 256, groups.groups);
+    launch("WRITE",
+           {{"selected", "u32", selected},
+            {"kept", "u32", kept},
+            {"triples", "i32", TensorRef::output(0)},
+            {"extent", "u32", extent}},
+           2, 0, 256, {1, 1, 1});
   } else {
     // Nothing can be selected; the kernel still writes the count (0). Its inputs are bound to any buffer.
-    launch("WRITE", {TensorRef::zero(), TensorRef::zero(), TensorRef::output(0), extent}, 2, 0, 256,
-           {1, 1, 1});
+    launch("WRITE",
+           {{"selected", "u32", TensorRef::zero()},
+            {"kept", "u32", TensorRef::zero()},
+            {"triples", "i32", TensorRef::output(0)},
+            {"extent", "u32", extent}},
+           2, 0, 256, {1, 1, 1});
   }
   return plan;
 }

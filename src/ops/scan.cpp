@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -62,17 +61,22 @@ OpPlan plan_cumsum(const PlanContext& ctx) {
 
   KernelLaunch launch;
   launch.program.label = std::string("cumsum_") + element + "_wg" + std::to_string(wg);
-  launch.program.wgsl =
-      kernels::load_wgsl("scan/cumsum.wgsl", {{"TYPE", element}, {"WG", std::to_string(wg)}});
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(rows))
-                       .u32(static_cast<uint32_t>(len))
-                       .u32(static_cast<uint32_t>(inner))
-                       .u32(static_cast<uint32_t>(exclusive))
-                       .u32(static_cast<uint32_t>(reverse))
+  KernelInterface iface;
+  iface.read("source", element, TensorRef::input(0))
+      .read_write("destination", element, TensorRef::output(0))
+      .uniforms({{"rows", UniformType::U32},
+                 {"len", UniformType::U32},
+                 {"inner", UniformType::U32},
+                 {"exclusive", UniformType::U32},
+                 {"reverse", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("scan/cumsum.wgsl", {{"TYPE", element}, {"WG", std::to_string(wg)}});
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("rows", static_cast<uint32_t>(rows))
+                       .u32("len", static_cast<uint32_t>(len))
+                       .u32("inner", static_cast<uint32_t>(inner))
+                       .u32("exclusive", static_cast<uint32_t>(exclusive))
+                       .u32("reverse", static_cast<uint32_t>(reverse))
                        .bytes();
   launch.groups =
       gpu::fold_workgroups(static_cast<uint64_t>(rows), ctx.caps.limits.max_compute_workgroups_per_dimension);

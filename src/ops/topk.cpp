@@ -4,11 +4,10 @@
 // sorted (sorted = 0 allows any order); equal values keep the lower index first, as ONNX asks.
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_dependent.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -67,32 +66,39 @@ OpPlan plan_topk(const PlanContext& ctx) {
     const bool write = std::string(stage) == "WRITE";
     launch.program.label =
         std::string("topk_") + stage + (float_keys ? "_f32" : "_i32") + (largest ? "_largest" : "_smallest");
+    KernelInterface iface;
+    iface
+        .read("source", "u32", TensorRef::input(0))  // X (bound in every stage, read by INIT)
+        .read_write("keys", "u32", keys)
+        .read_write("slots", "u32", positions);
+    if (write)
+      iface.read_write("values", "u32", TensorRef::output(0))
+          .read_write("indices", "i32", TensorRef::output(1));
+    iface.uniforms({{"rows", UniformType::U32},
+                    {"len", UniformType::U32},
+                    {"inner", UniformType::U32},
+                    {"padded", UniformType::U32},
+                    {"k", UniformType::U32},
+                    {"block", UniformType::U32},
+                    {"distance", UniformType::U32},
+                    {"count", UniformType::U32}});  // invocations that do work in this stage
     launch.program.wgsl =
-        kernels::load_wgsl("topk/topk.wgsl", {{"INIT", stage == std::string("INIT") ? "1" : "0"},
-                                              {"STEP", stage == std::string("STEP") ? "1" : "0"},
-                                              {"WRITE", write ? "1" : "0"},
-                                              {"FLOAT_KEYS", float_keys ? "1" : "0"},
-                                              {"LARGEST", largest ? "true" : "false"}});
+        iface.load_wgsl("topk/topk.wgsl", {{"INIT", stage == std::string("INIT") ? "1" : "0"},
+                                           {"STEP", stage == std::string("STEP") ? "1" : "0"},
+                                           {"WRITE", write ? "1" : "0"},
+                                           {"FLOAT_KEYS", float_keys ? "1" : "0"},
+                                           {"LARGEST", largest ? "true" : "false"}});
     launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-    launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                               gpu::BindingKind::Storage};
-    launch.bindings = {TensorRef::input(0), keys, positions};
-    if (write) {
-      launch.program.bindings.push_back(gpu::BindingKind::Storage);
-      launch.program.bindings.push_back(gpu::BindingKind::Storage);
-      launch.bindings.push_back(TensorRef::output(0));
-      launch.bindings.push_back(TensorRef::output(1));
-    }
-    launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-    launch.uniform = gpu::UniformBuilder()
-                         .u32(static_cast<uint32_t>(rows))
-                         .u32(static_cast<uint32_t>(len))
-                         .u32(static_cast<uint32_t>(inner))
-                         .u32(static_cast<uint32_t>(padded))
-                         .u32(static_cast<uint32_t>(k))
-                         .u32(block)
-                         .u32(distance)
-                         .u32(static_cast<uint32_t>(count))
+    iface.bind(launch);
+    launch.uniform = iface.values()
+                         .u32("rows", static_cast<uint32_t>(rows))
+                         .u32("len", static_cast<uint32_t>(len))
+                         .u32("inner", static_cast<uint32_t>(inner))
+                         .u32("padded", static_cast<uint32_t>(padded))
+                         .u32("k", static_cast<uint32_t>(k))
+                         .u32("block", block)
+                         .u32("distance", distance)
+                         .u32("count", static_cast<uint32_t>(count))
                          .bytes();
     launch.groups = grid.groups;
     plan.launches.push_back(std::move(launch));

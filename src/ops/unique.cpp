@@ -5,11 +5,11 @@
 // is read back; inverse_indices has a static shape.
 #include <limits>
 
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/data_dependent.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -41,9 +41,15 @@ OpPlan plan_unique(const PlanContext& ctx) {
   const TensorRef extent = TensorRef::output(4);
   const bool is_float = x.dtype == DType::Float32;
 
+  // A stage's storage bindings: name and element type in the kernel, and what they bind.
+  struct StageBinding {
+    const char* name;
+    const char* element;
+    TensorRef ref;
+  };
   // `writes`: how many of the last bindings the stage writes.
-  auto launch = [&](const char* stage, std::vector<TensorRef> bindings, size_t writes, uint64_t work,
-                    bool one_workgroup) {
+  auto launch = [&](const char* stage, const std::vector<StageBinding>& bindings, size_t writes,
+                    uint64_t work, bool one_workgroup) {
     const gpu::DispatchGrid grid =
         gpu::compute_dispatch_grid(std::max<uint64_t>(work, 1), 256, ctx.caps.limits);
     KernelLaunch l;
@@ -53,19 +59,26 @@ OpPlan plan_unique(const PlanContext& ctx) {
     for (const char* s : {"RANK", "GROUP", "COUNTS", "INVERSE", "GATHER"})
       defines[s] = std::string(s) == stage ? "1" : "0";
     defines["COMPARE"] = std::string(stage) == "RANK" || std::string(stage) == "GROUP" ? "1" : "0";
-    l.program.wgsl = kernels::load_wgsl("unique/unique.wgsl", defines);
-    l.program.constants = {{"WG_SIZE", one_workgroup ? 256u : grid.workgroup_size}};
+    KernelInterface iface;
     for (size_t b = 0; b < bindings.size(); ++b) {
-      l.program.bindings.push_back(b + writes >= bindings.size() ? gpu::BindingKind::Storage
-                                                                 : gpu::BindingKind::ReadOnlyStorage);
+      if (b + writes >= bindings.size()) {
+        iface.read_write(bindings[b].name, bindings[b].element, bindings[b].ref);
+      } else {
+        iface.read(bindings[b].name, bindings[b].element, bindings[b].ref);
+      }
     }
-    l.program.bindings.push_back(gpu::BindingKind::Uniform);
-    l.bindings = std::move(bindings);
-    l.uniform = gpu::UniformBuilder()
-                    .u32(static_cast<uint32_t>(outer))
-                    .u32(static_cast<uint32_t>(n))
-                    .u32(static_cast<uint32_t>(inner))
-                    .u32(static_cast<uint32_t>(work))
+    iface.uniforms({{"outer", UniformType::U32},
+                    {"n", UniformType::U32},
+                    {"inner", UniformType::U32},
+                    {"count", UniformType::U32}});  // invocations that do work (at the upper bound)
+    l.program.wgsl = iface.load_wgsl("unique/unique.wgsl", defines);
+    l.program.constants = {{"WG_SIZE", one_workgroup ? 256u : grid.workgroup_size}};
+    iface.bind(l);
+    l.uniform = iface.values()
+                    .u32("outer", static_cast<uint32_t>(outer))
+                    .u32("n", static_cast<uint32_t>(n))
+                    .u32("inner", static_cast<uint32_t>(inner))
+                    .u32("count", static_cast<uint32_t>(work))
                     .bytes();
     l.groups = one_workgroup ? gpu::WorkgroupCount{1, 1, 1} : grid.groups;
     plan.launches.push_back(std::move(l));
@@ -76,16 +89,35 @@ OpPlan plan_unique(const PlanContext& ctx) {
   const TensorRef group_of = plan.add_scratch(words);
   const TensorRef place = plan.add_scratch(words);
   const TensorRef x_ref = TensorRef::input(0);
-  if (n > 0) launch("RANK", {x_ref, order}, 1, static_cast<uint64_t>(n), false);
+  if (n > 0)
+    launch("RANK", {{"source", "u32", x_ref}, {"order", "u32", order}}, 1, static_cast<uint64_t>(n), false);
   // Always: it writes the count, 0 for an empty X.
-  launch("GROUP", {x_ref, order, start, group_of, extent}, 3, static_cast<uint64_t>(n), true);
+  launch("GROUP",
+         {{"source", "u32", x_ref},
+          {"order", "u32", order},
+          {"start", "u32", start},
+          {"group_of", "u32", group_of},
+          {"extent", "u32", extent}},
+         3, static_cast<uint64_t>(n), true);
   if (n == 0) return plan;
-  launch("COUNTS", {order, start, extent, place, TensorRef::output(1), TensorRef::output(3)}, 3,
-         static_cast<uint64_t>(n), false);
-  launch("INVERSE", {group_of, place, TensorRef::output(2)}, 1, static_cast<uint64_t>(n), false);
+  launch("COUNTS",
+         {{"order", "u32", order},
+          {"start", "u32", start},
+          {"extent", "u32", extent},
+          {"place", "u32", place},
+          {"indices", "i32", TensorRef::output(1)},
+          {"counts", "i32", TensorRef::output(3)}},
+         3, static_cast<uint64_t>(n), false);
+  launch("INVERSE",
+         {{"group_of", "u32", group_of}, {"place", "u32", place}, {"inverse", "i32", TensorRef::output(2)}},
+         1, static_cast<uint64_t>(n), false);
   if (element_count(shape) > 0) {
-    launch("GATHER", {x_ref, TensorRef::output(1), extent, TensorRef::output(0)}, 1,
-           static_cast<uint64_t>(element_count(shape)), false);
+    launch("GATHER",
+           {{"source", "u32", x_ref},
+            {"indices", "i32", TensorRef::output(1)},
+            {"extent", "u32", extent},
+            {"result", "u32", TensorRef::output(0)}},
+           1, static_cast<uint64_t>(element_count(shape)), false);
   }
   return plan;
 }

@@ -11,28 +11,11 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/workgroup_scan.wgsl"
 
-struct Params {
-  batches: u32,
-  classes: u32,
-  boxes: u32,
-  words: u32,            // (boxes + 31) / 32
-  max_selected: u32,     // per class
-  center_point_box: u32,
-  has_score_threshold: u32,
-  count: u32,            // invocations that do work (IOU, RANK)
-  iou_threshold: f32,
-  score_threshold: f32,
-  _pad0: u32,
-  _pad1: u32,
-}
+#interface
 
 override WG_SIZE: u32 = 256;
 
 #if IOU
-@group(0) @binding(0) var<storage, read> boxes: array<f32>;
-@group(0) @binding(1) var<storage, read_write> mask: array<u32>;
-@group(0) @binding(2) var<uniform> params: Params;
-
 // [x1, y1, x2, y2] with x1 <= x2, y1 <= y2.
 fn corners(b: u32, i: u32) -> vec4<f32> {
   let at = (b * params.boxes + i) * 4u;
@@ -89,10 +72,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 
 #if RANK
-@group(0) @binding(0) var<storage, read> scores: array<f32>;
-@group(0) @binding(1) var<storage, read_write> order: array<u32>;
-@group(0) @binding(2) var<uniform> params: Params;
-
 fn candidate(s: f32) -> bool {
   return params.has_score_threshold == 0u || s > params.score_threshold;
 }
@@ -122,13 +101,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 
 #if SELECT
-@group(0) @binding(0) var<storage, read> scores: array<f32>;
-@group(0) @binding(1) var<storage, read> mask: array<u32>;
-@group(0) @binding(2) var<storage, read> order: array<u32>;
-@group(0) @binding(3) var<storage, read_write> selected: array<u32>;  // [B * C, max_selected]
-@group(0) @binding(4) var<storage, read_write> kept: array<u32>;      // [B * C]
-@group(0) @binding(5) var<uniform> params: Params;
-
 const MAX_WORDS: u32 = 2048u;  // 65536 boxes; the planner checks
 const NONE: u32 = 0xffffffffu;
 var<workgroup> removed: array<u32, 2048>;
@@ -205,12 +177,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 
 #if WRITE
-@group(0) @binding(0) var<storage, read> selected: array<u32>;
-@group(0) @binding(1) var<storage, read> kept: array<u32>;
-@group(0) @binding(2) var<storage, read_write> triples: array<i32>;
-@group(0) @binding(3) var<storage, read_write> extent: array<u32>;
-@group(0) @binding(4) var<uniform> params: Params;
-
 const WG: u32 = 256u;
 var<workgroup> offsets: array<u32, 256>;
 

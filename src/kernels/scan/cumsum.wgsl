@@ -8,17 +8,7 @@
 const WG: u32 = {{WG}}u;
 const ITEMS: u32 = 4u;
 
-struct Params {
-  rows: u32,
-  len: u32,
-  inner: u32,
-  exclusive: u32,
-  reverse: u32,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<{{TYPE}}>;
-@group(0) @binding(1) var<storage, read_write> destination: array<{{TYPE}}>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 var<workgroup> partial: array<{{TYPE}}, WG>;
 

@@ -9,27 +9,7 @@
 // / 2 passes, any K.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  rows: u32,
-  len: u32,
-  inner: u32,
-  padded: u32,
-  k: u32,
-  block: u32,
-  distance: u32,
-  count: u32,  // invocations that do work in this stage
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;  // X (bound in every stage, read by INIT)
-@group(0) @binding(1) var<storage, read_write> keys: array<u32>;
-@group(0) @binding(2) var<storage, read_write> slots: array<u32>;
-#if WRITE
-@group(0) @binding(3) var<storage, read_write> values: array<u32>;
-@group(0) @binding(4) var<storage, read_write> indices: array<i32>;
-@group(0) @binding(5) var<uniform> params: Params;
-#else
-@group(0) @binding(3) var<uniform> params: Params;
-#endif
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -12,18 +12,11 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/workgroup_scan.wgsl"
 
-struct Params {
-  outer: u32,
-  n: u32,
-  inner: u32,
-  count: u32,  // invocations that do work (at the upper bound)
-}
+#interface
 
 override WG_SIZE: u32 = 256;
 
 #if COMPARE
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-
 fn less(a: u32, b: u32) -> bool {
 #if FLOAT
   return bitcast<f32>(a) < bitcast<f32>(b);
@@ -55,9 +48,6 @@ fn compare(j: u32, k: u32) -> i32 {
 #endif
 
 #if RANK
-@group(0) @binding(1) var<storage, read_write> order: array<u32>;
-@group(0) @binding(2) var<uniform> params: Params;
-
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -77,12 +67,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 
 #if GROUP
-@group(0) @binding(1) var<storage, read> order: array<u32>;
-@group(0) @binding(2) var<storage, read_write> start: array<u32>;
-@group(0) @binding(3) var<storage, read_write> group_of: array<u32>;
-@group(0) @binding(4) var<storage, read_write> extent: array<u32>;
-@group(0) @binding(5) var<uniform> params: Params;
-
 const WG: u32 = 256u;
 var<workgroup> offsets: array<u32, 256>;
 
@@ -121,14 +105,6 @@ fn main(@builtin(local_invocation_index) t: u32) {
 #endif
 
 #if COUNTS
-@group(0) @binding(0) var<storage, read> order: array<u32>;
-@group(0) @binding(1) var<storage, read> start: array<u32>;
-@group(0) @binding(2) var<storage, read> extent: array<u32>;
-@group(0) @binding(3) var<storage, read_write> place: array<u32>;
-@group(0) @binding(4) var<storage, read_write> indices: array<i32>;
-@group(0) @binding(5) var<storage, read_write> counts: array<i32>;
-@group(0) @binding(6) var<uniform> params: Params;
-
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -159,11 +135,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 
 #if INVERSE
-@group(0) @binding(0) var<storage, read> group_of: array<u32>;
-@group(0) @binding(1) var<storage, read> place: array<u32>;
-@group(0) @binding(2) var<storage, read_write> inverse: array<i32>;
-@group(0) @binding(3) var<uniform> params: Params;
-
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -176,12 +147,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 
 #if GATHER
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-@group(0) @binding(1) var<storage, read> indices: array<i32>;
-@group(0) @binding(2) var<storage, read> extent: array<u32>;
-@group(0) @binding(3) var<storage, read_write> result: array<u32>;
-@group(0) @binding(4) var<uniform> params: Params;
-
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
