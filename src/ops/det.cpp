@@ -2,9 +2,8 @@
 // (kernels/det/det.wgsl, Gaussian elimination with partial pivoting in a scratch copy).
 #include <algorithm>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -33,13 +32,16 @@ OpPlan plan_det(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(batch), 64, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "det";
-  launch.program.wgsl = kernels::load_wgsl("det/det.wgsl");
+  KernelInterface iface;
+  iface.read("x", "f32", TensorRef::input(0))
+      .read_write("work", "f32", work)
+      .read_write("y", "f32", TensorRef::output(0))
+      .uniforms({{"batch", UniformType::U32}, {"m", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("det/det.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), work, TensorRef::output(0)};
+  iface.bind(launch);
   launch.uniform =
-      gpu::UniformBuilder().u32(static_cast<uint32_t>(batch)).u32(static_cast<uint32_t>(m)).bytes();
+      iface.values().u32("batch", static_cast<uint32_t>(batch)).u32("m", static_cast<uint32_t>(m)).bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
   return plan;

@@ -2,9 +2,8 @@
 // (kernels/float_class/float_class.wgsl) into bool outputs.
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -27,15 +26,19 @@ OpPlan plan_float_class(const PlanContext& ctx, bool is_nan) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = is_nan ? "is_nan" : "is_inf";
-  launch.program.wgsl = kernels::load_wgsl("float_class/float_class.wgsl", {{"IS_NAN", is_nan ? "1" : "0"}});
+  KernelInterface iface;
+  iface.read("source", "u32", TensorRef::input(0))
+      .read_write("destination", "u32", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},
+                 {"detect_negative", UniformType::U32},  // IsInf
+                 {"detect_positive", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("float_class/float_class.wgsl", {{"IS_NAN", is_nan ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(negative != 0 ? 1u : 0u)
-                       .u32(positive != 0 ? 1u : 0u)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("detect_negative", negative != 0 ? 1u : 0u)
+                       .u32("detect_positive", positive != 0 ? 1u : 0u)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));

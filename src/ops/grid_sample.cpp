@@ -3,9 +3,8 @@
 // element sums its taps (kernels/grid_sample/grid_sample.wgsl), following the ONNX reference's definition.
 #include <array>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -84,21 +83,31 @@ OpPlan plan_grid_sample(const PlanContext& ctx) {
   gpu::DispatchGrid dispatch = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "grid_sample";
-  launch.program.wgsl = kernels::load_wgsl("grid_sample/grid_sample.wgsl");
+  KernelInterface iface;
+  iface.read("x", "f32", TensorRef::input(0))
+      .read("grid", "f32", TensorRef::input(1))
+      .read_write("y", "f32", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},  // output elements
+                 {"channels", UniformType::U32},
+                 {"out_spatial", UniformType::U32},  // o1 * ... * oR
+                 {"rank", UniformType::U32},         // R
+                 {"in_dims", UniformType::Vec4U},    // d1..dR (unused lanes 1)
+                 {"taps", UniformType::U32},         // per dim: 1 nearest, 2 linear, 4 cubic
+                 {"padding", UniformType::U32},      // 0 zeros, 1 border, 2 reflection
+                 {"align_corners", UniformType::U32},
+                 {"_pad", UniformType::Pad}});
+  launch.program.wgsl = iface.load_wgsl("grid_sample/grid_sample.wgsl");
   launch.program.constants = {{"WG_SIZE", dispatch.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(x.shape[1]))
-                       .u32(static_cast<uint32_t>(out_spatial))
-                       .u32(static_cast<uint32_t>(spatial))
-                       .vec4u(in_dims)
-                       .u32(taps)
-                       .u32(padding)
-                       .u32(static_cast<uint32_t>(align_corners))
-                       .u32(0)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("channels", static_cast<uint32_t>(x.shape[1]))
+                       .u32("out_spatial", static_cast<uint32_t>(out_spatial))
+                       .u32("rank", static_cast<uint32_t>(spatial))
+                       .vec4u("in_dims", in_dims)
+                       .u32("taps", taps)
+                       .u32("padding", padding)
+                       .u32("align_corners", static_cast<uint32_t>(align_corners))
                        .bytes();
   launch.groups = dispatch.groups;
   plan.launches.push_back(std::move(launch));

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -57,25 +56,43 @@ OpPlan plan_mvn(const PlanContext& ctx) {
   const int64_t group_size = count / groups;
   const TensorRef stats = plan.add_scratch(static_cast<uint64_t>(groups) * 8);
 
-  auto uniform = [&](int64_t work) {
-    return gpu::UniformBuilder()
-        .u32(static_cast<uint32_t>(work))
-        .u32(static_cast<uint32_t>(group_size))
-        .u32(static_cast<uint32_t>(kept_dims.size()))
-        .u32(static_cast<uint32_t>(reduced_dims.size()))
-        .vec4u(u32x4(kept_dims, 0))
-        .vec4u(u32x4(kept_dims, 4))
-        .vec4u(u32x4(kept_strides, 0))
-        .vec4u(u32x4(kept_strides, 4))
-        .vec4u(u32x4(reduced_dims, 0))
-        .vec4u(u32x4(reduced_dims, 4))
-        .vec4u(u32x4(reduced_strides, 0))
-        .vec4u(u32x4(reduced_strides, 4))
-        .vec4u(u32x4(x.shape, 0))
-        .vec4u(u32x4(x.shape, 4))
-        .vec4u(u32x4(group_strides, 0))
-        .vec4u(u32x4(group_strides, 4))
-        .u32(static_cast<uint32_t>(rank))
+  // STATS reads the source and writes the statistics; APPLY reads both and writes the output.
+  auto interface = [&](bool statistics) {
+    KernelInterface iface;
+    iface.read("source", "f32", TensorRef::input(0));
+    if (statistics) {
+      iface.read_write("stats", "f32", stats);
+    } else {
+      iface.read("stats", "f32", stats).read_write("destination", "f32", TensorRef::output(0));
+    }
+    iface.uniforms(
+        {{"count", UniformType::U32},       // STATS: groups; APPLY: elements
+         {"group_size", UniformType::U32},  // elements per group
+         {"kept_rank", UniformType::U32},
+         {"reduced_rank", UniformType::U32},
+         {"kept_dims", UniformType::Vec4U, 2},
+         {"kept_strides", UniformType::Vec4U, 2},
+         {"reduced_dims", UniformType::Vec4U, 2},
+         {"reduced_strides", UniformType::Vec4U, 2},
+         {"shape", UniformType::Vec4U, 2},          // APPLY: the full shape, row-major
+         {"group_strides", UniformType::Vec4U, 2},  // APPLY: per dim, its stride in the group index
+         {"rank", UniformType::U32}});
+    return iface;
+  };
+  auto dims8 = [](const std::vector<int64_t>& v) { return std::array{u32x4(v, 0), u32x4(v, 4)}; };
+  auto uniform = [&](const KernelInterface& iface, int64_t work) {
+    return iface.values()
+        .u32("count", static_cast<uint32_t>(work))
+        .u32("group_size", static_cast<uint32_t>(group_size))
+        .u32("kept_rank", static_cast<uint32_t>(kept_dims.size()))
+        .u32("reduced_rank", static_cast<uint32_t>(reduced_dims.size()))
+        .vec4u_array("kept_dims", dims8(kept_dims))
+        .vec4u_array("kept_strides", dims8(kept_strides))
+        .vec4u_array("reduced_dims", dims8(reduced_dims))
+        .vec4u_array("reduced_strides", dims8(reduced_strides))
+        .vec4u_array("shape", dims8(x.shape))
+        .vec4u_array("group_strides", dims8(group_strides))
+        .u32("rank", static_cast<uint32_t>(rank))
         .bytes();
   };
 
@@ -84,11 +101,11 @@ OpPlan plan_mvn(const PlanContext& ctx) {
   const uint32_t wg = pow2_workgroup_size(want, ctx.caps.limits);
   KernelLaunch statistics;
   statistics.program.label = "mvn_stats_wg" + std::to_string(wg);
-  statistics.program.wgsl = kernels::load_wgsl("mvn/mvn.wgsl", {{"STATS", "1"}, {"WG", std::to_string(wg)}});
-  statistics.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                                 gpu::BindingKind::Uniform};
-  statistics.bindings = {TensorRef::input(0), stats};
-  statistics.uniform = uniform(groups);
+  const KernelInterface statistics_interface = interface(true);
+  statistics.program.wgsl =
+      statistics_interface.load_wgsl("mvn/mvn.wgsl", {{"STATS", "1"}, {"WG", std::to_string(wg)}});
+  statistics_interface.bind(statistics);
+  statistics.uniform = uniform(statistics_interface, groups);
   statistics.groups = gpu::fold_workgroups(static_cast<uint64_t>(groups),
                                            ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(statistics));
@@ -96,11 +113,11 @@ OpPlan plan_mvn(const PlanContext& ctx) {
   const uint32_t apply_wg = pow2_workgroup_size(256, ctx.caps.limits);
   KernelLaunch apply;
   apply.program.label = "mvn_apply";
-  apply.program.wgsl = kernels::load_wgsl("mvn/mvn.wgsl", {{"STATS", "0"}, {"WG", std::to_string(apply_wg)}});
-  apply.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                            gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  apply.bindings = {TensorRef::input(0), stats, TensorRef::output(0)};
-  apply.uniform = uniform(count);
+  const KernelInterface apply_interface = interface(false);
+  apply.program.wgsl =
+      apply_interface.load_wgsl("mvn/mvn.wgsl", {{"STATS", "0"}, {"WG", std::to_string(apply_wg)}});
+  apply_interface.bind(apply);
+  apply.uniform = uniform(apply_interface, count);
   apply.groups = gpu::fold_workgroups((static_cast<uint64_t>(count) + apply_wg - 1) / apply_wg,
                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(apply));

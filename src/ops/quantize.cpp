@@ -15,10 +15,9 @@
 // constant at load.
 #include <algorithm>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -115,26 +114,37 @@ KernelLaunch make_quantize_launch(const PlanContext& ctx, bool quantize, uint64_
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(count, 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = quantize ? "quantize_linear" : "dequantize_linear";
+  KernelInterface iface;
+  iface.read("x", quantize ? "f32" : "i32", x)
+      .read("scale", "f32", scale)
+      .read("zero_point", "i32", zero_point)
+      .read_write("y", quantize ? "i32" : "f32", y)
+      .uniforms({{"count", UniformType::U32},
+                 {"inner", UniformType::U32},
+                 {"axis_len", UniformType::U32},
+                 {"block", UniformType::U32},
+                 {"outer_stride", UniformType::U32},
+                 {"axis_stride", UniformType::U32},
+                 {"inner_stride", UniformType::U32},
+                 {"qmin", UniformType::I32},
+                 {"qmax", UniformType::I32},
+                 {"_pad0", UniformType::Pad},
+                 {"_pad1", UniformType::Pad},
+                 {"_pad2", UniformType::Pad}});
   launch.program.wgsl =
-      kernels::load_wgsl("quantize/quantize_linear.wgsl", {{"QUANTIZE", quantize ? "1" : "0"}});
+      iface.load_wgsl("quantize/quantize_linear.wgsl", {{"QUANTIZE", quantize ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {x, scale, zero_point, y};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(l.inner)
-                       .u32(l.axis_len)
-                       .u32(l.block)
-                       .u32(l.outer_stride)
-                       .u32(l.axis_stride)
-                       .u32(l.inner_stride)
-                       .i32(qmin)
-                       .i32(qmax)
-                       .u32(0)
-                       .u32(0)
-                       .u32(0)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("inner", l.inner)
+                       .u32("axis_len", l.axis_len)
+                       .u32("block", l.block)
+                       .u32("outer_stride", l.outer_stride)
+                       .u32("axis_stride", l.axis_stride)
+                       .u32("inner_stride", l.inner_stride)
+                       .i32("qmin", qmin)
+                       .i32("qmax", qmax)
                        .bytes();
   launch.groups = grid.groups;
   return launch;
@@ -229,23 +239,27 @@ OpPlan plan_dynamic_quantize_linear(const PlanContext& ctx) {
   for (bool final_step : {false, true}) {
     KernelLaunch launch;
     launch.program.label = final_step ? "dynamic_quantize_range_final" : "dynamic_quantize_range";
-    launch.program.wgsl =
-        kernels::load_wgsl("quantize/dynamic_range.wgsl", {{"FINAL", final_step ? "1" : "0"}});
-    launch.program.constants = {{"WG_SIZE", wg}};
+    KernelInterface iface;
     if (final_step) {
-      launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                                 gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-      launch.bindings = {partials, TensorRef::output(1), TensorRef::output(2)};
+      iface.read("values", "f32", partials)
+          .read_write("scale_out", "f32", TensorRef::output(1))
+          .read_write("zero_point_out", "u32", TensorRef::output(2));
     } else {
-      launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                                 gpu::BindingKind::Uniform};
-      launch.bindings = {TensorRef::input(0), partials};
+      iface.read("values", "f32", TensorRef::input(0)).read_write("partials", "f32", partials);
     }
-    launch.uniform = gpu::UniformBuilder()
-                         .u32(static_cast<uint32_t>(final_step ? groups : n))
-                         .u32(static_cast<uint32_t>(chunk))
-                         .f32(255.0f)
-                         .u32(0)
+    iface.uniforms({{"count", UniformType::U32},  // elements of x (!FINAL) or partial pairs (FINAL)
+                    {"chunk", UniformType::U32},  // elements per workgroup (!FINAL)
+                    // 255, from the uniform (the divisions are wgi_div_rn's, but a literal would invite the
+                    // compiler to fold)
+                    {"levels", UniformType::F32},
+                    {"_pad1", UniformType::Pad}});
+    launch.program.wgsl = iface.load_wgsl("quantize/dynamic_range.wgsl", {{"FINAL", final_step ? "1" : "0"}});
+    launch.program.constants = {{"WG_SIZE", wg}};
+    iface.bind(launch);
+    launch.uniform = iface.values()
+                         .u32("count", static_cast<uint32_t>(final_step ? groups : n))
+                         .u32("chunk", static_cast<uint32_t>(chunk))
+                         .f32("levels", 255.0f)
                          .bytes();
     launch.groups = {final_step ? 1u : static_cast<uint32_t>(groups), 1, 1};
     plan.launches.push_back(std::move(launch));

@@ -6,9 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -89,23 +88,27 @@ OpPlan plan_random(const PlanContext& ctx, Distribution distribution, bool like)
   launch.program.label = bernoulli                              ? "bernoulli"
                          : distribution == Distribution::Normal ? "random_normal"
                                                                 : "random_uniform";
-  launch.program.wgsl = kernels::load_wgsl("random/random.wgsl",
-                                           {{"BERNOULLI", bernoulli ? "1" : "0"},
-                                            {"NORMAL", distribution == Distribution::Normal ? "1" : "0"},
-                                            {"UNIFORM", distribution == Distribution::Uniform ? "1" : "0"},
-                                            {"OUT_TYPE", dtype == DType::Bool ? "u32" : "f32"},
-                                            {"OUT_BINDING", bernoulli ? "1" : "0"},
-                                            {"UNIFORM_BINDING", bernoulli ? "2" : "1"}});
+  KernelInterface iface;
+  if (bernoulli) iface.read("probability", "f32", TensorRef::input(0));
+  const char* out_type = dtype == DType::Bool ? "u32" : "f32";
+  iface.read_write("y", out_type, TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},
+                 {"seed", UniformType::U32},
+                 {"a", UniformType::F32},    // uniform: low; normal: mean
+                 {"b", UniformType::F32}});  // uniform: high - low; normal: scale
+  launch.program.wgsl =
+      iface.load_wgsl("random/random.wgsl", {{"BERNOULLI", bernoulli ? "1" : "0"},
+                                             {"NORMAL", distribution == Distribution::Normal ? "1" : "0"},
+                                             {"UNIFORM", distribution == Distribution::Uniform ? "1" : "0"},
+                                             {"OUT_TYPE", out_type}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  if (bernoulli) {
-    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
-    launch.bindings.push_back(TensorRef::input(0));
-  }
-  launch.program.bindings.push_back(gpu::BindingKind::Storage);
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.bindings.push_back(TensorRef::output(0));
-  launch.uniform =
-      gpu::UniformBuilder().u32(static_cast<uint32_t>(count)).u32(seed).f32(first).f32(second).bytes();
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("seed", seed)
+                       .f32("a", first)
+                       .f32("b", second)
+                       .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
   return plan;

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -46,30 +45,38 @@ void add_transform_launch(const PlanContext& ctx, OpPlan& plan, const TransformL
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = t.window ? "dft_windowed" : "dft";
-  launch.program.wgsl = kernels::load_wgsl("spectral/dft.wgsl", {{"WINDOW", t.window ? "1" : "0"},
-                                                                 {"OUT_BINDING", t.window ? "2" : "1"},
-                                                                 {"UNIFORM_BINDING", t.window ? "3" : "2"}});
+  KernelInterface iface;
+  iface.read("x", "f32", TensorRef::input(0));
+  if (t.window) iface.read("frame_window", "f32", TensorRef::input(2));
+  iface.read_write("y", "vec2<f32>", TensorRef::output(0))
+      .uniforms(
+          {{"count",
+            UniformType::U32},  // output complex values
+                                // values per step of the axis (the dims between the axis and the complex dim)
+           {"inner", UniformType::U32},
+           {"bins", UniformType::U32},  // output values along the axis
+           {"frames", UniformType::U32},
+           {"input_steps", UniformType::U32},  // the input's size along the axis
+           {"length", UniformType::U32},       // the transform's length
+           {"step", UniformType::U32},         // frame step along the axis
+           {"components", UniformType::U32},   // 1 real, 2 complex input
+           {"inverse", UniformType::U32},
+           {"scale", UniformType::F32}});
+  launch.program.wgsl =
+      iface.load_wgsl("spectral/dft.wgsl", {{"WINDOW", t.window ? "1" : "0"}, {"MATH_VEC4", "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage};
-  launch.bindings = {TensorRef::input(0)};
-  if (t.window) {
-    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
-    launch.bindings.push_back(TensorRef::input(2));
-  }
-  launch.program.bindings.push_back(gpu::BindingKind::Storage);
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.bindings.push_back(TensorRef::output(0));
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(count))
-                       .u32(static_cast<uint32_t>(t.inner))
-                       .u32(static_cast<uint32_t>(t.bins))
-                       .u32(static_cast<uint32_t>(t.frames))
-                       .u32(static_cast<uint32_t>(t.input_steps))
-                       .u32(static_cast<uint32_t>(t.length))
-                       .u32(static_cast<uint32_t>(t.step))
-                       .u32(static_cast<uint32_t>(t.components))
-                       .u32(t.inverse ? 1 : 0)
-                       .f32(t.inverse ? 1.0f / static_cast<float>(t.length) : 1.0f)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("inner", static_cast<uint32_t>(t.inner))
+                       .u32("bins", static_cast<uint32_t>(t.bins))
+                       .u32("frames", static_cast<uint32_t>(t.frames))
+                       .u32("input_steps", static_cast<uint32_t>(t.input_steps))
+                       .u32("length", static_cast<uint32_t>(t.length))
+                       .u32("step", static_cast<uint32_t>(t.step))
+                       .u32("components", static_cast<uint32_t>(t.components))
+                       .u32("inverse", t.inverse ? 1 : 0)
+                       .f32("scale", t.inverse ? 1.0f / static_cast<float>(t.length) : 1.0f)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
@@ -224,17 +231,24 @@ OpPlan plan_window(const WindowCoefficients& w, const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(size), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "window";
-  launch.program.wgsl = kernels::load_wgsl("spectral/window.wgsl");
+  KernelInterface iface;
+  iface.read_write("y", "f32", TensorRef::output(0))
+      .uniforms({{"size", UniformType::U32},
+                 {"n", UniformType::U32},
+                 {"one_point", UniformType::U32},
+                 {"a0", UniformType::F32},
+                 {"a1", UniformType::F32},
+                 {"a2", UniformType::F32}});
+  launch.program.wgsl = iface.load_wgsl("spectral/window.wgsl", {{"MATH_VEC4", "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(size))
-                       .u32(static_cast<uint32_t>(std::max<int64_t>(n, 1)))
-                       .u32(n == 0 ? 1 : 0)
-                       .f32(w.a0)
-                       .f32(w.a1)
-                       .f32(w.a2)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("size", static_cast<uint32_t>(size))
+                       .u32("n", static_cast<uint32_t>(std::max<int64_t>(n, 1)))
+                       .u32("one_point", n == 0 ? 1 : 0)
+                       .f32("a0", w.a0)
+                       .f32("a1", w.a1)
+                       .f32("a2", w.a2)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
@@ -298,13 +312,17 @@ OpPlan plan_mel_weight_matrix(const PlanContext& ctx) {
   gpu::DispatchGrid grid = gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   KernelLaunch launch;
   launch.program.label = "mel_weight_matrix";
-  launch.program.wgsl = kernels::load_wgsl("spectral/mel_weight_matrix.wgsl");
+  KernelInterface iface;
+  iface.read("edges", "i32", TensorRef::constant(0))
+      .read_write("y", "f32", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32}, {"mel_bins", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("spectral/mel_weight_matrix.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::constant(0), TensorRef::output(0)};
-  launch.uniform =
-      gpu::UniformBuilder().u32(static_cast<uint32_t>(count)).u32(static_cast<uint32_t>(mel_bins)).bytes();
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(count))
+                       .u32("mel_bins", static_cast<uint32_t>(mel_bins))
+                       .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
   return plan;

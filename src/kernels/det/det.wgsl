@@ -3,15 +3,7 @@
 // of the pivots times the sign of the row swaps. O(m^3) per matrix: Det in exported models sees small m.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  batch: u32,
-  m: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> work: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 64;
 

@@ -2,15 +2,7 @@
 // no float comparison is involved that a compiler could assume NaN-free. Writes bools as 0 / 1 words.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,
-  detect_negative: u32,  // IsInf
-  detect_positive: u32,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<u32>;
-@group(0) @binding(1) var<storage, read_write> destination: array<u32>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -8,22 +8,7 @@
 // border clamps the index, reflection reflects it.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,         // output elements
-  channels: u32,
-  out_spatial: u32,   // o1 * ... * oR
-  rank: u32,          // R
-  in_dims: vec4<u32>, // d1..dR (unused lanes 1)
-  taps: u32,          // per dim: 1 nearest, 2 linear, 4 cubic
-  padding: u32,       // 0 zeros, 1 border, 2 reflection
-  align_corners: u32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> grid: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -10,32 +10,7 @@
 
 const WG: u32 = {{WG}}u;
 
-struct Params {
-  count: u32,       // STATS: groups; APPLY: elements
-  group_size: u32,  // elements per group
-  kept_rank: u32,
-  reduced_rank: u32,
-  kept_dims: array<vec4u, 2>,
-  kept_strides: array<vec4u, 2>,
-  reduced_dims: array<vec4u, 2>,
-  reduced_strides: array<vec4u, 2>,
-  shape: array<vec4u, 2>,          // APPLY: the full shape, row-major
-  group_strides: array<vec4u, 2>,  // APPLY: per dim, its stride in the group index (0 for reduced dims)
-  rank: u32,
-}
-
-@group(0) @binding(0) var<storage, read> source: array<f32>;
-#if STATS
-@group(0) @binding(1) var<storage, read_write> stats: array<f32>;
-#else
-@group(0) @binding(1) var<storage, read> stats: array<f32>;
-@group(0) @binding(2) var<storage, read_write> destination: array<f32>;
-#endif
-#if STATS
-@group(0) @binding(2) var<uniform> params: Params;
-#else
-@group(0) @binding(3) var<uniform> params: Params;
-#endif
+#interface
 
 fn decode(index: u32, rank: u32, dims: array<vec4u, 2>, strides: array<vec4u, 2>) -> u32 {
   var rest = index;

@@ -9,23 +9,7 @@
 // range finite).
 #include "quantize/divide.wgsl"
 
-struct Params {
-  count: u32,      // elements of x (!FINAL) or partial pairs (FINAL)
-  chunk: u32,      // elements per workgroup (!FINAL)
-  // 255, from the uniform (the divisions are wgi_div_rn's, but a literal would invite the compiler to fold).
-  levels: f32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> values: array<f32>;
-#if FINAL
-@group(0) @binding(1) var<storage, read_write> scale_out: array<f32>;
-@group(0) @binding(2) var<storage, read_write> zero_point_out: array<u32>;
-@group(0) @binding(3) var<uniform> params: Params;
-#else
-@group(0) @binding(1) var<storage, read_write> partials: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-#endif
+#interface
 
 override WG_SIZE: u32 = 256;
 const MAX_WG: u32 = 1024u;

@@ -13,34 +13,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "quantize/divide.wgsl"
 
-struct Params {
-  count: u32,
-  inner: u32,
-  axis_len: u32,
-  block: u32,
-  outer_stride: u32,
-  axis_stride: u32,
-  inner_stride: u32,
-  qmin: i32,
-  qmax: i32,
-  _pad0: u32,
-  _pad1: u32,
-  _pad2: u32,
-}
-
-#if QUANTIZE
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-#else
-@group(0) @binding(0) var<storage, read> x: array<i32>;
-#endif
-@group(0) @binding(1) var<storage, read> scale: array<f32>;
-@group(0) @binding(2) var<storage, read> zero_point: array<i32>;
-#if QUANTIZE
-@group(0) @binding(3) var<storage, read_write> y: array<i32>;
-#else
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-#endif
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -4,18 +4,7 @@
 // The hash is PCG's output permutation applied twice (M. O'Neill), with the seed folded into the state.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,
-  seed: u32,
-  a: f32,  // uniform: low; normal: mean
-  b: f32,  // uniform: high - low; normal: scale
-}
-
-#if BERNOULLI
-@group(0) @binding(0) var<storage, read> probability: array<f32>;
-#endif
-@group(0) @binding({{OUT_BINDING}}) var<storage, read_write> y: array<{{OUT_TYPE}}>;
-@group(0) @binding({{UNIFORM_BINDING}}) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -7,25 +7,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "spectral/twiddle.wgsl"
 
-struct Params {
-  count: u32,       // output complex values
-  inner: u32,       // values per step of the axis (the dims between the axis and the complex dim)
-  bins: u32,        // output values along the axis
-  frames: u32,
-  input_steps: u32, // the input's size along the axis
-  length: u32,      // the transform's length
-  step: u32,        // frame step along the axis
-  components: u32,  // 1 real, 2 complex input
-  inverse: u32,
-  scale: f32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-#if WINDOW
-@group(0) @binding(1) var<storage, read> frame_window: array<f32>;
-#endif
-@group(0) @binding({{OUT_BINDING}}) var<storage, read_write> y: array<vec2<f32>>;
-@group(0) @binding({{UNIFORM_BINDING}}) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -3,14 +3,7 @@
 // ONNX reference does); a triangle whose rising side is empty puts 1 at its centre.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,
-  mel_bins: u32,
-}
-
-@group(0) @binding(0) var<storage, read> edges: array<i32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 

@@ -4,17 +4,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "spectral/twiddle.wgsl"
 
-struct Params {
-  size: u32,
-  n: u32,
-  one_point: u32,
-  a0: f32,
-  a1: f32,
-  a2: f32,
-}
-
-@group(0) @binding(0) var<storage, read_write> y: array<f32>;
-@group(0) @binding(1) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 
