@@ -47,13 +47,12 @@
 #include <algorithm>
 #include <array>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/attention_plan.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/gemm_launch.h"
 #include "ops/internal_ops.h"
+#include "ops/kernel_interface.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 #include "ops/reshape.h"
@@ -625,47 +624,71 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
   KernelLaunch launch;
   launch.program.label =
       std::string(tiled ? "attention_tiled" : "attention") + (choice.k_transposed ? "_kt" : "");
+  KernelInterface iface;
+  iface.read("q", "f32", operands.refs[0])
+      .read("k", "f32", operands.refs[1])
+      .read("v", "f32", operands.refs[2])
+      .read("mask", "f32", p.has_mask ? TensorRef::input(AttentionInput::kMask) : TensorRef::zero())
+      .read_write("output", "f32", fused_out)
+      .uniforms({{"rows", UniformType::U32},  // batch * Tq
+                 {"tq", UniformType::U32},
+                 {"tk", UniformType::U32},
+                 {"d", UniformType::U32},
+                 {"dv", UniformType::U32},
+                 {"has_mask", UniformType::U32},
+                 {"mask_row_stride", UniformType::U32},
+                 {"mask_col_stride", UniformType::U32},
+                 {"scale", UniformType::F32},
+                 {"q_row_stride", UniformType::U32},
+                 {"k_row_stride", UniformType::U32},
+                 {"v_row_stride", UniformType::U32},
+                 {"q_offset", UniformType::U32},
+                 {"k_offset", UniformType::U32},
+                 {"v_offset", UniformType::U32},
+                 {"out_row_stride", UniformType::U32},
+                 {"batch_dims", UniformType::Vec4U},
+                 {"q_strides", UniformType::Vec4U},
+                 {"k_strides", UniformType::Vec4U},
+                 {"v_strides", UniformType::Vec4U},
+                 {"mask_strides", UniformType::Vec4U},
+                 {"out_strides", UniformType::Vec4U}});
   if (tiled) {
-    launch.program.wgsl = kernels::load_wgsl(
-        "attention/attention_tiled.wgsl", {{"K_TRANSPOSED", k_t},
+    launch.program.wgsl = iface.load_wgsl("attention/attention_tiled.wgsl",
+                                          {{"K_TRANSPOSED", k_t},
                                            {"HEAD_DIM", std::to_string(p.d)},
                                            {"VALUE_DIM", std::to_string(p.dv)},
                                            {"QUERIES_PER_WORKGROUP", std::to_string(choice.tiled_queries)}});
   } else {
-    launch.program.wgsl = kernels::load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_t}});
+    launch.program.wgsl = iface.load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_t}});
   }
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
-  launch.bindings = {operands.refs[0], operands.refs[1], operands.refs[2],
-                     p.has_mask ? TensorRef::input(AttentionInput::kMask) : TensorRef::zero(), fused_out};
+  iface.bind(launch);
   auto row_stride = [&](const View& v) {
     return to_u32(ctx, v.strides[v.strides.size() - 2], "a row stride");
   };
   auto batch_of = [&](const View& v) { return pad4(ctx, view_batch_strides(v, rank), "a batch stride"); };
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(to_u32(ctx, p.batch() * p.tq, "rows"))
-                       .u32(to_u32(ctx, p.tq, "Tq"))
-                       .u32(to_u32(ctx, p.tk, "Tk"))
-                       .u32(to_u32(ctx, p.d, "D"))
-                       .u32(to_u32(ctx, p.dv, "Dv"))
-                       .u32(p.has_mask ? 1 : 0)
-                       .u32(to_u32(ctx, p.mask_row, "mask row stride"))
-                       .u32(to_u32(ctx, p.mask_col, "mask column stride"))
-                       .f32(p.scale)
-                       .u32(row_stride(operands.views[0]))
-                       .u32(row_stride(operands.views[1]))
-                       .u32(row_stride(operands.views[2]))
-                       .u32(to_u32(ctx, operands.views[0].offset, "Q's offset"))
-                       .u32(to_u32(ctx, operands.views[1].offset, "K's offset"))
-                       .u32(to_u32(ctx, operands.views[2].offset, "V's offset"))
-                       .u32(row_stride(kernel_out))
-                       .vec4u(batch_dims(ctx, p))
-                       .vec4u(batch_of(operands.views[0]))
-                       .vec4u(batch_of(operands.views[1]))
-                       .vec4u(batch_of(operands.views[2]))
-                       .vec4u(pad4(ctx, p.mask_strides, "a batch stride"))
-                       .vec4u(batch_of(kernel_out))
+  launch.uniform = iface.values()
+                       .u32("rows", to_u32(ctx, p.batch() * p.tq, "rows"))
+                       .u32("tq", to_u32(ctx, p.tq, "Tq"))
+                       .u32("tk", to_u32(ctx, p.tk, "Tk"))
+                       .u32("d", to_u32(ctx, p.d, "D"))
+                       .u32("dv", to_u32(ctx, p.dv, "Dv"))
+                       .u32("has_mask", p.has_mask ? 1 : 0)
+                       .u32("mask_row_stride", to_u32(ctx, p.mask_row, "mask row stride"))
+                       .u32("mask_col_stride", to_u32(ctx, p.mask_col, "mask column stride"))
+                       .f32("scale", p.scale)
+                       .u32("q_row_stride", row_stride(operands.views[0]))
+                       .u32("k_row_stride", row_stride(operands.views[1]))
+                       .u32("v_row_stride", row_stride(operands.views[2]))
+                       .u32("q_offset", to_u32(ctx, operands.views[0].offset, "Q's offset"))
+                       .u32("k_offset", to_u32(ctx, operands.views[1].offset, "K's offset"))
+                       .u32("v_offset", to_u32(ctx, operands.views[2].offset, "V's offset"))
+                       .u32("out_row_stride", row_stride(kernel_out))
+                       .vec4u("batch_dims", batch_dims(ctx, p))
+                       .vec4u("q_strides", batch_of(operands.views[0]))
+                       .vec4u("k_strides", batch_of(operands.views[1]))
+                       .vec4u("v_strides", batch_of(operands.views[2]))
+                       .vec4u("mask_strides", pad4(ctx, p.mask_strides, "a batch stride"))
+                       .vec4u("out_strides", batch_of(kernel_out))
                        .bytes();
   launch.groups = gpu::fold_workgroups(static_cast<uint64_t>(choice.workgroups),
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);

@@ -6,12 +6,7 @@
 //   mask (optional, additive) broadcast to [batch..., Tq, Tk]; out [batch..., Tq, Dv].
 // Batch dims are decoded from the output's (up to 4) with per-operand strides, 0 where an operand broadcasts;
 // Q, K, V and the output are strided views (offset, row stride; attention_common.wgsl).
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read> mask: array<f32>;
-@group(0) @binding(4) var<storage, read_write> output: array<f32>;
-@group(0) @binding(5) var<uniform> params: Params;
+#interface
 
 #include "attention/attention_common.wgsl"
 

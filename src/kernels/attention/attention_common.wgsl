@@ -1,5 +1,6 @@
-// Shared by the attention kernels (attention.wgsl, attention_tiled.wgsl): the parameters and the decoding of
-// an output matrix's batch index into each operand's element offset.
+// Shared by the attention kernels (attention.wgsl, attention_tiled.wgsl; their bindings and parameters are
+// declared by build_fused_plan in src/ops/attention.cpp): the decoding of an output matrix's batch index into
+// each operand's element offset.
 //
 // Every operand is a strided view: its [rows, cols] matrices start at offset + sum(batch index * batch
 // stride) and their rows are row_stride elements apart (columns contiguous). Q's rows are its queries, K's
@@ -7,31 +8,6 @@
 // operands have row strides D, D (Tk when transposed), Dv, Dv and offset 0; views let the kernels read Q, K
 // and V inside one packed projection [B, N, 3, heads, D] and write the output as [B, N, heads, Dv].
 #include "common/dispatch_grid.wgsl"
-
-struct Params {
-  rows: u32,  // batch * Tq
-  tq: u32,
-  tk: u32,
-  d: u32,
-  dv: u32,
-  has_mask: u32,
-  mask_row_stride: u32,
-  mask_col_stride: u32,
-  scale: f32,
-  q_row_stride: u32,
-  k_row_stride: u32,
-  v_row_stride: u32,
-  q_offset: u32,
-  k_offset: u32,
-  v_offset: u32,
-  out_row_stride: u32,
-  batch_dims: vec4<u32>,
-  q_strides: vec4<u32>,
-  k_strides: vec4<u32>,
-  v_strides: vec4<u32>,
-  mask_strides: vec4<u32>,
-  out_strides: vec4<u32>,
-}
 
 struct AttentionBases {
   q: u32,

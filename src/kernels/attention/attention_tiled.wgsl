@@ -11,12 +11,7 @@
 //   scores stay in registers (with the chunk's key count as the bound they went to local memory).
 //   HEAD_DIM = D and VALUE_DIM = Dv are compiled in (at most 64 each), so q and the accumulator live in
 //   registers. Operands and batch decoding as in attention.wgsl (attention_common.wgsl).
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read> mask: array<f32>;
-@group(0) @binding(4) var<storage, read_write> output: array<f32>;
-@group(0) @binding(5) var<uniform> params: Params;
+#interface
 
 #include "attention/attention_common.wgsl"
 
