@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/fused_activation.h"
 #include "ops/internal_ops.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 #include "ops/reshape.h"
 
@@ -232,26 +232,39 @@ KernelLaunch channels_last_launch(const PlanContext& ctx, const ChannelsLastConv
   launch.program.label = "conv_depthwise_channels_last" + std::string(vec4 ? "_v4" : "") + "_k" + str(kh) +
                          "x" + str(kw) + "_s" + str(strides[0]) + "x" + str(strides[1]) + "_p" + str(pixels) +
                          (has_residual ? "_residual" : "") + activation.label_suffix();
-  launch.program.wgsl = kernels::load_wgsl("conv/depthwise_channels_last.wgsl", defines);
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(Input::kX), TensorRef::constant(0),
-                     has_residual ? TensorRef::input(Input::kResidual) : TensorRef::zero(),
-                     TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(height))
-                       .u32(u32(width))
-                       .u32(u32(lanes))
-                       .u32(u32(out_h))
-                       .u32(u32(out_w))
-                       .u32(u32(groups_w))
-                       .u32(u32(invocations))
-                       .u32(has_residual ? 1 : 0)
-                       .i32(static_cast<int32_t>(pads[0]))
-                       .i32(static_cast<int32_t>(pads[1]))
-                       .f32(activation.min)
-                       .f32(activation.max)
+  KernelInterface iface;
+  iface.read("input", "Unit", TensorRef::input(Input::kX))
+      .read("weight", "Unit", TensorRef::constant(0))
+      // The device's zero buffer when the node has no residual: reads are gated on params.has_residual.
+      .read("residual", "Unit", has_residual ? TensorRef::input(Input::kResidual) : TensorRef::zero())
+      .read_write("output", "Unit", TensorRef::output(0))
+      .uniforms({{"height", UniformType::U32},
+                 {"width", UniformType::U32},
+                 {"lanes", UniformType::U32},  // channel units per pixel: C / 4 (VEC4) or C
+                 {"out_h", UniformType::U32},
+                 {"out_w", UniformType::U32},
+                 {"groups_w", UniformType::U32},     // ceil(out_w / PIXELS)
+                 {"invocations", UniformType::U32},  // batch * out_h * groups_w * lanes
+                 {"has_residual", UniformType::U32},
+                 {"pad_top", UniformType::I32},
+                 {"pad_left", UniformType::I32},
+                 {"lo", UniformType::F32},  // fused activation clamp bounds
+                 {"hi", UniformType::F32}});
+  launch.program.wgsl = iface.load_wgsl("conv/depthwise_channels_last.wgsl", defines);
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("height", u32(height))
+                       .u32("width", u32(width))
+                       .u32("lanes", u32(lanes))
+                       .u32("out_h", u32(out_h))
+                       .u32("out_w", u32(out_w))
+                       .u32("groups_w", u32(groups_w))
+                       .u32("invocations", u32(invocations))
+                       .u32("has_residual", has_residual ? 1 : 0)
+                       .i32("pad_top", static_cast<int32_t>(pads[0]))
+                       .i32("pad_left", static_cast<int32_t>(pads[1]))
+                       .f32("lo", activation.min)
+                       .f32("hi", activation.max)
                        .bytes();
   launch.groups =
       gpu::fold_workgroups((static_cast<uint64_t>(invocations) + kWorkgroupSize - 1) / kWorkgroupSize,

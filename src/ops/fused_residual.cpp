@@ -76,4 +76,8 @@ void append_residual_binding(KernelLaunch& launch, TensorRef residual) {
   launch.bindings.push_back(residual);
 }
 
+void add_residual_binding(KernelInterface& iface, TensorRef residual, const char* element) {
+  iface.read("residual", element, residual);
+}
+
 }  // namespace wgi::ops

@@ -15,9 +15,9 @@
 
 #include <functional>
 
-#include "kernels/wgsl_library.h"
 #include "ops/fused_activation.h"
 #include "ops/internal_ops.h"
+#include "ops/kernel_interface.h"
 #include "ops/op.h"
 
 namespace wgi::ops {
@@ -43,6 +43,10 @@ OpPlan plan_residual_fallback(const PlanContext& ctx, const Shape& out_shape,
 // and `residual` to the launch's.
 void append_residual_binding(KernelLaunch& launch,
                              TensorRef residual = TensorRef::input(kFusedResidualInput));
+// The same for a kernel whose interface ops::KernelInterface declares: `residual: array<element>`, declared
+// after the uniform block.
+void add_residual_binding(KernelInterface& iface, TensorRef residual = TensorRef::input(kFusedResidualInput),
+                          const char* element = "f32");
 // The kernels' label suffix for a fused residual: "_res".
 inline const char* residual_label_suffix(bool residual) {
   return residual ? "_res" : "";

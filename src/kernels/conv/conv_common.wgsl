@@ -1,50 +1,13 @@
-// What the three conv kernels share: the parameter block (filled by src/ops/conv/direct.cpp, field for field), the
-// bindings, and the decoding of a linear output index. Every shape lives here rather than in the shader text,
-// so one pipeline per kernel variant and fused activation serves every conv in a model.
+// What the three conv kernels share: the bindings and the parameter block (declared and filled by
+// src/ops/conv/direct.cpp), and the decoding of a linear output index. Every shape travels in the parameter
+// block rather than in the shader text, so one pipeline per kernel variant and fused activation serves every
+// conv in a model.
 //
 // 1-D convs arrive as 2-D ones with in_h = out_h = kernel_h = 1.
 #include "common/activation.wgsl"
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  batch: u32,
-  in_channels: u32,
-  in_h: u32,
-  in_w: u32,
-  out_channels: u32,
-  out_h: u32,
-  out_w: u32,
-  groups: u32,
-  kernel_h: u32,
-  kernel_w: u32,
-  stride_h: u32,
-  stride_w: u32,
-  // Signed because the kernels subtract them from output positions in i32 (the first taps fall into padding).
-  pad_top: i32,
-  pad_left: i32,
-  dilation_h: u32,
-  dilation_w: u32,
-  in_channels_per_group: u32,
-  out_channels_per_group: u32,
-  total: u32,  // output elements; invocations at or past it have nothing to do
-  has_bias: u32,
-  lo: f32,  // fused activation clamp bounds
-  hi: f32,
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<WEIGHT_T>;
-// The device's zero buffer when the node has no bias: reads are gated on params.has_bias, since that buffer is
-// shorter than out_channels.
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
-#if RESIDUAL
-// A fused residual of the output's shape (src/ops/fused_residual.h), added before the activation.
-@group(0) @binding(5) var<storage, read> residual: array<f32>;
-#endif
+#interface
 
 override WG_SIZE: u32 = 64;
 

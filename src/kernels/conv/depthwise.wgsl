@@ -17,43 +17,7 @@ const TX: u32 = {{TX}}u;  // threads along the width; each computes 4 columns
 const TY: u32 = {{TY}}u;  // threads along the height; each computes 1 row
 const TILE_ELEMS: u32 = {{TILE_ELEMS}}u;
 
-struct Params {
-  in_channels: u32,
-  in_h: u32,
-  in_w: u32,
-  out_channels: u32,
-  out_h: u32,
-  out_w: u32,
-  multiplier: u32,  // out_channels / in_channels
-  kernel_h: u32,
-  kernel_w: u32,
-  stride_h: u32,
-  stride_w: u32,
-  dilation_h: u32,
-  dilation_w: u32,
-  pad_top: i32,
-  pad_left: i32,
-  window_h: u32,  // input rows a tile reads: (TY - 1) * stride_h + (kernel_h - 1) * dilation_h + 1
-  window_w: u32,  // input columns: (4 * TX - 1) * stride_w + (kernel_w - 1) * dilation_w + 1
-  tiles_x: u32,
-  tiles_y: u32,
-  planes: u32,  // batch * out_channels
-  has_bias: u32,
-  lo: f32,  // fused activation clamp bounds
-  hi: f32,
-  _pad0: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<f32>;
-@group(0) @binding(1) var<storage, read> weight: array<f32>;  // ONNX layout [out_channels, 1, KH, KW]
-// The device's zero buffer when the node has no bias: reads are gated on params.has_bias.
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-@group(0) @binding(4) var<uniform> params: Params;
-#if RESIDUAL
-// A fused residual of the output's shape (src/ops/fused_residual.h), added before the activation.
-@group(0) @binding(5) var<storage, read> residual: array<f32>;
-#endif
+#interface
 
 var<workgroup> window: array<f32, TILE_ELEMS>;
 

@@ -28,27 +28,7 @@ alias Unit = vec4<f32>;
 alias Unit = f32;
 #endif
 
-struct Params {
-  height: u32,
-  width: u32,
-  lanes: u32,  // channel units per pixel: C / 4 (VEC4) or C
-  out_h: u32,
-  out_w: u32,
-  groups_w: u32,     // ceil(out_w / PIXELS)
-  invocations: u32,  // batch * out_h * groups_w * lanes
-  has_residual: u32,
-  pad_top: i32,
-  pad_left: i32,
-  lo: f32,  // fused activation clamp bounds
-  hi: f32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<Unit>;
-@group(0) @binding(1) var<storage, read> weight: array<Unit>;
-// The device's zero buffer when the node has no residual: reads are gated on params.has_residual.
-@group(0) @binding(2) var<storage, read> residual: array<Unit>;
-@group(0) @binding(3) var<storage, read_write> output: array<Unit>;
-@group(0) @binding(4) var<uniform> params: Params;
+#interface
 
 fn activate(v: Unit) -> Unit {
 #if VEC4

@@ -35,47 +35,7 @@ const COLS: u32 = 3u * SW + (KW - 1u) * DW + 1u;  // SPAN: the input columns of 
 const SHIFT: u32 = 0u;
 #endif
 
-struct Params {
-  in_channels: u32,
-  in_h: u32,
-  in_w: u32,
-  out_channels: u32,
-  out_h: u32,
-  out_w: u32,
-  multiplier: u32,  // out_channels / in_channels
-  pad_top: i32,
-  pad_left: i32,
-  groups_x: u32,  // column groups of 4 per output row: ceil(out_w / 4)
-  blocks_y: u32,  // row blocks per plane: ceil(out_h / ROWS)
-  planes: u32,    // batch * out_channels
-  has_bias: u32,
-  lo: f32,  // fused activation clamp bounds
-  hi: f32,
-  _pad0: u32,
-}
-
-#if VEC4
-@group(0) @binding(0) var<storage, read> input: array<vec4<f32>>;
-#else
-@group(0) @binding(0) var<storage, read> input: array<f32>;
-#endif
-@group(0) @binding(1) var<storage, read> weight: array<f32>;
-// The device's zero buffer when the node has no bias: reads are gated on params.has_bias.
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-#if VEC4
-@group(0) @binding(3) var<storage, read_write> output: array<vec4<f32>>;
-#else
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-#endif
-@group(0) @binding(4) var<uniform> params: Params;
-#if RESIDUAL
-// A fused residual of the output's shape (src/ops/fused_residual.h), added before the activation.
-#if VEC4
-@group(0) @binding(5) var<storage, read> residual: array<vec4<f32>>;
-#else
-@group(0) @binding(5) var<storage, read> residual: array<f32>;
-#endif
-#endif
+#interface
 
 @compute @workgroup_size(WG, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

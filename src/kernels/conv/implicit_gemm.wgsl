@@ -42,51 +42,11 @@ const A_K_STEP: u32 = 256u / SA;       // k rows between a thread's weight loads
 const B_LOADS: u32 = BN * BK / 256u;   // gathered scalars per thread per slab
 const B_K_STEP: u32 = 256u / BN;       // k rows between a thread's gathers
 
-struct Params {
-  M: u32,  // output channels per group
-  N: u32,  // batch * out_h * out_w
-  K: u32,  // input channels per group * kernel_h * kernel_w
-  groups: u32,
-  tiles_m: u32,
-  tiles_n: u32,
-  out_channels: u32,
-  out_plane: u32,  // out_h * out_w
-  out_w: u32,
-  in_h: u32,
-  in_w: u32,
-  stride_h: u32,
-  stride_w: u32,
-  pad_top: i32,
-  pad_left: i32,
-  in_image: u32,  // in_channels * in_h * in_w
-  in_group: u32,  // in_channels_per_group * in_h * in_w
-  a_row: u32,     // vec4s per k row of the packed weight: ceil(M / 4)
-  has_bias: u32,
-  lo: f32,  // fused activation clamp bounds
-  hi: f32,
-  k_splits: u32,  // SPLIT_K: K chunks, one partial sum each
-  _pad1: u32,
-  _pad2: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<f32>;
+#interface
 #if W_F16
 // A float16 weight, packed as the device stores float16 (four halves per vec2<u32>), unpacked as loaded
 // (in integer arithmetic, common/f16_bits.wgsl).
 #include "common/f16_bits.wgsl"
-@group(0) @binding(1) var<storage, read> weight: array<vec2<u32>>;
-#else
-@group(0) @binding(1) var<storage, read> weight: array<vec4<f32>>;
-#endif
-// Per k: (offset of (ic, kh * dilation_h, kw * dilation_w) from the pixel's first tap, kh * dilation_h,
-// kw * dilation_w, unused).
-@group(0) @binding(2) var<storage, read> taps: array<vec4<i32>>;
-// The device's zero buffer when the node has no bias: reads are gated on params.has_bias.
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> output: array<f32>;
-@group(0) @binding(5) var<uniform> params: Params;
-#if RESIDUAL
-@group(0) @binding(6) var<storage, read> residual: array<f32>;
 #endif
 
 var<workgroup> a_tile: array<vec4<f32>, STAGES * BK * SA>;  // [stage][k][m / 4]

@@ -15,7 +15,6 @@
 #include <utility>
 
 #include "gpu/dispatch_grid.h"
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/conv/conv.h"
 #include "ops/fused_residual.h"
@@ -43,31 +42,46 @@ uint64_t next_pow2(uint64_t v) {
   return p;
 }
 
-// Both depthwise kernels bind input, weight (ONNX's layout), bias (or the zero buffer), output, uniform
+// Both depthwise kernels bind input, weight (ONNX's layout [out_channels, 1, KH, KW]), bias (or the zero
+// buffer), output of `element`s, the uniform (the planes' sizes and the channel multiplier, then `params`)
 // [, residual].
-KernelLaunch depthwise_launch(std::string label, gpu::ShaderText wgsl, bool has_bias, bool residual) {
+KernelInterface depthwise_interface(const char* element, bool has_bias, bool residual,
+                                    const std::vector<UniformMember>& params) {
+  std::vector<UniformMember> members = {{"in_channels", UniformType::U32}, {"in_h", UniformType::U32},
+                                        {"in_w", UniformType::U32},        {"out_channels", UniformType::U32},
+                                        {"out_h", UniformType::U32},       {"out_w", UniformType::U32},
+                                        {"multiplier", UniformType::U32}};  // out_channels / in_channels
+  members.insert(members.end(), params.begin(), params.end());
+  KernelInterface iface;
+  iface.read("input", element, TensorRef::input(0))
+      .read("weight", "f32", TensorRef::input(1))
+      // The device's zero buffer when the node has no bias: reads are gated on params.has_bias.
+      .read("bias", "f32", has_bias ? TensorRef::input(2) : TensorRef::zero())
+      .read_write("output", element, TensorRef::output(0))
+      .uniforms(std::move(members));
+  // A fused residual of the output's shape (ops/fused_residual.h), added before the activation.
+  if (residual) add_residual_binding(iface, TensorRef::input(kFusedResidualInput), element);
+  return iface;
+}
+
+KernelLaunch depthwise_launch(std::string label, const KernelInterface& iface, gpu::ShaderText wgsl) {
   KernelLaunch launch;
   launch.program.label = std::move(label);
   launch.program.wgsl = std::move(wgsl);
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
-                     has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
-  if (residual) append_residual_binding(launch);
+  iface.bind(launch);
   return launch;
 }
 
-// The first members of both depthwise kernels' Params: the planes' sizes and the channel multiplier.
-gpu::UniformBuilder depthwise_uniform_head(const ConvGeometry& g) {
-  gpu::UniformBuilder u;
-  u.u32(u32(g.in_channels))
-      .u32(u32(g.height.input))
-      .u32(u32(g.width.input))
-      .u32(u32(g.out_channels))
-      .u32(u32(g.height.output))
-      .u32(u32(g.width.output))
-      .u32(u32(g.out_channels / g.in_channels));
+// The depthwise kernels' first uniform members.
+UniformValues depthwise_uniform_head(const KernelInterface& iface, const ConvGeometry& g) {
+  UniformValues u = iface.values();
+  u.u32("in_channels", u32(g.in_channels))
+      .u32("in_h", u32(g.height.input))
+      .u32("in_w", u32(g.width.input))
+      .u32("out_channels", u32(g.out_channels))
+      .u32("out_h", u32(g.height.output))
+      .u32("out_w", u32(g.width.output))
+      .u32("multiplier", u32(g.out_channels / g.in_channels));
   return u;
 }
 
@@ -133,28 +147,48 @@ void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const D
   defines["TY"] = std::to_string(config.threads_y);
   defines["TILE_ELEMS"] = std::to_string(config.tile_elements);
   defines["RESIDUAL"] = residual ? "1" : "0";
-  KernelLaunch launch = depthwise_launch(
-      "conv_depthwise_t" + std::to_string(config.threads_x) + "x" + std::to_string(config.threads_y) +
-          residual_label_suffix(residual) + activation.label_suffix(),
-      kernels::load_wgsl("conv/depthwise.wgsl", defines), has_bias, residual);
-  launch.uniform = depthwise_uniform_head(g)
-                       .u32(u32(g.height.kernel))
-                       .u32(u32(g.width.kernel))
-                       .u32(u32(g.height.stride))
-                       .u32(u32(g.width.stride))
-                       .u32(u32(g.height.dilation))
-                       .u32(u32(g.width.dilation))
-                       .i32(static_cast<int32_t>(g.height.pad_begin))
-                       .i32(static_cast<int32_t>(g.width.pad_begin))
-                       .u32(config.window_h)
-                       .u32(config.window_w)
-                       .u32(u32(static_cast<int64_t>(tiles_x)))
-                       .u32(u32(static_cast<int64_t>(tiles_y)))
-                       .u32(u32(static_cast<int64_t>(planes)))
-                       .u32(has_bias ? 1 : 0)
-                       .f32(activation.min)
-                       .f32(activation.max)
-                       .u32(0)
+  const KernelInterface iface =
+      depthwise_interface("f32", has_bias, residual,
+                          {{"kernel_h", UniformType::U32},
+                           {"kernel_w", UniformType::U32},
+                           {"stride_h", UniformType::U32},
+                           {"stride_w", UniformType::U32},
+                           {"dilation_h", UniformType::U32},
+                           {"dilation_w", UniformType::U32},
+                           {"pad_top", UniformType::I32},
+                           {"pad_left", UniformType::I32},
+                           // input rows a tile reads: (TY - 1) * stride_h + (kernel_h - 1) * dilation_h + 1
+                           {"window_h", UniformType::U32},
+                           // input columns: (4 * TX - 1) * stride_w + (kernel_w - 1) * dilation_w + 1
+                           {"window_w", UniformType::U32},
+                           {"tiles_x", UniformType::U32},
+                           {"tiles_y", UniformType::U32},
+                           {"planes", UniformType::U32},  // batch * out_channels
+                           {"has_bias", UniformType::U32},
+                           {"lo", UniformType::F32},  // fused activation clamp bounds
+                           {"hi", UniformType::F32},
+                           {"_pad0", UniformType::Pad}});
+  KernelLaunch launch = depthwise_launch("conv_depthwise_t" + std::to_string(config.threads_x) + "x" +
+                                             std::to_string(config.threads_y) +
+                                             residual_label_suffix(residual) + activation.label_suffix(),
+                                         iface, iface.load_wgsl("conv/depthwise.wgsl", defines));
+  launch.uniform = depthwise_uniform_head(iface, g)
+                       .u32("kernel_h", u32(g.height.kernel))
+                       .u32("kernel_w", u32(g.width.kernel))
+                       .u32("stride_h", u32(g.height.stride))
+                       .u32("stride_w", u32(g.width.stride))
+                       .u32("dilation_h", u32(g.height.dilation))
+                       .u32("dilation_w", u32(g.width.dilation))
+                       .i32("pad_top", static_cast<int32_t>(g.height.pad_begin))
+                       .i32("pad_left", static_cast<int32_t>(g.width.pad_begin))
+                       .u32("window_h", config.window_h)
+                       .u32("window_w", config.window_w)
+                       .u32("tiles_x", u32(static_cast<int64_t>(tiles_x)))
+                       .u32("tiles_y", u32(static_cast<int64_t>(tiles_y)))
+                       .u32("planes", u32(static_cast<int64_t>(planes)))
+                       .u32("has_bias", has_bias ? 1 : 0)
+                       .f32("lo", activation.min)
+                       .f32("hi", activation.max)
                        .bytes();
   launch.groups =
       gpu::fold_workgroups(tiles_x * tiles_y * planes, ctx.caps.limits.max_compute_workgroups_per_dimension);
@@ -231,22 +265,32 @@ void add_depthwise_rows_launch(const PlanContext& ctx, const ConvGeometry& g,
     defines["SHIFT"] = std::to_string(shift);
     defines["VECS"] = std::to_string((shift + span + 3) / 4);
   }
+  const KernelInterface iface = depthwise_interface(
+      config.vec4 ? "vec4<f32>" : "f32", has_bias, residual,
+      {{"pad_top", UniformType::I32},
+       {"pad_left", UniformType::I32},
+       {"groups_x", UniformType::U32},  // column groups of 4 per output row: ceil(out_w / 4)
+       {"blocks_y", UniformType::U32},  // row blocks per plane: ceil(out_h / ROWS)
+       {"planes", UniformType::U32},    // batch * out_channels
+       {"has_bias", UniformType::U32},
+       {"lo", UniformType::F32},  // fused activation clamp bounds
+       {"hi", UniformType::F32},
+       {"_pad0", UniformType::Pad}});
   KernelLaunch launch =
       depthwise_launch("conv_depthwise_rows" + std::to_string(config.rows) + (config.vec4 ? "_v4" : "") +
                            "_k" + std::to_string(g.height.kernel) + "x" + std::to_string(g.width.kernel) +
                            "_s" + std::to_string(g.height.stride) + "x" + std::to_string(g.width.stride) +
                            residual_label_suffix(residual) + activation.label_suffix(),
-                       kernels::load_wgsl("conv/depthwise_rows.wgsl", defines), has_bias, residual);
-  launch.uniform = depthwise_uniform_head(g)
-                       .i32(static_cast<int32_t>(g.height.pad_begin))
-                       .i32(static_cast<int32_t>(g.width.pad_begin))
-                       .u32(u32(static_cast<int64_t>(groups_x)))
-                       .u32(u32(static_cast<int64_t>(blocks_y)))
-                       .u32(u32(static_cast<int64_t>(planes)))
-                       .u32(has_bias ? 1 : 0)
-                       .f32(activation.min)
-                       .f32(activation.max)
-                       .u32(0)
+                       iface, iface.load_wgsl("conv/depthwise_rows.wgsl", defines));
+  launch.uniform = depthwise_uniform_head(iface, g)
+                       .i32("pad_top", static_cast<int32_t>(g.height.pad_begin))
+                       .i32("pad_left", static_cast<int32_t>(g.width.pad_begin))
+                       .u32("groups_x", u32(static_cast<int64_t>(groups_x)))
+                       .u32("blocks_y", u32(static_cast<int64_t>(blocks_y)))
+                       .u32("planes", u32(static_cast<int64_t>(planes)))
+                       .u32("has_bias", has_bias ? 1 : 0)
+                       .f32("lo", activation.min)
+                       .f32("hi", activation.max)
                        .bytes();
   launch.groups = gpu::fold_workgroups(ceil_div(groups_x * blocks_y * planes, config.workgroup),
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);

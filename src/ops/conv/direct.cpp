@@ -11,11 +11,10 @@
 #include <vector>
 
 #include "gpu/dispatch_grid.h"
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/conv/conv.h"
 #include "ops/float16.h"
 #include "ops/fused_residual.h"
+#include "ops/kernel_interface.h"
 
 namespace wgi::ops {
 
@@ -50,34 +49,75 @@ Tensor prepack_weight_ohwi(const Tensor& weight_as_given, const ConvGeometry& g)
   return packed;
 }
 
-// conv_common.wgsl's Params, field for field. Every value was bounded by geometry.cpp (u32 element counts,
-// i32 positions), so the narrowing is exact.
-std::vector<std::byte> conv_common_uniform(const ConvGeometry& g, uint64_t total,
-                                           const ConvEpilogue& epilogue) {
+// The interface of conv_common.wgsl: input, weight, bias, output, the parameters, then a fused residual.
+KernelInterface conv_common_interface(TensorRef weight, const ConvEpilogue& epilogue) {
+  KernelInterface iface;
+  iface.read("input", "f32", TensorRef::input(0))
+      .read("weight", "WEIGHT_T", weight)
+      // The device's zero buffer when the node has no bias: reads are gated on params.has_bias, since that
+      // buffer is shorter than out_channels.
+      .read("bias", "f32", epilogue.has_bias ? TensorRef::input(2) : TensorRef::zero())
+      .read_write("output", "f32", TensorRef::output(0))
+      .uniforms(
+          {{"batch", UniformType::U32},
+           {"in_channels", UniformType::U32},
+           {"in_h", UniformType::U32},
+           {"in_w", UniformType::U32},
+           {"out_channels", UniformType::U32},
+           {"out_h", UniformType::U32},
+           {"out_w", UniformType::U32},
+           {"groups", UniformType::U32},
+           {"kernel_h", UniformType::U32},
+           {"kernel_w", UniformType::U32},
+           {"stride_h", UniformType::U32},
+           {"stride_w", UniformType::U32},
+           // Signed because the kernels subtract them from output positions in i32 (the first taps fall
+           // into padding).
+           {"pad_top", UniformType::I32},
+           {"pad_left", UniformType::I32},
+           {"dilation_h", UniformType::U32},
+           {"dilation_w", UniformType::U32},
+           {"in_channels_per_group", UniformType::U32},
+           {"out_channels_per_group", UniformType::U32},
+           {"total", UniformType::U32},  // output elements; invocations at or past it have nothing to do
+           {"has_bias", UniformType::U32},
+           {"lo", UniformType::F32},  // fused activation clamp bounds
+           {"hi", UniformType::F32},
+           {"_pad0", UniformType::Pad},
+           {"_pad1", UniformType::Pad}});
+  // A fused residual of the output's shape (ops/fused_residual.h), added before the activation.
+  if (epilogue.residual) add_residual_binding(iface);
+  return iface;
+}
+
+// conv_common.wgsl's Params. Every value was bounded by geometry.cpp (u32 element counts, i32 positions), so
+// the narrowing is exact.
+std::vector<std::byte> conv_common_uniform(const KernelInterface& iface, const ConvGeometry& g,
+                                           uint64_t total, const ConvEpilogue& epilogue) {
   auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-  return gpu::UniformBuilder()
-      .u32(u(g.batch))
-      .u32(u(g.in_channels))
-      .u32(u(g.height.input))
-      .u32(u(g.width.input))
-      .u32(u(g.out_channels))
-      .u32(u(g.height.output))
-      .u32(u(g.width.output))
-      .u32(u(g.groups))
-      .u32(u(g.height.kernel))
-      .u32(u(g.width.kernel))
-      .u32(u(g.height.stride))
-      .u32(u(g.width.stride))
-      .i32(static_cast<int32_t>(g.height.pad_begin))
-      .i32(static_cast<int32_t>(g.width.pad_begin))
-      .u32(u(g.height.dilation))
-      .u32(u(g.width.dilation))
-      .u32(u(g.in_channels / g.groups))
-      .u32(u(g.out_channels / g.groups))
-      .u32(static_cast<uint32_t>(total))
-      .u32(epilogue.has_bias ? 1 : 0)
-      .f32(epilogue.activation.min)
-      .f32(epilogue.activation.max)
+  return iface.values()
+      .u32("batch", u(g.batch))
+      .u32("in_channels", u(g.in_channels))
+      .u32("in_h", u(g.height.input))
+      .u32("in_w", u(g.width.input))
+      .u32("out_channels", u(g.out_channels))
+      .u32("out_h", u(g.height.output))
+      .u32("out_w", u(g.width.output))
+      .u32("groups", u(g.groups))
+      .u32("kernel_h", u(g.height.kernel))
+      .u32("kernel_w", u(g.width.kernel))
+      .u32("stride_h", u(g.height.stride))
+      .u32("stride_w", u(g.width.stride))
+      .i32("pad_top", static_cast<int32_t>(g.height.pad_begin))
+      .i32("pad_left", static_cast<int32_t>(g.width.pad_begin))
+      .u32("dilation_h", u(g.height.dilation))
+      .u32("dilation_w", u(g.width.dilation))
+      .u32("in_channels_per_group", u(g.in_channels / g.groups))
+      .u32("out_channels_per_group", u(g.out_channels / g.groups))
+      .u32("total", static_cast<uint32_t>(total))
+      .u32("has_bias", epilogue.has_bias ? 1 : 0)
+      .f32("lo", epilogue.activation.min)
+      .f32("hi", epilogue.activation.max)
       .bytes();
 }
 
@@ -94,15 +134,11 @@ void add_conv_common_launch(const PlanContext& ctx, const ConvGeometry& g, const
   KernelLaunch launch;
   launch.program.label =
       label + residual_label_suffix(epilogue.residual) + epilogue.activation.label_suffix();
-  launch.program.wgsl = kernels::load_wgsl(file, defines);
+  const KernelInterface iface = conv_common_interface(weight, epilogue);
+  launch.program.wgsl = iface.load_wgsl(file, defines);
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), weight, epilogue.has_bias ? TensorRef::input(2) : TensorRef::zero(),
-                     TensorRef::output(0)};
-  if (epilogue.residual) append_residual_binding(launch);
-  launch.uniform = conv_common_uniform(g, total, epilogue);
+  iface.bind(launch);
+  launch.uniform = conv_common_uniform(iface, g, total, epilogue);
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
 }

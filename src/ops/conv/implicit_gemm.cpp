@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "gpu/dispatch_grid.h"
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/conv/conv.h"
 #include "ops/fused_residual.h"
@@ -135,8 +134,8 @@ Tensor implicit_gemm_taps(const ConvGeometry& g) {
 
 // The kernel's program: its tile, slab and stages, and the epilogue it applies (none but raw sums when K is
 // split: the reduction applies it).
-gpu::ProgramSource implicit_gemm_program(const ImplicitGemmConfig& config, const ConvEpilogue& epilogue,
-                                         bool half_weight) {
+gpu::ProgramSource implicit_gemm_program(const KernelInterface& iface, const ImplicitGemmConfig& config,
+                                         const ConvEpilogue& epilogue, bool half_weight) {
   const FusedActivation& activation = epilogue.activation;
   const bool residual = epilogue.residual;
   const bool split = config.splits > 1;
@@ -147,7 +146,7 @@ gpu::ProgramSource implicit_gemm_program(const ImplicitGemmConfig& config, const
   defines["BK"] = std::to_string(config.tile_k);
   defines["STAGES"] = std::to_string(config.stages);
   defines["SPLIT_K"] = split ? "1" : "0";
-  if (half_weight) defines["W_F16"] = "1";  // only then: float32 convs compile as without
+  defines["W_F16"] = half_weight ? "1" : "0";
   // A split's partial sums leave the residual to the reduction.
   defines["RESIDUAL"] = residual && !split ? "1" : "0";
   // A Gelu or a residual: the epilogue's second, in-place pass (implicit_gemm.wgsl says why).
@@ -157,48 +156,84 @@ gpu::ProgramSource implicit_gemm_program(const ImplicitGemmConfig& config, const
       "conv_igemm" + implicit_gemm_tile_name(config.tile_m, config.tile_n) + "_k" +
       std::to_string(config.tile_k) + "s" + std::to_string(config.stages) + (half_weight ? "_wf16" : "") +
       (split ? "_splitk" : std::string(residual_label_suffix(residual)) + activation.label_suffix());
-  program.wgsl = kernels::load_wgsl("conv/implicit_gemm.wgsl", defines);
-  program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                      gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                      gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
+  program.wgsl = iface.load_wgsl("conv/implicit_gemm.wgsl", defines);
   return program;
 }
 
-// implicit_gemm.wgsl's Params, field for field.
-std::vector<std::byte> implicit_gemm_uniform(const ConvGeometry& g, const ImplicitGemmConfig& config,
-                                             const ConvEpilogue& epilogue, uint64_t tiles_m,
-                                             uint64_t tiles_n) {
+// implicit_gemm.wgsl's bindings and Params: input, the packed weight (float16: four halves per vec2<u32>)
+// and its taps, bias (or the zero buffer), the output (or a split's partial sums) [, residual after the
+// uniform].
+KernelInterface implicit_gemm_interface(bool half_weight, TensorRef weight, TensorRef taps, TensorRef bias,
+                                        TensorRef written, bool residual) {
+  KernelInterface iface;
+  iface.read("input", "f32", TensorRef::input(0))
+      .read("weight", half_weight ? "vec2<u32>" : "vec4<f32>", weight)
+      // Per k: (offset of (ic, kh * dilation_h, kw * dilation_w) from the pixel's first tap, kh * dilation_h,
+      // kw * dilation_w, unused).
+      .read("taps", "vec4<i32>", taps)
+      // The device's zero buffer when the node has no bias: reads are gated on params.has_bias.
+      .read("bias", "f32", bias)
+      .read_write("output", "f32", written)
+      .uniforms({{"M", UniformType::U32},  // output channels per group
+                 {"N", UniformType::U32},  // batch * out_h * out_w
+                 {"K", UniformType::U32},  // input channels per group * kernel_h * kernel_w
+                 {"groups", UniformType::U32},
+                 {"tiles_m", UniformType::U32},
+                 {"tiles_n", UniformType::U32},
+                 {"out_channels", UniformType::U32},
+                 {"out_plane", UniformType::U32},  // out_h * out_w
+                 {"out_w", UniformType::U32},
+                 {"in_h", UniformType::U32},
+                 {"in_w", UniformType::U32},
+                 {"stride_h", UniformType::U32},
+                 {"stride_w", UniformType::U32},
+                 {"pad_top", UniformType::I32},
+                 {"pad_left", UniformType::I32},
+                 {"in_image", UniformType::U32},  // in_channels * in_h * in_w
+                 {"in_group", UniformType::U32},  // in_channels_per_group * in_h * in_w
+                 {"a_row", UniformType::U32},     // vec4s per k row of the packed weight: ceil(M / 4)
+                 {"has_bias", UniformType::U32},
+                 {"lo", UniformType::F32},  // fused activation clamp bounds
+                 {"hi", UniformType::F32},
+                 {"k_splits", UniformType::U32},  // SPLIT_K: K chunks, one partial sum each
+                 {"_pad1", UniformType::Pad},
+                 {"_pad2", UniformType::Pad}});
+  if (residual) add_residual_binding(iface);
+  return iface;
+}
+
+std::vector<std::byte> implicit_gemm_uniform(const KernelInterface& iface, const ConvGeometry& g,
+                                             const ImplicitGemmConfig& config, const ConvEpilogue& epilogue,
+                                             uint64_t tiles_m, uint64_t tiles_n) {
   const ImplicitGemmShape s = implicit_gemm_shape(g);
   const int64_t m = s.m, m4 = s.m4, n = s.n, k = s.k, groups = g.groups;
   const int64_t icpg = g.in_channels / groups;
   const int64_t in_plane = g.height.input * g.width.input;
   const bool has_bias = epilogue.has_bias;
   const FusedActivation& activation = epilogue.activation;
-  return gpu::UniformBuilder()
-      .u32(u32(m))
-      .u32(u32(n))
-      .u32(u32(k))
-      .u32(u32(groups))
-      .u32(u32(static_cast<int64_t>(tiles_m)))
-      .u32(u32(static_cast<int64_t>(tiles_n)))
-      .u32(u32(g.out_channels))
-      .u32(u32(g.height.output * g.width.output))
-      .u32(u32(g.width.output))
-      .u32(u32(g.height.input))
-      .u32(u32(g.width.input))
-      .u32(u32(g.height.stride))
-      .u32(u32(g.width.stride))
-      .i32(static_cast<int32_t>(g.height.pad_begin))
-      .i32(static_cast<int32_t>(g.width.pad_begin))
-      .u32(u32(g.in_channels * in_plane))
-      .u32(u32(icpg * in_plane))
-      .u32(u32(m4 / 4))
-      .u32(has_bias ? 1 : 0)
-      .f32(activation.min)
-      .f32(activation.max)
-      .u32(config.splits)
-      .u32(0)
-      .u32(0)
+  return iface.values()
+      .u32("M", u32(m))
+      .u32("N", u32(n))
+      .u32("K", u32(k))
+      .u32("groups", u32(groups))
+      .u32("tiles_m", u32(static_cast<int64_t>(tiles_m)))
+      .u32("tiles_n", u32(static_cast<int64_t>(tiles_n)))
+      .u32("out_channels", u32(g.out_channels))
+      .u32("out_plane", u32(g.height.output * g.width.output))
+      .u32("out_w", u32(g.width.output))
+      .u32("in_h", u32(g.height.input))
+      .u32("in_w", u32(g.width.input))
+      .u32("stride_h", u32(g.height.stride))
+      .u32("stride_w", u32(g.width.stride))
+      .i32("pad_top", static_cast<int32_t>(g.height.pad_begin))
+      .i32("pad_left", static_cast<int32_t>(g.width.pad_begin))
+      .u32("in_image", u32(g.in_channels * in_plane))
+      .u32("in_group", u32(icpg * in_plane))
+      .u32("a_row", u32(m4 / 4))
+      .u32("has_bias", has_bias ? 1 : 0)
+      .f32("lo", activation.min)
+      .f32("hi", activation.max)
+      .u32("k_splits", config.splits)
       .bytes();
 }
 
@@ -305,18 +340,19 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
   const uint64_t tiles_m = ceil_div(static_cast<uint64_t>(s.m), config.tile_m);
   const uint64_t tiles_n = ceil_div(static_cast<uint64_t>(s.n), config.tile_n);
   const bool split = config.splits > 1;
-  KernelLaunch launch;
-  launch.program = implicit_gemm_program(config, epilogue, weight.dtype() == DType::Float16);
   // With a split, the partial sums go to a scratch buffer (one copy of the output per K chunk), else the
   // kernel writes the output.
   const uint64_t outputs = static_cast<uint64_t>(g.batch * g.out_channels * g.height.output * g.width.output);
   const TensorRef written =
       split ? plan.add_scratch(outputs * config.splits * sizeof(float)) : TensorRef::output(0);
-  launch.bindings = {TensorRef::input(0), TensorRef::constant(weight_index),
-                     TensorRef::constant(weight_index + 1),
-                     epilogue.has_bias ? TensorRef::input(2) : TensorRef::zero(), written};
-  if (epilogue.residual && !split) append_residual_binding(launch);
-  launch.uniform = implicit_gemm_uniform(g, config, epilogue, tiles_m, tiles_n);
+  const bool half_weight = weight.dtype() == DType::Float16;
+  const KernelInterface iface = implicit_gemm_interface(
+      half_weight, TensorRef::constant(weight_index), TensorRef::constant(weight_index + 1),
+      epilogue.has_bias ? TensorRef::input(2) : TensorRef::zero(), written, epilogue.residual && !split);
+  KernelLaunch launch;
+  launch.program = implicit_gemm_program(iface, config, epilogue, half_weight);
+  iface.bind(launch);
+  launch.uniform = implicit_gemm_uniform(iface, g, config, epilogue, tiles_m, tiles_n);
   launch.groups = gpu::fold_workgroups(tiles_m * tiles_n * static_cast<uint64_t>(g.groups) * config.splits,
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
