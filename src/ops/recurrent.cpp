@@ -14,11 +14,11 @@
 #include <cctype>
 #include <limits>
 
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/gemm_launch.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -290,13 +290,57 @@ StateRegions state_regions(const RecurrentSpec& r, bool two_phase) {
 // What every step's launch binds.
 struct StepBindings {
   TensorRef projected, r_t, bias, peepholes, lengths, state, y;
-  bool has_y = false;
 };
+
+// The step kernel's bindings and Params (the same for every phase).
+KernelInterface step_interface(const StepBindings& refs) {
+  KernelInterface iface;
+  iface.read("projected", "f32", refs.projected)
+      .read("r_t", "f32", refs.r_t)
+      .read("bias", "f32", refs.bias)            // [directions][2 * gate_rows]: Wb, Rb
+      .read("peepholes", "f32", refs.peepholes)  // [directions][3 * hidden]: i, o, f
+      .read("lengths", "i32", refs.lengths)      // [batch]
+      .read_write("state", "f32", refs.state)
+      .read_write("y", "f32", refs.y)
+      .uniforms({{"hidden", UniformType::U32},
+                 {"batch", UniformType::U32},
+                 {"seq", UniformType::U32},
+                 {"directions", UniformType::U32},
+                 {"step", UniformType::U32},
+                 // direction = "reverse": direction 0 runs backwards (else only direction 1 does)
+                 {"all_reverse", UniformType::U32},
+                 // layout 0: X [seq, batch, .], Y [seq, dirs, batch, hidden]; 1: X [batch, seq, .],
+                 // Y [batch, seq, dirs, hidden]
+                 {"batch_major", UniformType::U32},
+                 {"has_lens", UniformType::U32},
+                 {"gate_rows", UniformType::U32},   // rows of W and R per direction (4, 3 or 1 times hidden)
+                 {"first_gate", UniformType::U32},  // the first R gate this kernel multiplies
+                 // offsets in `state`: the hidden state read, the one written, the vector multiplied by R
+                 // (h_read, or GRU's r * h), the cell state (LSTM) or z (GRU_GATES / GRU_HIDDEN), GRU's r * h
+                 {"h_read", UniformType::U32},
+                 {"h_write", UniformType::U32},
+                 {"vector", UniformType::U32},
+                 {"cell", UniformType::U32},
+                 {"reset_h", UniformType::U32},
+                 {"has_bias", UniformType::U32},
+                 {"has_peepholes", UniformType::U32},
+                 {"input_forget", UniformType::U32},
+                 {"has_clip", UniformType::U32},
+                 {"clip", UniformType::F32},
+                 {"has_y", UniformType::U32},
+                 {"pad0", UniformType::Pad},
+                 {"pad1", UniformType::Pad},
+                 {"pad2", UniformType::Pad},
+                 {"kinds", UniformType::Vec4U, 2},  // activation ids per direction (f, g, h), see activate()
+                 {"alphas", UniformType::Vec4F, 2},
+                 {"betas", UniformType::Vec4F, 2}});
+  return iface;
+}
 
 // One launch per phase per time step, reading the hidden state one slot holds and writing the other.
 void add_step_launches(const RecurrentSpec& r, const std::vector<StepPhase>& phases,
                        const std::vector<gpu::ProgramSource>& programs, const std::vector<StepShape>& shapes,
-                       const StateRegions& regions, const StepBindings& refs, OpPlan& plan) {
+                       const StateRegions& regions, const KernelInterface& iface, bool has_y, OpPlan& plan) {
   const int64_t H = r.H, B = r.B, T = r.T, nd = r.nd, GH = r.GH;
   const int64_t nbh = regions.slot, cell_offset = regions.cell, reset_h_offset = regions.reset_h;
   for (int64_t step = 0; step < T; ++step) {
@@ -304,39 +348,36 @@ void add_step_launches(const RecurrentSpec& r, const std::vector<StepPhase>& pha
     for (size_t p = 0; p < phases.size(); ++p) {
       const StepPhase& v = phases[p];
       const StepShape& s = shapes[p];
-      gpu::UniformBuilder u;
-      u.u32(static_cast<uint32_t>(H))
-          .u32(static_cast<uint32_t>(B))
-          .u32(static_cast<uint32_t>(T))
-          .u32(static_cast<uint32_t>(nd))
-          .u32(static_cast<uint32_t>(step))
-          .u32(r.reverse ? 1u : 0u)
-          .u32(static_cast<uint32_t>(r.layout))
-          .u32(r.has_lens ? 1u : 0u)
-          .u32(static_cast<uint32_t>(GH))
-          .u32(v.first_gate)
-          .u32(static_cast<uint32_t>(read * nbh))
-          .u32(static_cast<uint32_t>(write * nbh))
-          .u32(static_cast<uint32_t>(v.reads_reset_h ? reset_h_offset : read * nbh))
-          .u32(static_cast<uint32_t>(cell_offset))
-          .u32(static_cast<uint32_t>(reset_h_offset))
-          .u32(r.has_bias ? 1u : 0u)
-          .u32(r.has_peepholes ? 1u : 0u)
-          .u32(static_cast<uint32_t>(r.input_forget))
-          .u32(r.has_clip ? 1u : 0u)
-          .f32(r.clip)
-          .u32(refs.has_y ? 1u : 0u)
-          .u32(0)
-          .u32(0)
-          .u32(0);
-      for (const auto& k : r.activations.kinds) u.vec4u(k);
-      for (const auto& a : r.activations.alphas) u.vec4f(a);
-      for (const auto& b : r.activations.betas) u.vec4f(b);
       KernelLaunch launch;
       launch.program = programs[p];
-      launch.bindings = {refs.projected, refs.r_t,   refs.bias, refs.peepholes,
-                         refs.lengths,   refs.state, refs.y};
-      launch.uniform = u.bytes();
+      iface.bind(launch);
+      launch.uniform =
+          iface.values()
+              .u32("hidden", static_cast<uint32_t>(H))
+              .u32("batch", static_cast<uint32_t>(B))
+              .u32("seq", static_cast<uint32_t>(T))
+              .u32("directions", static_cast<uint32_t>(nd))
+              .u32("step", static_cast<uint32_t>(step))
+              .u32("all_reverse", r.reverse ? 1u : 0u)
+              .u32("batch_major", static_cast<uint32_t>(r.layout))
+              .u32("has_lens", r.has_lens ? 1u : 0u)
+              .u32("gate_rows", static_cast<uint32_t>(GH))
+              .u32("first_gate", v.first_gate)
+              .u32("h_read", static_cast<uint32_t>(read * nbh))
+              .u32("h_write", static_cast<uint32_t>(write * nbh))
+              .u32("vector", static_cast<uint32_t>(v.reads_reset_h ? reset_h_offset : read * nbh))
+              .u32("cell", static_cast<uint32_t>(cell_offset))
+              .u32("reset_h", static_cast<uint32_t>(reset_h_offset))
+              .u32("has_bias", r.has_bias ? 1u : 0u)
+              .u32("has_peepholes", r.has_peepholes ? 1u : 0u)
+              .u32("input_forget", static_cast<uint32_t>(r.input_forget))
+              .u32("has_clip", r.has_clip ? 1u : 0u)
+              .f32("clip", r.clip)
+              .u32("has_y", has_y ? 1u : 0u)
+              .vec4u_array("kinds", r.activations.kinds)
+              .vec4f_array("alphas", r.activations.alphas)
+              .vec4f_array("betas", r.activations.betas)
+              .bytes();
       launch.groups = {static_cast<uint32_t>((H + s.units - 1) / s.units),
                        static_cast<uint32_t>((B + s.bt - 1) / s.bt), static_cast<uint32_t>(nd)};
       plan.launches.push_back(std::move(launch));
@@ -358,21 +399,20 @@ std::vector<StepPhase> step_phases(Cell cell_kind, bool two_phase) {
 }
 
 // The step kernel of one phase, for its workgroup shape; fails when the grid would not fit the device.
-gpu::ProgramSource step_program(const PlanContext& ctx, const StepPhase& v, const StepShape& s,
-                                const RecurrentSpec& r) {
+gpu::ProgramSource step_program(const PlanContext& ctx, const KernelInterface& iface, const StepPhase& v,
+                                const StepShape& s, const RecurrentSpec& r) {
   gpu::ProgramSource program;
   program.label = std::string("recurrent_") + v.define + "_u" + std::to_string(s.units) + "_k" +
                   std::to_string(s.ksplit) + "_b" + std::to_string(s.bt);
   for (char& c : program.label) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  program.wgsl = kernels::load_wgsl("recurrent/recurrent_step.wgsl", {{v.define, "1"},
-                                                                      {"UNITS", std::to_string(s.units)},
-                                                                      {"KSPLIT", std::to_string(s.ksplit)},
-                                                                      {"BT", std::to_string(s.bt)},
-                                                                      {"GATES", std::to_string(v.gates)}});
-  program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                      gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                      gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                      gpu::BindingKind::Storage,         gpu::BindingKind::Uniform};
+  kernels::Defines defines = {{"UNITS", std::to_string(s.units)},
+                              {"KSPLIT", std::to_string(s.ksplit)},
+                              {"BT", std::to_string(s.bt)},
+                              {"GATES", std::to_string(v.gates)},
+                              {"MATH_VEC4", "0"}};
+  for (const char* phase : {"LSTM", "RNN", "GRU_FUSED", "GRU_GATES", "GRU_HIDDEN"})
+    defines[phase] = std::string_view(phase) == v.define ? "1" : "0";
+  program.wgsl = iface.load_wgsl("recurrent/recurrent_step.wgsl", defines);
   // Hidden-unit blocks in x, batch blocks in y (not folded: neither comes near the limit in practice).
   const uint64_t most = ctx.caps.limits.max_compute_workgroups_per_dimension;
   if (static_cast<uint64_t>((r.H + s.units - 1) / s.units) > most ||
@@ -474,14 +514,14 @@ OpPlan plan_recurrent(const PlanContext& ctx, Cell cell_kind) {
   const TensorRef lengths = r.has_lens ? TensorRef::input(4) : zero;
 
   const std::vector<StepPhase> phases = step_phases(cell_kind, two_phase);
+  const KernelInterface iface = step_interface({projected, r_t, bias, peepholes, lengths, state, y});
   std::vector<gpu::ProgramSource> programs;
   std::vector<StepShape> shapes;
   for (const StepPhase& v : phases) {
     shapes.push_back(choose_step_shape(ctx.caps.limits, v.gates, B));
-    programs.push_back(step_program(ctx, v, shapes.back(), r));
+    programs.push_back(step_program(ctx, iface, v, shapes.back(), r));
   }
-  add_step_launches(r, phases, programs, shapes, regions,
-                    {projected, r_t, bias, peepholes, lengths, state, y, has_y}, plan);
+  add_step_launches(r, phases, programs, shapes, regions, iface, has_y, plan);
 
   // Y_h (and Y_c) from the state: the slot the last step wrote, in the outputs' layout.
   auto copy_final = [&](uint32_t output, int64_t offset) {

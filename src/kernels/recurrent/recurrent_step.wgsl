@@ -18,44 +18,7 @@ const BT: u32 = {{BT}}u;
 const GATES: u32 = {{GATES}}u;  // R rows per hidden unit that this kernel multiplies
 const ACC: u32 = GATES * BT;
 
-struct Params {
-  hidden: u32,
-  batch: u32,
-  seq: u32,
-  directions: u32,
-  step: u32,
-  all_reverse: u32,  // direction = "reverse": direction 0 runs backwards (else only direction 1 does)
-  batch_major: u32,  // layout 0: X [seq, batch, .], Y [seq, dirs, batch, hidden]; 1: X [batch, seq, .], Y [batch, seq, dirs, hidden]
-  has_lens: u32,
-  gate_rows: u32,    // rows of W and R per direction (4, 3 or 1 times hidden)
-  first_gate: u32,   // the first R gate this kernel multiplies
-  h_read: u32,       // offsets in `state`: the hidden state read, the one written,
-  h_write: u32,
-  vector: u32,       // the vector multiplied by R (h_read, or GRU's r * h),
-  cell: u32,         // the cell state (LSTM) or z (GRU_GATES / GRU_HIDDEN),
-  reset_h: u32,      // GRU's r * h
-  has_bias: u32,
-  has_peepholes: u32,
-  input_forget: u32,
-  has_clip: u32,
-  clip: f32,
-  has_y: u32,
-  pad0: u32,
-  pad1: u32,
-  pad2: u32,
-  kinds: array<vec4<u32>, 2>,  // activation ids per direction (f, g, h), see activate()
-  alphas: array<vec4<f32>, 2>,
-  betas: array<vec4<f32>, 2>,
-}
-
-@group(0) @binding(0) var<storage, read> projected: array<f32>;
-@group(0) @binding(1) var<storage, read> r_t: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;        // [directions][2 * gate_rows]: Wb, Rb
-@group(0) @binding(3) var<storage, read> peepholes: array<f32>;   // [directions][3 * hidden]: i, o, f
-@group(0) @binding(4) var<storage, read> lengths: array<i32>;     // [batch]
-@group(0) @binding(5) var<storage, read_write> state: array<f32>;
-@group(0) @binding(6) var<storage, read_write> y: array<f32>;
-@group(0) @binding(7) var<uniform> params: Params;
+#interface
 
 var<workgroup> partial: array<f32, WG * ACC>;
 
