@@ -56,6 +56,12 @@ class Preprocessor {
         bool negate = !cond.empty() && cond[0] == '!';
         if (negate) cond = trim(std::string_view(cond).substr(1));
         if (cond.empty()) throw Error(where() + "#if needs a name");
+        // Every name a kernel tests is defined by its caller (0 or 1), even in a branch not taken: a
+        // misspelled or forgotten define is an error, never a silent "off".
+        if (defines_.find(cond) == defines_.end()) {
+          throw Error(where() + "#if " + cond + ": " + cond +
+                      " is not defined (callers define every name their kernel tests, as 0 or 1)");
+        }
         bool value = is_true(defines_, cond) != negate;
         stack.push_back({active(), value, false});
         continue;

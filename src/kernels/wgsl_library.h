@@ -3,11 +3,12 @@
 // Kernels live as real .wgsl files under src/kernels/; the build embeds them (cmake/embed_wgsl.cmake).
 // Directives, each on a line of its own:
 //   #include "common/dispatch_grid.wgsl"   inserts another embedded file (once per program)
-//   #if NAME / #if !NAME / #else / #endif  keeps lines when NAME is defined and not "0" (nesting allowed)
+//   #if NAME / #if !NAME / #else / #endif  keeps lines when NAME is not "0" or empty (nesting allowed)
 //   #interface                             the kernel's binding and Params declarations: the INTERFACE
 //                                          define, which ops::KernelInterface (ops/kernel_interface.h) writes
-// and anywhere in a line {{NAME}} is replaced by the define's value. An unknown {{NAME}}, an unknown file or
-// an unbalanced #if is an error, never a silent blank.
+// and anywhere in a line {{NAME}} is replaced by the define's value. An unknown {{NAME}}, an #if on a name
+// that is not defined (even in a branch not taken: callers define every name their kernel tests, as 0 or
+// 1), an unknown file or an unbalanced #if is an error, never a silent blank.
 #pragma once
 
 #include <map>

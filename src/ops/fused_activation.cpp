@@ -61,6 +61,8 @@ std::string FusedActivation::wgsl_expression(const std::string& v, const std::st
 void FusedActivation::add_defines(kernels::Defines& defines) const {
   defines["ACTIVATION"] = wgsl_expression();
   defines["ACTIVATION_MATH"] = uses_math() ? "1" : "0";
+  // activation.wgsl's helpers (elementwise/math.wgsl) at scalar width.
+  defines["MATH_VEC4"] = "0";
 }
 
 std::string FusedActivation::label_suffix() const {

@@ -522,6 +522,38 @@ std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t 
   return params.bytes();
 }
 
+// Every name the GEMM kernels' #if lines test, off: the launches below turn on what they use (the
+// preprocessor wants each one defined, in the branches not taken too).
+kernels::Defines gemm_defines_off() {
+  kernels::Defines defines;
+  for (const char* name : {"A_KM",
+                           "A_ROW_MAP",
+                           "A_VEC4",
+                           "B_F16",
+                           "B_NK",
+                           "B_QUADS",
+                           "B_QUANT",
+                           "B_VEC4",
+                           "CODE_TABLE",
+                           "DOUBLE_BUFFER",
+                           "IN_PLACE_EPILOGUE",
+                           "NF4",
+                           "OUT_ROW_MAP",
+                           "OUT_VEC4",
+                           "OUT_VIEW",
+                           "RESIDUAL",
+                           "ROW_MAPS",
+                           "SCALES_F16",
+                           "SCALE_PER_CODE",
+                           "SPLIT_K",
+                           "ZP_F16",
+                           "ZP_FLOAT",
+                           "ZP_PACKED"}) {
+    defines[name] = "0";
+  }
+  return defines;
+}
+
 // ROW_MAPS (GemmParams declares the maps) where `spec` has any; A_ROW_MAP / OUT_ROW_MAP for the maps the
 // launch applies (`out_map`: false for a split's packed partial sums). Other products compile as without.
 void row_map_defines(const GemmLaunchSpec& spec, bool a_map, bool out_map, kernels::Defines& defines) {
@@ -536,7 +568,9 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
                          uint32_t splits) {
   uint32_t tiles_m = 1, tiles_n = 1;
   KernelLaunch launch;
-  kernels::Defines defines = {{"A_KM", spec.a_km ? "1" : "0"}, {"B_NK", spec.b_nk ? "1" : "0"}};
+  kernels::Defines defines = gemm_defines_off();
+  defines["A_KM"] = spec.a_km ? "1" : "0";
+  defines["B_NK"] = spec.b_nk ? "1" : "0";
   spec.activation.add_defines(defines);
   // The partial products of a split leave the epilogue (and so the residual) to the reduction.
   const bool residual = spec.residual.has_value() && splits <= 1;
@@ -852,7 +886,7 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
 KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, uint32_t splits,
                                       const TensorRef& partials) {
   KernelLaunch reduce;
-  kernels::Defines defines;
+  kernels::Defines defines = gemm_defines_off();
   spec.activation.add_defines(defines);
   if (spec.residual) defines["RESIDUAL"] = "1";
   defines["OUT_VIEW"] = output_view(spec) ? "1" : "0";

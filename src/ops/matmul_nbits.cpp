@@ -373,6 +373,8 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
   } else {
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));
     tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));
+    defines["B_QUADS"] = "0";
+    defines["A_VEC4"] = "0";
     launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_tiled.wgsl", defines);
     label = "matmul_nbits_tiled_" + label;
   }

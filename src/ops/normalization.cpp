@@ -421,9 +421,9 @@ KernelLaunch make_softmax_launch(const PlanContext& ctx, int64_t rows, int64_t l
   }
   launch.program.label =
       std::string(log ? "log_softmax" : "softmax") + (row_per_workgroup ? "_rows" : "_threads");
-  launch.program.wgsl =
-      kernels::load_wgsl("normalization/softmax.wgsl",
-                         {{"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"}, {"LOG", log ? "1" : "0"}});
+  launch.program.wgsl = kernels::load_wgsl(
+      "normalization/softmax.wgsl",
+      {{"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"}, {"LOG", log ? "1" : "0"}, {"MATH_VEC4", "0"}});
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
                              gpu::BindingKind::Uniform};
   launch.bindings = {in, out};
@@ -855,6 +855,7 @@ OpPlan plan_reduction(const PlanContext& ctx, const ReductionSpec& spec) {
                               {"ARG", is_arg(spec.kind) ? "1" : "0"},
                               {"LOG_SUM_EXP", log_sum_exp ? "1" : "0"},
                               {"FLOAT", integer ? "0" : "1"}};
+  defines["MATH_VEC4"] = "0";  // elementwise/math.wgsl's helpers at scalar width
   std::string pre = "x", combine = "a + b", post = "acc";
   switch (spec.kind) {
     case ReduceKind::Mean:

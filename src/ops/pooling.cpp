@@ -183,7 +183,8 @@ OpPlan plan_pool(const PlanContext& ctx, bool is_max) {
   launch.program.wgsl = kernels::load_wgsl("pooling/pool.wgsl", {{"TYPE", type},
                                                                  {"MAX", is_max ? "1" : "0"},
                                                                  {"INDICES", indices ? "1" : "0"},
-                                                                 {"FLOAT", type == "f32" ? "1" : "0"}});
+                                                                 {"FLOAT", type == "f32" ? "1" : "0"},
+                                                                 {"MATH_VEC4", "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
   launch.bindings = {TensorRef::input(0), TensorRef::output(0)};

@@ -1,6 +1,11 @@
 // The WGSL preprocessor and the embedded kernel files.
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
 #include "kernels/wgsl_library.h"
 #include "wgi/error.h"
 
@@ -19,8 +24,9 @@ TEST(WgslPreprocessor, ConditionalsAndSubstitution) {
       "scalar\n"
       "#endif\n"
       "end\n";
-  EXPECT_EQ(preprocess_wgsl("t", text, {{"N", "3"}, {"VEC4", "1"}}), "a 3\nvec4\nnobias\nend\n");
-  EXPECT_EQ(preprocess_wgsl("t", text, {{"N", "3"}, {"VEC4", "0"}}), "a 3\nscalar\nend\n");
+  EXPECT_EQ(preprocess_wgsl("t", text, {{"N", "3"}, {"VEC4", "1"}, {"BIAS", "0"}}),
+            "a 3\nvec4\nnobias\nend\n");
+  EXPECT_EQ(preprocess_wgsl("t", text, {{"N", "3"}, {"VEC4", "0"}, {"BIAS", "0"}}), "a 3\nscalar\nend\n");
   EXPECT_EQ(preprocess_wgsl("t", text, {{"N", "3"}, {"VEC4", "1"}, {"BIAS", "1"}}), "a 3\nvec4\nend\n");
 }
 
@@ -32,10 +38,26 @@ TEST(WgslPreprocessor, ErrorsNameTheFileAndLine) {
     EXPECT_NE(std::string(e.what()).find("k.wgsl:2"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("MISSING"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(preprocess_wgsl("k", "#if A\n", {}), Error);
+  EXPECT_THROW(preprocess_wgsl("k", "#if A\n", {{"A", "1"}}), Error);
   EXPECT_THROW(preprocess_wgsl("k", "#endif\n", {}), Error);
   EXPECT_THROW(preprocess_wgsl("k", "#pragma once\n", {}), Error);
   EXPECT_THROW(preprocess_wgsl("k", "#include \"no/such.wgsl\"\n", {}), Error);
+}
+
+// A name an #if tests must be defined, even where the branch is not taken: an undefined name is a forgotten
+// or misspelled define, not "off".
+TEST(WgslPreprocessor, IfOnAnUndefinedNameIsAnError) {
+  const char* text = "a\n#if OUTER\n#if !INNER\nx\n#endif\n#endif\n";
+  EXPECT_EQ(preprocess_wgsl("t", text, {{"OUTER", "1"}, {"INNER", "0"}}), "a\nx\n");
+  EXPECT_EQ(preprocess_wgsl("t", text, {{"OUTER", "0"}, {"INNER", "0"}}), "a\n");
+  try {
+    preprocess_wgsl("k.wgsl", text, {{"OUTER", "0"}});
+    FAIL() << "an #if on an undefined name passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("k.wgsl:3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("INNER"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(preprocess_wgsl("k", text, {{"INNER", "1"}}), Error);
 }
 
 TEST(WgslPreprocessor, InterfacePlacesTheInterfaceDefine) {
@@ -61,6 +83,76 @@ TEST(WgslPreprocessor, IncludesEmbeddedFilesOnce) {
 TEST(WgslLibrary, EveryEmbeddedFileIsPresent) {
   EXPECT_FALSE(embedded_sources().empty());
   for (const auto& s : embedded_sources()) EXPECT_FALSE(s.text.empty()) << s.path;
+}
+
+// The names a file's #if lines test and the {{NAME}}s it substitutes, with those of every file it includes
+// (in any branch).
+struct FileNames {
+  std::set<std::string> tested;
+  std::set<std::string> substituted;
+};
+
+std::string_view embedded_text(std::string_view path) {
+  for (const auto& s : embedded_sources()) {
+    if (s.path == path) return s.text;
+  }
+  ADD_FAILURE() << "no embedded " << path;
+  return {};
+}
+
+void collect_names(std::string_view path, std::set<std::string>& visited, FileNames& names) {
+  if (!visited.insert(std::string(path)).second) return;
+  static const std::regex if_line(R"(^\s*#if\s+!?\s*(\w+)\s*$)");
+  static const std::regex include_line(R"re(^\s*#include\s+"([^"]+)")re");
+  static const std::regex substitution(R"(\{\{\s*(\w+)\s*\}\})");
+  std::istringstream in{std::string(embedded_text(path))};
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, if_line)) names.tested.insert(m[1]);
+    if (std::regex_search(line, m, include_line)) collect_names(m[1].str(), visited, names);
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), substitution); it != std::sregex_iterator();
+         ++it) {
+      names.substituted.insert((*it)[1]);
+    }
+  }
+}
+
+// Every embedded file preprocesses with exactly the names it tests defined (all 0, then all 1, which between
+// them take every #if and #else branch, and so every #include) and its substitutions given: its directives
+// are well formed, and the names found here are all a caller has to define, which is what the launch sites
+// are checked against.
+TEST(WgslLibrary, EveryFileRunsWithTheNamesItTests) {
+  for (const auto& s : embedded_sources()) {
+    std::set<std::string> visited;
+    FileNames names;
+    collect_names(s.path, visited, names);
+    auto defines_all = [&](const char* value) {
+      Defines defines;
+      for (const std::string& name : names.tested) defines[name] = value;
+      for (const std::string& name : names.substituted) defines.emplace(name, "1");
+      defines.emplace(std::string(kInterfaceDefine), "");
+      return defines;
+    };
+    auto throws_without = [&](const char* value, const std::string& name) {
+      Defines defines = defines_all(value);
+      defines.erase(name);
+      try {
+        preprocess_wgsl(s.path, s.text, defines);
+        return false;
+      } catch (const Error&) {
+        return true;
+      }
+    };
+    for (const char* value : {"0", "1"}) {
+      EXPECT_NO_THROW(preprocess_wgsl(s.path, s.text, defines_all(value)))
+          << s.path << " with every name " << value;
+    }
+    for (const std::string& name : names.tested) {
+      EXPECT_TRUE(throws_without("0", name) || throws_without("1", name))
+          << s.path << " runs without " << name;
+    }
+  }
 }
 
 }  // namespace
