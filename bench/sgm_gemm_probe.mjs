@@ -17,30 +17,37 @@ const require = createRequire(import.meta.url);
 const say = (m) => fs.writeSync(1, m + '\n');
 const [pkg, ...wanted] = process.argv.slice(2);
 if (!pkg) {
-  say('usage: node bench/sgm_gemm_probe.mjs DAWN_NODE_PACKAGE [direct|staged|staged8 ...]');
+  say('usage: node bench/sgm_gemm_probe.mjs DAWN_NODE_PACKAGE|--print [direct|staged|staged8|tile:k=v,... ...]');
   process.exit(2);
+}
+if (pkg === '--print') {  // the WGSL of tile variants, to read them
+  for (const v of wanted) say(tileKernel(v.replace(/^tile:/, '')).code);
+  process.exit(0);
 }
 const { create, globals } = require(pkg + '/dist/linux-x64/dawn.node');
 Object.assign(globalThis, globals);
 const gpu = create(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 const features = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'];
+// GPU time from timestamp queries at the compute pass's beginning and end when the adapter has them (the
+// wall clock around onSubmittedWorkDone in dawn.node is far too coarse and noisy); else the wall clock.
+const timestamps = adapter.features.has('timestamp-query');
 const missing = features.filter((f) => !adapter.features.has(f));
 if (missing.length) {
   say(`adapter lacks ${missing.join(', ')}: nothing to probe`);
   process.exit(0);
 }
 const device = await adapter.requestDevice({
-  requiredFeatures: features,
+  requiredFeatures: timestamps ? [...features, 'timestamp-query'] : features,
   requiredLimits: { maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize },
 });
 let lastError = null;
 device.addEventListener?.('uncapturederror', (e) => { lastError = e.error.message; say('uncaptured: ' + lastError); });
 
+const halfScratch = new DataView(new ArrayBuffer(4));
 function toHalf(f) {
-  const b = new DataView(new ArrayBuffer(4));
-  b.setFloat32(0, f);
-  const x = b.getUint32(0);
+  halfScratch.setFloat32(0, f);
+  const x = halfScratch.getUint32(0);
   const sign = (x >>> 16) & 0x8000;
   let exp = ((x >>> 23) & 0xff) - 127 + 15;
   let mant = x & 0x7fffff;
@@ -63,6 +70,15 @@ function randomHalves(count, seed) {
     s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
     out[i] = toHalf(s / 2 ** 31 - 1);
   }
+  return out;
+}
+
+// B [K, N] row-major as 16x16 blocks, each block's rows contiguous, blocks in [K/16][N/16] order.
+function blocked16(b, K, N) {
+  const out = new Uint16Array(b.length);
+  let o = 0;
+  for (let kb = 0; kb < K / 16; ++kb) for (let nb = 0; nb < N / 16; ++nb)
+    for (let r = 0; r < 16; ++r) for (let c = 0; c < 16; ++c) out[o++] = b[(kb * 16 + r) * N + nb * 16 + c];
   return out;
 }
 
@@ -105,7 +121,7 @@ function kernel(variant) {
     }
     workgroupBarrier();` : '';
   return {
-    TM, TN,
+    TM, TN, KS,
     code: `enable f16;
 enable chromium_experimental_subgroup_matrix;
 struct Params { m: u32, n: u32, k: u32 }
@@ -132,8 +148,122 @@ ${store}}`,
   };
 }
 
+// A parameterised tile kernel, named `tile:KEY=VALUE,...` (defaults in brackets):
+//   sg    subgroups per workgroup [8], laid out sgr x (sg / sgr) [sgr 4]
+//   tm tn the workgroup tile [128 x 128]; each subgroup owns (tm / sgr) x (tn / sgc), in 16x16 accumulators
+//   ks    the K slab staged in workgroup memory per step [32]
+//   pad   halves added to each staged row (bank conflicts of the matrix loads) [8]
+//   db    1: two slab buffers, the next slab's global loads issued before the current slab's MMAs and
+//         stored after them (one barrier per slab) [1]
+//   af32  1: A is float32 in memory, rounded to f16 while staging (what wgi's activations are) [0]
+//   bdirect 1: B prepacked in 16x16 blocks (each block's 256 halves contiguous, blocks [K/16][N/16]), its
+//         matrices loaded straight from the storage buffer (a weight is prepacked once at plan time); only
+//         A is staged [0]
+// Global loads are 16 bytes per invocation (vec4<u32>: 8 halves, or vec4<f32> with af32); stores into
+// workgroup memory are f16 scalars (subgroupMatrixLoad reads array<f16>).
+function tileKernel(spec) {
+  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0 };
+  for (const kv of spec.split(',').filter(Boolean)) {
+    const [k, v] = kv.split('=');
+    if (!(k in o)) throw new Error('unknown tile parameter ' + k);
+    o[k] = Number(v);
+  }
+  const threads = 32 * o.sg, sgc = o.sg / o.sgr;
+  const wm = o.tm / o.sgr, wn = o.tn / sgc, am = wm / 16, an = wn / 16;
+  const sa = o.ks + o.pad, sb = o.tn + o.pad;  // staged row strides, in halves
+  const aPer = o.af32 ? 4 : 8;                  // A elements per 16-byte load
+  const aLoads = o.tm * o.ks / aPer / threads, bLoads = o.ks * o.tn / 8 / threads;
+  if (!Number.isInteger(aLoads) || !Number.isInteger(bLoads) || !Number.isInteger(am) || !Number.isInteger(an))
+    throw new Error('tile ' + spec + ' does not divide evenly');
+  const bufs = o.db ? 2 : 1;
+  const aSlab = o.tm * sa, bSlab = o.ks * sb;
+  let decl = '', mma = '', store = '', loads = '';
+  for (let i = 0; i < am; ++i) for (let j = 0; j < an; ++j) {
+    decl += `  var acc${i}_${j} = subgroup_matrix_result<f32, 16, 16>();\n`;
+    mma += `      acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});\n`;
+    store += `  subgroupMatrixStore(&c, (row0 + ${16 * i}u) * p.n + col0 + ${16 * j}u, acc${i}_${j}, false, p.n);\n`;
+  }
+  for (let i = 0; i < am; ++i)
+    loads += `      let l${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&ta, abase + (srow + ${16 * i}u) * ${sa}u + kk, false, ${sa}u);\n`;
+  for (let j = 0; j < an; ++j) {
+    loads += o.bdirect
+      ? `      let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&bh, (((k0 + kk) / 16u) * (p.n / 16u) + col0 / 16u + ${j}u) * 256u, false, 16u);\n`
+      : `      let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&tb, bbase + kk * ${sb}u + scol + ${16 * j}u, false, ${sb}u);\n`;
+  }
+  // Registers of one slab's global loads, then their stores into buffer `buf`.
+  let fetch = '', put = '';
+  const aChunksPerRow = o.ks / aPer, bChunksPerRow = o.tn / 8;
+  for (let t = 0; t < aLoads; ++t) {
+    fetch += `    let ca${t} = (${t}u * ${threads}u + lid);\n`;
+    fetch += `    ga${t} = av[((wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u) * p.k + k0 + (ca${t} % ${aChunksPerRow}u) * ${aPer}u) / ${aPer}u];\n`;
+    const dst = `buf * ${aSlab}u + (ca${t} / ${aChunksPerRow}u) * ${sa}u + (ca${t} % ${aChunksPerRow}u) * ${aPer}u`;
+    put += `    { let ca${t} = (${t}u * ${threads}u + lid); let d = ${dst};\n`;
+    if (o.af32) {
+      put += `      ta[d] = f16(ga${t}.x); ta[d + 1u] = f16(ga${t}.y); ta[d + 2u] = f16(ga${t}.z); ta[d + 3u] = f16(ga${t}.w); }\n`;
+    } else {
+      put += `      let h0 = bitcast<vec2<f16>>(ga${t}.x); let h1 = bitcast<vec2<f16>>(ga${t}.y); let h2 = bitcast<vec2<f16>>(ga${t}.z); let h3 = bitcast<vec2<f16>>(ga${t}.w);\n`;
+      put += `      ta[d] = h0.x; ta[d + 1u] = h0.y; ta[d + 2u] = h1.x; ta[d + 3u] = h1.y; ta[d + 4u] = h2.x; ta[d + 5u] = h2.y; ta[d + 6u] = h3.x; ta[d + 7u] = h3.y; }\n`;
+    }
+  }
+  for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) {
+    fetch += `    let cb${t} = (${t}u * ${threads}u + lid);\n`;
+    fetch += `    gb${t} = bv[((k0 + cb${t} / ${bChunksPerRow}u) * p.n + wg.x * ${o.tn}u + (cb${t} % ${bChunksPerRow}u) * 8u) / 8u];\n`;
+    const dst = `buf * ${bSlab}u + (cb${t} / ${bChunksPerRow}u) * ${sb}u + (cb${t} % ${bChunksPerRow}u) * 8u`;
+    put += `    { let cb${t} = (${t}u * ${threads}u + lid); let d = ${dst};\n`;
+    put += `      let h0 = bitcast<vec2<f16>>(gb${t}.x); let h1 = bitcast<vec2<f16>>(gb${t}.y); let h2 = bitcast<vec2<f16>>(gb${t}.z); let h3 = bitcast<vec2<f16>>(gb${t}.w);\n`;
+    put += `      tb[d] = h0.x; tb[d + 1u] = h0.y; tb[d + 2u] = h1.x; tb[d + 3u] = h1.y; tb[d + 4u] = h2.x; tb[d + 5u] = h2.y; tb[d + 6u] = h3.x; tb[d + 7u] = h3.y; }\n`;
+  }
+  let regs = '';
+  for (let t = 0; t < aLoads; ++t) regs += `  var ga${t}: ${o.af32 ? 'vec4<f32>' : 'vec4<u32>'};\n`;
+  for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) regs += `  var gb${t}: vec4<u32>;\n`;
+  const fn = `fn fetch_slab(k0: u32, lid: u32, wg: vec3u) {\n${fetch}}\nfn put_slab(buf: u32, lid: u32) {\n${put}}\n`;
+  const compute = `    let abase = cur * ${aSlab}u; let bbase = cur * ${bSlab}u;
+    for (var kk = 0u; kk < ${o.ks}u; kk += 16u) {
+${loads}${mma}    }\n`;
+  const loop = o.db
+    ? `  fetch_slab(0u, lid, wg);
+  put_slab(0u, lid);
+  workgroupBarrier();
+  var cur = 0u;
+  for (var k0 = 0u; k0 < p.k; k0 += ${o.ks}u) {
+    let more = k0 + ${o.ks}u < p.k;
+    if (more) { fetch_slab(k0 + ${o.ks}u, lid, wg); }
+${compute}    if (more) { put_slab(1u - cur, lid); }
+    workgroupBarrier();
+    cur = 1u - cur;
+  }\n`
+    : `  let cur = 0u;
+  for (var k0 = 0u; k0 < p.k; k0 += ${o.ks}u) {
+    fetch_slab(k0, lid, wg);
+    put_slab(0u, lid);
+    workgroupBarrier();
+${compute}    workgroupBarrier();
+  }\n`;
+  return {
+    TM: o.tm, TN: o.tn, KS: o.ks, threads, af32: !!o.af32, bBlocks: !!o.bdirect,
+    code: `enable f16;
+enable chromium_experimental_subgroup_matrix;
+struct Params { m: u32, n: u32, k: u32 }
+@group(0) @binding(0) var<storage, read> av: array<${o.af32 ? 'vec4<f32>' : 'vec4<u32>'}>;
+@group(0) @binding(1) var<storage, read> ${o.bdirect ? 'bh: array<f16>' : 'bv: array<vec4<u32>>'};
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+var<workgroup> ta: array<f16, ${bufs * aSlab}>;
+${o.bdirect ? '' : `var<workgroup> tb: array<f16, ${bufs * bSlab}>;`}
+${regs.replace(/  var /g, 'var<private> ')}${fn}
+@compute @workgroup_size(${threads})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(subgroup_id) sid: u32,
+        @builtin(local_invocation_index) lid: u32) {
+  let srow = (sid / ${sgc}u) * ${wm}u;
+  let scol = (sid % ${sgc}u) * ${wn}u;
+  let row0 = wg.y * ${o.tm}u + srow;
+  let col0 = wg.x * ${o.tn}u + scol;
+${decl}${loop}${store}}`,
+  };
+}
+
 async function probe(variant) {
-  const { code, TM, TN } = kernel(variant);
+  const { code, TM, TN, KS, af32, bBlocks } = variant.startsWith('tile:') ? tileKernel(variant.slice(5)) : kernel(variant);
   const module = device.createShaderModule({ code });
   const info = await module.getCompilationInfo();
   // Tint warns once per use of a deprecated spelling: print each distinct message once, with its count.
@@ -151,12 +281,32 @@ async function probe(variant) {
       device.queue.writeBuffer(buf, 0, data);
       return buf;
     };
-    const ba = mk(ah, GPUBufferUsage.STORAGE), bb = mk(bh, GPUBufferUsage.STORAGE);
+    const ba = mk(af32 ? Float32Array.from(ah, fromHalf) : ah, GPUBufferUsage.STORAGE);
+    const bb = mk(bBlocks ? blocked16(bh, K, N) : bh, GPUBufferUsage.STORAGE);
     const bc = device.createBuffer({ size: M * N * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const bp = mk(new Uint32Array([M, N, K, 0]), GPUBufferUsage.UNIFORM);
     const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
       { binding: 0, resource: { buffer: ba } }, { binding: 1, resource: { buffer: bb } },
       { binding: 2, resource: { buffer: bc } }, { binding: 3, resource: { buffer: bp } }] });
+    const querySet = timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+    const resolved = timestamps ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
+    const stamps = timestamps ? device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }) : null;
+    // Milliseconds of GPU time of one pass of `count` dispatches.
+    const gpuTime = async (count) => {
+      const e = device.createCommandEncoder();
+      const pass = e.beginComputePass({ timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bind);
+      for (let i = 0; i < count; ++i) pass.dispatchWorkgroups(N / TN, M / TM);
+      pass.end();
+      e.resolveQuerySet(querySet, 0, 2, resolved, 0);
+      e.copyBufferToBuffer(resolved, 0, stamps, 0, 16);
+      device.queue.submit([e.finish()]);
+      await stamps.mapAsync(GPUMapMode.READ);
+      const t = new BigInt64Array(stamps.getMappedRange().slice(0));
+      stamps.unmap();
+      return Number(t[1] - t[0]) / 1e6;
+    };
     const submit = (count) => {
       const e = device.createCommandEncoder();
       const pass = e.beginComputePass();
@@ -187,25 +337,31 @@ async function probe(variant) {
       return { worst, worstAt };
     }
     const times = [];
-    for (let i = 0; i < 5; ++i) { const t0 = performance.now(); await submit(reps); times.push((performance.now() - t0) / reps); }
+    for (let i = 0; i < 5; ++i) {
+      if (timestamps) {
+        times.push((await gpuTime(reps)) / reps);
+      } else {
+        const t0 = performance.now(); await submit(reps); times.push((performance.now() - t0) / reps);
+      }
+    }
     times.sort((x, y) => x - y);
     return { ms: times[2], tflops: 2 * M * N * K / times[2] / 1e9 };
   };
   // Float32 accumulation of f16 products: error ~K * 2^-24 of the sum of magnitudes; 1e-5 is far above it and
   // far below a wrong tile (garbage or a missed K slab gives errors of order 1).
-  for (const [M, N, K] of [[256, 256, 256], [TM === 128 ? 384 : 320, 384, 160]]) {
+  for (const [M, N, K] of [[2 * TM, 2 * TN, 8 * KS], [3 * TM, 3 * TN, 5 * KS]]) {
     const { worst, worstAt } = await run(M, N, K, 1, true);
     say(`  ${variant} ${M}x${N}x${K}: worst error / sum|a b| ${worst.toExponential(2)} at ${worstAt} ${worst < 1e-5 ? 'ok' : 'WRONG'}`);
     if (!(worst < 1e-5)) return;
   }
-  for (const size of [2048, 4096]) {
+  for (const size of (process.env.SGM_SIZES ?? '4096').split(',').map(Number)) {
     const { ms, tflops } = await run(size, size, size, size === 4096 ? 10 : 20, false);
     say(`  ${variant} ${size}^3: ${ms.toFixed(3)} ms, ${tflops.toFixed(1)} TFLOP/s`);
   }
 }
 
 say(`adapter: ${adapter.info?.vendor ?? ''} ${adapter.info?.architecture ?? ''} ${adapter.info?.description ?? ''}`);
-say(`maxComputeWorkgroupStorageSize ${adapter.limits.maxComputeWorkgroupStorageSize}`);
+say(`maxComputeWorkgroupStorageSize ${adapter.limits.maxComputeWorkgroupStorageSize}; times from ${timestamps ? 'timestamp queries (GPU)' : 'the wall clock'}`);
 for (const variant of wanted.length ? wanted : ['direct', 'staged', 'staged8']) {
   say(`variant ${variant} (${(performance.now() / 1000).toFixed(1)} s)`);
   try {
