@@ -156,13 +156,15 @@ ${store}}`,
 //   db    1: two slab buffers, the next slab's global loads issued before the current slab's MMAs and
 //         stored after them (one barrier per slab) [1]
 //   af32  1: A is float32 in memory, rounded to f16 while staging (what wgi's activations are) [0]
+//   lw    bytes per global load of f16 data: 16 (vec4<u32>), 8 or 4 (u32: consecutive invocations then store
+//         consecutive halves, which keeps the 16-bit workgroup stores free of bank conflicts) [16]
 //   bdirect 1: B prepacked in 16x16 blocks (each block's 256 halves contiguous, blocks [K/16][N/16]), its
 //         matrices loaded straight from the storage buffer (a weight is prepacked once at plan time); only
 //         A is staged [0]
 // Global loads are 16 bytes per invocation (vec4<u32>: 8 halves, or vec4<f32> with af32); stores into
 // workgroup memory are f16 scalars (subgroupMatrixLoad reads array<f16>).
 function tileKernel(spec) {
-  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0 };
+  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0, lw: 16 };
   for (const kv of spec.split(',').filter(Boolean)) {
     const [k, v] = kv.split('=');
     if (!(k in o)) throw new Error('unknown tile parameter ' + k);
@@ -171,8 +173,20 @@ function tileKernel(spec) {
   const threads = 32 * o.sg, sgc = o.sg / o.sgr;
   const wm = o.tm / o.sgr, wn = o.tn / sgc, am = wm / 16, an = wn / 16;
   const sa = o.ks + o.pad, sb = o.tn + o.pad;  // staged row strides, in halves
-  const aPer = o.af32 ? 4 : 8;                  // A elements per 16-byte load
-  const aLoads = o.tm * o.ks / aPer / threads, bLoads = o.ks * o.tn / 8 / threads;
+  const words = o.lw / 4;                               // u32 words per load of f16 data
+  const wordType = ['', 'u32', 'vec2<u32>', '', 'vec4<u32>'][words];
+  const halves = 2 * words;                             // f16 elements per load
+  const aPer = o.af32 ? 4 : halves;                     // A elements per load
+  const aLoads = o.tm * o.ks / aPer / threads, bLoads = o.ks * o.tn / halves / threads;
+  // Stores of the f16 pairs of a loaded value `v` (its words) at t[d], t[d + 1], ...
+  const storeHalves = (t, v) => {
+    let out = '';
+    for (let w = 0; w < words; ++w) {
+      const word = words === 1 ? v : `${v}.${'xyzw'[w]}`;
+      out += ` { let h = bitcast<vec2<f16>>(${word}); ${t}[d + ${2 * w}u] = h.x; ${t}[d + ${2 * w + 1}u] = h.y; }`;
+    }
+    return out + '\n';
+  };
   if (!Number.isInteger(aLoads) || !Number.isInteger(bLoads) || !Number.isInteger(am) || !Number.isInteger(an))
     throw new Error('tile ' + spec + ' does not divide evenly');
   const bufs = o.db ? 2 : 1;
@@ -192,7 +206,7 @@ function tileKernel(spec) {
   }
   // Registers of one slab's global loads, then their stores into buffer `buf`.
   let fetch = '', put = '';
-  const aChunksPerRow = o.ks / aPer, bChunksPerRow = o.tn / 8;
+  const aChunksPerRow = o.ks / aPer, bChunksPerRow = o.tn / halves;
   for (let t = 0; t < aLoads; ++t) {
     fetch += `    let ca${t} = (${t}u * ${threads}u + lid);\n`;
     fetch += `    ga${t} = av[((wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u) * p.k + k0 + (ca${t} % ${aChunksPerRow}u) * ${aPer}u) / ${aPer}u];\n`;
@@ -201,21 +215,19 @@ function tileKernel(spec) {
     if (o.af32) {
       put += `      ta[d] = f16(ga${t}.x); ta[d + 1u] = f16(ga${t}.y); ta[d + 2u] = f16(ga${t}.z); ta[d + 3u] = f16(ga${t}.w); }\n`;
     } else {
-      put += `      let h0 = bitcast<vec2<f16>>(ga${t}.x); let h1 = bitcast<vec2<f16>>(ga${t}.y); let h2 = bitcast<vec2<f16>>(ga${t}.z); let h3 = bitcast<vec2<f16>>(ga${t}.w);\n`;
-      put += `      ta[d] = h0.x; ta[d + 1u] = h0.y; ta[d + 2u] = h1.x; ta[d + 3u] = h1.y; ta[d + 4u] = h2.x; ta[d + 5u] = h2.y; ta[d + 6u] = h3.x; ta[d + 7u] = h3.y; }\n`;
+      put += `     ${storeHalves('ta', `ga${t}`)}    }\n`;
     }
   }
   for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) {
     fetch += `    let cb${t} = (${t}u * ${threads}u + lid);\n`;
-    fetch += `    gb${t} = bv[((k0 + cb${t} / ${bChunksPerRow}u) * p.n + wg.x * ${o.tn}u + (cb${t} % ${bChunksPerRow}u) * 8u) / 8u];\n`;
-    const dst = `buf * ${bSlab}u + (cb${t} / ${bChunksPerRow}u) * ${sb}u + (cb${t} % ${bChunksPerRow}u) * 8u`;
+    fetch += `    gb${t} = bv[((k0 + cb${t} / ${bChunksPerRow}u) * p.n + wg.x * ${o.tn}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u) / ${halves}u];\n`;
+    const dst = `buf * ${bSlab}u + (cb${t} / ${bChunksPerRow}u) * ${sb}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u`;
     put += `    { let cb${t} = (${t}u * ${threads}u + lid); let d = ${dst};\n`;
-    put += `      let h0 = bitcast<vec2<f16>>(gb${t}.x); let h1 = bitcast<vec2<f16>>(gb${t}.y); let h2 = bitcast<vec2<f16>>(gb${t}.z); let h3 = bitcast<vec2<f16>>(gb${t}.w);\n`;
-    put += `      tb[d] = h0.x; tb[d + 1u] = h0.y; tb[d + 2u] = h1.x; tb[d + 3u] = h1.y; tb[d + 4u] = h2.x; tb[d + 5u] = h2.y; tb[d + 6u] = h3.x; tb[d + 7u] = h3.y; }\n`;
+    put += `     ${storeHalves('tb', `gb${t}`)}    }\n`;
   }
   let regs = '';
-  for (let t = 0; t < aLoads; ++t) regs += `  var ga${t}: ${o.af32 ? 'vec4<f32>' : 'vec4<u32>'};\n`;
-  for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) regs += `  var gb${t}: vec4<u32>;\n`;
+  for (let t = 0; t < aLoads; ++t) regs += `  var ga${t}: ${o.af32 ? 'vec4<f32>' : wordType};\n`;
+  for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) regs += `  var gb${t}: ${wordType};\n`;
   const fn = `fn fetch_slab(k0: u32, lid: u32, wg: vec3u) {\n${fetch}}\nfn put_slab(buf: u32, lid: u32) {\n${put}}\n`;
   const compute = `    let abase = cur * ${aSlab}u; let bbase = cur * ${bSlab}u;
     for (var kk = 0u; kk < ${o.ks}u; kk += 16u) {
@@ -244,8 +256,8 @@ ${compute}    workgroupBarrier();
     code: `enable f16;
 enable chromium_experimental_subgroup_matrix;
 struct Params { m: u32, n: u32, k: u32 }
-@group(0) @binding(0) var<storage, read> av: array<${o.af32 ? 'vec4<f32>' : 'vec4<u32>'}>;
-@group(0) @binding(1) var<storage, read> ${o.bdirect ? 'bh: array<f16>' : 'bv: array<vec4<u32>>'};
+@group(0) @binding(0) var<storage, read> av: array<${o.af32 ? 'vec4<f32>' : wordType}>;
+@group(0) @binding(1) var<storage, read> ${o.bdirect ? 'bh: array<f16>' : `bv: array<${wordType}>`};
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 var<workgroup> ta: array<f16, ${bufs * aSlab}>;

@@ -226,7 +226,7 @@ std::shared_ptr<StagedRunner::Stage> StagedRunner::make_stage(Scope& scope, size
   if (stop > first) {
     stage->plan =
         std::make_unique<ExecutionPlan>(device_, graph_, weights_, std::move(planned), kernel_plans_ms,
-                                        sharing_, sources, nullptr, run_status_, &stage->io);
+                                        sharing_, sources, PlanRoom{}, run_status_, &stage->io);
   }
   return stage;
 }
