@@ -1083,7 +1083,10 @@ bool same_kernels(const ops::OpPlan& before, const ops::OpPlan& now) {
 
 }  // namespace
 
-Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const InputSource> sources) {
+// Step 1 of respecialize: the same kernels for the same nodes, with the same prepacked constants (uploaded by
+// content, so equal bytes are the same buffer), grids the device can run, and host values where they were.
+// Done when they are (nothing rewritten yet), else OtherKernels.
+Respecialized ExecutionPlan::same_kernels_as(NodePlans& planned) {
   if (!sharing_ || shared_.size() != steps_.size() || planned.descs.size() != descs_.size())
     return Respecialized::OtherKernels;
   auto& nodes = planned.gpu_nodes;
@@ -1093,8 +1096,6 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     const NodePlans::Alias &x = aliases_[a], &y = planned.aliases[a];
     if (x.step != y.step || x.value != y.value || x.source != y.source) return Respecialized::OtherKernels;
   }
-  // 1. The same kernels for the same nodes, with the same prepacked constants (uploaded by content, so equal
-  //    bytes are the same buffer) and grids the device can run.
   const gpu::Limits& limits = device_.limits();
   for (size_t s = 0; s < nodes.size(); ++s) {
     if (nodes[s].node != steps_[s].node || !nodes[s].shared) return Respecialized::OtherKernels;
@@ -1128,34 +1129,34 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     const bool host_now = graph_.values[v].constant || planned.host_values[v];
     if (host_before != host_now) return Respecialized::OtherKernels;
   }
-  // 2. Room: every region (its whole buffer), scratch and folded upload holds the new sizes.
+  return Respecialized::Done;
+}
+
+// Step 2: every region (its whole buffer), scratch and folded upload holds the new sizes.
+bool ExecutionPlan::has_room_for(const NodePlans& planned) const {
+  const auto& nodes = planned.gpu_nodes;
   for (size_t v : region_values_) {
-    if (device_byte_size(planned.descs[v]) > locations_[v].resolved_size())
-      return Respecialized::NeedsMoreRoom;
+    if (device_byte_size(planned.descs[v]) > locations_[v].resolved_size()) return false;
   }
   for (size_t s = 0; s < nodes.size(); ++s) {
     const auto& bytes = nodes[s].shared->plan.scratch_bytes;
     for (size_t k = 0; k < bytes.size(); ++k) {
       if (k < scratch_[s].size() && scratch_[s][k].buffer && bytes[k] > scratch_[s][k].resolved_size())
-        return Respecialized::NeedsMoreRoom;
+        return false;
     }
   }
   for (const auto& [v, buffer] : folded_) {
     if (device_byte_size({planned.host_values[v]->dtype(), planned.host_values[v]->shape()}) > buffer->size())
-      return Respecialized::NeedsMoreRoom;
+      return false;
   }
+  return true;
+}
 
-  // 3. Nothing can fail from here on: rewrite what the sizes change.
-  for (size_t s = 0; s < nodes.size(); ++s) {
-    SharedNodePlan& now = *nodes[s].shared;
-    if (now.pipelines.empty()) {
-      now.pipelines = shared_[s]->pipelines;  // the same programs
-      now.dispatches.resize(now.plan.launches.size());
-    }
-  }
-  // Inputs: a device input bound where it lived moves to a buffer of the plan unless it is the same content
-  // (a decoder's cross keys/values); a buffer of the plan too small for the new size is replaced by one with
-  // room to grow. The dispatches that bind a moved input are bound again.
+// Inputs: a device input bound where it lived moves to a buffer of the plan unless it is the same content
+// (a decoder's cross keys/values); a buffer of the plan too small for the new size is replaced by one with
+// room to grow. Returns which moved (their dispatches are bound again).
+std::vector<bool> ExecutionPlan::move_inputs(const NodePlans& planned, std::span<const InputSource> sources) {
+  const gpu::Limits& limits = device_.limits();
   std::vector<bool> moved(inputs_.size(), false);
   for (size_t i = 0; i < inputs_.size(); ++i) {
     InputSlot& slot = inputs_[i];
@@ -1172,8 +1173,13 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     slot.content_id = 0;
     moved[i] = true;
   }
-  // Uniforms and grids: a dispatch of this plan alone is rewritten in place; one shared with other plans (by
-  // its node plan) is bound anew for this plan, which then owns it.
+  return moved;
+}
+
+// Uniforms and grids: a dispatch of this plan alone is rewritten in place; one shared with other plans (by
+// its node plan) is bound anew for this plan, which then owns it.
+void ExecutionPlan::rewrite_dispatches(const NodePlans& planned) {
+  const auto& nodes = planned.gpu_nodes;
   for (size_t d = 0; d < dispatch_records_.size(); ++d) {
     DispatchRecord& record = dispatch_records_[d];
     const ops::KernelLaunch& before = shared_[record.step]->plan.launches[record.launch];
@@ -1193,8 +1199,10 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
       record.owned = true;
     }
   }
-  rebind_moved_inputs(moved);
-  // Folded values bound by kernels: written again where they changed.
+}
+
+// Folded values bound by kernels: written again where they changed.
+void ExecutionPlan::rewrite_folded_values(const NodePlans& planned) {
   for (const auto& [v, buffer] : folded_) {
     const Tensor& h = *planned.host_values[v];
     const Tensor& old = *host_values_[v];
@@ -1203,9 +1211,26 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     write_tensor(device_, {buffer, 0, device_byte_size({h.dtype(), h.shape()})}, h,
                  "folded '" + graph_.values[v].name + "'");
   }
+}
+
+Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const InputSource> sources) {
+  if (const Respecialized same = same_kernels_as(planned); same != Respecialized::Done) return same;
+  if (!has_room_for(planned)) return Respecialized::NeedsMoreRoom;
+  // Nothing can fail from here on: rewrite what the sizes change.
+  for (size_t s = 0; s < planned.gpu_nodes.size(); ++s) {
+    SharedNodePlan& now = *planned.gpu_nodes[s].shared;
+    if (now.pipelines.empty()) {
+      now.pipelines = shared_[s]->pipelines;  // the same programs
+      now.dispatches.resize(now.plan.launches.size());
+    }
+  }
+  const std::vector<bool> moved = move_inputs(planned, sources);
+  rewrite_dispatches(planned);
+  rebind_moved_inputs(moved);  // after the dispatches: it binds their new uniforms and grids
+  rewrite_folded_values(planned);
   descs_ = std::move(planned.descs);
   host_values_ = std::move(planned.host_values);
-  for (size_t s = 0; s < nodes.size(); ++s) shared_[s] = nodes[s].shared;
+  for (size_t s = 0; s < planned.gpu_nodes.size(); ++s) shared_[s] = planned.gpu_nodes[s].shared;
   reused_node_plans_ = planned.reused;
   return Respecialized::Done;
 }

@@ -335,6 +335,12 @@ class ExecutionPlan {
                                                       size_t capacity);
   // Binds again the dispatches that bind an input marked in `moved` (it moved to its owned buffer).
   void rebind_moved_inputs(const std::vector<bool>& moved);
+  // respecialize's steps.
+  Respecialized same_kernels_as(NodePlans& planned);
+  bool has_room_for(const NodePlans& planned) const;
+  std::vector<bool> move_inputs(const NodePlans& planned, std::span<const InputSource> sources);
+  void rewrite_dispatches(const NodePlans& planned);
+  void rewrite_folded_values(const NodePlans& planned);
   // Where output o is read from, given where the inputs are in this run.
   gpu::BufferSlice output_source(size_t o, std::span<const gpu::BufferSlice> current) const;
   // A value of the graph or of an unrolled Loop or Scan.
