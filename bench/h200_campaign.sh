@@ -15,6 +15,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh files_tests   # carry [".device"] (packed as `files_tests`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_models  # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode_rnn    # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh decode        # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh pipelines_equal  # carry [".device"] (packed as `pipelines`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
@@ -54,8 +55,9 @@
 # files_tests: the round of the files users ship (fp16, q4, q8 variants, If, new ops): the whole GPU test suite
 #         and ONNX's node tests on the H200, then the quantized products (wgi_bench_quantized) next to the float32
 #         Gemm of the same shapes.
-# decode_rnn: decoder loops (32 steps) with and without respecialized plans; the recurrent layers against
-#         cuDNN; the data-dependent ops (NMS, TopK) against torch / torchvision on CUDA.
+# decode_rnn: decoder loops (32 steps) with and without growing dims and respecialized plans; the recurrent
+#         layers against cuDNN; the data-dependent ops (NMS, TopK) against torch / torchvision on CUDA.
+# decode: only its decoder loops.
 # variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
 #         SigLIP fp16/q4, the q4 decoder step and the quantized products. Packed as `models` plus the variants.
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
@@ -557,9 +559,10 @@ elif [[ $mode == fp16_profile ]]; then
     timeout 90 wgi bench "$d/$f.onnx" --random-inputs 1 --dim batch=1 --runs 10 --profile >"$out/profile_$f.txt" 2>&1
     grep -E '^(run|graph)' "$out/profile_$f.txt"
   done
-elif [[ $mode == decode_rnn ]]; then
-  # Decoder loops with and without respecialized plans (issue 21 item 4) and the recurrent layers against
-  # PyTorch's cuDNN RNNs (issue 17's speed item), in one call.
+elif [[ $mode == decode || $mode == decode_rnn ]]; then
+  # Decoder loops (issue 21 item 4): the first step planned with room for the last step's past (the default),
+  # without it (--no-growing-dims: plans grow by doubling), and every step planned in full; with decode_rnn
+  # also the recurrent layers against PyTorch's cuDNN RNNs and the data-dependent ops (issue 17).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {
     stamp_machine
@@ -567,13 +570,15 @@ elif [[ $mode == decode_rnn ]]; then
     for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
       dims=()
       for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
-      for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-respecialize"; do
+      for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-growing-dims" \
+        "--decode 32 --device-inputs --no-respecialize"; do
         stamp "wgi bench $name $m"
         # shellcheck disable=SC2086
         timeout 120 wgi bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
           grep -E '^(run|first step|later|decode|plans|memory)'
       done
     done
+    if [[ $mode == decode ]]; then stamp done; exit 0; fi
     stamp recurrent: wgi
     WGI_BENCH_SIZE=large timeout 200 wgi_bench_recurrent --benchmark_format=json \
       --benchmark_out="$out/wgi_recurrent.json" --benchmark_min_time=0.1 >/dev/null 2>"$out/recurrent.err"

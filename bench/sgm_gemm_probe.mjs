@@ -17,30 +17,37 @@ const require = createRequire(import.meta.url);
 const say = (m) => fs.writeSync(1, m + '\n');
 const [pkg, ...wanted] = process.argv.slice(2);
 if (!pkg) {
-  say('usage: node bench/sgm_gemm_probe.mjs DAWN_NODE_PACKAGE [direct|staged|staged8 ...]');
+  say('usage: node bench/sgm_gemm_probe.mjs DAWN_NODE_PACKAGE|--print [direct|staged|staged8|tile:k=v,... ...]');
   process.exit(2);
+}
+if (pkg === '--print') {  // the WGSL of tile variants, to read them
+  for (const v of wanted) say(tileKernel(v.replace(/^tile:/, '')).code);
+  process.exit(0);
 }
 const { create, globals } = require(pkg + '/dist/linux-x64/dawn.node');
 Object.assign(globalThis, globals);
 const gpu = create(['enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia']);
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 const features = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'];
+// GPU time from timestamp queries at the compute pass's beginning and end when the adapter has them (the
+// wall clock around onSubmittedWorkDone in dawn.node is far too coarse and noisy); else the wall clock.
+const timestamps = adapter.features.has('timestamp-query');
 const missing = features.filter((f) => !adapter.features.has(f));
 if (missing.length) {
   say(`adapter lacks ${missing.join(', ')}: nothing to probe`);
   process.exit(0);
 }
 const device = await adapter.requestDevice({
-  requiredFeatures: features,
+  requiredFeatures: timestamps ? [...features, 'timestamp-query'] : features,
   requiredLimits: { maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize },
 });
 let lastError = null;
 device.addEventListener?.('uncapturederror', (e) => { lastError = e.error.message; say('uncaptured: ' + lastError); });
 
+const halfScratch = new DataView(new ArrayBuffer(4));
 function toHalf(f) {
-  const b = new DataView(new ArrayBuffer(4));
-  b.setFloat32(0, f);
-  const x = b.getUint32(0);
+  halfScratch.setFloat32(0, f);
+  const x = halfScratch.getUint32(0);
   const sign = (x >>> 16) & 0x8000;
   let exp = ((x >>> 23) & 0xff) - 127 + 15;
   let mant = x & 0x7fffff;
@@ -63,6 +70,15 @@ function randomHalves(count, seed) {
     s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
     out[i] = toHalf(s / 2 ** 31 - 1);
   }
+  return out;
+}
+
+// B [K, N] row-major as 16x16 blocks, each block's rows contiguous, blocks in [K/16][N/16] order.
+function blocked16(b, K, N) {
+  const out = new Uint16Array(b.length);
+  let o = 0;
+  for (let kb = 0; kb < K / 16; ++kb) for (let nb = 0; nb < N / 16; ++nb)
+    for (let r = 0; r < 16; ++r) for (let c = 0; c < 16; ++c) out[o++] = b[(kb * 16 + r) * N + nb * 16 + c];
   return out;
 }
 
@@ -105,7 +121,7 @@ function kernel(variant) {
     }
     workgroupBarrier();` : '';
   return {
-    TM, TN,
+    TM, TN, KS,
     code: `enable f16;
 enable chromium_experimental_subgroup_matrix;
 struct Params { m: u32, n: u32, k: u32 }
@@ -132,8 +148,159 @@ ${store}}`,
   };
 }
 
+// A parameterised tile kernel, named `tile:KEY=VALUE,...` (defaults in brackets):
+//   sg    subgroups per workgroup [8], laid out sgr x (sg / sgr) [sgr 4]
+//   tm tn the workgroup tile [128 x 128]; each subgroup owns (tm / sgr) x (tn / sgc), in 16x16 accumulators
+//   ks    the K slab staged in workgroup memory per step [32]
+//   pad   halves added to each staged row (bank conflicts of the matrix loads) [8]
+//   db    1: two slab buffers, the next slab's global loads issued before the current slab's MMAs and
+//         stored after them (one barrier per slab) [1]
+//   af32  1: A is float32 in memory, rounded to f16 while staging (what wgi's activations are) [0]
+//   lw    bytes per global load of f16 data: 16 (vec4<u32>), 8 or 4 (u32: consecutive invocations then store
+//         consecutive halves, which keeps the 16-bit workgroup stores free of bank conflicts) [16]
+//   bdirect 1: B prepacked in 16x16 blocks (each block's 256 halves contiguous, blocks [K/16][N/16]), its
+//         matrices loaded straight from the storage buffer (a weight is prepacked once at plan time); only
+//         A is staged [0]
+//   edge  1: wgi's shapes: any M and N; A [M, Kp] and B [Kp, Np] zero-padded to the K slab and the tile's
+//         width (a cast kernel and the weight's prepack would write them); rows of A past M staged as zeros;
+//         C [M, N] = A B + bias[n], written through workgroup memory one 16x16 accumulator at a time, in
+//         bounds only [0]
+// Global loads are 16 bytes per invocation (vec4<u32>: 8 halves, or vec4<f32> with af32); stores into
+// workgroup memory are f16 scalars (subgroupMatrixLoad reads array<f16>).
+function tileKernel(spec) {
+  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0, lw: 16, edge: 0 };
+  for (const kv of spec.split(',').filter(Boolean)) {
+    const [k, v] = kv.split('=');
+    if (!(k in o)) throw new Error('unknown tile parameter ' + k);
+    o[k] = Number(v);
+  }
+  const threads = 32 * o.sg, sgc = o.sg / o.sgr;
+  const wm = o.tm / o.sgr, wn = o.tn / sgc, am = wm / 16, an = wn / 16;
+  const sa = o.ks + o.pad, sb = o.tn + o.pad;  // staged row strides, in halves
+  const words = o.lw / 4;                               // u32 words per load of f16 data
+  const wordType = ['', 'u32', 'vec2<u32>', '', 'vec4<u32>'][words];
+  const halves = 2 * words;                             // f16 elements per load
+  const aPer = o.af32 ? 4 : halves;                     // A elements per load
+  const aLoads = o.tm * o.ks / aPer / threads, bLoads = o.ks * o.tn / halves / threads;
+  // Stores of the f16 pairs of a loaded value `v` (its words) at t[d], t[d + 1], ...
+  const storeHalves = (t, v) => {
+    let out = '';
+    for (let w = 0; w < words; ++w) {
+      const word = words === 1 ? v : `${v}.${'xyzw'[w]}`;
+      out += ` { let h = bitcast<vec2<f16>>(${word}); ${t}[d + ${2 * w}u] = h.x; ${t}[d + ${2 * w + 1}u] = h.y; }`;
+    }
+    return out + '\n';
+  };
+  if (!Number.isInteger(aLoads) || !Number.isInteger(bLoads) || !Number.isInteger(am) || !Number.isInteger(an))
+    throw new Error('tile ' + spec + ' does not divide evenly');
+  const bufs = o.db ? 2 : 1;
+  const aSlab = o.tm * sa, bSlab = o.ks * sb;
+  let decl = '', mma = '', store = '', loads = '';
+  for (let i = 0; i < am; ++i) for (let j = 0; j < an; ++j) {
+    decl += `  var acc${i}_${j} = subgroup_matrix_result<f32, 16, 16>();\n`;
+    mma += `      acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});\n`;
+    if (o.edge) {
+      // Uniform: every subgroup stores its (i, j) accumulator, then its own lanes copy it out.
+      store += `  subgroupMatrixStore(&bounce, sid * 256u, acc${i}_${j}, false, 16u);
+  workgroupBarrier();
+  for (var e = sl; e < 256u; e += sgsize) {
+    let row = row0 + ${16 * i}u + e / 16u; let col = col0 + ${16 * j}u + e % 16u;
+    if (row < p.m && col < p.n) { c[row * p.n + col] = bounce[sid * 256u + e] + bias[col]; }
+  }
+  workgroupBarrier();\n`;
+    } else {
+      store += `  subgroupMatrixStore(&c, (row0 + ${16 * i}u) * p.n + col0 + ${16 * j}u, acc${i}_${j}, false, p.n);\n`;
+    }
+  }
+  for (let i = 0; i < am; ++i)
+    loads += `      let l${i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&ta, abase + (srow + ${16 * i}u) * ${sa}u + kk, false, ${sa}u);\n`;
+  for (let j = 0; j < an; ++j) {
+    loads += o.bdirect
+      ? `      let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&bh, (((k0 + kk) / 16u) * (p.n / 16u) + col0 / 16u + ${j}u) * 256u, false, 16u);\n`
+      : `      let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&tb, bbase + kk * ${sb}u + scol + ${16 * j}u, false, ${sb}u);\n`;
+  }
+  // Registers of one slab's global loads, then their stores into buffer `buf`.
+  let fetch = '', put = '';
+  const aChunksPerRow = o.ks / aPer, bChunksPerRow = o.tn / halves;
+  for (let t = 0; t < aLoads; ++t) {
+    fetch += `    let ca${t} = (${t}u * ${threads}u + lid);\n`;
+    if (o.edge) {
+      const zero = o.af32 ? 'vec4<f32>()' : `${wordType}()`;
+      fetch += `    { let r = min(wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u, p.m - 1u);\n`;
+      fetch += `      ga${t} = select(${zero}, av[(r * p.k + k0 + (ca${t} % ${aChunksPerRow}u) * ${aPer}u) / ${aPer}u], wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u < p.m); }\n`;
+    } else {
+      fetch += `    ga${t} = av[((wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u) * p.k + k0 + (ca${t} % ${aChunksPerRow}u) * ${aPer}u) / ${aPer}u];\n`;
+    }
+    const dst = `buf * ${aSlab}u + (ca${t} / ${aChunksPerRow}u) * ${sa}u + (ca${t} % ${aChunksPerRow}u) * ${aPer}u`;
+    put += `    { let ca${t} = (${t}u * ${threads}u + lid); let d = ${dst};\n`;
+    if (o.af32) {
+      put += `      ta[d] = f16(ga${t}.x); ta[d + 1u] = f16(ga${t}.y); ta[d + 2u] = f16(ga${t}.z); ta[d + 3u] = f16(ga${t}.w); }\n`;
+    } else {
+      put += `     ${storeHalves('ta', `ga${t}`)}    }\n`;
+    }
+  }
+  for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) {
+    fetch += `    let cb${t} = (${t}u * ${threads}u + lid);\n`;
+    fetch += `    gb${t} = bv[((k0 + cb${t} / ${bChunksPerRow}u) * ${o.edge ? 'p.np' : 'p.n'} + wg.x * ${o.tn}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u) / ${halves}u];\n`;
+    const dst = `buf * ${bSlab}u + (cb${t} / ${bChunksPerRow}u) * ${sb}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u`;
+    put += `    { let cb${t} = (${t}u * ${threads}u + lid); let d = ${dst};\n`;
+    put += `     ${storeHalves('tb', `gb${t}`)}    }\n`;
+  }
+  let regs = '';
+  for (let t = 0; t < aLoads; ++t) regs += `  var ga${t}: ${o.af32 ? 'vec4<f32>' : wordType};\n`;
+  for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) regs += `  var gb${t}: ${wordType};\n`;
+  const fn = `fn fetch_slab(k0: u32, lid: u32, wg: vec3u) {\n${fetch}}\nfn put_slab(buf: u32, lid: u32) {\n${put}}\n`;
+  const compute = `    let abase = cur * ${aSlab}u; let bbase = cur * ${bSlab}u;
+    for (var kk = 0u; kk < ${o.ks}u; kk += 16u) {
+${loads}${mma}    }\n`;
+  const loop = o.db
+    ? `  fetch_slab(0u, lid, wg);
+  put_slab(0u, lid);
+  workgroupBarrier();
+  var cur = 0u;
+  for (var k0 = 0u; k0 < p.k; k0 += ${o.ks}u) {
+    let more = k0 + ${o.ks}u < p.k;
+    if (more) { fetch_slab(k0 + ${o.ks}u, lid, wg); }
+${compute}    if (more) { put_slab(1u - cur, lid); }
+    workgroupBarrier();
+    cur = 1u - cur;
+  }\n`
+    : `  let cur = 0u;
+  for (var k0 = 0u; k0 < p.k; k0 += ${o.ks}u) {
+    fetch_slab(k0, lid, wg);
+    put_slab(0u, lid);
+    workgroupBarrier();
+${compute}    workgroupBarrier();
+  }\n`;
+  return {
+    TM: o.tm, TN: o.tn, KS: o.ks, threads, af32: !!o.af32, bBlocks: !!o.bdirect, edge: !!o.edge,
+    code: `enable f16;
+enable chromium_experimental_subgroup_matrix;${o.edge ? '\nenable subgroups;' : ''}
+struct Params { m: u32, n: u32, k: u32, np: u32 }
+@group(0) @binding(0) var<storage, read> av: array<${o.af32 ? 'vec4<f32>' : wordType}>;
+@group(0) @binding(1) var<storage, read> ${o.bdirect ? 'bh: array<f16>' : `bv: array<${wordType}>`};
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+${o.edge ? `@group(0) @binding(4) var<storage, read> bias: array<f32>;
+var<workgroup> bounce: array<f32, ${o.sg * 256}>;` : ''}
+var<workgroup> ta: array<f16, ${bufs * aSlab}>;
+${o.bdirect ? '' : `var<workgroup> tb: array<f16, ${bufs * bSlab}>;`}
+${regs.replace(/  var /g, 'var<private> ')}${fn}
+@compute @workgroup_size(${threads})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(subgroup_id) sid: u32,
+        @builtin(local_invocation_index) lid: u32${o.edge ? `,
+        @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) sgsize: u32` : ''}) {
+  let srow = (sid / ${sgc}u) * ${wm}u;
+  let scol = (sid % ${sgc}u) * ${wn}u;
+  let row0 = wg.y * ${o.tm}u + srow;
+  let col0 = wg.x * ${o.tn}u + scol;
+${decl}${loop}${store}}`,
+  };
+}
+
 async function probe(variant) {
-  const { code, TM, TN } = kernel(variant);
+  const { code, TM, TN, KS, af32, bBlocks, edge } =
+    variant.startsWith('tile:') ? tileKernel(variant.slice(5)) : kernel(variant);
   const module = device.createShaderModule({ code });
   const info = await module.getCompilationInfo();
   // Tint warns once per use of a deprecated spelling: print each distinct message once, with its count.
@@ -145,24 +312,59 @@ async function probe(variant) {
   for (const [key, count] of seen) say(`  ${variant} ${key} (x${count})`);
   const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
   const run = async (M, N, K, reps, check) => {
+    // With edge: A [M, Kp] and B [Kp, Np] zero-padded (Kp, Np: K and N rounded up to the slab and the tile).
+    const Kp = edge ? Math.ceil(K / KS) * KS : K, Np = edge ? Math.ceil(N / TN) * TN : N;
     const ah = randomHalves(M * K, 1234 + M), bh = randomHalves(K * N, 99 + N);
+    const bias = edge ? Float32Array.from(randomHalves(N, 7 + N), fromHalf) : null;
+    const pad = (x, rows, cols, stride) => {
+      if (stride === cols) return x;
+      const out = new Uint16Array(rows * stride);
+      for (let r = 0; r < rows; ++r) out.set(x.subarray(r * cols, (r + 1) * cols), r * stride);
+      return out;
+    };
+    const ap = pad(ah, M, K, Kp);
+    const bpad = new Uint16Array(Kp * Np);
+    bpad.set(pad(bh, K, N, Np));
     const mk = (data, usage) => {
       const buf = device.createBuffer({ size: Math.max(16, data.byteLength), usage: usage | GPUBufferUsage.COPY_DST });
       device.queue.writeBuffer(buf, 0, data);
       return buf;
     };
-    const ba = mk(ah, GPUBufferUsage.STORAGE), bb = mk(bh, GPUBufferUsage.STORAGE);
+    const ba = mk(af32 ? Float32Array.from(ap, fromHalf) : ap, GPUBufferUsage.STORAGE);
+    const bb = mk(bBlocks ? blocked16(bh, K, N) : edge ? bpad : bh, GPUBufferUsage.STORAGE);
     const bc = device.createBuffer({ size: M * N * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
-    const bp = mk(new Uint32Array([M, N, K, 0]), GPUBufferUsage.UNIFORM);
-    const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
+    const bp = mk(new Uint32Array([M, N, Kp, Np]), GPUBufferUsage.UNIFORM);
+    const entries = [
       { binding: 0, resource: { buffer: ba } }, { binding: 1, resource: { buffer: bb } },
-      { binding: 2, resource: { buffer: bc } }, { binding: 3, resource: { buffer: bp } }] });
+      { binding: 2, resource: { buffer: bc } }, { binding: 3, resource: { buffer: bp } }];
+    if (edge) entries.push({ binding: 4, resource: { buffer: mk(bias, GPUBufferUsage.STORAGE) } });
+    const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+    const groupsX = Math.ceil(N / TN), groupsY = Math.ceil(M / TM);
+    const querySet = timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
+    const resolved = timestamps ? device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }) : null;
+    const stamps = timestamps ? device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST }) : null;
+    // Milliseconds of GPU time of one pass of `count` dispatches.
+    const gpuTime = async (count) => {
+      const e = device.createCommandEncoder();
+      const pass = e.beginComputePass({ timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bind);
+      for (let i = 0; i < count; ++i) pass.dispatchWorkgroups(groupsX, groupsY);
+      pass.end();
+      e.resolveQuerySet(querySet, 0, 2, resolved, 0);
+      e.copyBufferToBuffer(resolved, 0, stamps, 0, 16);
+      device.queue.submit([e.finish()]);
+      await stamps.mapAsync(GPUMapMode.READ);
+      const t = new BigInt64Array(stamps.getMappedRange().slice(0));
+      stamps.unmap();
+      return Number(t[1] - t[0]) / 1e6;
+    };
     const submit = (count) => {
       const e = device.createCommandEncoder();
       const pass = e.beginComputePass();
       pass.setPipeline(pipeline);
       pass.setBindGroup(0, bind);
-      for (let i = 0; i < count; ++i) pass.dispatchWorkgroups(N / TN, M / TM);
+      for (let i = 0; i < count; ++i) pass.dispatchWorkgroups(groupsX, groupsY);
       pass.end();
       device.queue.submit([e.finish()]);
       return device.queue.onSubmittedWorkDone();
@@ -179,7 +381,7 @@ async function probe(variant) {
       const af = Float64Array.from(ah, fromHalf), bf = Float64Array.from(bh, fromHalf);
       let worst = 0, worstAt = -1;
       for (let m = 0; m < M; ++m) for (let n = 0; n < N; ++n) {
-        let want = 0, scale = 0;
+        let want = edge ? bias[n] : 0, scale = Math.abs(want);
         for (let k = 0; k < K; ++k) { const t = af[m * K + k] * bf[k * N + n]; want += t; scale += Math.abs(t); }
         const err = Math.abs(got[m * N + n] - want) / Math.max(scale, 1e-30);
         if (!(err <= worst)) { worst = err; worstAt = m * N + n; }
@@ -187,25 +389,38 @@ async function probe(variant) {
       return { worst, worstAt };
     }
     const times = [];
-    for (let i = 0; i < 5; ++i) { const t0 = performance.now(); await submit(reps); times.push((performance.now() - t0) / reps); }
+    for (let i = 0; i < 5; ++i) {
+      if (timestamps) {
+        times.push((await gpuTime(reps)) / reps);
+      } else {
+        const t0 = performance.now(); await submit(reps); times.push((performance.now() - t0) / reps);
+      }
+    }
     times.sort((x, y) => x - y);
     return { ms: times[2], tflops: 2 * M * N * K / times[2] / 1e9 };
   };
   // Float32 accumulation of f16 products: error ~K * 2^-24 of the sum of magnitudes; 1e-5 is far above it and
   // far below a wrong tile (garbage or a missed K slab gives errors of order 1).
-  for (const [M, N, K] of [[256, 256, 256], [TM === 128 ? 384 : 320, 384, 160]]) {
+  const checks = edge ? [[577, 768, 768], [100, 200, 72], [2 * TM, 2 * TN, 8 * KS]]
+                      : [[2 * TM, 2 * TN, 8 * KS], [3 * TM, 3 * TN, 5 * KS]];
+  for (const [M, N, K] of checks) {
     const { worst, worstAt } = await run(M, N, K, 1, true);
     say(`  ${variant} ${M}x${N}x${K}: worst error / sum|a b| ${worst.toExponential(2)} at ${worstAt} ${worst < 1e-5 ? 'ok' : 'WRONG'}`);
     if (!(worst < 1e-5)) return;
   }
-  for (const size of [2048, 4096]) {
+  for (const size of (process.env.SGM_SIZES ?? '4096').split(',').map(Number)) {
     const { ms, tflops } = await run(size, size, size, size === 4096 ? 10 : 20, false);
     say(`  ${variant} ${size}^3: ${ms.toFixed(3)} ms, ${tflops.toFixed(1)} TFLOP/s`);
+  }
+  // The GEMMs of the target models (SigLIP-B's 197 tokens at batch 1 and 8, DaViT-base's largest stage).
+  for (const [M, N, K] of edge ? [[197, 3072, 768], [1576, 3072, 768], [1576, 768, 3072], [2304, 1024, 1024]] : []) {
+    const { ms, tflops } = await run(M, N, K, 20, false);
+    say(`  ${variant} ${M}x${N}x${K}: ${ms.toFixed(4)} ms, ${tflops.toFixed(1)} TFLOP/s`);
   }
 }
 
 say(`adapter: ${adapter.info?.vendor ?? ''} ${adapter.info?.architecture ?? ''} ${adapter.info?.description ?? ''}`);
-say(`maxComputeWorkgroupStorageSize ${adapter.limits.maxComputeWorkgroupStorageSize}`);
+say(`maxComputeWorkgroupStorageSize ${adapter.limits.maxComputeWorkgroupStorageSize}; times from ${timestamps ? 'timestamp queries (GPU)' : 'the wall clock'}`);
 for (const variant of wanted.length ? wanted : ['direct', 'staged', 'staged8']) {
   say(`variant ${variant} (${(performance.now() / 1000).toFixed(1)} s)`);
   try {

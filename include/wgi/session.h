@@ -95,6 +95,13 @@ struct RunOptions {
   std::vector<std::string> device_outputs;
   // Keep every output on the device (device_outputs is then not needed).
   bool all_outputs_on_device = false;
+  // Symbolic input dims that will grow in the runs after this one, and the largest value each reaches (a
+  // decoder's past length: {"past_len", prompt + max new tokens}). When this run makes a new plan, the plan
+  // leaves its activations and inputs room for those sizes, so every later size up to them respecializes it:
+  // one plan for a whole decode loop (docs/decoding.md). Without it a plan grows by doubling what outgrew it
+  // (a few plans per loop). Every name must be a symbolic dim of the model's inputs; sizes beyond a limit
+  // still run (planned again, as without it).
+  std::map<std::string, int64_t> growing_dims;
 };
 
 // A graph input or output as declared by the model; dims < 0 are symbolic (named in `dim_names`) or unknown.

@@ -312,6 +312,137 @@ void forward_dawn_log(WGPUDevice device) {
 }
 #endif
 
+// The optional features wgi asks for: those the adapter has.
+std::vector<WGPUFeatureName> wanted_features(WGPUAdapter adapter) {
+  std::vector<WGPUFeatureName> wanted;
+  for (WGPUFeatureName f : {abi::kShaderF16, abi::kSubgroups, abi::kTimestampQuery}) {
+    if (wgpuAdapterHasFeature(adapter, f)) wanted.push_back(f);
+  }
+  return wanted;
+}
+
+#ifndef __EMSCRIPTEN__  // a browser has no Dawn toggles
+// The Dawn toggles the device is asked for, with the names the descriptor points to: it must outlive the
+// device request (and not move once filled).
+struct DawnToggles {
+  DawnToggles() = default;
+  DawnToggles(const DawnToggles&) = delete;
+  DawnToggles& operator=(const DawnToggles&) = delete;
+
+  const char* disabled[1] = {"timestamp_quantization"};
+  std::vector<const char*> enabled;
+  std::vector<std::string> extra;  // WGI_DAWN_TOGGLES's names, which `enabled` points into
+  WGPUDawnTogglesDescriptor descriptor = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
+};
+
+void choose_dawn_toggles(DawnToggles& t, bool timestamp_query, bool shader_robustness) {
+  // Dawn rounds timestamps down to multiples of 65.536 µs by default (a browser's guard against timing
+  // attacks), which made per-node profiles of short kernels read 0 or 65.5 µs. A native engine's own profiler
+  // has no such threat to guard against. Checked by what it does (tests/gpu/test_device.cpp): with this
+  // descriptor, durations stop being multiples of 65536 ns; a wrong sType would fail the device request.
+  WGPUDawnTogglesDescriptor& toggles = t.descriptor;
+  if (timestamp_query) {
+    toggles.disabledToggleCount = 1;
+    toggles.disabledToggles = t.disabled;
+  }
+  // Without shader robustness (DeviceOptions::shader_robustness), as ONNX Runtime's WebGPU EP runs natively:
+  // Tint's index clamps cost 5-15% (SigLIP-B on the H200: 6.4-6.8 ms with them, 5.7-6.0 ms without,
+  // docs/performance.md), and zero-filling workgroup memory costs a pass and a barrier per workgroup.
+  std::vector<const char*>& enabled_toggles = t.enabled;
+  if (!shader_robustness) {
+    enabled_toggles.push_back("disable_robustness");
+    enabled_toggles.push_back("disable_workgroup_init");
+  }
+  // WGI_DAWN_TOGGLES=a,b enables more Dawn toggles (e.g. skip_validation), for measuring what they change;
+  // announced on stderr so that no result is read without knowing.
+  std::vector<std::string>& extra_toggles = t.extra;
+  if (const char* env = std::getenv("WGI_DAWN_TOGGLES"); env != nullptr && *env != '\0') {
+    std::string list = env;
+    for (size_t start = 0; start <= list.size();) {
+      const size_t end = std::min(list.find(',', start), list.size());
+      if (end > start) extra_toggles.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+    for (const std::string& name : extra_toggles) enabled_toggles.push_back(name.c_str());
+    std::fprintf(stderr, "[wgi] WGI_DAWN_TOGGLES: enabling Dawn toggles %s\n", env);
+  }
+  toggles.enabledToggleCount = enabled_toggles.size();
+  toggles.enabledToggles = enabled_toggles.data();
+}
+#endif
+
+// Device loss and uncaptured errors reported to `device` (Device::check_errors throws them).
+void set_error_callbacks(WGPUDeviceDescriptor& desc, Device& device) {
+  desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  desc.deviceLostCallbackInfo.callback = [](WGPUDevice const*, WGPUDeviceLostReason reason,
+                                            WGPUStringView msg, void* user, void*) {
+    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    static_cast<Device*>(user)->report_device_lost(to_std_string(msg));
+  };
+  desc.deviceLostCallbackInfo.userdata1 = &device;
+  desc.uncapturedErrorCallbackInfo.callback = [](WGPUDevice const*, WGPUErrorType type, WGPUStringView msg,
+                                                 void* user, void*) {
+    std::string kind = type == WGPUErrorType_Validation    ? "validation error"
+                       : type == WGPUErrorType_OutOfMemory ? "out of memory"
+                       : type == WGPUErrorType_Internal    ? "internal error"
+                                                           : "error";
+    static_cast<Device*>(user)->report_error("WebGPU " + kind + ": " + to_std_string(msg));
+  };
+  desc.uncapturedErrorCallbackInfo.userdata1 = &device;
+}
+
+// Requests the device and waits for it; throws where the adapter refuses.
+WGPUDevice request_device(WGPUInstance instance, WGPUAdapter adapter, const WGPUDeviceDescriptor& desc) {
+  DeviceRequest request;
+  WGPURequestDeviceCallbackInfo callback = {};
+  callback.mode = WGPUCallbackMode_AllowProcessEvents;
+  callback.callback = [](WGPURequestDeviceStatus status, WGPUDevice dev, WGPUStringView msg, void* user,
+                         void*) {
+    auto* r = static_cast<DeviceRequest*>(user);
+    r->device = status == WGPURequestDeviceStatus_Success ? dev : nullptr;
+    r->message = to_std_string(msg);
+    r->done = true;
+  };
+  callback.userdata1 = &request;
+  wgpuAdapterRequestDevice(adapter, &desc, callback);
+  spin_until(instance, request.done);
+  if (!request.device) throw Error("requestDevice failed: " + request.message);
+  return request.device;
+}
+
+void read_granted_limits(WGPUDevice device, Limits& l) {
+  WGPULimits granted = WGPU_LIMITS_INIT;
+  if (wgpuDeviceGetLimits(device, &granted) != WGPUStatus_Success) {
+    throw Error("wgpuDeviceGetLimits failed");
+  }
+  l.max_buffer_size = granted.maxBufferSize;
+  l.max_storage_buffer_binding_size = granted.maxStorageBufferBindingSize;
+  l.max_uniform_buffer_binding_size = granted.maxUniformBufferBindingSize;
+  l.max_storage_buffers_per_shader_stage = granted.maxStorageBuffersPerShaderStage;
+  l.max_bind_groups = granted.maxBindGroups;
+  l.max_bindings_per_bind_group = granted.maxBindingsPerBindGroup;
+  l.min_storage_buffer_offset_alignment = granted.minStorageBufferOffsetAlignment;
+  l.min_uniform_buffer_offset_alignment = granted.minUniformBufferOffsetAlignment;
+  l.max_compute_workgroup_storage_size = granted.maxComputeWorkgroupStorageSize;
+  l.max_compute_invocations_per_workgroup = granted.maxComputeInvocationsPerWorkgroup;
+  l.max_compute_workgroup_size_x = granted.maxComputeWorkgroupSizeX;
+  l.max_compute_workgroup_size_y = granted.maxComputeWorkgroupSizeY;
+  l.max_compute_workgroup_size_z = granted.maxComputeWorkgroupSizeZ;
+  l.max_compute_workgroups_per_dimension = granted.maxComputeWorkgroupsPerDimension;
+}
+
+void read_granted_features(WGPUDevice device, std::vector<std::string>& names, Features& f) {
+  WGPUSupportedFeatures features = {};
+  wgpuDeviceGetFeatures(device, &features);
+  for (size_t i = 0; i < features.featureCount; ++i) {
+    names.push_back(abi::feature_name(static_cast<uint32_t>(features.features[i])));
+  }
+  wgpuSupportedFeaturesFreeMembers(features);
+  f.shader_f16 = wgpuDeviceHasFeature(device, abi::kShaderF16);
+  f.subgroups = wgpuDeviceHasFeature(device, abi::kSubgroups);
+  f.timestamp_query = wgpuDeviceHasFeature(device, abi::kTimestampQuery);
+}
+
 }  // namespace
 
 class DeviceFactory {
@@ -487,119 +618,30 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
   if (wgpuAdapterGetLimits(adapter, &adapter_limits) != WGPUStatus_Success) {
     throw Error("wgpuAdapterGetLimits failed");
   }
-  std::vector<WGPUFeatureName> wanted;
-  for (WGPUFeatureName f : {abi::kShaderF16, abi::kSubgroups, abi::kTimestampQuery}) {
-    if (wgpuAdapterHasFeature(adapter, f)) wanted.push_back(f);
-  }
+  const std::vector<WGPUFeatureName> wanted = wanted_features(adapter);
 
   WGPUDeviceDescriptor desc = {};
 #ifndef __EMSCRIPTEN__  // a browser has no Dawn toggles
-  // Dawn rounds timestamps down to multiples of 65.536 µs by default (a browser's guard against timing
-  // attacks), which made per-node profiles of short kernels read 0 or 65.5 µs. A native engine's own profiler
-  // has no such threat to guard against. Checked by what it does (tests/gpu/test_device.cpp): with this
-  // descriptor, durations stop being multiples of 65536 ns; a wrong sType would fail the device request.
-  const char* disabled_toggles[] = {"timestamp_quantization"};
-  WGPUDawnTogglesDescriptor toggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
-  if (std::find(wanted.begin(), wanted.end(), abi::kTimestampQuery) != wanted.end()) {
-    toggles.disabledToggleCount = 1;
-    toggles.disabledToggles = disabled_toggles;
+  DawnToggles toggles;
+  choose_dawn_toggles(toggles, std::find(wanted.begin(), wanted.end(), abi::kTimestampQuery) != wanted.end(),
+                      device.shader_robustness_);
+  if (toggles.descriptor.disabledToggleCount + toggles.descriptor.enabledToggleCount > 0) {
+    desc.nextInChain = &toggles.descriptor.chain;
   }
-  // Without shader robustness (DeviceOptions::shader_robustness), as ONNX Runtime's WebGPU EP runs natively:
-  // Tint's index clamps cost 5-15% (SigLIP-B on the H200: 6.4-6.8 ms with them, 5.7-6.0 ms without,
-  // docs/performance.md), and zero-filling workgroup memory costs a pass and a barrier per workgroup.
-  std::vector<const char*> enabled_toggles;
-  if (!device.shader_robustness_) {
-    enabled_toggles.push_back("disable_robustness");
-    enabled_toggles.push_back("disable_workgroup_init");
-  }
-  // WGI_DAWN_TOGGLES=a,b enables more Dawn toggles (e.g. skip_validation), for measuring what they change;
-  // announced on stderr so that no result is read without knowing.
-  std::vector<std::string> extra_toggles;
-  if (const char* env = std::getenv("WGI_DAWN_TOGGLES"); env != nullptr && *env != '\0') {
-    std::string list = env;
-    for (size_t start = 0; start <= list.size();) {
-      const size_t end = std::min(list.find(',', start), list.size());
-      if (end > start) extra_toggles.push_back(list.substr(start, end - start));
-      start = end + 1;
-    }
-    for (const std::string& t : extra_toggles) enabled_toggles.push_back(t.c_str());
-    std::fprintf(stderr, "[wgi] WGI_DAWN_TOGGLES: enabling Dawn toggles %s\n", env);
-  }
-  toggles.enabledToggleCount = enabled_toggles.size();
-  toggles.enabledToggles = enabled_toggles.data();
-  if (toggles.disabledToggleCount + toggles.enabledToggleCount > 0) desc.nextInChain = &toggles.chain;
 #endif
   desc.label = to_string_view("wgi");
   desc.requiredFeatureCount = wanted.size();
   desc.requiredFeatures = wanted.data();
   desc.requiredLimits = &adapter_limits;
-  desc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
-  desc.deviceLostCallbackInfo.callback = [](WGPUDevice const*, WGPUDeviceLostReason reason,
-                                            WGPUStringView msg, void* user, void*) {
-    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
-    static_cast<Device*>(user)->report_device_lost(to_std_string(msg));
-  };
-  desc.deviceLostCallbackInfo.userdata1 = &device;
-  desc.uncapturedErrorCallbackInfo.callback = [](WGPUDevice const*, WGPUErrorType type, WGPUStringView msg,
-                                                 void* user, void*) {
-    std::string kind = type == WGPUErrorType_Validation    ? "validation error"
-                       : type == WGPUErrorType_OutOfMemory ? "out of memory"
-                       : type == WGPUErrorType_Internal    ? "internal error"
-                                                           : "error";
-    static_cast<Device*>(user)->report_error("WebGPU " + kind + ": " + to_std_string(msg));
-  };
-  desc.uncapturedErrorCallbackInfo.userdata1 = &device;
+  set_error_callbacks(desc, device);
 
-  DeviceRequest request;
-  WGPURequestDeviceCallbackInfo callback = {};
-  callback.mode = WGPUCallbackMode_AllowProcessEvents;
-  callback.callback = [](WGPURequestDeviceStatus status, WGPUDevice dev, WGPUStringView msg, void* user,
-                         void*) {
-    auto* r = static_cast<DeviceRequest*>(user);
-    r->device = status == WGPURequestDeviceStatus_Success ? dev : nullptr;
-    r->message = to_std_string(msg);
-    r->done = true;
-  };
-  callback.userdata1 = &request;
-  wgpuAdapterRequestDevice(adapter, &desc, callback);
-  spin_until(device.instance_, request.done);
-  if (!request.device) throw Error("requestDevice failed: " + request.message);
-  device.device_ = request.device;
-  device.queue_ = wgpuDeviceGetQueue(request.device);
+  device.device_ = request_device(device.instance_, adapter, desc);
+  device.queue_ = wgpuDeviceGetQueue(device.device_);
 #ifndef __EMSCRIPTEN__
-  forward_dawn_log(request.device);
+  forward_dawn_log(device.device_);
 #endif
-
-  WGPULimits granted = WGPU_LIMITS_INIT;
-  if (wgpuDeviceGetLimits(request.device, &granted) != WGPUStatus_Success) {
-    throw Error("wgpuDeviceGetLimits failed");
-  }
-  Limits& l = device.capabilities_.limits;
-  l.max_buffer_size = granted.maxBufferSize;
-  l.max_storage_buffer_binding_size = granted.maxStorageBufferBindingSize;
-  l.max_uniform_buffer_binding_size = granted.maxUniformBufferBindingSize;
-  l.max_storage_buffers_per_shader_stage = granted.maxStorageBuffersPerShaderStage;
-  l.max_bind_groups = granted.maxBindGroups;
-  l.max_bindings_per_bind_group = granted.maxBindingsPerBindGroup;
-  l.min_storage_buffer_offset_alignment = granted.minStorageBufferOffsetAlignment;
-  l.min_uniform_buffer_offset_alignment = granted.minUniformBufferOffsetAlignment;
-  l.max_compute_workgroup_storage_size = granted.maxComputeWorkgroupStorageSize;
-  l.max_compute_invocations_per_workgroup = granted.maxComputeInvocationsPerWorkgroup;
-  l.max_compute_workgroup_size_x = granted.maxComputeWorkgroupSizeX;
-  l.max_compute_workgroup_size_y = granted.maxComputeWorkgroupSizeY;
-  l.max_compute_workgroup_size_z = granted.maxComputeWorkgroupSizeZ;
-  l.max_compute_workgroups_per_dimension = granted.maxComputeWorkgroupsPerDimension;
-
-  WGPUSupportedFeatures features = {};
-  wgpuDeviceGetFeatures(request.device, &features);
-  for (size_t i = 0; i < features.featureCount; ++i) {
-    device.granted_feature_names_.push_back(abi::feature_name(static_cast<uint32_t>(features.features[i])));
-  }
-  wgpuSupportedFeaturesFreeMembers(features);
-  Features& f = device.capabilities_.features;
-  f.shader_f16 = wgpuDeviceHasFeature(request.device, abi::kShaderF16);
-  f.subgroups = wgpuDeviceHasFeature(request.device, abi::kSubgroups);
-  f.timestamp_query = wgpuDeviceHasFeature(request.device, abi::kTimestampQuery);
+  read_granted_limits(device.device_, device.capabilities_.limits);
+  read_granted_features(device.device_, device.granted_feature_names_, device.capabilities_.features);
   device.capabilities_.compatibility_mode = device.adapter_info_.compatibility_mode;
   device.capabilities_.costly_barriers = has_costly_barriers(device.adapter_info_);
   device.pipelines_ = std::make_unique<PipelineCache>(device);

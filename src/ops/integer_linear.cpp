@@ -155,7 +155,23 @@ struct MatMulInputs {
 constexpr MatMulInputs kMatMulInteger{};
 constexpr MatMulInputs kQLinearMatMul{0, 3, 2, 5, true, 1, 4, 6, 7};
 
-OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
+// ---- MatMulInteger / QLinearMatMul ----
+
+// Dim i of a batch shape right-aligned to `rank` dims: 1 where it has none.
+int64_t batch_dim(const Shape& s, size_t rank, size_t i) {
+  return i < rank - s.size() ? 1 : s[i - (rank - s.size())];
+}
+
+// The product's sizes: A [batch..., M, K] times B [batch..., K, N], rank-1 operands numpy-style, the batch
+// dims broadcast.
+struct IntegerMatMulShapes {
+  int64_t m = 0, n = 0, k = 0;
+  Shape a_batch, b_batch, out_batch;
+  int64_t batches = 0;
+  Shape out_shape;
+};
+
+IntegerMatMulShapes integer_matmul_shapes(const PlanContext& ctx, const MatMulInputs& in) {
   require_8bit(ctx, in.a, "A");
   require_8bit(ctx, in.b, "B");
   Shape a_shape = ctx.input(in.a).shape, b_shape = ctx.input(in.b).shape;
@@ -163,9 +179,11 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   const bool a_vector = a_shape.size() == 1, b_vector = b_shape.size() == 1;
   if (a_vector) a_shape.insert(a_shape.begin(), 1);
   if (b_vector) b_shape.push_back(1);
-  const int64_t m = a_shape[a_shape.size() - 2], k = a_shape.back();
-  const int64_t n = b_shape.back();
-  if (b_shape[b_shape.size() - 2] != k) {
+  IntegerMatMulShapes s;
+  s.m = a_shape[a_shape.size() - 2];
+  s.k = a_shape.back();
+  s.n = b_shape.back();
+  if (b_shape[b_shape.size() - 2] != s.k) {
     ctx.fail("A " + shape_to_string(ctx.input(in.a).shape) + " and B " +
              shape_to_string(ctx.input(in.b).shape) +
              " do not chain: A's last dim must equal B's second to last");
@@ -173,56 +191,68 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   require_fits_u32(ctx, ctx.input_name(in.a) + " (A)", ctx.input(in.a).shape);
   require_fits_u32(ctx, ctx.input_name(in.b) + " (B)", ctx.input(in.b).shape);
 
-  // Batch dims broadcast numpy-style; each output batch's A and B matrix index, row-major.
-  const Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
-  const size_t rank = std::max(a_batch.size(), b_batch.size());
-  Shape out_batch(rank);
-  auto dim = [rank](const Shape& s, size_t i) { return i < rank - s.size() ? 1 : s[i - (rank - s.size())]; };
+  // Batch dims broadcast numpy-style.
+  s.a_batch = Shape(a_shape.begin(), a_shape.end() - 2);
+  s.b_batch = Shape(b_shape.begin(), b_shape.end() - 2);
+  const size_t rank = std::max(s.a_batch.size(), s.b_batch.size());
+  s.out_batch = Shape(rank);
   for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = dim(a_batch, i), db = dim(b_batch, i);
+    const int64_t da = batch_dim(s.a_batch, rank, i), db = batch_dim(s.b_batch, rank, i);
     if (da != db && da != 1 && db != 1) {
-      ctx.fail("batch dims of A " + shape_to_string(a_batch) + " and B " + shape_to_string(b_batch) +
+      ctx.fail("batch dims of A " + shape_to_string(s.a_batch) + " and B " + shape_to_string(s.b_batch) +
                " do not broadcast");
     }
-    out_batch[i] = std::max(da, db);
+    s.out_batch[i] = std::max(da, db);
   }
-  const int64_t batches = element_count(out_batch);
-  if (batches > int64_t{ctx.caps.limits.max_compute_workgroups_per_dimension}) {
-    ctx.fail("the product has " + std::to_string(batches) + " batches; wgi's integer kernel takes at most " +
+  s.batches = element_count(s.out_batch);
+  if (s.batches > int64_t{ctx.caps.limits.max_compute_workgroups_per_dimension}) {
+    ctx.fail("the product has " + std::to_string(s.batches) +
+             " batches; wgi's integer kernel takes at most " +
              std::to_string(ctx.caps.limits.max_compute_workgroups_per_dimension));
   }
-  Shape out_shape = out_batch;
-  if (!a_vector) out_shape.push_back(m);
-  if (!b_vector) out_shape.push_back(n);
+  s.out_shape = s.out_batch;
+  if (!a_vector) s.out_shape.push_back(s.m);
+  if (!b_vector) s.out_shape.push_back(s.n);
+  return s;
+}
 
-  const uint32_t a_zp_stride = zero_point_stride(ctx, in.a_zp, in.a, "A's zero point", m, "row of A");
-  const uint32_t b_zp_stride = zero_point_stride(ctx, in.b_zp, in.b, "B's zero point", n, "column of B");
-  std::optional<Requantization> requant;
-  if (in.qlinear) requant = resolve_requantization(ctx, in.a_scale, in.b_scale, in.y_scale, in.y_zp, n);
-
-  OpPlan plan;
-  plan.outputs.push_back({requant ? requant->out_type : DType::Int32, out_shape});
-  if (m == 0 || n == 0 || batches == 0) return plan;
-
-  const Tensor* b_const = ctx.constant(in.b);
-  const int64_t k_words = std::max<int64_t>(1, (k + 3) / 4);
-  const int64_t b_matrix = b_const ? n * k_words : k * n;
+// Each output batch's A and B matrix offsets (in elements, B's in words where it is packed), row-major.
+std::vector<uint32_t> batch_offsets(const IntegerMatMulShapes& s, int64_t b_matrix) {
+  const size_t rank = s.out_batch.size();
   std::vector<uint32_t> offsets;
-  offsets.reserve(static_cast<size_t>(2 * batches));
-  for (int64_t bi = 0; bi < batches; ++bi) {
+  offsets.reserve(static_cast<size_t>(2 * s.batches));
+  for (int64_t bi = 0; bi < s.batches; ++bi) {
     int64_t rest = bi, ai = 0, bj = 0, a_step = 1, b_step = 1;
     for (size_t i = rank; i-- > 0;) {
-      const int64_t idx = rest % out_batch[i];
-      rest /= out_batch[i];
-      const int64_t da = dim(a_batch, i), db = dim(b_batch, i);
+      const int64_t idx = rest % s.out_batch[i];
+      rest /= s.out_batch[i];
+      const int64_t da = batch_dim(s.a_batch, rank, i), db = batch_dim(s.b_batch, rank, i);
       if (da != 1) ai += idx * a_step;
       if (db != 1) bj += idx * b_step;
       a_step *= da;
       b_step *= db;
     }
-    offsets.push_back(static_cast<uint32_t>(ai * m * k));
+    offsets.push_back(static_cast<uint32_t>(ai * s.m * s.k));
     offsets.push_back(static_cast<uint32_t>(bj * b_matrix));
   }
+  return offsets;
+}
+
+// The zero points' strides and QLinearMatMul's requantization.
+struct IntegerMatMulQuantization {
+  uint32_t a_zp_stride = 0, b_zp_stride = 0;
+  std::optional<Requantization> requant;
+};
+
+void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
+                               const IntegerMatMulQuantization& quant, OpPlan& plan) {
+  const int64_t m = s.m, n = s.n, k = s.k, batches = s.batches;
+  const uint32_t a_zp_stride = quant.a_zp_stride, b_zp_stride = quant.b_zp_stride;
+  const std::optional<Requantization>& requant = quant.requant;
+  const Tensor* b_const = ctx.constant(in.b);
+  const int64_t k_words = std::max<int64_t>(1, (k + 3) / 4);
+  const int64_t b_matrix = b_const ? n * k_words : k * n;
+  const std::vector<uint32_t> offsets = batch_offsets(s, b_matrix);
 
   KernelLaunch launch;
   launch.program.label =
@@ -238,7 +268,7 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
                      TensorRef::input(static_cast<uint32_t>(in.b)), zero_point_ref(ctx, in.a_zp),
                      zero_point_ref(ctx, in.b_zp)};
   if (b_const) {
-    const int64_t b_batches = element_count(b_batch);
+    const int64_t b_batches = element_count(s.b_batch);
     const uint8_t* bytes = raw_bytes(*b_const);
     // B [batch, K, N] -> [batch, N, K] bytes.
     plan.constants.push_back(pack_rows(b_batches, n, k, [&](int64_t mat, int64_t col, int64_t i) {
@@ -275,8 +305,24 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   }
   launch.groups = {tiles(n), tiles(m), static_cast<uint32_t>(batches)};
   plan.launches.push_back(std::move(launch));
+}
+
+OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
+  const IntegerMatMulShapes s = integer_matmul_shapes(ctx, in);
+  IntegerMatMulQuantization quant;
+  quant.a_zp_stride = zero_point_stride(ctx, in.a_zp, in.a, "A's zero point", s.m, "row of A");
+  quant.b_zp_stride = zero_point_stride(ctx, in.b_zp, in.b, "B's zero point", s.n, "column of B");
+  if (in.qlinear)
+    quant.requant = resolve_requantization(ctx, in.a_scale, in.b_scale, in.y_scale, in.y_zp, s.n);
+
+  OpPlan plan;
+  plan.outputs.push_back({quant.requant ? quant.requant->out_type : DType::Int32, s.out_shape});
+  if (s.m == 0 || s.n == 0 || s.batches == 0) return plan;
+  add_integer_matmul_launch(ctx, in, s, quant, plan);
   return plan;
 }
+
+// ---- ConvInteger / QLinearConv ----
 
 struct ConvInputs {
   size_t x = 0, w = 1, x_zp = 2, w_zp = 3;
@@ -287,7 +333,15 @@ struct ConvInputs {
 constexpr ConvInputs kConvInteger{};
 constexpr ConvInputs kQLinearConv{0, 3, 2, 5, true, 1, 4, 6, 7, 8};
 
-OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
+// x [N, C, (H,) W] and w [M, C / group, (KH,) KW] as a 2-D conv: a 1-D conv's height axis is all ones.
+struct IntegerConvGeometry {
+  Shape x_shape, w_shape;
+  size_t spatial = 0;
+  int64_t groups = 1, channels = 0, out_channels = 0;
+  ConvAxis h, w;
+};
+
+IntegerConvGeometry integer_conv_geometry(const PlanContext& ctx, const ConvInputs& in) {
   require_8bit(ctx, in.x, "x");
   require_8bit(ctx, in.w, "w");
   const Shape& x_shape = ctx.input(in.x).shape;
@@ -301,7 +355,6 @@ OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
              "; it must have the rank of " + shape_to_string(x_shape));
   }
   require_fits_u32(ctx, ctx.input_name(in.x) + " (x)", x_shape);
-  const Tensor* w_const = ctx.constant(in.w);
   require_fits_u32(ctx, ctx.input_name(in.w) + " (w)", w_shape);
   const size_t spatial = x_shape.size() - 2;
   const int64_t groups = ctx.node.attributes.get_int("group", 1);
@@ -330,17 +383,32 @@ OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
     resolve_conv_axis(ctx, spatial == 1 ? "length" : (i == 0 ? "height" : "width"), auto_pad,
                       pads[spatial + i], a);
   }
-  const ConvAxis& h = axes[0];
-  const ConvAxis& w = axes[1];
-  zero_point_stride(ctx, in.x_zp, in.x, "x's zero point", 0, nullptr);  // checks it is one value
-  const uint32_t w_zp_stride =
-      zero_point_stride(ctx, in.w_zp, in.w, "w's zero point", out_channels, "output channel");
+  return IntegerConvGeometry{.x_shape = x_shape,
+                             .w_shape = w_shape,
+                             .spatial = spatial,
+                             .groups = groups,
+                             .channels = channels,
+                             .out_channels = out_channels,
+                             .h = axes[0],
+                             .w = axes[1]};
+}
+
+// The zero points (x's one value, w's per output channel or one) and QLinearConv's requantization and bias.
+struct IntegerConvQuantization {
+  uint32_t w_zp_stride = 0;
   std::optional<Requantization> requant;
   bool has_bias = false;
+};
+
+IntegerConvQuantization integer_conv_quantization(const PlanContext& ctx, const ConvInputs& in,
+                                                  int64_t out_channels) {
+  IntegerConvQuantization q;
+  zero_point_stride(ctx, in.x_zp, in.x, "x's zero point", 0, nullptr);  // checks it is one value
+  q.w_zp_stride = zero_point_stride(ctx, in.w_zp, in.w, "w's zero point", out_channels, "output channel");
   if (in.qlinear) {
-    requant = resolve_requantization(ctx, in.x_scale, in.w_scale, in.y_scale, in.y_zp, out_channels);
-    has_bias = ctx.has_input(in.bias);
-    if (has_bias) {
+    q.requant = resolve_requantization(ctx, in.x_scale, in.w_scale, in.y_scale, in.y_zp, out_channels);
+    q.has_bias = ctx.has_input(in.bias);
+    if (q.has_bias) {
       const TensorDesc& b = ctx.input(in.bias);
       if (b.dtype != DType::Int32 || b.shape != Shape{out_channels}) {
         ctx.fail(ctx.input_name(in.bias) + " (B) is " + std::string(dtype_name(b.dtype)) + " " +
@@ -348,16 +416,19 @@ OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
       }
     }
   }
+  return q;
+}
 
-  Shape out_shape = {x_shape[0], out_channels};
-  if (spatial == 2) out_shape.push_back(h.output);
-  out_shape.push_back(w.output);
-  require_fits_u32(ctx, "the output", out_shape);
-  OpPlan plan;
-  plan.outputs.push_back({requant ? requant->out_type : DType::Int32, out_shape});
-  const int64_t count = element_count(out_shape);
-  if (count == 0) return plan;
-
+void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const IntegerConvGeometry& geo,
+                             const IntegerConvQuantization& quant, int64_t count, OpPlan& plan) {
+  const Shape& w_shape = geo.w_shape;
+  const int64_t channels = geo.channels, out_channels = geo.out_channels, groups = geo.groups;
+  const ConvAxis& h = geo.h;
+  const ConvAxis& w = geo.w;
+  const uint32_t w_zp_stride = quant.w_zp_stride;
+  const std::optional<Requantization>& requant = quant.requant;
+  const bool has_bias = quant.has_bias;
+  const Tensor* w_const = ctx.constant(in.w);
   const int64_t reduce = w_shape[1] * h.kernel * w.kernel;  // ONNX's [M, C / group, KH, KW] order
   const int64_t reduce_words = std::max<int64_t>(1, (reduce + 3) / 4);
   if (w_const) {
@@ -418,6 +489,21 @@ OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
+}
+
+OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
+  const IntegerConvGeometry geo = integer_conv_geometry(ctx, in);
+  const IntegerConvQuantization quant = integer_conv_quantization(ctx, in, geo.out_channels);
+
+  Shape out_shape = {geo.x_shape[0], geo.out_channels};
+  if (geo.spatial == 2) out_shape.push_back(geo.h.output);
+  out_shape.push_back(geo.w.output);
+  require_fits_u32(ctx, "the output", out_shape);
+  OpPlan plan;
+  plan.outputs.push_back({quant.requant ? quant.requant->out_type : DType::Int32, out_shape});
+  const int64_t count = element_count(out_shape);
+  if (count == 0) return plan;
+  add_integer_conv_launch(ctx, in, geo, quant, count, plan);
   return plan;
 }
 

@@ -379,44 +379,36 @@ GemmBias gemm_bias(const PlanContext& ctx, const GemmSpec& spec, int64_t M, int6
 
 // ---- build ----
 
-OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
-  const TensorDesc& a = ctx.input(spec.a_input);
-  const TensorDesc& b = ctx.input(spec.b_input);
-  GemmShapes shapes = gemm_shapes(ctx, spec);
-  const int64_t M = shapes.m, N = shapes.n, K = shapes.k;
-  BatchLayout& batch = shapes.batch;
-  const Shape& out_shape = shapes.out_shape;
-
-  const bool residual = has_fused_residual(ctx);
-  // The window reverse: the node's output is the product reversed into the image, cropped and reshaped.
-  std::optional<WindowOutput> windows_out;
-  if (spec.out_windows) windows_out = resolve_windows_out(ctx, out_shape);
-  if (residual && !windows_out && ctx.input(kFusedResidualInput).shape != out_shape) {
-    return plan_residual_fallback(ctx, out_shape,
-                                  [spec](const PlanContext& c) { return plan_gemm(c, spec); });
-  }
-
-  int64_t gemm_m = M;
+// The GEMM's rows and batches: A's batch folded into M where fold_batch_into_m allows (the batch layout is
+// then cleared).
+struct GemmRows {
+  int64_t m = 0;
   int64_t batch_count = 1;
-  for (int64_t d : batch.extents) batch_count *= d;
+};
+
+GemmRows fold_rows(const GemmSpec& spec, GemmShapes& shapes) {
+  BatchLayout& batch = shapes.batch;
+  GemmRows rows{.m = shapes.m, .batch_count = 1};
+  for (int64_t d : batch.extents) rows.batch_count *= d;
   if (fold_batch_into_m(spec, batch)) {
-    gemm_m = M * batch_count;
-    batch_count = 1;
+    rows.m = shapes.m * rows.batch_count;
+    rows.batch_count = 1;
     batch.extents.clear();
     batch.a_strides.clear();
     batch.b_strides.clear();
   }
+  return rows;
+}
 
-  OpPlan plan;
-  plan.outputs.push_back({DType::Float32, windows_out ? windows_out->shape : out_shape});
-  // With a residual, the window reverse's output is the Add's: R may broadcast to a larger shape.
-  Shape sum_shape = plan.outputs[0].shape;
-  if (windows_out && residual) {
-    sum_shape = residual_sum_shape(ctx, sum_shape);
-    plan.outputs[0].shape = sum_shape;
-  }
-  if (element_count(out_shape) == 0 || element_count(sum_shape) == 0) return plan;
-
+// The launch's sizes, operands, batch strides and epilogue; B as planned before the kernel is known (a
+// constant as [N, K], prepack_constant_b then lays it out for the kernel).
+GemmLaunchSpec gemm_launch_spec(const PlanContext& ctx, const GemmSpec& spec, const GemmShapes& shapes,
+                                const GemmRows& rows, bool residual) {
+  const TensorDesc& a = ctx.input(spec.a_input);
+  const TensorDesc& b = ctx.input(spec.b_input);
+  const int64_t M = shapes.m, N = shapes.n, K = shapes.k;
+  const BatchLayout& batch = shapes.batch;
+  const Shape& out_shape = shapes.out_shape;
   // B: a constant is prepacked (below, once the kernel is known; planned as [N, K]); a runtime B is read as
   // it is.
   const Tensor* b_constant = ctx.constant(spec.b_input);
@@ -424,10 +416,10 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const TensorRef b_ref =
       b_constant ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(spec.b_input));
 
-  const GemmBias bias = gemm_bias(ctx, spec, M, N, gemm_m != M);
+  const GemmBias bias = gemm_bias(ctx, spec, M, N, rows.m != M);
 
   FusedActivation activation = FusedActivation::from_node(ctx.node);
-  const uint32_t m32 = checked_u32(ctx, gemm_m, "M");
+  const uint32_t m32 = checked_u32(ctx, rows.m, "M");
   const uint32_t n32 = checked_u32(ctx, N, "N");
   const uint32_t k32 = checked_u32(ctx, K, "K");
   checked_u32(ctx, element_count(out_shape), "output elements");
@@ -446,7 +438,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.m = m32;
   g.n = n32;
   g.k = k32;
-  g.batch = static_cast<uint32_t>(batch_count);
+  g.batch = static_cast<uint32_t>(rows.batch_count);
   g.batch_dims = dims;
   g.a_batch_strides = a_strides;
   g.b_batch_strides = b_strides;
@@ -466,13 +458,18 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   g.alpha = spec.alpha;
   g.beta = spec.beta;
   g.activation = activation;
-  // Window partition (A) and reverse (output) through row maps: the fast kernels' views, set before B's
-  // layout is chosen for the kernel that runs them. The row maps address the whole product's rows, so A's
-  // batch must be folded into M (a weight B, as the exports' qkv and proj). Device-capability fallback:
-  // where the device cannot run the fast kernels (gemm_views_supported), the plan copies the windows packed
-  // and back itself, as the export's Transposes did; likewise around a crop that is not empty (a padded
-  // image) or a residual that broadcasts.
-  const bool window_maps = gemm_views_supported(ctx.caps) && batch_count == 1 && !spec.trans_a;
+  return g;
+}
+
+// Window partition (A) and reverse (output) through row maps: the fast kernels' views, set before B's
+// layout is chosen for the kernel that runs them. The row maps address the whole product's rows, so A's
+// batch must be folded into M (a weight B, as the exports' qkv and proj). Device-capability fallback:
+// where the device cannot run the fast kernels (gemm_views_supported), the plan copies the windows packed
+// and back itself, as the export's Transposes did; likewise around a crop that is not empty (a padded
+// image) or a residual that broadcasts.
+void set_window_row_maps(const PlanContext& ctx, const GemmSpec& spec, const GemmRows& rows,
+                         const std::optional<WindowOutput>& windows_out, bool residual, GemmLaunchSpec& g) {
+  const bool window_maps = gemm_views_supported(ctx.caps) && rows.batch_count == 1 && !spec.trans_a;
   if (spec.a_windows && window_maps) g.a_row_map = window_row_map(ctx, *spec.a_windows);
   if (windows_out && window_maps && windows_out->crop_empty() &&
       (!residual || ctx.input(kFusedResidualInput).shape == windows_out->shape)) {
@@ -480,36 +477,33 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     // each element is written.
     g.out_row_map = window_row_map(ctx, windows_out->windows);
   }
-  if (b_constant) {
-    // [K, N] for the 128x128 kernel (file comment); errors of a forced choice are left to
-    // append_gemm_launches, which reports them with the node.
-    g.b_prepacked = true;
-    const bool want_nk = prepack_b_as_nk(ctx, g);
-    if (want_nk == spec.trans_b) {
-      // Stored as the kernel wants it (nn.Linear's [N, K] weight read in place,
-      // graph::read_transposed_weights): bound as the weight itself, no prepacked copy on the host or on the
-      // device.
-      g.b = TensorRef::input(static_cast<uint32_t>(spec.b_input));
-    } else {
-      plan.constants.push_back(prepack_b(*b_constant, K, N, spec.trans_b, want_nk));
-    }
-    g.b_nk = want_nk;
-  }
+}
 
-  if (spec.a_windows && !g.a_row_map) {
-    // The partition copied packed (window_maps' fallback).
-    const WindowGeometry& w = *spec.a_windows;
-    const TensorRef packed =
-        plan.add_scratch(static_cast<uint64_t>(element_count(w.windows())) * sizeof(float));
-    data_movement::add_copy_launches(ctx, plan, window_copy(w, g.a, packed, true));
-    g.a = packed;
+// A constant B laid out as the chosen kernel reads it: [K, N] for the 128x128 kernel (file comment), else
+// [N, K].
+void prepack_constant_b(const PlanContext& ctx, const GemmSpec& spec, const GemmShapes& shapes,
+                        GemmLaunchSpec& g, OpPlan& plan) {
+  const Tensor* b_constant = ctx.constant(spec.b_input);
+  // Errors of a forced choice are left to append_gemm_launches, which reports them with the node.
+  g.b_prepacked = true;
+  const bool want_nk = prepack_b_as_nk(ctx, g);
+  if (want_nk == spec.trans_b) {
+    // Stored as the kernel wants it (nn.Linear's [N, K] weight read in place,
+    // graph::read_transposed_weights): bound as the weight itself, no prepacked copy on the host or on the
+    // device.
+    g.b = TensorRef::input(static_cast<uint32_t>(spec.b_input));
+  } else {
+    plan.constants.push_back(prepack_b(*b_constant, shapes.k, shapes.n, spec.trans_b, want_nk));
   }
-  if (!windows_out || g.out_row_map) {
-    append_gemm_launches(ctx, g, plan);
-    return plan;
-  }
-  const WindowGeometry& w = windows_out->windows;
-  // The product packed in a scratch buffer, reversed into the image, cropped, then R added.
+  g.b_nk = want_nk;
+}
+
+// The window reverse without an output row map: the product packed in a scratch buffer, reversed into the
+// image, cropped, then R added.
+void append_reversed_windows(const PlanContext& ctx, const WindowOutput& windows_out, const Shape& out_shape,
+                             const Shape& sum_shape, bool residual, GemmLaunchSpec& g, OpPlan& plan) {
+  const FusedActivation activation = g.activation;
+  const WindowGeometry& w = windows_out.windows;
   auto scratch = [&plan](const Shape& shape) {
     return plan.add_scratch(static_cast<uint64_t>(std::max<int64_t>(1, element_count(shape))) *
                             sizeof(float));
@@ -521,23 +515,67 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     g.activation = FusedActivation();  // after the residual, in the add
   }
   append_gemm_launches(ctx, g, plan);
-  const bool crop = !windows_out->crop_empty();
+  const bool crop = !windows_out.crop_empty();
   const TensorRef image = crop || residual ? scratch(w.image()) : TensorRef::output(0);
   data_movement::add_copy_launches(ctx, plan, window_copy(w, image, product, false));
   TensorRef cropped = image;
   if (crop) {
-    cropped = residual ? scratch(windows_out->cropped) : TensorRef::output(0);
+    cropped = residual ? scratch(windows_out.cropped) : TensorRef::output(0);
     data_movement::StridedCopy copy = data_movement::gather_view(
-        windows_out->cropped, {w.nh * w.wh * w.nw * w.ww * w.c, w.nw * w.ww * w.c, w.c, 1});
+        windows_out.cropped, {w.nh * w.wh * w.nw * w.ww * w.c, w.nw * w.ww * w.c, w.c, 1});
     copy.src = image;
     copy.dst = cropped;
     data_movement::add_copy_launches(ctx, plan, std::move(copy));
   }
   if (residual) {
-    plan.launches.push_back(broadcast_add_launch(ctx, sum_shape, windows_out->shape, cropped,
+    plan.launches.push_back(broadcast_add_launch(ctx, sum_shape, windows_out.shape, cropped,
                                                  ctx.input(kFusedResidualInput).shape,
                                                  TensorRef::input(kFusedResidualInput), activation));
   }
+}
+
+OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
+  GemmShapes shapes = gemm_shapes(ctx, spec);
+  const Shape& out_shape = shapes.out_shape;
+
+  const bool residual = has_fused_residual(ctx);
+  // The window reverse: the node's output is the product reversed into the image, cropped and reshaped.
+  std::optional<WindowOutput> windows_out;
+  if (spec.out_windows) windows_out = resolve_windows_out(ctx, out_shape);
+  if (residual && !windows_out && ctx.input(kFusedResidualInput).shape != out_shape) {
+    return plan_residual_fallback(ctx, out_shape,
+                                  [spec](const PlanContext& c) { return plan_gemm(c, spec); });
+  }
+
+  const GemmRows rows = fold_rows(spec, shapes);
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, windows_out ? windows_out->shape : out_shape});
+  // With a residual, the window reverse's output is the Add's: R may broadcast to a larger shape.
+  Shape sum_shape = plan.outputs[0].shape;
+  if (windows_out && residual) {
+    sum_shape = residual_sum_shape(ctx, sum_shape);
+    plan.outputs[0].shape = sum_shape;
+  }
+  if (element_count(out_shape) == 0 || element_count(sum_shape) == 0) return plan;
+
+  GemmLaunchSpec g = gemm_launch_spec(ctx, spec, shapes, rows, residual);
+  set_window_row_maps(ctx, spec, rows, windows_out, residual, g);
+  if (ctx.constant(spec.b_input)) prepack_constant_b(ctx, spec, shapes, g, plan);
+
+  if (spec.a_windows && !g.a_row_map) {
+    // The partition copied packed (set_window_row_maps' fallback).
+    const WindowGeometry& w = *spec.a_windows;
+    const TensorRef packed =
+        plan.add_scratch(static_cast<uint64_t>(element_count(w.windows())) * sizeof(float));
+    data_movement::add_copy_launches(ctx, plan, window_copy(w, g.a, packed, true));
+    g.a = packed;
+  }
+  if (!windows_out || g.out_row_map) {
+    append_gemm_launches(ctx, g, plan);
+    return plan;
+  }
+  append_reversed_windows(ctx, *windows_out, out_shape, sum_shape, residual, g, plan);
   return plan;
 }
 

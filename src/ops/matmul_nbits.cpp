@@ -271,28 +271,12 @@ void append_fast_quantized_launches(const PlanContext& ctx, const QuantizedWeigh
   append_gemm_launches(ctx, spec, plan);
 }
 
-// `replan`: the op's plan function, for the residual's fallback (a residual that broadcasts).
-OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
-                             OpPlan (*replan)(const PlanContext&)) {
-  const Shape& a_shape = ctx.input(0).shape;
-  const int64_t m = element_count(a_shape) / w.k;
-  Shape out_shape(a_shape.begin(), a_shape.end() - 1);
-  out_shape.push_back(w.n);
-  const NBitsAttributes internal = read_nbits_attributes(ctx.node);
-  const bool residual = has_fused_residual(ctx, kNBitsResidualInput);
-  if (residual && ctx.input(kNBitsResidualInput).shape != out_shape)
-    return plan_residual_fallback(ctx, out_shape, replan, kNBitsResidualInput);
-  const FusedActivation activation = FusedActivation::from_node(ctx.node);
-  require_addressable(ctx, ctx.input_name(0) + " (A)", a_shape);
-  require_addressable(ctx, "the output", out_shape);
-  require_addressable(ctx, "the packed weight", {w.n * w.col_words});
-  if (w.n * w.scale_col_stride > int64_t{UINT32_MAX} || w.n * w.zp_col_bits > int64_t{UINT32_MAX})
-    ctx.fail("the weight's " + str(w.n) + " x " + str(w.k) + " codes exceed the kernels' 32-bit indices");
+enum class QuantizedKernel { Gemv, Fast, Tiled };
 
-  OpPlan plan;
-  plan.outputs.push_back({DType::Float32, out_shape});
-  if (m == 0) return plan;
-
+// The kernel for M rows: the GEMV up to kGemvMaxRows, else the fast GEMM tiles or the 32x32 tiled kernel;
+// wgi.kernel forces one (an error where it cannot run this product or on this device).
+QuantizedKernel choose_quantized_kernel(const PlanContext& ctx, const QuantizedWeight& w,
+                                        const NBitsAttributes& internal, int64_t m) {
   const std::string forced = internal.kernel.empty() ? "auto" : internal.kernel;
   if (forced != "auto" && forced != "gemv" && forced != "fast" && forced != "tiled")
     ctx.fail("attribute " + std::string(kForcedKernelAttribute) + " = '" + forced +
@@ -319,13 +303,13 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
              " invocations per workgroup; wgi's quantized matmuls need " + str(kWorkgroupInvocations));
   }
 
-  if (fast) {
-    plan.constants.push_back(std::move(w.packed_b));
-    if (w.packed_zero_points) plan.constants.push_back(std::move(*w.packed_zero_points));
-    append_fast_quantized_launches(ctx, w, m, residual, plan);
-    return plan;
-  }
+  return fast ? QuantizedKernel::Fast : gemv ? QuantizedKernel::Gemv : QuantizedKernel::Tiled;
+}
 
+// The GEMV or the 32x32 tiled kernel, which dequantise B's codes as they read them.
+void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const NBitsAttributes& internal,
+                             int64_t m, bool gemv, bool residual, const FusedActivation& activation,
+                             OpPlan& plan) {
   kernels::Defines defines = {{"BITS", str(w.bits)},
                               {"SCALES_F16", w.scales_f16 ? "1" : "0"},
                               {"ZP_PACKED", w.zero_points == ZeroPointForm::Packed ? "1" : "0"},
@@ -412,6 +396,39 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
   launch.groups =
       gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
+}
+
+// `replan`: the op's plan function, for the residual's fallback (a residual that broadcasts).
+OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
+                             OpPlan (*replan)(const PlanContext&)) {
+  const Shape& a_shape = ctx.input(0).shape;
+  const int64_t m = element_count(a_shape) / w.k;
+  Shape out_shape(a_shape.begin(), a_shape.end() - 1);
+  out_shape.push_back(w.n);
+  const NBitsAttributes internal = read_nbits_attributes(ctx.node);
+  const bool residual = has_fused_residual(ctx, kNBitsResidualInput);
+  if (residual && ctx.input(kNBitsResidualInput).shape != out_shape)
+    return plan_residual_fallback(ctx, out_shape, replan, kNBitsResidualInput);
+  const FusedActivation activation = FusedActivation::from_node(ctx.node);
+  require_addressable(ctx, ctx.input_name(0) + " (A)", a_shape);
+  require_addressable(ctx, "the output", out_shape);
+  require_addressable(ctx, "the packed weight", {w.n * w.col_words});
+  if (w.n * w.scale_col_stride > int64_t{UINT32_MAX} || w.n * w.zp_col_bits > int64_t{UINT32_MAX})
+    ctx.fail("the weight's " + str(w.n) + " x " + str(w.k) + " codes exceed the kernels' 32-bit indices");
+
+  OpPlan plan;
+  plan.outputs.push_back({DType::Float32, out_shape});
+  if (m == 0) return plan;
+
+  const QuantizedKernel kernel = choose_quantized_kernel(ctx, w, internal, m);
+  if (kernel == QuantizedKernel::Fast) {
+    plan.constants.push_back(std::move(w.packed_b));
+    if (w.packed_zero_points) plan.constants.push_back(std::move(*w.packed_zero_points));
+    append_fast_quantized_launches(ctx, w, m, residual, plan);
+    return plan;
+  }
+
+  append_quantized_launch(ctx, w, internal, m, kernel == QuantizedKernel::Gemv, residual, activation, plan);
   return plan;
 }
 

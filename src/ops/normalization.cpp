@@ -259,6 +259,96 @@ std::vector<V> values_as(const Tensor& t) {
   return v;
 }
 
+// The accumulator's start: the identity of the kind's step (the extreme value for Max / Min and Arg*).
+template <class V>
+V reduce_start(ReduceKind kind) {
+  V start;
+  switch (kind) {
+    case ReduceKind::Prod:
+      start = V(1);
+      break;
+    case ReduceKind::Max:
+    case ReduceKind::ArgMax:
+      start = std::numeric_limits<V>::lowest();
+      break;
+    case ReduceKind::Min:
+    case ReduceKind::ArgMin:
+      start = std::numeric_limits<V>::max();
+      break;
+    default:
+      start = V(0);
+      break;
+  }
+  if constexpr (std::is_floating_point_v<V>) {
+    if (kind == ReduceKind::Max) start = -std::numeric_limits<V>::infinity();
+    if (kind == ReduceKind::Min) start = std::numeric_limits<V>::infinity();
+  }
+  return start;
+}
+
+// One input value `v` into its output's accumulator; `k` is its index along the reduced axis (Arg*), `shift`
+// LogSumExp's maximum.
+template <class V>
+void reduce_step(const ReductionSpec& spec, V v, V shift, int64_t k, V& acc, int64_t& best_index) {
+  const ReduceKind kind = spec.kind;
+  switch (kind) {
+    case ReduceKind::Sum:
+    case ReduceKind::Mean:
+    case ReduceKind::LogSum:
+      acc += v;
+      break;
+    case ReduceKind::Max:
+      acc = std::max(acc, v);
+      break;
+    case ReduceKind::Min:
+      acc = std::min(acc, v);
+      break;
+    case ReduceKind::Prod:
+      acc *= v;
+      break;
+    case ReduceKind::L1:
+      acc += v < 0 ? -v : v;
+      break;
+    case ReduceKind::L2:
+    case ReduceKind::SumSquare:
+      acc += v * v;
+      break;
+    case ReduceKind::LogSumExp:
+      acc += static_cast<V>(std::exp(double(v - shift)));
+      break;
+    case ReduceKind::ArgMax:
+    case ReduceKind::ArgMin: {
+      const bool wins = kind == ReduceKind::ArgMax ? v > acc : v < acc;
+      if (best_index < 0 || wins || (v == acc && spec.select_last_index)) {
+        acc = v;
+        best_index = k;
+      }
+      break;
+    }
+  }
+}
+
+// The output from its accumulator.
+template <class V>
+double reduce_finish(ReduceKind kind, V acc, V shift, int64_t best_index, int64_t reduce_size) {
+  const double a = static_cast<double>(acc);
+  switch (kind) {
+    case ReduceKind::Mean:
+      return a / static_cast<double>(reduce_size);
+    case ReduceKind::L2:
+      return std::sqrt(a);
+    case ReduceKind::LogSum:
+      return std::log(a);
+    case ReduceKind::LogSumExp:
+      return std::log(a) + static_cast<double>(shift);
+    case ReduceKind::ArgMax:
+    case ReduceKind::ArgMin:
+      return static_cast<double>(std::max<int64_t>(best_index, 0));
+    default:
+      return a;
+  }
+}
+
 // The reduction in V (double, or int64 for exact integer kinds), one pass over the input in order.
 template <class V>
 void host_reduce(const std::vector<V>& x, const Shape& shape, const ReductionSpec& spec, int64_t out_count,
@@ -300,90 +390,12 @@ void host_reduce(const std::vector<V>& x, const Shape& shape, const ReductionSpe
     for_each([&](size_t i, size_t o, int64_t) { acc[o] = std::max(acc[o], x[i]); });
     for (size_t o = 0; o < acc.size(); ++o) shift[o] = std::isfinite(double(acc[o])) ? acc[o] : V(0);
   }
-  for (size_t o = 0; o < acc.size(); ++o) {
-    switch (kind) {
-      case ReduceKind::Prod:
-        acc[o] = V(1);
-        break;
-      case ReduceKind::Max:
-      case ReduceKind::ArgMax:
-        acc[o] = std::numeric_limits<V>::lowest();
-        break;
-      case ReduceKind::Min:
-      case ReduceKind::ArgMin:
-        acc[o] = std::numeric_limits<V>::max();
-        break;
-      default:
-        acc[o] = V(0);
-        break;
-    }
-    if constexpr (std::is_floating_point_v<V>) {
-      if (kind == ReduceKind::Max) acc[o] = -std::numeric_limits<V>::infinity();
-      if (kind == ReduceKind::Min) acc[o] = std::numeric_limits<V>::infinity();
-    }
-  }
-  for_each([&](size_t i, size_t o, int64_t k) {
-    const V v = x[i];
-    switch (kind) {
-      case ReduceKind::Sum:
-      case ReduceKind::Mean:
-      case ReduceKind::LogSum:
-        acc[o] += v;
-        break;
-      case ReduceKind::Max:
-        acc[o] = std::max(acc[o], v);
-        break;
-      case ReduceKind::Min:
-        acc[o] = std::min(acc[o], v);
-        break;
-      case ReduceKind::Prod:
-        acc[o] *= v;
-        break;
-      case ReduceKind::L1:
-        acc[o] += v < 0 ? -v : v;
-        break;
-      case ReduceKind::L2:
-      case ReduceKind::SumSquare:
-        acc[o] += v * v;
-        break;
-      case ReduceKind::LogSumExp:
-        acc[o] += static_cast<V>(std::exp(double(v - shift[o])));
-        break;
-      case ReduceKind::ArgMax:
-      case ReduceKind::ArgMin: {
-        const bool wins = kind == ReduceKind::ArgMax ? v > acc[o] : v < acc[o];
-        if (best_index[o] < 0 || wins || (v == acc[o] && spec.select_last_index)) {
-          acc[o] = v;
-          best_index[o] = k;
-        }
-        break;
-      }
-    }
-  });
+  std::fill(acc.begin(), acc.end(), reduce_start<V>(kind));
+  for_each(
+      [&](size_t i, size_t o, int64_t k) { reduce_step(spec, x[i], shift[o], k, acc[o], best_index[o]); });
   result.resize(acc.size());
   for (size_t o = 0; o < acc.size(); ++o) {
-    const double a = static_cast<double>(acc[o]);
-    switch (kind) {
-      case ReduceKind::Mean:
-        result[o] = a / static_cast<double>(reduce_size);
-        break;
-      case ReduceKind::L2:
-        result[o] = std::sqrt(a);
-        break;
-      case ReduceKind::LogSum:
-        result[o] = std::log(a);
-        break;
-      case ReduceKind::LogSumExp:
-        result[o] = std::log(a) + static_cast<double>(shift[o]);
-        break;
-      case ReduceKind::ArgMax:
-      case ReduceKind::ArgMin:
-        result[o] = static_cast<double>(std::max<int64_t>(best_index[o], 0));
-        break;
-      default:
-        result[o] = a;
-        break;
-    }
+    result[o] = reduce_finish(kind, acc[o], shift[o], best_index[o], reduce_size);
   }
 }
 

@@ -339,16 +339,19 @@ std::optional<std::vector<int64_t>> sizes_input(const PlanContext& ctx, size_t i
   return std::vector<int64_t>(t->data<int64_t>().begin(), t->data<int64_t>().end());
 }
 
-ResizeConfig resize_config(const PlanContext& ctx) {
-  const std::string& op = ctx.node.op_type;
-  const int opset = ctx.node.opset;
-  const Shape& shape = ctx.input(0).shape;
-  const size_t rank = shape.size();
-  ResizeConfig cfg;
-  const bool legacy = op == "Upsample" || opset < 11;  // Upsample and Resize-10: scales only, asymmetric
+// Resize's sizing inputs as given: scales or sizes (one per entry of axes), and axes (empty: every axis).
+struct ResizeRequest {
   std::optional<std::vector<double>> scales;
   std::optional<std::vector<int64_t>> sizes;
   std::vector<int64_t> axes;
+};
+
+// The modes and the sizing inputs: Upsample and Resize-10 take scales only and sample asymmetric, floor.
+ResizeRequest parse_resize(const PlanContext& ctx, ResizeConfig& cfg) {
+  const std::string& op = ctx.node.op_type;
+  const int opset = ctx.node.opset;
+  ResizeRequest r;
+  const bool legacy = op == "Upsample" || opset < 11;
   if (legacy) {
     cfg.mode = parse_mode(ctx, "nearest");
     cfg.coord = CoordMode::Asymmetric;
@@ -357,41 +360,113 @@ ResizeConfig resize_config(const PlanContext& ctx) {
       if (!ctx.node.attributes.has("scales")) ctx.fail("the scales attribute is required");
       std::vector<double> s;
       for (float f : ctx.node.attributes.get_floats("scales", {})) s.push_back(f);
-      scales = s;
+      r.scales = s;
     } else {
-      scales = float_input(ctx, 1, "scales");
-      if (!scales) ctx.fail(ctx.input_name(1) + " (scales) is required and must not be empty");
+      r.scales = float_input(ctx, 1, "scales");
+      if (!r.scales) ctx.fail(ctx.input_name(1) + " (scales) is required and must not be empty");
     }
-  } else {
-    cfg.mode = parse_mode(ctx, "nearest");
-    cfg.nearest = parse_nearest_mode(ctx);
-    cfg.coord = parse_coord_mode(ctx);
-    cfg.cubic_a = ctx.node.attributes.get_float("cubic_coeff_a", -0.75f);
-    cfg.exclude_outside = ctx.node.attributes.get_int("exclude_outside", 0) != 0;
-    cfg.extrapolation = ctx.node.attributes.get_float("extrapolation_value", 0.0f);
-    scales = float_input(ctx, 2, "scales");
-    sizes = sizes_input(ctx, 3);
-    if (scales && sizes) ctx.fail("scales and sizes are both given; exactly one of them must be non-empty");
-    if (!scales && !sizes) ctx.fail("neither scales (input 2) nor sizes (input 3) is given; one is required");
-    if (opset >= 18) {
-      axes = ctx.node.attributes.get_ints("axes", {});
-    }
+    return r;
   }
+  cfg.mode = parse_mode(ctx, "nearest");
+  cfg.nearest = parse_nearest_mode(ctx);
+  cfg.coord = parse_coord_mode(ctx);
+  cfg.cubic_a = ctx.node.attributes.get_float("cubic_coeff_a", -0.75f);
+  cfg.exclude_outside = ctx.node.attributes.get_int("exclude_outside", 0) != 0;
+  cfg.extrapolation = ctx.node.attributes.get_float("extrapolation_value", 0.0f);
+  r.scales = float_input(ctx, 2, "scales");
+  r.sizes = sizes_input(ctx, 3);
+  if (r.scales && r.sizes) ctx.fail("scales and sizes are both given; exactly one of them must be non-empty");
+  if (!r.scales && !r.sizes)
+    ctx.fail("neither scales (input 2) nor sizes (input 3) is given; one is required");
+  if (opset >= 18) {
+    r.axes = ctx.node.attributes.get_ints("axes", {});
+  }
+  return r;
+}
+
+// The axes the scales or sizes apply to, each in [0, rank) and named once; every axis when none are given.
+std::vector<int64_t> resize_axes(const PlanContext& ctx, std::vector<int64_t> axes, size_t rank) {
   if (axes.empty()) {
     for (size_t i = 0; i < rank; ++i) axes.push_back(static_cast<int64_t>(i));
-  } else {
-    std::vector<bool> seen(rank, false);
-    for (int64_t& a : axes) {
-      if (a < -static_cast<int64_t>(rank) || a >= static_cast<int64_t>(rank)) {
-        ctx.fail("axes " + shape_to_string(ctx.node.attributes.get_ints("axes", {})) +
-                 " has an entry outside [" + str(-static_cast<int64_t>(rank)) + ", " +
-                 str(static_cast<int64_t>(rank) - 1) + "]");
-      }
-      if (a < 0) a += static_cast<int64_t>(rank);
-      if (seen[static_cast<size_t>(a)]) ctx.fail("axes names axis " + str(a) + " twice");
-      seen[static_cast<size_t>(a)] = true;
-    }
+    return axes;
   }
+  std::vector<bool> seen(rank, false);
+  for (int64_t& a : axes) {
+    if (a < -static_cast<int64_t>(rank) || a >= static_cast<int64_t>(rank)) {
+      ctx.fail("axes " + shape_to_string(ctx.node.attributes.get_ints("axes", {})) +
+               " has an entry outside [" + str(-static_cast<int64_t>(rank)) + ", " +
+               str(static_cast<int64_t>(rank) - 1) + "]");
+    }
+    if (a < 0) a += static_cast<int64_t>(rank);
+    if (seen[static_cast<size_t>(a)]) ctx.fail("axes names axis " + str(a) + " twice");
+    seen[static_cast<size_t>(a)] = true;
+  }
+  return axes;
+}
+
+// The output sizes from scales: floor(input * scale), of the roi's crop under tf_crop_and_resize.
+void apply_scales(const PlanContext& ctx, const std::vector<double>& scales, const std::vector<int64_t>& axes,
+                  ResizeConfig& cfg) {
+  const size_t n = axes.size();
+  for (size_t k = 0; k < n; ++k) {
+    ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
+    const double s = scales[k];
+    if (!(s > 0) || !std::isfinite(s)) {
+      ctx.fail("scales " + std::to_string(s) + " at position " + str(static_cast<int64_t>(k)) +
+               " must be a positive finite number");
+    }
+    a.scale = s;
+    a.length_resized = static_cast<double>(a.input) * s;
+    const double crop = cfg.coord == CoordMode::TfCropAndResize ? a.roi_end - a.roi_start : 1.0;
+    a.output = static_cast<int64_t>(std::floor(static_cast<double>(a.input) * crop * s));
+  }
+}
+
+// The scales from sizes, per keep_aspect_ratio_policy (opset 18; stretch before).
+void apply_sizes(const PlanContext& ctx, const std::vector<int64_t>& sizes, const std::vector<int64_t>& axes,
+                 ResizeConfig& cfg) {
+  const size_t n = axes.size();
+  const std::string policy = ctx.node.opset >= 18
+                                 ? ctx.node.attributes.get_string("keep_aspect_ratio_policy", "stretch")
+                                 : std::string("stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    ctx.fail("keep_aspect_ratio_policy is '" + policy + "'; expected stretch, not_larger or not_smaller");
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (sizes[k] < 0) ctx.fail("sizes " + shape_to_string(sizes) + " has a negative entry");
+  }
+  if (policy == "stretch") {
+    for (size_t k = 0; k < n; ++k) {
+      ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
+      a.output = sizes[k];
+      a.scale = a.input > 0 ? static_cast<double>(a.output) / static_cast<double>(a.input) : 1.0;
+      a.length_resized = static_cast<double>(a.output);
+    }
+    return;
+  }
+  // One scale for all the given axes, the largest that fits (not_larger) or the smallest that covers.
+  double s = policy == "not_larger" ? INFINITY : 0;
+  for (size_t k = 0; k < n; ++k) {
+    const ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
+    const double r = a.input > 0 ? static_cast<double>(sizes[k]) / static_cast<double>(a.input) : 1.0;
+    s = policy == "not_larger" ? std::min(s, r) : std::max(s, r);
+  }
+  for (size_t k = 0; k < n; ++k) {
+    ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
+    a.scale = s;
+    a.length_resized = s * static_cast<double>(a.input);
+    a.output = static_cast<int64_t>(std::floor(a.length_resized + 0.5));  // ONNX rounds half up here
+  }
+}
+
+ResizeConfig resize_config(const PlanContext& ctx) {
+  const Shape& shape = ctx.input(0).shape;
+  const size_t rank = shape.size();
+  ResizeConfig cfg;
+  ResizeRequest request = parse_resize(ctx, cfg);
+  const std::vector<int64_t> axes = resize_axes(ctx, std::move(request.axes), rank);
+  const std::optional<std::vector<double>>& scales = request.scales;
+  const std::optional<std::vector<int64_t>>& sizes = request.sizes;
   const size_t n = axes.size();
   const size_t given = scales ? scales->size() : sizes->size();
   if (given != n) {
@@ -416,50 +491,9 @@ ResizeConfig resize_config(const PlanContext& ctx) {
     }
   }
   if (scales) {
-    for (size_t k = 0; k < n; ++k) {
-      ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
-      const double s = (*scales)[k];
-      if (!(s > 0) || !std::isfinite(s)) {
-        ctx.fail("scales " + std::to_string(s) + " at position " + str(static_cast<int64_t>(k)) +
-                 " must be a positive finite number");
-      }
-      a.scale = s;
-      a.length_resized = static_cast<double>(a.input) * s;
-      const double crop = cfg.coord == CoordMode::TfCropAndResize ? a.roi_end - a.roi_start : 1.0;
-      a.output = static_cast<int64_t>(std::floor(static_cast<double>(a.input) * crop * s));
-    }
+    apply_scales(ctx, *scales, axes, cfg);
   } else {
-    const std::string policy = opset >= 18
-                                   ? ctx.node.attributes.get_string("keep_aspect_ratio_policy", "stretch")
-                                   : std::string("stretch");
-    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
-      ctx.fail("keep_aspect_ratio_policy is '" + policy + "'; expected stretch, not_larger or not_smaller");
-    }
-    for (size_t k = 0; k < n; ++k) {
-      if ((*sizes)[k] < 0) ctx.fail("sizes " + shape_to_string(*sizes) + " has a negative entry");
-    }
-    if (policy == "stretch") {
-      for (size_t k = 0; k < n; ++k) {
-        ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
-        a.output = (*sizes)[k];
-        a.scale = a.input > 0 ? static_cast<double>(a.output) / static_cast<double>(a.input) : 1.0;
-        a.length_resized = static_cast<double>(a.output);
-      }
-    } else {
-      // One scale for all the given axes, the largest that fits (not_larger) or the smallest that covers.
-      double s = policy == "not_larger" ? INFINITY : 0;
-      for (size_t k = 0; k < n; ++k) {
-        const ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
-        const double r = a.input > 0 ? static_cast<double>((*sizes)[k]) / static_cast<double>(a.input) : 1.0;
-        s = policy == "not_larger" ? std::min(s, r) : std::max(s, r);
-      }
-      for (size_t k = 0; k < n; ++k) {
-        ResizeAxis& a = cfg.axes[static_cast<size_t>(axes[k])];
-        a.scale = s;
-        a.length_resized = s * static_cast<double>(a.input);
-        a.output = static_cast<int64_t>(std::floor(a.length_resized + 0.5));  // ONNX rounds half up here
-      }
-    }
+    apply_sizes(ctx, *sizes, axes, cfg);
   }
   if (ctx.node.attributes.get_int("antialias", 0) != 0 && cfg.mode != ResizeMode::Nearest) {
     for (const ResizeAxis& a : cfg.axes) {

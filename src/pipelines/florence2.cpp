@@ -414,8 +414,10 @@ struct DecoderSessions {
 
 class BeamDecoder {
  public:
+  // `max_length`: of the decoder sequence, start token included: the with-past steps' plan leaves room for a
+  // past that long (RunOptions::growing_dims), so the loop is planned once and respecialized after.
   BeamDecoder(const DecoderSessions& m, const Tensor& encoder_hidden, const Tensor& encoder_mask,
-              size_t batch)
+              size_t batch, size_t max_length)
       : m_(m), batch_(batch), with_past_(m.with_past) {
     encoder_mask_ = repeat_rows(encoder_mask, batch);
     inputs_["encoder_attention_mask"] = m.decoder.upload(encoder_mask_);
@@ -425,7 +427,11 @@ class BeamDecoder {
       if (m.merged) inputs_[past] = Tensor(DType::Float32, {rows, m.heads, 0, m.head_size});  // else branch
       keep_first_.device_outputs.push_back(present_of(past));
       // The with-past graph's encoder presents are placeholders: keep only the decoder ones.
-      if (past.find(".decoder.") != std::string::npos) keep_.device_outputs.push_back(present_of(past));
+      if (past.find(".decoder.") == std::string::npos) continue;
+      keep_.device_outputs.push_back(present_of(past));
+      const TensorInfo* info = find_info(with_past_.inputs(), past);
+      if (info && info->dim_names.size() == 4 && !info->dim_names[2].empty())
+        keep_.growing_dims[info->dim_names[2]] = static_cast<int64_t>(max_length);
     }
   }
 
@@ -882,7 +888,7 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
   const DecoderSessions sessions{m.embed_tokens, m.decoder,    m.merged ? m.decoder : *m.decoder_with_past,
                                  m.merged,       m.past_names, m.heads,
                                  m.head_size};
-  BeamDecoder decoder(sessions, encoder_hidden, encoder_mask, static_cast<size_t>(num_beams));
+  BeamDecoder decoder(sessions, encoder_hidden, encoder_mask, static_cast<size_t>(num_beams), max_length);
   const SearchSettings search{
       g, static_cast<size_t>(num_beams), no_repeat_ngram_size, length_penalty, early_stopping, max_length};
   const SearchResult found = num_beams == 1 ? greedy_search(decoder, search) : beam_search(decoder, search);

@@ -600,6 +600,7 @@ struct ExecutionPlan::Builder {
   PlanSharing* sharing;
   std::span<const InputSource> sources;
   const ExecutionPlan* grown_from;
+  const NodePlans* capacity;
   const StageValues* stage;
   size_t value_count;  // with the values of unrolled Loops and Scans
   // Found by find_lifetimes: the value whose memory each value is (itself, or what it views or aliases), and
@@ -612,6 +613,7 @@ struct ExecutionPlan::Builder {
   gpu::BufferSlice status_slice;
 
   const Tensor* host_value(graph::ValueId v) const;
+  uint64_t capacity_bytes(size_t v) const;
   void find_lifetimes();
   void place_activations();
   void place_inputs();
@@ -628,6 +630,12 @@ const Tensor* ExecutionPlan::Builder::host_value(graph::ValueId v) const {
   if (const auto& c = plan.value(v).constant) return &*c;
   const auto& h = plan.host_values_[static_cast<size_t>(v)];
   return h ? &*h : nullptr;
+}
+
+// The bytes value `v` takes at the capacity sizes (PlanRoom::capacity), or 0.
+uint64_t ExecutionPlan::Builder::capacity_bytes(size_t v) const {
+  if (!capacity || v >= capacity->descs.size()) return 0;
+  return device_byte_size(capacity->descs[v]);
 }
 
 // Each GPU-produced value lives from its step to its last reader; graph outputs to the end. A reshape-like
@@ -693,7 +701,8 @@ void ExecutionPlan::Builder::place_activations() {
   // plan to the next (a decoder's key/values, a row per step) then keep their place in its size order, so
   // the other values keep their buffers and reused node plans can share their bound dispatches. Slices bind
   // their whole buffer (kernels take sizes from their uniforms), so a plan respecialized for larger sizes
-  // that still fit keeps its bind groups. A plan grown from one that had no room doubles what grew.
+  // that still fit keeps its bind groups. A plan grown from one that had no room doubles what grew; one
+  // with a capacity (PlanRoom) gives every region at least its size there.
   std::vector<uint64_t> exact_bytes;
   for (const graph::BufferRequest& r : requests) exact_bytes.push_back(r.size);
   if (grown_from) {
@@ -706,6 +715,22 @@ void ExecutionPlan::Builder::place_activations() {
         before = grown_from->shared_.at(s)->plan.scratch_bytes.at(k);
       }
       if (requests[r].size > before) requests[r].size *= 2;
+    }
+  }
+  if (capacity) {
+    std::unordered_map<const graph::Node*, const std::vector<uint64_t>*> capacity_scratch;
+    for (const NodePlans::GpuNode& n : capacity->gpu_nodes)
+      capacity_scratch[n.node] = &n.op_plan().scratch_bytes;
+    for (size_t r = 0; r < requests.size(); ++r) {
+      uint64_t largest = 0;
+      if (request_value[r] != SIZE_MAX) {
+        largest = capacity_bytes(request_value[r]);
+      } else {
+        const auto [s, k] = scratch_request[r];
+        auto it = capacity_scratch.find(gpu_nodes[s].node);
+        if (it != capacity_scratch.end() && k < it->second->size()) largest = (*it->second)[k];
+      }
+      requests[r].size = std::max(requests[r].size, largest);
     }
   }
   if (sharing) {
@@ -749,6 +774,7 @@ void ExecutionPlan::Builder::place_inputs() {
     const size_t v = static_cast<size_t>(plan.input_values_[i]);
     InputSlot& slot = plan.inputs_[i];
     slot.bytes = device_byte_size(plan.descs_[v]);
+    slot.room = std::max(slot.bytes, capacity_bytes(v));
     const InputSource source = i < sources.size() ? sources[i] : InputSource{};
     const gpu::Buffer* buffer = source.host ? nullptr : source.device.buffer;
     if (buffer && source.content_id != 0 && !input_of_buffer.count(buffer) &&
@@ -757,7 +783,7 @@ void ExecutionPlan::Builder::place_inputs() {
       slot.content_id = source.content_id;
     } else {
       slot.owned = std::make_unique<gpu::Buffer>(
-          device.create_buffer(slot.bytes, "input '" + graph.value(plan.input_values_[i]).name + "'"));
+          device.create_buffer(slot.room, "input '" + graph.value(plan.input_values_[i]).name + "'"));
       buffer = slot.owned.get();
     }
     input_of_buffer[buffer] = i;
@@ -785,6 +811,10 @@ gpu::BufferSlice ExecutionPlan::Builder::location_of(graph::ValueId v) {
                         device_byte_size({grown_from->host_values_[r]->dtype(),
                                           grown_from->host_values_[r]->shape()}) < bytes;
       room = pooled_size_or(device.limits(), grew ? 2 * bytes : bytes, bytes);
+    }
+    if (capacity && r < capacity->host_values.size() && capacity->host_values[r]) {
+      const Tensor& largest = *capacity->host_values[r];
+      room = std::max(room, device_byte_size({largest.dtype(), largest.shape()}));
     }
     const std::string label = "folded '" + plan.value(static_cast<graph::ValueId>(r)).name + "'";
     plan.owned_.push_back(std::make_unique<gpu::Buffer>(device.create_buffer(room, label)));
@@ -946,8 +976,8 @@ void ExecutionPlan::Builder::locate_outputs() {
 
 ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights,
                              NodePlans planned, double kernel_plans_ms, PlanSharing* sharing,
-                             std::span<const InputSource> sources, const ExecutionPlan* grown_from,
-                             RunStatus* run_status, const StageValues* stage)
+                             std::span<const InputSource> sources, PlanRoom room, RunStatus* run_status,
+                             const StageValues* stage)
     : device_(device),
       graph_(graph),
       input_values_(stage ? stage->inputs : graph.inputs),
@@ -972,9 +1002,23 @@ ExecutionPlan::ExecutionPlan(gpu::Device& device, const graph::Graph& graph, Wei
   host_values_ = std::move(planned.host_values);
   locations_.resize(value_count);
 
-  Builder builder{*this,   device,  graph,      weights, planned.gpu_nodes, planned.aliases,
-                  sharing, sources, grown_from, stage,   value_count,       {},
-                  {},      {},      {},         {}};
+  Builder builder{*this,
+                  device,
+                  graph,
+                  weights,
+                  planned.gpu_nodes,
+                  planned.aliases,
+                  sharing,
+                  sources,
+                  room.grown_from,
+                  room.capacity,
+                  stage,
+                  value_count,
+                  {},
+                  {},
+                  {},
+                  {},
+                  {}};
   builder.find_lifetimes();
   builder.place_activations();
   builder.place_inputs();
@@ -1039,7 +1083,10 @@ bool same_kernels(const ops::OpPlan& before, const ops::OpPlan& now) {
 
 }  // namespace
 
-Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const InputSource> sources) {
+// Step 1 of respecialize: the same kernels for the same nodes, with the same prepacked constants (uploaded by
+// content, so equal bytes are the same buffer), grids the device can run, and host values where they were.
+// Done when they are (nothing rewritten yet), else OtherKernels.
+Respecialized ExecutionPlan::same_kernels_as(NodePlans& planned) {
   if (!sharing_ || shared_.size() != steps_.size() || planned.descs.size() != descs_.size())
     return Respecialized::OtherKernels;
   auto& nodes = planned.gpu_nodes;
@@ -1049,8 +1096,6 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     const NodePlans::Alias &x = aliases_[a], &y = planned.aliases[a];
     if (x.step != y.step || x.value != y.value || x.source != y.source) return Respecialized::OtherKernels;
   }
-  // 1. The same kernels for the same nodes, with the same prepacked constants (uploaded by content, so equal
-  //    bytes are the same buffer) and grids the device can run.
   const gpu::Limits& limits = device_.limits();
   for (size_t s = 0; s < nodes.size(); ++s) {
     if (nodes[s].node != steps_[s].node || !nodes[s].shared) return Respecialized::OtherKernels;
@@ -1084,34 +1129,34 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     const bool host_now = graph_.values[v].constant || planned.host_values[v];
     if (host_before != host_now) return Respecialized::OtherKernels;
   }
-  // 2. Room: every region (its whole buffer), scratch and folded upload holds the new sizes.
+  return Respecialized::Done;
+}
+
+// Step 2: every region (its whole buffer), scratch and folded upload holds the new sizes.
+bool ExecutionPlan::has_room_for(const NodePlans& planned) const {
+  const auto& nodes = planned.gpu_nodes;
   for (size_t v : region_values_) {
-    if (device_byte_size(planned.descs[v]) > locations_[v].resolved_size())
-      return Respecialized::NeedsMoreRoom;
+    if (device_byte_size(planned.descs[v]) > locations_[v].resolved_size()) return false;
   }
   for (size_t s = 0; s < nodes.size(); ++s) {
     const auto& bytes = nodes[s].shared->plan.scratch_bytes;
     for (size_t k = 0; k < bytes.size(); ++k) {
       if (k < scratch_[s].size() && scratch_[s][k].buffer && bytes[k] > scratch_[s][k].resolved_size())
-        return Respecialized::NeedsMoreRoom;
+        return false;
     }
   }
   for (const auto& [v, buffer] : folded_) {
     if (device_byte_size({planned.host_values[v]->dtype(), planned.host_values[v]->shape()}) > buffer->size())
-      return Respecialized::NeedsMoreRoom;
+      return false;
   }
+  return true;
+}
 
-  // 3. Nothing can fail from here on: rewrite what the sizes change.
-  for (size_t s = 0; s < nodes.size(); ++s) {
-    SharedNodePlan& now = *nodes[s].shared;
-    if (now.pipelines.empty()) {
-      now.pipelines = shared_[s]->pipelines;  // the same programs
-      now.dispatches.resize(now.plan.launches.size());
-    }
-  }
-  // Inputs: a device input bound where it lived moves to a buffer of the plan unless it is the same content
-  // (a decoder's cross keys/values); a buffer of the plan too small for the new size is replaced by one with
-  // room to grow. The dispatches that bind a moved input are bound again.
+// Inputs: a device input bound where it lived moves to a buffer of the plan unless it is the same content
+// (a decoder's cross keys/values); a buffer of the plan too small for the new size is replaced by one with
+// room to grow. Returns which moved (their dispatches are bound again).
+std::vector<bool> ExecutionPlan::move_inputs(const NodePlans& planned, std::span<const InputSource> sources) {
+  const gpu::Limits& limits = device_.limits();
   std::vector<bool> moved(inputs_.size(), false);
   for (size_t i = 0; i < inputs_.size(); ++i) {
     InputSlot& slot = inputs_[i];
@@ -1121,14 +1166,20 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     const InputSource source = i < sources.size() ? sources[i] : InputSource{};
     if (slot.direct && !source.host && source.content_id == slot.content_id) continue;
     if (!slot.direct && slot.owned->size() >= slot.bytes) continue;
-    slot.owned = std::make_unique<gpu::Buffer>(device_.create_buffer(
-        pooled_size_or(limits, 2 * slot.bytes, slot.bytes), "input '" + graph_.values[v].name + "'"));
+    slot.owned = std::make_unique<gpu::Buffer>(
+        device_.create_buffer(std::max(slot.room, pooled_size_or(limits, 2 * slot.bytes, slot.bytes)),
+                              "input '" + graph_.values[v].name + "'"));
     slot.direct = false;
     slot.content_id = 0;
     moved[i] = true;
   }
-  // Uniforms and grids: a dispatch of this plan alone is rewritten in place; one shared with other plans (by
-  // its node plan) is bound anew for this plan, which then owns it.
+  return moved;
+}
+
+// Uniforms and grids: a dispatch of this plan alone is rewritten in place; one shared with other plans (by
+// its node plan) is bound anew for this plan, which then owns it.
+void ExecutionPlan::rewrite_dispatches(const NodePlans& planned) {
+  const auto& nodes = planned.gpu_nodes;
   for (size_t d = 0; d < dispatch_records_.size(); ++d) {
     DispatchRecord& record = dispatch_records_[d];
     const ops::KernelLaunch& before = shared_[record.step]->plan.launches[record.launch];
@@ -1148,8 +1199,10 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
       record.owned = true;
     }
   }
-  rebind_moved_inputs(moved);
-  // Folded values bound by kernels: written again where they changed.
+}
+
+// Folded values bound by kernels: written again where they changed.
+void ExecutionPlan::rewrite_folded_values(const NodePlans& planned) {
   for (const auto& [v, buffer] : folded_) {
     const Tensor& h = *planned.host_values[v];
     const Tensor& old = *host_values_[v];
@@ -1158,9 +1211,26 @@ Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const In
     write_tensor(device_, {buffer, 0, device_byte_size({h.dtype(), h.shape()})}, h,
                  "folded '" + graph_.values[v].name + "'");
   }
+}
+
+Respecialized ExecutionPlan::respecialize(NodePlans& planned, std::span<const InputSource> sources) {
+  if (const Respecialized same = same_kernels_as(planned); same != Respecialized::Done) return same;
+  if (!has_room_for(planned)) return Respecialized::NeedsMoreRoom;
+  // Nothing can fail from here on: rewrite what the sizes change.
+  for (size_t s = 0; s < planned.gpu_nodes.size(); ++s) {
+    SharedNodePlan& now = *planned.gpu_nodes[s].shared;
+    if (now.pipelines.empty()) {
+      now.pipelines = shared_[s]->pipelines;  // the same programs
+      now.dispatches.resize(now.plan.launches.size());
+    }
+  }
+  const std::vector<bool> moved = move_inputs(planned, sources);
+  rewrite_dispatches(planned);
+  rebind_moved_inputs(moved);  // after the dispatches: it binds their new uniforms and grids
+  rewrite_folded_values(planned);
   descs_ = std::move(planned.descs);
   host_values_ = std::move(planned.host_values);
-  for (size_t s = 0; s < nodes.size(); ++s) shared_[s] = nodes[s].shared;
+  for (size_t s = 0; s < planned.gpu_nodes.size(); ++s) shared_[s] = planned.gpu_nodes[s].shared;
   reused_node_plans_ = planned.reused;
   return Respecialized::Done;
 }

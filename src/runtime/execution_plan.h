@@ -257,22 +257,33 @@ enum class Respecialized {
   NeedsMoreRoom,  // the same kernels, but an activation or scratch region is too small: plan with headroom
 };
 
+class ExecutionPlan;
+
+// The room a new plan leaves its regions (activations, scratch, folded values, inputs) for later sizes, so
+// that those respecialize it instead of being planned again.
+struct PlanRoom {
+  // A plan with the same kernels that had no room for these sizes (Respecialized::NeedsMoreRoom): the
+  // regions that grew since it get twice their size.
+  const ExecutionPlan* grown_from = nullptr;
+  // The node plans for the largest sizes expected (SessionOptions::growing_dims): every region gets at
+  // least the size it has there.
+  const NodePlans* capacity = nullptr;
+};
+
 class ExecutionPlan {
  public:
   // Plans `graph` with its node plans (plan_nodes; `kernel_plans_ms` is the time they took, for the phase
   // report). With `sharing`, node plans, constants, activation buffers and bound dispatches are shared with
   // the session's other plans (PlanSharing). An input whose `sources` entry is device memory with a content
   // id (a DeviceTensor) is bound where it lives instead of getting a buffer of the plan (see InputSource).
-  // `grown_from`: a plan with the same kernels that had no room for these sizes
-  // (Respecialized::NeedsMoreRoom): the regions that grew since it get twice their size, so that the next
-  // sizes respecialize this plan. `run_status` is the session's (shared by its plans, so that any plan's
-  // download reports an error of an earlier run that kept its outputs on the device); null: the plan makes
-  // its own if a kernel needs one. `stage`: the plan of one stage (StageValues; its inputs and outputs
-  // instead of the graph's). A node with data-dependent outputs must be its last (their readers need the real
-  // shapes): its extent is read back with the outputs (extent()).
+  // `room`: what room to leave for later sizes (PlanRoom). `run_status` is the session's (shared by its
+  // plans, so that any plan's download reports an error of an earlier run that kept its outputs on the
+  // device); null: the plan makes its own if a kernel needs one. `stage`: the plan of one stage (StageValues;
+  // its inputs and outputs instead of the graph's). A node with data-dependent outputs must be its last
+  // (their readers need the real shapes): its extent is read back with the outputs (extent()).
   ExecutionPlan(gpu::Device& device, const graph::Graph& graph, WeightStore& weights, NodePlans planned,
                 double kernel_plans_ms, PlanSharing* sharing = nullptr,
-                std::span<const InputSource> sources = {}, const ExecutionPlan* grown_from = nullptr,
+                std::span<const InputSource> sources = {}, PlanRoom room = {},
                 RunStatus* run_status = nullptr, const StageValues* stage = nullptr);
 
   // The same without sharing, planning the nodes first: for tests and tools that run a graph as it is.
@@ -324,6 +335,12 @@ class ExecutionPlan {
                                                       size_t capacity);
   // Binds again the dispatches that bind an input marked in `moved` (it moved to its owned buffer).
   void rebind_moved_inputs(const std::vector<bool>& moved);
+  // respecialize's steps.
+  Respecialized same_kernels_as(NodePlans& planned);
+  bool has_room_for(const NodePlans& planned) const;
+  std::vector<bool> move_inputs(const NodePlans& planned, std::span<const InputSource> sources);
+  void rewrite_dispatches(const NodePlans& planned);
+  void rewrite_folded_values(const NodePlans& planned);
   // Where output o is read from, given where the inputs are in this run.
   gpu::BufferSlice output_source(size_t o, std::span<const gpu::BufferSlice> current) const;
   // A value of the graph or of an unrolled Loop or Scan.
@@ -351,6 +368,7 @@ class ExecutionPlan {
     uint64_t bytes = 0;
     bool used = false;    // a dispatch binds it or an output is it (else it is only planned with by value)
     bool direct = false;  // bound where the device input with `content_id` lives
+    uint64_t room = 0;  // the bytes it may grow to (PlanRoom::capacity) when it moves to a buffer of the plan
     uint64_t content_id = 0;             // direct: what is bound; else: the device content last copied (or 0)
     std::unique_ptr<gpu::Buffer> owned;  // not direct: the input's buffer
   };

@@ -62,6 +62,50 @@ std::vector<runtime::PlanInput> plan_inputs_of(const std::vector<InputView>& ord
   return plan_inputs;
 }
 
+// RunOptions::growing_dims names symbolic dims of the inputs, each with a positive limit.
+void check_growing_dims(const std::map<std::string, int64_t>& growing,
+                        const std::vector<TensorInfo>& inputs) {
+  std::set<std::string> symbolic;
+  for (const TensorInfo& in : inputs) {
+    for (const std::string& name : in.dim_names)
+      if (!name.empty()) symbolic.insert(name);
+  }
+  for (const auto& [name, limit] : growing) {
+    if (!symbolic.count(name)) {
+      std::string known;
+      for (const std::string& n : symbolic) known += (known.empty() ? "" : ", ") + n;
+      throw Error("RunOptions::growing_dims names '" + name +
+                  "', which is not a symbolic dim of the model's inputs (" +
+                  (known.empty() ? std::string("it has none") : "they have: " + known) + ")");
+    }
+    if (limit < 1)
+      throw Error("RunOptions::growing_dims: '" + name + "' must be at least 1, not " +
+                  std::to_string(limit));
+  }
+}
+
+// The inputs at the largest sizes RunOptions::growing_dims expects, for the room of a new plan; empty
+// when no input dim is below its limit. A resized input loses its plan-time value (the capacity planning
+// only measures sizes).
+std::vector<runtime::PlanInput> capacity_inputs(const std::vector<runtime::PlanInput>& now,
+                                                const std::vector<TensorInfo>& infos,
+                                                const std::map<std::string, int64_t>& growing) {
+  std::vector<runtime::PlanInput> largest = now;
+  bool grows = false;
+  for (size_t i = 0; i < largest.size() && i < infos.size(); ++i) {
+    std::vector<int64_t>& shape = largest[i].desc.shape;
+    for (size_t d = 0; d < shape.size() && d < infos[i].dim_names.size(); ++d) {
+      auto it = growing.find(infos[i].dim_names[d]);
+      if (it == growing.end() || shape[d] >= it->second) continue;
+      shape[d] = it->second;
+      largest[i].value = nullptr;
+      grows = true;
+    }
+  }
+  if (!grows) largest.clear();
+  return largest;
+}
+
 std::string names_of(const std::vector<TensorInfo>& infos) {
   std::string out;
   for (const auto& i : infos) out += (out.empty() ? "" : ", ") + i.name;
@@ -138,12 +182,15 @@ struct Session::Impl {
   std::vector<InputView> check_inputs(const std::map<std::string, InputView>& given,
                                       std::string& signature) const;
   // The plan for these inputs: from the cache, or made now (dropping the least recently used beyond the
-  // capacity). Null when the graph must run in stages for them (staged_signatures).
+  // capacity). Null when the graph must run in stages for them (staged_signatures). `growing`: as
+  // RunOptions::growing_dims.
   runtime::ExecutionPlan* plan_for(const std::vector<InputView>& ordered, const std::string& signature,
-                                   std::span<const runtime::InputSource> sources);
+                                   std::span<const runtime::InputSource> sources,
+                                   const std::map<std::string, int64_t>& growing);
   // Runs with outputs o for which `on_device[o]` is set copied into new DeviceTensors (returned in `kept`).
   std::vector<Tensor> run(const std::map<std::string, InputView>& given, const std::vector<bool>& on_device,
-                          std::vector<DeviceTensor>& kept);
+                          std::vector<DeviceTensor>& kept,
+                          const std::map<std::string, int64_t>& growing = {});
   std::vector<Tensor> run_in_stages(const std::vector<InputView>& ordered, const std::string& signature,
                                     std::span<const runtime::InputSource> sources,
                                     const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept);
@@ -400,7 +447,8 @@ std::vector<InputView> Session::Impl::check_inputs(const std::map<std::string, I
 
 runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& ordered,
                                                 const std::string& signature,
-                                                std::span<const runtime::InputSource> sources) {
+                                                std::span<const runtime::InputSource> sources,
+                                                const std::map<std::string, int64_t>& growing) {
   auto found = plan_index.find(signature);
   if (found != plan_index.end()) {
     plans.splice(plans.begin(), plans, found->second);  // most recently used first
@@ -469,6 +517,23 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
       return &plan;
     }
   }
+  // A first plan for sizes that will grow (RunOptions::growing_dims) takes its room from the node plans
+  // at the largest sizes. Only room: a failure there (e.g. a limit beyond what the model accepts) leaves
+  // the plan exact, to grow by doubling.
+  std::optional<runtime::NodePlans> capacity;
+  if (!grown_from && !growing.empty()) {
+    const std::vector<runtime::PlanInput> largest = capacity_inputs(plan_inputs, inputs, growing);
+    if (!largest.empty()) {
+      try {
+        std::optional<runtime::StageEnd> capacity_stage_end;
+        capacity = runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(), largest, {},
+                                       nullptr, node_plans.get(), &tuning, &capacity_stage_end);
+      } catch (const Error& e) {
+        runtime::warn_once(std::string("RunOptions::growing_dims: the largest sizes do not plan (") +
+                           e.what() + "); plans grow by doubling instead");
+      }
+    }
+  }
   // Drop the least recently used plans first, so that at most max_cached_plans exist at any time (the one
   // this plan grows from, which it replaces, meanwhile too).
   const size_t replaced = too_small != plans.end() ? 1 : 0;
@@ -479,9 +544,9 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
     it = plans.erase(it);
   }
   const size_t pipelines_before = device->pipelines().size();
-  auto plan =
-      std::make_unique<runtime::ExecutionPlan>(*device, graph, *weights, std::move(planned), kernel_plans_ms,
-                                               node_plans.get(), sources, grown_from, run_status.get());
+  auto plan = std::make_unique<runtime::ExecutionPlan>(
+      *device, graph, *weights, std::move(planned), kernel_plans_ms, node_plans.get(), sources,
+      runtime::PlanRoom{grown_from, capacity ? &*capacity : nullptr}, run_status.get());
   stats.pipelines_compiled += device->pipelines().size() - pipelines_before;
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
@@ -509,7 +574,8 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
 }
 
 std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& given,
-                                       const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept) {
+                                       const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept,
+                                       const std::map<std::string, int64_t>& growing) {
   std::string signature;
   std::vector<InputView> ordered = check_inputs(given, signature);
   std::vector<runtime::InputSource> sources;
@@ -521,7 +587,7 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
     }
   }
   runtime::ExecutionPlan* planned =
-      staged_signatures.count(signature) ? nullptr : plan_for(ordered, signature, sources);
+      staged_signatures.count(signature) ? nullptr : plan_for(ordered, signature, sources, growing);
   if (!planned) return run_in_stages(ordered, signature, sources, on_device, kept);
   runtime::ExecutionPlan& plan = *planned;
   stats.cached_plans = plans.size();
@@ -762,8 +828,9 @@ std::map<std::string, Value> Session::run(const std::map<std::string, Value>& in
     }
     on_device[static_cast<size_t>(it - s.outputs.begin())] = true;
   }
+  check_growing_dims(options.growing_dims, s.inputs);
   std::vector<DeviceTensor> kept;
-  std::vector<Tensor> results = s.run(given, on_device, kept);
+  std::vector<Tensor> results = s.run(given, on_device, kept, options.growing_dims);
   std::map<std::string, Value> named;
   for (size_t i = 0; i < results.size(); ++i) {
     if (on_device[i]) {

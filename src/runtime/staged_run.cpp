@@ -226,9 +226,162 @@ std::shared_ptr<StagedRunner::Stage> StagedRunner::make_stage(Scope& scope, size
   if (stop > first) {
     stage->plan =
         std::make_unique<ExecutionPlan>(device_, graph_, weights_, std::move(planned), kernel_plans_ms,
-                                        sharing_, sources, nullptr, run_status_, &stage->io);
+                                        sharing_, sources, PlanRoom{}, run_status_, &stage->io);
   }
   return stage;
+}
+
+// A stage's inputs as plan_nodes and ExecutionPlan::run take them, and the key of its cached plan: where it
+// starts and what it sees of its inputs (types, shapes, the values the planner reads).
+struct StagedRunner::StageInputs {
+  const std::vector<graph::ValueId>* values = nullptr;  // inputs_from's
+  std::vector<PlanInput> plan_inputs;
+  std::vector<InputSource> sources;
+  std::string key;
+};
+
+StagedRunner::StageInputs StagedRunner::stage_inputs(Scope& scope, size_t first, const KnownValues& known) {
+  const std::vector<graph::ValueId>& inputs = inputs_from(scope, first);
+  StageInputs in;
+  in.values = &inputs;
+  std::vector<PlanInput>& stage_plan_inputs = in.plan_inputs;
+  std::vector<InputSource>& stage_sources = in.sources;
+  std::string& key = in.key;
+  key = scope.key + std::to_string(first) + ":";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto found = known.find(inputs[i]);
+    if (found == known.end()) {
+      throw Error("internal: value '" + graph_.value(inputs[i]).name + "' is not known at stage " +
+                  std::to_string(first) + " of " + scope.key);
+    }
+    const Known& k = found->second;
+    const Tensor* value = k.plan_value;
+    stage_plan_inputs.push_back({k.desc, value});
+    stage_sources.push_back({k.host, k.host ? gpu::BufferSlice{} : k.device, k.host ? 0 : k.content_id});
+    key += std::to_string(static_cast<int>(k.desc.dtype)) + shape_to_string(k.desc.shape);
+    if (value) {
+      key += "=";
+      key.append(reinterpret_cast<const char*>(value->bytes().data()), value->byte_size());
+    }
+    key += ";";
+  }
+  return in;
+}
+
+std::shared_ptr<StagedRunner::Stage> StagedRunner::find_or_make_stage(Scope& scope, size_t first,
+                                                                      const StageInputs& in) {
+  const std::string& key = in.key;
+  std::shared_ptr<Stage> stage;
+  for (auto it = stages_.begin(); it != stages_.end(); ++it) {
+    if (it->first != key) continue;
+    stages_.splice(stages_.begin(), stages_, it);
+    stage = stages_.front().second;
+    break;
+  }
+  if (!stage) {
+    stage = make_stage(scope, first, *in.values, in.plan_inputs, in.sources);
+    ++report_.plans_made;
+    stages_.emplace_front(key, stage);
+    while (stages_.size() > max_stages_) stages_.pop_back();
+  }
+  return stage;
+}
+
+std::shared_ptr<StagedRunner::BufferSet> StagedRunner::free_buffer_set(Stage& stage) {
+  std::shared_ptr<BufferSet> buffer_set;
+  for (const std::shared_ptr<BufferSet>& set : stage.buffer_sets) {
+    if (set.use_count() == 1) {  // only the stage holds it: no value of an earlier run lies there
+      buffer_set = set;
+      break;
+    }
+  }
+  if (!buffer_set) {
+    buffer_set = stage.buffer_sets.emplace_back(std::make_shared<BufferSet>());
+    buffer_set->buffers.resize(stage.outputs.size());
+  }
+  return buffer_set;
+}
+
+void StagedRunner::run_stage(Stage& stage, BufferSet& buffer_set, std::span<const InputSource> sources,
+                             std::vector<Tensor>& outs, std::vector<ops::TensorDesc>& real) {
+  std::vector<gpu::BufferSlice> targets(stage.outputs.size());
+  for (size_t o = 0; o < stage.outputs.size(); ++o) {
+    if (stage.outputs[o].role != Stage::Role::Boundary) continue;
+    std::unique_ptr<gpu::Buffer>& buffer = buffer_set.buffers[o];
+    if (!buffer) {
+      const uint64_t bytes = std::max<uint64_t>(16, device_byte_size(stage.plan->output_desc(o)));
+      buffer = std::make_unique<gpu::Buffer>(
+          device_.create_buffer(bytes, "stage value '" + graph_.value(stage.io.outputs[o]).name + "'"));
+    }
+    targets[o] = {buffer.get()};
+  }
+  outs = stage.plan->run(sources, targets, nullptr);
+  report_.dispatches += stage.plan->dispatch_count();
+  ++report_.read_backs;
+  for (size_t o = 0; o < stage.outputs.size(); ++o) real.push_back(stage.plan->output_desc(o));
+  if (const ExecutionPlan::DataDependentStep* dd = stage.plan->data_dependent_step()) {
+    const graph::Node* node = dd->node;
+    const std::vector<ops::TensorDesc> exact =
+        real_output_descs(node->info, dd->outputs, dd->data_dependent, stage.plan->extent());
+    for (const ops::DataDependentOutput& d : dd->data_dependent) {
+      if (d.output >= node->outputs.size() || node->outputs[d.output] == graph::kNoValue) continue;
+      for (size_t o = 0; o < stage.outputs.size(); ++o) {
+        if (stage.io.outputs[o] != node->outputs[d.output]) continue;
+        real[o] = exact[d.output];
+        if (stage.outputs[o].role != Stage::Role::Boundary)
+          outs[o] = leading_elements(outs[o], real[o].shape);
+      }
+    }
+  }
+}
+
+void StagedRunner::take_stage_outputs(const Stage& stage, const std::shared_ptr<BufferSet>& buffer_set,
+                                      std::vector<Tensor>& outs, const std::vector<ops::TensorDesc>& real,
+                                      KnownValues& known, std::vector<Tensor>& results,
+                                      std::vector<bool>& filled) {
+  for (size_t o = 0; o < stage.outputs.size(); ++o) {
+    const graph::ValueId v = stage.io.outputs[o];
+    const Stage::Output& out = stage.outputs[o];
+    if (out.role == Stage::Role::GraphOutput) {
+      results[out.graph_output] = std::move(outs[o]);
+      filled[out.graph_output] = true;
+    } else if (out.role == Stage::Role::Boundary) {
+      gpu::Buffer* buffer = buffer_set->buffers[o].get();
+      Known k;
+      k.desc = real[o];
+      k.device = {buffer, 0, buffer->size()};
+      k.content_id = next_content_id_++;
+      k.holds = buffer_set;
+      known[v] = std::move(k);
+    } else {
+      Known& k = known[v];
+      k.desc = real[o];
+      k.owned = std::make_shared<const Tensor>(std::move(outs[o]));
+      k.host = k.plan_value = k.owned.get();
+    }
+  }
+  for (const auto& [v, tensor] : stage.host_values) {
+    Known k;
+    k.desc = {tensor.dtype(), tensor.shape()};
+    k.host = k.plan_value = &tensor;
+    known[v] = std::move(k);
+  }
+}
+
+void StagedRunner::download_read_back_inputs(const Stage& stage, KnownValues& known) {
+  for (graph::ValueId v : stage.read_back_inputs) {
+    Known& k = known.at(v);
+    if (k.host) {
+      k.plan_value = k.host;
+      continue;
+    }
+    std::vector<std::byte> bytes(device_payload_bytes(k.desc));
+    std::vector<gpu::Device::DownloadRegion> regions{{k.device.buffer, k.device.offset, bytes}};
+    device_.download(regions);
+    ++report_.read_backs;
+    k.owned = std::make_shared<const Tensor>(from_device_bytes(k.desc, bytes));
+    k.host = k.plan_value = k.owned.get();
+  }
 }
 
 void StagedRunner::run_scope(Scope& scope, KnownValues& known, std::vector<Tensor>& results,
@@ -236,130 +389,20 @@ void StagedRunner::run_scope(Scope& scope, KnownValues& known, std::vector<Tenso
   const std::vector<graph::Node>& nodes = *scope.nodes;
   size_t first = 0;
   while (true) {
-    const std::vector<graph::ValueId>& inputs = inputs_from(scope, first);
-    std::vector<PlanInput> stage_plan_inputs;
-    std::vector<InputSource> stage_sources;
-    std::string key = scope.key + std::to_string(first) + ":";
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const auto found = known.find(inputs[i]);
-      if (found == known.end()) {
-        throw Error("internal: value '" + graph_.value(inputs[i]).name + "' is not known at stage " +
-                    std::to_string(first) + " of " + scope.key);
-      }
-      const Known& k = found->second;
-      const Tensor* value = k.plan_value;
-      stage_plan_inputs.push_back({k.desc, value});
-      stage_sources.push_back({k.host, k.host ? gpu::BufferSlice{} : k.device, k.host ? 0 : k.content_id});
-      key += std::to_string(static_cast<int>(k.desc.dtype)) + shape_to_string(k.desc.shape);
-      if (value) {
-        key += "=";
-        key.append(reinterpret_cast<const char*>(value->bytes().data()), value->byte_size());
-      }
-      key += ";";
-    }
-    std::shared_ptr<Stage> stage;
-    for (auto it = stages_.begin(); it != stages_.end(); ++it) {
-      if (it->first != key) continue;
-      stages_.splice(stages_.begin(), stages_, it);
-      stage = stages_.front().second;
-      break;
-    }
-    if (!stage) {
-      stage = make_stage(scope, first, inputs, stage_plan_inputs, stage_sources);
-      ++report_.plans_made;
-      stages_.emplace_front(key, stage);
-      while (stages_.size() > max_stages_) stages_.pop_back();
-    }
+    const StageInputs in = stage_inputs(scope, first, known);
+    const std::shared_ptr<Stage> stage = find_or_make_stage(scope, first, in);
     used.push_back(stage);
     ++report_.stages;
-    std::shared_ptr<BufferSet> buffer_set;
-    for (const std::shared_ptr<BufferSet>& set : stage->buffer_sets) {
-      if (set.use_count() == 1) {  // only the stage holds it: no value of an earlier run lies there
-        buffer_set = set;
-        break;
-      }
-    }
-    if (!buffer_set) {
-      buffer_set = stage->buffer_sets.emplace_back(std::make_shared<BufferSet>());
-      buffer_set->buffers.resize(stage->outputs.size());
-    }
+    const std::shared_ptr<BufferSet> buffer_set = free_buffer_set(*stage);
 
     // Run: boundary values copied out to the stage's buffers, the rest (graph outputs, read-backs, the
     // extent) in one download.
     std::vector<Tensor> outs;
     std::vector<ops::TensorDesc> real;  // per output
-    if (stage->plan) {
-      std::vector<gpu::BufferSlice> targets(stage->outputs.size());
-      for (size_t o = 0; o < stage->outputs.size(); ++o) {
-        if (stage->outputs[o].role != Stage::Role::Boundary) continue;
-        std::unique_ptr<gpu::Buffer>& buffer = buffer_set->buffers[o];
-        if (!buffer) {
-          const uint64_t bytes = std::max<uint64_t>(16, device_byte_size(stage->plan->output_desc(o)));
-          buffer = std::make_unique<gpu::Buffer>(
-              device_.create_buffer(bytes, "stage value '" + graph_.value(stage->io.outputs[o]).name + "'"));
-        }
-        targets[o] = {buffer.get()};
-      }
-      outs = stage->plan->run(stage_sources, targets, nullptr);
-      report_.dispatches += stage->plan->dispatch_count();
-      ++report_.read_backs;
-      for (size_t o = 0; o < stage->outputs.size(); ++o) real.push_back(stage->plan->output_desc(o));
-      if (const ExecutionPlan::DataDependentStep* dd = stage->plan->data_dependent_step()) {
-        const graph::Node* node = dd->node;
-        const std::vector<ops::TensorDesc> exact =
-            real_output_descs(node->info, dd->outputs, dd->data_dependent, stage->plan->extent());
-        for (const ops::DataDependentOutput& d : dd->data_dependent) {
-          if (d.output >= node->outputs.size() || node->outputs[d.output] == graph::kNoValue) continue;
-          for (size_t o = 0; o < stage->outputs.size(); ++o) {
-            if (stage->io.outputs[o] != node->outputs[d.output]) continue;
-            real[o] = exact[d.output];
-            if (stage->outputs[o].role != Stage::Role::Boundary)
-              outs[o] = leading_elements(outs[o], real[o].shape);
-          }
-        }
-      }
-    }
-    for (size_t o = 0; o < stage->outputs.size(); ++o) {
-      const graph::ValueId v = stage->io.outputs[o];
-      Stage::Output& out = stage->outputs[o];
-      if (out.role == Stage::Role::GraphOutput) {
-        results[out.graph_output] = std::move(outs[o]);
-        filled[out.graph_output] = true;
-      } else if (out.role == Stage::Role::Boundary) {
-        gpu::Buffer* buffer = buffer_set->buffers[o].get();
-        Known k;
-        k.desc = real[o];
-        k.device = {buffer, 0, buffer->size()};
-        k.content_id = next_content_id_++;
-        k.holds = buffer_set;
-        known[v] = std::move(k);
-      } else {
-        Known& k = known[v];
-        k.desc = real[o];
-        k.owned = std::make_shared<const Tensor>(std::move(outs[o]));
-        k.host = k.plan_value = k.owned.get();
-      }
-    }
-    for (const auto& [v, tensor] : stage->host_values) {
-      Known k;
-      k.desc = {tensor.dtype(), tensor.shape()};
-      k.host = k.plan_value = &tensor;
-      known[v] = std::move(k);
-    }
+    if (stage->plan) run_stage(*stage, *buffer_set, in.sources, outs, real);
+    take_stage_outputs(*stage, buffer_set, outs, real, known, results, filled);
     // Values a stage needs by value that an earlier stage left on the device (rare: one more download).
-    for (graph::ValueId v : stage->read_back_inputs) {
-      Known& k = known.at(v);
-      if (k.host) {
-        k.plan_value = k.host;
-        continue;
-      }
-      std::vector<std::byte> bytes(device_payload_bytes(k.desc));
-      std::vector<gpu::Device::DownloadRegion> regions{{k.device.buffer, k.device.offset, bytes}};
-      device_.download(regions);
-      ++report_.read_backs;
-      k.owned = std::make_shared<const Tensor>(from_device_bytes(k.desc, bytes));
-      k.host = k.plan_value = k.owned.get();
-    }
+    download_read_back_inputs(*stage, known);
     if (stage->descend) {
       run_control_flow(nodes[stage->stop], known, results, filled, used);
       if (stage->stop + 1 >= nodes.size()) break;

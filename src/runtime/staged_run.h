@@ -61,6 +61,18 @@ class StagedRunner {
                                     std::span<const InputSource> sources);
   // The values scope.nodes[first, ...) read that earlier nodes (or the caller) give: the inputs of a stage.
   const std::vector<graph::ValueId>& inputs_from(Scope& scope, size_t first);
+  // run_scope's steps, per stage: its inputs (and cache key) from what the run knows; its plan, cached or
+  // made; a buffer set no known value holds; the run; what the run then knows; values read back apart.
+  struct StageInputs;
+  StageInputs stage_inputs(Scope& scope, size_t first, const KnownValues& known);
+  std::shared_ptr<Stage> find_or_make_stage(Scope& scope, size_t first, const StageInputs& in);
+  static std::shared_ptr<BufferSet> free_buffer_set(Stage& stage);
+  void run_stage(Stage& stage, BufferSet& buffer_set, std::span<const InputSource> sources,
+                 std::vector<Tensor>& outs, std::vector<ops::TensorDesc>& real);
+  void take_stage_outputs(const Stage& stage, const std::shared_ptr<BufferSet>& buffer_set,
+                          std::vector<Tensor>& outs, const std::vector<ops::TensorDesc>& real,
+                          KnownValues& known, std::vector<Tensor>& results, std::vector<bool>& filled);
+  void download_read_back_inputs(const Stage& stage, KnownValues& known);
   // Runs the scope's nodes in stages; `known` gains its outputs (and `results` the graph outputs computed).
   void run_scope(Scope& scope, KnownValues& known, std::vector<Tensor>& results, std::vector<bool>& filled,
                  std::vector<std::shared_ptr<Stage>>& used);

@@ -66,7 +66,8 @@ struct LoopRun {
 
 // On `environment` when given (sessions of one model then share compiled pipelines).
 LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps, bool reuse_unchanged = true,
-                 const Environment* environment = nullptr) {
+                 const Environment* environment = nullptr,
+                 const std::map<std::string, int64_t>& growing = {}) {
   SessionOptions options;
   options.respecialize_plans = respecialize;
   options.reuse_unchanged_nodes = reuse_unchanged;
@@ -76,6 +77,7 @@ LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps, bool reu
   for (const auto& [name, tensor] : loop.first) inputs[name] = tensor;
   RunOptions keep;
   keep.all_outputs_on_device = true;
+  keep.growing_dims = growing;
   LoopRun result;
   for (int step = 0; step < steps; ++step) {
     std::map<std::string, Value> out = session.run(inputs, keep);
@@ -171,6 +173,55 @@ TEST(PlanRespecialize, MergedDecoderLoopPlansTheStepOnceAndMatchesFullPlans) {
   // plan, planned once more when its regions double (as above).
   EXPECT_EQ(fast.stats.plans, 3u);
   EXPECT_EQ(fast.stats.respecialized_plans, static_cast<size_t>(kSteps - 3));
+}
+
+// The name of the past inputs' growing dim (past_key_0 [batch, heads, past_len, head_size]).
+std::string past_dim_name(const fs::path& file) {
+  const Session session = Session::from_file(file);
+  for (const TensorInfo& in : session.inputs()) {
+    if (in.name.rfind("past_", 0) == 0 && in.dim_names.size() == 4) return in.dim_names[2];
+  }
+  return {};
+}
+
+// RunOptions::growing_dims: the first one-token step is planned with room for the last step's past, so
+// every later step respecializes it (no plan when the regions would have doubled), with the same bytes.
+TEST(PlanRespecialize, GrowingDimsPlanADecoderLoopOnce) {
+  constexpr int kSteps = 12;
+  for (const DecoderLoop& loop : {cached_cross_loop(), merged_loop()}) {
+    SCOPED_TRACE(loop.file.string());
+    const std::string past = past_dim_name(loop.file);
+    ASSERT_FALSE(past.empty());
+    const LoopRun full = run_loop(loop, false, kSteps);
+    const LoopRun once = run_loop(loop, true, kSteps, true, nullptr, {{past, 4 + kSteps}});
+    expect_same_outputs(once, full);
+    // The prompt (its own kernels, or the If's other branch) and the first one-token step.
+    EXPECT_EQ(once.stats.plans, 2u);
+    EXPECT_EQ(once.stats.respecialized_plans, static_cast<size_t>(kSteps - 2));
+    // A limit the loop outgrows: the plans grow by doubling again from there, still the same bytes.
+    const LoopRun short_limit = run_loop(loop, true, kSteps, true, nullptr, {{past, 5}});
+    expect_same_outputs(short_limit, full);
+    EXPECT_GT(short_limit.stats.plans, 2u);
+  }
+}
+
+TEST(PlanRespecialize, GrowingDimsNameSymbolicInputDims) {
+  const DecoderLoop loop = cached_cross_loop();
+  Session session = Session::from_file(loop.file);
+  std::map<std::string, Value> inputs;
+  for (const auto& [name, tensor] : loop.first) inputs[name] = tensor;
+  RunOptions options;
+  options.growing_dims = {{"no_such_dim", 10}};
+  try {
+    session.run(inputs, options);
+    FAIL() << "an unknown dim name was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'no_such_dim', which is not a symbolic dim"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(past_dim_name(loop.file)), std::string::npos) << e.what();
+  }
+  options.growing_dims = {{past_dim_name(loop.file), 0}};
+  EXPECT_THROW(session.run(inputs, options), Error);
 }
 
 // The loop with unchanged nodes taken from their latest planning (the default), without, and with a full plan

@@ -146,13 +146,20 @@ struct DecodePlans {
 // device; otherwise every input is uploaded and every output downloaded in each step.
 // `values` ends with the last step's inputs (the caller reports the memory they hold).
 std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Tensor>& inputs, int steps,
-                               bool on_device, std::map<std::string, Value>& values, DecodePlans& plans) {
+                               bool on_device, bool growing_dims, std::map<std::string, Value>& values,
+                               DecodePlans& plans) {
   const DecoderIo io = find_decoder_io(session);
   for (const auto& [name, tensor] : inputs)
     values[name] = on_device && name != "input_ids" ? Value(session.upload(tensor)) : Value(tensor);
   RunOptions options;
   if (on_device) {
     for (const auto& pair : io.past_present) options.device_outputs.push_back(pair.second);
+  }
+  // The past grows by a token per step: the first plan leaves room for the last step's (one plan per loop).
+  for (const TensorInfo& in : session.inputs()) {
+    if (!growing_dims || in.name != io.past_present.front().first || in.dim_names.size() < 3) continue;
+    if (!in.dim_names[2].empty())
+      options.growing_dims[in.dim_names[2]] = inputs.at(in.name).shape().at(2) + steps;
   }
   session.synchronize();
   std::vector<DecodeStep> out;
@@ -229,6 +236,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     int decode_steps = 0;
     size_t plan_cache = SessionOptions{}.max_cached_plans;
     bool no_respecialize = false;
+    bool no_growing_dims = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
@@ -253,6 +261,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "--no-respecialize", opts->no_respecialize,
       "Plan every new input-shape signature in full instead of respecializing a cached plan with the "
       "same kernels (for measuring; docs/decoding.md)");
+  cmd->add_flag("--no-growing-dims", opts->no_growing_dims,
+                "With --decode: plan the first step for its own sizes only, not with room for the last "
+                "step's past (RunOptions::growing_dims; for measuring)");
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
@@ -278,7 +289,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     std::map<std::string, Value> values;  // --device-inputs: alive until the memory report
     if (opts->decode_steps > 0) {
       DecodePlans plans;
-      const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs, values, plans);
+      const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs,
+                                !opts->no_growing_dims, values, plans);
       progress.finish();
       print_decode(steps, opts->device_inputs, plans);
     } else {
