@@ -12,9 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -180,19 +179,28 @@ OpPlan plan_pool(const PlanContext& ctx, bool is_max) {
       gpu::compute_dispatch_grid(static_cast<uint64_t>(total), 64, ctx.caps.limits);
   launch.program.label = std::string(is_max ? "max_pool" : "average_pool") + (indices ? "_indices" : "") +
                          (type == "f32" ? "" : "_" + type);
-  launch.program.wgsl = kernels::load_wgsl("pooling/pool.wgsl", {{"TYPE", type},
-                                                                 {"MAX", is_max ? "1" : "0"},
-                                                                 {"INDICES", indices ? "1" : "0"},
-                                                                 {"FLOAT", type == "f32" ? "1" : "0"},
-                                                                 {"MATH_VEC4", "0"}});
+  KernelInterface iface;
+  iface.read("input", "T", TensorRef::input(0)).read_write("output", "T", TensorRef::output(0));
+  if (indices) iface.read_write("indices", "i32", TensorRef::output(1));
+  iface.uniforms({{"total", UniformType::U32},  // output elements
+                  {"count_include_pad", UniformType::U32},
+                  {"storage_order", UniformType::U32},
+                  // MAX: the smallest value of T, as bits (WGSL constants cannot be -inf)
+                  {"lowest_bits", UniformType::U32},
+                  {"in_size", UniformType::Vec4U},  // (d, h, w, -)
+                  {"out_size", UniformType::Vec4U},
+                  {"kernel", UniformType::Vec4U},
+                  {"stride", UniformType::Vec4U},
+                  {"dilation", UniformType::Vec4U},
+                  {"pad_begin", UniformType::Vec4I},
+                  {"pad_end", UniformType::Vec4I}});
+  launch.program.wgsl = iface.load_wgsl("pooling/pool.wgsl", {{"TYPE", type},
+                                                              {"MAX", is_max ? "1" : "0"},
+                                                              {"INDICES", indices ? "1" : "0"},
+                                                              {"FLOAT", type == "f32" ? "1" : "0"},
+                                                              {"MATH_VEC4", "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  if (indices) {
-    launch.program.bindings.push_back(gpu::BindingKind::Storage);
-    launch.bindings.push_back(TensorRef::output(1));
-  }
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  iface.bind(launch);
   auto field = [&](auto get) {
     return std::array<uint32_t, 4>{u32(get(axes[0])), u32(get(axes[1])), u32(get(axes[2])), 0};
   };
@@ -200,18 +208,18 @@ OpPlan plan_pool(const PlanContext& ctx, bool is_max) {
     return std::array<int32_t, 4>{static_cast<int32_t>(get(axes[0])), static_cast<int32_t>(get(axes[1])),
                                   static_cast<int32_t>(get(axes[2])), 0};
   };
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(total))
-                       .u32(count_include_pad ? 1 : 0)
-                       .u32(u32(storage_order))
-                       .u32(lowest)
-                       .vec4u(field([](const PoolAxis& a) { return a.input; }))
-                       .vec4u(field([](const PoolAxis& a) { return a.output; }))
-                       .vec4u(field([](const PoolAxis& a) { return a.kernel; }))
-                       .vec4u(field([](const PoolAxis& a) { return a.stride; }))
-                       .vec4u(field([](const PoolAxis& a) { return a.dilation; }))
-                       .vec4i(signed_field([](const PoolAxis& a) { return a.pad_begin; }))
-                       .vec4i(signed_field([](const PoolAxis& a) { return a.pad_end; }))
+  launch.uniform = iface.values()
+                       .u32("total", u32(total))
+                       .u32("count_include_pad", count_include_pad ? 1 : 0)
+                       .u32("storage_order", u32(storage_order))
+                       .u32("lowest_bits", lowest)
+                       .vec4u("in_size", field([](const PoolAxis& a) { return a.input; }))
+                       .vec4u("out_size", field([](const PoolAxis& a) { return a.output; }))
+                       .vec4u("kernel", field([](const PoolAxis& a) { return a.kernel; }))
+                       .vec4u("stride", field([](const PoolAxis& a) { return a.stride; }))
+                       .vec4u("dilation", field([](const PoolAxis& a) { return a.dilation; }))
+                       .vec4i("pad_begin", signed_field([](const PoolAxis& a) { return a.pad_begin; }))
+                       .vec4i("pad_end", signed_field([](const PoolAxis& a) { return a.pad_end; }))
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
@@ -694,30 +702,41 @@ OpPlan plan_resize(const PlanContext& ctx) {
       gpu::compute_dispatch_grid(static_cast<uint64_t>(total), 64, ctx.caps.limits);
   static constexpr const char* kModeNames[] = {"nearest", "linear", "cubic"};
   launch.program.label = std::string("resize_") + kModeNames[static_cast<int>(cfg.mode)];
-  launch.program.wgsl = kernels::load_wgsl("pooling/resize.wgsl");
+  KernelInterface iface;
+  iface.read("input", "u32", TensorRef::input(0))
+      .read("table", "i32", TensorRef::constant(0))
+      .read_write("output", "u32", TensorRef::output(0))
+      .uniforms({{"total", UniformType::U32},
+                 {"rank", UniformType::U32},
+                 {"axis_a", UniformType::U32},  // interpolated axes; `rank` when absent
+                 {"axis_b", UniformType::U32},
+                 {"taps_a", UniformType::U32},
+                 {"taps_b", UniformType::U32},
+                 {"extrapolation_bits", UniformType::U32},
+                 {"_pad", UniformType::Pad},
+                 {"out_shape", UniformType::Vec4U, 2},
+                 {"in_strides", UniformType::Vec4U, 2},
+                 // first table entry of each axis; an entry is an (index, weight bits) pair
+                 {"table_base", UniformType::Vec4U, 2}});
+  launch.program.wgsl = iface.load_wgsl("pooling/resize.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::constant(0), TensorRef::output(0)};
+  iface.bind(launch);
   auto vec4 = [](const std::vector<uint32_t>& v, size_t first) {
     return std::array<uint32_t, 4>{v[first], v[first + 1], v[first + 2], v[first + 3]};
   };
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(total))
-                       .u32(r)
-                       .u32(interpolated.size() > 0 ? u32(static_cast<int64_t>(interpolated[0])) : r)
-                       .u32(interpolated.size() > 1 ? u32(static_cast<int64_t>(interpolated[1])) : r)
-                       .u32(tap_counts.size() > 0 ? tap_counts[0] : 1)
-                       .u32(tap_counts.size() > 1 ? tap_counts[1] : 1)
-                       .u32(extrapolation_bits)
-                       .u32(0)
-                       .vec4u(vec4(out_shape, 0))
-                       .vec4u(vec4(out_shape, 4))
-                       .vec4u(vec4(in_strides, 0))
-                       .vec4u(vec4(in_strides, 4))
-                       .vec4u(vec4(table_base, 0))
-                       .vec4u(vec4(table_base, 4))
-                       .bytes();
+  launch.uniform =
+      iface.values()
+          .u32("total", u32(total))
+          .u32("rank", r)
+          .u32("axis_a", interpolated.size() > 0 ? u32(static_cast<int64_t>(interpolated[0])) : r)
+          .u32("axis_b", interpolated.size() > 1 ? u32(static_cast<int64_t>(interpolated[1])) : r)
+          .u32("taps_a", tap_counts.size() > 0 ? tap_counts[0] : 1)
+          .u32("taps_b", tap_counts.size() > 1 ? tap_counts[1] : 1)
+          .u32("extrapolation_bits", extrapolation_bits)
+          .vec4u_array("out_shape", std::array{vec4(out_shape, 0), vec4(out_shape, 4)})
+          .vec4u_array("in_strides", std::array{vec4(in_strides, 0), vec4(in_strides, 4)})
+          .vec4u_array("table_base", std::array{vec4(table_base, 0), vec4(table_base, 4)})
+          .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
   return plan;

@@ -11,28 +11,7 @@
 
 alias T = {{TYPE}};
 
-struct Params {
-  total: u32,  // output elements
-  count_include_pad: u32,
-  storage_order: u32,
-  lowest_bits: u32,  // MAX: the smallest value of T, as bits (WGSL constants cannot be -inf)
-  in_size: vec4u,    // (d, h, w, -)
-  out_size: vec4u,
-  kernel: vec4u,
-  stride: vec4u,
-  dilation: vec4u,
-  pad_begin: vec4i,
-  pad_end: vec4i,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<T>;
-@group(0) @binding(1) var<storage, read_write> output: array<T>;
-#if INDICES
-@group(0) @binding(2) var<storage, read_write> indices: array<i32>;
-@group(0) @binding(3) var<uniform> params: Params;
-#else
-@group(0) @binding(2) var<uniform> params: Params;
-#endif
+#interface
 
 override WG_SIZE: u32 = 64;
 

@@ -9,24 +9,7 @@
 // interpolating path reads and writes f32 bits.
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  total: u32,
-  rank: u32,
-  axis_a: u32,  // interpolated axes; `rank` when absent
-  axis_b: u32,
-  taps_a: u32,
-  taps_b: u32,
-  extrapolation_bits: u32,
-  _pad: u32,
-  out_shape: array<vec4u, 2>,
-  in_strides: array<vec4u, 2>,
-  table_base: array<vec4u, 2>,  // first table entry of each axis; an entry is an (index, weight bits) pair
-}
-
-@group(0) @binding(0) var<storage, read> input: array<u32>;
-@group(0) @binding(1) var<storage, read> table: array<i32>;
-@group(0) @binding(2) var<storage, read_write> output: array<u32>;
-@group(0) @binding(3) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 64;
 
