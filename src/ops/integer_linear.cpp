@@ -21,10 +21,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gpu/uniform.h"
-#include "kernels/wgsl_library.h"
 #include "ops/conv/conv.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -257,16 +256,6 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   KernelLaunch launch;
   launch.program.label =
       std::string(in.qlinear ? "qlinear_matmul" : "matmul_integer") + (b_const ? "_packed" : "");
-  launch.program.wgsl = kernels::load_wgsl("quantize/integer_matmul.wgsl",
-                                           {{"B_PACKED", b_const ? "1" : "0"},
-                                            {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"},
-                                            {"QLINEAR", in.qlinear ? "1" : "0"}});
-  launch.program.bindings.assign(in.qlinear ? 6 : 5, gpu::BindingKind::ReadOnlyStorage);
-  launch.program.bindings.push_back(gpu::BindingKind::Storage);
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.bindings = {TensorRef::input(static_cast<uint32_t>(in.a)),
-                     TensorRef::input(static_cast<uint32_t>(in.b)), zero_point_ref(ctx, in.a_zp),
-                     zero_point_ref(ctx, in.b_zp)};
   if (b_const) {
     const int64_t b_batches = element_count(s.b_batch);
     const uint8_t* bytes = raw_bytes(*b_const);
@@ -274,29 +263,51 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
     plan.constants.push_back(pack_rows(b_batches, n, k, [&](int64_t mat, int64_t col, int64_t i) {
       return bytes[(mat * k + i) * n + col];
     }));
-    launch.bindings[1] = TensorRef::constant(0);
   }
   plan.constants.push_back(Tensor::from_vector<int32_t>(
       {static_cast<int64_t>(offsets.size())}, std::vector<int32_t>(offsets.begin(), offsets.end())));
-  launch.bindings.push_back(TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+  const TensorRef offsets_ref = TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1));
+  KernelInterface iface;
+  iface.read("a", "i32", TensorRef::input(static_cast<uint32_t>(in.a)))
+      .read("b", b_const ? "u32" : "i32",
+            b_const ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(in.b)))
+      .read("a_zero_point", "i32", zero_point_ref(ctx, in.a_zp))
+      .read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
+      .read("batch_offsets", "u32", offsets_ref);  // per batch: A's, B's element offset
   if (requant) {
     plan.constants.push_back(float_tensor(requant->multipliers));
-    launch.bindings.push_back(TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+    // a_scale * b_scale / y_scale per column
+    iface.read("multipliers", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
   }
-  launch.bindings.push_back(TensorRef::output(0));
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(static_cast<uint32_t>(m))
-                       .u32(static_cast<uint32_t>(n))
-                       .u32(static_cast<uint32_t>(k))
-                       .u32(static_cast<uint32_t>(k_words))
-                       .u32(a_zp_stride)
-                       .u32(b_zp_stride)
-                       .u32(1)
-                       .i32(requant ? requant->zero_point : 0)
-                       .i32(requant ? requant->qmin : 0)
-                       .i32(requant ? requant->qmax : 0)
-                       .u32(0)
-                       .u32(0)
+  iface.read_write("out", "i32", TensorRef::output(0))
+      .uniforms({{"m", UniformType::U32},
+                 {"n", UniformType::U32},
+                 {"k", UniformType::U32},
+                 {"k_words", UniformType::U32},
+                 {"a_zp_stride", UniformType::U32},
+                 {"b_zp_stride", UniformType::U32},
+                 {"multiplier_stride", UniformType::U32},
+                 {"y_zero_point", UniformType::I32},
+                 {"qmin", UniformType::I32},
+                 {"qmax", UniformType::I32},
+                 {"_pad0", UniformType::Pad},
+                 {"_pad1", UniformType::Pad}});
+  launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl",
+                                        {{"B_PACKED", b_const ? "1" : "0"},
+                                         {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"},
+                                         {"QLINEAR", in.qlinear ? "1" : "0"}});
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("m", static_cast<uint32_t>(m))
+                       .u32("n", static_cast<uint32_t>(n))
+                       .u32("k", static_cast<uint32_t>(k))
+                       .u32("k_words", static_cast<uint32_t>(k_words))
+                       .u32("a_zp_stride", a_zp_stride)
+                       .u32("b_zp_stride", b_zp_stride)
+                       .u32("multiplier_stride", 1)
+                       .i32("y_zero_point", requant ? requant->zero_point : 0)
+                       .i32("qmin", requant ? requant->qmin : 0)
+                       .i32("qmax", requant ? requant->qmax : 0)
                        .bytes();
   const auto tiles = [](int64_t v) { return static_cast<uint32_t>((v + 31) / 32); };
   if (tiles(m) > ctx.caps.limits.max_compute_workgroups_per_dimension) {
@@ -442,50 +453,78 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
   KernelLaunch launch;
   launch.program.label =
       std::string(in.qlinear ? "qlinear_conv" : "conv_integer") + (w_const ? "_packed" : "");
-  launch.program.wgsl = kernels::load_wgsl("quantize/conv_integer.wgsl",
-                                           {{"B_SIGNED", ctx.input(in.w).dtype == DType::Int8 ? "1" : "0"},
-                                            {"W_PACKED", w_const ? "1" : "0"},
-                                            {"QLINEAR", in.qlinear ? "1" : "0"}});
-  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings.assign(in.qlinear ? 6 : 4, gpu::BindingKind::ReadOnlyStorage);
-  launch.program.bindings.push_back(gpu::BindingKind::Storage);
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
-  launch.bindings = {TensorRef::input(static_cast<uint32_t>(in.x)),
-                     w_const ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(in.w)),
-                     zero_point_ref(ctx, in.x_zp), zero_point_ref(ctx, in.w_zp)};
+  KernelInterface iface;
+  iface
+      .read("x", "i32", TensorRef::input(static_cast<uint32_t>(in.x)))
+      // a runtime weight is read widened, in ONNX's layout
+      .read("w", w_const ? "u32" : "i32",
+            w_const ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(in.w)))
+      .read("x_zero_point", "i32", zero_point_ref(ctx, in.x_zp))
+      .read("w_zero_point", "i32", zero_point_ref(ctx, in.w_zp));
   if (requant) {
-    launch.bindings.push_back(has_bias ? TensorRef::input(static_cast<uint32_t>(in.bias))
-                                       : TensorRef::zero());
+    iface.read("bias", "i32",
+               has_bias ? TensorRef::input(static_cast<uint32_t>(in.bias)) : TensorRef::zero());
     plan.constants.push_back(float_tensor(requant->multipliers));
-    launch.bindings.push_back(TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+    // x_scale * w_scale / y_scale per channel
+    iface.read("multipliers", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
   }
-  launch.bindings.push_back(TensorRef::output(0));
+  iface.read_write("out", "i32", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},
+                 {"channels", UniformType::U32},
+                 {"height", UniformType::U32},
+                 {"width", UniformType::U32},
+                 {"out_channels", UniformType::U32},
+                 {"out_height", UniformType::U32},
+                 {"out_width", UniformType::U32},
+                 {"kernel_h", UniformType::U32},
+                 {"kernel_w", UniformType::U32},
+                 {"stride_h", UniformType::U32},
+                 {"stride_w", UniformType::U32},
+                 {"dilation_h", UniformType::U32},
+                 {"dilation_w", UniformType::U32},
+                 {"pad_h", UniformType::U32},
+                 {"pad_w", UniformType::U32},
+                 {"group_channels", UniformType::U32},
+                 {"group_out_channels", UniformType::U32},
+                 {"reduce", UniformType::U32},
+                 {"reduce_words", UniformType::U32},
+                 {"w_zp_stride", UniformType::U32},  // 0 per tensor, 1 per output channel
+                 {"y_zero_point", UniformType::I32},
+                 {"qmin", UniformType::I32},
+                 {"qmax", UniformType::I32},
+                 {"has_bias", UniformType::U32}});
+  launch.program.wgsl = iface.load_wgsl("quantize/conv_integer.wgsl",
+                                        {{"B_SIGNED", ctx.input(in.w).dtype == DType::Int8 ? "1" : "0"},
+                                         {"W_PACKED", w_const ? "1" : "0"},
+                                         {"QLINEAR", in.qlinear ? "1" : "0"}});
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  iface.bind(launch);
   auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u(count))
-                       .u32(u(channels))
-                       .u32(u(h.input))
-                       .u32(u(w.input))
-                       .u32(u(out_channels))
-                       .u32(u(h.output))
-                       .u32(u(w.output))
-                       .u32(u(h.kernel))
-                       .u32(u(w.kernel))
-                       .u32(u(h.stride))
-                       .u32(u(w.stride))
-                       .u32(u(h.dilation))
-                       .u32(u(w.dilation))
-                       .u32(u(h.pad_begin))
-                       .u32(u(w.pad_begin))
-                       .u32(u(w_shape[1]))
-                       .u32(u(out_channels / groups))
-                       .u32(u(reduce))
-                       .u32(u(reduce_words))
-                       .u32(w_zp_stride)
-                       .i32(requant ? requant->zero_point : 0)
-                       .i32(requant ? requant->qmin : 0)
-                       .i32(requant ? requant->qmax : 0)
-                       .u32(has_bias ? 1 : 0)
+  launch.uniform = iface.values()
+                       .u32("count", u(count))
+                       .u32("channels", u(channels))
+                       .u32("height", u(h.input))
+                       .u32("width", u(w.input))
+                       .u32("out_channels", u(out_channels))
+                       .u32("out_height", u(h.output))
+                       .u32("out_width", u(w.output))
+                       .u32("kernel_h", u(h.kernel))
+                       .u32("kernel_w", u(w.kernel))
+                       .u32("stride_h", u(h.stride))
+                       .u32("stride_w", u(w.stride))
+                       .u32("dilation_h", u(h.dilation))
+                       .u32("dilation_w", u(w.dilation))
+                       .u32("pad_h", u(h.pad_begin))
+                       .u32("pad_w", u(w.pad_begin))
+                       .u32("group_channels", u(w_shape[1]))
+                       .u32("group_out_channels", u(out_channels / groups))
+                       .u32("reduce", u(reduce))
+                       .u32("reduce_words", u(reduce_words))
+                       .u32("w_zp_stride", w_zp_stride)
+                       .i32("y_zero_point", requant ? requant->zero_point : 0)
+                       .i32("qmin", requant ? requant->qmin : 0)
+                       .i32("qmax", requant ? requant->qmax : 0)
+                       .u32("has_bias", has_bias ? 1 : 0)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));

@@ -7,50 +7,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "quantize/unpack.wgsl"
 
-struct Params {
-  count: u32,
-  channels: u32,  // C
-  height: u32,
-  width: u32,
-  out_channels: u32,  // M
-  out_height: u32,
-  out_width: u32,
-  kernel_h: u32,
-  kernel_w: u32,
-  stride_h: u32,
-  stride_w: u32,
-  dilation_h: u32,
-  dilation_w: u32,
-  pad_h: u32,
-  pad_w: u32,
-  group_channels: u32,      // C / group
-  group_out_channels: u32,  // M / group
-  reduce: u32,              // R
-  reduce_words: u32,
-  w_zp_stride: u32,         // 0 per tensor, 1 per output channel
-  y_zero_point: i32,
-  qmin: i32,
-  qmax: i32,
-  has_bias: u32,
-}
-
-@group(0) @binding(0) var<storage, read> x: array<i32>;
-#if W_PACKED
-@group(0) @binding(1) var<storage, read> w: array<u32>;
-#else
-@group(0) @binding(1) var<storage, read> w: array<i32>;  // a runtime weight, widened, in ONNX's layout
-#endif
-@group(0) @binding(2) var<storage, read> x_zero_point: array<i32>;
-@group(0) @binding(3) var<storage, read> w_zero_point: array<i32>;
-#if QLINEAR
-@group(0) @binding(4) var<storage, read> bias: array<i32>;
-@group(0) @binding(5) var<storage, read> multipliers: array<f32>;  // x_scale * w_scale / y_scale per channel
-@group(0) @binding(6) var<storage, read_write> out: array<i32>;
-@group(0) @binding(7) var<uniform> params: Params;
-#else
-@group(0) @binding(4) var<storage, read_write> out: array<i32>;
-@group(0) @binding(5) var<uniform> params: Params;
-#endif
+#interface
 
 override WG_SIZE: u32 = 64;
 

@@ -7,38 +7,7 @@
 // planned). A 32 x 32 output tile per workgroup of 8 x 8 invocations, 4 x 4 outputs each, K in slabs of 32.
 #include "quantize/unpack.wgsl"
 
-struct Params {
-  m: u32,
-  n: u32,
-  k: u32,
-  k_words: u32,
-  a_zp_stride: u32,
-  b_zp_stride: u32,
-  multiplier_stride: u32,
-  y_zero_point: i32,
-  qmin: i32,
-  qmax: i32,
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> a: array<i32>;
-#if B_PACKED
-@group(0) @binding(1) var<storage, read> b: array<u32>;
-#else
-@group(0) @binding(1) var<storage, read> b: array<i32>;
-#endif
-@group(0) @binding(2) var<storage, read> a_zero_point: array<i32>;
-@group(0) @binding(3) var<storage, read> b_zero_point: array<i32>;
-@group(0) @binding(4) var<storage, read> batch_offsets: array<u32>;  // per batch: A's, B's element offset
-#if QLINEAR
-@group(0) @binding(5) var<storage, read> multipliers: array<f32>;  // a_scale * b_scale / y_scale per column
-@group(0) @binding(6) var<storage, read_write> out: array<i32>;
-@group(0) @binding(7) var<uniform> params: Params;
-#else
-@group(0) @binding(5) var<storage, read_write> out: array<i32>;
-@group(0) @binding(6) var<uniform> params: Params;
-#endif
+#interface
 
 const TM: u32 = 32u;
 const TN: u32 = 32u;
