@@ -10,7 +10,8 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh profile   # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh splits    # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh variants  # carry [".device"] (packed as `models`,
-#                                                                # plus .device/bin/wgi_<variant>.xz builds)
+#                                                                # plus .device/bin/wgi_<variant>.xz builds;
+#                                                                # VARIANTS_QUICK=1: the rounds only)
 #   source .device/env.sh; bash bench/h200_campaign.sh shaders   # carry [".device"] (packed as `shaders`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_tests   # carry [".device"] (packed as `files_tests`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_models  # carry [".device"] (packed as `models`)
@@ -88,6 +89,7 @@ write_info() { stamp_machine; wgi info; }
 models=.device/models
 # Weights from their recipes; the vision inputs are numpy's first two draws from the generator's seed.
 prepare_models() {
+  [[ -f $models/.prepared ]] && return 0  # an earlier mode of the same call did it
   timeout 120 python3 tests/models/fill_weights.py "$models" | tail -4
   python3 - "$models" <<'EOF'
 import os, sys
@@ -97,6 +99,7 @@ for name, size in (("florence2_vision_base_opset17", 768), ("siglip_vision_base_
     x = rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)
     np.save(os.path.join(sys.argv[1], name, "input_pixel_values.npy"), x)
 EOF
+  touch "$models/.prepared"
 }
 # Realistic decoder steps for timing: one new token after 64, with Florence-2's 590 encoder tokens.
 declare -A bench_dims=(
@@ -306,6 +309,7 @@ elif [[ $mode == variants ]]; then
         done
       done
     done
+    if [[ -n ${VARIANTS_QUICK:-} ]]; then stamp done; exit 0; fi  # the rounds only
     for build in "${builds[@]}"; do  # with Dawn's shader robustness, as browsers run it
       stamp "robust $build florence2_vision_base_opset17"
       WGI_SHADER_ROBUSTNESS=1 timeout 60 "$build" bench "$models/florence2_vision_base_opset17/model.onnx" \

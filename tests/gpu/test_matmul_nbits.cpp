@@ -160,6 +160,20 @@ TEST_P(MatMulNBitsTest, MatchesFloat64ReferenceOnBothKernels) {
   }
 }
 
+// The GEMV over a long K (whole quads per column): more than one staged chunk of A (2048 elements for one
+// row, 1024 for two), and more quads per thread than the 8 it loads before staging A, so that both of its
+// loops and the chunk steps run; 1 and 2 rows, 4 lanes and the planner's choice.
+TEST(MatMulNBits, GemvOverALongKMatchesFloat64Reference) {
+  uint64_t seed = 900;
+  for (int64_t bits : {2, 4, 8}) {
+    for (const Shape& a : {Shape{1, 3072}, Shape{2, 2560}}) {
+      NbitsProblem p(a.back(), 24, bits, 32, bits == 4 ? Zp::Packed : Zp::None, false, ++seed);
+      const bool with_bias = seed % 2 == 0;
+      check_nbits(p, a, with_bias, ++seed);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(BitsAndZeroPoints, MatMulNBitsTest,
                          ::testing::Combine(::testing::Values(2, 4, 8),
                                             ::testing::Values(Zp::None, Zp::Packed, Zp::Float)),
