@@ -3,6 +3,10 @@
 // Kernels live as real .wgsl files under src/kernels/; the build embeds them (cmake/embed_wgsl.cmake).
 // Directives, each on a line of its own:
 //   #include "common/dispatch_grid.wgsl"   inserts another embedded file (once per program)
+//   #include "common/workgroup_reduce.wgsl" NAME=tree_sum COMBINE="a + b"
+//                                          with parameters: an instance of the file, expanded at every such
+//                                          include, in which {{NAME}} and #if NAME see the parameters (their
+//                                          values substituted first) over the program's defines
 //   #if NAME / #if !NAME / #else / #endif  keeps lines when NAME is defined and not "0" (nesting allowed)
 // and anywhere in a line {{NAME}} is replaced by the define's value. An unknown {{NAME}}, an unknown file or
 // an unbalanced #if is an error, never a silent blank.
