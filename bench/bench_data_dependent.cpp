@@ -152,7 +152,7 @@ void run_staged(benchmark::State& state) {
     benchmark::DoNotOptimize(out);
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  state.counters["plans"] = static_cast<double>(session->stats().plans);
+  state.counters["plans"] = static_cast<double>(session->stats().plans.made);
 }
 
 void register_benchmarks() {

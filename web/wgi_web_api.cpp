@@ -184,6 +184,7 @@ EMSCRIPTEN_KEEPALIVE size_t wgi_web_session_output_bytes(WebSession* web, int i)
 }
 
 // Session statistics and, with profiling, the last run's per-node GPU times, as JSON.
+// The JSON keeps its flat names (web/wgi.mjs, docs/browser.md) over SessionStats' groups.
 EMSCRIPTEN_KEEPALIVE const char* wgi_web_session_stats(WebSession* web) {
   const wgi::SessionStats& s = web->session->stats();
   std::string profile = "[";
@@ -195,12 +196,13 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_session_stats(WebSession* web) {
   }
   profile += "]";
   web->text =
-      "{\"load_ms\":" + std::to_string(s.load_ms) + ",\"last_plan_ms\":" + std::to_string(s.last_plan_ms) +
-      ",\"weight_bytes\":" + std::to_string(s.weight_bytes) +
-      ",\"peak_activation_bytes\":" + std::to_string(s.peak_activation_bytes) +
-      ",\"plans\":" + std::to_string(s.plans) + ",\"nodes\":" + std::to_string(s.nodes) +
-      ",\"dispatches\":" + std::to_string(s.dispatches) + ",\"pipelines\":" + std::to_string(s.pipelines) +
-      ",\"pipelines_compiled\":" + std::to_string(s.pipelines_compiled) + ",\"profile\":" + profile +
+      "{\"load_ms\":" + std::to_string(s.load.ms) + ",\"last_plan_ms\":" + std::to_string(s.last_plan.ms) +
+      ",\"weight_bytes\":" + std::to_string(s.memory.weight_bytes) +
+      ",\"peak_activation_bytes\":" + std::to_string(s.memory.peak_activation_bytes) +
+      ",\"plans\":" + std::to_string(s.plans.made) + ",\"nodes\":" + std::to_string(s.load.nodes) +
+      ",\"dispatches\":" + std::to_string(s.plans.dispatches) +
+      ",\"pipelines\":" + std::to_string(s.device.pipelines) +
+      ",\"pipelines_compiled\":" + std::to_string(s.device.pipelines_compiled) + ",\"profile\":" + profile +
       ",\"profiling_note\":" + json_string(web->session->profiling_note()) + "}";
   return web->text.c_str();
 }

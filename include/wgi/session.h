@@ -114,45 +114,67 @@ struct TensorInfo {
   std::vector<std::string> dim_names;
 };
 
+// What a session has done so far, in groups: making it (load), its plans (plans), the most recent new
+// input-shape signature's plan (last_plan), device memory (memory) and the device's pipelines and buffers
+// (device). Session::stats() refreshes the device-wide counters when called.
 struct SessionStats {
-  double import_ms = 0;     // reading and parsing the model (weights included), on a thread of its own...
-  double device_ms = 0;     // ...while this one creates the adapter and device (0 on a given Environment)
-  double load_ms = 0;       // then: checks, graph optimisation and the device's stores
-  double optimize_ms = 0;   // of which the checks and graph optimisation (constant folding, fusion)
-  double last_plan_ms = 0;  // planning of the most recent new input-shape signature
-  // ... and its phases: kernel plans (shapes, kernel choice, host prepacking), memory (activation buffers),
-  // pipelines (shader compilation), weight uploads (all weights at the first plan), bind (prepacked
-  // constants, bind groups, uniforms).
-  double last_plan_kernel_plans_ms = 0;
-  double last_plan_memory_ms = 0;
-  double last_plan_pipelines_ms = 0;
-  double last_plan_weight_uploads_ms = 0;
-  double last_plan_bind_ms = 0;
-  uint64_t weight_bytes = 0;           // device bytes of weights (incl. the cached plans' prepacked copies)
-  uint64_t peak_activation_bytes = 0;  // device bytes of the current plan's shared activation buffers
-  size_t plans = 0;                    // plans made so far (a signature planned again after eviction counts)
-  // New signatures served by respecializing a cached plan instead (SessionOptions::respecialize_plans), and
-  // whether the most recent new signature was (then the last_plan_* fields describe that: its kernel plans
-  // and the rewrite; memory and pipelines 0).
-  size_t respecialized_plans = 0;
-  bool last_plan_respecialized = false;
-  size_t cached_plans = 0;            // plans held now: at most SessionOptions::max_cached_plans
-  size_t last_plan_reused_nodes = 0;  // GPU nodes of the most recent new plan whose kernel plan was reused
-  size_t last_plan_gpu_nodes = 0;     // GPU nodes of the most recent new plan
-  size_t nodes = 0;                   // after optimisation
-  size_t dispatches = 0;              // per run, in the current plan
-  size_t pipelines = 0;               // distinct compute pipelines on the device (all its sessions')
-  size_t pipelines_compiled = 0;      // of which this session's plans compiled (the others it found cached)
-  uint64_t buffers_created = 0;       // GPU buffers the device created (a repeated run creates none)
-  uint64_t device_tensor_bytes = 0;   // device memory of this session's live DeviceTensors
-  // GEMMs planned for the most recent new plan (node plans reused from earlier plans not counted), and how
-  // many of them run a configuration from the tuning cache.
-  size_t last_plan_gemms = 0;
-  size_t last_plan_tuned_gemms = 0;
-  // Nodes (GPU and folded) of the most recent new signature taken unchanged from their latest planning
-  // (SessionOptions::reuse_unchanged_nodes), and those planned or folded again (their inputs changed).
-  size_t last_plan_unchanged_nodes = 0;
-  size_t last_plan_replanned_nodes = 0;
+  // Making the session (Session::from_file / from_bytes), once.
+  struct Load {
+    double import_ms = 0;    // reading and parsing the model (weights included), on a thread of its own...
+    double device_ms = 0;    // ...while this one creates the adapter and device (0 on a given Environment)
+    double ms = 0;           // then: checks, graph optimisation and the device's stores
+    double optimize_ms = 0;  // of which the checks and graph optimisation (constant folding, fusion)
+    size_t nodes = 0;        // graph nodes after optimisation
+  };
+  // Plans over the session's life (one per input-shape signature, docs/decoding.md).
+  struct Plans {
+    size_t made = 0;           // plans made (a signature planned again after eviction counts again)
+    size_t respecialized = 0;  // new signatures served by respecializing a cached plan instead of a new one
+                               // (SessionOptions::respecialize_plans)
+    size_t cached = 0;         // plans held now: at most SessionOptions::max_cached_plans
+    size_t dispatches = 0;     // GPU dispatches per run of the current plan
+  };
+  // The plan of the most recent new input-shape signature (made or respecialized).
+  struct LastPlan {
+    double ms = 0;  // planning it, in all
+    // ... and its phases: kernel plans (shapes, kernel choice, host prepacking), memory (activation buffers),
+    // pipelines (shader compilation), weight uploads (all weights at the first plan), bind (prepacked
+    // constants, bind groups, uniforms; for a respecialized plan: the rewrite).
+    double kernel_plans_ms = 0;
+    double memory_ms = 0;
+    double pipelines_ms = 0;
+    double weight_uploads_ms = 0;
+    double bind_ms = 0;
+    bool respecialized = false;  // served by respecializing a cached plan (memory and pipelines then 0)
+    size_t gpu_nodes = 0;        // its GPU nodes
+    size_t reused_nodes = 0;     // of which those whose kernel plan was reused from an earlier plan
+    // Nodes (GPU and folded) taken unchanged from their latest planning (SessionOptions::
+    // reuse_unchanged_nodes), and those planned or folded again (their inputs changed).
+    size_t unchanged_nodes = 0;
+    size_t replanned_nodes = 0;
+    // GEMMs planned for it (node plans reused from earlier plans not counted), and how many of them run a
+    // configuration from the tuning cache.
+    size_t gemms = 0;
+    size_t tuned_gemms = 0;
+  };
+  // Device memory, in bytes.
+  struct Memory {
+    uint64_t weight_bytes = 0;           // weights (incl. the cached plans' prepacked copies)
+    uint64_t peak_activation_bytes = 0;  // the current plan's shared activation buffers
+    uint64_t device_tensor_bytes = 0;    // this session's live DeviceTensors
+  };
+  // The device's pipelines and buffers (shared by the sessions of one Environment).
+  struct Device {
+    size_t pipelines = 0;           // distinct compute pipelines on the device (all its sessions')
+    size_t pipelines_compiled = 0;  // of which this session's plans compiled (the others it found cached)
+    uint64_t buffers_created = 0;   // GPU buffers the device created (a repeated run creates none)
+  };
+
+  Load load;
+  Plans plans;
+  LastPlan last_plan;
+  Memory memory;
+  Device device;
 };
 
 struct NodeTiming {

@@ -1,6 +1,7 @@
 #include "kernels/wgsl_library.h"
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -31,12 +32,51 @@ bool is_true(const Defines& defines, const std::string& name) {
   return it != defines.end() && !it->second.empty() && it->second != "0";
 }
 
+// The parameters of `#include "path" NAME=value NAME="a value with spaces" ...`, after the path's closing
+// quote.
+Defines parse_include_parameters(std::string_view rest, const std::string& where) {
+  Defines parameters;
+  size_t i = 0;
+  auto skip_spaces = [&] {
+    while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
+  };
+  auto is_name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (skip_spaces(); i < rest.size(); skip_spaces()) {
+    size_t name_begin = i;
+    while (i < rest.size() && is_name_char(rest[i])) ++i;
+    std::string name(rest.substr(name_begin, i - name_begin));
+    if (name.empty() || i >= rest.size() || rest[i] != '=') {
+      throw Error(where + "#include parameters are NAME=value or NAME=\"value\"");
+    }
+    ++i;
+    std::string value;
+    if (i < rest.size() && rest[i] == '"') {
+      size_t close = rest.find('"', i + 1);
+      if (close == std::string_view::npos)
+        throw Error(where + "unterminated \" in #include parameter " + name);
+      value = std::string(rest.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else {
+      size_t end = rest.find_first_of(" \t", i);
+      if (end == std::string_view::npos) end = rest.size();
+      value = std::string(rest.substr(i, end - i));
+      i = end;
+    }
+    if (value.empty()) throw Error(where + "#include parameter " + name + " has no value");
+    if (!parameters.emplace(std::move(name), std::move(value)).second) {
+      throw Error(where + "#include parameter given twice");
+    }
+  }
+  return parameters;
+}
+
 class Preprocessor {
  public:
-  explicit Preprocessor(const Defines& defines) : defines_(defines) {}
+  explicit Preprocessor(const Defines& defines) : defines_(&defines) {}
 
-  void run(std::string_view name, std::string_view text) {
-    if (!included_.insert(std::string(name)).second) return;  // each file once per program
+  // `instance`: an #include with parameters, whose file is expanded at every such include rather than once.
+  void run(std::string_view name, std::string_view text, bool instance = false) {
+    if (!instance && !included_.insert(std::string(name)).second) return;  // each file once per program
     struct Branch {
       bool parent_active;
       bool condition;
@@ -58,11 +98,11 @@ class Preprocessor {
         if (cond.empty()) throw Error(where() + "#if needs a name");
         // Every name a kernel tests is defined by its caller (0 or 1), even in a branch not taken: a
         // misspelled or forgotten define is an error, never a silent "off".
-        if (defines_.find(cond) == defines_.end()) {
+        if (defines_->find(cond) == defines_->end()) {
           throw Error(where() + "#if " + cond + ": " + cond +
                       " is not defined (callers define every name their kernel tests, as 0 or 1)");
         }
-        bool value = is_true(defines_, cond) != negate;
+        bool value = is_true(*defines_, cond) != negate;
         stack.push_back({active(), value, false});
         continue;
       }
@@ -79,15 +119,32 @@ class Preprocessor {
       if (!active()) continue;
       if (t.rfind("#include", 0) == 0) {
         size_t q1 = t.find('"');
-        size_t q2 = t.rfind('"');
-        if (q1 == std::string::npos || q2 <= q1) throw Error(where() + "#include needs a \"path\"");
+        size_t q2 = q1 == std::string::npos ? q1 : t.find('"', q1 + 1);
+        if (q1 == std::string::npos || q2 == std::string::npos || t.find_first_not_of(" \t", 8) != q1) {
+          throw Error(where() + "#include needs a \"path\"");
+        }
         std::string path = t.substr(q1 + 1, q2 - q1 - 1);
-        run(path, find_embedded(path));
+        Defines parameters = parse_include_parameters(std::string_view(t).substr(q2 + 1), where());
+        if (parameters.empty()) {
+          run(path, find_embedded(path));
+          continue;
+        }
+        // The included text sees the parameters over the program's defines; the includer's text after the
+        // #include line sees the program's defines again.
+        Defines scoped = *defines_;
+        for (auto& [key, value] : parameters) scoped[key] = substitute(value, where());
+        struct Restore {
+          const Defines*& current;
+          const Defines* outer;
+          ~Restore() { current = outer; }
+        } restore{defines_, defines_};
+        defines_ = &scoped;
+        run(path, find_embedded(path), /*instance=*/true);
         continue;
       }
       if (t == "#interface") {
-        auto it = defines_.find(kInterfaceDefine);
-        if (it == defines_.end()) {
+        auto it = defines_->find(kInterfaceDefine);
+        if (it == defines_->end()) {
           throw Error(where() +
                       "#interface: no interface declared (ops/kernel_interface.h loads the kernel)");
         }
@@ -114,8 +171,8 @@ class Preprocessor {
       size_t close = line.find("}}", open);
       if (close == std::string::npos) throw Error(where + "unterminated {{");
       std::string key = trim(std::string_view(line).substr(open + 2, close - open - 2));
-      auto it = defines_.find(key);
-      if (it == defines_.end()) throw Error(where + "{{" + key + "}} is not defined");
+      auto it = defines_->find(key);
+      if (it == defines_->end()) throw Error(where + "{{" + key + "}} is not defined");
       result.append(line, pos, open - pos);
       result += it->second;
       pos = close + 2;
@@ -124,7 +181,7 @@ class Preprocessor {
     return result;
   }
 
-  const Defines& defines_;
+  const Defines* defines_;  // the program's, or an instance's parameters over them
   std::set<std::string> included_;
   std::string out_;
 };

@@ -3,6 +3,10 @@
 // Kernels live as real .wgsl files under src/kernels/; the build embeds them (cmake/embed_wgsl.cmake).
 // Directives, each on a line of its own:
 //   #include "common/dispatch_grid.wgsl"   inserts another embedded file (once per program)
+//   #include "common/workgroup_reduce.wgsl" NAME=tree_sum COMBINE="a + b"
+//                                          with parameters: an instance of the file, expanded at every such
+//                                          include, in which {{NAME}} and #if NAME see the parameters (their
+//                                          values substituted first) over the program's defines
 //   #if NAME / #if !NAME / #else / #endif  keeps lines when NAME is not "0" or empty (nesting allowed)
 //   #interface                             the kernel's binding and Params declarations: the INTERFACE
 //                                          define, which ops::KernelInterface (ops/kernel_interface.h) writes

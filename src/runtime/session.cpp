@@ -199,7 +199,7 @@ struct Session::Impl {
 void Session::Impl::create_device() {
   environment = Environment::create(options.environment_options());
   device = environment->impl_->device;
-  stats.device_ms = environment->device_ms();
+  stats.load.device_ms = environment->device_ms();
 }
 
 void Session::Impl::use_environment(const Environment& given) {
@@ -230,7 +230,7 @@ void Session::Impl::load(graph::Graph imported) {
   for (graph::ValueId v : graph.inputs) inputs.push_back(describe_value(graph.value(v)));
   for (graph::ValueId v : graph.outputs) outputs.push_back(describe_value(graph.value(v)));
   graph::optimize(graph, registry, graph::DisabledPasses::from_environment(options.disabled_passes));
-  stats.optimize_ms = ms_since(start);
+  stats.load.optimize_ms = ms_since(start);
 
   weights = std::make_unique<runtime::WeightStore>(*device);
   memory = std::make_shared<runtime::DeviceMemory>(device);
@@ -246,8 +246,8 @@ void Session::Impl::load(graph::Graph imported) {
                        ") has no timestamp-query feature: no per-node GPU times";
     }
   }
-  stats.nodes = graph.nodes.size();
-  stats.load_ms = ms_since(start);
+  stats.load.nodes = graph.nodes.size();
+  stats.load.ms = ms_since(start);
 }
 
 void Session::Impl::init_tuning() {
@@ -477,10 +477,10 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
                           nullptr, node_plans.get(), &tuning, &stage_end);
   if (stage_end) return nullptr;
   const double kernel_plans_ms = ms_since(start);
-  stats.last_plan_unchanged_nodes = planned.unchanged;
-  stats.last_plan_replanned_nodes = planned.replanned;
-  stats.last_plan_gemms = planned_gemms;
-  stats.last_plan_tuned_gemms = planned_tuned_gemms;
+  stats.last_plan.unchanged_nodes = planned.unchanged;
+  stats.last_plan.replanned_nodes = planned.replanned;
+  stats.last_plan.gemms = planned_gemms;
+  stats.last_plan.tuned_gemms = planned_tuned_gemms;
   // A cached plan with the same kernels serves these sizes too (respecialized), unless one of them served
   // this signature before: shapes that come back get a plan of their own, so that alternating shapes hit
   // the cache instead of rewriting one plan back and forth.
@@ -506,14 +506,14 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
       plans.splice(plans.begin(), plans, it);
       plan_index[signature] = plans.begin();
       runtime::ExecutionPlan& plan = *plans.front().plan;
-      stats.last_plan_ms = ms_since(start);
-      stats.last_plan_kernel_plans_ms = kernel_plans_ms;
-      stats.last_plan_memory_ms = stats.last_plan_pipelines_ms = stats.last_plan_weight_uploads_ms = 0;
-      stats.last_plan_bind_ms = ms_since(rewrite_start);
-      stats.last_plan_reused_nodes = plan.reused_node_plans();
-      stats.last_plan_gpu_nodes = plan.gpu_node_count();
-      stats.last_plan_respecialized = true;
-      ++stats.respecialized_plans;
+      stats.last_plan.ms = ms_since(start);
+      stats.last_plan.kernel_plans_ms = kernel_plans_ms;
+      stats.last_plan.memory_ms = stats.last_plan.pipelines_ms = stats.last_plan.weight_uploads_ms = 0;
+      stats.last_plan.bind_ms = ms_since(rewrite_start);
+      stats.last_plan.reused_nodes = plan.reused_node_plans();
+      stats.last_plan.gpu_nodes = plan.gpu_node_count();
+      stats.last_plan.respecialized = true;
+      ++stats.plans.respecialized;
       return &plan;
     }
   }
@@ -547,7 +547,7 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
   auto plan = std::make_unique<runtime::ExecutionPlan>(
       *device, graph, *weights, std::move(planned), kernel_plans_ms, node_plans.get(), sources,
       runtime::PlanRoom{grown_from, capacity ? &*capacity : nullptr}, run_status.get());
-  stats.pipelines_compiled += device->pipelines().size() - pipelines_before;
+  stats.device.pipelines_compiled += device->pipelines().size() - pipelines_before;
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
   if (too_small != plans.end()) {
@@ -556,19 +556,19 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
     plan_index.erase(too_small->signature);
     plans.erase(too_small);
   }
-  stats.last_plan_ms = ms_since(start);
+  stats.last_plan.ms = ms_since(start);
   const runtime::PlanPhases& phases = plan->phases();
-  stats.last_plan_kernel_plans_ms = phases.kernel_plans;
-  stats.last_plan_memory_ms = phases.memory;
-  stats.last_plan_pipelines_ms = phases.pipelines;
-  stats.last_plan_weight_uploads_ms = phases.weight_uploads;
-  stats.last_plan_bind_ms = phases.bind;
-  stats.last_plan_reused_nodes = plan->reused_node_plans();
-  stats.last_plan_gpu_nodes = plan->gpu_node_count();
-  stats.last_plan_respecialized = false;
-  ++stats.plans;
+  stats.last_plan.kernel_plans_ms = phases.kernel_plans;
+  stats.last_plan.memory_ms = phases.memory;
+  stats.last_plan.pipelines_ms = phases.pipelines;
+  stats.last_plan.weight_uploads_ms = phases.weight_uploads;
+  stats.last_plan.bind_ms = phases.bind;
+  stats.last_plan.reused_nodes = plan->reused_node_plans();
+  stats.last_plan.gpu_nodes = plan->gpu_node_count();
+  stats.last_plan.respecialized = false;
+  ++stats.plans.made;
   plans.push_front({signature, std::move(plan), std::move(served)});
-  stats.weight_bytes = weights->bytes() + node_plans->constant_bytes();
+  stats.memory.weight_bytes = weights->bytes() + node_plans->constant_bytes();
   plan_index[signature] = plans.begin();
   return plans.front().plan.get();
 }
@@ -590,10 +590,10 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
       staged_signatures.count(signature) ? nullptr : plan_for(ordered, signature, sources, growing);
   if (!planned) return run_in_stages(ordered, signature, sources, on_device, kept);
   runtime::ExecutionPlan& plan = *planned;
-  stats.cached_plans = plans.size();
-  stats.dispatches = plan.dispatch_count();
-  stats.peak_activation_bytes = plan.activation_bytes();
-  stats.pipelines = device->pipelines().size();
+  stats.plans.cached = plans.size();
+  stats.plans.dispatches = plan.dispatch_count();
+  stats.memory.peak_activation_bytes = plan.activation_bytes();
+  stats.device.pipelines = device->pipelines().size();
 
   gpu::TimestampProfiler* timer = nullptr;
   if (options.profiling && device->features().timestamp_query) {
@@ -611,7 +611,7 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
     targets[o] = detail::DeviceTensorState::of(kept[o])->slice();
   }
   std::vector<Tensor> results = plan.run(sources, targets, timer);
-  stats.buffers_created = device->buffers_created();
+  stats.device.buffers_created = device->buffers_created();
   if (timer) {
     std::vector<double> ms = timer->read(static_cast<uint32_t>(plan.dispatch_count()));
     profile.clear();
@@ -648,10 +648,10 @@ std::vector<Tensor> Session::Impl::run_in_stages(const std::vector<InputView>& o
   kept.assign(outputs.size(), DeviceTensor());
   std::vector<Tensor> results = staged->run(sources, plan_inputs_of(ordered));
   const runtime::StagedRunner::RunReport& report = staged->last_run();
-  stats.plans += report.plans_made;
-  stats.dispatches = report.dispatches;
-  stats.cached_plans = plans.size();
-  stats.buffers_created = device->buffers_created();
+  stats.plans.made += report.plans_made;
+  stats.plans.dispatches = report.dispatches;
+  stats.plans.cached = plans.size();
+  stats.device.buffers_created = device->buffers_created();
   profile.clear();
   return results;
 }
@@ -670,7 +670,7 @@ Session Session::Impl::make(const SessionOptions& options, std::function<graph::
     impl->use_environment(*given);
     const auto start = std::chrono::steady_clock::now();
     graph::Graph model = import();
-    impl->stats.import_ms = ms_since(start);
+    impl->stats.load.import_ms = ms_since(start);
     impl->load(std::move(model));
     return Session(std::move(impl));
   }
@@ -691,7 +691,7 @@ Session Session::Impl::make(const SessionOptions& options, std::function<graph::
   impl->create_device();
   auto [model, import_ms] = imported.get();
   impl->load(std::move(model));
-  impl->stats.import_ms = import_ms;
+  impl->stats.load.import_ms = import_ms;
   return Session(std::move(impl));
 }
 
@@ -725,8 +725,8 @@ const std::vector<TensorInfo>& Session::outputs() const {
   return impl_->outputs;
 }
 const SessionStats& Session::stats() const {
-  impl_->stats.device_tensor_bytes = impl_->memory->live_bytes();
-  impl_->stats.buffers_created = impl_->device->buffers_created();
+  impl_->stats.memory.device_tensor_bytes = impl_->memory->live_bytes();
+  impl_->stats.device.buffers_created = impl_->device->buffers_created();
   return impl_->stats;
 }
 const std::vector<NodeTiming>& Session::last_profile() const {
@@ -782,7 +782,7 @@ TuneReport Session::tune(const std::map<std::string, Tensor>& inputs, const Tune
     s.node_plans = std::make_unique<runtime::PlanSharing>(s.options.max_cached_plans);
     s.node_plans->reuse_unchanged_nodes = s.options.reuse_unchanged_nodes;
     s.staged.reset();  // its plans and node plans were made with the old table (and it points at the old one)
-    s.stats.cached_plans = 0;
+    s.stats.plans.cached = 0;
   };
   try {
     TuneReport report = s.tune_problems(plan_inputs, options.force, options.runs, true);

@@ -70,8 +70,8 @@ void expect_branch_matches(bool use_cache) {
   std::map<std::string, Tensor> inputs = merged_inputs(prefix, use_cache);
   Session merged = Session::from_file(kMerged / "model.onnx");
   const std::map<std::string, Tensor> got = merged.run(inputs);
-  const size_t merged_dispatches = merged.stats().dispatches;
-  const size_t merged_gpu_nodes = merged.stats().last_plan_gpu_nodes;
+  const size_t merged_dispatches = merged.stats().plans.dispatches;
+  const size_t merged_gpu_nodes = merged.stats().last_plan.gpu_nodes;
 
   // onnxruntime on the same merged file and inputs.
   std::vector<std::string> output_names;
@@ -101,15 +101,15 @@ void expect_branch_matches(bool use_cache) {
   const std::map<std::string, Tensor> split_got = split.run(split_inputs);
   for (const auto& [name, want] : split_got)
     EXPECT_TRUE(same_bytes(got.at(name), want)) << prefix << " " << name;
-  EXPECT_EQ(merged_dispatches, split.stats().dispatches);
-  EXPECT_EQ(merged_gpu_nodes, split.stats().last_plan_gpu_nodes);
+  EXPECT_EQ(merged_dispatches, split.stats().plans.dispatches);
+  EXPECT_EQ(merged_gpu_nodes, split.stats().last_plan.gpu_nodes);
 
   // The other branch is another plan; the first one replayed gives the same bits without planning again.
   std::map<std::string, Tensor> other = merged_inputs(use_cache ? "no_past" : "with_past", !use_cache);
   merged.run(other);
-  const size_t plans = merged.stats().plans;
+  const size_t plans = merged.stats().plans.made;
   const std::map<std::string, Tensor> again = merged.run(inputs);
-  EXPECT_EQ(merged.stats().plans, plans);
+  EXPECT_EQ(merged.stats().plans.made, plans);
   for (const auto& [name, t] : again) EXPECT_TRUE(same_bytes(t, got.at(name))) << "replayed " << name;
 }
 
@@ -166,8 +166,8 @@ TEST(ControlFlow, MergedDecoderGreedyLoopMatchesTheSplitDecoders) {
   }
   // One new signature per step: the prompt and the first one-token step are planned, the later steps
   // respecialize the step's plan, or plan it again where a region outgrew its room (adapter-dependent).
-  EXPECT_EQ(merged.stats().plans + merged.stats().respecialized_plans, 4u);
-  EXPECT_GE(merged.stats().respecialized_plans, 1u);
+  EXPECT_EQ(merged.stats().plans.made + merged.stats().plans.respecialized, 4u);
+  EXPECT_GE(merged.stats().plans.respecialized, 1u);
 }
 
 TEST(ControlFlow, NestedIfTakesEachBranchWithoutExtraLaunches) {
@@ -190,14 +190,14 @@ TEST(ControlFlow, NestedIfTakesEachBranchWithoutExtraLaunches) {
           test::all_close(out.at("z"), {13, 5}, want, [](double r) { return 1e-6 * (1 + std::abs(r)); }))
           << "c1 " << c1 << ", c2 " << c2;
       // Only the taken branch's nodes run, and the Add after the If: no launch for the If itself.
-      EXPECT_EQ(session.stats().last_plan_gpu_nodes, c1 && c2 ? 3u : 2u) << "c1 " << c1 << ", c2 " << c2;
-      EXPECT_EQ(session.stats().dispatches, c1 && c2 ? 3u : 2u) << "c1 " << c1 << ", c2 " << c2;
+      EXPECT_EQ(session.stats().last_plan.gpu_nodes, c1 && c2 ? 3u : 2u) << "c1 " << c1 << ", c2 " << c2;
+      EXPECT_EQ(session.stats().plans.dispatches, c1 && c2 ? 3u : 2u) << "c1 " << c1 << ", c2 " << c2;
     }
   }
   // One signature per condition pair (the conditions are part of the plan's key); with c1 false, c2 changes
   // no node: that signature respecializes the plan of the other.
-  EXPECT_EQ(session.stats().plans, 3u);
-  EXPECT_EQ(session.stats().respecialized_plans, 1u);
+  EXPECT_EQ(session.stats().plans.made, 3u);
+  EXPECT_EQ(session.stats().plans.respecialized, 1u);
 }
 
 TEST(ControlFlow, IfOnAShapeComparisonFoldedWhenPlanning) {
@@ -213,8 +213,8 @@ TEST(ControlFlow, IfOnAShapeComparisonFoldedWhenPlanning) {
     EXPECT_TRUE(
         test::all_close(out.at("y"), {rows, n}, want, [](double r) { return 1e-6 * (1 + std::abs(r)); }))
         << "n " << n;  // one float32 operation
-    EXPECT_EQ(session.stats().last_plan_gpu_nodes, 1u);
-    EXPECT_EQ(session.stats().dispatches, 1u);
+    EXPECT_EQ(session.stats().last_plan.gpu_nodes, 1u);
+    EXPECT_EQ(session.stats().plans.dispatches, 1u);
   }
 }
 
@@ -234,7 +234,7 @@ TEST(ControlFlow, ABranchThatPassesAnOuterInputThrough) {
     std::vector<double> t;
     for (float v : x.data<float>()) t.push_back(c ? v : -v);
     EXPECT_TRUE(test::all_close(out.at("t"), {14, 5}, t, [](double) { return 0.0; })) << "c " << c;
-    EXPECT_EQ(session.stats().dispatches, c ? 1u : 2u);
+    EXPECT_EQ(session.stats().plans.dispatches, c ? 1u : 2u);
   }
 }
 
@@ -256,9 +256,9 @@ TEST(ControlFlow, AConditionComputedOnTheGpuIsReadBackAndTheBranchPlanned) {
       for (float v : x.data<float>()) want.values.push_back(positive ? std::max(0.0f, v) : -v);
       EXPECT_TRUE(test::close_in_l2(y, want, 0.0)) << "relu and negation are exact";
     }
-    if (pass == 0) plans_after_first = session.stats().plans;
+    if (pass == 0) plans_after_first = session.stats().plans.made;
   }
-  EXPECT_EQ(session.stats().plans, plans_after_first) << "each condition's plans are cached";
+  EXPECT_EQ(session.stats().plans.made, plans_after_first) << "each condition's plans are cached";
 }
 
 // What `wgi check` runs: plan_nodes without input values, collecting errors. An If on a graph input (given by

@@ -112,7 +112,7 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
   int64_t past_len = 0;
   for (int64_t step = 0; step < steps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step) + ", past_len " + std::to_string(past_len));
-    const uint64_t buffers_before = session.stats().buffers_created;
+    const uint64_t buffers_before = session.stats().device.buffers_created;
     auto outputs = session.run(inputs, keep);
     const Tensor logits = last_position(outputs.at("logits").host());
     auto close = test::close_in_l2(logits, reference_step(expected_logits, step), 1e-4);
@@ -137,26 +137,28 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
     // steps respecialize the step's plan (tests/gpu/test_plan_respecialize.cpp) while its buffers have room;
     // a step without room plans in full with the grown regions doubled, so full plans grow with the log of
     // the loop's length (when they come depends on how the memory planner packed the buffers).
-    EXPECT_EQ(stats.plans + stats.respecialized_plans, static_cast<size_t>(step + 1));
+    EXPECT_EQ(stats.plans.made + stats.plans.respecialized, static_cast<size_t>(step + 1));
     if (step < 2) {
-      EXPECT_EQ(stats.plans, static_cast<size_t>(step + 1));
+      EXPECT_EQ(stats.plans.made, static_cast<size_t>(step + 1));
     } else {
-      EXPECT_LE(stats.plans, 2u + std::bit_width(static_cast<uint64_t>(step))) << "more full plans than log2";
+      EXPECT_LE(stats.plans.made, 2u + std::bit_width(static_cast<uint64_t>(step)))
+          << "more full plans than log2";
     }
-    EXPECT_LE(stats.cached_plans, max_cached_plans);
+    EXPECT_LE(stats.plans.cached, max_cached_plans);
     // Device memory held by the session's DeviceTensors is exactly what the loop holds: last step's past
     // key/values went back to the pool when the presents replaced them.
     uint64_t held = 0;
     for (const auto& entry : inputs) {
       if (entry.second.on_device()) held += entry.second.device().device_bytes();
     }
-    EXPECT_EQ(stats.device_tensor_bytes, held);
+    EXPECT_EQ(stats.memory.device_tensor_bytes, held);
     if (step > 1) {
       // new_tokens is 1 from step 1 on: the projections' plans (and prepacked weights) carry over, attention
       // and the past/new concatenations are planned again.
-      EXPECT_GT(stats.last_plan_reused_nodes, stats.last_plan_gpu_nodes / 2);
-      EXPECT_LT(stats.last_plan_reused_nodes, stats.last_plan_gpu_nodes);
-      fewest_new_buffers = std::min<uint64_t>(fewest_new_buffers, stats.buffers_created - buffers_before);
+      EXPECT_GT(stats.last_plan.reused_nodes, stats.last_plan.gpu_nodes / 2);
+      EXPECT_LT(stats.last_plan.reused_nodes, stats.last_plan.gpu_nodes);
+      fewest_new_buffers =
+          std::min<uint64_t>(fewest_new_buffers, stats.device.buffers_created - buffers_before);
     }
   }
   // A new plan shares the session's activation buffers and, where a reused node plan binds the same buffers,
@@ -164,7 +166,7 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
   // others create fewer buffers than a plan has dispatches: one per dispatch would mean nothing is reused.
   // (Not a fixed fraction: fusions keep taking dispatches away while the buffers a step needs stay; the
   // cached-cross BART decoder now has 45 dispatches and its best steps create 20-24 buffers.)
-  EXPECT_LT(fewest_new_buffers, session.stats().dispatches);
+  EXPECT_LT(fewest_new_buffers, session.stats().plans.dispatches);
   const auto want = expected_ids.data<int64_t>();
   EXPECT_EQ(result.ids, std::vector<int64_t>(want.begin(), want.end()));
   return result;

@@ -77,7 +77,7 @@ TEST(DeviceTensor, DeviceInputsGiveTheHostResultsWhetherBoundOrCopied) {
     ASSERT_FALSE(out.at("y").on_device());
     EXPECT_TRUE(same_bytes(out.at("y").host(), *sequence[k].second)) << "run " << k;
   }
-  EXPECT_EQ(d.stats().plans, 1u);
+  EXPECT_EQ(d.stats().plans.made, 1u);
 }
 
 TEST(DeviceTensor, KeptOutputsStayUnchangedByLaterRuns) {
@@ -121,7 +121,7 @@ TEST(DeviceTensor, AllOutputsOnDeviceAndHandlesOutliveTheSession) {
     s.synchronize();
     kept = out.at("neg output").device();
     want = host.at("neg output");
-    EXPECT_GT(s.stats().device_tensor_bytes, 0u);
+    EXPECT_GT(s.stats().memory.device_tensor_bytes, 0u);
   }
   EXPECT_TRUE(kept.valid());
   EXPECT_TRUE(same_bytes(kept.download(), want));
@@ -130,22 +130,22 @@ TEST(DeviceTensor, AllOutputsOnDeviceAndHandlesOutliveTheSession) {
 TEST(DeviceTensor, ReleaseFreesForEveryCopyAndPoolsTheMemory) {
   Session s = Session::from_file(kModels / "gemm_chain" / "model.onnx");
   const Tensor x = random_tensor({5, 20}, 8);
-  const uint64_t before = s.stats().device_tensor_bytes;
+  const uint64_t before = s.stats().memory.device_tensor_bytes;
   DeviceTensor d = s.upload(x);
   DeviceTensor copy = d;
   EXPECT_TRUE(copy.same_as(d));
-  EXPECT_GT(s.stats().device_tensor_bytes, before);
-  const uint64_t created = s.stats().buffers_created;
+  EXPECT_GT(s.stats().memory.device_tensor_bytes, before);
+  const uint64_t created = s.stats().device.buffers_created;
   copy.release();
   EXPECT_FALSE(d.valid());
   EXPECT_EQ(d.device_bytes(), 0u);
   EXPECT_EQ(d.shape(), x.shape()) << "the description stays readable";
-  EXPECT_EQ(s.stats().device_tensor_bytes, before);
+  EXPECT_EQ(s.stats().memory.device_tensor_bytes, before);
   EXPECT_NE(error_of([&] { d.download(); }).find("was released"), std::string::npos);
   d.release();  // harmless
   // The released buffer is reused for a tensor of the same size class.
   DeviceTensor again = s.upload(random_tensor({5, 20}, 9));
-  EXPECT_EQ(s.stats().buffers_created, created);
+  EXPECT_EQ(s.stats().device.buffers_created, created);
   EXPECT_EQ(runtime::pooled_size_class(400), 416u);  // steps of 256 / 8 from 256 to 512
   EXPECT_EQ(runtime::pooled_size_class(4096), 4096u);
   EXPECT_EQ(runtime::pooled_size_class(4097), 4608u);
@@ -207,15 +207,15 @@ TEST(DeviceTensor, PlanCacheKeepsAtMostItsCapacity) {
   for (size_t k = 0; k < tokens.size(); ++k) {
     const Tensor x = random_tensor({1, tokens[k], 16}, 100 + static_cast<uint64_t>(tokens[k]));
     const Tensor y = s.run({{"x", x}}).at("y");
-    EXPECT_LE(s.stats().cached_plans, 2u);
+    EXPECT_LE(s.stats().plans.cached, 2u);
     EXPECT_TRUE(same_bytes(y, reference.run({{"x", x}}).at("y"))) << "tokens " << tokens[k];
   }
   // Capacity 2: every run is a new plan (3 and 4 come back after eviction). The default capacity (4) keeps 3
   // (used again before 7 evicts 4), then plans 4 again: 6 plans.
-  EXPECT_EQ(s.stats().plans, 7u);
-  EXPECT_EQ(s.stats().cached_plans, 2u);
-  EXPECT_EQ(reference.stats().plans, 6u);
-  EXPECT_EQ(reference.stats().cached_plans, 4u);
+  EXPECT_EQ(s.stats().plans.made, 7u);
+  EXPECT_EQ(s.stats().plans.cached, 2u);
+  EXPECT_EQ(reference.stats().plans.made, 6u);
+  EXPECT_EQ(reference.stats().plans.cached, 4u);
 }
 
 TEST(DeviceTensor, PlansForOtherShapesShareIdenticalPrepackedWeights) {
@@ -226,11 +226,11 @@ TEST(DeviceTensor, PlansForOtherShapesShareIdenticalPrepackedWeights) {
   options.respecialize_plans = false;
   Session s = Session::from_file(kModels / "tiny_transformer_opset17" / "model.onnx", options);
   s.run({{"x", random_tensor({1, 3, 16}, 20)}});
-  const uint64_t one_plan = s.stats().weight_bytes;
+  const uint64_t one_plan = s.stats().memory.weight_bytes;
   s.run({{"x", random_tensor({1, 4, 16}, 21)}});
-  EXPECT_EQ(s.stats().plans, 2u);
-  EXPECT_EQ(s.stats().last_plan_reused_nodes, 0u);
-  EXPECT_EQ(s.stats().weight_bytes, one_plan);
+  EXPECT_EQ(s.stats().plans.made, 2u);
+  EXPECT_EQ(s.stats().last_plan.reused_nodes, 0u);
+  EXPECT_EQ(s.stats().memory.weight_bytes, one_plan);
 }
 
 }  // namespace

@@ -61,9 +61,10 @@ TEST(Environment, SharedSessionsMatchSeparateOnesBitForBit) {
   EXPECT_TRUE(same_bytes(run(conv, kConvNet), conv_want));
   // Interleaved with the other session's runs and plans: still the same bytes.
   EXPECT_TRUE(same_bytes(run(gemm, kGemmChain), gemm_want));
-  EXPECT_EQ(gemm.stats().plans, 1u);
-  EXPECT_EQ(env.pipelines(), gemm.stats().pipelines_compiled + conv.stats().pipelines_compiled);
-  EXPECT_EQ(gemm.stats().pipelines, env.pipelines()) << "SessionStats::pipelines counts the device's";
+  EXPECT_EQ(gemm.stats().plans.made, 1u);
+  EXPECT_EQ(env.pipelines(), gemm.stats().device.pipelines_compiled + conv.stats().device.pipelines_compiled);
+  EXPECT_EQ(gemm.stats().device.pipelines, env.pipelines())
+      << "SessionStats::device.pipelines counts the device's";
 }
 
 TEST(Environment, ASecondSessionOfTheSameModelCompilesNoPipeline) {
@@ -71,15 +72,15 @@ TEST(Environment, ASecondSessionOfTheSameModelCompilesNoPipeline) {
   Session first = Session::from_file(model_file(kConvNet), env);
   const Tensor want = run(first, kConvNet);
   EXPECT_TRUE(matches_reference(want, kConvNet));
-  EXPECT_GT(first.stats().pipelines_compiled, 0u);
-  EXPECT_EQ(first.stats().pipelines_compiled, env.pipelines());
+  EXPECT_GT(first.stats().device.pipelines_compiled, 0u);
+  EXPECT_EQ(first.stats().device.pipelines_compiled, env.pipelines());
   const size_t compiled = env.pipelines();
 
   Session second = Session::from_file(model_file(kConvNet), env);
-  EXPECT_EQ(second.stats().device_ms, 0.0) << "no device of its own";
+  EXPECT_EQ(second.stats().load.device_ms, 0.0) << "no device of its own";
   EXPECT_TRUE(same_bytes(run(second, kConvNet), want));
-  EXPECT_EQ(second.stats().plans, 1u);
-  EXPECT_EQ(second.stats().pipelines_compiled, 0u);
+  EXPECT_EQ(second.stats().plans.made, 1u);
+  EXPECT_EQ(second.stats().device.pipelines_compiled, 0u);
   EXPECT_EQ(env.pipelines(), compiled);
 }
 
@@ -113,15 +114,15 @@ TEST(Environment, TheDeviceLivesWhileASessionHoldsIt) {
   const Environment shared = first->environment();
   first.reset();
   EXPECT_TRUE(same_bytes(run(second, kGemmChain), want));
-  EXPECT_EQ(second.stats().pipelines_compiled, 0u);
-  EXPECT_EQ(shared.pipelines(), second.stats().pipelines);
+  EXPECT_EQ(second.stats().device.pipelines_compiled, 0u);
+  EXPECT_EQ(shared.pipelines(), second.stats().device.pipelines);
 }
 
 TEST(Environment, ASessionWithoutOneHasAPrivateEnvironment) {
   Session session = Session::from_file(model_file(kGemmChain));
   EXPECT_TRUE(matches_reference(run(session, kGemmChain), kGemmChain));
-  EXPECT_EQ(session.environment().pipelines(), session.stats().pipelines_compiled);
-  EXPECT_GT(session.stats().device_ms, 0.0);
+  EXPECT_EQ(session.environment().pipelines(), session.stats().device.pipelines_compiled);
+  EXPECT_GT(session.stats().load.device_ms, 0.0);
 }
 
 TEST(Environment, SessionOptionsThatChooseAnotherDeviceAreRefused) {

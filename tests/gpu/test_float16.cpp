@@ -363,7 +363,7 @@ TEST_P(Float16ModelTest, MatchesOnnxRuntimeAndFloat64Reference) {
   if (m.half_weights) {
     Session fp32 = Session::from_file(dir / "model.onnx");
     fp32.run(inputs);
-    const uint64_t half = session.stats().weight_bytes, full = fp32.stats().weight_bytes;
+    const uint64_t half = session.stats().memory.weight_bytes, full = fp32.stats().memory.weight_bytes;
     EXPECT_GT(half, 0u);
     EXPECT_LE(static_cast<double>(half), 0.55 * static_cast<double>(full))
         << half << " vs " << full << " bytes";

@@ -100,7 +100,7 @@ TEST(Loop, IfInsideTheBodyTakesItsBranchPerIteration) {
     auto out = session.run({{"M", int64_scalar(m)}, {"y0", y0}});
     EXPECT_TRUE(test::all_close(out.at("y"), {13, 5}, y, kIterated)) << "M " << m;
     // One launch per iteration (the taken branch's Add or Mul): the If and the folded parity have none.
-    EXPECT_EQ(session.stats().dispatches, static_cast<size_t>(m)) << "M " << m;
+    EXPECT_EQ(session.stats().plans.dispatches, static_cast<size_t>(m)) << "M " << m;
   }
 }
 

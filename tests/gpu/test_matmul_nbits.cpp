@@ -564,7 +564,7 @@ TEST(MatMulNBits, QuantizedModelHoldsAQuarterOfTheWeightBytes) {
     for (const TensorInfo& in : session.inputs())
       inputs[in.name] = npy::load(dir / ("input_" + in.name + ".npy"));
     session.run(inputs);
-    bytes[i++] = session.stats().weight_bytes;
+    bytes[i++] = session.stats().memory.weight_bytes;
   }
   EXPECT_GT(bytes[1], 0u);
   EXPECT_LE(static_cast<double>(bytes[1]), 0.25 * static_cast<double>(bytes[0]))
@@ -649,9 +649,9 @@ TEST(MatMulNBits, FusedEpiloguesOfAQ4ModelMatchOnnxRuntime) {
     const auto result = test::close_in_l2(s->run(inputs).at("y"), ref, kOrtRelativeL2);
     EXPECT_TRUE(result) << (s == &fused ? "fused" : "unfused") << ": " << result.message();
   }
-  EXPECT_EQ(unfused.stats().dispatches, fused.stats().dispatches + 7);
-  std::cerr << "[ q4 tiny_transformer: " << fused.stats().dispatches << " dispatches fused, "
-            << unfused.stats().dispatches << " unfused ]\n";
+  EXPECT_EQ(unfused.stats().plans.dispatches, fused.stats().plans.dispatches + 7);
+  std::cerr << "[ q4 tiny_transformer: " << fused.stats().plans.dispatches << " dispatches fused, "
+            << unfused.stats().plans.dispatches << " unfused ]\n";
 }
 
 }  // namespace

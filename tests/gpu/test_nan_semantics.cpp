@@ -64,7 +64,7 @@ std::map<std::string, Tensor> run_wgi(const std::string& model, const std::map<s
                                       size_t* gpu_nodes = nullptr) {
   Session s = Session::from_file(kNan / (model + ".onnx"));
   std::map<std::string, Tensor> out = s.run(in);
-  if (gpu_nodes) *gpu_nodes = s.stats().last_plan_gpu_nodes;
+  if (gpu_nodes) *gpu_nodes = s.stats().last_plan.gpu_nodes;
   return out;
 }
 

@@ -150,16 +150,16 @@ TEST(PlanRespecialize, SplitDecoderLoopPlansTheStepOnceAndMatchesFullPlans) {
   const LoopRun full = run_loop(loop, false, kSteps);
   const LoopRun fast = run_loop(loop, true, kSteps);
   expect_same_outputs(fast, full);
-  EXPECT_EQ(full.stats.plans, static_cast<size_t>(kSteps));
-  EXPECT_EQ(full.stats.respecialized_plans, 0u);
+  EXPECT_EQ(full.stats.plans.made, static_cast<size_t>(kSteps));
+  EXPECT_EQ(full.stats.plans.respecialized, 0u);
   // The prompt step (3 tokens, its own kernels) and the first one-token step are planned; the later steps
   // only grow past_len and respecialize the step's plan, but for one: where a region outgrows its room (an
   // eighth of its size at first), the step is planned again with the grown regions doubled, replacing the
   // old plan, and that holds the rest of the loop.
-  EXPECT_EQ(fast.stats.plans, 3u);
-  EXPECT_EQ(fast.stats.respecialized_plans, static_cast<size_t>(kSteps - 3));
-  EXPECT_TRUE(fast.stats.last_plan_respecialized);
-  EXPECT_EQ(fast.stats.cached_plans, 2u);
+  EXPECT_EQ(fast.stats.plans.made, 3u);
+  EXPECT_EQ(fast.stats.plans.respecialized, static_cast<size_t>(kSteps - 3));
+  EXPECT_TRUE(fast.stats.last_plan.respecialized);
+  EXPECT_EQ(fast.stats.plans.cached, 2u);
 }
 
 TEST(PlanRespecialize, MergedDecoderLoopPlansTheStepOnceAndMatchesFullPlans) {
@@ -168,11 +168,11 @@ TEST(PlanRespecialize, MergedDecoderLoopPlansTheStepOnceAndMatchesFullPlans) {
   const LoopRun full = run_loop(loop, false, kSteps);
   const LoopRun fast = run_loop(loop, true, kSteps);
   expect_same_outputs(fast, full);
-  EXPECT_EQ(full.stats.plans, static_cast<size_t>(kSteps));
+  EXPECT_EQ(full.stats.plans.made, static_cast<size_t>(kSteps));
   // The prompt takes the If's other branch (other nodes, other kernels): a plan of its own; then the step's
   // plan, planned once more when its regions double (as above).
-  EXPECT_EQ(fast.stats.plans, 3u);
-  EXPECT_EQ(fast.stats.respecialized_plans, static_cast<size_t>(kSteps - 3));
+  EXPECT_EQ(fast.stats.plans.made, 3u);
+  EXPECT_EQ(fast.stats.plans.respecialized, static_cast<size_t>(kSteps - 3));
 }
 
 // The name of the past inputs' growing dim (past_key_0 [batch, heads, past_len, head_size]).
@@ -196,12 +196,12 @@ TEST(PlanRespecialize, GrowingDimsPlanADecoderLoopOnce) {
     const LoopRun once = run_loop(loop, true, kSteps, true, nullptr, {{past, 4 + kSteps}});
     expect_same_outputs(once, full);
     // The prompt (its own kernels, or the If's other branch) and the first one-token step.
-    EXPECT_EQ(once.stats.plans, 2u);
-    EXPECT_EQ(once.stats.respecialized_plans, static_cast<size_t>(kSteps - 2));
+    EXPECT_EQ(once.stats.plans.made, 2u);
+    EXPECT_EQ(once.stats.plans.respecialized, static_cast<size_t>(kSteps - 2));
     // A limit the loop outgrows: the plans grow by doubling again from there, still the same bytes.
     const LoopRun short_limit = run_loop(loop, true, kSteps, true, nullptr, {{past, 5}});
     expect_same_outputs(short_limit, full);
-    EXPECT_GT(short_limit.stats.plans, 2u);
+    EXPECT_GT(short_limit.stats.plans.made, 2u);
   }
 }
 
@@ -236,23 +236,23 @@ void expect_unchanged_nodes(const DecoderLoop& loop, int steps) {
   const LoopRun full = run_loop(loop, false, steps, false, &environment);
   expect_same_outputs(on, off);
   expect_same_outputs(on, full);
-  EXPECT_EQ(on.stats.plans, off.stats.plans);
-  EXPECT_EQ(on.stats.respecialized_plans, off.stats.respecialized_plans);
-  EXPECT_EQ(full.stats.plans, static_cast<size_t>(steps));
+  EXPECT_EQ(on.stats.plans.made, off.stats.plans.made);
+  EXPECT_EQ(on.stats.plans.respecialized, off.stats.plans.respecialized);
+  EXPECT_EQ(full.stats.plans.made, static_cast<size_t>(steps));
   size_t checked = 0;
   for (int step = 2; step < steps; ++step) {
     const SessionStats &a = on.step_stats[static_cast<size_t>(step)],
                        &b = off.step_stats[static_cast<size_t>(step)];
     const SessionStats& before = on.step_stats[static_cast<size_t>(step - 1)];
-    // A new signature at every step (past_len grows), so the last_plan_* fields are this step's.
-    ASSERT_EQ(a.plans + a.respecialized_plans, before.plans + before.respecialized_plans + 1)
+    // A new signature at every step (past_len grows), so the last_plan fields are this step's.
+    ASSERT_EQ(a.plans.made + a.plans.respecialized, before.plans.made + before.plans.respecialized + 1)
         << "step " << step;
-    EXPECT_EQ(b.last_plan_unchanged_nodes, 0u) << "step " << step;
-    EXPECT_EQ(full.step_stats[static_cast<size_t>(step)].last_plan_unchanged_nodes, 0u) << "step " << step;
-    EXPECT_EQ(a.last_plan_unchanged_nodes + a.last_plan_replanned_nodes, b.last_plan_replanned_nodes)
+    EXPECT_EQ(b.last_plan.unchanged_nodes, 0u) << "step " << step;
+    EXPECT_EQ(full.step_stats[static_cast<size_t>(step)].last_plan.unchanged_nodes, 0u) << "step " << step;
+    EXPECT_EQ(a.last_plan.unchanged_nodes + a.last_plan.replanned_nodes, b.last_plan.replanned_nodes)
         << "step " << step;
-    EXPECT_GT(a.last_plan_unchanged_nodes, a.last_plan_replanned_nodes) << "step " << step;
-    EXPECT_GT(a.last_plan_replanned_nodes, 0u) << "step " << step;
+    EXPECT_GT(a.last_plan.unchanged_nodes, a.last_plan.replanned_nodes) << "step " << step;
+    EXPECT_GT(a.last_plan.replanned_nodes, 0u) << "step " << step;
     ++checked;
   }
   EXPECT_GE(checked, 3u);
@@ -288,16 +288,16 @@ TEST(PlanRespecialize, SizesWithoutRoomOrWithOtherKernelsArePlannedInFull) {
     const Tensor y = fast.run({{"x", x}}).at("y");
     EXPECT_TRUE(same_bytes(y, full.run({{"x", x}}).at("y"))) << "tokens " << cases[k].tokens;
     if (k < 2) {
-      EXPECT_EQ(fast.stats().last_plan_respecialized, cases[k].respecialized) << "tokens " << cases[k].tokens;
+      EXPECT_EQ(fast.stats().last_plan.respecialized, cases[k].respecialized) << "tokens " << cases[k].tokens;
     }
-    std::cerr << "[ tokens " << cases[k].tokens << ": " << fast.stats().plans << " plans, "
-              << fast.stats().respecialized_plans << " respecialized ]\n";
-    respecialized += fast.stats().last_plan_respecialized ? 1 : 0;
+    std::cerr << "[ tokens " << cases[k].tokens << ": " << fast.stats().plans.made << " plans, "
+              << fast.stats().plans.respecialized << " respecialized ]\n";
+    respecialized += fast.stats().last_plan.respecialized ? 1 : 0;
   }
-  EXPECT_EQ(fast.stats().respecialized_plans, respecialized);
+  EXPECT_EQ(fast.stats().plans.respecialized, respecialized);
   EXPECT_GE(respecialized, 1u);
-  EXPECT_EQ(fast.stats().plans + respecialized, full.stats().plans);
-  EXPECT_EQ(full.stats().plans, cases.size());
+  EXPECT_EQ(fast.stats().plans.made + respecialized, full.stats().plans.made);
+  EXPECT_EQ(full.stats().plans.made, cases.size());
 }
 
 TEST(PlanRespecialize, ShapesThatComeBackGetAPlanOfTheirOwn) {
@@ -312,9 +312,9 @@ TEST(PlanRespecialize, ShapesThatComeBackGetAPlanOfTheirOwn) {
     const Tensor x = random_tensor({2, k % 2 == 0 ? 4 : 3, 16}, 400 + static_cast<uint64_t>(k % 2));
     EXPECT_TRUE(same_bytes(s.run({{"x", x}}).at("y"), reference.run({{"x", x}}).at("y"))) << "run " << k;
   }
-  EXPECT_EQ(s.stats().plans, 2u);
-  EXPECT_EQ(s.stats().respecialized_plans, 1u);
-  EXPECT_EQ(s.stats().cached_plans, 2u);
+  EXPECT_EQ(s.stats().plans.made, 2u);
+  EXPECT_EQ(s.stats().plans.respecialized, 1u);
+  EXPECT_EQ(s.stats().plans.cached, 2u);
 }
 
 }  // namespace

@@ -574,7 +574,7 @@ TEST(QuantizedModel, WeightsTakeAQuarterOfTheirFloatSize) {
                                 data / "quantized" / "tiny_transformer_uint8.onnx"}) {
     Session session = Session::from_file(model);
     session.run({{session.inputs()[0].name, x}});
-    bytes[i++] = session.stats().weight_bytes;
+    bytes[i++] = session.stats().memory.weight_bytes;
   }
   std::cerr << "[ weight bytes: float " << bytes[0] << ", uint8 " << bytes[1] << " ]\n";
   EXPECT_GT(bytes[1], 0u);

@@ -40,14 +40,16 @@ TEST(Session, RunsAModelAndReusesItsPlan) {
   auto first = s.run(in);
   EXPECT_TRUE(test::all_close(first.at("y"), expected.shape, expected.values, test::fp32_tolerance(24)));
   const SessionStats before = s.stats();
-  EXPECT_EQ(before.plans, 1u);
+  EXPECT_EQ(before.plans.made, 1u);
   auto second = s.run(in);
   EXPECT_TRUE(test::all_close(second.at("y"), expected.shape, expected.values, test::fp32_tolerance(24)));
-  EXPECT_EQ(s.stats().plans, 1u);
-  EXPECT_EQ(s.stats().pipelines, before.pipelines) << "a repeated run must not create pipelines";
-  EXPECT_EQ(s.stats().buffers_created, before.buffers_created) << "a repeated run must not allocate";
+  EXPECT_EQ(s.stats().plans.made, 1u);
+  EXPECT_EQ(s.stats().device.pipelines, before.device.pipelines)
+      << "a repeated run must not create pipelines";
+  EXPECT_EQ(s.stats().device.buffers_created, before.device.buffers_created)
+      << "a repeated run must not allocate";
   // Relu is fused into the first Gemm: three GEMM dispatches in all.
-  EXPECT_EQ(s.stats().dispatches, 3u);
+  EXPECT_EQ(s.stats().plans.dispatches, 3u);
 }
 
 // Views of the caller's memory (Tensor::view) give the same results as owning tensors, with no host copy.
@@ -76,7 +78,7 @@ TEST(Session, RunsOnViewsOfCallerMemory) {
     caller_memory.reset();  // the plan must not point into it
     EXPECT_TRUE(test::identical(got, want)) << "run " << attempt;
   }
-  EXPECT_EQ(gpt2.stats().plans, 1u) << "the same ids by value: one plan";
+  EXPECT_EQ(gpt2.stats().plans.made, 1u) << "the same ids by value: one plan";
 }
 
 TEST(Session, ReplansWhenInputShapesChange) {
@@ -90,9 +92,9 @@ TEST(Session, ReplansWhenInputShapesChange) {
                                 test::fp32_tolerance(8 * 9)))
         << "batch " << x.shape()[0];
   }
-  EXPECT_EQ(s.stats().plans, 2u);
+  EXPECT_EQ(s.stats().plans.made, 2u);
   // BatchNormalization folded into conv1, Relu into its epilogue, Sigmoid stays: three dispatches.
-  EXPECT_EQ(s.stats().dispatches, 3u);
+  EXPECT_EQ(s.stats().plans.dispatches, 3u);
 }
 
 TEST(Session, RejectsBadInputsNamingThem) {
@@ -150,8 +152,8 @@ TEST(DisabledPasses, LeaveThePatternUnfusedWithTheSameResults) {
     const auto unfused = s.run(in);
     const auto result = test::close_in_l2(unfused.at("y"), expected, 1e-4);
     EXPECT_TRUE(result) << result.message();
-    EXPECT_GT(s.stats().nodes, all.stats().nodes);
-    EXPECT_GT(s.stats().dispatches, all.stats().dispatches);
+    EXPECT_GT(s.stats().load.nodes, all.stats().load.nodes);
+    EXPECT_GT(s.stats().plans.dispatches, all.stats().plans.dispatches);
   }
 }
 

@@ -97,10 +97,10 @@ TEST(Tuning, SessionRunsItsCachesConfigurationsAndIgnoresImpossibleOnes) {
       << tuned.tuning_note();
   auto out = tuned.run(model_inputs());
   EXPECT_TRUE(matches_reference(out));
-  EXPECT_EQ(tuned.stats().last_plan_gemms, 3u);
-  EXPECT_EQ(tuned.stats().last_plan_tuned_gemms, 2u);
+  EXPECT_EQ(tuned.stats().last_plan.gemms, 3u);
+  EXPECT_EQ(tuned.stats().last_plan.tuned_gemms, 2u);
   // fc1's split adds the reduction: 4 dispatches instead of 3.
-  EXPECT_EQ(tuned.stats().dispatches, 4u);
+  EXPECT_EQ(tuned.stats().plans.dispatches, 4u);
   if (!tuned.last_profile().empty()) {  // timestamp queries: the kernels by node
     std::map<std::string, std::string> kernel;
     for (const NodeTiming& t : tuned.last_profile()) kernel[t.node] = t.kernel;
@@ -115,8 +115,8 @@ TEST(Tuning, SessionRunsItsCachesConfigurationsAndIgnoresImpossibleOnes) {
   Session rules = Session::from_file(kModel / "model.onnx", options);
   EXPECT_EQ(rules.tuning_note(), "");
   EXPECT_TRUE(matches_reference(rules.run(model_inputs())));
-  EXPECT_EQ(rules.stats().last_plan_tuned_gemms, 0u);
-  EXPECT_EQ(rules.stats().dispatches, 3u);
+  EXPECT_EQ(rules.stats().last_plan.tuned_gemms, 0u);
+  EXPECT_EQ(rules.stats().plans.dispatches, 3u);
   std::filesystem::remove_all(dir);
 }
 
@@ -134,7 +134,7 @@ TEST(Tuning, SessionTunesAtFirstPlanningAndSavesTheCache) {
   {
     Session s = Session::from_file(kModel / "model.onnx", options);
     EXPECT_TRUE(matches_reference(s.run(model_inputs())));
-    EXPECT_EQ(s.stats().last_plan_tuned_gemms, 3u);
+    EXPECT_EQ(s.stats().last_plan.tuned_gemms, 3u);
     EXPECT_GT(tuning_progress, 0u);
   }
   const runtime::TuningCache saved = runtime::TuningCache::load(path);
@@ -157,7 +157,7 @@ TEST(Tuning, SessionTunesAtFirstPlanningAndSavesTheCache) {
   Session again = Session::from_file(kModel / "model.onnx", options);
   EXPECT_NE(again.tuning_note().find("3 entries for this adapter"), std::string::npos) << again.tuning_note();
   EXPECT_TRUE(matches_reference(again.run(model_inputs())));
-  EXPECT_EQ(again.stats().last_plan_tuned_gemms, 3u);
+  EXPECT_EQ(again.stats().last_plan.tuned_gemms, 3u);
   EXPECT_EQ(tuning_progress, 0u);
   std::filesystem::remove_all(dir);
 }
@@ -168,7 +168,7 @@ TEST(Tuning, SessionTuneReportsMeasuresOnceAndReplans) {
   options.tuning_cache = dir / "tuning.json";
   Session s = Session::from_file(kModel / "model.onnx", options);
   EXPECT_TRUE(matches_reference(s.run(model_inputs())));
-  EXPECT_EQ(s.stats().last_plan_tuned_gemms, 0u);
+  EXPECT_EQ(s.stats().last_plan.tuned_gemms, 0u);
 
   const TuneReport report = s.tune(model_inputs(), {false, 2});
   EXPECT_TRUE(report.saved);
@@ -186,8 +186,8 @@ TEST(Tuning, SessionTuneReportsMeasuresOnceAndReplans) {
   }
   // Plans made before are dropped: the next run plans again, on the tuned configurations.
   EXPECT_TRUE(matches_reference(s.run(model_inputs())));
-  EXPECT_EQ(s.stats().plans, 2u);
-  EXPECT_EQ(s.stats().last_plan_tuned_gemms, 3u);
+  EXPECT_EQ(s.stats().plans.made, 2u);
+  EXPECT_EQ(s.stats().last_plan.tuned_gemms, 3u);
 
   const TuneReport again = s.tune(model_inputs(), {false, 2});
   EXPECT_FALSE(again.saved);
@@ -199,7 +199,7 @@ TEST(Tuning, SessionTuneReportsMeasuresOnceAndReplans) {
   }
   // Nothing changed, so the plan stays.
   s.run(model_inputs());
-  EXPECT_EQ(s.stats().plans, 2u);
+  EXPECT_EQ(s.stats().plans.made, 2u);
   EXPECT_TRUE(s.tune(model_inputs(), {true, 1}).problems.at(0).measured);
   std::filesystem::remove_all(dir);
 }

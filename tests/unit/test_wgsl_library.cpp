@@ -80,6 +80,31 @@ TEST(WgslPreprocessor, IncludesEmbeddedFilesOnce) {
   EXPECT_EQ(out.find("fn linear_workgroup_index", first + 1), std::string::npos);
 }
 
+TEST(WgslPreprocessor, IncludesWithParametersInstantiateTheFileEachTime) {
+  const char* text =
+      "#include \"common/workgroup_reduce.wgsl\" NAME=tree_max SLOTS=maxima TYPE={{TYPE}} COMBINE=\"max(a, "
+      "b)\"\n"
+      "#include \"common/workgroup_reduce.wgsl\" NAME=tree_sum SLOTS=sums TYPE=f32 COMBINE=\"a + b\"\n"
+      "after {{TYPE}}\n";
+  std::string out = preprocess_wgsl("k", text, {{"TYPE", "i32"}, {"NAME", "outer"}});
+  EXPECT_NE(out.find("fn tree_max(value: i32, lid: u32) -> i32 {"), std::string::npos) << out;
+  EXPECT_NE(out.find("maxima[lid] = max(a, b);"), std::string::npos) << out;
+  EXPECT_NE(out.find("fn tree_sum(value: f32, lid: u32) -> f32 {"), std::string::npos) << out;
+  EXPECT_NE(out.find("sums[lid] = a + b;"), std::string::npos) << out;
+  // The parameters hold inside the instance only: the includer's text sees the program's defines.
+  EXPECT_EQ(out.find("outer"), std::string::npos) << out;
+  EXPECT_NE(out.find("after i32\n"), std::string::npos) << out;
+}
+
+TEST(WgslPreprocessor, MalformedIncludeParametersAreErrors) {
+  const std::string include = "#include \"common/workgroup_reduce.wgsl\"";
+  for (const char* parameters : {" NAME", " NAME=", " =x", " NAME=\"unterminated", " NAME=a NAME=b"}) {
+    EXPECT_THROW(preprocess_wgsl("k", include + parameters + "\n", {}), Error) << parameters;
+  }
+  // An instance still needs every {{NAME}} it uses.
+  EXPECT_THROW(preprocess_wgsl("k", include + " NAME=tree\n", {}), Error);
+}
+
 TEST(WgslLibrary, EveryEmbeddedFileIsPresent) {
   EXPECT_FALSE(embedded_sources().empty());
   for (const auto& s : embedded_sources()) EXPECT_FALSE(s.text.empty()) << s.path;

@@ -166,24 +166,24 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
   for (int step = 0; step < steps; ++step) {
     DecodeStep record;
     record.past_len = values.at(io.past_present.front().first).shape().at(2);
-    const size_t plans_before = session.stats().plans;
-    const size_t respecialized_before = session.stats().respecialized_plans;
+    const size_t plans_before = session.stats().plans.made;
+    const size_t respecialized_before = session.stats().plans.respecialized;
     auto a = std::chrono::steady_clock::now();
     std::map<std::string, Value> result = session.run(values, options);
     values["input_ids"] = next_tokens(result.at("logits").host(), io.ids_dtype);
     for (const auto& pair : io.past_present) values[pair.first] = std::move(result.at(pair.second));
     record.ms = milliseconds(a, std::chrono::steady_clock::now());
     const SessionStats& st = session.stats();
-    if (st.plans != plans_before || st.respecialized_plans != respecialized_before) {
-      record.plan = st.plans != plans_before ? 'P' : 'R';
-      plans.made += st.plans - plans_before;
-      plans.respecialized += st.respecialized_plans - respecialized_before;
-      record.plan_ms = st.last_plan_ms;
-      record.node_plans_ms = st.last_plan_kernel_plans_ms;
-      record.reused = st.last_plan_reused_nodes;
-      record.gpu_nodes = st.last_plan_gpu_nodes;
-      record.unchanged = st.last_plan_unchanged_nodes;
-      record.replanned = st.last_plan_replanned_nodes;
+    if (st.plans.made != plans_before || st.plans.respecialized != respecialized_before) {
+      record.plan = st.plans.made != plans_before ? 'P' : 'R';
+      plans.made += st.plans.made - plans_before;
+      plans.respecialized += st.plans.respecialized - respecialized_before;
+      record.plan_ms = st.last_plan.ms;
+      record.node_plans_ms = st.last_plan.kernel_plans_ms;
+      record.reused = st.last_plan.reused_nodes;
+      record.gpu_nodes = st.last_plan.gpu_nodes;
+      record.unchanged = st.last_plan.unchanged_nodes;
+      record.replanned = st.last_plan.replanned_nodes;
     }
     out.push_back(record);
   }
@@ -284,8 +284,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     auto t1 = std::chrono::steady_clock::now();
     std::cout << std::fixed << std::setprecision(3) << "model:      " << opts->model << "\n"
               << "adapter:    " << session.adapter_description() << "\n"
-              << "load:       " << ms(t0, t1) << " ms (read " << session.stats().import_ms << " ms, optimise "
-              << session.stats().optimize_ms << " ms, device " << session.stats().device_ms << " ms)\n";
+              << "load:       " << ms(t0, t1) << " ms (read " << session.stats().load.import_ms
+              << " ms, optimise " << session.stats().load.optimize_ms << " ms, device "
+              << session.stats().load.device_ms << " ms)\n";
     std::map<std::string, Value> values;  // --device-inputs: alive until the memory report
     if (opts->decode_steps > 0) {
       DecodePlans plans;
@@ -328,11 +329,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       }
       progress.finish();
       const SessionStats& first = session.stats();
-      std::cout << "first run:  " << ms(t2, t3) << " ms (planning " << first.last_plan_ms << " ms)\n"
-                << "planning:   kernel plans " << first.last_plan_kernel_plans_ms << " ms, memory "
-                << first.last_plan_memory_ms << " ms, pipelines " << first.last_plan_pipelines_ms
-                << " ms, weight uploads " << first.last_plan_weight_uploads_ms << " ms, bind groups "
-                << first.last_plan_bind_ms << " ms\n"
+      std::cout << "first run:  " << ms(t2, t3) << " ms (planning " << first.last_plan.ms << " ms)\n"
+                << "planning:   kernel plans " << first.last_plan.kernel_plans_ms << " ms, memory "
+                << first.last_plan.memory_ms << " ms, pipelines " << first.last_plan.pipelines_ms
+                << " ms, weight uploads " << first.last_plan.weight_uploads_ms << " ms, bind groups "
+                << first.last_plan.bind_ms << " ms\n"
                 << "run:        median " << percentile(times, 0.5) << " ms, p90 " << percentile(times, 0.9)
                 << " ms, min " << *std::min_element(times.begin(), times.end()) << " ms over " << times.size()
                 << " runs ("
@@ -341,14 +342,15 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                 << ")\n";
     }
     const SessionStats& st = session.stats();
-    std::cout << "memory:     activations " << st.peak_activation_bytes / 1048576.0 << " MiB, weights "
-              << st.weight_bytes / 1048576.0 << " MiB, device tensors " << st.device_tensor_bytes / 1048576.0
-              << " MiB, " << st.cached_plans << " plans cached of " << st.plans << " made ("
-              << st.respecialized_plans << " respecialized)\n"
-              << "graph:      " << st.nodes << " nodes, " << st.dispatches << " dispatches per run, "
-              << st.pipelines << " pipelines\n";
+    std::cout << "memory:     activations " << st.memory.peak_activation_bytes / 1048576.0 << " MiB, weights "
+              << st.memory.weight_bytes / 1048576.0 << " MiB, device tensors "
+              << st.memory.device_tensor_bytes / 1048576.0 << " MiB, " << st.plans.cached
+              << " plans cached of " << st.plans.made << " made (" << st.plans.respecialized
+              << " respecialized)\n"
+              << "graph:      " << st.load.nodes << " nodes, " << st.plans.dispatches
+              << " dispatches per run, " << st.device.pipelines << " pipelines\n";
     if (!session.tuning_note().empty()) {
-      std::cout << "tuning:     " << st.last_plan_tuned_gemms << " of the last plan's " << st.last_plan_gemms
+      std::cout << "tuning:     " << st.last_plan.tuned_gemms << " of the last plan's " << st.last_plan.gemms
                 << " GEMMs planned on a tuned configuration\n";
     }
     if (so.profiling) {

@@ -169,7 +169,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     }
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     std::cout << "adapter: " << session.adapter_description() << "\nload " << ms(t0, t1) << " ms, run "
-              << ms(t1, t2) << " ms (first run: includes planning " << session.stats().last_plan_ms
+              << ms(t1, t2) << " ms (first run: includes planning " << session.stats().last_plan.ms
               << " ms)\n";
     exit_code = 0;
   });

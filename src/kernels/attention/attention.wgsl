@@ -10,7 +10,7 @@
 
 #include "attention/attention_common.wgsl"
 
-const WG: u32 = 64u;
+const WG_SIZE: u32 = 64u;
 const CHUNK: u32 = 256u;
 const MAX_DV_PER_THREAD: u32 = 8u;  // Dv <= 512
 
@@ -18,36 +18,11 @@ var<workgroup> chunk_scores: array<f32, CHUNK>;
 // One scratch array per reduction: on Dawn's GL ES backend with Mesa llvmpipe, reusing one array for the max
 // and then the sum gave wrong results (a read of the first result appears to move past the barrier that
 // follows it); separate arrays are correct everywhere.
-var<workgroup> max_scratch: array<f32, WG>;
-var<workgroup> sum_scratch: array<f32, WG>;
+var<workgroup> max_scratch: array<f32, WG_SIZE>;
+var<workgroup> sum_scratch: array<f32, WG_SIZE>;
 
-fn reduce_max(value: f32, lid: u32) -> f32 {
-  max_scratch[lid] = value;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (lid < s) {
-      max_scratch[lid] = max(max_scratch[lid], max_scratch[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  let result = max_scratch[0];
-  workgroupBarrier();
-  return result;
-}
-
-fn reduce_sum(value: f32, lid: u32) -> f32 {
-  sum_scratch[lid] = value;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s / 2u) {
-    if (lid < s) {
-      sum_scratch[lid] = sum_scratch[lid] + sum_scratch[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let result = sum_scratch[0];
-  workgroupBarrier();
-  return result;
-}
+#include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=max_scratch TYPE=f32 COMBINE="max(a, b)"
+#include "common/workgroup_reduce.wgsl" NAME=tree_sum SLOTS=sum_scratch TYPE=f32 COMBINE="a + b"
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -69,7 +44,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var start = 0u; start < params.tk; start += CHUNK) {
     let n = min(CHUNK, params.tk - start);
     var local_max = -3.4028234e38;
-    for (var jj = lid; jj < n; jj += WG) {
+    for (var jj = lid; jj < n; jj += WG_SIZE) {
       let j = start + jj;
       var s = 0.0;
       for (var c = 0u; c < params.d; c++) {
@@ -86,19 +61,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       chunk_scores[jj] = s;
       local_max = max(local_max, s);
     }
-    let new_max = max(running_max, reduce_max(local_max, lid));
+    let chunk_max = tree_max(local_max, lid);
+    workgroupBarrier();  // every invocation has read the maximum before the next chunk writes max_scratch
+    let new_max = max(running_max, chunk_max);
     let correction = exp(running_max - new_max);
     var local_sum = 0.0;
-    for (var jj = lid; jj < n; jj += WG) {
+    for (var jj = lid; jj < n; jj += WG_SIZE) {
       let p = exp(chunk_scores[jj] - new_max);
       chunk_scores[jj] = p;
       local_sum += p;
     }
-    running_sum = running_sum * correction + reduce_sum(local_sum, lid);
+    let chunk_sum = tree_sum(local_sum, lid);
+    // Every invocation has read the sum before the next chunk writes sum_scratch, and every probability of
+    // the chunk is in chunk_scores.
+    workgroupBarrier();
+    running_sum = running_sum * correction + chunk_sum;
     running_max = new_max;
-    // reduce_sum ended with a barrier: every probability of the chunk is in chunk_scores.
     for (var slot = 0u; slot < MAX_DV_PER_THREAD; slot++) {
-      let c = lid + slot * WG;
+      let c = lid + slot * WG_SIZE;
       if (c < params.dv) {
         var a = acc[slot] * correction;
         for (var jj = 0u; jj < n; jj++) {
@@ -111,7 +91,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let out_base = bases.out + i * params.out_row_stride;
   for (var slot = 0u; slot < MAX_DV_PER_THREAD; slot++) {
-    let c = lid + slot * WG;
+    let c = lid + slot * WG_SIZE;
     if (c < params.dv) {
       output[out_base + c] = acc[slot] / running_sum;
     }

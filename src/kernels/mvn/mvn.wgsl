@@ -8,7 +8,7 @@
 // (within the group) as mixed radices over element strides.
 #include "common/dispatch_grid.wgsl"
 
-const WG: u32 = {{WG}}u;
+const WG_SIZE: u32 = {{WG}}u;
 
 #interface
 
@@ -24,11 +24,11 @@ fn decode(index: u32, rank: u32, dims: array<vec4u, 2>, strides: array<vec4u, 2>
 }
 
 #if STATS
-// The two tree sums are written out inline: as one helper function with its barriers called twice, the
-// statistics came out wrong on Dawn's OpenGL ES backend (llvmpipe), right on SwiftShader.
-var<workgroup> partial: array<f32, WG>;
+var<workgroup> partial: array<f32, WG_SIZE>;
 
-@compute @workgroup_size(WG)
+#include "common/workgroup_reduce.wgsl" NAME=tree_sum SLOTS=partial TYPE=f32 COMBINE="a + b"
+
+@compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let g = linear_workgroup_index(wid, nwg);
@@ -37,43 +37,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let base = decode(g, params.kept_rank, params.kept_dims, params.kept_strides);
   var sum = 0.0;
-  for (var w = lid; w < params.group_size; w += WG) {
+  for (var w = lid; w < params.group_size; w += WG_SIZE) {
     sum += source[base + decode(w, params.reduced_rank, params.reduced_dims, params.reduced_strides)];
   }
-  partial[lid] = sum;
-  workgroupBarrier();
-  for (var half = WG / 2u; half > 0u; half /= 2u) {
-    if (lid < half) {
-      partial[lid] += partial[lid + half];
-    }
-    workgroupBarrier();
-  }
-  let mean = partial[0] / f32(params.group_size);
+  let mean = tree_sum(sum, lid) / f32(params.group_size);
   workgroupBarrier();  // every invocation has read the sum before partial is reused
   var squares = 0.0;
-  for (var w = lid; w < params.group_size; w += WG) {
+  for (var w = lid; w < params.group_size; w += WG_SIZE) {
     let d = source[base + decode(w, params.reduced_rank, params.reduced_dims, params.reduced_strides)] - mean;
     squares += d * d;
   }
-  partial[lid] = squares;
-  workgroupBarrier();
-  for (var half = WG / 2u; half > 0u; half /= 2u) {
-    if (lid < half) {
-      partial[lid] += partial[lid + half];
-    }
-    workgroupBarrier();
-  }
-  let variance = partial[0] / f32(params.group_size);
+  let variance = tree_sum(squares, lid) / f32(params.group_size);
   if (lid == 0u) {
     stats[2u * g] = mean;
     stats[2u * g + 1u] = 1.0 / (sqrt(variance) + 1e-9);
   }
 }
 #else
-@compute @workgroup_size(WG)
+@compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let i = linear_invocation_index(wid, nwg, lid, WG);
+  let i = linear_invocation_index(wid, nwg, lid, WG_SIZE);
   if (i >= params.count) {
     return;
   }

@@ -138,41 +138,10 @@ var<workgroup> partial_index: array<u32, WG_SIZE>;
 // (Mesa llvmpipe through Dawn's GL ES backend) let that read slip past the sum tree's first writes.
 var<workgroup> partial_max: array<f32, WG_SIZE>;
 
-fn tree_max(v: f32, lid: u32) -> f32 {
-  partial_max[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      partial_max[lid] = max(partial_max[lid], partial_max[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  return partial_max[0];
-}
-
-fn tree_sum(v: f32, lid: u32) -> f32 {
-  partial[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      partial[lid] = partial[lid] + partial[lid + s];
-    }
-    workgroupBarrier();
-  }
-  return partial[0];
-}
+#include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=partial_max TYPE=f32 COMBINE="max(a, b)"
+#include "common/workgroup_reduce.wgsl" NAME=tree_sum SLOTS=partial TYPE=f32 COMBINE="a + b"
 #else
-fn tree_combine(v: T, lid: u32) -> T {
-  partial[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      partial[lid] = combine(partial[lid], partial[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  return partial[0];
-}
+#include "common/workgroup_reduce.wgsl" NAME=tree_combine SLOTS=partial TYPE=T COMBINE="combine(a, b)"
 #endif
 #endif
 

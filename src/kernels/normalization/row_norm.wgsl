@@ -47,29 +47,8 @@ override WG_SIZE: u32 = 64;
 var<workgroup> partial_sum: array<f32, WG_SIZE>;
 var<workgroup> partial_squares: array<f32, WG_SIZE>;
 
-fn tree_sum(v: f32, lid: u32) -> f32 {
-  partial_sum[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      partial_sum[lid] = partial_sum[lid] + partial_sum[lid + s];
-    }
-    workgroupBarrier();
-  }
-  return partial_sum[0];
-}
-
-fn tree_sum_squares(v: f32, lid: u32) -> f32 {
-  partial_squares[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      partial_squares[lid] = partial_squares[lid] + partial_squares[lid + s];
-    }
-    workgroupBarrier();
-  }
-  return partial_squares[0];
-}
+#include "common/workgroup_reduce.wgsl" NAME=tree_sum SLOTS=partial_sum TYPE=f32 COMBINE="a + b"
+#include "common/workgroup_reduce.wgsl" NAME=tree_sum_squares SLOTS=partial_squares TYPE=f32 COMBINE="a + b"
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

@@ -45,29 +45,8 @@ fn result(x: f32, m: f32, sum: f32) -> f32 {
 var<workgroup> partial_max: array<f32, WG_SIZE>;
 var<workgroup> partial_sum: array<f32, WG_SIZE>;
 
-fn tree_max(v: f32, lid: u32) -> f32 {
-  partial_max[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      partial_max[lid] = wgi_max(partial_max[lid], partial_max[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  return partial_max[0];
-}
-
-fn tree_sum(v: f32, lid: u32) -> f32 {
-  partial_sum[lid] = v;
-  workgroupBarrier();
-  for (var s = WG_SIZE / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) {
-      partial_sum[lid] = partial_sum[lid] + partial_sum[lid + s];
-    }
-    workgroupBarrier();
-  }
-  return partial_sum[0];
-}
+#include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=partial_max TYPE=f32 COMBINE="wgi_max(a, b)"
+#include "common/workgroup_reduce.wgsl" NAME=tree_sum SLOTS=partial_sum TYPE=f32 COMBINE="a + b"
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
