@@ -24,10 +24,6 @@ const CHUNK4: u32 = CHUNK / 4u;
 
 #include "linear/quantized_common.wgsl"
 
-// B_QUADS: quads of a chunk each thread loads before the chunk's A is staged (the rest are loaded as they are
-// used); at most 8 (32 registers).
-const PREFETCH: u32 = min(8u, (CHUNK / (4u * CODES_PER_WORD) + LANES - 1u) / LANES);
-
 var<workgroup> partial: array<f32, ROWS * WORKGROUP>;  // [row][column][lane]
 var<workgroup> a_tile: array<vec4<f32>, ROWS * CHUNK4>;  // [row][k - k_base], zero past K and M
 
@@ -63,16 +59,6 @@ fn accumulate(acc: ptr<function, array<f32, ROWS>>, offset: u32, weights: array<
   }
 }
 
-// acc[r] += A[r, quad q's 4 words of codes] . their weights (B_QUADS).
-fn accumulate_quad(acc: ptr<function, array<f32, ROWS>>, n: u32, q: u32, k_base: u32, quad: vec4<u32>) {
-  for (var j = 0u; j < 4u; j++) {
-    let k0 = q * 4u * CODES_PER_WORD + j * CODES_PER_WORD;
-    if (k0 < params.K) {
-      accumulate(acc, k0 - k_base, dequantize_codes(n, k0, quad[j]));
-    }
-  }
-}
-
 @compute @workgroup_size(128, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) flat: u32) {
@@ -87,20 +73,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   var acc: array<f32, ROWS>;
   for (var k_base = 0u; k_base < params.K; k_base += CHUNK) {  // uniform: the same steps for every thread
-#if B_QUADS
-    // The thread's first PREFETCH quads of the chunk are loaded before A is staged, so that their loads are in
-    // flight together and overlap the staging and its barriers instead of following them one by one.
-    let per_quad = 4u * CODES_PER_WORD;
-    let q_first = k_base / per_quad + lane;
-    let q_end = min((words + 3u) / 4u, (k_base + CHUNK) / per_quad);
-    var prefetched: array<vec4<u32>, PREFETCH>;
-    for (var i = 0u; i < PREFETCH; i++) {
-      let q = q_first + i * LANES;
-      if (n < params.N && q < q_end) {
-        prefetched[i] = b[column / 4u + q];
-      }
-    }
-#endif
     workgroupBarrier();  // the previous chunk's reads are done
     for (var i = flat; i < ROWS * CHUNK4; i += WORKGROUP) {
       let r = i / CHUNK4;
@@ -109,15 +81,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
     if (n < params.N) {
 #if B_QUADS
-      // Constant bounds, so that the prefetched registers are indexed statically once unrolled.
-      for (var i = 0u; i < PREFETCH; i++) {
-        let q = q_first + i * LANES;
-        if (q < q_end) {
-          accumulate_quad(&acc, n, q, k_base, prefetched[i]);
+      let per_quad = 4u * CODES_PER_WORD;
+      let q_end = min((words + 3u) / 4u, (k_base + CHUNK) / per_quad);
+      for (var q = k_base / per_quad + lane; q < q_end; q += LANES) {
+        let quad = b[column / 4u + q];
+        for (var j = 0u; j < 4u; j++) {
+          let k0 = q * per_quad + j * CODES_PER_WORD;
+          if (k0 < params.K) {
+            accumulate(&acc, k0 - k_base, dequantize_codes(n, k0, quad[j]));
+          }
         }
-      }
-      for (var q = q_first + PREFETCH * LANES; q < q_end; q += LANES) {
-        accumulate_quad(&acc, n, q, k_base, b[column / 4u + q]);
       }
 #else
       let w_end = min(words, (k_base + CHUNK) / CODES_PER_WORD);
