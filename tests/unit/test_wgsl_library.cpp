@@ -1,7 +1,8 @@
 // The WGSL preprocessor and the embedded kernel files.
 #include <gtest/gtest.h>
 
-#include <regex>
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 #include <string>
@@ -125,20 +126,42 @@ std::string_view embedded_text(std::string_view path) {
   return {};
 }
 
+bool is_word(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+std::string_view trim_spaces(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The names of `#if NAME` / `#if !NAME` lines, the files of `#include "file"` lines (followed) and the
+// `{{NAME}}` substitutions of a file and what it includes. Plain string parsing: GCC 12's std::regex trips
+// -Wmaybe-uninitialized in the sanitizer build.
 void collect_names(std::string_view path, std::set<std::string>& visited, FileNames& names) {
   if (!visited.insert(std::string(path)).second) return;
-  static const std::regex if_line(R"(^\s*#if\s+!?\s*(\w+)\s*$)");
-  static const std::regex include_line(R"re(^\s*#include\s+"([^"]+)")re");
-  static const std::regex substitution(R"(\{\{\s*(\w+)\s*\}\})");
   std::istringstream in{std::string(embedded_text(path))};
   std::string line;
-  std::smatch m;
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, if_line)) names.tested.insert(m[1]);
-    if (std::regex_search(line, m, include_line)) collect_names(m[1].str(), visited, names);
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), substitution); it != std::sregex_iterator();
-         ++it) {
-      names.substituted.insert((*it)[1]);
+    const std::string_view t = trim_spaces(line);
+    if (t.rfind("#if", 0) == 0 && t.size() > 3 && std::isspace(static_cast<unsigned char>(t[3]))) {
+      std::string_view name = trim_spaces(t.substr(3));
+      if (!name.empty() && name.front() == '!') name = trim_spaces(name.substr(1));
+      if (!name.empty() && std::all_of(name.begin(), name.end(), is_word))
+        names.tested.insert(std::string(name));
+    }
+    if (t.rfind("#include", 0) == 0) {
+      const size_t q1 = t.find('"');
+      const size_t q2 = q1 == std::string_view::npos ? q1 : t.find('"', q1 + 1);
+      if (q2 != std::string_view::npos) collect_names(t.substr(q1 + 1, q2 - q1 - 1), visited, names);
+    }
+    for (size_t open = line.find("{{"); open != std::string::npos; open = line.find("{{", open + 2)) {
+      const size_t close = line.find("}}", open + 2);
+      if (close == std::string::npos) break;
+      const std::string_view name = trim_spaces(std::string_view(line).substr(open + 2, close - open - 2));
+      if (!name.empty() && std::all_of(name.begin(), name.end(), is_word))
+        names.substituted.insert(std::string(name));
     }
   }
 }
