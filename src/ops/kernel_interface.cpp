@@ -3,36 +3,66 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpu/uniform.h"
 #include "wgi/error.h"
 
 namespace wgi::ops {
 
 namespace {
 
-struct TypeLayout {
-  const char* wgsl;
-  size_t size;
-  size_t align;
-};
-
-// WGSL's uniform-address-space layout, as gpu::UniformBuilder packs it.
-TypeLayout layout_of(UniformType type) {
+// The WGSL spelling of a uniform member's type.
+const char* wgsl_name(UniformType type) {
   switch (type) {
     case UniformType::U32:
     case UniformType::Pad:
-      return {"u32", 4, 4};
+      return "u32";
     case UniformType::I32:
-      return {"i32", 4, 4};
+      return "i32";
     case UniformType::F32:
-      return {"f32", 4, 4};
+      return "f32";
     case UniformType::Vec2U:
-      return {"vec2<u32>", 8, 8};
+      return "vec2<u32>";
     case UniformType::Vec4U:
-      return {"vec4<u32>", 16, 16};
+      return "vec4<u32>";
     case UniformType::Vec4I:
-      return {"vec4<i32>", 16, 16};
+      return "vec4<i32>";
     case UniformType::Vec4F:
-      return {"vec4<f32>", 16, 16};
+      return "vec4<f32>";
+  }
+  throw Error("unknown uniform type");
+}
+
+// Appends one element of a member (its bytes as UniformValues stored them) to `b`, which owns the layout.
+void put_element(gpu::UniformBuilder& b, UniformType type, const std::byte* p) {
+  auto load = [p](auto value) {
+    std::memcpy(&value, p, sizeof(value));
+    return value;
+  };
+  switch (type) {
+    case UniformType::U32:
+      b.u32(load(uint32_t{}));
+      return;
+    case UniformType::Pad:
+      b.u32(0);
+      return;
+    case UniformType::I32:
+      b.i32(load(int32_t{}));
+      return;
+    case UniformType::F32:
+      b.f32(load(float{}));
+      return;
+    case UniformType::Vec2U:
+      b.vec2u(load(std::array<uint32_t, 2>{}));
+      return;
+    case UniformType::Vec4U:
+      b.vec4u(load(std::array<uint32_t, 4>{}));
+      return;
+    case UniformType::Vec4I:
+      b.vec4i(load(std::array<int32_t, 4>{}));
+      return;
+    case UniformType::Vec4F:
+      b.vec4f(load(std::array<float, 4>{}));
+      return;
   }
   throw Error("unknown uniform type");
 }
@@ -42,12 +72,8 @@ bool is_vec4(UniformType type) {
 }
 
 std::string member_wgsl_type(const UniformMember& m) {
-  std::string t = layout_of(m.type).wgsl;
+  std::string t = wgsl_name(m.type);
   return m.array_count > 0 ? "array<" + t + ", " + std::to_string(m.array_count) + ">" : t;
-}
-
-size_t member_size(const UniformMember& m) {
-  return layout_of(m.type).size * std::max<uint32_t>(1, m.array_count);
 }
 
 }  // namespace
@@ -190,20 +216,22 @@ UniformValues& UniformValues::vec4f_array(std::string_view name, std::span<const
   return set(name, UniformType::Vec4F, static_cast<uint32_t>(v.size()), v.data(), v.size_bytes());
 }
 
+// Packed by gpu::UniformBuilder, member by member (an array as its elements), so the layout is its.
 std::vector<std::byte> UniformValues::bytes() const {
   const auto& members = iface_.uniform_members();
-  std::vector<std::byte> out;
+  gpu::UniformBuilder b;
   for (size_t i = 0; i < members.size(); ++i) {
     const UniformMember& m = members[i];
-    const TypeLayout layout = layout_of(m.type);
-    const size_t offset = (out.size() + layout.align - 1) / layout.align * layout.align;
-    out.resize(offset + member_size(m));  // zero-filled: padding and Pad members
-    if (m.type == UniformType::Pad) continue;
+    if (m.type == UniformType::Pad) {
+      put_element(b, m.type, nullptr);
+      continue;
+    }
     if (values_[i].empty()) throw Error("kernel interface: uniform '" + m.name + "' not set");
-    std::memcpy(out.data() + offset, values_[i].data(), values_[i].size());
+    const size_t count = std::max<uint32_t>(1, m.array_count);
+    const size_t element = values_[i].size() / count;
+    for (size_t e = 0; e < count; ++e) put_element(b, m.type, values_[i].data() + e * element);
   }
-  out.resize(std::max<size_t>(16, (out.size() + 15) / 16 * 16));
-  return out;
+  return b.bytes();
 }
 
 }  // namespace wgi::ops
