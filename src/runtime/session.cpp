@@ -62,14 +62,19 @@ std::vector<runtime::PlanInput> plan_inputs_of(const std::vector<InputView>& ord
   return plan_inputs;
 }
 
-// RunOptions::growing_dims names symbolic dims of the inputs, each with a positive limit.
-void check_growing_dims(const std::map<std::string, int64_t>& growing,
-                        const std::vector<TensorInfo>& inputs) {
+// The names of the inputs' symbolic dims.
+std::set<std::string> symbolic_dim_names(const std::vector<TensorInfo>& inputs) {
   std::set<std::string> symbolic;
   for (const TensorInfo& in : inputs) {
     for (const std::string& name : in.dim_names)
       if (!name.empty()) symbolic.insert(name);
   }
+  return symbolic;
+}
+
+// RunOptions::growing_dims names symbolic dims of the inputs (`symbolic`), each with a positive limit.
+void check_growing_dims(const std::map<std::string, int64_t>& growing,
+                        const std::set<std::string>& symbolic) {
   for (const auto& [name, limit] : growing) {
     if (!symbolic.count(name)) {
       std::string known;
@@ -120,7 +125,8 @@ struct Session::Impl {
   std::shared_ptr<gpu::Device> device;     // the environment's
   graph::Graph graph;
   std::vector<TensorInfo> inputs;
-  std::vector<TensorInfo> outputs;  // names as the model declares them, even if passes rewired the values
+  std::set<std::string> symbolic_dims;  // of the inputs, for RunOptions::growing_dims
+  std::vector<TensorInfo> outputs;      // names as the model declares them, even if passes rewired the values
   std::unique_ptr<runtime::WeightStore> weights;
   std::shared_ptr<runtime::DeviceMemory> memory;  // DeviceTensors' memory; handles keep it (and the device)
   // Plans by input-shape signature, most recently used first, at most options.max_cached_plans.
@@ -228,6 +234,7 @@ void Session::Impl::load(graph::Graph imported) {
   auto unsupported = onnx::find_unsupported(graph, registry);
   if (!unsupported.empty()) throw Error(onnx::format_unsupported(unsupported));
   for (graph::ValueId v : graph.inputs) inputs.push_back(describe_value(graph.value(v)));
+  symbolic_dims = symbolic_dim_names(inputs);
   for (graph::ValueId v : graph.outputs) outputs.push_back(describe_value(graph.value(v)));
   graph::optimize(graph, registry, graph::DisabledPasses::from_environment(options.disabled_passes));
   stats.load.optimize_ms = ms_since(start);
@@ -828,7 +835,7 @@ std::map<std::string, Value> Session::run(const std::map<std::string, Value>& in
     }
     on_device[static_cast<size_t>(it - s.outputs.begin())] = true;
   }
-  check_growing_dims(options.growing_dims, s.inputs);
+  check_growing_dims(options.growing_dims, s.symbolic_dims);
   std::vector<DeviceTensor> kept;
   std::vector<Tensor> results = s.run(given, on_device, kept, options.growing_dims);
   std::map<std::string, Value> named;
