@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <string>
 
+#include "core/integer_math.h"
 #include "wgi/error.h"
 
 namespace wgi::gpu {
-
-namespace {
-uint64_t ceil_div(uint64_t a, uint64_t b) {
-  return (a + b - 1) / b;
-}
-}  // namespace
 
 WorkgroupCount fold_workgroups(uint64_t workgroups, uint32_t max_per_dimension) {
   if (max_per_dimension == 0) throw Error("fold_workgroups: maxComputeWorkgroupsPerDimension is 0");

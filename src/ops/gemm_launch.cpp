@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/integer_math.h"
 #include "core/parallel.h"
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
@@ -58,14 +59,6 @@ constexpr uint64_t kFast128SplitChunk = 768;
 // GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
 // this many workgroups.
 constexpr uint64_t kGemvMinWorkgroups = 256;
-
-uint64_t ceil_div64(uint64_t a, uint64_t b) {
-  return (a + b - 1) / b;
-}
-
-uint32_t ceil_div(uint32_t a, uint32_t b) {
-  return (a + b - 1) / b;
-}
 
 std::string fast_name(uint32_t tile) {
   return tile == 128 ? "fast128" : "fast64";
@@ -743,14 +736,15 @@ uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
   const uint64_t wave = wave_split_count(tiles, k);
   if (tile == 128) {
     if (tiles >= kFastSplitMaxTiles || k < kFast128SplitMinK) return 1;
-    return static_cast<uint32_t>(std::max<uint64_t>(
-        1, std::min(ceil_div64(2 * kFastSplitMaxTiles, tiles), ceil_div64(k, kFast128SplitChunk))));
+    return static_cast<uint32_t>(
+        std::max<uint64_t>(1, std::min(ceil_div<uint64_t>(2 * kFastSplitMaxTiles, tiles),
+                                       ceil_div<uint64_t>(k, kFast128SplitChunk))));
   }
   if (tiles >= kFast64SplitMaxTiles || k < kFast64OneBufferChunk ||
       (tiles > kFast64ShortKMaxTiles && k < kFast64ShortK))
     return static_cast<uint32_t>(wave);
-  const uint64_t wanted =
-      std::max(ceil_div64(kFast64SplitWorkgroups, tiles), ceil_div64(k, kFast64OneBufferChunk));
+  const uint64_t wanted = std::max(ceil_div<uint64_t>(kFast64SplitWorkgroups, tiles),
+                                   ceil_div<uint64_t>(k, kFast64OneBufferChunk));
   const uint64_t capped = std::min({wanted, k / kFast64MinChunk, kFast64MaxSplits});
   // Few tiles over a very long K (DaViT's channel attention: 4 tiles over 36864) keep the wave rule's chunks.
   return static_cast<uint32_t>(std::max<uint64_t>({1, wave, capped}));

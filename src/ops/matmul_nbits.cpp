@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/integer_math.h"
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
@@ -38,10 +39,6 @@ constexpr int64_t kGemvMinWorkgroups = 256;
 
 std::string str(int64_t v) {
   return std::to_string(v);
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
 }
 
 enum class ZeroPointForm { Default, Packed, Float };

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "core/integer_math.h"
 #include "gpu/commands.h"
 #include "gpu/profiler.h"
 #include "ops/internal_ops.h"
@@ -170,10 +171,6 @@ double time_node(gpu::Device& device, const PreparedNode& node, bool timestamps,
   }
   for (int r = 0; r < runs; ++r) samples.push_back(batch_seconds(repeats) * 1000.0 / repeats);
   return median(samples);
-}
-
-uint32_t ceil_div(uint32_t a, uint32_t b) {
-  return (a + b - 1) / b;
 }
 
 // Chunk counts worth trying for a `tile` x `tile` output tile (see gemm_candidates).

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/integer_math.h"
 #include "ops/fused_activation.h"
 #include "ops/op.h"
 
@@ -51,9 +52,6 @@ struct ConvEpilogue {
 
 // Arithmetic the algorithms' files share.
 namespace conv {
-inline uint64_t ceil_div(uint64_t a, uint64_t b) {
-  return (a + b - 1) / b;
-}
 // A value that geometry.cpp bounded to u32 (element counts, positions), narrowed.
 inline uint32_t u32(int64_t v) {
   return static_cast<uint32_t>(v);

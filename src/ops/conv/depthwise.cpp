@@ -23,7 +23,6 @@ namespace wgi::ops {
 
 namespace {
 
-using conv::ceil_div;
 using conv::u32;
 
 // Depthwise: threads per workgroup wanted; fewer where the device or the output plane is smaller.

@@ -21,7 +21,6 @@ namespace wgi::ops {
 
 namespace {
 
-using conv::ceil_div;
 using conv::u32;
 
 constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM kernel
