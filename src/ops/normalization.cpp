@@ -17,6 +17,7 @@
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
+#include "ops/kernel_interface.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -769,20 +770,26 @@ OpPlan plan_batch_norm(const PlanContext& ctx) {
   const gpu::DispatchGrid grid =
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 256, ctx.caps.limits);
   launch.program.label = "batch_norm";
-  launch.program.wgsl = kernels::load_wgsl("normalization/batch_norm.wgsl");
+  KernelInterface iface;
+  iface.read("input", "f32", TensorRef::input(0))
+      .read("scale", "f32", TensorRef::input(1))
+      .read("bias", "f32", TensorRef::input(2))
+      .read("mean", "f32", TensorRef::input(3))
+      .read("variance", "f32", TensorRef::input(4))
+      .read_write("output", "f32", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},
+                 {"inner", UniformType::U32},
+                 {"channels", UniformType::U32},
+                 {"_pad0", UniformType::Pad},
+                 {"epsilon", UniformType::F32}});
+  launch.program.wgsl = iface.load_wgsl("normalization/batch_norm.wgsl");
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1), TensorRef::input(2),
-                     TensorRef::input(3), TensorRef::input(4), TensorRef::output(0)};
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(count))
-                       .u32(u32(per_position ? 1 : std::max<int64_t>(spatial, 1)))
-                       .u32(u32(std::max<int64_t>(channels, 1)))
-                       .u32(0)
-                       .f32(eps)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", u32(count))
+                       .u32("inner", u32(per_position ? 1 : std::max<int64_t>(spatial, 1)))
+                       .u32("channels", u32(std::max<int64_t>(channels, 1)))
+                       .f32("epsilon", eps)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));

@@ -4,24 +4,7 @@
 // (The graph pass folds most BatchNormalizations into the preceding Conv; this is the fallback.)
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  count: u32,
-  inner: u32,
-  channels: u32,
-  _pad0: u32,
-  epsilon: f32,
-  _pad1: u32,
-  _pad2: u32,
-  _pad3: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<f32>;
-@group(0) @binding(1) var<storage, read> scale: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read> mean: array<f32>;
-@group(0) @binding(4) var<storage, read> variance: array<f32>;
-@group(0) @binding(5) var<storage, read_write> output: array<f32>;
-@group(0) @binding(6) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 256;
 
