@@ -487,24 +487,27 @@ struct RowNorm {
   bool stats = false;  // write mean and inv_std (to outputs 1 and 2, or scratch where not requested)
 };
 
-// The bindings both row kernels take, in their order: X, scale, bias (the device's zero buffer when absent),
-// Y; with r.stats mean and inv_std (outputs 1 and 2 where requested, else scratch); the uniform last.
-void bind_row_norm(const PlanContext& ctx, const RowNorm& r, KernelLaunch& launch, OpPlan& plan) {
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage};
-  launch.bindings = {TensorRef::input(0), TensorRef::input(1),
-                     r.has_bias ? TensorRef::input(2) : TensorRef::zero(), TensorRef::output(0)};
+// The interface both row kernels share: X, scale, bias (the device's zero buffer when the node has none: the
+// kernels read it only when params.has_bias), Y; with r.stats mean and inv_std (outputs 1 and 2 where
+// requested, else scratch); then the kernel's own uniforms.
+KernelInterface row_norm_interface(const PlanContext& ctx, const RowNorm& r, OpPlan& plan,
+                                   const std::string& element, std::vector<UniformMember> uniforms) {
+  KernelInterface iface;
+  iface.read("input", element, TensorRef::input(0))
+      .read("scale", element, TensorRef::input(1))
+      .read("bias", element, r.has_bias ? TensorRef::input(2) : TensorRef::zero())
+      .read_write("output", element, TensorRef::output(0));
   if (r.stats) {
-    for (size_t k : {size_t{1}, size_t{2}}) {
-      launch.program.bindings.push_back(gpu::BindingKind::Storage);
-      if (output_requested(ctx, k)) {
-        launch.bindings.push_back(TensorRef::output(static_cast<uint32_t>(k)));
-      } else {
-        launch.bindings.push_back(plan.add_scratch(static_cast<uint64_t>(r.rows) * 4));
-      }
-    }
+    const auto statistic = [&](uint32_t k) {
+      return output_requested(ctx, k) ? TensorRef::output(k)
+                                      : plan.add_scratch(static_cast<uint64_t>(r.rows) * 4);
+    };
+    const TensorRef mean = statistic(1);
+    const TensorRef inv_std = statistic(2);
+    iface.read_write("mean_out", "f32", mean).read_write("inv_std_out", "f32", inv_std);
   }
-  launch.program.bindings.push_back(gpu::BindingKind::Uniform);
+  iface.uniforms(std::move(uniforms));
+  return iface;
 }
 
 void add_row_norm_launch(const PlanContext& ctx, const RowNorm& r, OpPlan& plan) {
@@ -513,22 +516,33 @@ void add_row_norm_launch(const PlanContext& ctx, const RowNorm& r, OpPlan& plan)
   const uint32_t wg = pow2_workgroup_size(
       std::clamp<uint32_t>(next_pow2(static_cast<uint64_t>(r.length)), 64, 256), ctx.caps.limits);
   launch.program.label = std::string("row_norm_") + ctx.node.op_type + (r.stats ? "_stats" : "");
-  launch.program.wgsl = kernels::load_wgsl("normalization/row_norm.wgsl", {{"STATS", r.stats ? "1" : "0"}});
+  const KernelInterface iface = row_norm_interface(ctx, r, plan, "f32",
+                                                   {{"rows", UniformType::U32},
+                                                    {"length", UniformType::U32},
+                                                    {"row_mod", UniformType::U32},
+                                                    {"row_mul", UniformType::U32},
+                                                    {"pos_div", UniformType::U32},
+                                                    {"scale_pos_mod", UniformType::U32},
+                                                    {"bias_pos_mod", UniformType::U32},
+                                                    {"has_bias", UniformType::U32},
+                                                    {"epsilon", UniformType::F32},
+                                                    {"inv_length", UniformType::F32},
+                                                    {"_pad0", UniformType::Pad},
+                                                    {"_pad1", UniformType::Pad}});
+  launch.program.wgsl = iface.load_wgsl("normalization/row_norm.wgsl", {{"STATS", r.stats ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", wg}};
-  bind_row_norm(ctx, r, launch, plan);
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(r.rows))
-                       .u32(u32(r.length))
-                       .u32(u32(r.row_mod))
-                       .u32(u32(r.row_mul))
-                       .u32(u32(r.pos_div))
-                       .u32(u32(r.scale_pos_mod))
-                       .u32(u32(r.bias_pos_mod))
-                       .u32(r.has_bias ? 1 : 0)
-                       .f32(r.epsilon)
-                       .f32(static_cast<float>(1.0 / static_cast<double>(r.length)))
-                       .u32(0)
-                       .u32(0)
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("rows", u32(r.rows))
+                       .u32("length", u32(r.length))
+                       .u32("row_mod", u32(r.row_mod))
+                       .u32("row_mul", u32(r.row_mul))
+                       .u32("pos_div", u32(r.pos_div))
+                       .u32("scale_pos_mod", u32(r.scale_pos_mod))
+                       .u32("bias_pos_mod", u32(r.bias_pos_mod))
+                       .u32("has_bias", r.has_bias ? 1 : 0)
+                       .f32("epsilon", r.epsilon)
+                       .f32("inv_length", static_cast<float>(1.0 / static_cast<double>(r.length)))
                        .bytes();
   launch.groups = gpu::fold_workgroups(static_cast<uint64_t>(r.rows),
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
@@ -568,20 +582,26 @@ void add_layer_norm_rows_launch(const PlanContext& ctx, const RowNorm& r, OpPlan
   const uint32_t rows_per_workgroup = 256 / threads_per_row;
   KernelLaunch launch;
   launch.program.label = std::string("layer_norm_rows") + (r.stats ? "_stats" : "");
-  launch.program.wgsl = kernels::load_wgsl("normalization/layer_norm_rows.wgsl",
-                                           {{"STATS", r.stats ? "1" : "0"},
-                                            {"THREADS_PER_ROW", std::to_string(threads_per_row)},
-                                            {"VALUES_PER_THREAD", std::to_string(values_per_thread)}});
-  bind_row_norm(ctx, r, launch, plan);
-  launch.uniform = gpu::UniformBuilder()
-                       .u32(u32(r.rows))
-                       .u32(u32(length4))
-                       .u32(r.has_bias ? 1 : 0)
-                       .u32(0)
-                       .f32(r.epsilon)
-                       .f32(static_cast<float>(1.0 / static_cast<double>(r.length)))
-                       .u32(0)
-                       .u32(0)
+  const KernelInterface iface = row_norm_interface(ctx, r, plan, "vec4<f32>",
+                                                   {{"rows", UniformType::U32},
+                                                    {"length4", UniformType::U32},  // the row length in vec4s
+                                                    {"has_bias", UniformType::U32},
+                                                    {"_pad0", UniformType::Pad},
+                                                    {"epsilon", UniformType::F32},
+                                                    {"inv_length", UniformType::F32},
+                                                    {"_pad1", UniformType::Pad},
+                                                    {"_pad2", UniformType::Pad}});
+  launch.program.wgsl = iface.load_wgsl("normalization/layer_norm_rows.wgsl",
+                                        {{"STATS", r.stats ? "1" : "0"},
+                                         {"THREADS_PER_ROW", std::to_string(threads_per_row)},
+                                         {"VALUES_PER_THREAD", std::to_string(values_per_thread)}});
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("rows", u32(r.rows))
+                       .u32("length4", u32(length4))
+                       .u32("has_bias", r.has_bias ? 1 : 0)
+                       .f32("epsilon", r.epsilon)
+                       .f32("inv_length", static_cast<float>(1.0 / static_cast<double>(r.length)))
                        .bytes();
   const uint64_t workgroups = (static_cast<uint64_t>(r.rows) + rows_per_workgroup - 1) / rows_per_workgroup;
   launch.groups = gpu::fold_workgroups(workgroups, ctx.caps.limits.max_compute_workgroups_per_dimension);

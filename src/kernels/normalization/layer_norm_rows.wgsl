@@ -20,29 +20,7 @@ const VALUES_PER_THREAD: u32 = {{VALUES_PER_THREAD}}u;
 const WG_SIZE: u32 = 256u;
 const ROWS_PER_WG: u32 = WG_SIZE / THREADS_PER_ROW;
 
-struct Params {
-  rows: u32,
-  length4: u32,  // the row length in vec4s
-  has_bias: u32,
-  _pad0: u32,
-  epsilon: f32,
-  inv_length: f32,
-  _pad1: u32,
-  _pad2: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> scale: array<vec4<f32>>;
-// The device's zero buffer when the node has no bias: reads are gated on params.has_bias.
-@group(0) @binding(2) var<storage, read> bias: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> output: array<vec4<f32>>;
-#if STATS
-@group(0) @binding(4) var<storage, read_write> mean_out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> inv_std_out: array<f32>;
-@group(0) @binding(6) var<uniform> params: Params;
-#else
-@group(0) @binding(4) var<uniform> params: Params;
-#endif
+#interface
 
 // One array per reduction: with a shared array some compilers (Mesa llvmpipe through Dawn's GL ES backend)
 // let the first sum's reads slip past the second reduction's writes (see row_norm.wgsl).

@@ -12,33 +12,7 @@
 // STATS also writes each row's mean and 1 / sqrt(var + epsilon) (LayerNormalization's optional outputs).
 #include "common/dispatch_grid.wgsl"
 
-struct Params {
-  rows: u32,
-  length: u32,
-  row_mod: u32,
-  row_mul: u32,
-  pos_div: u32,
-  scale_pos_mod: u32,
-  bias_pos_mod: u32,
-  has_bias: u32,
-  epsilon: f32,
-  inv_length: f32,
-  _pad0: u32,
-  _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<f32>;
-@group(0) @binding(1) var<storage, read> scale: array<f32>;
-// The device's zero buffer when the node has no bias: reads are gated on params.has_bias.
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-#if STATS
-@group(0) @binding(4) var<storage, read_write> mean_out: array<f32>;
-@group(0) @binding(5) var<storage, read_write> inv_std_out: array<f32>;
-@group(0) @binding(6) var<uniform> params: Params;
-#else
-@group(0) @binding(4) var<uniform> params: Params;
-#endif
+#interface
 
 override WG_SIZE: u32 = 64;
 
