@@ -434,13 +434,19 @@ KernelLaunch make_softmax_launch(const PlanContext& ctx, int64_t rows, int64_t l
   }
   launch.program.label =
       std::string(log ? "log_softmax" : "softmax") + (row_per_workgroup ? "_rows" : "_threads");
-  launch.program.wgsl = kernels::load_wgsl(
+  KernelInterface iface;
+  iface.read("input", "f32", in)
+      .read_write("output", "f32", out)
+      .uniforms({{"rows", UniformType::U32},
+                 {"length", UniformType::U32},
+                 {"inner", UniformType::U32},
+                 {"_pad", UniformType::Pad}});
+  launch.program.wgsl = iface.load_wgsl(
       "normalization/softmax.wgsl",
       {{"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"}, {"LOG", log ? "1" : "0"}, {"MATH_VEC4", "0"}});
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {in, out};
-  launch.uniform = gpu::UniformBuilder().u32(u32(rows)).u32(u32(length)).u32(u32(inner)).u32(0).bytes();
+  iface.bind(launch);
+  launch.uniform =
+      iface.values().u32("rows", u32(rows)).u32("length", u32(length)).u32("inner", u32(inner)).bytes();
   return launch;
 }
 

@@ -8,16 +8,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "elementwise/math.wgsl"
 
-struct Params {
-  rows: u32,
-  length: u32,
-  inner: u32,
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<f32>;
-@group(0) @binding(1) var<storage, read_write> output: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 64;
 
