@@ -8,6 +8,7 @@
 //   batch_norm.wgsl  elementwise with per-channel statistics
 // Reductions with host-known inputs (shape arithmetic, constant subgraphs) are folded on the host.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -955,20 +956,41 @@ OpPlan plan_reduction(const PlanContext& ctx, const ReductionSpec& spec) {
   }
   launch.program.label = std::string("reduce_") + reduce_kind_name(spec.kind) + (integer ? "_i32" : "") +
                          (row_per_workgroup ? "_rows" : "_threads");
-  launch.program.wgsl = kernels::load_wgsl("normalization/reduce.wgsl", defines);
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {TensorRef::input(0), TensorRef::output(0)};
-  gpu::UniformBuilder u;
-  u.u32(u32(out_count)).u32(u32(reduce_size)).u32(u32(static_cast<int64_t>(kept_sizes.size())));
-  u.u32(u32(static_cast<int64_t>(reduced_sizes.size())));
-  for (const auto* v : {&kept_sizes, &kept_strides, &reduced_sizes, &reduced_strides}) {
-    u.vec4u(vec4_at(*v, 0)).vec4u(vec4_at(*v, 4));
-  }
-  u.f32(reduce_size > 0 ? static_cast<float>(1.0 / static_cast<double>(reduce_size))
-                        : std::numeric_limits<float>::quiet_NaN());
-  u.u32(identity_bits(spec.kind, integer)).u32(spec.select_last_index ? 1 : 0).u32(0);
-  launch.uniform = u.bytes();
+  KernelInterface iface;
+  iface.read("input", "T", TensorRef::input(0))
+      .read_write("output", is_arg(spec.kind) ? "i32" : "T", TensorRef::output(0))
+      .uniforms({{"outputs", UniformType::U32},
+                 {"reduce_size", UniformType::U32},  // elements combined into each output
+                 {"kept_count", UniformType::U32},
+                 {"reduced_count", UniformType::U32},
+                 {"kept_sizes", UniformType::Vec4U, 2},
+                 {"kept_strides", UniformType::Vec4U, 2},
+                 {"reduced_sizes", UniformType::Vec4U, 2},
+                 {"reduced_strides", UniformType::Vec4U, 2},
+                 {"mean_scale", UniformType::F32},  // 1 / reduce_size, for ReduceMean
+                 // The combine's identity as T's bits (-inf, +inf, 0, 1, INT_MIN, ...): WGSL constants cannot
+                 // be infinite.
+                 {"init_bits", UniformType::U32},
+                 {"select_last", UniformType::U32},  // ARG: on ties, the last index instead of the first
+                 {"_pad", UniformType::Pad}});
+  launch.program.wgsl = iface.load_wgsl("normalization/reduce.wgsl", defines);
+  iface.bind(launch);
+  const auto dims8 = [](const std::vector<uint32_t>& v) { return std::array{vec4_at(v, 0), vec4_at(v, 4)}; };
+  launch.uniform =
+      iface.values()
+          .u32("outputs", u32(out_count))
+          .u32("reduce_size", u32(reduce_size))
+          .u32("kept_count", u32(static_cast<int64_t>(kept_sizes.size())))
+          .u32("reduced_count", u32(static_cast<int64_t>(reduced_sizes.size())))
+          .vec4u_array("kept_sizes", dims8(kept_sizes))
+          .vec4u_array("kept_strides", dims8(kept_strides))
+          .vec4u_array("reduced_sizes", dims8(reduced_sizes))
+          .vec4u_array("reduced_strides", dims8(reduced_strides))
+          .f32("mean_scale", reduce_size > 0 ? static_cast<float>(1.0 / static_cast<double>(reduce_size))
+                                             : std::numeric_limits<float>::quiet_NaN())
+          .u32("init_bits", identity_bits(spec.kind, integer))
+          .u32("select_last", spec.select_last_index ? 1 : 0)
+          .bytes();
   plan.launches.push_back(std::move(launch));
   return plan;
 }

@@ -14,29 +14,7 @@
 
 alias T = {{TYPE}};
 
-struct Params {
-  outputs: u32,
-  reduce_size: u32,  // elements combined into each output
-  kept_count: u32,
-  reduced_count: u32,
-  kept_sizes: array<vec4u, 2>,
-  kept_strides: array<vec4u, 2>,
-  reduced_sizes: array<vec4u, 2>,
-  reduced_strides: array<vec4u, 2>,
-  mean_scale: f32,    // 1 / reduce_size, for ReduceMean
-  init_bits: u32,     // the combine's identity as T's bits (-inf, +inf, 0, 1, INT_MIN, ...): WGSL constants
-                      // cannot be infinite
-  select_last: u32,   // ARG: on ties, the last index instead of the first
-  _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> input: array<T>;
-#if ARG
-@group(0) @binding(1) var<storage, read_write> output: array<i32>;
-#else
-@group(0) @binding(1) var<storage, read_write> output: array<T>;
-#endif
-@group(0) @binding(2) var<uniform> params: Params;
+#interface
 
 override WG_SIZE: u32 = 64;
 
