@@ -23,6 +23,7 @@
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 #include "ops/internal_ops.h"
+#include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -303,6 +304,37 @@ QuantizedKernel choose_quantized_kernel(const PlanContext& ctx, const QuantizedW
   return fast ? QuantizedKernel::Fast : gemv ? QuantizedKernel::Gemv : QuantizedKernel::Tiled;
 }
 
+// The kernels' interface (linear/quantized_common.wgsl): A, the packed B, scales, zero points, bias (each in
+// the element type the defines select), the output, QuantizedMatMulParams, then the fused residual.
+KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Defines& defines,
+                                    TensorRef zero_points, bool residual) {
+  const auto on = [&](const char* name) { return defines.at(name) == "1"; };
+  KernelInterface iface;
+  iface.read("a", on("A_VEC4") ? "vec4<f32>" : "f32", TensorRef::input(0))
+      .read("b", on("B_QUADS") ? "vec4<u32>" : "u32", TensorRef::constant(0))
+      .read("scales", on("SCALES_F16") ? "u32" : "f32", w.scales)
+      .read("zero_points", !on("ZP_F16") && on("ZP_FLOAT") ? "f32" : "u32", zero_points)
+      .read("bias", on("BIAS_F16") ? "u32" : "f32", w.bias)
+      .read_write("output", "f32", TensorRef::output(0))
+      .uniforms({{"M", UniformType::U32},
+                 {"N", UniformType::U32},
+                 {"K", UniformType::U32},
+                 {"block_size", UniformType::U32},
+                 {"col_words", UniformType::U32},         // u32 words of B per column
+                 {"scale_col_stride", UniformType::U32},  // see the block of an element in the kernel file
+                 {"zp_col_bits", UniformType::U32},       // ZP_PACKED: bits of zero points per column
+                 {"blocks_per_col", UniformType::U32},    // ZP_FLOAT: zero points per column
+                 {"has_bias", UniformType::U32},
+                 {"tiles_n", UniformType::U32},
+                 {"tiles_m", UniformType::U32},
+                 {"default_zero", UniformType::F32},
+                 {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
+                 {"act_hi", UniformType::F32}},
+                "QuantizedMatMulParams");
+  if (residual) add_residual_binding(iface, TensorRef::input(kNBitsResidualInput));
+  return iface;
+}
+
 // The GEMV or the 32x32 tiled kernel, which dequantise B's codes as they read them.
 void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const NBitsAttributes& internal,
                              int64_t m, bool gemv, bool residual, const FusedActivation& activation,
@@ -320,6 +352,7 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
   activation.add_defines(defines);
   KernelLaunch launch;
   uint32_t tiles_n = 0, tiles_m = 1;
+  const char* kernel_file = nullptr;
   std::string label = w.code_table ? std::string(w.code_table) : "q" + str(w.bits);
   if (gemv) {
     // A column's codes are read four words (16 bytes: a whole 32-code block of 4 bits) per load where its
@@ -348,7 +381,7 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     defines["A_VEC4"] = w.k % 4 == 0 ? "1" : "0";
     defines["LANES"] = str(lanes);
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes));
-    launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_gemv.wgsl", defines);
+    kernel_file = "linear/matmul_nbits_gemv.wgsl";
     label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) +
             (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "");
   } else {
@@ -356,14 +389,10 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));
     defines["B_QUADS"] = "0";
     defines["A_VEC4"] = "0";
-    launch.program.wgsl = kernels::load_wgsl("linear/matmul_nbits_tiled.wgsl", defines);
+    kernel_file = "linear/matmul_nbits_tiled.wgsl";
     label = "matmul_nbits_tiled_" + label;
   }
   launch.program.label = label + activation.label_suffix() + residual_label_suffix(residual);
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
   // B's initializer is never bound (so never uploaded): the kernels read the packed words below.
   plan.constants.push_back(std::move(w.packed_b));
   TensorRef zero_points = w.zero_point_values;
@@ -371,25 +400,25 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     plan.constants.push_back(std::move(*w.packed_zero_points));
     zero_points = TensorRef::constant(1);
   }
-  launch.bindings = {TensorRef::input(0), TensorRef::constant(0), w.scales, zero_points, w.bias,
-                     TensorRef::output(0)};
-  gpu::UniformBuilder params;
-  params.u32(static_cast<uint32_t>(m))
-      .u32(static_cast<uint32_t>(w.n))
-      .u32(static_cast<uint32_t>(w.k))
-      .u32(static_cast<uint32_t>(w.block_size))
-      .u32(static_cast<uint32_t>(w.col_words))
-      .u32(static_cast<uint32_t>(w.scale_col_stride))
-      .u32(static_cast<uint32_t>(w.zp_col_bits))
-      .u32(static_cast<uint32_t>(w.blocks_per_col))
-      .u32(w.has_bias ? 1 : 0)
-      .u32(tiles_n)
-      .u32(tiles_m)
-      .f32(w.default_zero)
-      .f32(activation.min)
-      .f32(activation.max);
-  launch.uniform = params.bytes();
-  if (residual) append_residual_binding(launch, TensorRef::input(kNBitsResidualInput));
+  const KernelInterface iface = quantized_interface(w, defines, zero_points, residual);
+  launch.program.wgsl = iface.load_wgsl(kernel_file, defines);
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("M", static_cast<uint32_t>(m))
+                       .u32("N", static_cast<uint32_t>(w.n))
+                       .u32("K", static_cast<uint32_t>(w.k))
+                       .u32("block_size", static_cast<uint32_t>(w.block_size))
+                       .u32("col_words", static_cast<uint32_t>(w.col_words))
+                       .u32("scale_col_stride", static_cast<uint32_t>(w.scale_col_stride))
+                       .u32("zp_col_bits", static_cast<uint32_t>(w.zp_col_bits))
+                       .u32("blocks_per_col", static_cast<uint32_t>(w.blocks_per_col))
+                       .u32("has_bias", w.has_bias ? 1 : 0)
+                       .u32("tiles_n", tiles_n)
+                       .u32("tiles_m", tiles_m)
+                       .f32("default_zero", w.default_zero)
+                       .f32("act_lo", activation.min)
+                       .f32("act_hi", activation.max)
+                       .bytes();
   launch.groups =
       gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));

@@ -14,62 +14,13 @@
 // W = (code - zero) * scale with the zero point packed like B (ZP_PACKED: BITS bits per block, column n
 //   starting at bit n * params.zp_col_bits), given as floats (ZP_FLOAT: one per block), or the default
 //   2^(BITS-1); with CODE_TABLE (NF4 / FP4), W = table[code] * scale.
-// A_VEC4 (GEMV only, K % 4 == 0): A read as vec4s.
+// A_VEC4 (GEMV only, K % 4 == 0): A read as vec4s; B_QUADS (GEMV only): B as vec4<u32>s.
 // SCALES_F16 / ZP_F16 / BIAS_F16: those inputs are float16 as the model stores them (two per u32 word).
+// The bindings and params (QuantizedMatMulParams) are declared by quantized_interface in matmul_nbits.cpp.
 #include "common/dispatch_grid.wgsl"
 #include "common/activation.wgsl"
 
-struct QuantizedMatMulParams {
-  M: u32,
-  N: u32,
-  K: u32,
-  block_size: u32,
-  col_words: u32,         // u32 words of B per column
-  scale_col_stride: u32,  // see the block of an element above
-  zp_col_bits: u32,       // ZP_PACKED: bits of zero points per column (whole bytes)
-  blocks_per_col: u32,    // ZP_FLOAT: zero points per column
-  has_bias: u32,
-  tiles_n: u32,
-  tiles_m: u32,
-  default_zero: f32,
-  act_lo: f32,  // the fused activation's clamp bounds
-  act_hi: f32,
-}
-
-#if A_VEC4
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;  // the GEMV's A when K % 4 == 0
-#else
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-#endif
-#if B_QUADS
-@group(0) @binding(1) var<storage, read> b: array<vec4<u32>>;  // the GEMV's B when a column is whole quads
-#else
-@group(0) @binding(1) var<storage, read> b: array<u32>;
-#endif
-#if SCALES_F16
-@group(0) @binding(2) var<storage, read> scales: array<u32>;
-#else
-@group(0) @binding(2) var<storage, read> scales: array<f32>;
-#endif
-#if ZP_F16
-@group(0) @binding(3) var<storage, read> zero_points: array<u32>;
-#else
-#if ZP_FLOAT
-@group(0) @binding(3) var<storage, read> zero_points: array<f32>;
-#else
-@group(0) @binding(3) var<storage, read> zero_points: array<u32>;
-#endif
-#endif
-#if BIAS_F16
-@group(0) @binding(4) var<storage, read> bias: array<u32>;
-#else
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-#endif
-@group(0) @binding(5) var<storage, read_write> output: array<f32>;
-@group(0) @binding(6) var<uniform> params: QuantizedMatMulParams;
-#if RESIDUAL
-@group(0) @binding(7) var<storage, read> residual: array<f32>;
-#endif
+#interface
 
 fn load_bias(n: u32) -> f32 {
   if (params.has_bias == 0u) {
