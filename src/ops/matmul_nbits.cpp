@@ -15,7 +15,6 @@
 #include <string>
 
 #include "core/integer_math.h"
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
 #include "ops/float16.h"

@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
 #include "ops/kernel_interface.h"
