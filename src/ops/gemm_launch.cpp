@@ -6,10 +6,10 @@
 
 #include "core/integer_math.h"
 #include "core/parallel.h"
-#include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_tuning.h"
+#include "ops/kernel_interface.h"
 
 namespace wgi::ops {
 
@@ -471,48 +471,123 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
 
 namespace {
 
-// GemmParams of linear/gemm_common.wgsl.
-std::vector<std::byte> gemm_params_uniform(const GemmLaunchSpec& spec, uint32_t tiles_m, uint32_t tiles_n,
-                                           uint32_t splits) {
-  gpu::UniformBuilder params;
-  params.u32(spec.m)
-      .u32(spec.n)
-      .u32(spec.k)
-      .u32(spec.batch)
-      .u32(tiles_n)
-      .u32(tiles_m)
-      .u32(spec.bias ? 1 : 0)
-      .u32(splits)
-      .f32(spec.alpha)
-      .f32(spec.beta)
-      .f32(spec.activation.min)
-      .f32(spec.activation.max)
-      .vec4u(spec.batch_dims)
-      .vec4u(spec.a_batch_strides)
-      .vec4u(spec.b_batch_strides)
-      .vec4u({spec.bias_stride_m, spec.bias_stride_n, 0, 0})
-      .vec4u(gemm_out_batch_strides(spec))
-      .u32(gemm_a_row_stride(spec))
-      .u32(gemm_b_row_stride(spec))
-      .u32(gemm_out_row_stride(spec))
-      .u32(spec.a_offset)
-      .u32(spec.b_offset);
-  // The row maps' fields only for the launches that declare them (ROW_MAPS, row_map_defines).
-  if (spec.a_row_map || spec.out_row_map) {
-    const GemmRowMap a = spec.a_row_map.value_or(GemmRowMap{}), out = spec.out_row_map.value_or(GemmRowMap{});
-    params.vec4u(a.extents).vec4u(a.strides).vec4u(out.extents).vec4u(out.strides);
+// GemmParams, read by linear/gemm_common.wgsl and the kernels. `row_maps`: the row maps' fields (ROW_MAPS);
+// `quantized`: a weight-only quantized B's (B_QUANT; linear/quantized_dequant.wgsl reads them).
+std::vector<UniformMember> gemm_params_members(bool row_maps, bool quantized) {
+  using enum UniformType;
+  std::vector<UniformMember> members = {
+      {"M", U32},
+      {"N", U32},
+      {"K", U32},
+      {"batch", U32},  // number of output matrices
+      {"tiles_n", U32},
+      {"tiles_m", U32},
+      {"has_bias", U32},
+      {"k_splits", U32},  // with SPLIT_K: K chunks, one partial product each
+      {"alpha", F32},
+      {"beta", F32},
+      {"act_lo", F32},
+      {"act_hi", F32},
+      {"batch_dims", Vec4U},       // output batch shape, outermost first, padded with 1s in front
+      {"a_batch_strides", Vec4U},  // element stride of A per batch dim; 0 where A broadcasts
+      {"b_batch_strides", Vec4U},
+      {"bias_strides", Vec4U},       // x: stride of C over m, y: over n (0 where C broadcasts)
+      {"out_batch_strides", Vec4U},  // element stride of the output per batch dim
+      {"a_row_stride", U32},
+      {"b_row_stride", U32},
+      {"out_row_stride", U32},
+      {"a_offset", U32},
+      {"b_offset", U32}};
+  if (row_maps) {
+    // GemmRowMap (gemm_launch.h): with A_ROW_MAP / OUT_ROW_MAP, row m of A / of the output starts
+    // mixed_radix_offset(extents, strides, m) elements after its matrix's start instead of m row strides.
+    for (const char* name : {"a_row_extents", "a_row_strides", "out_row_extents", "out_row_strides"})
+      members.push_back({name, Vec4U});
   }
-  // A quantized B's fields only for the launches that declare them (B_QUANT); the split reduction's struct
-  // ends before them.
-  if (const auto& q = spec.b_quantized) {
-    params.u32(q->block_size)
-        .u32(q->col_words)
-        .u32(q->scale_col_stride)
-        .u32(q->zp_col_bits)
-        .u32(q->blocks_per_col)
-        .f32(q->default_zero);
+  if (quantized) {
+    for (const char* name : {"block_size", "col_words", "scale_col_stride", "zp_col_bits", "blocks_per_col"})
+      members.push_back({name, U32});
+    members.push_back({"default_zero", F32});
+  }
+  return members;
+}
+
+bool has_row_maps(const GemmLaunchSpec& spec) {
+  return spec.a_row_map || spec.out_row_map;
+}
+
+std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const GemmLaunchSpec& spec,
+                                         uint32_t tiles_m, uint32_t tiles_n, uint32_t splits,
+                                         bool quantized) {
+  UniformValues params = iface.values();
+  params.u32("M", spec.m)
+      .u32("N", spec.n)
+      .u32("K", spec.k)
+      .u32("batch", spec.batch)
+      .u32("tiles_n", tiles_n)
+      .u32("tiles_m", tiles_m)
+      .u32("has_bias", spec.bias ? 1 : 0)
+      .u32("k_splits", splits)
+      .f32("alpha", spec.alpha)
+      .f32("beta", spec.beta)
+      .f32("act_lo", spec.activation.min)
+      .f32("act_hi", spec.activation.max)
+      .vec4u("batch_dims", spec.batch_dims)
+      .vec4u("a_batch_strides", spec.a_batch_strides)
+      .vec4u("b_batch_strides", spec.b_batch_strides)
+      .vec4u("bias_strides", {spec.bias_stride_m, spec.bias_stride_n, 0, 0})
+      .vec4u("out_batch_strides", gemm_out_batch_strides(spec))
+      .u32("a_row_stride", gemm_a_row_stride(spec))
+      .u32("b_row_stride", gemm_b_row_stride(spec))
+      .u32("out_row_stride", gemm_out_row_stride(spec))
+      .u32("a_offset", spec.a_offset)
+      .u32("b_offset", spec.b_offset);
+  if (has_row_maps(spec)) {
+    const GemmRowMap a = spec.a_row_map.value_or(GemmRowMap{}), out = spec.out_row_map.value_or(GemmRowMap{});
+    params.vec4u("a_row_extents", a.extents)
+        .vec4u("a_row_strides", a.strides)
+        .vec4u("out_row_extents", out.extents)
+        .vec4u("out_row_strides", out.strides);
+  }
+  if (quantized) {
+    const GemmLaunchSpec::QuantizedB& q = *spec.b_quantized;
+    params.u32("block_size", q.block_size)
+        .u32("col_words", q.col_words)
+        .u32("scale_col_stride", q.scale_col_stride)
+        .u32("zp_col_bits", q.zp_col_bits)
+        .u32("blocks_per_col", q.blocks_per_col)
+        .f32("default_zero", q.default_zero);
   }
   return params.bytes();
+}
+
+// The main launch's bindings, their element types from the same defines the kernel text tests (vec4 A / B /
+// output, a float16 or quantized B), then GemmParams, the residual and a quantized B's scales and zero
+// points. The vec4 kernel (gemm_vec4.wgsl) reads A and B in fours always.
+KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Defines& defines, bool vec4_kernel,
+                               bool residual) {
+  auto on = [&](const char* name) {
+    const auto it = defines.find(name);
+    return it != defines.end() && it->second == "1";
+  };
+  const bool a_vec4 = vec4_kernel || on("A_VEC4"), b_vec4 = vec4_kernel || on("B_VEC4");
+  const char* out_element = on("OUT_VEC4") ? "vec4<f32>" : "f32";
+  const char* b_element = on("B_QUANT") ? "u32"
+                          : on("B_F16") ? (b_vec4 ? "vec2<u32>" : "u32")
+                                        : (b_vec4 ? "vec4<f32>" : "f32");
+  const auto& q = spec.b_quantized;
+  KernelInterface iface;
+  iface.read("a", a_vec4 ? "vec4<f32>" : "f32", spec.a)
+      .read("b", b_element, spec.b)
+      .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
+      .read_write("output", out_element, spec.out)
+      .uniforms(gemm_params_members(has_row_maps(spec), q.has_value()), "GemmParams");
+  if (residual) add_residual_binding(iface, *spec.residual, out_element);
+  if (q) {
+    iface.read("scales", q->scales_f16 ? "u32" : "f32", q->scales)
+        .read("zero_points", q->zero_points_float && !q->zero_points_f16 ? "f32" : "u32", q->zero_points);
+  }
+  return iface;
 }
 
 // Every name the GEMM kernels' #if lines test, off: the launches below turn on what they use (the
@@ -561,6 +636,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
                          uint32_t splits) {
   uint32_t tiles_m = 1, tiles_n = 1;
   KernelLaunch launch;
+  const char* kernel_file = nullptr;
   kernels::Defines defines = gemm_defines_off();
   defines["A_KM"] = spec.a_km ? "1" : "0";
   defines["B_NK"] = spec.b_nk ? "1" : "0";
@@ -570,8 +646,6 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
   if (residual) defines["RESIDUAL"] = "1";
   if (spec.b_f16) defines["B_F16"] = "1";  // only then: float32 products compile as without
   if (const auto& q = spec.b_quantized) {
-    // The scales and zero points are bound after the uniform and the residual.
-    const uint32_t scales_binding = residual ? 6 : 5;
     defines["B_QUANT"] = "1";
     defines["BITS"] = std::to_string(q->bits);
     defines["SCALES_F16"] = q->scales_f16 ? "1" : "0";
@@ -581,8 +655,6 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
     defines["SCALE_PER_CODE"] = q->scale_per_code ? "1" : "0";
     defines["CODE_TABLE"] = q->code_table ? "1" : "0";
     defines["NF4"] = q->code_table && std::string(q->code_table) == "NF4" ? "1" : "0";
-    defines["SCALES_BINDING"] = std::to_string(scales_binding);
-    defines["ZERO_POINTS_BINDING"] = std::to_string(scales_binding + 1);
   }
   switch (config.kernel) {
     case GemmKernel::Tiled:
@@ -593,8 +665,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["SPLIT_K"] = splits > 1 ? "1" : "0";
       // The vec4 kernel reads B in fours: its float16 B is bound as vec2<u32>s (gemm_b_f16.wgsl).
       if (spec.b_f16 && config.kernel == GemmKernel::Vec4) defines["B_VEC4"] = "1";
-      launch.program.wgsl = kernels::load_wgsl(
-          config.kernel == GemmKernel::Vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl", defines);
+      kernel_file = config.kernel == GemmKernel::Vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl";
       break;
     case GemmKernel::Fast128:
     case GemmKernel::Fast64: {
@@ -623,7 +694,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
               ? "1"
               : "0";
       row_map_defines(spec, true, splits <= 1, defines);
-      launch.program.wgsl = kernels::load_wgsl("linear/gemm_fast.wgsl", defines);
+      kernel_file = "linear/gemm_fast.wgsl";
       break;
     }
     case GemmKernel::Gemv:
@@ -632,22 +703,14 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["LANES"] = std::to_string(config.gemv_lanes);
       defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
       defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
-      launch.program.wgsl = kernels::load_wgsl("linear/gemv.wgsl", defines);
+      kernel_file = "linear/gemv.wgsl";
       break;
   }
+  const KernelInterface iface = gemm_interface(spec, defines, config.kernel == GemmKernel::Vec4, residual);
+  launch.program.wgsl = iface.load_wgsl(kernel_file, defines);
   launch.program.label = label_for(spec, config) + (splits > 1 ? "_splitk" : "");
-  launch.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::Storage,
-                             gpu::BindingKind::Uniform};
-  launch.bindings = {spec.a, spec.b, spec.bias.value_or(TensorRef::zero()), spec.out};
-  if (residual) append_residual_binding(launch, *spec.residual);
-  if (const auto& q = spec.b_quantized) {
-    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
-    launch.program.bindings.push_back(gpu::BindingKind::ReadOnlyStorage);
-    launch.bindings.push_back(q->scales);
-    launch.bindings.push_back(q->zero_points);
-  }
-  launch.uniform = gemm_params_uniform(spec, tiles_m, tiles_n, splits);
+  iface.bind(launch);
+  launch.uniform = gemm_params_bytes(iface, spec, tiles_m, tiles_n, splits, spec.b_quantized.has_value());
   launch.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * spec.batch * splits,
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
   return launch;
@@ -885,13 +948,17 @@ KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSp
   if (spec.residual) defines["RESIDUAL"] = "1";
   defines["OUT_VIEW"] = output_view(spec) ? "1" : "0";
   row_map_defines(spec, false, true, defines);
-  reduce.program.wgsl = kernels::load_wgsl("linear/gemm_split_reduce.wgsl", defines);
+  KernelInterface iface;
+  iface.read("partials", "f32", partials)
+      .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
+      .read_write("output", "f32", spec.out)
+      .uniforms(gemm_params_members(has_row_maps(spec), false), "GemmParams");
+  if (spec.residual) add_residual_binding(iface, *spec.residual);
+  reduce.program.wgsl = iface.load_wgsl("linear/gemm_split_reduce.wgsl", defines);
   reduce.program.label = std::string("gemm_split_reduce") + residual_label_suffix(spec.residual.has_value());
-  reduce.program.bindings = {gpu::BindingKind::ReadOnlyStorage, gpu::BindingKind::ReadOnlyStorage,
-                             gpu::BindingKind::Storage, gpu::BindingKind::Uniform};
-  reduce.bindings = {partials, spec.bias.value_or(TensorRef::zero()), spec.out};
-  if (spec.residual) append_residual_binding(reduce, *spec.residual);
-  reduce.uniform = gemm_params_uniform(spec, 1, 1, splits);  // the reduction reads sizes, splits, epilogue
+  iface.bind(reduce);
+  // The reduction reads sizes, splits and the epilogue's fields.
+  reduce.uniform = gemm_params_bytes(iface, spec, 1, 1, splits, false);
   const uint64_t outputs = uint64_t{spec.m} * spec.n * spec.batch;
   reduce.groups =
       gpu::fold_workgroups((outputs + 63) / 64, ctx.caps.limits.max_compute_workgroups_per_dimension);

@@ -5,8 +5,6 @@
 // b_elem(i): element i of B; b_quad(q): elements 4q .. 4q + 3 (with B_VEC4, B bound as vec2<u32>s).
 #include "common/f16_bits.wgsl"
 #if B_VEC4
-@group(0) @binding(1) var<storage, read> b: array<vec2<u32>>;
-
 fn b_quad(q: u32) -> vec4<f32> {
   let w = b[q];
   return vec4<f32>(unpack_f16x2(w.x), unpack_f16x2(w.y));
@@ -17,8 +15,6 @@ fn b_elem(i: u32) -> f32 {
   return unpack_f16(select(w.x, w.y, (i & 2u) != 0u), i & 1u);
 }
 #else
-@group(0) @binding(1) var<storage, read> b: array<u32>;
-
 fn b_elem(i: u32) -> f32 {
   return unpack_f16(b[i >> 1u], i & 1u);
 }

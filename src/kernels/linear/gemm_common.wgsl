@@ -9,48 +9,7 @@
 #include "common/dispatch_grid.wgsl"
 #include "common/activation.wgsl"
 
-struct GemmParams {
-  M: u32,
-  N: u32,
-  K: u32,
-  batch: u32,           // number of output matrices
-  tiles_n: u32,
-  tiles_m: u32,
-  has_bias: u32,
-  k_splits: u32,        // with SPLIT_K (gemm_tiled.wgsl, gemm_fast.wgsl): K chunks, one partial product each
-  alpha: f32,
-  beta: f32,
-  act_lo: f32,
-  act_hi: f32,
-  batch_dims: vec4<u32>,       // output batch shape, outermost first, padded with 1s in front
-  a_batch_strides: vec4<u32>,  // element stride of A per batch dim; 0 where A broadcasts
-  b_batch_strides: vec4<u32>,
-  bias_strides: vec4<u32>,     // x: stride of C over m, y: over n (0 where C broadcasts)
-  out_batch_strides: vec4<u32>,  // element stride of the output per batch dim
-  a_row_stride: u32,
-  b_row_stride: u32,
-  out_row_stride: u32,
-  a_offset: u32,
-  b_offset: u32,
-#if ROW_MAPS
-  // Row maps (GemmRowMap in src/ops/gemm_launch.h; only gemm_fast.wgsl and gemm_split_reduce.wgsl): with
-  // A_ROW_MAP / OUT_ROW_MAP, row m of A / of the output starts mixed_radix_offset(extents, strides, m)
-  // elements after its matrix's start instead of m row strides.
-  a_row_extents: vec4<u32>,
-  a_row_strides: vec4<u32>,
-  out_row_extents: vec4<u32>,
-  out_row_strides: vec4<u32>,
-#endif
-#if B_QUANT
-  // A weight-only quantized B (gemm_fast.wgsl's B_QUANT; linear/quantized_dequant.wgsl reads these).
-  block_size: u32,
-  col_words: u32,
-  scale_col_stride: u32,
-  zp_col_bits: u32,
-  blocks_per_col: u32,
-  default_zero: f32,
-#endif
-}
+// GemmParams: declared by the launch (gemm_params_members in src/ops/gemm_launch.cpp says what each field is).
 
 // Where the workgroup at `tile_index` of a GEMM grid of `splits` K chunks works, as (K chunk, output matrix,
 // tile within the matrix); the chunk is >= splits for a workgroup past the grid.

@@ -1,14 +1,9 @@
 // The second half of a split-K GEMM (gemm_tiled.wgsl or gemm_fast.wgsl with SPLIT_K): adds the params.k_splits partial
 // products of every output element, in chunk order, and applies the GEMM's epilogue (alpha, beta * C, the
 // fused residual with RESIDUAL, the fused activation). One invocation per output element.
-@group(0) @binding(0) var<storage, read> partials: array<f32>;  // [split][batch][M][N]
-@group(0) @binding(1) var<storage, read> bias: array<f32>;
-// [batch][M][N], or with OUT_VIEW a view: out_row_stride, out_batch_strides
-@group(0) @binding(2) var<storage, read_write> output: array<f32>;
-@group(0) @binding(3) var<uniform> params: GemmParams;
-#if RESIDUAL
-@group(0) @binding(4) var<storage, read> residual: array<f32>;  // [batch][M][N]
-#endif
+// partials [split][batch][M][N]; output [batch][M][N], or with OUT_VIEW a view (out_row_stride,
+// out_batch_strides); residual [batch][M][N] (gemm_split_reduce_launch declares them).
+#interface
 
 #include "linear/gemm_common.wgsl"
 

@@ -8,17 +8,9 @@
 const TILE: u32 = 32u;
 const RPT: u32 = 4u;  // rows / columns per thread
 
-@group(0) @binding(0) var<storage, read> a: array<f32>;
+#interface
 #if B_F16
 #include "linear/gemm_b_f16.wgsl"
-#else
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-#endif
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-@group(0) @binding(4) var<uniform> params: GemmParams;
-#if RESIDUAL
-@group(0) @binding(5) var<storage, read> residual: array<f32>;
 #endif
 
 #include "linear/gemm_common.wgsl"

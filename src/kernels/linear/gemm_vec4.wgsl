@@ -5,17 +5,9 @@ const TILE: u32 = 32u;
 const TILE4: u32 = 8u;  // TILE / 4 vec4s along K
 const RPT: u32 = 4u;
 
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+#interface
 #if B_F16
 #include "linear/gemm_b_f16.wgsl"
-#else
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-#endif
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> output: array<f32>;
-@group(0) @binding(4) var<uniform> params: GemmParams;
-#if RESIDUAL
-@group(0) @binding(5) var<storage, read> residual: array<f32>;
 #endif
 
 #include "linear/gemm_common.wgsl"
