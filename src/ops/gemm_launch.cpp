@@ -40,10 +40,9 @@ constexpr uint64_t kFastSplitMaxTiles = 132;
 // Split rules fitted to the target models' products on the H200 (docs/performance.md, "GEMM split rules from
 // the models' products", 2026-11-30: every product on both tiles with 1..8 chunks forced).
 // The 64 tile: several of its workgroups share an SM, so a split pays up to about 864 workgroups in all, with
-// chunks down to ~96 deep (196x768x768: 48 tiles, 8 chunks 0.034 -> 0.028 ms; 576x1024x1024: 144 tiles, 6
-// chunks 0.095 -> 0.068 ms; SigLIP's 196x3072x768: 192 tiles, 4 chunks 0.073 -> 0.066), and chunks of at most
-// 512 keep it on one buffer (2304x512x2048, 288 tiles: 0.36 unsplit, 0.31 in 3 chunks, 0.21 in 4).
-// Over K < 2048 only up to 192 tiles: 1024^3 (256 tiles) ran 0.70x cuBLAS unsplit and 0.60x in 4 chunks.
+// chunks down to ~96 deep, and chunks of at most 512 keep it on one buffer. Over K < 2048 only up to 192
+// tiles: beyond that a split lost to the unsplit product (docs/performance.md, "Measurements behind the
+// planner's rules").
 constexpr uint64_t kFast64SplitMaxTiles = 432;
 constexpr uint64_t kFast64ShortKMaxTiles = 192;
 constexpr uint64_t kFast64ShortK = 2048;
@@ -51,9 +50,8 @@ constexpr uint64_t kFast64SplitWorkgroups = 864;
 constexpr uint64_t kFast64OneBufferChunk = 512;
 constexpr uint64_t kFast64MinChunk = 96;
 constexpr uint64_t kFast64MaxSplits = 8;
-// The 128 tile: unsplit K up to 1024 runs its K-slab-8, two-buffer configuration, which no split beat
-// (2304x512x512: 0.066 unsplit, 0.093 in 2 chunks; 576x3072x1024: 0.125, 0.163). From K = 2048 chunks of ~700
-// pay (2304x512x2048, 72 tiles: 0.33 -> 0.20 ms in 3; 576x1024x4096, 40 tiles: 0.67 -> 0.20 ms in 6).
+// The 128 tile: unsplit K up to 1024 runs its K-slab-8, two-buffer configuration, which no split beat. From
+// K = 2048 chunks of ~700 pay (docs/performance.md, "Measurements behind the planner's rules").
 constexpr uint64_t kFast128SplitMinK = 2048;
 constexpr uint64_t kFast128SplitChunk = 768;
 // GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
@@ -115,10 +113,10 @@ std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Lim
   why = wide_workgroup_problem(limits, fast_name(tile));
   if (!why.empty()) return std::nullopt;
   // Double buffering removes a barrier per slab; a 16-deep slab halves the barriers again. Both cost
-  // workgroup memory: 128x128 takes 33 KiB with both, 16.5 KiB with one, 8.3 KiB with neither. Measured on
-  // the H200 (docs/performance.md, 2026-11-29): the 128 tile runs 4096^3 at 32.6 TFLOP/s with one buffer and
-  // 25.1 with two (33 KiB of workgroup memory leaves room for one workgroup per SM instead of two or three);
-  // the 64 tile gains from two (1024^3: 23.2 against 21.2). A 32-deep slab only when forced (tuning).
+  // workgroup memory: 128x128 takes 33 KiB with both, 16.5 KiB with one, 8.3 KiB with neither. On the H200
+  // the 128 tile runs faster with one buffer (33 KiB of workgroup memory leaves room for one workgroup per SM
+  // instead of two or three); the 64 tile gains from two (docs/performance.md, "Measurements behind the
+  // planner's rules"). A 32-deep slab only when forced (tuning).
   const bool forced = spec.tile_k != 0 || spec.stages != 0;
   std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 2}, {16, 1}, {8, 2}, {8, 1}};
   if (tile == 128) candidates = {{16, 1}, {8, 1}};
@@ -400,9 +398,9 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
   // Forced tuning knobs that no fast configuration can honour are an error even when the kernel is the
   // planner's choice: they were asked for.
   const bool knobs_forced = spec.tile_k != 0 || spec.stages != 0;
-  // Where barriers are costly (gpu::Capabilities::costly_barriers) the seeds' kernels are the fast ones:
-  // SwiftShader ran 128x256x192 in 26 ms on vec4, 74 ms on fast128, and 8x300x100 in 9 ms on vec4, 62 ms on
-  // GEMV (2 cores).
+  // Where barriers are costly (gpu::Capabilities::costly_barriers) the seeds' kernels are the fast ones: on
+  // SwiftShader vec4 beat fast128 and GEMV several times over (docs/performance.md, "Measurements behind
+  // the planner's rules").
   // Views run on the fast kernels whatever the device's barriers cost: the seeds' kernels cannot read them.
   if (caps.costly_barriers && !knobs_forced && !views) {
     return seed_config(vec4_seed_possible(spec) ? GemmKernel::Vec4 : GemmKernel::Tiled);
@@ -760,14 +758,12 @@ GemmPlanned resolve_gemm(const PlanContext& ctx, const GemmLaunchSpec& requested
 
 // The fast tiles' K slab and buffers by how deep each workgroup's share of K is, from GEMM tuning on the
 // H200 (2026-11-30, the same winners in three tuning rounds; docs/performance.md, "GEMM split rules from the
-// models' products" and "The sixth round"). Double buffering pays only over many slabs, so the 64 tile keeps
-// one buffer for chunks of at most 512 (DaViT's 32x36864x32 channel attention 1.2-1.3x, SigLIP's split
-// 196x768x3072 1.6x; SigLIP-B 5.9-6.3 -> 5.4-5.5 ms), except on a single mostly-padding tile (32x32xK
-// attention products split into many chunks ran 1.1-1.4x slower with one). The 128 tile runs every chunk of
-// at least 256 in slabs of 8 with two buffers: the same workgroup memory as 16 with one, one barrier per slab
-// instead of two (9216x256x256 1.15x, 2304x1536x512 1.2x, 2304x512x512 1.4x, 4096^3 1.22x, 2048^3 1.23x,
-// 2304x512x2048 in 3 chunks 1.08x; DaViT-base 22.9 -> 22.3 ms). Slabs of 16 with two buffers (33 KB) leave
-// room for one workgroup per SM instead of two on the H200's driver.
+// models' products" and "The sixth round"; the numbers in docs/performance.md, "Measurements behind the
+// planner's rules"). Double buffering pays only over many slabs, so the 64 tile keeps one buffer for chunks
+// of at most 512, except on a single mostly-padding tile (32x32xK attention products split into many chunks
+// ran slower with one). The 128 tile runs every chunk of at least 256 in slabs of 8 with two buffers: the
+// same workgroup memory as 16 with one, one barrier per slab instead of two. Slabs of 16 with two buffers
+// (33 KB) leave room for one workgroup per SM instead of two on the H200's driver.
 GemmConfig choose_fast_buffers(const GemmLaunchSpec& spec, const GemmConfig& config, uint32_t splits,
                                const gpu::Limits& limits) {
   GemmLaunchSpec probe = spec;

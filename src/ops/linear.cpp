@@ -5,10 +5,10 @@
 // A constant B (a weight) is prepacked once into [batch..., N, K], K contiguous: the layout GEMV streams
 // (each column's K run is contiguous), the seeds' vec4 kernel needs, and the 64x64 fast kernel reads with
 // vec4 loads along K. The 128x128 kernel gets [batch..., K, N] instead (N % 4 == 0): stored as read, no
-// transposing scalar stores into workgroup memory; measured on the H200, 4096^3 at 35.0 TFLOP/s against
-// 32.8 from [N, K] (docs/performance.md). A constant already stored in the wanted layout (nn.Linear's [N, K]
-// weight read in place) is bound as it is, without a copy. A runtime B is read as it is ([K, N] or
-// transposed).
+// transposing scalar stores into workgroup memory, which ran faster than [N, K] on the H200
+// (docs/performance.md, "Measurements behind the planner's rules"). A constant already stored in the wanted
+// layout (nn.Linear's [N, K] weight read in place) is bound as it is, without a copy. A runtime B is read as
+// it is ([K, N] or transposed).
 //
 // The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "gemv" forces a kernel
 // (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent fallback. The

@@ -567,20 +567,18 @@ bool layer_norm_rows_applies(const PlanContext& ctx, const RowNorm& r) {
          limits.max_compute_workgroup_size_x >= 256;
 }
 
-// Exists for speed: on an NVIDIA H200, row_norm.wgsl (one workgroup per row, shared-memory trees, three
-// scalar passes over the row, a division and two modulos per element for the scale / bias index) ran DaViT's
-// LayerNorms at about 0.5 TB/s: 2304 rows x 512 in 19 us, 36864 x 128 in 67 us. This kernel reads each
-// element once as part of a vec4, keeps the row in registers, normalises several rows per workgroup and
-// reduces with one barrier per statistic. Timed there back to back (wall time per run, two sessions):
-// 2304 x 512 in 6-8 us (row_norm 13-15 in the same harness), 36864 x 128 in 11-12 us (62-64), 4096 x 1024 in
-// 10 us (25).
+// Exists for speed: row_norm.wgsl (one workgroup per row, shared-memory trees, three scalar passes over the
+// row, a division and two modulos per element for the scale / bias index) ran DaViT's LayerNorms far below
+// the H200's bandwidth. This kernel reads each element once as part of a vec4, keeps the row in registers,
+// normalises several rows per workgroup and reduces with one barrier per statistic, and beat row_norm on
+// every shape timed (docs/performance.md, "Measurements behind the planner's rules").
 void add_layer_norm_rows_launch(const PlanContext& ctx, const RowNorm& r, OpPlan& plan) {
   if (r.rows == 0) return;
   const int64_t length4 = r.length / 4;
   // Invocations per row: a power of two, 8 to 128, giving each about 4 vec4s of rows up to 512 elements and
-  // about 8 of longer ones (16 at the cap). Measured on the H200: fewer invocations holding more vec4s lose
-  // on short rows; more invocations lose on long rows, since each invocation reads its row's partial sums one
-  // by one (1024 rows of 4096: 24 us with 256 invocations per row, 11 us with 128).
+  // about 8 of longer ones (16 at the cap). On the H200, fewer invocations holding more vec4s lost on short
+  // rows; more invocations lost on long rows, since each invocation reads its row's partial sums one by one
+  // (docs/performance.md, "Measurements behind the planner's rules").
   const int64_t per_invocation = length4 <= 128 ? 4 : 8;
   const uint32_t threads_per_row = std::clamp<uint32_t>(
       next_pow2(static_cast<uint64_t>((length4 + per_invocation - 1) / per_invocation)), 8, 128);

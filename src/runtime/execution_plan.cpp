@@ -19,9 +19,10 @@ namespace wgi::runtime {
 namespace {
 
 // A run's dispatches go to the queue in submissions of this many (0: one submission), so that the GPU starts
-// on the first while Dawn encodes and translates the rest for the backend. Measured on the H200 (2026-11-30,
-// docs/performance.md): one submission 24.1 ms for DaViT-base and 4.36 for SigLIP-B, submissions of 8 23.2 /
-// 4.0, of 24 22.5 / 3.74, of 64 22.4 / 3.84. WGI_DISPATCHES_PER_SUBMIT overrides it (measurement).
+// on the first while Dawn encodes and translates the rest for the backend. Submissions of 24 ran the target
+// models about as fast as any count tried on the H200 (docs/performance.md, "Measurements behind the
+// planner's rules").
+// WGI_DISPATCHES_PER_SUBMIT overrides it (measurement).
 size_t dispatches_per_submission() {
   static const size_t value = [] {
     constexpr size_t kDefault = 24;

@@ -318,9 +318,9 @@ GemmTuneResult tune_gemm(gpu::Device& device, const GemmProblemKey& problem, con
     result.candidates.push_back(std::move(timing));
   }
   if (options.progress) options.progress(candidates.size(), candidates.size());
-  // The default again, now that the GPU has been busy for a while: timed first only, it read up to 4.6x slow
-  // on the H200 (32x32x36864 in 4 batches: 0.34 ms first, 0.075 ms for the same configuration as a later
-  // candidate in another call), which made any candidate look better than the rules. The faster of the two.
+  // The default again, now that the GPU has been busy for a while: timed first only, on a cold GPU, it read
+  // several times slower than the same configuration timed later (docs/performance.md, "Measurements behind
+  // the planner's rules"), which made any candidate look better than the rules. The faster of the two.
   const double default_again = time_node(device, reference, timestamps, result.runs, options.warmup);
   if (default_again < result.default_ms) {
     result.default_ms = default_again;

@@ -681,10 +681,10 @@ Session Session::Impl::make(const SessionOptions& options, std::function<graph::
     impl->load(std::move(model));
     return Session(std::move(impl));
   }
-  // Reading a model (hundreds of MB of weights: 230-350 ms for SigLIP-B and DaViT-base on the H200's host)
-  // and creating the device (130-550 ms) overlap: the import on another thread, the device on this one,
-  // which then uses it (an OpenGL ES context belongs to the thread that made it). Without threads (the
-  // browser build) the import runs when its result is asked for.
+  // Reading a model (hundreds of MB of weights) and creating the device take comparable time
+  // (docs/performance.md, "Measurements behind the planner's rules"), so they overlap: the import on another
+  // thread, the device on this one, which then uses it (an OpenGL ES context belongs to the thread that made
+  // it). Without threads (the browser build) the import runs when its result is asked for.
 #ifdef __EMSCRIPTEN__
   constexpr auto policy = std::launch::deferred;
 #else

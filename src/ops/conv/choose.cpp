@@ -11,7 +11,7 @@
 //   direct          every other Conv (reads the ONNX weight layout, so the weight may be computed)
 //   transposed      ConvTranspose
 // Where workgroup barriers are costly (gpu::Capabilities::costly_barriers: SwiftShader) the direct vec4
-// kernel beats the GEMMs on 1x1 convs too (1x32x24x24 -> 64: 12 ms direct, 19 ms on the seeds' tiled GEMM),
+// kernel beats the GEMMs on 1x1 convs too (docs/performance.md, "Measurements behind the planner's rules"),
 // and the depthwise and implicit-GEMM kernels lose to the direct ones: there the direct kernels run every
 // conv they can unless another kernel is forced.
 #include <cstdint>

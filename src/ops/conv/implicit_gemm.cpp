@@ -25,17 +25,15 @@ using conv::u32;
 
 constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM kernel
 // The 128x128 tile does 4x the work per thread of 64x64 with twice the reuse per loaded value, but it pays
-// only with many workgroups: on the H200 (docs/performance.md, 2026-11-29) 3x3 256->256 on 8x56x56 gives the
-// 128 tile 392 workgroups (three waves of one per SM) at 18.4 TFLOP/s and the 64 tile 1568 at 24.2. The
+// only with many workgroups: with a few waves of one per SM the 64 tile's many more workgroups win. The
 // 128x64 rectangle (8x4 per thread: 1.5x the 64 tile's reuse per workgroup-memory read) splits the difference
-// and wins there once it has enough workgroups: 784 of them, 29.7 TFLOP/s (2026-11-30); with 196 (3x3 s2
-// 128->256 on 8x56x56) the 64 tile's 392 still win, with 288 (DaViT's first downsampling conv, 3x3 s2
-// 128->256 on 192x192) it takes 0.25 ms against the 64 tile's 0.41 (2026-11-30, fourth round).
+// and wins once it has enough workgroups (on the H200: docs/performance.md, "Measurements behind the
+// planner's rules").
 constexpr uint64_t kTile128MinWorkgroups = 1024;
 constexpr uint64_t kTile128x64MinWorkgroups = 256;
 // Splitting K where the wave rule would not (wave_split_count: from 132 tiles on, never): DaViT's later
-// downsampling convs, 3x3 s2 over K = 2304 and 4608 on 288 and 144 tiles of 64, ran 0.35 -> 0.30 ms and
-// 0.55 -> 0.28 ms split into 3 and 6 chunks (2026-11-30, fourth round; 1x1-like K below 2048 gained less).
+// downsampling convs, deep in K on a few hundred tiles of 64, ran faster split, and 1x1-like K below 2048
+// gained less (docs/performance.md, "Measurements behind the planner's rules").
 // Up to this many workgroups in all, each chunk at least kConvSplitMinChunk long.
 constexpr uint64_t kConvSplitTargetWorkgroups = 864;
 constexpr uint64_t kConvSplitMinK = 2048;
@@ -291,11 +289,10 @@ std::optional<ImplicitGemmConfig> choose_implicit_gemm_config(const ConvGeometry
                                                      : ImplicitGemmTile{64, 64};
   }
   const std::string tile_name = implicit_gemm_tile_name(tile.m, tile.n);
-  // One buffer, as measured on the H200 (docs/performance.md): the 64 tile ran 3x3 256->256 at 24.2 TFLOP/s
-  // with one buffer and 21.5 with two, the other benchmark shapes equal or better with one (unlike the plain
-  // GEMM's 64 tile, which prefers two). K slab: 16 for the 64 tile, 8 for the tiles 128 rows tall, which were
-  // 10-20% faster with it on every benchmark shape (2026-11-30; 3x3 256->256: 128x64 at 29.7 TFLOP/s with 8,
-  // 26.0 with 16). The rest for devices with less workgroup memory, or when forced.
+  // One buffer: on the H200 the 64 tile ran every benchmark shape as fast or faster with one (unlike the
+  // plain GEMM's 64 tile, which prefers two). K slab: 16 for the 64 tile, 8 for the tiles 128 rows tall,
+  // which were faster with it on every benchmark shape (docs/performance.md, "Measurements behind the
+  // planner's rules"). The rest for devices with less workgroup memory, or when forced.
   std::vector<std::pair<uint32_t, uint32_t>> candidates = {{8, 1},  {8, 2},  {16, 1},
                                                            {16, 2}, {32, 1}, {32, 2}};
   if (tile.m == 64) candidates = {{16, 1}, {16, 2}, {32, 1}, {32, 2}};
