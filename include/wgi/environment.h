@@ -5,7 +5,8 @@
 //   wgi::Session vision = wgi::Session::from_file("vision.onnx", env);
 //   wgi::Session text = wgi::Session::from_file("text.onnx", env);
 //
-// What the sessions of one Environment share: the adapter and device (created once: 130-550 ms natively),
+// What the sessions of one Environment share: the adapter and device (created once: costly, see
+// docs/performance.md, "Measurements behind the planner's rules"),
 // the compiled compute pipelines (a kernel that one session compiled is not compiled again by the next: a
 // pipeline's sessions of the same model compile nothing), and the GEMM tuning cache file as read from disk
 // (one copy per path, so that what one session measures and saves is not overwritten by another's save).

@@ -346,8 +346,8 @@ void choose_dawn_toggles(DawnToggles& t, bool timestamp_query, bool shader_robus
     toggles.disabledToggles = t.disabled;
   }
   // Without shader robustness (DeviceOptions::shader_robustness), as ONNX Runtime's WebGPU EP runs natively:
-  // Tint's index clamps cost 5-15% (SigLIP-B on the H200: 6.4-6.8 ms with them, 5.7-6.0 ms without,
-  // docs/performance.md), and zero-filling workgroup memory costs a pass and a barrier per workgroup.
+  // Tint's index clamps cost time (docs/performance.md, "Measurements behind the planner's rules"), and
+  // zero-filling workgroup memory costs a pass and a barrier per workgroup.
   std::vector<const char*>& enabled_toggles = t.enabled;
   if (!shader_robustness) {
     enabled_toggles.push_back("disable_robustness");

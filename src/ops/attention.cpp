@@ -38,7 +38,8 @@
 // contracted dim and V's last dim, so its score matrix is [C/heads, C/heads]. There the plan is the
 // exporter's own sequence as three launches: the fast GEMM for scale * Q K^T (+ mask) into a scratch buffer
 // (split over the tokens), Softmax over its rows into another, and the GEMM with V. With the views above no
-// Transpose, Gather or copy runs around it (they cost DaViT-base 0.96 of 23 ms on the H200).
+// Transpose, Gather or copy runs around it (what they cost DaViT-base: docs/performance.md, "Measurements
+// behind the planner's rules").
 //
 // The planning runs in steps (attention_plan.h): parse the node (its attributes through internal_ops.h, Q, K
 // and V as views), validate the shapes into an AttentionProblem, choose the plan and kernel (a pure function
@@ -70,10 +71,10 @@ constexpr int64_t kTiledMaxHeadDim = 64;
 constexpr int64_t kTiledKeysPerChunk = 32;
 constexpr int64_t kTiledMaxQueriesPerWorkgroup = 256;
 constexpr int64_t kTiledMinQueries = 32;  // below, most of a 32-row workgroup would idle: attention.wgsl
-// ... and it must fill the GPU: on the H200 SigLIP-B's 12 heads x 197 queries (48 tiled workgroups of 64)
-// ran in 1.97 ms tiled against 0.92 ms on attention.wgsl's 2364 workgroups, while DaViT's window attention
-// (thousands of tiled workgroups) went from 14.9 to 4.4 ms (docs/performance.md): at least 256 workgroups'
-// worth of 64 query rows.
+// ... and it must fill the GPU: SigLIP-B's 12 heads x 197 queries (48 tiled workgroups of 64) ran slower
+// tiled than on attention.wgsl's 2364 workgroups, while DaViT's window attention (thousands of tiled
+// workgroups) gained (docs/performance.md, "Measurements behind the planner's rules"): at least 256
+// workgroups' worth of 64 query rows.
 constexpr int64_t kTiledMinInvocations = 256 * 64;
 
 // The tiled kernel's query rows per workgroup: a head's queries rounded up to whole warps (32), so that
@@ -414,7 +415,7 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
     }
     // The fast GEMMs read Q, K and V through their strides and write the output view in place (DaViT's
     // channel attention: the packed projection read as Q^T, K^T and V^T, the output written [B, N, heads, D];
-    // those Transposes, Gathers and copies cost 0.96 of 23 ms on the H200). A view whose matrices are
+    // those Transposes, Gathers and copies cost time, docs/performance.md). A view whose matrices are
     // contiguous along neither dim is copied into a scratch buffer of its own first, and an output view that
     // is neither rows nor columns of the product goes through one copied at the end. The seeds' kernels
     // read packed matrices only: where the device cannot run the fast ones (compat devices' workgroup
@@ -437,9 +438,9 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
   c.workgroups = tiled ? tiled_workgroups : p.batch() * p.tq;
   // The row kernel reads all of K and V once per query row, a key per invocation: it wants K^T (consecutive
   // invocations on consecutive keys). SigLIP-B exports K^T (a Transpose with perm [0, 2, 3, 1]); read as a
-  // strided K view in place instead, its attention ran 3.7x slower on the H200 (0.154 against 0.042 ms per
-  // layer, 2026-11-30). With several query rows per head, a strided K is copied once as K^T and a strided V
-  // contiguously (what the exporter's Transposes made); the tiled kernel stages K and V in workgroup memory
+  // strided K view in place instead, its attention ran slower (docs/performance.md, "Measurements behind
+  // the planner's rules"). With several query rows per head, a strided K is copied once as K^T and a strided
+  // V contiguously (what the exporter's Transposes made); the tiled kernel stages K and V in workgroup memory
   // and reads the views in place.
   if (!tiled && p.tq > 1 && !is_contiguous(views[1])) {
     if (!c.k_transposed) {  // copy the view of K^T: K's last two dims swapped

@@ -21,19 +21,20 @@ constexpr uint32_t kGemvMaxRows = 8;
 
 // Fast128 does 4x the work per thread of Fast64 with twice the reuse per loaded value; it pays once it has
 // enough tiles to keep a large GPU busy: about two workgroups per SM of the H200 (132 SMs; 256 invocations
-// of ~128 registers each allow two per SM). Tall products pay with fewer: `wgi tune` on the H200 (2026-11-30,
-// docs/performance.md) chose it, split or not, over Fast64 for every DaViT product with M >= 2304 and
-// N >= 256 (1.2-2x), with as few as 72 tiles.
+// of ~128 registers each allow two per SM). Tall products pay with fewer: `wgi tune` chose it, split or not,
+// over Fast64 for every DaViT product with M >= 2304 and N >= 256, with as few as 72 tiles
+// (docs/performance.md, "Measurements behind the planner's rules").
 constexpr uint64_t kFast128MinWorkgroups = 256;
 constexpr uint32_t kFast128TallRows = 2048;
 constexpr uint32_t kFast128TallMinColumns = 256;
-// From 512 rows, three quarters of a wave of 128 tiles do too: two later tuning rounds (2026-11-30) took the
-// 128 tile for DaViT's 576x3072x1024 and 576x4096x1024 (120 and 160 tiles), 1.2-1.5x over the 64 tile.
+// From 512 rows, three quarters of a wave of 128 tiles do too: two later tuning rounds took the 128 tile for
+// DaViT's 576x3072x1024 and 576x4096x1024 (120 and 160 tiles; docs/performance.md, "Measurements behind
+// the planner's rules").
 constexpr uint32_t kFast128MidRows = 512;
 constexpr uint64_t kFast128MidMinWorkgroups = 96;
-// Fast64 down to 16 rows or columns: the same tuning run found it 1.2-8.8x faster than the seeds' 32x32
-// tiles on DaViT's channel attention products (32x32x36864 in 4 batches, split; 32x36864x32), although
-// half of each tile is padding there.
+// Fast64 down to 16 rows or columns: the same tuning run found it faster than the seeds' 32x32 tiles on
+// DaViT's channel attention products (32x32x36864 in 4 batches, split; 32x36864x32), although half of each
+// tile is padding there (docs/performance.md, "Measurements behind the planner's rules").
 constexpr uint32_t kFastMinExtent = 16;
 // The fast kernels split K when a product has fewer output tiles than this (about one wave on the H200).
 constexpr uint64_t kFastSplitMaxTiles = 132;
@@ -415,7 +416,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, why128);
     const bool tall = spec.m >= kFast128TallRows && spec.n >= kFast128TallMinColumns;
     // Fewer than 128 rows or columns leave most of a 128 tile padding: DaViT's 32x36864x32 (4 batches) ran
-    // 1.6x faster on the 64 tile (2026-11-30).
+    // faster on the 64 tile (docs/performance.md, "Measurements behind the planner's rules").
     const bool fills_128 = spec.m >= 128 && spec.n >= 128;
     const bool mid = spec.m >= kFast128MidRows && tiles128 >= kFast128MidMinWorkgroups;
     if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall || mid)) return *c128;

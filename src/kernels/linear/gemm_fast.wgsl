@@ -416,11 +416,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #if IN_PLACE_EPILOGUE
   // A long activation (erf, exp: the Gelu forms) inlined TM * TN times made the loop above too big for the
   // driver to unroll on the H200; acc, indexed by loop counters then, went to local memory for the whole
-  // kernel (16x slower). A residual read there did the same (DaViT's MLP-down on the 128 tile: 0.18 -> 3.2 ms,
-  // 2026-11-30). So that loop stores plain values, and this one, which reads no accumulator, adds the
-  // residual and activates this thread's outputs in place (cache-hot: it wrote them just now). A row's loads
-  // are all issued before its first store: a load that follows a store to the same buffer waits for it, and
-  // one load-activate-store per run cost a memory latency per run.
+  // kernel (docs/performance.md, "Measurements behind the planner's rules"). A residual read there did the
+  // same (DaViT's MLP-down on the 128 tile). So that loop stores plain values, and this one, which reads no
+  // accumulator, adds the residual and activates this thread's outputs in place (cache-hot: it wrote them
+  // just now). A row's loads are all issued before its first store: a load that follows a store to the same
+  // buffer waits for it, and one load-activate-store per run cost a memory latency per run.
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
     if (m < params.M) {
