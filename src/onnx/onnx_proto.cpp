@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "wgi/error.h"
 
@@ -395,394 +396,296 @@ void append_message(Context& ctx, const Field& f, std::vector<M>& out, const cha
   read_message(ctx, f, out.back(), name, out.size() - 1, true);
 }
 
+// How a field is read follows from the type of the struct member it lands in (the header's structs mirror
+// onnx.proto): one overload per member type.
+void read_into(Context& c, const Field& f, std::string& out, const char* name) {
+  out = read_string(c, f, name);
+}
+void read_into(Context& c, const Field& f, std::optional<std::string>& out, const char* name) {
+  out = read_string(c, f, name);
+}
+void read_into(Context& c, const Field& f, int64_t& out, const char* name) {
+  out = read_int64(c, f, name);
+}
+void read_into(Context& c, const Field& f, std::optional<int64_t>& out, const char* name) {
+  out = read_int64(c, f, name);
+}
+void read_into(Context& c, const Field& f, std::optional<int32_t>& out, const char* name) {
+  out = read_int32(c, f, name);
+}
+void read_into(Context& c, const Field& f, std::optional<float>& out, const char* name) {
+  out = read_float(c, f, name);
+}
+void read_into(Context& c, const Field& f, std::optional<Bytes>& out, const char* name) {
+  out = read_view(c, f, name);
+}
+void read_into(Context& c, const Field& f, std::vector<Bytes>& out, const char* name) {
+  expect_wire(c, f, kLengthDelimited, name);
+  c.charge(sizeof(Bytes), f.at);
+  out.push_back(read_view(c, f, name));
+}
+void read_into(Context& c, const Field& f, std::vector<std::string>& out, const char* name) {
+  append_string(c, f, out, name);
+}
+// Sub-messages the importer only counts or notes the presence of (bool: present; size_t: how many).
+void read_into(Context& c, const Field& f, bool& present, const char* name) {
+  present = skip_message(c, f, name);
+}
+void read_into(Context& c, const Field& f, size_t& count, const char* name) {
+  count += skip_message(c, f, name);
+}
+// AttributeProto.g: a GraphProto holds attributes, so the member is a pointer.
+void read_into(Context& c, const Field& f, std::unique_ptr<GraphProto>& out, const char* name) {
+  expect_wire(c, f, kLengthDelimited, name);
+  if (!out) {
+    c.charge(sizeof(GraphProto), f.at);
+    out = std::make_unique<GraphProto>();
+  }
+  read_message(c, f, *out, name);
+}
+template <class T>
+requires std::is_arithmetic_v<T>
+void read_into(Context& c, const Field& f, std::vector<T>& out, const char* name) {
+  append_scalars(c, f, out, name);
+}
 template <class M>
-M& singular(std::optional<M>& field) {
-  if (!field) field.emplace();
-  return *field;
+requires std::is_class_v<M>
+void read_into(Context& c, const Field& f, std::vector<M>& out, const char* name) {
+  append_message(c, f, out, name);
+}
+template <class M>
+requires std::is_class_v<M>
+void read_into(Context& c, const Field& f, std::optional<M>& out, const char* name) {
+  if (!out) out.emplace();
+  read_message(c, f, *out, name);
+}
+
+// The largest value each enum field defines (closed enums: see read_enum).
+constexpr int32_t enum_max(DataLocation) {
+  return static_cast<int32_t>(DataLocation::External);
+}
+constexpr int32_t enum_max(AttributeType) {
+  return static_cast<int32_t>(AttributeType::TypeProtos);
+}
+template <class E>
+requires std::is_enum_v<E>
+void read_into(Context& c, const Field& f, E& out, const char* name) {
+  read_enum(c, f, out, enum_max(E{}), name);
+}
+
+// One row of a message's table: onnx.proto's field number and name, and how to read it into the struct.
+template <class M>
+struct FieldRule {
+  uint32_t number;
+  const char* name;
+  void (*read)(Context&, const Field&, M&, const char* name);
+};
+
+template <class P>
+struct MemberOf;
+template <class M, class T>
+struct MemberOf<T M::*> {
+  using Message = M;
+};
+
+// The usual row: the field lands in `Member`, read as its type says.
+template <auto Member>
+constexpr FieldRule<typename MemberOf<decltype(Member)>::Message> field(uint32_t number, const char* name) {
+  using M = typename MemberOf<decltype(Member)>::Message;
+  return {number, name,
+          [](Context& c, const Field& f, M& out, const char* n) { read_into(c, f, out.*Member, n); }};
+}
+
+// Fields the table does not list are unknown fields: skipped (their framing was checked by the Reader).
+template <class M, size_t N>
+void decode_fields(Reader& r, M& out, const FieldRule<M> (&rules)[N]) {
+  for (Field f; r.next(f);) {
+    for (const FieldRule<M>& rule : rules) {
+      if (rule.number == f.number) {
+        rule.read(r.ctx(), f, out, rule.name);
+        break;
+      }
+    }
+  }
 }
 
 void decode(Reader& r, StringStringEntryProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.key = read_string(c, f, "key");
-        break;
-      case 2:
-        out.value = read_string(c, f, "value");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = StringStringEntryProto;
+  static constexpr FieldRule<M> kFields[] = {field<&M::key>(1, "key"), field<&M::value>(2, "value")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, OperatorSetIdProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.domain = read_string(c, f, "domain");
-        break;
-      case 2:
-        out.version = read_int64(c, f, "version");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = OperatorSetIdProto;
+  static constexpr FieldRule<M> kFields[] = {field<&M::domain>(1, "domain"),
+                                             field<&M::version>(2, "version")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, TensorProto::Segment& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.begin = read_int64(c, f, "begin");
-        break;
-      case 2:
-        out.end = read_int64(c, f, "end");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = TensorProto::Segment;
+  static constexpr FieldRule<M> kFields[] = {field<&M::begin>(1, "begin"), field<&M::end>(2, "end")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, TensorProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        append_scalars(c, f, out.dims, "dims");
-        break;
-      case 2:
-        out.data_type = read_int32(c, f, "data_type");
-        break;
-      case 3:
-        read_message(c, f, singular(out.segment), "segment");
-        break;
-      case 4:
-        append_scalars(c, f, out.float_data, "float_data");
-        break;
-      case 5:
-        append_scalars(c, f, out.int32_data, "int32_data");
-        break;
-      case 6:
-        expect_wire(c, f, kLengthDelimited, "string_data");
-        c.charge(sizeof(Bytes), f.at);
-        out.string_data.push_back(read_view(c, f, "string_data"));
-        break;
-      case 7:
-        append_scalars(c, f, out.int64_data, "int64_data");
-        break;
-      case 8:
-        out.name = read_string(c, f, "name");
-        break;
-      case 9:
-        out.raw_data = read_view(c, f, "raw_data");
-        break;
-      case 10:
-        append_scalars(c, f, out.double_data, "double_data");
-        break;
-      case 11:
-        append_scalars(c, f, out.uint64_data, "uint64_data");
-        break;
-      case 13:
-        append_message(c, f, out.external_data, "external_data");
-        break;
-      case 14:
-        read_enum(c, f, out.data_location, 1, "data_location");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = TensorProto;
+  static constexpr FieldRule<M> kFields[] = {
+      field<&M::dims>(1, "dims"),
+      field<&M::data_type>(2, "data_type"),
+      field<&M::segment>(3, "segment"),
+      field<&M::float_data>(4, "float_data"),
+      field<&M::int32_data>(5, "int32_data"),
+      field<&M::string_data>(6, "string_data"),
+      field<&M::int64_data>(7, "int64_data"),
+      field<&M::name>(8, "name"),
+      field<&M::raw_data>(9, "raw_data"),
+      field<&M::double_data>(10, "double_data"),
+      field<&M::uint64_data>(11, "uint64_data"),
+      field<&M::external_data>(13, "external_data"),
+      field<&M::data_location>(14, "data_location"),
+  };
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, SparseTensorProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    if (f.number == 1) read_message(c, f, singular(out.values), "values");
-  }
+  using M = SparseTensorProto;
+  static constexpr FieldRule<M> kFields[] = {field<&M::values>(1, "values")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, TensorShapeProto::Dimension& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:  // oneof value: setting one member clears the other
-        out.dim_value = read_int64(c, f, "dim_value");
-        out.dim_param.reset();
-        break;
-      case 2:
-        out.dim_param = read_string(c, f, "dim_param");
-        out.dim_value.reset();
-        break;
-      default:
-        break;
-    }
-  }
+  using M = TensorShapeProto::Dimension;
+  // oneof value: setting one member clears the other.
+  static constexpr FieldRule<M> kFields[] = {
+      {1, "dim_value",
+       [](Context& c, const Field& f, M& d, const char* n) {
+         d.dim_value = read_int64(c, f, n);
+         d.dim_param.reset();
+       }},
+      {2, "dim_param",
+       [](Context& c, const Field& f, M& d, const char* n) {
+         d.dim_param = read_string(c, f, n);
+         d.dim_value.reset();
+       }},
+  };
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, TensorShapeProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    if (f.number == 1) append_message(c, f, out.dim, "dim");
-  }
+  using M = TensorShapeProto;
+  static constexpr FieldRule<M> kFields[] = {field<&M::dim>(1, "dim")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, TypeProto::Tensor& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.elem_type = read_int32(c, f, "elem_type");
-        break;
-      case 2:
-        read_message(c, f, singular(out.shape), "shape");
-        break;
-      default:
-        break;
-    }
-  }
-}
-
-const char* other_type_name(uint32_t number) {
-  switch (number) {
-    case 4:
-      return "sequence_type";
-    case 5:
-      return "map_type";
-    case 7:
-      return "opaque_type";
-    case 8:
-      return "sparse_tensor_type";
-    default:
-      return "optional_type";
-  }
+  using M = TypeProto::Tensor;
+  static constexpr FieldRule<M> kFields[] = {field<&M::elem_type>(1, "elem_type"),
+                                             field<&M::shape>(2, "shape")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, TypeProto& out) {
+  using M = TypeProto;
   using Case = TypeProto::ValueCase;
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        // oneof value: switching members starts the new one empty; the same member again is merged.
-        if (out.value_case != Case::TensorType) {
-          out.tensor_type = {};
-          out.value_case = Case::TensorType;
-        }
-        read_message(c, f, out.tensor_type, "tensor_type");
-        break;
-      case 4:
-      case 5:
-      case 7:
-      case 8:
-      case 9:
-        skip_message(c, f, other_type_name(f.number));
-        out.value_case = static_cast<Case>(f.number);
-        out.tensor_type = {};
-        break;
-      default:
-        break;
-    }
-  }
+  // oneof value: switching members starts the new one empty; the same member again is merged. Only
+  // tensor_type's contents are decoded; the other members are noted by their field number.
+  static constexpr auto other = [](Context& c, const Field& f, M& t, const char* n) {
+    skip_message(c, f, n);
+    t.value_case = static_cast<Case>(f.number);
+    t.tensor_type = {};
+  };
+  static constexpr FieldRule<M> kFields[] = {
+      {1, "tensor_type",
+       [](Context& c, const Field& f, M& t, const char* n) {
+         if (t.value_case != Case::TensorType) {
+           t.tensor_type = {};
+           t.value_case = Case::TensorType;
+         }
+         read_message(c, f, t.tensor_type, n);
+       }},
+      {4, "sequence_type", other},
+      {5, "map_type", other},
+      {7, "opaque_type", other},
+      {8, "sparse_tensor_type", other},
+      {9, "optional_type", other},
+  };
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, ValueInfoProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.name = read_string(c, f, "name");
-        break;
-      case 2:
-        read_message(c, f, singular(out.type), "type");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = ValueInfoProto;
+  static constexpr FieldRule<M> kFields[] = {field<&M::name>(1, "name"), field<&M::type>(2, "type")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, AttributeProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.name = read_string(c, f, "name");
-        break;
-      case 21:
-        out.ref_attr_name = read_string(c, f, "ref_attr_name");
-        break;
-      case 20:
-        read_enum(c, f, out.type, static_cast<int32_t>(AttributeType::TypeProtos), "type");
-        break;
-      case 2:
-        out.f = read_float(c, f, "f");
-        break;
-      case 3:
-        out.i = read_int64(c, f, "i");
-        break;
-      case 4:
-        out.s = read_string(c, f, "s");
-        break;
-      case 5:
-        read_message(c, f, singular(out.t), "t");
-        break;
-      case 6:
-        expect_wire(c, f, kLengthDelimited, "g");
-        if (!out.g) {
-          c.charge(sizeof(GraphProto), f.at);
-          out.g = std::make_unique<GraphProto>();
-        }
-        read_message(c, f, *out.g, "g");
-        break;
-      case 22:
-        out.has_sparse_tensor = skip_message(c, f, "sparse_tensor");
-        break;
-      case 14:
-        out.has_tp = skip_message(c, f, "tp");
-        break;
-      case 7:
-        append_scalars(c, f, out.floats, "floats");
-        break;
-      case 8:
-        append_scalars(c, f, out.ints, "ints");
-        break;
-      case 9:
-        append_string(c, f, out.strings, "strings");
-        break;
-      case 10:
-        append_message(c, f, out.tensors, "tensors");
-        break;
-      case 11:
-        append_message(c, f, out.graphs, "graphs");
-        break;
-      case 23:
-        out.sparse_tensors_count += skip_message(c, f, "sparse_tensors");
-        break;
-      case 15:
-        out.type_protos_count += skip_message(c, f, "type_protos");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = AttributeProto;
+  static constexpr FieldRule<M> kFields[] = {
+      field<&M::name>(1, "name"),
+      field<&M::ref_attr_name>(21, "ref_attr_name"),
+      field<&M::type>(20, "type"),
+      field<&M::f>(2, "f"),
+      field<&M::i>(3, "i"),
+      field<&M::s>(4, "s"),
+      field<&M::t>(5, "t"),
+      field<&M::g>(6, "g"),
+      field<&M::has_sparse_tensor>(22, "sparse_tensor"),
+      field<&M::has_tp>(14, "tp"),
+      field<&M::floats>(7, "floats"),
+      field<&M::ints>(8, "ints"),
+      field<&M::strings>(9, "strings"),
+      field<&M::tensors>(10, "tensors"),
+      field<&M::graphs>(11, "graphs"),
+      field<&M::sparse_tensors_count>(23, "sparse_tensors"),
+      field<&M::type_protos_count>(15, "type_protos"),
+  };
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, NodeProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        append_string(c, f, out.input, "input");
-        break;
-      case 2:
-        append_string(c, f, out.output, "output");
-        break;
-      case 3:
-        out.name = read_string(c, f, "name");
-        break;
-      case 4:
-        out.op_type = read_string(c, f, "op_type");
-        break;
-      case 7:
-        out.domain = read_string(c, f, "domain");
-        break;
-      case 5:
-        append_message(c, f, out.attribute, "attribute");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = NodeProto;
+  static constexpr FieldRule<M> kFields[] = {
+      field<&M::input>(1, "input"),     field<&M::output>(2, "output"), field<&M::name>(3, "name"),
+      field<&M::op_type>(4, "op_type"), field<&M::domain>(7, "domain"), field<&M::attribute>(5, "attribute"),
+  };
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, GraphProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        append_message(c, f, out.node, "node");
-        break;
-      case 2:
-        out.name = read_string(c, f, "name");
-        break;
-      case 5:
-        append_message(c, f, out.initializer, "initializer");
-        break;
-      case 15:
-        append_message(c, f, out.sparse_initializer, "sparse_initializer");
-        break;
-      case 11:
-        append_message(c, f, out.input, "input");
-        break;
-      case 12:
-        append_message(c, f, out.output, "output");
-        break;
-      case 13:
-        append_message(c, f, out.value_info, "value_info");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = GraphProto;
+  static constexpr FieldRule<M> kFields[] = {
+      field<&M::node>(1, "node"),
+      field<&M::name>(2, "name"),
+      field<&M::initializer>(5, "initializer"),
+      field<&M::sparse_initializer>(15, "sparse_initializer"),
+      field<&M::input>(11, "input"),
+      field<&M::output>(12, "output"),
+      field<&M::value_info>(13, "value_info"),
+  };
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, FunctionProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.name = read_string(c, f, "name");
-        break;
-      case 10:
-        out.domain = read_string(c, f, "domain");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = FunctionProto;
+  static constexpr FieldRule<M> kFields[] = {field<&M::name>(1, "name"), field<&M::domain>(10, "domain")};
+  decode_fields(r, out, kFields);
 }
 
 void decode(Reader& r, ModelProto& out) {
-  Context& c = r.ctx();
-  for (Field f; r.next(f);) {
-    switch (f.number) {
-      case 1:
-        out.ir_version = read_int64(c, f, "ir_version");
-        break;
-      case 8:
-        append_message(c, f, out.opset_import, "opset_import");
-        break;
-      case 2:
-        out.producer_name = read_string(c, f, "producer_name");
-        break;
-      case 3:
-        out.producer_version = read_string(c, f, "producer_version");
-        break;
-      case 4:
-        out.domain = read_string(c, f, "domain");
-        break;
-      case 5:
-        out.model_version = read_int64(c, f, "model_version");
-        break;
-      case 7:
-        read_message(c, f, singular(out.graph), "graph");
-        break;
-      case 14:
-        append_message(c, f, out.metadata_props, "metadata_props");
-        break;
-      case 25:
-        append_message(c, f, out.functions, "functions");
-        break;
-      default:
-        break;
-    }
-  }
+  using M = ModelProto;
+  static constexpr FieldRule<M> kFields[] = {
+      field<&M::ir_version>(1, "ir_version"),
+      field<&M::opset_import>(8, "opset_import"),
+      field<&M::producer_name>(2, "producer_name"),
+      field<&M::producer_version>(3, "producer_version"),
+      field<&M::domain>(4, "domain"),
+      field<&M::model_version>(5, "model_version"),
+      field<&M::graph>(7, "graph"),
+      field<&M::metadata_props>(14, "metadata_props"),
+      field<&M::functions>(25, "functions"),
+  };
+  decode_fields(r, out, kFields);
 }
 
 template <class M>

@@ -41,7 +41,18 @@ double optional_scalar(const PlanContext& ctx, size_t i, const char* what, doubl
   }
 }
 
-OpPlan plan_non_max_suppression(const PlanContext& ctx) {
+// What NonMaxSuppression is asked, read and checked from its inputs and attributes.
+struct NmsProblem {
+  int64_t batches = 0, count = 0, classes = 0;
+  int64_t center_point_box = 0;
+  int64_t per_class = 0;  // boxes selected at most per (batch, class)
+  int64_t words = 0;      // (count + 31) / 32: one bit per box in a mask row
+  float iou_threshold = 0, score_threshold = 0;
+  bool has_score_threshold = false;
+  int64_t rows() const { return batches * classes; }
+};
+
+NmsProblem parse_non_max_suppression(const PlanContext& ctx) {
   const TensorDesc& boxes = ctx.input(0);
   const TensorDesc& scores = ctx.input(1);
   if (boxes.dtype != DType::Float32 || scores.dtype != DType::Float32) {
@@ -51,126 +62,140 @@ OpPlan plan_non_max_suppression(const PlanContext& ctx) {
   if (boxes.shape.size() != 3 || boxes.shape[2] != 4) {
     ctx.fail("input 0 (boxes) has shape " + shape_to_string(boxes.shape) + "; expected [batches, boxes, 4]");
   }
-  const int64_t batches = boxes.shape[0], count = boxes.shape[1];
-  if (scores.shape.size() != 3 || scores.shape[0] != batches || scores.shape[2] != count) {
+  NmsProblem p;
+  p.batches = boxes.shape[0];
+  p.count = boxes.shape[1];
+  if (scores.shape.size() != 3 || scores.shape[0] != p.batches || scores.shape[2] != p.count) {
     ctx.fail("input 1 (scores) has shape " + shape_to_string(scores.shape) + "; expected [" +
-             std::to_string(batches) + ", classes, " + std::to_string(count) + "] for boxes " +
+             std::to_string(p.batches) + ", classes, " + std::to_string(p.count) + "] for boxes " +
              shape_to_string(boxes.shape));
   }
-  if (count > kMaxBoxes) {
-    ctx.fail("has " + std::to_string(count) + " boxes per batch; wgi's NonMaxSuppression takes up to " +
+  if (p.count > kMaxBoxes) {
+    ctx.fail("has " + std::to_string(p.count) + " boxes per batch; wgi's NonMaxSuppression takes up to " +
              std::to_string(kMaxBoxes));
   }
-  const int64_t classes = scores.shape[1];
-  const int64_t center_point_box = ctx.node.attributes.get_int("center_point_box", 0);
-  if (center_point_box != 0 && center_point_box != 1)
-    ctx.fail("attribute center_point_box is " + std::to_string(center_point_box) + "; expected 0 or 1");
+  p.classes = scores.shape[1];
+  p.center_point_box = ctx.node.attributes.get_int("center_point_box", 0);
+  if (p.center_point_box != 0 && p.center_point_box != 1)
+    ctx.fail("attribute center_point_box is " + std::to_string(p.center_point_box) + "; expected 0 or 1");
   const double max_output = optional_scalar(ctx, 2, "max_output_boxes_per_class", 0);
-  const float iou_threshold = static_cast<float>(optional_scalar(ctx, 3, "iou_threshold", 0));
-  const bool has_score_threshold = ctx.has_input(4);
-  const float score_threshold = static_cast<float>(optional_scalar(ctx, 4, "score_threshold", 0));
-  const int64_t per_class =
-      max_output <= 0 ? 0 : static_cast<int64_t>(std::min<double>(max_output, static_cast<double>(count)));
-  const int64_t words = (count + 31) / 32;
-  const int64_t rows = batches * classes;
-  if (rows * count > std::numeric_limits<int32_t>::max() ||
-      batches * count * words > std::numeric_limits<int32_t>::max()) {
+  p.iou_threshold = static_cast<float>(optional_scalar(ctx, 3, "iou_threshold", 0));
+  p.has_score_threshold = ctx.has_input(4);
+  p.score_threshold = static_cast<float>(optional_scalar(ctx, 4, "score_threshold", 0));
+  p.per_class =
+      max_output <= 0 ? 0 : static_cast<int64_t>(std::min<double>(max_output, static_cast<double>(p.count)));
+  p.words = (p.count + 31) / 32;
+  if (p.rows() * p.count > std::numeric_limits<int32_t>::max() ||
+      p.batches * p.count * p.words > std::numeric_limits<int32_t>::max()) {
     ctx.fail("boxes " + shape_to_string(boxes.shape) + " and scores " + shape_to_string(scores.shape) +
              " exceed wgi's 32-bit indexing");
   }
+  return p;
+}
 
+// A stage's storage bindings: name and element type in the kernel, and what they bind.
+struct StageBinding {
+  const char* name;
+  const char* element;
+  TensorRef ref;
+};
+
+// One stage of the kernel file; `writes`: how many of the last bindings the stage writes (it reads the
+// others); `work`: the invocations that do work (IOU, RANK).
+KernelLaunch stage_launch(const NmsProblem& p, const char* stage, const std::vector<StageBinding>& bindings,
+                          size_t writes, uint64_t work, uint32_t wg_size, gpu::WorkgroupCount groups) {
+  KernelLaunch l;
+  l.program.label = std::string("non_max_suppression_") + stage;
+  kernels::Defines flags;
+  for (const char* s : {"IOU", "RANK", "SELECT", "WRITE"}) flags[s] = std::string(s) == stage ? "1" : "0";
+  KernelInterface iface;
+  for (size_t b = 0; b < bindings.size(); ++b) {
+    if (b + writes >= bindings.size()) {
+      iface.read_write(bindings[b].name, bindings[b].element, bindings[b].ref);
+    } else {
+      iface.read(bindings[b].name, bindings[b].element, bindings[b].ref);
+    }
+  }
+  iface.uniforms({{"batches", UniformType::U32},
+                  {"classes", UniformType::U32},
+                  {"boxes", UniformType::U32},
+                  {"words", UniformType::U32},
+                  {"max_selected", UniformType::U32},  // per class
+                  {"center_point_box", UniformType::U32},
+                  {"has_score_threshold", UniformType::U32},
+                  {"count", UniformType::U32},
+                  {"iou_threshold", UniformType::F32},
+                  {"score_threshold", UniformType::F32},
+                  {"_pad0", UniformType::Pad},
+                  {"_pad1", UniformType::Pad}});
+  l.program.wgsl = iface.load_wgsl("detection/non_max_suppression.wgsl", flags);
+  l.program.constants = {{"WG_SIZE", wg_size}};
+  iface.bind(l);
+  l.uniform = iface.values()
+                  .u32("batches", static_cast<uint32_t>(p.batches))
+                  .u32("classes", static_cast<uint32_t>(p.classes))
+                  .u32("boxes", static_cast<uint32_t>(p.count))
+                  .u32("words", static_cast<uint32_t>(p.words))
+                  .u32("max_selected", static_cast<uint32_t>(p.per_class))
+                  .u32("center_point_box", static_cast<uint32_t>(p.center_point_box))
+                  .u32("has_score_threshold", p.has_score_threshold ? 1 : 0)
+                  .u32("count", static_cast<uint32_t>(work))
+                  .f32("iou_threshold", p.iou_threshold)
+                  .f32("score_threshold", p.score_threshold)
+                  .bytes();
+  l.groups = groups;
+  return l;
+}
+
+// A stage with one invocation per work item, writing its last binding.
+KernelLaunch grid_stage_launch(const PlanContext& ctx, const NmsProblem& p, const char* stage,
+                               const std::vector<StageBinding>& bindings, uint64_t work) {
+  const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(work, 256, ctx.caps.limits);
+  return stage_launch(p, stage, bindings, 1, work, grid.workgroup_size, grid.groups);
+}
+
+OpPlan plan_non_max_suppression(const PlanContext& ctx) {
+  const NmsProblem p = parse_non_max_suppression(ctx);
+  const int64_t rows = p.rows();
   OpPlan plan;
-  plan.outputs.push_back({DType::Int64, {rows * per_class, 3}});
+  plan.outputs.push_back({DType::Int64, {rows * p.per_class, 3}});
   plan.outputs.push_back(extent_desc());
   const TensorRef extent = TensorRef::output(1);
-  // A stage's storage bindings: name and element type in the kernel, and what they bind.
-  struct StageBinding {
-    const char* name;
-    const char* element;
-    TensorRef ref;
-  };
-  // `writes`: how many of the last bindings the stage writes (the others it reads).
-  auto launch = [&](const char* stage, const std::vector<StageBinding>& bindings, size_t writes,
-                    uint64_t work, uint32_t wg_size, gpu::WorkgroupCount groups) {
-    KernelLaunch l;
-    l.program.label = std::string("non_max_suppression_") + stage;
-    kernels::Defines flags;
-    for (const char* s : {"IOU", "RANK", "SELECT", "WRITE"}) flags[s] = std::string(s) == stage ? "1" : "0";
-    KernelInterface iface;
-    for (size_t b = 0; b < bindings.size(); ++b) {
-      if (b + writes >= bindings.size()) {
-        iface.read_write(bindings[b].name, bindings[b].element, bindings[b].ref);
-      } else {
-        iface.read(bindings[b].name, bindings[b].element, bindings[b].ref);
-      }
-    }
-    iface.uniforms({{"batches", UniformType::U32},
-                    {"classes", UniformType::U32},
-                    {"boxes", UniformType::U32},
-                    {"words", UniformType::U32},         // (boxes + 31) / 32
-                    {"max_selected", UniformType::U32},  // per class
-                    {"center_point_box", UniformType::U32},
-                    {"has_score_threshold", UniformType::U32},
-                    {"count", UniformType::U32},  // invocations that do work (IOU, RANK)
-                    {"iou_threshold", UniformType::F32},
-                    {"score_threshold", UniformType::F32},
-                    {"_pad0", UniformType::Pad},
-                    {"_pad1", UniformType::Pad}});
-    l.program.wgsl = iface.load_wgsl("detection/non_max_suppression.wgsl", flags);
-    l.program.constants = {{"WG_SIZE", wg_size}};
-    iface.bind(l);
-    l.uniform = iface.values()
-                    .u32("batches", static_cast<uint32_t>(batches))
-                    .u32("classes", static_cast<uint32_t>(classes))
-                    .u32("boxes", static_cast<uint32_t>(count))
-                    .u32("words", static_cast<uint32_t>(words))
-                    .u32("max_selected", static_cast<uint32_t>(per_class))
-                    .u32("center_point_box", static_cast<uint32_t>(center_point_box))
-                    .u32("has_score_threshold", has_score_threshold ? 1 : 0)
-                    .u32("count", static_cast<uint32_t>(work))
-                    .f32("iou_threshold", iou_threshold)
-                    .f32("score_threshold", score_threshold)
-                    .bytes();
-    l.groups = groups;
-    plan.launches.push_back(std::move(l));
-  };
-  auto grid_launch = [&](const char* stage, const std::vector<StageBinding>& bindings, uint64_t work) {
-    const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(work, 256, ctx.caps.limits);
-    launch(stage, bindings, 1, work, grid.workgroup_size, grid.groups);
-  };
-  if (per_class > 0 && rows > 0) {
-    const TensorRef mask = plan.add_scratch(static_cast<uint64_t>(batches * count * words) * 4);
-    const TensorRef order = plan.add_scratch(static_cast<uint64_t>(rows * count) * 4);
-    const TensorRef selected = plan.add_scratch(static_cast<uint64_t>(rows * per_class) * 4);
+  if (p.per_class > 0 && rows > 0) {
+    const TensorRef mask = plan.add_scratch(static_cast<uint64_t>(p.batches * p.count * p.words) * 4);
+    const TensorRef order = plan.add_scratch(static_cast<uint64_t>(rows * p.count) * 4);
+    const TensorRef selected = plan.add_scratch(static_cast<uint64_t>(rows * p.per_class) * 4);
     const TensorRef kept = plan.add_scratch(static_cast<uint64_t>(rows) * 4);
-    grid_launch("IOU", {{"boxes", "f32", TensorRef::input(0)}, {"mask", "u32", mask}},
-                static_cast<uint64_t>(batches * count * words));
-    grid_launch("RANK", {{"scores", "f32", TensorRef::input(1)}, {"order", "u32", order}},
-                static_cast<uint64_t>(rows * count));
+    plan.launches.push_back(grid_stage_launch(ctx, p, "IOU",
+                                              {{"boxes", "f32", TensorRef::input(0)}, {"mask", "u32", mask}},
+                                              static_cast<uint64_t>(p.batches * p.count * p.words)));
+    plan.launches.push_back(
+        grid_stage_launch(ctx, p, "RANK", {{"scores", "f32", TensorRef::input(1)}, {"order", "u32", order}},
+                          static_cast<uint64_t>(rows * p.count)));
     // A workgroup per (batch, class), folded like any grid past the per-dimension limit.
     const gpu::DispatchGrid groups =
         gpu::compute_dispatch_grid(static_cast<uint64_t>(rows), 1, ctx.caps.limits);
-    launch("SELECT",
-           {{"scores", "f32", TensorRef::input(1)},
-            {"mask", "u32", mask},
-            {"order", "u32", order},
-            {"selected", "u32", selected},  // [B * C, max_selected]
-            {"kept", "u32", kept}},         // [B * C]
-           2, static_cast<uint64_t>(rows), 256, groups.groups);
-    launch("WRITE",
-           {{"selected", "u32", selected},
-            {"kept", "u32", kept},
-            {"triples", "i32", TensorRef::output(0)},
-            {"extent", "u32", extent}},
-           2, 0, 256, {1, 1, 1});
+    plan.launches.push_back(stage_launch(p, "SELECT",
+                                         {{"scores", "f32", TensorRef::input(1)},
+                                          {"mask", "u32", mask},
+                                          {"order", "u32", order},
+                                          {"selected", "u32", selected},  // [B * C, max_selected]
+                                          {"kept", "u32", kept}},         // [B * C]
+                                         2, static_cast<uint64_t>(rows), 256, groups.groups));
+    plan.launches.push_back(stage_launch(p, "WRITE",
+                                         {{"selected", "u32", selected},
+                                          {"kept", "u32", kept},
+                                          {"triples", "i32", TensorRef::output(0)},
+                                          {"extent", "u32", extent}},
+                                         2, 0, 256, {1, 1, 1}));
   } else {
     // Nothing can be selected; the kernel still writes the count (0). Its inputs are bound to any buffer.
-    launch("WRITE",
-           {{"selected", "u32", TensorRef::zero()},
-            {"kept", "u32", TensorRef::zero()},
-            {"triples", "i32", TensorRef::output(0)},
-            {"extent", "u32", extent}},
-           2, 0, 256, {1, 1, 1});
+    plan.launches.push_back(stage_launch(p, "WRITE",
+                                         {{"selected", "u32", TensorRef::zero()},
+                                          {"kept", "u32", TensorRef::zero()},
+                                          {"triples", "i32", TensorRef::output(0)},
+                                          {"extent", "u32", extent}},
+                                         2, 0, 256, {1, 1, 1}));
   }
   return plan;
 }

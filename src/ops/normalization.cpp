@@ -860,6 +860,60 @@ TensorDesc reduction_output(const TensorDesc& input, const ReductionSpec& spec) 
   return out;
 }
 
+namespace {
+
+// reduce.wgsl's defines for one reduction: the element type, the layout and the combine's expressions.
+kernels::Defines reduction_defines(ReduceKind kind, bool integer, bool row_per_workgroup) {
+  const bool log_sum_exp = kind == ReduceKind::LogSumExp;
+  kernels::Defines defines = {{"TYPE", integer ? "i32" : "f32"},
+                              {"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"},
+                              {"ARG", is_arg(kind) ? "1" : "0"},
+                              {"LOG_SUM_EXP", log_sum_exp ? "1" : "0"},
+                              {"FLOAT", integer ? "0" : "1"}};
+  defines["MATH_VEC4"] = "0";  // elementwise/math.wgsl's helpers at scalar width
+  std::string pre = "x", combine = "a + b", post = "acc";
+  switch (kind) {
+    case ReduceKind::Mean:
+      post = "acc * params.mean_scale";
+      break;
+    // NaN propagates in float reductions (common/nan.wgsl), as in the elementwise Max / Min.
+    case ReduceKind::Max:
+      combine = integer ? "max(a, b)" : "wgi_max(a, b)";
+      break;
+    case ReduceKind::Min:
+      combine = integer ? "min(a, b)" : "wgi_min(a, b)";
+      break;
+    case ReduceKind::Prod:
+      combine = "a * b";
+      break;
+    case ReduceKind::L1:
+      pre = "abs(x)";
+      break;
+    case ReduceKind::L2:
+      pre = "x * x";
+      post = "sqrt(acc)";
+      break;
+    case ReduceKind::SumSquare:
+      pre = "x * x";
+      break;
+    case ReduceKind::LogSum:
+      post = "log(acc)";
+      break;
+    default:
+      break;
+  }
+  if (is_arg(kind)) {
+    defines["CMP"] = kind == ReduceKind::ArgMax ? ">" : "<";
+  } else if (!log_sum_exp) {
+    defines["PRE"] = pre;
+    defines["COMBINE"] = combine;
+    defines["POST"] = post;
+  }
+  return defines;
+}
+
+}  // namespace
+
 OpPlan plan_reduction(const PlanContext& ctx, const ReductionSpec& spec) {
   const TensorDesc& x = ctx.input(0);
   const bool integer = x.dtype == DType::Int64 || x.dtype == DType::Int32;
@@ -892,51 +946,7 @@ OpPlan plan_reduction(const PlanContext& ctx, const ReductionSpec& spec) {
   }
 
   const bool row_per_workgroup = reduce_size >= 256 || (reduce_size >= 32 && out_count < 8192);
-  const bool log_sum_exp = spec.kind == ReduceKind::LogSumExp;
-  kernels::Defines defines = {{"TYPE", integer ? "i32" : "f32"},
-                              {"ROW_PER_WORKGROUP", row_per_workgroup ? "1" : "0"},
-                              {"ARG", is_arg(spec.kind) ? "1" : "0"},
-                              {"LOG_SUM_EXP", log_sum_exp ? "1" : "0"},
-                              {"FLOAT", integer ? "0" : "1"}};
-  defines["MATH_VEC4"] = "0";  // elementwise/math.wgsl's helpers at scalar width
-  std::string pre = "x", combine = "a + b", post = "acc";
-  switch (spec.kind) {
-    case ReduceKind::Mean:
-      post = "acc * params.mean_scale";
-      break;
-    // NaN propagates in float reductions (common/nan.wgsl), as in the elementwise Max / Min.
-    case ReduceKind::Max:
-      combine = integer ? "max(a, b)" : "wgi_max(a, b)";
-      break;
-    case ReduceKind::Min:
-      combine = integer ? "min(a, b)" : "wgi_min(a, b)";
-      break;
-    case ReduceKind::Prod:
-      combine = "a * b";
-      break;
-    case ReduceKind::L1:
-      pre = "abs(x)";
-      break;
-    case ReduceKind::L2:
-      pre = "x * x";
-      post = "sqrt(acc)";
-      break;
-    case ReduceKind::SumSquare:
-      pre = "x * x";
-      break;
-    case ReduceKind::LogSum:
-      post = "log(acc)";
-      break;
-    default:
-      break;
-  }
-  if (is_arg(spec.kind)) {
-    defines["CMP"] = spec.kind == ReduceKind::ArgMax ? ">" : "<";
-  } else if (!log_sum_exp) {
-    defines["PRE"] = pre;
-    defines["COMBINE"] = combine;
-    defines["POST"] = post;
-  }
+  const kernels::Defines defines = reduction_defines(spec.kind, integer, row_per_workgroup);
 
   KernelLaunch launch;
   if (row_per_workgroup) {
