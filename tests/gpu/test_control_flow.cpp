@@ -20,6 +20,7 @@
 #include "onnx/importer.h"
 #include "onnxruntime_reference.h"
 #include "runtime/execution_plan.h"
+#include "support/expect_text.h"
 #include "support/model_reference.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
@@ -32,8 +33,6 @@ namespace fs = std::filesystem;
 const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models";
 const fs::path kMerged = kModels / "merged_decoder_tiny_opset17";
 const fs::path kControlFlow = kModels / "control_flow";
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 Tensor bool_tensor(const Shape& shape, bool value) {
   Tensor t(DType::Bool, shape);

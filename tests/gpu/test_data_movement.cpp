@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "runtime/node_runner.h"
+#include "support/expect_text.h"
 #include "support/reference_data_movement.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
@@ -27,9 +28,7 @@ std::vector<std::string> launch_labels(const ops::NodeInfo& n, const NodeInputs&
   return labels;
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test::contains;
 
 // ---- Transpose ----
 

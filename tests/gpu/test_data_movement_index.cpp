@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "runtime/node_runner.h"
+#include "support/expect_text.h"
 #include "support/reference_data_movement.h"
 #include "support/reference_elementwise.h"
 #include "support/tensor_check.h"
@@ -24,9 +25,7 @@ using test::ints;
 using test::make_node;
 using test::NodeInputs;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test::contains;
 
 // ---- Gather ----
 

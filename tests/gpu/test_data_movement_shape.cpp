@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "runtime/execution_plan.h"
 #include "runtime/node_runner.h"
+#include "support/expect_text.h"
 #include "support/reference_data_movement.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
@@ -20,9 +21,7 @@ using test::ints;
 using test::make_node;
 using test::NodeInputs;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using test::contains;
 
 // A reshape-like node: planned as an alias of input 0 with no kernel; on the GPU and on the host it returns
 // the input's bytes with `shape`.

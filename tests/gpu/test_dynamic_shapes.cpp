@@ -17,6 +17,7 @@
 #include "onnxruntime_reference.h"
 #include "ops/float16.h"
 #include "runtime/node_runner.h"
+#include "support/expect_text.h"
 #include "support/reference_data_movement.h"
 #include "support/reference_selection.h"
 #include "support/reference_topk.h"
@@ -32,8 +33,6 @@ using runtime::NodeInput;
 using test::make_node;
 using test::NodeInputs;
 const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models" / "dynamic_shapes";
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 // Values of `dtype` from {-3, ..., 3} with about 40% zeros (and -0.0 among the float zeros).
 Tensor with_zeros(DType dtype, const Shape& shape, uint64_t seed) {

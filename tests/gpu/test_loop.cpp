@@ -15,6 +15,7 @@
 
 #include "core/npy.h"
 #include "onnxruntime_reference.h"
+#include "support/expect_text.h"
 #include "support/model_reference.h"
 #include "support/tensor_check.h"
 #include "support/tensor_values.h"
@@ -26,8 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models";
 const fs::path kLoop = kModels / "loop";
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 const std::vector<double> kW = {0.5, -1.25, 0.75, 1.5, -0.5};  // loop_models.py's w
 

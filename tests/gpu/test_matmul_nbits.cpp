@@ -26,6 +26,7 @@
 #include "onnxruntime_reference.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
+#include "support/expect_text.h"
 #include "support/model_reference.h"
 #include "support/reference_quantized.h"
 #include "support/run_node.h"
@@ -65,8 +66,6 @@ ops::NodeInfo bnb4_node(int64_t k, int64_t n, int64_t block_size, int64_t quant_
 test::Float64Array as_array(const test::Reference& r) {
   return {r.shape, r.values};
 }
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 enum class Zp { None, Packed, Float };
 

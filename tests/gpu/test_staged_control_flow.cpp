@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "onnxruntime_reference.h"
+#include "support/expect_text.h"
 #include "support/reference_data_movement.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
@@ -20,8 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models" / "dynamic_shapes";
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 Tensor float_scalar(float v) {
   return Tensor::from_vector<float>({}, {v});

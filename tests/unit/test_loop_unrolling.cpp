@@ -11,6 +11,7 @@
 #include "ops/registry.h"
 #include "runtime/execution_plan.h"
 #include "runtime/loop_unrolling.h"
+#include "support/expect_text.h"
 #include "support/planner_devices.h"
 
 namespace wgi {
@@ -18,8 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 const fs::path kLoop = fs::path(WGI_TEST_DATA_DIR) / "models" / "loop";
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 graph::Graph load(const std::string& name) {
   graph::Graph g = onnx::import_model_file(kLoop / name);

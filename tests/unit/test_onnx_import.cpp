@@ -13,6 +13,7 @@
 #include "graph/passes.h"
 #include "onnx/importer.h"
 #include "onnx/onnx_pb.h"
+#include "support/expect_text.h"
 
 namespace wgi::onnx {
 namespace {
@@ -146,8 +147,6 @@ std::string import_error(const pb::ModelProto& m, const fs::path& base_dir = {},
   ADD_FAILURE() << "the import succeeded, an error was expected";
   return "";
 }
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 // A one-node model y = Relu(x) to extend.
 pb::ModelProto relu_model() {

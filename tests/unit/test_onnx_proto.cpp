@@ -16,13 +16,12 @@
 #include "onnx/importer.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx_proto.h"
+#include "support/expect_text.h"
 
 namespace wgi::onnx {
 namespace {
 
 namespace pb = ::onnx;
-
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 proto::Bytes as_input(const std::string& bytes) {
   return std::as_bytes(std::span<const char>(bytes.data(), bytes.size()));
