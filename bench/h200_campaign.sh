@@ -13,6 +13,7 @@
 #                                                                # plus .device/bin/wgi_<variant>.xz builds;
 #                                                                # VARIANTS_QUICK=1: the rounds only)
 #   source .device/env.sh; bash bench/h200_campaign.sh shaders   # carry [".device"] (packed as `shaders`)
+#   source .device/env.sh; bash bench/h200_campaign.sh quantized # carry [".device"] (packed as `quantized`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_tests   # carry [".device"] (packed as `files_tests`)
 #   source .device/env.sh; bash bench/h200_campaign.sh files_models  # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode_rnn    # carry [".device"] (packed as `models`)
@@ -53,6 +54,8 @@
 #         them (bench/shader_stats.sh; SHADER_FILTERS overrides the benchmarks, "none" skips them), the fast
 #         GEMM configurations and the planner's products (GEMM_FILTER) for wgi_bench_ops and each carried
 #         wgi_<variant>_bench, cuBLAS.
+# quantized: the weight-only quantized kernels: their GPU tests, the products for wgi_bench_quantized and each
+#         carried wgi_<variant>_quantized in alternating rounds, the driver's statistics of the q4 LM-head GEMV.
 # files_tests: the round of the files users ship (fp16, q4, q8 variants, If, new ops): the whole GPU test suite
 #         and ONNX's node tests on the H200, then the quantized products (wgi_bench_quantized) next to the float32
 #         Gemm of the same shapes.
@@ -369,6 +372,36 @@ elif [[ $mode == variant_files ]]; then
     done
     stamp done
   } >"$out/variant_files.txt" 2>&1
+elif [[ $mode == quantized ]]; then
+  # The weight-only quantized kernel round (issue 19's GEMV gap): the quantized GPU tests, then
+  # wgi_bench_quantized and each carried variant (.device/bin/wgi_<variant>_quantized from
+  # bench/wgsl_variant.sh) in three alternating rounds (QUANT_FILTER overrides the products), then what the
+  # driver compiled the q4 LM-head GEMV into for each (bench/shader_stats.sh).
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
+  benches=(wgi_bench_quantized)
+  for b in .device/bin/wgi_*_quantized; do [[ -x $b ]] && benches+=("$(basename "$b")"); done
+  {
+    stamp_machine
+    if command -v wgi_gpu_tests >/dev/null; then
+      stamp "quantized GPU tests"
+      WGI_ORT_COMMAND="python3 $root/tests/ort/run_model.py" timeout 120 wgi_gpu_tests --gtest_brief=1 \
+        --gtest_filter='*Quantized*:*MatMulNBits*:*Bnb4*' 2>&1 | grep -E '^\[ +(FAILED|PASSED|SKIPPED) +\]|tests ran'
+    fi
+    for round in 1 2 3; do
+      for bench in "${benches[@]}"; do
+        stamp "round $round $bench"
+        PATH=".device/bin:$PATH" timeout 90 "$bench" --benchmark_min_time=0.1 \
+          --benchmark_filter="${QUANT_FILTER:-BM_QuantizedLinear/(f32|q4|q4_zp|q8|nf4)/}" 2>&1 | grep -E '^BM_'
+      done
+    done
+    for bench in "${benches[@]}"; do
+      stamp "shader statistics $bench"
+      PATH=".device/bin:$PATH" WGI_SHADER_STATS_BENCH=$bench timeout 60 bash bench/shader_stats.sh \
+        "$out/stats_$bench" 'BM_QuantizedLinear/q4/1/51289/768'
+    done
+    stamp done
+  } >"$out/quantized.txt" 2>&1
+  tar -C "$out" -czf "$out/stats.tgz" $(cd "$out" && ls -d stats_* 2>/dev/null) && rm -rf "$out"/stats_*
 elif [[ $mode == shaders ]]; then
   # The GEMM kernel round: what the driver compiled the hot kernels into (registers, workgroup memory, through
   # bench/shader_stats.sh), then the fast GEMM's configurations and the planner's products for

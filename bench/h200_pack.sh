@@ -7,6 +7,8 @@
 #   bench/h200_pack.sh conv    wgi, wgi_bench_ops and the GPU tests (the conv round); carry [".device"]
 #   bench/h200_pack.sh shaders wgi_bench_ops, wgi_probe_pipeline_stats and spirv-as (the GEMM kernel round;
 #                              add variants as .device/bin/wgi_<variant>_bench.xz); carry [".device"]
+#   bench/h200_pack.sh quantized  wgi_bench_quantized, the GPU tests, wgi_probe_pipeline_stats and spirv-as (the
+#                              quantized kernel round; add variants as .device/bin/wgi_<variant>_quantized.xz)
 #   bench/h200_pack.sh files_tests  the GPU tests, the node conformance runner, wgi_bench_quantized and ONNX's
 #                              test data (the round of the files users ship); carry [".device"]
 #   bench/h200_pack.sh pipelines  wgi, node + onnxruntime-node and transformers.js (its node_modules without
@@ -18,7 +20,7 @@
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|files_tests|pipelines}
+mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|quantized|files_tests|pipelines}
 rm -rf .device
 args=()
 [[ $mode == models || $mode == pipelines ]] && args+=(--peers)
@@ -31,6 +33,8 @@ bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == conv ]] && bins+=(build/release/tests/wgi_gpu_tests)
 [[ $mode == files_tests ]] && bins+=(build/release/tests/wgi_gpu_tests build/release/wgi_conformance
                                      build/release/wgi_bench_quantized)
+[[ $mode == quantized ]] && bins=(build/release/wgi_bench_quantized build/release/tests/wgi_gpu_tests
+                                   build/release/wgi_probe_pipeline_stats "$(command -v spirv-as)")
 [[ $mode == shaders ]] && bins=(build/release/wgi_bench_ops build/release/wgi_probe_pipeline_stats "$(command -v spirv-as)")
 bash "${WGI_DEVICE_PACK:-$root/../shared/device/pack.sh}" "${args[@]}" "${bins[@]}"
 for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpacks them

@@ -17,15 +17,24 @@ const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 
 const WORKGROUP: u32 = 128u;
 const COLS: u32 = WORKGROUP / LANES;
 // Elements of K staged per step: a multiple of four words of every CODES_PER_WORD (16 at most), and ROWS *
-// CHUNK floats (8 KiB: 2048 / ROWS) plus the partial sums stay within a compat device's 16 KiB of workgroup
-// memory.
+// CHUNK floats (8 KiB: 2048 / ROWS; 10 KiB at most with the tile's padding) plus the partial sums stay
+// within a compat device's 16 KiB of workgroup memory.
 const CHUNK: u32 = {{CHUNK}}u;
 const CHUNK4: u32 = CHUNK / 4u;
 
 #include "linear/quantized_common.wgsl"
 
 var<workgroup> partial: array<f32, ROWS * WORKGROUP>;  // [row][column][lane]
-var<workgroup> a_tile: array<vec4<f32>, ROWS * CHUNK4>;  // [row][k - k_base], zero past K and M
+// [row][k - k_base], zero past K and M, with one vec4 of padding after every PAD_PERIOD vec4s (128 bytes or
+// a quad of words, whichever is longer): a column's lanes read A at the same time one quad of words apart,
+// a multiple of 128 bytes or half of it, so without the padding their vec4s fell in the same banks of
+// workgroup memory; with it, eight lanes in a row read eight different 16-byte bank groups.
+const PAD_PERIOD: u32 = max(CODES_PER_WORD, 8u);
+var<workgroup> a_tile: array<vec4<f32>, ROWS * CHUNK4 / PAD_PERIOD * (PAD_PERIOD + 1u)>;
+
+fn a_tile_index(v: u32) -> u32 {
+  return v + v / PAD_PERIOD;
+}
 
 // A[r, k .. k + 3] for the tile, zero past K (rows past M are never read).
 fn load_a4(r: u32, k: u32) -> vec4<f32> {
@@ -52,7 +61,7 @@ fn accumulate(acc: ptr<function, array<f32, ROWS>>, offset: u32, weights: array<
       var sum = 0.0;
       for (var q = 0u; q < CODES_PER_WORD / 4u; q++) {
         let w = vec4<f32>(weights[4u * q], weights[4u * q + 1u], weights[4u * q + 2u], weights[4u * q + 3u]);
-        sum += dot(a_tile[r * CHUNK4 + offset / 4u + q], w);
+        sum += dot(a_tile[a_tile_index(r * CHUNK4 + offset / 4u + q)], w);
       }
       (*acc)[r] += sum;
     }
@@ -76,7 +85,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();  // the previous chunk's reads are done
     for (var i = flat; i < ROWS * CHUNK4; i += WORKGROUP) {
       let r = i / CHUNK4;
-      a_tile[i] = select(vec4<f32>(0.0), load_a4(r, k_base + 4u * (i % CHUNK4)), r < params.M);
+      a_tile[a_tile_index(i)] = select(vec4<f32>(0.0), load_a4(r, k_base + 4u * (i % CHUNK4)), r < params.M);
     }
     workgroupBarrier();
     if (n < params.N) {

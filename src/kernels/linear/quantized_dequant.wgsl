@@ -71,17 +71,19 @@ struct BlockQuant {
 }
 
 fn block_quant(n: u32, k: u32) -> BlockQuant {
-  let block = (n * params.scale_col_stride + k) / params.block_size;
+  // block_size is a power of two (the op checks it): shifts instead of divisions by a runtime value.
+  let block_shift = countTrailingZeros(params.block_size);
+  let block = (n * params.scale_col_stride + k) >> block_shift;
   var q: BlockQuant;
   q.scale = load_scale(block);
   q.offset = CODE_BIAS_F32 + params.default_zero;  // exact: the default zero is a small integer
   q.zero = 0.0;
 #if ZP_PACKED
-  let bit = n * params.zp_col_bits + (k / params.block_size) * BITS;
+  let bit = n * params.zp_col_bits + (k >> block_shift) * BITS;
   q.offset = biased_code((zero_points[bit / 32u] >> (bit % 32u)) & CODE_MASK);
 #endif
 #if ZP_FLOAT
-  let zi = n * params.blocks_per_col + k / params.block_size;
+  let zi = n * params.blocks_per_col + (k >> block_shift);
   q.offset = CODE_BIAS_F32;
 #if ZP_F16
   q.zero = unpack_f16(zero_points[zi / 2u], zi % 2u);
