@@ -20,7 +20,8 @@ constexpr std::initializer_list<const char*> kResidualNames = {kFusedResidualAtt
 constexpr std::initializer_list<const char*> kLinearNames = {
     kMatMulTransBAttribute, kMatMulWindowsInAttribute, kMatMulWindowsOutAttribute, kForcedKernelAttribute};
 constexpr std::initializer_list<const char*> kConvNames = {kForcedKernelAttribute, kDepthwiseRowsAttribute};
-constexpr std::initializer_list<const char*> kNBitsNames = {kForcedKernelAttribute};
+constexpr std::initializer_list<const char*> kNBitsNames = {kForcedKernelAttribute,
+                                                            kGemvThreadColumnsAttribute};
 constexpr std::initializer_list<const char*> kChannelsLastConvNames = {
     kChannelsLastKernelShapeAttribute, kChannelsLastPadsAttribute, kChannelsLastStridesAttribute,
     kChannelsLastHeightAttribute, kChannelsLastWidthAttribute};
@@ -230,12 +231,14 @@ NBitsAttributes read_nbits_attributes(const NodeInfo& node) {
   check_known(node, {kNBitsNames, kActivationNames, kResidualNames, kGemmTuningNames}, true);
   NBitsAttributes a;
   read_epilogue_kernel_tuning(node, a);
+  a.gemv_thread_columns = read_int(node, kGemvThreadColumnsAttribute).value_or(0);
   return a;
 }
 
 void write_nbits_attributes(const NBitsAttributes& nbits, Attributes& attributes) {
   attributes = without(attributes, internal);
   write_epilogue_kernel_tuning(nbits, attributes);
+  if (nbits.gemv_thread_columns != 0) attributes.set(kGemvThreadColumnsAttribute, nbits.gemv_thread_columns);
 }
 
 ChannelsLastConvAttributes read_channels_last_conv_attributes(const NodeInfo& node) {

@@ -28,6 +28,8 @@ struct NodeInfo;
 inline constexpr const char* kForcedKernelAttribute = "wgi.kernel";
 // Conv: output rows per invocation of the depthwise_rows kernel (conv/conv.h).
 inline constexpr const char* kDepthwiseRowsAttribute = "wgi.depthwise_rows";
+// MatMulNBits / MatMulBnb4: output columns per thread of the GEMV (1, 2 or 4; matmul_nbits.cpp).
+inline constexpr const char* kGemvThreadColumnsAttribute = "wgi.gemv_thread_columns";
 
 // The GEMM planner's knobs on any node whose plan ends in a GEMM launch (gemm_launch.h says what each takes).
 inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
@@ -173,7 +175,8 @@ void write_conv_internal_attributes(const ConvInternalAttributes& conv, Attribut
 struct NBitsAttributes {
   EpilogueAttributes epilogue;  // R is input kNBitsResidualInput
   std::string kernel;  // wgi.kernel: "gemv", "fast" or "tiled"; "" or "auto" for the planner's choice
-  GemmTuningAttributes tuning;  // gemv_lanes: the GEMV's lanes per column; the others the fast GEMM's
+  GemmTuningAttributes tuning;      // gemv_lanes: the GEMV's lanes per column; the others the fast GEMM's
+  int64_t gemv_thread_columns = 0;  // wgi.gemv_thread_columns; 0: the planner's choice
   friend bool operator==(const NBitsAttributes&, const NBitsAttributes&) = default;
 };
 // Strict over "wgi." names; the write replaces every "wgi." name and keeps the op's own attributes.

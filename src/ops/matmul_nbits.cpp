@@ -334,6 +334,26 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
   return iface;
 }
 
+// The GEMV's output columns per thread (THREAD_COLS): a thread reads each value of A from workgroup memory
+// once for all of them and has as many loads of B in flight. Doubled while the grid keeps kGemvMinWorkgroups
+// workgroups and rows x columns stays within 8 (the partial sums in workgroup memory), up to 4 for 8-bit
+// codes and 2 for the others, whose words hold more codes to dequantise per column (registers;
+// docs/performance.md has the measurements).
+int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& internal, int64_t bits, int64_t n,
+                            int64_t rows, int64_t columns_per_slot) {
+  if (internal.gemv_thread_columns != 0) {
+    const int64_t c = internal.gemv_thread_columns;
+    if ((c != 1 && c != 2 && c != 4) || c * rows > 8)
+      ctx.fail("attribute " + std::string(kGemvThreadColumnsAttribute) + " = " + str(c) +
+               " must be 1, 2 or 4 with at most 8 rows x columns (" + str(rows) + " rows)");
+    return c;
+  }
+  const int64_t most = bits == 8 ? 4 : 2;
+  int64_t c = 1;
+  while (c < most && 2 * c * rows <= 8 && ceil_div(n, columns_per_slot * 2 * c) >= kGemvMinWorkgroups) c *= 2;
+  return c;
+}
+
 // The GEMV or the 32x32 tiled kernel, which dequantise B's codes as they read them.
 void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const NBitsAttributes& internal,
                              int64_t m, bool gemv, bool residual, const FusedActivation& activation,
@@ -374,14 +394,17 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
         ctx.fail("attribute " + std::string(kGemvLanesAttribute) + " = " + str(lanes) +
                  " must be a power of two from 4 to " + str(kWorkgroupInvocations));
     }
+    const int64_t columns =
+        gemv_thread_columns(ctx, internal, w.bits, w.n, rows, kWorkgroupInvocations / lanes);
     defines["ROWS"] = str(rows);
     defines["CHUNK"] = str(chunk);
     defines["B_QUADS"] = quads ? "1" : "0";
     defines["A_VEC4"] = w.k % 4 == 0 ? "1" : "0";
     defines["LANES"] = str(lanes);
-    tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes));
+    defines["THREAD_COLS"] = str(columns);
+    tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes * columns));
     kernel_file = "linear/matmul_nbits_gemv.wgsl";
-    label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) +
+    label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) + "_c" + str(columns) +
             (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "");
   } else {
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));

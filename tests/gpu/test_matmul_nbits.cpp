@@ -124,14 +124,18 @@ void check_nbits(const NbitsProblem& p, const Shape& a_shape, bool with_bias, ui
   const int64_t m = a.element_count() / p.k;
   auto ref = p.reference(a, with_bias);
   // "gemv4": GEMV with 4 threads per column, so that columns of 16+ words run its four-loads step too.
+  // "gemv_columns": GEMV with as many columns per thread as its rows allow (4, or 2 from 3 rows), which the
+  // planner takes only for thousands of columns (the LM head), with N rarely a multiple of the workgroup's.
   // "fast": the fast GEMM tiles dequantising B's slab (B_QUANT), for the products of more than 8 rows, with
   // blocks of 32 (the exports') or float16 inputs (the CI time of barrier-heavy kernels on SwiftShader).
-  for (const std::string kernel : {"gemv", "gemv4", "tiled", "fast"}) {
-    if ((kernel == "gemv" || kernel == "gemv4") && m > 8) continue;
+  for (const std::string kernel : {"gemv", "gemv4", "gemv_columns", "tiled", "fast"}) {
+    if (kernel.starts_with("gemv") && m > 8) continue;
+    if (kernel == "gemv_columns" && m > 4) continue;
     if (kernel == "fast" && (m <= 8 || (p.block_size != 32 && !p.half))) continue;
     ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
-    node.attributes.set("wgi.kernel", kernel == "gemv4" ? std::string("gemv") : kernel);
+    node.attributes.set("wgi.kernel", kernel.starts_with("gemv") ? std::string("gemv") : kernel);
     if (kernel == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
+    if (kernel == "gemv_columns") node.attributes.set("wgi.gemv_thread_columns", int64_t{m <= 2 ? 4 : 2});
     auto out = runtime::run_node(test::device(), node, p.inputs(a, with_bias));
     EXPECT_TRUE(test::close_in_l2(out[0], as_array(ref), kRelativeL2))
         << describe(p, a_shape, kernel.c_str(), with_bias);
@@ -295,6 +299,33 @@ TEST(MatMulNBits, PlannerTakesGemvUpToEightRowsThenTheFastTiles) {
       }
     }
   }
+}
+
+// Columns per thread: 2 for one row of an LM-head-wide 4-bit product (4 with 8-bit codes), fewer as the rows
+// grow (rows x columns <= 8), 1 where the grid would fall under the minimum workgroups; the attribute is
+// checked.
+TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
+  constexpr int64_t k = 64, n = 51289;
+  const gpu::Capabilities caps = test::device().capabilities();
+  for (auto [bits, rows, n_used, want] : {std::tuple{4, 1, n, "_c2"},
+                                          {4, 4, n, "_c2"},
+                                          {4, 8, n, "_c1"},
+                                          {4, 1, int64_t{300}, "_c1"},
+                                          {8, 1, n, "_c4"},
+                                          {8, 2, n, "_c4"},
+                                          {8, 4, n, "_c2"}}) {
+    NbitsProblem q(k, n_used, bits, 32, Zp::None, false, 84);
+    ops::OpPlan plan = runtime::plan_node(caps, nbits_node(k, n_used, bits, 32),
+                                          q.inputs(test::random_tensor({rows, k}, 85), false));
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_NE(plan.launches[0].program.label.find(want), std::string::npos)
+        << bits << " bits, " << rows << " rows, N " << n_used << ": " << plan.launches[0].program.label;
+  }
+  ops::NodeInfo bad = nbits_node(k, 300, 4, 32);
+  bad.attributes.set("wgi.gemv_thread_columns", int64_t{4});
+  NbitsProblem small(k, 300, 4, 32, Zp::None, false, 86);
+  EXPECT_HAS(run_error(bad, small.inputs(test::random_tensor({4, k}, 87), false)),
+             "wgi.gemv_thread_columns = 4 must be 1, 2 or 4 with at most 8 rows x columns (4 rows)");
 }
 
 // The fast tiles' other paths with a quantized B: the 128 tile, a split K (partial sums, then the reduction
