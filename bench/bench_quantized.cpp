@@ -8,7 +8,8 @@
 // weight streamed per second (what bounds the M <= 8 GEMV). WGI_BENCH_SIZE=large: the Florence-2-base decoder
 // step (768x768, 768x3072, 3072x768 and the 51289x768 LM head at M = 1) and encoder-like products (M = 577,
 // 2304); default: small shapes for the CPU adapters. WGI_BENCH_KERNEL=gemv|tiled forces the quantized kernel,
-// WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's columns per thread.
+// WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's columns per thread, WGI_BENCH_GEMV_LANES=4..128 its lanes per
+// column.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -70,6 +71,8 @@ void run_form(benchmark::State& state, const std::string& form) {
     node.attributes.set("wgi.kernel", std::string(kernel));
   if (const char* columns = std::getenv("WGI_BENCH_GEMV_THREAD_COLUMNS"); columns && form != "f32")
     node.attributes.set("wgi.gemv_thread_columns", int64_t{std::atoi(columns)});
+  if (const char* lanes = std::getenv("WGI_BENCH_GEMV_LANES"); lanes && form != "f32")
+    node.attributes.set("wgi.gemv_lanes", int64_t{std::atoi(lanes)});
   std::unique_ptr<wgi::runtime::PreparedNode> prepared;
   try {
     prepared = std::make_unique<wgi::runtime::PreparedNode>(

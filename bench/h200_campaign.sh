@@ -387,7 +387,7 @@ elif [[ $mode == quantized ]]; then
       WGI_ORT_COMMAND="python3 $root/tests/ort/run_model.py" timeout 120 wgi_gpu_tests --gtest_brief=1 \
         --gtest_filter='*Quantized*:*MatMulNBits*:*Bnb4*' 2>&1 | grep -E '^\[ +(FAILED|PASSED|SKIPPED) +\]|tests ran'
     fi
-    # QUANT_ENV="A=1 A=2": each assignment is a variant of every build too (e.g. WGI_BENCH_GEMV_THREAD_COLUMNS).
+    # QUANT_ENV="A=1 A=2,B=4": each word a variant of every build too, its assignments split at commas.
     read -ra settings <<<"${QUANT_ENV:-}"
     settings=("" "${settings[@]}")
     for round in 1 2 3; do
@@ -395,7 +395,7 @@ elif [[ $mode == quantized ]]; then
         for setting in "${settings[@]}"; do
           stamp "round $round $bench $setting"
           # shellcheck disable=SC2086
-          env $setting PATH=".device/bin:$PATH" timeout 90 "$bench" --benchmark_min_time=0.1 \
+          env ${setting//,/ } PATH=".device/bin:$PATH" timeout 90 "$bench" --benchmark_min_time=0.1 \
             --benchmark_filter="${QUANT_FILTER:-BM_QuantizedLinear/(f32|q4|q4_zp|q8|nf4)/}" 2>&1 | grep -E '^BM_'
         done
       done

@@ -376,15 +376,17 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
   if (gemv) {
     // A column's codes are read four words (16 bytes: a whole 32-code block of 4 bits) per load where its
     // words are whole quads. K is staged CHUNK elements at a time (8 KiB of A whatever the rows); a column
-    // gets 4 lanes, doubled while the grid has fewer than kGemvMinWorkgroups workgroups (a narrow N on a
-    // large GPU) but never past the loads one chunk holds: more would idle between the chunk's barriers
-    // (768 x 3072 ran slower with 64 lanes on half a word each, docs/performance.md).
+    // gets 8 lanes (4 where a chunk holds fewer than 8 loads of it), doubled while the grid has fewer than
+    // kGemvMinWorkgroups workgroups (a narrow N on a large GPU) but never past the loads one chunk holds:
+    // more would idle between the chunk's barriers (768 x 3072 ran slower with 64 lanes on half a word
+    // each; the LM head ran 2-7% faster with 8 lanes than with 4, 20-40% slower with 16:
+    // docs/performance.md).
     const int64_t rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(m)));
     const int64_t chunk = 2048 / rows;
     const bool quads = w.col_words % 4 == 0;
     const int64_t loads_per_chunk =
         ceil_div(std::min(w.k, chunk), (32 / w.bits) * (quads ? 4 : 1));  // per column
-    int64_t lanes = 4;
+    int64_t lanes = loads_per_chunk >= 8 ? 8 : 4;
     while (lanes < kWorkgroupInvocations && 2 * lanes <= loads_per_chunk &&
            ceil_div(w.n, kWorkgroupInvocations / lanes) < kGemvMinWorkgroups)
       lanes *= 2;

@@ -8,9 +8,9 @@
 // (a value of A read from workgroup memory serves all of the thread's columns). A is staged in workgroup
 // memory CHUNK elements of K at a time: every column of the workgroup reads the same A, and a word of B
 // (CODES_PER_WORD codes, 2-16 of them) needs as many floats of A, so reading A from global memory per column
-// costs several times the bytes of the weight itself. The
-// partial sums of a column are added in workgroup memory by a tree, and the column's first thread writes the
-// M results through quantized_epilogue (bias, fused residual and activation).
+// costs several times the bytes of the weight itself. The partial sums of a column are added in workgroup
+// memory by a tree, and the column's first thread writes the M results through quantized_epilogue (bias,
+// fused residual and activation).
 // B_QUADS (a column's words a multiple of 4): B is read as vec4<u32>s, four words (a whole 32-element block
 // of 4-bit codes) per load, so each thread issues a quarter of the loads for the same bytes; the planner
 // gives a column only as many lanes as one chunk has quads (matmul_nbits.cpp).
