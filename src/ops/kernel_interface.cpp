@@ -86,6 +86,17 @@ KernelInterface& KernelInterface::read_write(std::string name, std::string eleme
   return storage(std::move(name), "array<" + element + ">", true, ref);
 }
 
+KernelInterface& KernelInterface::storage_list(const std::vector<StorageBinding>& bindings, size_t writes) {
+  for (size_t b = 0; b < bindings.size(); ++b) {
+    if (b + writes >= bindings.size()) {
+      read_write(bindings[b].name, bindings[b].element, bindings[b].ref);
+    } else {
+      read(bindings[b].name, bindings[b].element, bindings[b].ref);
+    }
+  }
+  return *this;
+}
+
 KernelInterface& KernelInterface::storage(std::string name, std::string wgsl_type, bool writable,
                                           TensorRef ref) {
   for (const Binding& b : bindings_) {

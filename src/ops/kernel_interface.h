@@ -67,11 +67,22 @@ class UniformValues {
   std::vector<std::vector<std::byte>> values_;  // per member, empty until set
 };
 
+// One storage binding of a list (KernelInterface::storage_list): name and element type in the kernel, and
+// what it binds.
+struct StorageBinding {
+  const char* name;
+  const char* element;
+  TensorRef ref;
+};
+
 class KernelInterface {
  public:
   // Storage bindings, `var<storage, read> name: array<element>` / `var<storage, read_write> ...`.
   KernelInterface& read(std::string name, std::string element, TensorRef ref);
   KernelInterface& read_write(std::string name, std::string element, TensorRef ref);
+  // The bindings in order, read except the last `writes`, which are read_write (the stages of a multi-pass
+  // kernel file: each reads what earlier stages wrote and writes its own results).
+  KernelInterface& storage_list(const std::vector<StorageBinding>& bindings, size_t writes);
   // Any other storage type (e.g. "array<atomic<u32>>"), declared as given.
   KernelInterface& storage(std::string name, std::string wgsl_type, bool writable, TensorRef ref);
   // The run status (runtime/run_status.h) that kernels including common/run_status.wgsl record errors in.

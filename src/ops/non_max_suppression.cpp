@@ -93,29 +93,16 @@ NmsProblem parse_non_max_suppression(const PlanContext& ctx) {
   return p;
 }
 
-// A stage's storage bindings: name and element type in the kernel, and what they bind.
-struct StageBinding {
-  const char* name;
-  const char* element;
-  TensorRef ref;
-};
-
 // One stage of the kernel file; `writes`: how many of the last bindings the stage writes (it reads the
 // others); `work`: the invocations that do work (IOU, RANK).
-KernelLaunch stage_launch(const NmsProblem& p, const char* stage, const std::vector<StageBinding>& bindings,
+KernelLaunch stage_launch(const NmsProblem& p, const char* stage, const std::vector<StorageBinding>& bindings,
                           size_t writes, uint64_t work, uint32_t wg_size, gpu::WorkgroupCount groups) {
   KernelLaunch l;
   l.program.label = std::string("non_max_suppression_") + stage;
   kernels::Defines flags;
   for (const char* s : {"IOU", "RANK", "SELECT", "WRITE"}) flags[s] = std::string(s) == stage ? "1" : "0";
   KernelInterface iface;
-  for (size_t b = 0; b < bindings.size(); ++b) {
-    if (b + writes >= bindings.size()) {
-      iface.read_write(bindings[b].name, bindings[b].element, bindings[b].ref);
-    } else {
-      iface.read(bindings[b].name, bindings[b].element, bindings[b].ref);
-    }
-  }
+  iface.storage_list(bindings, writes);
   iface.uniforms({{"batches", UniformType::U32},
                   {"classes", UniformType::U32},
                   {"boxes", UniformType::U32},
@@ -149,7 +136,7 @@ KernelLaunch stage_launch(const NmsProblem& p, const char* stage, const std::vec
 
 // A stage with one invocation per work item, writing its last binding.
 KernelLaunch grid_stage_launch(const PlanContext& ctx, const NmsProblem& p, const char* stage,
-                               const std::vector<StageBinding>& bindings, uint64_t work) {
+                               const std::vector<StorageBinding>& bindings, uint64_t work) {
   const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(work, 256, ctx.caps.limits);
   return stage_launch(p, stage, bindings, 1, work, grid.workgroup_size, grid.groups);
 }

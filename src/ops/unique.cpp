@@ -41,14 +41,8 @@ OpPlan plan_unique(const PlanContext& ctx) {
   const TensorRef extent = TensorRef::output(4);
   const bool is_float = x.dtype == DType::Float32;
 
-  // A stage's storage bindings: name and element type in the kernel, and what they bind.
-  struct StageBinding {
-    const char* name;
-    const char* element;
-    TensorRef ref;
-  };
   // `writes`: how many of the last bindings the stage writes.
-  auto launch = [&](const char* stage, const std::vector<StageBinding>& bindings, size_t writes,
+  auto launch = [&](const char* stage, const std::vector<StorageBinding>& bindings, size_t writes,
                     uint64_t work, bool one_workgroup) {
     const gpu::DispatchGrid grid =
         gpu::compute_dispatch_grid(std::max<uint64_t>(work, 1), 256, ctx.caps.limits);
@@ -60,13 +54,7 @@ OpPlan plan_unique(const PlanContext& ctx) {
       defines[s] = std::string(s) == stage ? "1" : "0";
     defines["COMPARE"] = std::string(stage) == "RANK" || std::string(stage) == "GROUP" ? "1" : "0";
     KernelInterface iface;
-    for (size_t b = 0; b < bindings.size(); ++b) {
-      if (b + writes >= bindings.size()) {
-        iface.read_write(bindings[b].name, bindings[b].element, bindings[b].ref);
-      } else {
-        iface.read(bindings[b].name, bindings[b].element, bindings[b].ref);
-      }
-    }
+    iface.storage_list(bindings, writes);
     iface.uniforms({{"outer", UniformType::U32},
                     {"n", UniformType::U32},
                     {"inner", UniformType::U32},
