@@ -193,6 +193,22 @@ struct Session::Impl {
   runtime::ExecutionPlan* plan_for(const std::vector<InputView>& ordered, const std::string& signature,
                                    std::span<const runtime::InputSource> sources,
                                    const std::map<std::string, int64_t>& growing);
+  // plan_for's steps after planning the nodes (`start`: when that began; `kernel_plans_ms`: what it took).
+  // A cached plan with the same kernels rewritten for `signature` (respecialized), or null; `too_small` is
+  // set to a cached plan with those kernels but too little room, if any.
+  runtime::ExecutionPlan* respecialize_cached(runtime::NodePlans& planned,
+                                              std::span<const runtime::InputSource> sources,
+                                              const std::string& signature,
+                                              std::chrono::steady_clock::time_point start,
+                                              double kernel_plans_ms,
+                                              std::list<CachedPlan>::iterator& too_small);
+  // A new plan for `signature` (room from `capacity`, or grown from `too_small`, which it replaces), cached
+  // first, the least recently used ones dropped beyond the capacity.
+  runtime::ExecutionPlan* add_plan(runtime::NodePlans planned, const runtime::NodePlans* capacity,
+                                   std::list<CachedPlan>::iterator too_small,
+                                   std::span<const runtime::InputSource> sources,
+                                   const std::string& signature, std::chrono::steady_clock::time_point start,
+                                   double kernel_plans_ms);
   // Runs with outputs o for which `on_device[o]` is set copied into new DeviceTensors (returned in `kept`).
   std::vector<Tensor> run(const std::map<std::string, InputView>& given, const std::vector<bool>& on_device,
                           std::vector<DeviceTensor>& kept,
@@ -472,7 +488,7 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
       runtime::warn_once(std::string("GEMM tuning: ") + e.what());
     }
   }
-  auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   std::function<void(size_t, size_t)> progress;
   if (options.progress) {
     progress = [this](size_t done, size_t total) { options.progress(done, total, "planning"); };
@@ -488,47 +504,17 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
   stats.last_plan.replanned_nodes = planned.replanned;
   stats.last_plan.gemms = planned_gemms;
   stats.last_plan.tuned_gemms = planned_tuned_gemms;
-  // A cached plan with the same kernels serves these sizes too (respecialized), unless one of them served
-  // this signature before: shapes that come back get a plan of their own, so that alternating shapes hit
-  // the cache instead of rewriting one plan back and forth.
-  const runtime::ExecutionPlan* grown_from = nullptr;
   std::list<CachedPlan>::iterator too_small = plans.end();
-  const bool recurring = std::any_of(plans.begin(), plans.end(), [&signature](const CachedPlan& p) {
-    return std::find(p.served.begin(), p.served.end(), signature) != p.served.end();
-  });
-  if (options.respecialize_plans && !recurring) {
-    for (auto it = plans.begin(); it != plans.end(); ++it) {
-      const auto rewrite_start = std::chrono::steady_clock::now();
-      const runtime::Respecialized result = it->plan->respecialize(planned, sources);
-      if (result == runtime::Respecialized::NeedsMoreRoom && !grown_from) {
-        grown_from = it->plan.get();
-        too_small = it;
-      }
-      if (result != runtime::Respecialized::Done) continue;
-      // Served history bounded like the cache: a signature older than that would have been evicted anyway.
-      plan_index.erase(it->signature);
-      it->served.push_back(std::move(it->signature));
-      if (it->served.size() > options.max_cached_plans) it->served.erase(it->served.begin());
-      it->signature = signature;
-      plans.splice(plans.begin(), plans, it);
-      plan_index[signature] = plans.begin();
-      runtime::ExecutionPlan& plan = *plans.front().plan;
-      stats.last_plan.ms = ms_since(start);
-      stats.last_plan.kernel_plans_ms = kernel_plans_ms;
-      stats.last_plan.memory_ms = stats.last_plan.pipelines_ms = stats.last_plan.weight_uploads_ms = 0;
-      stats.last_plan.bind_ms = ms_since(rewrite_start);
-      stats.last_plan.reused_nodes = plan.reused_node_plans();
-      stats.last_plan.gpu_nodes = plan.gpu_node_count();
-      stats.last_plan.respecialized = true;
-      ++stats.plans.respecialized;
-      return &plan;
-    }
+  if (options.respecialize_plans) {
+    if (runtime::ExecutionPlan* plan =
+            respecialize_cached(planned, sources, signature, start, kernel_plans_ms, too_small))
+      return plan;
   }
   // A first plan for sizes that will grow (RunOptions::growing_dims) takes its room from the node plans
   // at the largest sizes. Only room: a failure there (e.g. a limit beyond what the model accepts) leaves
   // the plan exact, to grow by doubling.
   std::optional<runtime::NodePlans> capacity;
-  if (!grown_from && !growing.empty()) {
+  if (too_small == plans.end() && !growing.empty()) {
     const std::vector<runtime::PlanInput> largest = capacity_inputs(plan_inputs, inputs, growing);
     if (!largest.empty()) {
       try {
@@ -541,6 +527,52 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
       }
     }
   }
+  return add_plan(std::move(planned), capacity ? &*capacity : nullptr, too_small, sources, signature, start,
+                  kernel_plans_ms);
+}
+
+runtime::ExecutionPlan* Session::Impl::respecialize_cached(runtime::NodePlans& planned,
+                                                           std::span<const runtime::InputSource> sources,
+                                                           const std::string& signature,
+                                                           std::chrono::steady_clock::time_point start,
+                                                           double kernel_plans_ms,
+                                                           std::list<CachedPlan>::iterator& too_small) {
+  // Unless one of the cached plans served this signature before: shapes that come back get a plan of their
+  // own, so that alternating shapes hit the cache instead of rewriting one plan back and forth.
+  const bool recurring = std::any_of(plans.begin(), plans.end(), [&signature](const CachedPlan& p) {
+    return std::find(p.served.begin(), p.served.end(), signature) != p.served.end();
+  });
+  if (recurring) return nullptr;
+  for (auto it = plans.begin(); it != plans.end(); ++it) {
+    const auto rewrite_start = std::chrono::steady_clock::now();
+    const runtime::Respecialized result = it->plan->respecialize(planned, sources);
+    if (result == runtime::Respecialized::NeedsMoreRoom && too_small == plans.end()) too_small = it;
+    if (result != runtime::Respecialized::Done) continue;
+    // Served history bounded like the cache: a signature older than that would have been evicted anyway.
+    plan_index.erase(it->signature);
+    it->served.push_back(std::move(it->signature));
+    if (it->served.size() > options.max_cached_plans) it->served.erase(it->served.begin());
+    it->signature = signature;
+    plans.splice(plans.begin(), plans, it);
+    plan_index[signature] = plans.begin();
+    runtime::ExecutionPlan& plan = *plans.front().plan;
+    stats.last_plan.ms = ms_since(start);
+    stats.last_plan.kernel_plans_ms = kernel_plans_ms;
+    stats.last_plan.memory_ms = stats.last_plan.pipelines_ms = stats.last_plan.weight_uploads_ms = 0;
+    stats.last_plan.bind_ms = ms_since(rewrite_start);
+    stats.last_plan.reused_nodes = plan.reused_node_plans();
+    stats.last_plan.gpu_nodes = plan.gpu_node_count();
+    stats.last_plan.respecialized = true;
+    ++stats.plans.respecialized;
+    return &plan;
+  }
+  return nullptr;
+}
+
+runtime::ExecutionPlan* Session::Impl::add_plan(
+    runtime::NodePlans planned, const runtime::NodePlans* capacity, std::list<CachedPlan>::iterator too_small,
+    std::span<const runtime::InputSource> sources, const std::string& signature,
+    std::chrono::steady_clock::time_point start, double kernel_plans_ms) {
   // Drop the least recently used plans first, so that at most max_cached_plans exist at any time (the one
   // this plan grows from, which it replaces, meanwhile too).
   const size_t replaced = too_small != plans.end() ? 1 : 0;
@@ -553,7 +585,8 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
   const size_t pipelines_before = device->pipelines().size();
   auto plan = std::make_unique<runtime::ExecutionPlan>(
       *device, graph, *weights, std::move(planned), kernel_plans_ms, node_plans.get(), sources,
-      runtime::PlanRoom{grown_from, capacity ? &*capacity : nullptr}, run_status.get());
+      runtime::PlanRoom{too_small != plans.end() ? too_small->plan.get() : nullptr, capacity},
+      run_status.get());
   stats.device.pipelines_compiled += device->pipelines().size() - pipelines_before;
   // The plan it grew from (the same kernels, too little room) is replaced by it.
   std::vector<std::string> served;
