@@ -379,8 +379,7 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     // gets 8 lanes (4 where a chunk holds fewer than 8 loads of it), doubled while the grid has fewer than
     // kGemvMinWorkgroups workgroups (a narrow N on a large GPU) but never past the loads one chunk holds:
     // more would idle between the chunk's barriers (768 x 3072 ran slower with 64 lanes on half a word
-    // each; the LM head ran 2-7% faster with 8 lanes than with 4, 20-40% slower with 16:
-    // docs/performance.md).
+    // each; the LM head runs faster with 8 lanes than with 4 or 16: docs/performance.md).
     const int64_t rows = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(m)));
     const int64_t chunk = 2048 / rows;
     const bool quads = w.col_words % 4 == 0;
