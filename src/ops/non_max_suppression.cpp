@@ -147,12 +147,14 @@ OpPlan plan_non_max_suppression(const PlanContext& ctx) {
   OpPlan plan;
   plan.outputs.push_back({DType::Int64, {rows * p.per_class, 3}});
   plan.outputs.push_back(extent_desc());
-  const TensorRef extent = TensorRef::output(1);
+  // Nothing can be selected without boxes to keep: only the write stage runs, and still writes the count
+  // (0), its inputs bound to any buffer.
+  TensorRef selected = TensorRef::zero(), kept = TensorRef::zero();
   if (p.per_class > 0 && rows > 0) {
     const TensorRef mask = plan.add_scratch(static_cast<uint64_t>(p.batches * p.count * p.words) * 4);
     const TensorRef order = plan.add_scratch(static_cast<uint64_t>(rows * p.count) * 4);
-    const TensorRef selected = plan.add_scratch(static_cast<uint64_t>(rows * p.per_class) * 4);
-    const TensorRef kept = plan.add_scratch(static_cast<uint64_t>(rows) * 4);
+    selected = plan.add_scratch(static_cast<uint64_t>(rows * p.per_class) * 4);
+    kept = plan.add_scratch(static_cast<uint64_t>(rows) * 4);
     plan.launches.push_back(grid_stage_launch(ctx, p, "IOU",
                                               {{"boxes", "f32", TensorRef::input(0)}, {"mask", "u32", mask}},
                                               static_cast<uint64_t>(p.batches * p.count * p.words)));
@@ -169,21 +171,13 @@ OpPlan plan_non_max_suppression(const PlanContext& ctx) {
                                           {"selected", "u32", selected},  // [B * C, max_selected]
                                           {"kept", "u32", kept}},         // [B * C]
                                          2, static_cast<uint64_t>(rows), 256, groups.groups));
-    plan.launches.push_back(stage_launch(p, "WRITE",
-                                         {{"selected", "u32", selected},
-                                          {"kept", "u32", kept},
-                                          {"triples", "i32", TensorRef::output(0)},
-                                          {"extent", "u32", extent}},
-                                         2, 0, 256, {1, 1, 1}));
-  } else {
-    // Nothing can be selected; the kernel still writes the count (0). Its inputs are bound to any buffer.
-    plan.launches.push_back(stage_launch(p, "WRITE",
-                                         {{"selected", "u32", TensorRef::zero()},
-                                          {"kept", "u32", TensorRef::zero()},
-                                          {"triples", "i32", TensorRef::output(0)},
-                                          {"extent", "u32", extent}},
-                                         2, 0, 256, {1, 1, 1}));
   }
+  plan.launches.push_back(stage_launch(p, "WRITE",
+                                       {{"selected", "u32", selected},
+                                        {"kept", "u32", kept},
+                                        {"triples", "i32", TensorRef::output(0)},
+                                        {"extent", "u32", TensorRef::output(1)}},
+                                       2, 0, 256, {1, 1, 1}));
   return plan;
 }
 
