@@ -6,6 +6,10 @@
 #                                        # models (florence_siglip.py --large, resnet.py --large): fills .device/
 #   source .device/env.sh; bash bench/node_campaign.sh run      # there; carry [".device"]
 #   bench/node_campaign.sh tiny          # here: a dry run on SwiftShader with the tiny test models
+#   source .device/env.sh; bash bench/node_campaign.sh f16      # there (packed as for `run`): precision f16
+#       (docs/float16.md): tests/web/node_f16.mjs with its GEMM bench, then the three vision models at batch 1
+#       and 8 in f32 and f16, with the NVIDIA toggles (robustness on, as Chrome) and with native wgi's toggles
+#       too (robustness and workgroup zeroing off). Results: $OUT/node_f16.txt, $OUT/f16_table.md
 # `run` prints dawn.node's adapter without and with the NVIDIA toggles (expect shader-f16 and
 # chromium-experimental-subgroup-matrix with them), then for SigLIP-B, DaViT-base (Florence-2's vision
 # encoder) and ResNet-50: `wgi bench` and `node web/cli.mjs bench` with the toggles (Dawn's shader robustness
@@ -41,7 +45,7 @@ mkdir -p "$out"
 start=$SECONDS
 stamp() { echo "## [$((SECONDS - start)) s] $*"; }
 runs=30 warmup=3
-if [[ $mode == run ]]; then
+if [[ $mode == run || $mode == f16 ]]; then
   for f in .device/bin/*.xz; do [[ -f $f ]] && xz -d "$f" && chmod +x "${f%.xz}"; done
   x=.device/node/dawn-node/dist/linux-x64/dawn.node
   [[ -f $x.xz ]] && xz -d "$x.xz"
@@ -59,11 +63,56 @@ elif [[ $mode == tiny ]]; then
   names=(siglip_vision_tiny_opset17 florence2_vision_tiny_opset17 resnet_tiny_opset17)
   runs=2 warmup=0
 else
-  echo "node_campaign: unknown mode '$mode' (pack, run or tiny)" >&2
+  echo "node_campaign: unknown mode '$mode' (pack, run, f16 or tiny)" >&2
   exit 2
 fi
 
 median() { sed -n 's/^run: *median \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
+if [[ $mode == f16 ]]; then
+  export WGI_PYTHON=python3
+  {
+    stamp weights; timeout 120 python3 tests/models/fill_weights.py "$models" | tail -3
+    stamp tests/web/node_f16.mjs, NVIDIA toggles
+    timeout 200 node tests/web/node_f16.mjs --backend vulkan --toggles "$toggles" --bench 2>&1 | grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"
+    stamp tests/web/node_f16.mjs, native wgi\'s toggles too
+    timeout 120 node tests/web/node_f16.mjs --backend vulkan --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16"
+  } >"$out/node_f16.txt" 2>&1
+  declare -A f16
+  for name in "${names[@]}"; do
+    model=$models/$name/model.onnx
+    [[ -f $model ]] || continue
+    for batch in 1 8; do
+      for t in robust native; do
+        tg=$toggles
+        [[ $t == native ]] && tg=$toggles,disable_robustness,disable_workgroup_init
+        for precision in f32 f16; do
+          if ((SECONDS - start > ${WGI_NODE_BUDGET_S:-480})); then continue; fi
+          log=$out/$name.b$batch.$t.$precision.txt
+          { stamp "$name batch $batch $t $precision"
+            timeout 150 node web/cli.mjs bench "$model" --random-inputs 1 --dim batch=$batch --runs 20 --warmup 3 \
+              --toggles "$tg" --precision $precision 2>&1 | grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"
+          } >"$log" 2>&1
+          tail -4 "$log" >>"$out/node_f16.txt"
+          f16[$name.$batch.$t.$precision]=$(median "$log")
+        done
+      done
+    done
+  done
+  {
+    echo "| model | batch | f32 ms (robustness on) | f16 ms | f32 / f16 | f32 ms (native toggles) | f16 ms | f32 / f16 |"
+    echo "|---|---|---|---|---|---|---|---|"
+    ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
+    for name in "${names[@]}"; do
+      for batch in 1 8; do
+        a=${f16[$name.$batch.robust.f32]:-} b=${f16[$name.$batch.robust.f16]:-}
+        c=${f16[$name.$batch.native.f32]:-} d=${f16[$name.$batch.native.f16]:-}
+        echo "| $name | $batch | ${a:--} | ${b:--} | $(ratio "$a" "$b") | ${c:--} | ${d:--} | $(ratio "$c" "$d") |"
+      done
+    done
+  } >"$out/f16_table.md"
+  cat "$out/node_f16.txt" "$out/f16_table.md"
+  exit 0
+fi
 first() { sed -n 's/^first run: *\([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
 {
   echo "# date: $(date -u +%F' '%T) UTC"

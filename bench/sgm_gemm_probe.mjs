@@ -165,10 +165,17 @@ ${store}}`,
 //         width (a cast kernel and the weight's prepack would write them); rows of A past M staged as zeros;
 //         C [M, N] = A B + bias[n], written through workgroup memory one 16x16 accumulator at a time, in
 //         bounds only [0]
+//   eguard  with edge: 1: A's rows past M read as zeros (min/select); 0: A padded to whole tiles of rows in
+//         memory, loads unguarded [1]
+//   estore  with edge: 0: every accumulator through the workgroup bounce, bias added there; 1: workgroups
+//         whose tile lies inside M x N store their accumulators straight to C (subgroupMatrixStore, row
+//         stride N), the accumulators start from a [16, Np] matrix of bias rows (a result-matrix load), and
+//         only edge workgroups bounce; 2: as 0, copied out by the whole workgroup at once (no subgroup
+//         builtins, one barrier pair) [0]
 // Global loads are 16 bytes per invocation (vec4<u32>: 8 halves, or vec4<f32> with af32); stores into
 // workgroup memory are f16 scalars (subgroupMatrixLoad reads array<f16>).
 function tileKernel(spec) {
-  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0, lw: 16, edge: 0 };
+  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0, lw: 16, edge: 0, eguard: 1, estore: 0 };
   for (const kv of spec.split(',').filter(Boolean)) {
     const [k, v] = kv.split('=');
     if (!(k in o)) throw new Error('unknown tile parameter ' + k);
@@ -195,19 +202,33 @@ function tileKernel(spec) {
     throw new Error('tile ' + spec + ' does not divide evenly');
   const bufs = o.db ? 2 : 1;
   const aSlab = o.tm * sa, bSlab = o.ks * sb;
-  let decl = '', mma = '', store = '', loads = '';
+  let decl = '', mma = '', store = '', loads = '', direct = '';
   for (let i = 0; i < am; ++i) for (let j = 0; j < an; ++j) {
-    decl += `  var acc${i}_${j} = subgroup_matrix_result<f32, 16, 16>();\n`;
+    decl += o.edge && o.estore === 1
+      ? `  var acc${i}_${j} = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&biasm, col0 + ${16 * j}u, false, p.np);\n`
+      : `  var acc${i}_${j} = subgroup_matrix_result<f32, 16, 16>();\n`;
     mma += `      acc${i}_${j} = subgroupMatrixMultiplyAccumulate(l${i}, r${j}, acc${i}_${j});\n`;
-    if (o.edge) {
+    if (o.edge && o.estore === 2) {
+      store += `  subgroupMatrixStore(&bounce, sid * 256u, acc${i}_${j}, false, 16u);
+  workgroupBarrier();
+  for (var e = lid; e < ${o.sg * 256}u; e += ${threads}u) {
+    let s = e / 256u; let w = e % 256u;
+    let row = wg.y * ${o.tm}u + (s / ${sgc}u) * ${wm}u + ${16 * i}u + w / 16u;
+    let col = wg.x * ${o.tn}u + (s % ${sgc}u) * ${wn}u + ${16 * j}u + w % 16u;
+    if (row < p.m && col < p.n) { c[row * p.n + col] = bounce[e] + bias[col]; }
+  }
+  workgroupBarrier();\n`;
+    } else if (o.edge) {
       // Uniform: every subgroup stores its (i, j) accumulator, then its own lanes copy it out.
+      const biasTerm = o.estore === 1 ? '' : ' + bias[col]';
       store += `  subgroupMatrixStore(&bounce, sid * 256u, acc${i}_${j}, false, 16u);
   workgroupBarrier();
   for (var e = sl; e < 256u; e += sgsize) {
     let row = row0 + ${16 * i}u + e / 16u; let col = col0 + ${16 * j}u + e % 16u;
-    if (row < p.m && col < p.n) { c[row * p.n + col] = bounce[sid * 256u + e] + bias[col]; }
+    if (row < p.m && col < p.n) { c[row * p.n + col] = bounce[sid * 256u + e]${biasTerm}; }
   }
   workgroupBarrier();\n`;
+      direct += `    subgroupMatrixStore(&c, (row0 + ${16 * i}u) * p.n + col0 + ${16 * j}u, acc${i}_${j}, false, p.n);\n`;
     } else {
       store += `  subgroupMatrixStore(&c, (row0 + ${16 * i}u) * p.n + col0 + ${16 * j}u, acc${i}_${j}, false, p.n);\n`;
     }
@@ -224,7 +245,7 @@ function tileKernel(spec) {
   const aChunksPerRow = o.ks / aPer, bChunksPerRow = o.tn / halves;
   for (let t = 0; t < aLoads; ++t) {
     fetch += `    let ca${t} = (${t}u * ${threads}u + lid);\n`;
-    if (o.edge) {
+    if (o.edge && o.eguard) {
       const zero = o.af32 ? 'vec4<f32>()' : `${wordType}()`;
       fetch += `    { let r = min(wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u, p.m - 1u);\n`;
       fetch += `      ga${t} = select(${zero}, av[(r * p.k + k0 + (ca${t} % ${aChunksPerRow}u) * ${aPer}u) / ${aPer}u], wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u < p.m); }\n`;
@@ -274,6 +295,7 @@ ${compute}    workgroupBarrier();
   }\n`;
   return {
     TM: o.tm, TN: o.tn, KS: o.ks, threads, af32: !!o.af32, bBlocks: !!o.bdirect, edge: !!o.edge,
+    padRows: !!o.edge && !o.eguard, biasRows: !!o.edge && o.estore === 1,
     code: `enable f16;
 enable chromium_experimental_subgroup_matrix;${o.edge ? '\nenable subgroups;' : ''}
 struct Params { m: u32, n: u32, k: u32, np: u32 }
@@ -282,7 +304,8 @@ struct Params { m: u32, n: u32, k: u32, np: u32 }
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 ${o.edge ? `@group(0) @binding(4) var<storage, read> bias: array<f32>;
-var<workgroup> bounce: array<f32, ${o.sg * 256}>;` : ''}
+var<workgroup> bounce: array<f32, ${o.sg * 256}>;` : ''}${o.edge && o.estore === 1 ? `
+@group(0) @binding(5) var<storage, read> biasm: array<f32>;` : ''}
 var<workgroup> ta: array<f16, ${bufs * aSlab}>;
 ${o.bdirect ? '' : `var<workgroup> tb: array<f16, ${bufs * bSlab}>;`}
 ${regs.replace(/  var /g, 'var<private> ')}${fn}
@@ -294,12 +317,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(subgroup_id) sid: u32,
   let scol = (sid % ${sgc}u) * ${wn}u;
   let row0 = wg.y * ${o.tm}u + srow;
   let col0 = wg.x * ${o.tn}u + scol;
-${decl}${loop}${store}}`,
+${decl}${loop}${o.edge && o.estore === 1 ? `  if ((wg.y + 1u) * ${o.tm}u <= p.m && (wg.x + 1u) * ${o.tn}u <= p.n) {\n${direct}    return;\n  }\n` : ''}${store}}`,
   };
 }
 
 async function probe(variant) {
-  const { code, TM, TN, KS, af32, bBlocks, edge } =
+  const { code, TM, TN, KS, af32, bBlocks, edge, padRows, biasRows } =
     variant.startsWith('tile:') ? tileKernel(variant.slice(5)) : kernel(variant);
   const module = device.createShaderModule({ code });
   const info = await module.getCompilationInfo();
@@ -322,7 +345,10 @@ async function probe(variant) {
       for (let r = 0; r < rows; ++r) out.set(x.subarray(r * cols, (r + 1) * cols), r * stride);
       return out;
     };
-    const ap = pad(ah, M, K, Kp);
+    const ap0 = pad(ah, M, K, Kp);
+    // Unguarded A loads read whole tiles of rows: the rows past M are zeros in memory.
+    const ap = padRows ? new Uint16Array(Math.ceil(M / TM) * TM * Kp) : ap0;
+    if (padRows) ap.set(ap0);
     const bpad = new Uint16Array(Kp * Np);
     bpad.set(pad(bh, K, N, Np));
     const mk = (data, usage) => {
@@ -337,7 +363,13 @@ async function probe(variant) {
     const entries = [
       { binding: 0, resource: { buffer: ba } }, { binding: 1, resource: { buffer: bb } },
       { binding: 2, resource: { buffer: bc } }, { binding: 3, resource: { buffer: bp } }];
-    if (edge) entries.push({ binding: 4, resource: { buffer: mk(bias, GPUBufferUsage.STORAGE) } });
+    // With the bias rows the bounce adds no bias: binding 4 is unused (and absent from the 'auto' layout).
+    if (edge && !biasRows) entries.push({ binding: 4, resource: { buffer: mk(bias, GPUBufferUsage.STORAGE) } });
+    if (biasRows) {
+      const rows = new Float32Array(16 * Np);
+      for (let r = 0; r < 16; ++r) rows.set(bias, r * Np);
+      entries.push({ binding: 5, resource: { buffer: mk(rows, GPUBufferUsage.STORAGE) } });
+    }
     const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
     const groupsX = Math.ceil(N / TN), groupsY = Math.ceil(M / TM);
     const querySet = timestamps ? device.createQuerySet({ type: 'timestamp', count: 2 }) : null;
@@ -401,7 +433,7 @@ async function probe(variant) {
   };
   // Float32 accumulation of f16 products: error ~K * 2^-24 of the sum of magnitudes; 1e-5 is far above it and
   // far below a wrong tile (garbage or a missed K slab gives errors of order 1).
-  const checks = edge ? [[577, 768, 768], [100, 200, 72], [2 * TM, 2 * TN, 8 * KS]]
+  const checks = edge ? [[577, 768, 768], [100, 200, 72], [2 * TM, 2 * TN, 8 * KS], [300, 261, 136], [256, 380, 64]]
                       : [[2 * TM, 2 * TN, 8 * KS], [3 * TM, 3 * TN, 5 * KS]];
   for (const [M, N, K] of checks) {
     const { worst, worstAt } = await run(M, N, K, 1, true);

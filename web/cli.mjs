@@ -26,6 +26,8 @@ const INPUT_OPTIONS = {
   '--random-inputs': {value: 'SEED',
                       help: 'Fill inputs not given with --input from this seed (floats uniform in [-1, 1), integers 0)'},
   '--dim': {value: 'NAME=VALUE', repeat: true, help: 'A symbolic input dim, for --random-inputs (repeatable)'},
+  '--precision': {value: 'f32|f16',
+                  help: 'f16: constant-weight GEMMs on subgroup matrices (needs shader-f16 and subgroup matrices)'},
 };
 const COMMANDS = {
   info: {
@@ -116,6 +118,12 @@ function integerOption(options, name, fallback, min) {
     throw new UsageError(`${name} must be an integer of at least ${min}, not '${text}'`);
   }
   return Number(text);
+}
+
+function precisionOption(options) {
+  const p = options['--precision'] ?? 'f32';
+  if (p !== 'f32' && p !== 'f16') throw new UsageError(`--precision ${p}: expected f32 or f16`);
+  return p;
 }
 
 function dawnOptions(options) {
@@ -324,7 +332,7 @@ async function run(args) {
   const {bytes, externalData} = readModel(model);
   await wgi.setup(dawnOptions(args.options));
   const t0 = performance.now();
-  const session = await wgi.Session.create(bytes, {externalData});
+  const session = await wgi.Session.create(bytes, {externalData, precision: precisionOption(args.options)});
   try {
     const feeds = makeInputs(session, args.options);
     const t1 = performance.now();
@@ -358,7 +366,8 @@ async function bench(args) {
   const {bytes, externalData} = readModel(model);
   await wgi.setup(dawnOptions(args.options));
   const t0 = performance.now();
-  const session = await wgi.Session.create(bytes, {profiling: !!options['--profile'], externalData});
+  const session = await wgi.Session.create(bytes, {profiling: !!options['--profile'], externalData,
+                                                   precision: precisionOption(options)});
   try {
     const feeds = makeInputs(session, options);
     const loadMs = performance.now() - t0;

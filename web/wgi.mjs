@@ -117,6 +117,9 @@ export class Session {
   // bytes: Uint8Array/ArrayBuffer of an ONNX model.
   // options.environment: a wgi.Environment whose device the session shares (default: a device of its own).
   // options.profiling: per-node GPU times in stats().profile when the adapter has timestamp queries.
+  // options.precision: 'f32' (default) or 'f16': the GEMMs of constant weights on subgroup matrices (tensor
+  //   cores), f16 operands and f32 accumulation; refused on an adapter without shader-f16 and
+  //   chromium-experimental-subgroup-matrix (docs/float16.md, "Computing in float16").
   // options.externalData: {location: Uint8Array} — the model's external weight files, each under the location
   //   the model names (e.g. {'model.onnx.data': bytes}); they are read while the session is created.
   static async create(bytes, options = {}) {
@@ -133,16 +136,21 @@ export class Session {
       const dir = new TextEncoder().encode((files ? files.dir : '') + '\0');
       const dirPtr = M._malloc(dir.length);
       M.HEAPU8.set(dir, dirPtr);
+      const precision = new TextEncoder().encode((options.precision ?? 'f32') + '\0');
+      const precisionPtr = M._malloc(precision.length);
+      M.HEAPU8.set(precision, precisionPtr);
       let handle = 0;
       const environment = options.environment ? options.environment.handle : 0;
       try {
         if (options.environment && !environment) throw new Error('wgi: options.environment was freed');
         handle = await M.ccall('wgi_web_session_create', 'number',
-                               ['number', 'number', 'number', 'number', 'number'],
-                               [ptr, data.length, options.profiling ? 1 : 0, dirPtr, environment], {async: true});
+                               ['number', 'number', 'number', 'number', 'number', 'number'],
+                               [ptr, data.length, options.profiling ? 1 : 0, dirPtr, environment, precisionPtr],
+                               {async: true});
       } finally {
         M._free(ptr);
         M._free(dirPtr);
+        M._free(precisionPtr);
         if (files) for (const f of files.paths) M.FS.unlink(f);  // the importer has read them
       }
       if (!handle) throw new Error(lastError(M));

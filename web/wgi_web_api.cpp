@@ -104,13 +104,15 @@ EMSCRIPTEN_KEEPALIVE void wgi_web_environment_free(WebEnvironment* web) {
 
 // Loads an ONNX model from memory on `environment`'s device, or (null) on a device of its own, created now
 // (async). Returns null on error. `base_dir` (may be empty): the folder of Emscripten's in-memory file system
-// where wgi.mjs put the model's external data files.
+// where wgi.mjs put the model's external data files. `precision`: SessionOptions::precision ("f32" if null).
 EMSCRIPTEN_KEEPALIVE WebSession* wgi_web_session_create(const uint8_t* bytes, size_t size, int profiling,
-                                                        const char* base_dir, WebEnvironment* environment) {
+                                                        const char* base_dir, WebEnvironment* environment,
+                                                        const char* precision) {
   return guarded(
       [&]() -> WebSession* {
         wgi::SessionOptions options;
         options.profiling = profiling != 0;
+        if (precision && *precision) options.precision = precision;
         const std::span<const std::byte> model(reinterpret_cast<const std::byte*>(bytes), size);
         const std::string dir = base_dir ? base_dir : "";
         auto web = std::make_unique<WebSession>();

@@ -83,6 +83,11 @@ struct SessionOptions {
   // those of its latest planning as it was planned then, without running its planner or host evaluation
   // again (docs/decoding.md, "Unchanged nodes"). Off: every node is planned again (for comparing).
   bool reuse_unchanged_nodes = true;
+  // "f32" or "f16". f16: the GEMMs of constant weights (MatMul, Gemm) compute on subgroup matrices (tensor
+  // cores), f16 operands and f32 accumulation (docs/float16.md, "Computing in float16"); every other node,
+  // and a GEMM the matrix kernel cannot run, stays float32. Needs an adapter with shader-f16, subgroups and
+  // chromium-experimental-subgroup-matrix: elsewhere the session is refused, saying what the adapter lacks.
+  std::string precision = "f32";
 
   // backend, adapter and shader_robustness, for an Environment of the same device choice.
   EnvironmentOptions environment_options() const { return {backend, adapter, shader_robustness}; }

@@ -318,6 +318,9 @@ std::vector<WGPUFeatureName> wanted_features(WGPUAdapter adapter) {
   for (WGPUFeatureName f : {abi::kShaderF16, abi::kSubgroups, abi::kTimestampQuery}) {
     if (wgpuAdapterHasFeature(adapter, f)) wanted.push_back(f);
   }
+#ifdef __EMSCRIPTEN__
+  if (wgpuAdapterHasFeature(adapter, abi::kSubgroupMatrix)) wanted.push_back(abi::kSubgroupMatrix);
+#endif
   return wanted;
 }
 
@@ -642,6 +645,11 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
 #endif
   read_granted_limits(device.device_, device.capabilities_.limits);
   read_granted_features(device.device_, device.granted_feature_names_, device.capabilities_.features);
+  Features& features = device.capabilities_.features;
+  features.subgroup_matrix_f16 = wgpuDeviceHasFeature(device.device_, abi::kSubgroupMatrix) &&
+                                 features.shader_f16 && features.subgroups &&
+                                 device.adapter_info_.subgroup_min_size == 32 &&
+                                 device.adapter_info_.subgroup_max_size == 32;
   device.capabilities_.compatibility_mode = device.adapter_info_.compatibility_mode;
   device.capabilities_.costly_barriers = has_costly_barriers(device.adapter_info_);
   device.pipelines_ = std::make_unique<PipelineCache>(device);

@@ -66,6 +66,10 @@ struct Features {
   bool shader_f16 = false;
   bool subgroups = false;
   bool timestamp_query = false;
+  // chromium-experimental-subgroup-matrix with the f16 x f16 -> f32 16x16x16 configuration, on an adapter
+  // whose subgroups are exactly 32 invocations (the layout of linear/gemm_matrix_f16.wgsl): the WebAssembly
+  // build only (gpu/webgpu_abi.h).
+  bool subgroup_matrix_f16 = false;
 };
 
 // Everything the planner needs to know about a device, without touching it.
@@ -79,6 +83,10 @@ struct Capabilities {
   // barrier-heavy kernels and 52 s without them (2 cores). Mesa's llvmpipe runs them well (24 s with them,
   // 45 s without).
   bool costly_barriers = false;
+  // The session computes in float16 where a kernel can (SessionOptions::precision "f16"): f16 operands, f32
+  // accumulation. Set only on a device with shader-f16, subgroups and subgroup_matrix_f16; a device's own
+  // capabilities say false.
+  bool f16_compute = false;
 };
 
 // The limits every WebGPU implementation guarantees (the specification's defaults) and no optional features:

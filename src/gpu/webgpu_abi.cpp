@@ -29,6 +29,7 @@ std::string feature_name(uint32_t value) {
       "core-features-and-limits",
   };
   if (value > 0 && value < kNames.size()) return kNames[value];
+  if (value == static_cast<uint32_t>(kSubgroupMatrix)) return "chromium-experimental-subgroup-matrix";
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%05x", value);
   return buf;

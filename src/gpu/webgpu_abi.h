@@ -20,6 +20,10 @@ namespace wgi::gpu::abi {
 inline constexpr WGPUFeatureName kTimestampQuery = static_cast<WGPUFeatureName>(0x3);
 inline constexpr WGPUFeatureName kShaderF16 = static_cast<WGPUFeatureName>(0xA);
 inline constexpr WGPUFeatureName kSubgroups = static_cast<WGPUFeatureName>(0x11);
+// Dawn's chromium-experimental-subgroup-matrix (0x50034 in the header): only the WebAssembly build asks for
+// it (src/gpu/web/webgpu.js reports it only with the f16 x f16 -> f32 16x16x16 configuration wgi's kernel
+// uses); the pinned native Dawn never exposes it on the H200 (docs/devices.md).
+inline constexpr WGPUFeatureName kSubgroupMatrix = static_cast<WGPUFeatureName>(0x50037);
 
 // The WebGPU name of a feature value as the library numbers it ("0x5000c" for Dawn's own features).
 std::string feature_name(uint32_t library_value);

@@ -468,10 +468,6 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
            "a power of two from 4 to 256");
 }
 
-namespace {
-
-// GemmParams, read by linear/gemm_common.wgsl and the kernels. `row_maps`: the row maps' fields (ROW_MAPS);
-// `quantized`: a weight-only quantized B's (B_QUANT; linear/quantized_dequant.wgsl reads them).
 std::vector<UniformMember> gemm_params_members(bool row_maps, bool quantized) {
   using enum UniformType;
   std::vector<UniformMember> members = {
@@ -511,9 +507,13 @@ std::vector<UniformMember> gemm_params_members(bool row_maps, bool quantized) {
   return members;
 }
 
+namespace {
+
 bool has_row_maps(const GemmLaunchSpec& spec) {
   return spec.a_row_map || spec.out_row_map;
 }
+
+}  // namespace
 
 std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const GemmLaunchSpec& spec,
                                          uint32_t tiles_m, uint32_t tiles_n, uint32_t splits,
@@ -559,6 +559,8 @@ std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const Gem
   }
   return params.bytes();
 }
+
+namespace {
 
 // The main launch's bindings, their element types from the same defines the kernel text tests (vec4 A / B /
 // output, a float16 or quantized B), then GemmParams, the residual and a quantized B's scales and zero

@@ -32,6 +32,7 @@
 
 #include "ops/fused_activation.h"
 #include "ops/internal_ops.h"
+#include "ops/kernel_interface.h"
 #include "ops/op.h"
 
 namespace wgi::ops {
@@ -217,6 +218,13 @@ bool prepack_b_as_nk(const PlanContext& ctx, const GemmLaunchSpec& spec);
 // [matrices, N, K] when `want_nk`, else [matrices, K, N] (blocked transpose where the layouts differ). A
 // float16 `b` stays float16 (its bits moved, never widened).
 Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool want_nk);
+
+// GemmParams, the uniform block linear/gemm_common.wgsl and the GEMM kernels read. `row_maps`: the row maps'
+// fields (ROW_MAPS); `quantized`: a weight-only quantized B's (B_QUANT; linear/quantized_dequant.wgsl).
+std::vector<UniformMember> gemm_params_members(bool row_maps, bool quantized);
+// Its values for `spec` on a grid of tiles_m x tiles_n tiles per matrix and `splits` K chunks.
+std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const GemmLaunchSpec& spec,
+                                         uint32_t tiles_m, uint32_t tiles_n, uint32_t splits, bool quantized);
 
 // The launch for `spec` on ctx's device (applies read_gemm_attributes first, then ctx's tuning table), never
 // split. Throws wgi::Error (via ctx.fail) if a forced kernel cannot run the problem.

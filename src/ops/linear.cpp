@@ -33,6 +33,7 @@
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
+#include "ops/gemm_matrix_f16.h"
 #include "ops/registry.h"
 #include "ops/reshape.h"
 
@@ -561,6 +562,13 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
 
   GemmLaunchSpec g = gemm_launch_spec(ctx, spec, shapes, rows, residual);
   set_window_row_maps(ctx, spec, rows, windows_out, residual, g);
+  // Computing in float16 (SessionOptions::precision): a constant B's product on subgroup matrices.
+  if (const Tensor* b = ctx.constant(spec.b_input);
+      b && !windows_out && !spec.a_windows && matrix_f16_gemm_problem(g, ctx.caps).empty()) {
+    append_matrix_f16_gemm(ctx, g, *b, spec.trans_b, spec.c_input ? ctx.constant(*spec.c_input) : nullptr,
+                           plan);
+    return plan;
+  }
   if (ctx.constant(spec.b_input)) prepack_constant_b(ctx, spec, shapes, g, plan);
 
   if (spec.a_windows && !g.a_row_map) {

@@ -111,6 +111,33 @@ std::vector<runtime::PlanInput> capacity_inputs(const std::vector<runtime::PlanI
   return largest;
 }
 
+// The capabilities a session's plans are made for: the device's, computing in float16 where a kernel can
+// when `precision` is "f16" (only on a device with the features those kernels need: never a silent f32).
+gpu::Capabilities session_capabilities(const gpu::Device& device, const std::string& precision) {
+  gpu::Capabilities caps = device.capabilities();
+  if (precision == "f32") return caps;
+  if (precision != "f16") {
+    throw Error("SessionOptions::precision '" + precision + "' is not one wgi has (expected f32 or f16)");
+  }
+  const gpu::Features& f = caps.features;
+  if (!f.subgroup_matrix_f16) {
+    std::string lacks;
+    const auto add = [&lacks](bool present, const char* what) {
+      if (!present) lacks += (lacks.empty() ? "" : ", ") + std::string(what);
+    };
+    add(f.shader_f16, "shader-f16");
+    add(f.subgroups, "subgroups");
+    add(false, "chromium-experimental-subgroup-matrix with f16 x f16 -> f32 16x16x16 on subgroups of 32");
+    throw Error(
+        "precision f16 needs an adapter with shader-f16, subgroups and chromium-experimental-subgroup-" +
+        std::string("matrix; ") + device.adapter_info().device + " lacks " + lacks +
+        ". Only the WebAssembly build asks for subgroup matrices (on NVIDIA through dawn.node with the " +
+        "Dawn toggles allow_unsafe_apis,vulkan_enable_f16_on_nvidia); use precision f32 elsewhere");
+  }
+  caps.f16_compute = true;
+  return caps;
+}
+
 std::string names_of(const std::vector<TensorInfo>& infos) {
   std::string out;
   for (const auto& i : infos) out += (out.empty() ? "" : ", ") + i.name;
@@ -123,6 +150,7 @@ struct Session::Impl {
   SessionOptions options;
   std::optional<Environment> environment;  // set by create_device() or use_environment()
   std::shared_ptr<gpu::Device> device;     // the environment's
+  gpu::Capabilities caps;                  // what plans are made for: the device's, with options.precision
   graph::Graph graph;
   std::vector<TensorInfo> inputs;
   std::set<std::string> symbolic_dims;  // of the inputs, for RunOptions::growing_dims
@@ -246,6 +274,7 @@ void Session::Impl::use_environment(const Environment& given) {
 void Session::Impl::load(graph::Graph imported) {
   auto start = std::chrono::steady_clock::now();
   graph = std::move(imported);
+  caps = session_capabilities(*device, options.precision);
   const ops::OpRegistry& registry = ops::builtin_registry();
   auto unsupported = onnx::find_unsupported(graph, registry);
   if (!unsupported.empty()) throw Error(onnx::format_unsupported(unsupported));
@@ -311,8 +340,7 @@ std::map<ops::GemmProblemKey, Session::Impl::ProblemUses> Session::Impl::gemm_pr
     if (std::find(p.nodes.begin(), p.nodes.end(), name) == p.nodes.end()) p.nodes.push_back(name);
     p.tuned |= use.from_table;
   };
-  runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(), plan_inputs, {}, nullptr,
-                      nullptr, &collect);
+  runtime::plan_nodes(graph, ops::builtin_registry(), caps, plan_inputs, {}, nullptr, nullptr, &collect);
   return problems;
 }
 
@@ -331,7 +359,6 @@ TuneReport Session::Impl::tune_problems(const std::vector<runtime::PlanInput>& p
     cache->create_directory();
   }
   const auto problems = gemm_problems(plan_inputs);
-  const gpu::Capabilities& caps = device->capabilities();
   // The candidates of every problem to measure, counted first for the progress callback.
   size_t total = 0, done = 0;
   for (const auto& [key, uses] : problems) {
@@ -495,9 +522,8 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
   }
   planned_gemms = planned_tuned_gemms = 0;
   std::optional<runtime::StageEnd> stage_end;
-  runtime::NodePlans planned =
-      runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(), plan_inputs, progress,
-                          nullptr, node_plans.get(), &tuning, &stage_end);
+  runtime::NodePlans planned = runtime::plan_nodes(graph, ops::builtin_registry(), caps, plan_inputs,
+                                                   progress, nullptr, node_plans.get(), &tuning, &stage_end);
   if (stage_end) return nullptr;
   const double kernel_plans_ms = ms_since(start);
   stats.last_plan.unchanged_nodes = planned.unchanged;
@@ -519,8 +545,8 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
     if (!largest.empty()) {
       try {
         std::optional<runtime::StageEnd> capacity_stage_end;
-        capacity = runtime::plan_nodes(graph, ops::builtin_registry(), device->capabilities(), largest, {},
-                                       nullptr, node_plans.get(), &tuning, &capacity_stage_end);
+        capacity = runtime::plan_nodes(graph, ops::builtin_registry(), caps, largest, {}, nullptr,
+                                       node_plans.get(), &tuning, &capacity_stage_end);
       } catch (const Error& e) {
         runtime::warn_once(std::string("RunOptions::growing_dims: the largest sizes do not plan (") +
                            e.what() + "); plans grow by doubling instead");
@@ -681,7 +707,7 @@ std::vector<Tensor> Session::Impl::run_in_stages(const std::vector<InputView>& o
   if (staged_signatures.size() >= 16 * options.max_cached_plans) staged_signatures.clear();
   staged_signatures.insert(signature);
   if (!staged) {
-    staged = std::make_unique<runtime::StagedRunner>(*device, graph, ops::builtin_registry(), *weights,
+    staged = std::make_unique<runtime::StagedRunner>(*device, caps, graph, ops::builtin_registry(), *weights,
                                                      node_plans.get(), run_status.get(), &tuning,
                                                      4 * options.max_cached_plans);
   }

@@ -80,9 +80,9 @@ struct StagedRunner::Stage {
   std::vector<std::shared_ptr<BufferSet>> buffer_sets;
 };
 
-StagedRunner::StagedRunner(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
-                           WeightStore& weights, PlanSharing* sharing, RunStatus* run_status,
-                           const ops::GemmTuning* gemm_tuning, size_t max_stages)
+StagedRunner::StagedRunner(gpu::Device& device, const gpu::Capabilities& caps, const graph::Graph& graph,
+                           const ops::OpRegistry& registry, WeightStore& weights, PlanSharing* sharing,
+                           RunStatus* run_status, const ops::GemmTuning* gemm_tuning, size_t max_stages)
     : device_(device),
       graph_(graph),
       registry_(registry),
@@ -90,6 +90,7 @@ StagedRunner::StagedRunner(gpu::Device& device, const graph::Graph& graph, const
       sharing_(sharing),
       run_status_(run_status),
       gemm_tuning_(gemm_tuning),
+      caps_(caps),
       max_stages_(std::max<size_t>(1, max_stages)),
       next_content_id_(kFirstStageContentId) {}
 
@@ -169,9 +170,8 @@ std::shared_ptr<StagedRunner::Stage> StagedRunner::make_stage(Scope& scope, size
   stage->io.inputs = inputs;
   const auto start = std::chrono::steady_clock::now();
   std::optional<StageEnd> end;
-  NodePlans planned =
-      plan_nodes(graph_, registry_, device_.capabilities(), plan_inputs, {}, nullptr, sharing_, gemm_tuning_,
-                 &end, first, &inputs, scope.is_graph ? nullptr : scope.nodes);
+  NodePlans planned = plan_nodes(graph_, registry_, caps_, plan_inputs, {}, nullptr, sharing_, gemm_tuning_,
+                                 &end, first, &inputs, scope.is_graph ? nullptr : scope.nodes);
   const double kernel_plans_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const std::vector<graph::Node>& nodes = *scope.nodes;

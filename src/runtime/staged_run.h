@@ -29,9 +29,9 @@ class StagedRunner {
   // Plans share `sharing` (node plans, constants, activation buffers; may be null) and `run_status` (may be
   // null) with the caller's other plans; at most `max_stages` stage plans are kept (least recently used
   // dropped first).
-  StagedRunner(gpu::Device& device, const graph::Graph& graph, const ops::OpRegistry& registry,
-               WeightStore& weights, PlanSharing* sharing, RunStatus* run_status,
-               const ops::GemmTuning* gemm_tuning, size_t max_stages);
+  StagedRunner(gpu::Device& device, const gpu::Capabilities& caps, const graph::Graph& graph,
+               const ops::OpRegistry& registry, WeightStore& weights, PlanSharing* sharing,
+               RunStatus* run_status, const ops::GemmTuning* gemm_tuning, size_t max_stages);
   ~StagedRunner();
 
   // Runs the graph: `sources` and `plan_inputs` per graph input, as ExecutionPlan::run and plan_nodes take
@@ -92,6 +92,7 @@ class StagedRunner {
   PlanSharing* sharing_;
   RunStatus* run_status_;
   const ops::GemmTuning* gemm_tuning_;
+  gpu::Capabilities caps_;  // the session's (its precision)
   size_t max_stages_;
   std::map<const std::vector<graph::Node>*, std::unique_ptr<Scope>> scopes_;
   size_t scope_nodes_ = 0;  // nodes run scope by scope this run (bounded like unrolled nodes)

@@ -259,7 +259,8 @@ Outcome run_test(gpu::Device& device, const fs::path& dir, SkipReasons& skips) {
       if (stage_end) {
         std::vector<runtime::InputSource> sources;
         for (const Tensor* t : pointers) sources.push_back({t, {}, 0});
-        runtime::StagedRunner staged(device, g, registry, weights, nullptr, nullptr, nullptr, 4);
+        runtime::StagedRunner staged(device, device.capabilities(), g, registry, weights, nullptr, nullptr,
+                                     nullptr, 4);
         outputs = staged.run(sources, descs);
       } else {
         runtime::ExecutionPlan plan(device, g, weights, std::move(planned), 0);

@@ -30,7 +30,8 @@ struct ModelOptions {
   std::string tuning_cache;  // empty: the default location (docs/tuning.md)
   bool no_tuning_cache = false;
   bool shader_robustness = false;
-  std::string disabled_passes;  // "a,b": graph passes not to run
+  std::string disabled_passes;    // "a,b": graph passes not to run
+  std::string precision = "f32";  // SessionOptions::precision
 };
 void add_model_options(CLI::App& cmd, ModelOptions& options);
 // --backend and --adapter: which GPU (run, bench, tune, info and the pipeline commands).

@@ -100,6 +100,12 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
       "--shader-robustness", o.shader_robustness,
       "Keep Dawn's index clamps and workgroup-memory zeroing in every shader (slower; default: off unless "
       "WGI_SHADER_ROBUSTNESS=1)");
+  cmd.add_option(
+         "--precision", o.precision,
+         "f32 (default) or f16: constant-weight GEMMs on subgroup matrices (f16 operands, f32 "
+         "accumulation); needs an adapter with shader-f16 and chromium-experimental-subgroup-matrix, which "
+         "the native build's Dawn never exposes: node web/cli.mjs on dawn.node has them on NVIDIA")
+      ->check(CLI::IsMember({"f32", "f16"}));
   cmd.add_option("--disable-passes", o.disabled_passes,
                  "Graph passes not to run, comma-separated (docs/adding_a_pass.md lists them; also "
                  "WGI_DISABLE_PASSES): to find which fusion changes a result");
@@ -126,6 +132,7 @@ SessionOptions session_options(const ModelOptions& o, ProgressBar& progress) {
   s.backend = o.backend;
   s.adapter = o.adapter;
   s.shader_robustness = o.shader_robustness;
+  s.precision = o.precision;
   s.use_tuning_cache = !o.no_tuning_cache;
   s.tuning_cache = o.tuning_cache;
   s.dims = parse_dims(o.inputs.dims);

@@ -276,7 +276,17 @@ var LibraryWgiWebGPU = {
   },
   wgpuAdapterHasFeature: function(id, feature) {
     var name = WGI.featureName(feature);
-    return name !== null && WGI.obj(id, 'adapter').features.has(name) ? 1 : 0;
+    var adapter = WGI.obj(id, 'adapter');
+    if (name === 'chromium-experimental-subgroup-matrix') {
+      // Only with the configuration linear/gemm_matrix_f16.wgsl uses: f16 x f16 -> f32, 16x16x16.
+      var configs = (adapter.info && adapter.info.subgroupMatrixConfigs) || [];
+      var f16 = Array.from(configs).some(function(c) {
+        return c.componentType === 'f16' && c.resultComponentType === 'f32' && c.M === 16 && c.N === 16 &&
+               c.K === 16;
+      });
+      if (!f16) return 0;
+    }
+    return name !== null && adapter.features.has(name) ? 1 : 0;
   },
 
   wgpuAdapterRequestDevice: function(id, desc, info) {

@@ -255,6 +255,8 @@ std::string build_table() {
     if (name.rfind("0x", 0) == 0) continue;
     value(("feature." + name).c_str(), v);
   }
+  const auto subgroup_matrix = static_cast<uint32_t>(wgi::gpu::abi::kSubgroupMatrix);
+  value(("feature." + wgi::gpu::abi::feature_name(subgroup_matrix)).c_str(), subgroup_matrix);
 #undef WGI_FIELD
 #undef WGI_SIZE
 #undef WGI_ENUM

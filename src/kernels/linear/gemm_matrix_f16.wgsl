@@ -1,0 +1,211 @@
+enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+// GEMM on subgroup matrices (tensor cores through WebGPU: Dawn's chromium-experimental-subgroup-matrix),
+// f16 operands, f32 accumulation: out[m, n] = epilogue(sum_k A[m, k] B[k, n]) (linear/gemm_common.wgsl), one
+// output matrix (a batch folded into M).
+//   A  [Mp, Kp] halves, row-major, written by linear/gemm_a_to_f16.wgsl: Mp a multiple of the 128-row tile,
+//      Kp of the 64-deep K slab (params.a_row_stride = Kp), zeros past M and K.
+//   B  [Kp, Np] halves, a constant prepacked at load (src/ops/gemm_matrix_f16.cpp): Np a multiple of the tile
+//      (params.b_row_stride = Np), zeros past K and N.
+// The padding means no load is guarded. 256 invocations = 8 subgroups of 32 laid out 2 x 4 over the 128x128
+// workgroup tile; each subgroup owns 64x32 outputs in 4x2 accumulators of 16x16. Each K slab is staged in
+// workgroup memory with its rows padded by 8 halves (strides 72 and 136: 16-byte aligned, and not a multiple
+// of 128 bytes, which the matrix loads need to avoid bank conflicts); global loads are 16 bytes.
+// Output: with DIRECT_STORE (an epilogue of at most a row-broadcast bias: the accumulators then start from
+// BIAS_ROWS' [16, Np] rows of bias) workgroups whose tile lies inside M x N store their accumulators
+// straight to the output; other workgroups, and every workgroup without DIRECT_STORE, copy each accumulator
+// out through workgroup memory, in bounds, through gemm_epilogue.
+#interface
+
+#include "linear/gemm_common.wgsl"
+
+const TILE: u32 = 128u;
+const SLAB: u32 = 64u;
+const A_STRIDE: u32 = 72u;   // SLAB + 8 halves
+const B_STRIDE: u32 = 136u;  // TILE + 8 halves
+
+var<workgroup> a_slab: array<f16, 9216>;  // 128 rows x A_STRIDE
+var<workgroup> b_slab: array<f16, 8704>;  // 64 rows x B_STRIDE
+var<workgroup> bounce: array<f32, 2048>;  // one 16x16 accumulator per subgroup
+
+// The eight halves of `w` at a_slab[d ..] / b_slab[d ..]. Written out, as the loads below: arrays indexed in
+// loops may be kept in local memory by the driver's compiler.
+fn put_a(d: u32, w: vec4<u32>) {
+  let h0 = bitcast<vec2<f16>>(w.x);
+  let h1 = bitcast<vec2<f16>>(w.y);
+  let h2 = bitcast<vec2<f16>>(w.z);
+  let h3 = bitcast<vec2<f16>>(w.w);
+  a_slab[d] = h0.x;
+  a_slab[d + 1u] = h0.y;
+  a_slab[d + 2u] = h1.x;
+  a_slab[d + 3u] = h1.y;
+  a_slab[d + 4u] = h2.x;
+  a_slab[d + 5u] = h2.y;
+  a_slab[d + 6u] = h3.x;
+  a_slab[d + 7u] = h3.y;
+}
+
+fn put_b(d: u32, w: vec4<u32>) {
+  let h0 = bitcast<vec2<f16>>(w.x);
+  let h1 = bitcast<vec2<f16>>(w.y);
+  let h2 = bitcast<vec2<f16>>(w.z);
+  let h3 = bitcast<vec2<f16>>(w.w);
+  b_slab[d] = h0.x;
+  b_slab[d + 1u] = h0.y;
+  b_slab[d + 2u] = h1.x;
+  b_slab[d + 3u] = h1.y;
+  b_slab[d + 4u] = h2.x;
+  b_slab[d + 5u] = h2.y;
+  b_slab[d + 6u] = h3.x;
+  b_slab[d + 7u] = h3.y;
+}
+
+// Word index of A's chunk `c` (of 8 halves: 128 rows x 8 chunks per slab) and B's (64 rows x 16 chunks).
+fn a_word(c: u32, k0: u32, tile_row: u32) -> u32 {
+  return ((tile_row + c / 8u) * params.a_row_stride + k0 + (c % 8u) * 8u) / 8u;
+}
+
+fn b_word(c: u32, k0: u32, tile_col: u32) -> u32 {
+  return ((k0 + c / 16u) * params.b_row_stride + tile_col + (c % 16u) * 8u) / 8u;
+}
+
+// The K slab at k0 of the tile at (tile_row, tile_col), all eight 16-byte loads issued before any store.
+fn stage_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32) {
+  let a0 = a[a_word(lid, k0, tile_row)];
+  let a1 = a[a_word(lid + 256u, k0, tile_row)];
+  let a2 = a[a_word(lid + 512u, k0, tile_row)];
+  let a3 = a[a_word(lid + 768u, k0, tile_row)];
+  let b0 = b[b_word(lid, k0, tile_col)];
+  let b1 = b[b_word(lid + 256u, k0, tile_col)];
+  let b2 = b[b_word(lid + 512u, k0, tile_col)];
+  let b3 = b[b_word(lid + 768u, k0, tile_col)];
+  put_a((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, a0);
+  put_a(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a1);
+  put_a(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a2);
+  put_a(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a3);
+  put_b((lid / 16u) * B_STRIDE + (lid % 16u) * 8u, b0);
+  put_b(((lid + 256u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b1);
+  put_b(((lid + 512u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b2);
+  put_b(((lid + 768u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b3);
+}
+
+// The subgroup's accumulator just stored at bounce[base ..] (16x16, row-major), written to the output's
+// [row, row + 16) x [col, col + 16) in bounds by the subgroup's lanes.
+fn write_bounced(base: u32, lane: u32, lanes: u32, row: u32, col: u32) {
+  for (var e = lane; e < 256u; e += lanes) {
+    let m = row + e / 16u;
+    let n = col + e % 16u;
+    if (m < params.M && n < params.N) {
+      let i = m * params.N + n;
+#if DIRECT_STORE
+      output[i] = bounce[base + e];  // the bias is in the accumulator already
+#else
+      output[i] = gemm_epilogue(bounce[base + e], m, n, i);
+#endif
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sid: u32,
+        @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) lanes: u32) {
+  let tile = linear_workgroup_index(workgroup_id, num_workgroups);
+  if (tile >= params.tiles_m * params.tiles_n) {
+    return;
+  }
+  let tile_row = (tile / params.tiles_n) * TILE;
+  let tile_col = (tile % params.tiles_n) * TILE;
+  let srow = (sid / 4u) * 64u;  // the subgroup's rows and columns within the tile
+  let scol = (sid % 4u) * 32u;
+  let row0 = tile_row + srow;
+  let col0 = tile_col + scol;
+#if BIAS_ROWS
+  var acc0_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0, false, params.b_row_stride);
+  var acc0_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0 + 16u, false, params.b_row_stride);
+  var acc1_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0, false, params.b_row_stride);
+  var acc1_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0 + 16u, false, params.b_row_stride);
+  var acc2_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0, false, params.b_row_stride);
+  var acc2_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0 + 16u, false, params.b_row_stride);
+  var acc3_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0, false, params.b_row_stride);
+  var acc3_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0 + 16u, false, params.b_row_stride);
+#else
+  var acc0_0 = subgroup_matrix_result<f32, 16, 16>();
+  var acc0_1 = subgroup_matrix_result<f32, 16, 16>();
+  var acc1_0 = subgroup_matrix_result<f32, 16, 16>();
+  var acc1_1 = subgroup_matrix_result<f32, 16, 16>();
+  var acc2_0 = subgroup_matrix_result<f32, 16, 16>();
+  var acc2_1 = subgroup_matrix_result<f32, 16, 16>();
+  var acc3_0 = subgroup_matrix_result<f32, 16, 16>();
+  var acc3_1 = subgroup_matrix_result<f32, 16, 16>();
+#endif
+  for (var k0 = 0u; k0 < params.K; k0 += SLAB) {
+    stage_slab(k0, lid, tile_row, tile_col);
+    workgroupBarrier();
+    for (var kk = 0u; kk < SLAB; kk += 16u) {
+      let l0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&a_slab, srow * A_STRIDE + kk, false, A_STRIDE);
+      let l1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&a_slab, (srow + 16u) * A_STRIDE + kk, false, A_STRIDE);
+      let l2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&a_slab, (srow + 32u) * A_STRIDE + kk, false, A_STRIDE);
+      let l3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&a_slab, (srow + 48u) * A_STRIDE + kk, false, A_STRIDE);
+      let r0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&b_slab, kk * B_STRIDE + scol, false, B_STRIDE);
+      let r1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&b_slab, kk * B_STRIDE + scol + 16u, false, B_STRIDE);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc2_0 = subgroupMatrixMultiplyAccumulate(l2, r0, acc2_0);
+      acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
+      acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
+      acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+    }
+    workgroupBarrier();
+  }
+#if DIRECT_STORE
+  if (tile_row + TILE <= params.M && tile_col + TILE <= params.N) {
+    subgroupMatrixStore(&output, row0 * params.N + col0, acc0_0, false, params.N);
+    subgroupMatrixStore(&output, row0 * params.N + col0 + 16u, acc0_1, false, params.N);
+    subgroupMatrixStore(&output, (row0 + 16u) * params.N + col0, acc1_0, false, params.N);
+    subgroupMatrixStore(&output, (row0 + 16u) * params.N + col0 + 16u, acc1_1, false, params.N);
+    subgroupMatrixStore(&output, (row0 + 32u) * params.N + col0, acc2_0, false, params.N);
+    subgroupMatrixStore(&output, (row0 + 32u) * params.N + col0 + 16u, acc2_1, false, params.N);
+    subgroupMatrixStore(&output, (row0 + 48u) * params.N + col0, acc3_0, false, params.N);
+    subgroupMatrixStore(&output, (row0 + 48u) * params.N + col0 + 16u, acc3_1, false, params.N);
+    return;
+  }
+#endif
+  // Each store into the subgroup's slot is read by its other lanes after a barrier (WGSL has no
+  // subgroup-scope memory barrier) and overwritten after the next.
+  let base = sid * 256u;
+  subgroupMatrixStore(&bounce, base, acc0_0, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0, col0);
+  workgroupBarrier();
+  subgroupMatrixStore(&bounce, base, acc0_1, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0, col0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&bounce, base, acc1_0, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0 + 16u, col0);
+  workgroupBarrier();
+  subgroupMatrixStore(&bounce, base, acc1_1, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0 + 16u, col0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&bounce, base, acc2_0, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0 + 32u, col0);
+  workgroupBarrier();
+  subgroupMatrixStore(&bounce, base, acc2_1, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0 + 32u, col0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&bounce, base, acc3_0, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0 + 48u, col0);
+  workgroupBarrier();
+  subgroupMatrixStore(&bounce, base, acc3_1, false, 16u);
+  workgroupBarrier();
+  write_bounced(base, lane, lanes, row0 + 48u, col0 + 16u);
+}

@@ -1,0 +1,136 @@
+#include "ops/gemm_matrix_f16.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/integer_math.h"
+#include "gpu/dispatch_grid.h"
+#include "ops/float16.h"
+#include "ops/fused_residual.h"
+#include "ops/kernel_interface.h"
+
+namespace wgi::ops {
+
+namespace {
+
+uint32_t padded(uint32_t v, uint32_t multiple) {
+  return ceil_div(std::max<uint32_t>(v, 1), multiple) * multiple;
+}
+
+// The epilogue the kernel's direct stores apply: at most a bias broadcast over rows, taken into the
+// accumulators (the bias rows), nothing after.
+bool plain_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
+  const bool bias_rows = !spec.bias || (bias && spec.bias_stride_m == 0 && spec.bias_stride_n == 1 &&
+                                        bias->element_count() >= spec.n && bias->dtype() == DType::Float32);
+  return bias_rows && spec.alpha == 1.0f && (!spec.bias || spec.beta == 1.0f) && !spec.residual &&
+         spec.activation.kind == FusedActivation::Kind::None;
+}
+
+}  // namespace
+
+std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capabilities& caps) {
+  if (!caps.f16_compute) return "the session computes in float32";
+  if (spec.kernel != GemmKernel::Auto) return "a kernel is forced";
+  if (spec.b_quantized) return "B is quantized";
+  if (spec.batch != 1) return "a batch of products";
+  if (gemm_has_views(spec)) return "strided views or row maps";
+  if (spec.a_km) return "A is stored [K, M]";
+  if (spec.m <= 8) return "M <= 8 (the GEMV)";
+  return "";
+}
+
+Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk) {
+  const int64_t kp = padded(static_cast<uint32_t>(k), kMatrixF16Slab);
+  const int64_t np = padded(static_cast<uint32_t>(n), kMatrixF16Tile);
+  Tensor out(DType::Float16, {kp, np});
+  auto* dst = reinterpret_cast<uint16_t*>(out.bytes().data());
+  std::memset(dst, 0, static_cast<size_t>(kp * np) * sizeof(uint16_t));
+  const bool half = b.dtype() == DType::Float16;
+  const auto* f32 = reinterpret_cast<const float*>(b.bytes().data());
+  const auto* f16 = reinterpret_cast<const uint16_t*>(b.bytes().data());
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t nn = 0; nn < n; ++nn) {
+      const int64_t src = stored_nk ? nn * k + kk : kk * n + nn;
+      dst[kk * np + nn] = half ? f16[src] : float_to_half(f32[src]);
+    }
+  }
+  return out;
+}
+
+Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n) {
+  const int64_t np = padded(static_cast<uint32_t>(n), kMatrixF16Tile);
+  Tensor out(DType::Float32, {16, np});
+  auto* dst = reinterpret_cast<float*>(out.bytes().data());
+  std::memset(dst, 0, static_cast<size_t>(16 * np) * sizeof(float));
+  const auto* src = reinterpret_cast<const float*>(bias.bytes().data());
+  for (int64_t r = 0; r < 16; ++r) std::memcpy(dst + r * np, src, static_cast<size_t>(n) * sizeof(float));
+  return out;
+}
+
+void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
+                            const Tensor* bias, OpPlan& plan) {
+  const uint32_t rows = padded(spec.m, kMatrixF16Tile), kp = padded(spec.k, kMatrixF16Slab);
+  const uint32_t np = padded(spec.n, kMatrixF16Tile);
+  const uint32_t tiles_m = rows / kMatrixF16Tile, tiles_n = np / kMatrixF16Tile;
+
+  // A as float16 [rows, kp], zero-padded.
+  const TensorRef a16 = plan.add_scratch(uint64_t{rows} * kp * sizeof(uint16_t));
+  {
+    KernelLaunch cast;
+    KernelInterface iface;
+    iface.read("a", "f32", spec.a)
+        .read_write("a16", "u32", a16)
+        .uniforms({{"M", UniformType::U32},
+                   {"K", UniformType::U32},
+                   {"rows", UniformType::U32},
+                   {"k_padded", UniformType::U32}});
+    cast.program.wgsl = iface.load_wgsl("linear/gemm_a_to_f16.wgsl", {});
+    cast.program.label = "gemm_a_to_f16";
+    iface.bind(cast);
+    cast.uniform =
+        iface.values().u32("M", spec.m).u32("K", spec.k).u32("rows", rows).u32("k_padded", kp).bytes();
+    cast.groups = gpu::fold_workgroups(ceil_div(uint64_t{rows} * kp / 2, uint64_t{256}),
+                                       ctx.caps.limits.max_compute_workgroups_per_dimension);
+    plan.launches.push_back(std::move(cast));
+  }
+
+  const TensorRef b16 = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
+  plan.constants.push_back(matrix_f16_b(b, spec.k, spec.n, b_nk));
+  const bool direct = plain_epilogue(spec, bias);
+  const bool bias_rows = direct && spec.bias;
+  TensorRef bias_rows_ref = TensorRef::zero();
+  if (bias_rows) {
+    bias_rows_ref = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
+    plan.constants.push_back(matrix_f16_bias_rows(*bias, spec.n));
+  }
+
+  kernels::Defines defines;
+  spec.activation.add_defines(defines);
+  const bool residual = spec.residual.has_value();
+  defines["RESIDUAL"] = residual ? "1" : "0";
+  defines["OUT_VEC4"] = "0";
+  defines["DIRECT_STORE"] = direct ? "1" : "0";
+  defines["BIAS_ROWS"] = bias_rows ? "1" : "0";
+  KernelInterface iface;
+  iface.read("a", "vec4<u32>", a16)
+      .read("b", "vec4<u32>", b16)
+      .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
+      .read("bias_rows", "f32", bias_rows_ref)
+      .read_write("output", "f32", spec.out)
+      .uniforms(gemm_params_members(false, false), "GemmParams");
+  if (residual) add_residual_binding(iface, *spec.residual, "f32");
+  KernelLaunch gemm;
+  gemm.program.wgsl = iface.load_wgsl("linear/gemm_matrix_f16.wgsl", defines);
+  gemm.program.label = std::string("gemm_matrix_f16") + (direct ? "" : "_bounce") +
+                       residual_label_suffix(residual) + spec.activation.label_suffix();
+  iface.bind(gemm);
+  GemmLaunchSpec padded_spec = spec;
+  padded_spec.a_row_stride = kp;  // the padded operands' row strides
+  padded_spec.b_row_stride = np;
+  gemm.uniform = gemm_params_bytes(iface, padded_spec, tiles_m, tiles_n, 1, false);
+  gemm.groups =
+      gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(gemm));
+}
+
+}  // namespace wgi::ops

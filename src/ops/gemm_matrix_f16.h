@@ -1,0 +1,38 @@
+// The float16 GEMM on subgroup matrices (tensor cores through WebGPU), for sessions that compute in f16
+// (gpu::Capabilities::f16_compute, SessionOptions::precision "f16"): a MatMul or Gemm whose B is a constant
+// runs as two launches, A cast to a zero-padded float16 matrix (linear/gemm_a_to_f16.wgsl) and the product
+// (linear/gemm_matrix_f16.wgsl), with B converted to a padded float16 matrix once, at load. f16 operands,
+// f32 accumulation, the GEMM epilogue (bias, alpha / beta, residual, activation) in f32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ops/gemm_launch.h"
+#include "ops/op.h"
+#include "wgi/tensor.h"
+
+namespace wgi::ops {
+
+// The matrix kernel's workgroup tile (rows and columns) and K slab: A is padded to whole tiles of rows and to
+// whole slabs of K, B to whole slabs of K and whole tiles of columns.
+inline constexpr uint32_t kMatrixF16Tile = 128;
+inline constexpr uint32_t kMatrixF16Slab = 64;
+
+// Why `spec` (a constant B given to the op, as gemm_launch_spec plans it) does not run on the matrix kernel
+// on `caps` ("" if it does): f16 compute off, a forced kernel, a quantized B, a batch of products, strided
+// views or row maps, A stored [K, M], or M <= 8 (the GEMV reads the weight once, which is what bounds those).
+std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capabilities& caps);
+
+// B ([K, N], or [N, K] when `stored_nk`; float32 or float16) as the kernel reads it: float16 [Kp, Np], zeros
+// past K and N (Kp, Np: K and N rounded up to the slab and the tile).
+Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk);
+// A bias of N values as the kernel's accumulators start: float32 [16, Np], every row the bias, zeros past N.
+Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n);
+
+// Appends the two launches (and their scratch and constants) for `spec` to `plan`: `b` is the constant B
+// (`b_nk`: stored [N, K]); `bias`, when not null, the constant bias that spec.bias binds.
+void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
+                            const Tensor* bias, OpPlan& plan);
+
+}  // namespace wgi::ops

@@ -1,0 +1,170 @@
+// The float16 GEMM on subgroup matrices (ops/gemm_matrix_f16.h) without a GPU: which products it takes, the
+// padded float16 B and bias rows it uploads (against element-by-element references), and what a session
+// computing in f16 plans for a model (as `wgi check --kernels` plans). Its numerics need shader-f16 and
+// subgroup matrices, which no CPU adapter here has: tests/web/node_f16.mjs runs them on the H200 through
+// dawn.node.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "core/npy.h"
+#include "gpu/large_gpu_capabilities.h"
+#include "graph/passes.h"
+#include "onnx/importer.h"
+#include "ops/float16.h"
+#include "ops/gemm_matrix_f16.h"
+#include "runtime/execution_plan.h"
+
+namespace wgi {
+namespace {
+
+namespace fs = std::filesystem;
+
+gpu::Capabilities f16_caps() {
+  gpu::Capabilities caps = gpu::large_gpu_capabilities();
+  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  caps.f16_compute = true;
+  return caps;
+}
+
+ops::GemmLaunchSpec product(uint32_t m, uint32_t n, uint32_t k) {
+  ops::GemmLaunchSpec spec;
+  spec.m = m;
+  spec.n = n;
+  spec.k = k;
+  spec.b_nk = true;
+  spec.b_prepacked = true;
+  return spec;
+}
+
+TEST(GemmMatrixF16, TakesConstantWeightProductsOfMoreThanEightRowsWhenComputingInF16) {
+  const gpu::Capabilities caps = f16_caps();
+  EXPECT_EQ(ops::matrix_f16_gemm_problem(product(577, 768, 768), caps), "");
+  EXPECT_EQ(ops::matrix_f16_gemm_problem(product(9, 3, 5), caps), "");
+  EXPECT_NE(ops::matrix_f16_gemm_problem(product(8, 768, 768), caps), "");  // the GEMV's
+  gpu::Capabilities f32 = caps;
+  f32.f16_compute = false;
+  EXPECT_NE(ops::matrix_f16_gemm_problem(product(577, 768, 768), f32), "");
+  ops::GemmLaunchSpec batched = product(64, 64, 64);
+  batched.batch = 2;
+  EXPECT_NE(ops::matrix_f16_gemm_problem(batched, caps), "");
+  ops::GemmLaunchSpec forced = product(64, 64, 64);
+  forced.kernel = ops::GemmKernel::Fast128;
+  EXPECT_NE(ops::matrix_f16_gemm_problem(forced, caps), "");
+  ops::GemmLaunchSpec view = product(64, 64, 64);
+  view.a_row_stride = 96;
+  EXPECT_NE(ops::matrix_f16_gemm_problem(view, caps), "");
+  ops::GemmLaunchSpec km = product(64, 64, 64);
+  km.a_km = true;
+  EXPECT_NE(ops::matrix_f16_gemm_problem(km, caps), "");
+  ops::GemmLaunchSpec quantized = product(64, 64, 64);
+  quantized.b_quantized.emplace();
+  EXPECT_NE(ops::matrix_f16_gemm_problem(quantized, caps), "");
+}
+
+// B of K x N (stored [K, N] or [N, K], float32 or float16) comes out float16 [Kp, Np], Kp and Np rounded up
+// to the slab (64) and the tile (128), the values rounded to nearest, zeros in the padding.
+TEST(GemmMatrixF16, PrepacksBAsPaddedFloat16) {
+  for (const bool stored_nk : {false, true}) {
+    for (const bool half : {false, true}) {
+      const int64_t k = 70, n = 130;
+      Tensor b(half ? DType::Float16 : DType::Float32, stored_nk ? Shape{n, k} : Shape{k, n});
+      for (int64_t i = 0; i < k * n; ++i) {
+        const float v = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f + 1e-4f;
+        if (half) {
+          const uint16_t h = ops::float_to_half(v);
+          std::memcpy(b.bytes().data() + 2 * i, &h, 2);
+        } else {
+          b.data<float>()[i] = v;
+        }
+      }
+      const Tensor packed = ops::matrix_f16_b(b, k, n, stored_nk);
+      ASSERT_EQ(packed.dtype(), DType::Float16);
+      ASSERT_EQ(packed.shape(), (Shape{128, 256}));
+      const uint16_t* got = reinterpret_cast<const uint16_t*>(packed.bytes().data());
+      const uint16_t* halves = reinterpret_cast<const uint16_t*>(b.bytes().data());
+      int nonzero = 0;
+      for (int64_t kk = 0; kk < 128; ++kk) {
+        for (int64_t nn = 0; nn < 256; ++nn) {
+          uint16_t want = 0;
+          if (kk < k && nn < n) {
+            const int64_t at = stored_nk ? nn * k + kk : kk * n + nn;
+            want = half ? halves[at] : ops::float_to_half(b.data<float>()[at]);
+          }
+          nonzero += got[kk * 256 + nn] != 0;
+          ASSERT_EQ(got[kk * 256 + nn], want) << "k " << kk << " n " << nn << " nk " << stored_nk;
+        }
+      }
+      EXPECT_GT(nonzero, k * n / 2);  // values, not a zero matrix
+    }
+  }
+}
+
+TEST(GemmMatrixF16, BiasRowsRepeatTheBiasSixteenTimes) {
+  Tensor bias(DType::Float32, {5});
+  for (int i = 0; i < 5; ++i) bias.data<float>()[i] = 0.25f * static_cast<float>(i + 1);
+  const Tensor rows = ops::matrix_f16_bias_rows(bias, 5);
+  ASSERT_EQ(rows.shape(), (Shape{16, 128}));
+  const float* got = reinterpret_cast<const float*>(rows.bytes().data());
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 128; ++c) {
+      ASSERT_EQ(got[r * 128 + c], c < 5 ? 0.25f * static_cast<float>(c + 1) : 0.0f) << r << "," << c;
+    }
+  }
+}
+
+// Kernel label -> launches over every GPU node of `model` planned for `caps`, and the WGSL of one matrix
+// launch.
+std::map<std::string, int> planned_kernels(const fs::path& model, const gpu::Capabilities& caps,
+                                           std::string& matrix_wgsl) {
+  graph::Graph g = onnx::import_model_file(model);
+  graph::optimize(g, ops::builtin_registry());
+  std::vector<runtime::PlanInput> inputs;
+  std::vector<Tensor> values;
+  values.reserve(g.inputs.size());
+  for (graph::ValueId v : g.inputs) {
+    values.push_back(npy::load(model.parent_path() / ("input_" + g.value(v).name + ".npy")));
+    inputs.push_back({{g.value(v).dtype, values.back().shape()}, nullptr});
+  }
+  const runtime::NodePlans plans = runtime::plan_nodes(g, ops::builtin_registry(), caps, inputs, {});
+  std::map<std::string, int> kernels;
+  for (const runtime::NodePlans::GpuNode& node : plans.gpu_nodes) {
+    for (const ops::KernelLaunch& launch : node.op_plan().launches) {
+      ++kernels[launch.program.label];
+      if (launch.program.label.rfind("gemm_matrix_f16", 0) == 0) matrix_wgsl = launch.program.wgsl.str();
+    }
+  }
+  return kernels;
+}
+
+int count_prefix(const std::map<std::string, int>& kernels, const std::string& prefix) {
+  int n = 0;
+  for (const auto& [label, count] : kernels) n += label.rfind(prefix, 0) == 0 ? count : 0;
+  return n;
+}
+
+// SigLIP-tiny (its projections and MLP: constant weights, 50 tokens) in f16: every such GEMM on the matrix
+// kernel, each after its cast of A, and the f32 plan of the same model has none.
+TEST(GemmMatrixF16, AnF16SessionPlansTheModelsConstantWeightGemmsOnSubgroupMatrices) {
+  const fs::path model = fs::path(WGI_TEST_DATA_DIR) / "models/siglip_vision_tiny_opset17/model.onnx";
+  std::string wgsl;
+  const auto f16 = planned_kernels(model, f16_caps(), wgsl);
+  const int matrix = count_prefix(f16, "gemm_matrix_f16");
+  EXPECT_GT(matrix, 4);
+  EXPECT_EQ(count_prefix(f16, "gemm_a_to_f16"), matrix);
+  EXPECT_NE(wgsl.find("enable chromium_experimental_subgroup_matrix;"), std::string::npos);
+  EXPECT_NE(wgsl.find("subgroupMatrixMultiplyAccumulate"), std::string::npos);
+  gpu::Capabilities f32 = f16_caps();
+  f32.f16_compute = false;
+  std::string none;
+  const auto plain = planned_kernels(model, f32, none);
+  EXPECT_EQ(count_prefix(plain, "gemm_matrix_f16"), 0);
+  EXPECT_EQ(count_prefix(plain, "gemm_a_to_f16"), 0);
+  EXPECT_TRUE(none.empty());
+}
+
+}  // namespace
+}  // namespace wgi

@@ -1,0 +1,265 @@
+// Computing in float16 (SessionOptions::precision 'f16', docs/float16.md "Computing in float16") in the
+// WebAssembly build on Node.js through dawn.node: constant-weight GEMMs on subgroup matrices
+// (linear/gemm_matrix_f16.wgsl). Small MatMul / Gemm models written by python3-onnx from seeded numpy values,
+// with their float64 products as the reference:
+//  - on an adapter with shader-f16, subgroups and chromium-experimental-subgroup-matrix (the H200 through
+//    dawn.node with the toggles allow_unsafe_apis,vulkan_enable_f16_on_nvidia): each case's output within a
+//    relative L2 error of 2e-3 of float64 (A and B rounded to f16: unit roundoff 4.9e-4 each, f32 accumulation;
+//    seen ~4e-4; a wrong tile, slab or epilogue gives 1e-1 or more), first run and replay, and every GEMM node
+//    profiled as the matrix kernel (so a silent f32 fallback fails);
+//  - elsewhere (SwiftShader: no CPU adapter here has shader-f16 or subgroup matrices): a session asking for f16
+//    is refused with a message naming what the adapter lacks, and the f16 cases are skipped, saying so.
+//   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench]
+// --bench: also times the target models' GEMM shapes and 4096^3 in f16 and f32 in the same process (GPU ms of
+// each node from timestamp queries, the mean over chains of products) and prints a table (docs/performance.md).
+import {spawnSync} from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as wgi from '../../web/node.mjs';
+import {decodeNpy, relativeL2} from './tensors.mjs';
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const backend = option('--backend', process.env.WGI_BACKEND || 'swiftshader');
+const toggles = option('--toggles', process.env.WGI_DAWN_TOGGLES || '');
+const bench = args.includes('--bench');
+
+// name, A's shape, N, and the epilogue: bias (b), Relu (r), Gelu (g: Erf form), residual (res), Gemm with
+// transB (t). Edge tiles in M, N and K, a batch folded into M, each epilogue path (direct stores with the bias
+// in the accumulators; the bounce with gemm_epilogue), and a GEMV-sized M (no matrix kernel: checked against
+// float64 only).
+const CASES = [
+  {name: 'matmul_bias_577x768x768', a: [577, 768], n: 768, ops: 'b'},
+  {name: 'matmul_100x200x72', a: [100, 72], n: 200, ops: ''},
+  {name: 'matmul_bias_256x384x512', a: [256, 512], n: 384, ops: 'b'},
+  {name: 'matmul_bias_relu_300x261x136', a: [300, 136], n: 261, ops: 'br'},
+  {name: 'matmul_bias_gelu_batch2_2x150x130x96', a: [2, 150, 96], n: 130, ops: 'bg'},
+  {name: 'matmul_bias_residual_200x256x200', a: [200, 200], n: 256, ops: 'bres'},
+  {name: 'gemm_transb_bias_129x100x70', a: [129, 70], n: 100, ops: 'bt'},
+  {name: 'matmul_gemv_4x300x200', a: [4, 200], n: 300, ops: 'b', gemv: true},
+];
+// The small test models in f16 against their float64 references (expected_*.npy, PyTorch in float64): the
+// error every output shows is printed (the accuracy of f16 GEMMs through a whole model); the bound, 2e-2, is
+// far above the ~1e-3 that f16 operands give and far below a wrong layer's error (order 1).
+// An fp16 file (weights float16, used as they are) against its float32 model's reference too.
+const MODELS = ['siglip_vision_tiny_opset17', 'florence2_vision_tiny_opset17', 'tiny_transformer_opset17',
+                'bart_decoder_tiny_opset17', 'siglip_vision_tiny_opset17/model_fp16.onnx'];
+
+// Chains of `chain` pairs of MatMuls (K -> N, then N -> K), timed by each node's timestamps: this Dawn gives
+// them in 65.5 us steps, so the bench takes the mean over every node of ten runs (the steps' phase varies, and
+// the wall time of a run is mostly the transfers of A and the output).
+const BENCH = [
+  {name: 'bench_197x3072x768', a: [197, 768], n: 3072, ops: '', chain: 8},
+  {name: 'bench_1576x3072x768', a: [1576, 768], n: 3072, ops: '', chain: 8},
+  {name: 'bench_2304x1024x1024', a: [2304, 1024], n: 1024, ops: '', chain: 8},
+  {name: 'bench_4096x4096x4096', a: [4096, 4096], n: 4096, ops: '', chain: 4},
+];
+
+// Writes each case's model.onnx, input_a.npy (and input_r.npy) and, unless `noReference`, expected.npy.
+const WRITER = String.raw`
+import json, os, sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+root, cases = sys.argv[1], json.loads(sys.argv[2])
+for i, c in enumerate(cases):
+    d = os.path.join(root, c["name"]); os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(20261204 + i)
+    a_shape, n, ops = c["a"], c["n"], c["ops"]
+    k = a_shape[-1]
+    a = rng.uniform(-1, 1, a_shape).astype(np.float32)
+    w = (rng.uniform(-1, 1, (k, n)) / np.sqrt(k)).astype(np.float32)
+    bias = rng.uniform(-0.5, 0.5, (n,)).astype(np.float32)
+    out_shape = list(a_shape[:-1]) + [n]
+    inits, nodes, inputs = [], [], [helper.make_tensor_value_info("a", TensorProto.FLOAT, a_shape)]
+    y = "product"
+    if c.get("chain"):
+        x = "a"
+        for p in range(c["chain"]):
+            for j, (rows, cols) in enumerate([(k, n), (n, k)]):
+                name = f"w{p}_{j}"
+                inits.append(numpy_helper.from_array((rng.uniform(-1, 1, (rows, cols)) / np.sqrt(rows)).astype(np.float32), name))
+                nodes.append(helper.make_node("MatMul", [x, name], [name + "_out"])); x = name + "_out"
+        out_shape = list(a_shape)
+        nodes.append(helper.make_node("Identity", [x], ["y"]))
+        graph = helper.make_graph(nodes, c["name"], inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], inits)
+        onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(d, "model.onnx"))
+        np.save(os.path.join(d, "input_a.npy"), a)
+        continue
+    if "t" in ops:
+        inits += [numpy_helper.from_array(np.ascontiguousarray(w.T), "w"), numpy_helper.from_array(bias, "bias")]
+        nodes.append(helper.make_node("Gemm", ["a", "w", "bias"], [y], transB=1))
+    else:
+        inits.append(numpy_helper.from_array(w, "w"))
+        nodes.append(helper.make_node("MatMul", ["a", "w"], [y]))
+        if "b" in ops:
+            inits.append(numpy_helper.from_array(bias, "bias"))
+            nodes.append(helper.make_node("Add", [y, "bias"], ["biased"])); y = "biased"
+    ref = a.astype(np.float64) @ w.astype(np.float64) + (bias.astype(np.float64) if "b" in ops else 0)
+    if "res" in ops:
+        r = rng.uniform(-1, 1, out_shape).astype(np.float32)
+        np.save(os.path.join(d, "input_r.npy"), r)
+        inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, out_shape))
+        nodes.append(helper.make_node("Add", [y, "r"], ["summed"])); y = "summed"; ref = ref + r
+    if "r" in ops.replace("res", ""):
+        nodes.append(helper.make_node("Relu", [y], ["relu"])); y = "relu"; ref = np.maximum(ref, 0)
+    if "g" in ops:
+        inits += [numpy_helper.from_array(np.array(2 ** 0.5, np.float32), "sqrt2"),
+                  numpy_helper.from_array(np.array(1, np.float32), "one"),
+                  numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+        nodes += [helper.make_node("Div", [y, "sqrt2"], ["g0"]), helper.make_node("Erf", ["g0"], ["g1"]),
+                  helper.make_node("Add", ["g1", "one"], ["g2"]), helper.make_node("Mul", [y, "g2"], ["g3"]),
+                  helper.make_node("Mul", ["g3", "half"], ["gelu"])]
+        y = "gelu"
+        from math import erf
+        ref = ref * 0.5 * (1 + np.vectorize(erf)(ref / 2 ** 0.5))
+    nodes.append(helper.make_node("Identity", [y], ["y"]))
+    graph = helper.make_graph(nodes, c["name"], inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                              inits)
+    onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17)]),
+              os.path.join(d, "model.onnx"))
+    np.save(os.path.join(d, "input_a.npy"), a)
+    if not c.get("noReference"):
+        np.save(os.path.join(d, "expected.npy"), ref.astype(np.float32))
+`;
+
+let passed = 0, failed = 0, skipped = 0;
+function report(ok, name, detail = '') {
+  if (ok) ++passed; else ++failed;
+  console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
+}
+const read = (file) => new Uint8Array(fs.readFileSync(file));
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wgi-f16-'));
+const write = (cases) => {
+  // Debian's python3-onnx here; on the lent GPU machine its own python3 has onnx and numpy.
+  const python = process.env.WGI_PYTHON || '/usr/bin/python3';
+  const r = spawnSync(python, ['-c', WRITER, dir, JSON.stringify(cases)], {encoding: 'utf8'});
+  if (r.status !== 0) throw new Error('python3-onnx could not write the models: ' + r.stderr);
+};
+const feedsOf = (name) => {
+  const feeds = {a: decodeNpy(read(path.join(dir, name, 'input_a.npy')))};
+  const r = path.join(dir, name, 'input_r.npy');
+  if (fs.existsSync(r)) feeds.r = decodeNpy(read(r));
+  return feeds;
+};
+
+await wgi.setup({backend, toggles: toggles ? toggles.split(',') : []});
+const adapter = await wgi.adapterInfo();
+const has = (f) => adapter.features.includes(f);
+const f16Matrices = has('shader-f16') && has('chromium-experimental-subgroup-matrix') &&
+                    adapter.subgroupMatrixConfigs.includes('f16->f32 16x16x16');
+console.log(`adapter: ${adapter.vendor} ${adapter.device} ${adapter.description}; f16 subgroup matrices: ` +
+            (f16Matrices ? 'yes' : 'no'));
+write(CASES);
+
+if (!f16Matrices) {
+  try {
+    const s = await wgi.Session.create(read(path.join(dir, CASES[0].name, 'model.onnx')), {precision: 'f16'});
+    await s.free();
+    report(false, 'precision f16 refused without subgroup matrices', 'the session was created');
+  } catch (e) {
+    const m = String(e.message || e);
+    report(/precision f16 needs/.test(m) && /shader-f16/.test(m) && /subgroup-matrix/.test(m),
+           'precision f16 refused without subgroup matrices', m.slice(0, 300));
+  }
+  for (const c of CASES) {
+    ++skipped;
+    console.log(`SKIP f16/${c.name}: needs shader-f16 and chromium-experimental-subgroup-matrix (f16 -> f32 ` +
+                '16x16x16), which no CPU adapter here has; runs on the H200 through dawn.node ' +
+                '(bash bench/node_campaign.sh f16)');
+  }
+  for (const name of MODELS) {
+    ++skipped;
+    console.log(`SKIP f16/model/${name}: needs shader-f16 and subgroup matrices (as above)`);
+  }
+} else {
+  for (const c of CASES) {
+    const t0 = Date.now();
+    try {
+      const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')),
+                                               {precision: 'f16', profiling: true});
+      const want = decodeNpy(read(path.join(dir, c.name, 'expected.npy')));
+      const feeds = feedsOf(c.name);
+      let problem = '', detail = '';
+      for (const pass of ['first run', 'replay']) {
+        const got = await session.run(feeds);
+        const error = relativeL2(got.y, want);
+        detail += `${pass} ${error.toExponential(2)} `;
+        if (!(error <= 2e-3)) problem ||= `${pass}: relative L2 error ${error} > 2e-3 against float64`;
+      }
+      const kernels = session.stats().profile.filter((p) => /MatMul|Gemm/.test(p.op)).flatMap((p) => p.kernel.split('+'));
+      if (!kernels.length) problem ||= 'no GEMM node in the profile (nothing checked)';
+      // The matrix path's two launches (the cast of A, the product), and nothing else on those nodes.
+      const matrix = kernels.some((k) => k.startsWith('gemm_matrix_f16')) &&
+                     kernels.every((k) => k.startsWith('gemm_matrix_f16') || k === 'gemm_a_to_f16');
+      if (!c.gemv && !matrix) problem ||= `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
+      if (c.gemv && matrix) problem ||= 'M <= 8 ran on the matrix kernel, not the GEMV';
+      await session.free();
+      report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);
+    } catch (e) {
+      report(false, `f16/${c.name}`, String(e && e.stack || e));
+    }
+  }
+  const models = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/models');
+  for (const name of MODELS) {
+    const t0 = Date.now();
+    const [modelDir, modelFile = 'model.onnx'] = name.split('/');
+    try {
+      const files = fs.readdirSync(path.join(models, modelDir));
+      const feeds = {}, wants = {};
+      for (const f of files) {
+        if (f.startsWith('input_')) feeds[f.slice(6, -4)] = decodeNpy(read(path.join(models, modelDir, f)));
+        if (f.startsWith('expected_')) wants[f.slice(9, -4)] = decodeNpy(read(path.join(models, modelDir, f)));
+      }
+      const session = await wgi.Session.create(read(path.join(models, modelDir, modelFile)),
+                                               {precision: 'f16', profiling: true});
+      const got = await session.run(feeds);
+      const kernels = session.stats().profile.flatMap((p) => p.kernel.split('+'));
+      const matrix = kernels.filter((k) => k.startsWith('gemm_matrix_f16')).length;
+      await session.free();
+      let problem = matrix ? '' : 'no GEMM ran on the matrix kernel', detail = `${matrix} matrix GEMMs;`;
+      if (!Object.keys(wants).length) problem ||= 'no expected_*.npy: nothing compared';
+      for (const [output, want] of Object.entries(wants)) {
+        const error = got[output] ? relativeL2(got[output], want) : Infinity;
+        detail += ` ${output} ${error.toExponential(2)}`;
+        if (!(error <= 2e-2)) problem ||= `${output}: relative L2 error ${error} > 2e-2 against float64`;
+      }
+      report(!problem, `f16/model/${name}`, problem || `${detail} (${Date.now() - t0} ms)`);
+    } catch (e) {
+      report(false, `f16/model/${name}`, String(e && e.stack || e));
+    }
+  }
+  if (bench) {
+    write(BENCH.map((c) => ({...c, noReference: true})));
+    console.log('| M x N x K | f32 kernel | f32 ms per GEMM | f16 ms per GEMM (cast + matrix kernel) | f32 / f16 | ' +
+                'f16 TFLOP/s |');
+    console.log('|---|---|---|---|---|---|');
+    for (const c of BENCH) {
+      const per = {};
+      let f32Kernel = '';
+      for (const precision of ['f32', 'f16']) {
+        const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')), {precision, profiling: true});
+        const feeds = feedsOf(c.name);
+        for (let i = 0; i < 3; ++i) await session.run(feeds);
+        let sum = 0, count = 0;
+        for (let i = 0; i < 10; ++i) {
+          await session.run(feeds);
+          const gemm = session.stats().profile.filter((p) => /MatMul/.test(p.op));
+          if (precision === 'f32') f32Kernel = gemm[0]?.kernel ?? '';
+          for (const p of gemm) sum += p.gpu_ms;
+          count += gemm.length;
+        }
+        per[precision] = sum / count;
+        await session.free();
+      }
+      const m = c.a[0], k = c.a[1];
+      console.log(`| ${m} x ${c.n} x ${k} | ${f32Kernel} | ${per.f32.toFixed(4)} | ${per.f16.toFixed(4)} | ` +
+                  `${(per.f32 / per.f16).toFixed(2)} | ${((2 * m * c.n * k) / per.f16 / 1e9).toFixed(1)} |`);
+    }
+  }
+}
+fs.rmSync(dir, {recursive: true, force: true});
+console.log(`node_f16: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+wgi.shutdown();
+process.exit(failed ? 1 : 0);
