@@ -71,5 +71,29 @@ TEST(Float16Plans, Float16ExportsPlanTheKernelsOfTheirFloat32Models) {
   }
 }
 
+// A session computing in f16 (SessionOptions::precision, docs/float16.md) on a device with subgroup matrices:
+// SigLIP-tiny's constant-weight GEMMs (its projections and MLP) plan the matrix kernel, each after its cast
+// of A; the same device computing in f32 plans none.
+TEST(Float16Plans, AnF16SessionPlansConstantWeightGemmsOnSubgroupMatrices) {
+  const fs::path model = kModels / "siglip_vision_tiny_opset17/model.onnx";
+  gpu::Capabilities caps = gpu::large_gpu_capabilities();
+  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  const auto count = [](const std::map<std::string, int>& kernels, const std::string& prefix) {
+    int n = 0;
+    for (const auto& [label, launches] : kernels) n += label.rfind(prefix, 0) == 0 ? launches : 0;
+    return n;
+  };
+  const auto f32 = planned_kernels(model, caps);
+  caps.f16_compute = true;
+  const auto f16 = planned_kernels(model, caps);
+  const int matrix = count(f16, "gemm_matrix_f16");
+  EXPECT_GT(matrix, 4);
+  EXPECT_EQ(count(f16, "gemm_a_to_f16"), matrix);
+  EXPECT_EQ(count(f32, "gemm_matrix_f16"), 0);
+  EXPECT_EQ(count(f32, "gemm_a_to_f16"), 0);
+  EXPECT_LT(count(f16, "gemm_fast") + count(f16, "gemm_tiled"),
+            count(f32, "gemm_fast") + count(f32, "gemm_tiled"));
+}
+
 }  // namespace
 }  // namespace wgi

@@ -90,9 +90,13 @@ fn stage_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32) {
   put_b(((lid + 768u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b3);
 }
 
-// The subgroup's accumulator just stored at bounce[base ..] (16x16, row-major), written to the output's
-// [row, row + 16) x [col, col + 16) in bounds by the subgroup's lanes.
-fn write_bounced(base: u32, lane: u32, lanes: u32, row: u32, col: u32) {
+// One accumulator of the subgroup written to the output's [row, row + 16) x [col, col + 16), in bounds, by its
+// lanes through its 16x16 slot of `bounce`: read after a barrier (WGSL has no subgroup-scope memory barrier),
+// overwritten only after the next. Called by every subgroup alike (uniform control flow).
+fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lanes: u32, row: u32, col: u32) {
+  let base = sid * 256u;
+  subgroupMatrixStore(&bounce, base, acc, false, 16u);
+  workgroupBarrier();
   for (var e = lane; e < 256u; e += lanes) {
     let m = row + e / 16u;
     let n = col + e % 16u;
@@ -105,6 +109,7 @@ fn write_bounced(base: u32, lane: u32, lanes: u32, row: u32, col: u32) {
 #endif
     }
   }
+  workgroupBarrier();
 }
 
 @compute @workgroup_size(256)
@@ -174,38 +179,12 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
     return;
   }
 #endif
-  // Each store into the subgroup's slot is read by its other lanes after a barrier (WGSL has no
-  // subgroup-scope memory barrier) and overwritten after the next.
-  let base = sid * 256u;
-  subgroupMatrixStore(&bounce, base, acc0_0, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0, col0);
-  workgroupBarrier();
-  subgroupMatrixStore(&bounce, base, acc0_1, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0, col0 + 16u);
-  workgroupBarrier();
-  subgroupMatrixStore(&bounce, base, acc1_0, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0 + 16u, col0);
-  workgroupBarrier();
-  subgroupMatrixStore(&bounce, base, acc1_1, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0 + 16u, col0 + 16u);
-  workgroupBarrier();
-  subgroupMatrixStore(&bounce, base, acc2_0, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0 + 32u, col0);
-  workgroupBarrier();
-  subgroupMatrixStore(&bounce, base, acc2_1, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0 + 32u, col0 + 16u);
-  workgroupBarrier();
-  subgroupMatrixStore(&bounce, base, acc3_0, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0 + 48u, col0);
-  workgroupBarrier();
-  subgroupMatrixStore(&bounce, base, acc3_1, false, 16u);
-  workgroupBarrier();
-  write_bounced(base, lane, lanes, row0 + 48u, col0 + 16u);
+  bounce_out(acc0_0, sid, lane, lanes, row0, col0);
+  bounce_out(acc0_1, sid, lane, lanes, row0, col0 + 16u);
+  bounce_out(acc1_0, sid, lane, lanes, row0 + 16u, col0);
+  bounce_out(acc1_1, sid, lane, lanes, row0 + 16u, col0 + 16u);
+  bounce_out(acc2_0, sid, lane, lanes, row0 + 32u, col0);
+  bounce_out(acc2_1, sid, lane, lanes, row0 + 32u, col0 + 16u);
+  bounce_out(acc3_0, sid, lane, lanes, row0 + 48u, col0);
+  bounce_out(acc3_1, sid, lane, lanes, row0 + 48u, col0 + 16u);
 }
