@@ -3,7 +3,7 @@
 // option names where the two overlap (tools/wgi/). See docs/node.md.
 //   node web/cli.mjs info [--json]
 //   node web/cli.mjs run MODEL.onnx [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim NAME=VALUE]...
-//                        [--output-dir DIR]
+//                        [--output-dir DIR] [--precision f32|f16]
 //   node web/cli.mjs bench MODEL.onnx [--runs N] [--warmup N] [--profile] [--json] (and run's input options)
 // Every command also takes the dawn.node options: --toggles, --disable-toggles, --backend, --adapter, --dawn-flag.
 import fs from 'node:fs';

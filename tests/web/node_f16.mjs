@@ -8,7 +8,8 @@
 //    seen ~4e-4; a wrong tile, slab or epilogue gives 1e-1 or more), first run and replay, and every GEMM node
 //    profiled as the matrix kernel (so a silent f32 fallback fails);
 //  - elsewhere (SwiftShader: no CPU adapter here has shader-f16 or subgroup matrices): a session asking for f16
-//    is refused with a message naming what the adapter lacks, and the f16 cases are skipped, saying so.
+//    is refused with a message naming what the adapter lacks (through the API and web/cli.mjs, which also
+//    refuses a bad --precision), and the f16 cases are skipped, saying so.
 //   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench]
 // --bench: also times the target models' GEMM shapes and 4096^3 in f16 and f32 in the same process (GPU ms of
 // each node from timestamp queries, the mean over chains of products) and prints a table (docs/performance.md).
@@ -162,6 +163,18 @@ if (!f16Matrices) {
     const m = String(e.message || e);
     report(/precision f16 needs/.test(m) && /shader-f16/.test(m) && /subgroup-matrix/.test(m),
            'precision f16 refused without subgroup matrices', m.slice(0, 300));
+  }
+  // The CLI: a bad value is a usage error (exit 2), f16 on this adapter wgi's refusal (exit 1).
+  const cli = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../web/cli.mjs');
+  const model = path.join(dir, CASES[0].name, 'model.onnx');
+  const cliEnv = {...process.env, WGI_BACKEND: backend, WGI_DAWN_TOGGLES: toggles};
+  for (const [precision, code, pattern] of [['f8', 2, /--precision f8: expected f32 or f16/],
+                                            ['f16', 1, /precision f16 needs .*lacks/]]) {
+    const r = spawnSync(process.execPath, [cli, 'run', model, '--random-inputs', '1', '--precision', precision,
+                                           '--output-dir', path.join(dir, 'out')],
+                        {env: cliEnv, encoding: 'utf8', timeout: 120000});
+    report(r.status === code && pattern.test(r.stderr), `cli run --precision ${precision}`,
+           `exit ${r.status}: ${(r.stderr || '').trim().slice(0, 200)}`);
   }
   for (const c of CASES) {
     ++skipped;
