@@ -38,6 +38,9 @@ const CASES = [
   {name: 'matmul_bias_gelu_batch2_2x150x130x96', a: [2, 150, 96], n: 130, ops: 'bg'},
   {name: 'matmul_bias_residual_200x256x200', a: [200, 200], n: 256, ops: 'bres'},
   {name: 'gemm_transb_bias_129x100x70', a: [129, 70], n: 100, ops: 'bt'},
+  // Many tiles (9 x 17), whole and partial: the direct stores and the bounce at a larger size.
+  {name: 'matmul_bias_1100x2100x96', a: [1100, 96], n: 2100, ops: 'b'},
+  {name: 'matmul_bias_relu_1100x2100x96', a: [1100, 96], n: 2100, ops: 'br'},
   {name: 'matmul_gemv_4x300x200', a: [4, 200], n: 300, ops: 'b', gemv: true},
 ];
 // The small test models in f16 against their float64 references (expected_*.npy, PyTorch in float64): the
