@@ -29,8 +29,9 @@ var<workgroup> a_slab: array<f16, 9216>;  // 128 rows x A_STRIDE
 var<workgroup> b_slab: array<f16, 8704>;  // 64 rows x B_STRIDE
 var<workgroup> bounce: array<f32, 2048>;  // one 16x16 accumulator per subgroup
 
-// The eight halves of `w` at a_slab[d ..] / b_slab[d ..]. Written out, as the loads below: arrays indexed in
-// loops may be kept in local memory by the driver's compiler.
+// The eight halves of `w` at a_slab[d ..] / b_slab[d ..]: two functions, as the arrays differ in size (so in
+// type, and WGSL has no generic pointer). Written out, as the loads below: arrays indexed in loops may be kept
+// in local memory by the driver's compiler.
 fn put_a(d: u32, w: vec4<u32>) {
   let h0 = bitcast<vec2<f16>>(w.x);
   let h1 = bitcast<vec2<f16>>(w.y);
