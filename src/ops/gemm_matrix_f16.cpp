@@ -42,16 +42,21 @@ std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capab
 Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk) {
   const int64_t kp = padded(static_cast<uint32_t>(k), kMatrixF16Slab);
   const int64_t np = padded(static_cast<uint32_t>(n), kMatrixF16Tile);
+  // [K, N] in b's type first (prepack_b: the blocked, parallel transpose of a stored [N, K]), then its rows
+  // padded and converted.
+  const Tensor kn = prepack_b(b, k, n, stored_nk, false);
   Tensor out(DType::Float16, {kp, np});
   auto* dst = reinterpret_cast<uint16_t*>(out.bytes().data());
   std::memset(dst, 0, static_cast<size_t>(kp * np) * sizeof(uint16_t));
-  const bool half = b.dtype() == DType::Float16;
-  const auto* f32 = reinterpret_cast<const float*>(b.bytes().data());
-  const auto* f16 = reinterpret_cast<const uint16_t*>(b.bytes().data());
+  const bool half = kn.dtype() == DType::Float16;
+  const auto* f32 = reinterpret_cast<const float*>(kn.bytes().data());
+  const auto* f16 = reinterpret_cast<const uint16_t*>(kn.bytes().data());
   for (int64_t kk = 0; kk < k; ++kk) {
-    for (int64_t nn = 0; nn < n; ++nn) {
-      const int64_t src = stored_nk ? nn * k + kk : kk * n + nn;
-      dst[kk * np + nn] = half ? f16[src] : float_to_half(f32[src]);
+    uint16_t* row = dst + kk * np;
+    if (half) {
+      std::memcpy(row, f16 + kk * n, static_cast<size_t>(n) * sizeof(uint16_t));
+    } else {
+      for (int64_t nn = 0; nn < n; ++nn) row[nn] = float_to_half(f32[kk * n + nn]);
     }
   }
   return out;

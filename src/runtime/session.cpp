@@ -121,13 +121,9 @@ gpu::Capabilities session_capabilities(const gpu::Device& device, const std::str
   }
   const gpu::Features& f = caps.features;
   if (!f.subgroup_matrix_f16) {
-    std::string lacks;
-    const auto add = [&lacks](bool present, const char* what) {
-      if (!present) lacks += (lacks.empty() ? "" : ", ") + std::string(what);
-    };
-    add(f.shader_f16, "shader-f16");
-    add(f.subgroups, "subgroups");
-    add(false, "chromium-experimental-subgroup-matrix with f16 x f16 -> f32 16x16x16 on subgroups of 32");
+    std::string lacks =
+        std::string(f.shader_f16 ? "" : "shader-f16, ") + (f.subgroups ? "" : "subgroups, ") +
+        "chromium-experimental-subgroup-matrix with f16 x f16 -> f32 16x16x16 on subgroups of 32";
     throw Error(
         "precision f16 needs an adapter with shader-f16, subgroups and chromium-experimental-subgroup-" +
         std::string("matrix; ") + device.adapter_info().device + " lacks " + lacks +
