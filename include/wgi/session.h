@@ -83,6 +83,11 @@ struct SessionOptions {
   // those of its latest planning as it was planned then, without running its planner or host evaluation
   // again (docs/decoding.md, "Unchanged nodes"). Off: every node is planned again (for comparing).
   bool reuse_unchanged_nodes = true;
+  // In a run with RunOptions::growing_dims whose sizes grew since the previous run, the node plans for the
+  // next sizes (the same growth again, every other input as now) are made while the GPU works on this run,
+  // so that the next run finds them unchanged (docs/decoding.md, "Planning ahead"). A wrong guess costs
+  // only host time during the GPU work. Off: node plans are made when their run comes (for comparing).
+  bool plan_ahead = true;
   // "f32" or "f16". f16: the GEMMs of constant weights (MatMul, Gemm) compute on subgroup matrices (tensor
   // cores), f16 operands and f32 accumulation (docs/float16.md, "Computing in float16"); every other node,
   // and a GEMM the matrix kernel cannot run, stays float32. Needs an adapter with shader-f16, subgroups and
@@ -138,6 +143,9 @@ struct SessionStats {
                                // (SessionOptions::respecialize_plans)
     size_t cached = 0;         // plans held now: at most SessionOptions::max_cached_plans
     size_t dispatches = 0;     // GPU dispatches per run of the current plan
+    size_t planned_ahead = 0;  // node plannings made during a run's GPU work for the next run's predicted
+                               // sizes (SessionOptions::plan_ahead)
+    size_t ahead_hits = 0;     // of which the next run had those sizes
   };
   // The plan of the most recent new input-shape signature (made or respecialized).
   struct LastPlan {
@@ -157,6 +165,9 @@ struct SessionStats {
     // reuse_unchanged_nodes), and those planned or folded again (their inputs changed).
     size_t unchanged_nodes = 0;
     size_t replanned_nodes = 0;
+    // Its node plannings made ahead, during the previous run's GPU work (SessionOptions::plan_ahead; 0 when
+    // its sizes were not the ones predicted): not part of `ms`.
+    double planned_ahead_ms = 0;
     // GEMMs planned for it (node plans reused from earlier plans not counted), and how many of them run a
     // configuration from the tuning cache.
     size_t gemms = 0;

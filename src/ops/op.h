@@ -28,6 +28,7 @@ namespace wgi::ops {
 struct TensorDesc {
   DType dtype = DType::Float32;
   Shape shape;
+  bool operator==(const TensorDesc&) const = default;
 };
 
 struct NodeInfo {

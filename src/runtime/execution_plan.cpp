@@ -881,7 +881,8 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<const Tensor*>& inputs,
 
 std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
                                        std::span<const gpu::BufferSlice> device_outputs,
-                                       gpu::TimestampProfiler* profiler) {
+                                       gpu::TimestampProfiler* profiler,
+                                       const std::function<void()>& while_gpu_runs) {
   if (inputs.size() != input_values_.size() || device_outputs.size() != output_values_.size())
     throw Error("internal: ExecutionPlan::run with the wrong number of inputs or outputs");
   gpu::CommandBatch batch(device_);
@@ -952,6 +953,7 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (!inputs_[i].direct) inputs_[i].content_id = copied[i];
   }
+  if (while_gpu_runs) while_gpu_runs();
   // Downloads in one copy and one wait, with the run status when a run since its last check bound it.
   std::vector<Tensor> outputs(output_values_.size());
   std::vector<std::vector<std::byte>> bytes(output_values_.size());

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "gpu/device.h"
 #include "gpu/profiler.h"
@@ -111,6 +112,48 @@ std::vector<runtime::PlanInput> capacity_inputs(const std::vector<runtime::PlanI
   return largest;
 }
 
+// The next run's inputs in a loop whose growing dims (RunOptions::growing_dims) grew since the previous run
+// (`previous`): each such dim grown again by what it grew, every other input as now (a resized input loses
+// its plan-time value: its contents are not known ahead). Empty when the sizes did not change that way
+// (nothing grew, something else changed, a dim shrank or grew unevenly) or a limit would be passed.
+std::vector<runtime::PlanInput> predicted_inputs(const std::vector<runtime::PlanInput>& now,
+                                                 const std::vector<ops::TensorDesc>& previous,
+                                                 const std::vector<TensorInfo>& infos,
+                                                 const std::map<std::string, int64_t>& growing) {
+  if (growing.empty() || previous.size() != now.size() || infos.size() != now.size()) return {};
+  std::map<std::string, int64_t> growth;
+  for (size_t i = 0; i < now.size(); ++i) {
+    const ops::TensorDesc &a = now[i].desc, &b = previous[i];
+    if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return {};
+    for (size_t d = 0; d < a.shape.size(); ++d) {
+      if (a.shape[d] == b.shape[d]) continue;
+      const std::string* name = d < infos[i].dim_names.size() ? &infos[i].dim_names[d] : nullptr;
+      if (!name || !growing.count(*name) || a.shape[d] < b.shape[d]) return {};
+      const auto [it, inserted] = growth.emplace(*name, a.shape[d] - b.shape[d]);
+      if (!inserted && it->second != a.shape[d] - b.shape[d]) return {};
+    }
+  }
+  if (growth.empty()) return {};
+  std::vector<runtime::PlanInput> next = now;
+  for (size_t i = 0; i < next.size(); ++i) {
+    std::vector<int64_t>& shape = next[i].desc.shape;
+    for (size_t d = 0; d < shape.size() && d < infos[i].dim_names.size(); ++d) {
+      const auto it = growth.find(infos[i].dim_names[d]);
+      if (it == growth.end()) continue;
+      shape[d] += it->second;
+      if (shape[d] > growing.at(it->first)) return {};
+      next[i].value = nullptr;
+    }
+  }
+  return next;
+}
+
+std::vector<ops::TensorDesc> descs_of(const std::vector<runtime::PlanInput>& inputs) {
+  std::vector<ops::TensorDesc> descs;
+  for (const runtime::PlanInput& in : inputs) descs.push_back(in.desc);
+  return descs;
+}
+
 // The capabilities a session's plans are made for: the device's, computing in float16 where a kernel can
 // when `precision` is "f16" (only on a device with the features those kernels need: never a silent f32).
 gpu::Capabilities session_capabilities(const gpu::Device& device, const std::string& precision) {
@@ -184,6 +227,10 @@ struct Session::Impl {
   ops::GemmTuningTable table;
   ops::GemmTuning tuning;
   size_t planned_gemms = 0, planned_tuned_gemms = 0;
+  // SessionOptions::plan_ahead: the previous run's input descriptions, and the ones whose node plans the
+  // latest run made during its GPU work (with the time that took).
+  std::vector<ops::TensorDesc> previous_descs, ahead_descs;
+  double ahead_ms = 0;
 
   // A session is made in two parts that overlap (Session::from_file): its private environment's device, on
   // the calling thread, while another reads the model; then load() checks and optimises the graph and sets
@@ -233,6 +280,10 @@ struct Session::Impl {
                                    std::span<const runtime::InputSource> sources,
                                    const std::string& signature, std::chrono::steady_clock::time_point start,
                                    double kernel_plans_ms);
+  // SessionOptions::plan_ahead: what to do during this run's GPU work (nothing when no next sizes are
+  // predicted), given its inputs; remembers them as the previous run's.
+  std::function<void()> planning_ahead(const std::vector<InputView>& ordered,
+                                       const std::map<std::string, int64_t>& growing);
   // Runs with outputs o for which `on_device[o]` is set copied into new DeviceTensors (returned in `kept`).
   std::vector<Tensor> run(const std::map<std::string, InputView>& given, const std::vector<bool>& on_device,
                           std::vector<DeviceTensor>& kept,
@@ -524,6 +575,10 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
   const double kernel_plans_ms = ms_since(start);
   stats.last_plan.unchanged_nodes = planned.unchanged;
   stats.last_plan.replanned_nodes = planned.replanned;
+  const bool predicted = !ahead_descs.empty() && ahead_descs == descs_of(plan_inputs);
+  stats.last_plan.planned_ahead_ms = predicted ? ahead_ms : 0;
+  stats.plans.ahead_hits += predicted ? 1 : 0;
+  ahead_descs.clear();
   stats.last_plan.gemms = planned_gemms;
   stats.last_plan.tuned_gemms = planned_tuned_gemms;
   std::list<CachedPlan>::iterator too_small = plans.end();
@@ -635,6 +690,33 @@ runtime::ExecutionPlan* Session::Impl::add_plan(
   return plans.front().plan.get();
 }
 
+std::function<void()> Session::Impl::planning_ahead(const std::vector<InputView>& ordered,
+                                                    const std::map<std::string, int64_t>& growing) {
+  const std::vector<runtime::PlanInput> now = plan_inputs_of(ordered);
+  std::vector<ops::TensorDesc> previous = std::exchange(previous_descs, descs_of(now));
+  // Tuning measures a signature's GEMMs before its node plans are made (plan_for): not ahead.
+  if (!options.plan_ahead || options.tune || growing.empty()) return {};
+  std::vector<runtime::PlanInput> next = predicted_inputs(now, previous, inputs, growing);
+  if (next.empty()) return {};
+  return [this, next = std::move(next)] {
+    const auto start = std::chrono::steady_clock::now();
+    const size_t gemms = planned_gemms, tuned = planned_tuned_gemms;
+    try {
+      std::optional<runtime::StageEnd> stage_end;
+      runtime::plan_nodes(graph, ops::builtin_registry(), caps, next, {}, nullptr, node_plans.get(), &tuning,
+                          &stage_end);
+      ahead_descs = descs_of(next);
+      ahead_ms = ms_since(start);
+      ++stats.plans.planned_ahead;
+    } catch (const Error&) {
+      // Sizes the model does not accept (e.g. past a position table): if they come, their run reports it.
+      ahead_descs.clear();
+    }
+    planned_gemms = gemms;
+    planned_tuned_gemms = tuned;
+  };
+}
+
 std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& given,
                                        const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept,
                                        const std::map<std::string, int64_t>& growing) {
@@ -672,7 +754,7 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
     kept[o] = memory->allocate(plan.output_desc(o));
     targets[o] = detail::DeviceTensorState::of(kept[o])->slice();
   }
-  std::vector<Tensor> results = plan.run(sources, targets, timer);
+  std::vector<Tensor> results = plan.run(sources, targets, timer, planning_ahead(ordered, growing));
   stats.device.buffers_created = device->buffers_created();
   if (timer) {
     std::vector<double> ms = timer->read(static_cast<uint32_t>(plan.dispatch_count()));

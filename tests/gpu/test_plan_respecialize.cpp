@@ -66,11 +66,12 @@ struct LoopRun {
 
 // On `environment` when given (sessions of one model then share compiled pipelines).
 LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps, bool reuse_unchanged = true,
-                 const Environment* environment = nullptr,
-                 const std::map<std::string, int64_t>& growing = {}) {
+                 const Environment* environment = nullptr, const std::map<std::string, int64_t>& growing = {},
+                 bool plan_ahead = true) {
   SessionOptions options;
   options.respecialize_plans = respecialize;
   options.reuse_unchanged_nodes = reuse_unchanged;
+  options.plan_ahead = plan_ahead;
   Session session = environment ? Session::from_file(loop.file, *environment, options)
                                 : Session::from_file(loop.file, options);
   std::map<std::string, Value> inputs;
@@ -202,6 +203,45 @@ TEST(PlanRespecialize, GrowingDimsPlanADecoderLoopOnce) {
     const LoopRun short_limit = run_loop(loop, true, kSteps, true, nullptr, {{past, 5}});
     expect_same_outputs(short_limit, full);
     EXPECT_GT(short_limit.stats.plans.made, 2u);
+  }
+}
+
+// SessionOptions::plan_ahead: in a loop with growing dims, each step's GPU work overlaps the node plans for
+// the next step's sizes (the past one longer), so that the next step plans again only the nodes that read
+// its new token. The same bytes as without; nothing is planned ahead without growing dims, before the sizes
+// have grown once, or past the limit.
+TEST(PlanRespecialize, PlanAheadMakesTheNextStepsNodePlansDuringTheGpuWork) {
+  constexpr int kSteps = 10;
+  for (const DecoderLoop& loop : {cached_cross_loop(), merged_loop()}) {
+    SCOPED_TRACE(loop.file.string());
+    const std::string past = past_dim_name(loop.file);
+    const Environment environment = Environment::create();
+    const std::map<std::string, int64_t> growing{{past, 4 + kSteps}};
+    const LoopRun ahead = run_loop(loop, true, kSteps, true, &environment, growing);
+    const LoopRun when_due = run_loop(loop, true, kSteps, true, &environment, growing, false);
+    expect_same_outputs(ahead, when_due);
+    EXPECT_EQ(ahead.stats.plans.made, when_due.stats.plans.made);
+    EXPECT_EQ(when_due.stats.plans.planned_ahead, 0u);
+    // Steps 0 (prompt) and 1 (other shapes) predict nothing; step 1 -> 2 grew the past by the prompt's
+    // length, not by one, so step 2 was predicted wrongly; every later step was predicted by the one before.
+    EXPECT_EQ(ahead.stats.plans.planned_ahead, static_cast<size_t>(kSteps - 2));
+    EXPECT_EQ(ahead.stats.plans.ahead_hits, static_cast<size_t>(kSteps - 3));
+    for (int step = 3; step < kSteps; ++step) {
+      const SessionStats& a = ahead.step_stats[static_cast<size_t>(step)];
+      const SessionStats& b = when_due.step_stats[static_cast<size_t>(step)];
+      EXPECT_GT(a.last_plan.planned_ahead_ms, 0.0) << "step " << step;
+      EXPECT_EQ(b.last_plan.planned_ahead_ms, 0.0) << "step " << step;
+      EXPECT_LT(a.last_plan.replanned_nodes, b.last_plan.replanned_nodes) << "step " << step;
+      EXPECT_EQ(a.last_plan.unchanged_nodes + a.last_plan.replanned_nodes,
+                b.last_plan.unchanged_nodes + b.last_plan.replanned_nodes)
+          << "step " << step;
+    }
+    const LoopRun no_growing = run_loop(loop, true, 5, true, &environment);
+    EXPECT_EQ(no_growing.stats.plans.planned_ahead, 0u);
+    // A limit of 5: at past 5 the next size would pass it (the loop still runs, planned when due).
+    const LoopRun short_limit = run_loop(loop, true, kSteps, true, &environment, {{past, 5}});
+    expect_same_outputs(short_limit, when_due);
+    EXPECT_LT(short_limit.stats.plans.planned_ahead, ahead.stats.plans.planned_ahead);
   }
 }
 

@@ -131,6 +131,7 @@ struct DecodeStep {
   double ms = 0;
   double plan_ms = 0;        // 0: the step reused a cached plan
   double node_plans_ms = 0;  // of plan_ms: the node planners (run before a plan is made or respecialized)
+  double ahead_ms = 0;       // node plans made ahead, during the previous step's GPU work (not in plan_ms)
   size_t reused = 0, gpu_nodes = 0;
   size_t unchanged = 0, replanned = 0;  // nodes taken from their latest planning / planned or folded again
   char plan = '-';  // 'P': planned in full, 'R': a cached plan respecialized, '-': a cached plan as it was
@@ -139,6 +140,7 @@ struct DecodeStep {
 // Plans made and respecialized over the loop, for the summary line.
 struct DecodePlans {
   size_t made = 0, respecialized = 0;
+  size_t planned_ahead = 0, ahead_hits = 0;
 };
 
 // `steps` greedy steps from `inputs` (the first step's past as given), each feeding the argmax token and the
@@ -184,22 +186,25 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
       record.gpu_nodes = st.last_plan.gpu_nodes;
       record.unchanged = st.last_plan.unchanged_nodes;
       record.replanned = st.last_plan.replanned_nodes;
+      record.ahead_ms = st.last_plan.planned_ahead_ms;
     }
     out.push_back(record);
   }
+  plans.planned_ahead = session.stats().plans.planned_ahead;
+  plans.ahead_hits = session.stats().plans.ahead_hits;
   return out;
 }
 
 void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const DecodePlans& plans) {
-  std::cout << "decode:     " << steps.size() << " greedy steps, key/values "
-            << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)")
-            << "\n"
-            << "  step  past_len        ms   planning ms  plan  node plans reused  nodes unchanged\n";
-  std::vector<double> later, later_plan, later_node_plans;
+  std::cout
+      << "decode:     " << steps.size() << " greedy steps, key/values "
+      << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)") << "\n"
+      << "  step  past_len        ms   planning ms  ahead ms  plan  node plans reused  nodes unchanged\n";
+  std::vector<double> later, later_plan, later_node_plans, later_ahead;
   for (size_t i = 0; i < steps.size(); ++i) {
     const DecodeStep& s = steps[i];
     std::cout << std::setw(6) << i << std::setw(10) << s.past_len << std::setw(10) << s.ms << std::setw(14)
-              << s.plan_ms << std::setw(6) << s.plan;
+              << s.plan_ms << std::setw(10) << s.ahead_ms << std::setw(6) << s.plan;
     if (s.gpu_nodes) {
       std::cout << "  " << std::setw(17) << std::left
                 << (std::to_string(s.reused) + "/" + std::to_string(s.gpu_nodes)) << std::right << s.unchanged
@@ -210,6 +215,7 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const De
       later.push_back(s.ms);
       later_plan.push_back(s.plan_ms);
       later_node_plans.push_back(s.node_plans_ms);
+      later_ahead.push_back(s.ahead_ms);
     }
   }
   std::cout << "first step: " << steps.front().ms << " ms (planning " << steps.front().plan_ms << " ms)\n";
@@ -218,7 +224,11 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const De
               << " ms, min " << *std::min_element(later.begin(), later.end()) << " ms over " << later.size()
               << " steps (planning median " << percentile(later_plan, 0.5)
               << " ms, of which node plans (plan_nodes: shapes, folding, planners of changed nodes) "
-              << percentile(later_node_plans, 0.5) << " ms)\n";
+              << percentile(later_node_plans, 0.5) << " ms)\n"
+              << "ahead:      median " << percentile(later_ahead, 0.5)
+              << " ms of node plans made during the previous step's GPU work (not in the planning times), "
+              << plans.ahead_hits << " of " << plans.planned_ahead
+              << " plannings ahead matched the next step\n";
   }
   std::cout << "plans:      " << plans.made << " made, " << plans.respecialized << " respecialized over "
             << steps.size() << " steps (plan P: planned in full, R: a cached plan respecialized)\n";
@@ -237,6 +247,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     size_t plan_cache = SessionOptions{}.max_cached_plans;
     bool no_respecialize = false;
     bool no_growing_dims = false;
+    bool no_plan_ahead = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
@@ -264,6 +275,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-growing-dims", opts->no_growing_dims,
                 "With --decode: plan the first step for its own sizes only, not with room for the last "
                 "step's past (RunOptions::growing_dims; for measuring)");
+  cmd->add_flag(
+      "--no-plan-ahead", opts->no_plan_ahead,
+      "With --decode: make each step's node plans when it comes, not during the previous step's GPU "
+      "work (SessionOptions::plan_ahead; for measuring)");
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
@@ -273,6 +288,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     so.profiling = opts->profile || !opts->trace.empty();
     so.max_cached_plans = opts->plan_cache;
     so.respecialize_plans = !opts->no_respecialize;
+    so.plan_ahead = !opts->no_plan_ahead;
     if (!opts->trace.empty()) require_writable_file(opts->trace, "--trace");
     Session session = Session::from_file(opts->model, so);
     report_tuning_cache(session);
