@@ -1,10 +1,13 @@
 // Host time of planning a decoder step (docs/decoding.md): runtime::plan_nodes with a session's PlanSharing,
 // each iteration one past row longer than the last, as `wgi bench --decode` plans it (no GPU work, no
 // respecialization: those are timed by `wgi bench --decode` itself).
-//   BM_DecoderStepPlanning/<model>: tests/data/models/<model> (the tiny split and merged decoders), or
+//   BM_DecoderStepPlanning/<model>[/after_ahead]: tests/data/models/<model> (the tiny split and merged
+//   decoders), or
 //     WGI_BENCH_DECODER=path/to/model.onnx (e.g. build/models-large/bart_decoder_cached_cross_base_opset17).
-// Counters: unchanged / replanned nodes per planning. The planning is checked once: the steady steps must
-// take more nodes unchanged than they plan again (else the benchmark times something else and says so).
+// after_ahead: what is left once the step's sizes were planned ahead with another token
+// (SessionOptions::plan_ahead). Counters: unchanged / replanned nodes per planning. The planning is checked
+// once: the steady steps must take more nodes unchanged than they plan again (else the benchmark times
+// something else and says so).
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -38,9 +41,9 @@ Decoder load(const fs::path& path) {
   return d;
 }
 
-// One step's inputs: batch 1, one new token, `past` rows of past key/values; symbolic dims of other inputs
-// (cross key/values, encoder states) at 16.
-std::vector<wgi::runtime::PlanInput> step_inputs(const wgi::graph::Graph& g, int64_t past,
+// One step's inputs (its token from `past` and `token_seed`): batch 1, one new token, `past` rows of past
+// key/values; symbolic dims of other inputs (cross key/values, encoder states) at 16.
+std::vector<wgi::runtime::PlanInput> step_inputs(const wgi::graph::Graph& g, int64_t past, int64_t token_seed,
                                                  std::vector<Tensor>& values) {
   std::vector<wgi::runtime::PlanInput> inputs;
   values.clear();
@@ -61,7 +64,8 @@ std::vector<wgi::runtime::PlanInput> step_inputs(const wgi::graph::Graph& g, int
     }
     wgi::runtime::PlanInput in{desc, nullptr};
     if (value.name == "input_ids") {
-      values.push_back(Tensor::from_vector<int64_t>({1, 1}, {static_cast<int64_t>(past % 7) + 2}));
+      values.push_back(
+          Tensor::from_vector<int64_t>({1, 1}, {static_cast<int64_t>((past + token_seed) % 7) + 2}));
       in.value = &values.back();
     } else if (value.name == "use_cache_branch") {
       Tensor yes(DType::Bool, {1});
@@ -74,14 +78,17 @@ std::vector<wgi::runtime::PlanInput> step_inputs(const wgi::graph::Graph& g, int
   return inputs;
 }
 
-void BM_DecoderStepPlanning(benchmark::State& state, const fs::path& path) {
+// `ahead`: each timed planning follows an untimed one of the same sizes with another token, as a step's
+// planning follows the previous step's planning ahead (SessionOptions::plan_ahead): what is left on the
+// step's critical path.
+void BM_DecoderStepPlanning(benchmark::State& state, const fs::path& path, bool ahead) {
   const Decoder d = load(path);
   const wgi::gpu::Capabilities& caps = wgi::bench::device().capabilities();
   const wgi::ops::OpRegistry& registry = wgi::ops::builtin_registry();
   wgi::runtime::PlanSharing sharing(4);
   std::vector<Tensor> values;
-  auto plan = [&](int64_t past) {
-    const auto inputs = step_inputs(d.graph, past, values);
+  auto plan = [&](int64_t past, int64_t token_seed = 0) {
+    const auto inputs = step_inputs(d.graph, past, token_seed, values);
     return wgi::runtime::plan_nodes(d.graph, registry, caps, inputs, {}, nullptr, &sharing);
   };
   plan(kFirstPast);
@@ -96,6 +103,11 @@ void BM_DecoderStepPlanning(benchmark::State& state, const fs::path& path) {
   int64_t step = 2;
   size_t unchanged = 0, replanned = 0;
   for (auto _ : state) {
+    if (ahead) {
+      state.PauseTiming();
+      plan(kFirstPast + step % kPastSpan, 1);
+      state.ResumeTiming();
+    }
     const wgi::runtime::NodePlans p = plan(kFirstPast + step % kPastSpan);
     unchanged = p.unchanged;
     replanned = p.replanned;
@@ -116,8 +128,11 @@ int main(int argc, char** argv) {
   if (const char* extra = std::getenv("WGI_BENCH_DECODER"))
     decoders.emplace_back(fs::path(extra).parent_path().filename().string(), extra);
   for (const auto& [name, path] : decoders) {
-    benchmark::RegisterBenchmark(("BM_DecoderStepPlanning/" + name).c_str(), BM_DecoderStepPlanning, path)
-        ->Unit(benchmark::kMicrosecond);
+    for (const bool ahead : {false, true}) {
+      benchmark::RegisterBenchmark(("BM_DecoderStepPlanning/" + name + (ahead ? "/after_ahead" : "")).c_str(),
+                                   BM_DecoderStepPlanning, path, ahead)
+          ->Unit(benchmark::kMicrosecond);
+    }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -61,7 +61,8 @@
 #         Gemm of the same shapes.
 # decode_rnn: decoder loops (32 steps) with and without growing dims and respecialized plans; the recurrent
 #         layers against cuDNN; the data-dependent ops (NMS, TopK) against torch / torchvision on CUDA.
-# decode: only its decoder loops.
+# decode: A/B of builds (`wgi` and each carried .device/bin/wgi_<variant>) on the decoder loops, with and
+#         without planning ahead, and the steady step; plan_nodes per step (wgi_bench_planning if carried).
 # variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
 #         SigLIP fp16/q4, the q4 decoder step and the quantized products. Packed as `models` plus the variants.
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
@@ -610,18 +611,49 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
   {
     stamp_machine
     stamp prepare; prepare_models
-    for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
-      dims=()
-      for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
-      for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-growing-dims" \
-        "--decode 32 --device-inputs --no-respecialize"; do
-        stamp "wgi bench $name $m"
-        # shellcheck disable=SC2086
-        timeout 120 wgi bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
-          grep -E '^(run|first step|later|decode|plans|memory)'
+    if [[ $mode == decode_rnn ]]; then
+      for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+        dims=()
+        for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+        for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-growing-dims" \
+          "--decode 32 --device-inputs --no-respecialize"; do
+          stamp "wgi bench $name $m"
+          # shellcheck disable=SC2086
+          timeout 120 wgi bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
+            grep -E '^(run|first step|later|ahead|decode|plans|memory)'
+        done
       done
-    done
-    if [[ $mode == decode ]]; then stamp done; exit 0; fi
+    else
+      # decode: `wgi` and every carried `wgi_<variant>` (e.g. a build of the session's start) in two
+      # alternating rounds: the loop, the loop with --no-plan-ahead, and the steady step (same sizes every
+      # run: GPU work and encoding, no planning, no download); then plan_nodes alone (wgi_bench_planning).
+      builds=(wgi)
+      for b in .device/bin/wgi_*; do
+        [[ -x $b && $b != *wgi_bench_* && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
+      done
+      for round in 1 2; do
+        for build in "${builds[@]}"; do
+          for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+            dims=()
+            for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+            for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-plan-ahead" \
+              "--device-inputs --runs 30"; do
+              stamp "round $round $build $name $m"
+              # shellcheck disable=SC2086
+              timeout 120 "$build" bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
+                grep -E '^(run|later|ahead|plans|wgi: error)'
+            done
+          done
+        done
+      done
+      if command -v wgi_bench_planning >/dev/null; then
+        stamp plan_nodes per step
+        WGI_BENCH_DECODER=$models/bart_decoder_base_opset17/model.onnx timeout 60 wgi_bench_planning \
+          --benchmark_min_time=0.5 2>&1 | grep BM_
+      fi
+      stamp done
+      exit 0
+    fi
     stamp recurrent: wgi
     WGI_BENCH_SIZE=large timeout 200 wgi_bench_recurrent --benchmark_format=json \
       --benchmark_out="$out/wgi_recurrent.json" --benchmark_min_time=0.1 >/dev/null 2>"$out/recurrent.err"

@@ -1,5 +1,6 @@
 #include "ops/gemm_matrix_f16.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -37,6 +38,12 @@ std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capab
   if (spec.a_km) return "A is stored [K, M]";
   if (spec.m <= 8) return "M <= 8 (the GEMV)";
   return "";
+}
+
+uint32_t matrix_f16_split_count(uint64_t tiles, uint32_t k) {
+  constexpr uint64_t kMaxTiles = 132, kMinChunk = 4 * kMatrixF16Slab;
+  if (tiles == 0 || tiles >= kMaxTiles || k < 2 * kMinChunk) return 1;
+  return static_cast<uint32_t>(std::min(ceil_div(2 * kMaxTiles, tiles), uint64_t{k} / kMinChunk));
 }
 
 Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk) {
@@ -101,8 +108,12 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
 
   const TensorRef b16 = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
   plan.constants.push_back(matrix_f16_b(b, spec.k, spec.n, b_nk));
-  const bool direct = plain_epilogue(spec, bias);
-  const bool bias_rows = direct && spec.bias;
+  // A split writes raw partial sums ([split][M][N], stored directly where a tile is whole); the reduction
+  // applies the whole epilogue.
+  const uint32_t splits = matrix_f16_split_count(uint64_t{tiles_m} * tiles_n, spec.k);
+  const bool split = splits > 1;
+  const bool direct = split || plain_epilogue(spec, bias);
+  const bool bias_rows = !split && direct && spec.bias;
   TensorRef bias_rows_ref = TensorRef::zero();
   if (bias_rows) {
     bias_rows_ref = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
@@ -110,8 +121,11 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   }
 
   kernels::Defines defines;
-  spec.activation.add_defines(defines);
-  const bool residual = spec.residual.has_value();
+  (split ? FusedActivation{} : spec.activation).add_defines(defines);  // a split's reduction applies it
+  const bool residual = !split && spec.residual.has_value();
+  defines["SPLIT_K"] = split ? "1" : "0";
+  const TensorRef out =
+      split ? plan.add_scratch(uint64_t{splits} * spec.m * spec.n * sizeof(float)) : spec.out;
   defines["RESIDUAL"] = residual ? "1" : "0";
   defines["OUT_VEC4"] = "0";
   defines["DIRECT_STORE"] = direct ? "1" : "0";
@@ -121,21 +135,25 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
       .read("b", "vec4<u32>", b16)
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
       .read("bias_rows", "f32", bias_rows_ref)
-      .read_write("output", "f32", spec.out)
+      .read_write("output", "f32", out)
       .uniforms(gemm_params_members(false, false), "GemmParams");
   if (residual) add_residual_binding(iface, *spec.residual, "f32");
   KernelLaunch gemm;
   gemm.program.wgsl = iface.load_wgsl("linear/gemm_matrix_f16.wgsl", defines);
-  gemm.program.label = std::string("gemm_matrix_f16") + (direct ? "" : "_bounce") +
-                       residual_label_suffix(residual) + spec.activation.label_suffix();
+  gemm.program.label = std::string("gemm_matrix_f16") +
+                       (split    ? "_split"
+                        : direct ? ""
+                                 : "_bounce") +
+                       residual_label_suffix(residual) + (split ? "" : spec.activation.label_suffix());
   iface.bind(gemm);
   GemmLaunchSpec padded_spec = spec;
   padded_spec.a_row_stride = kp;  // the padded operands' row strides
   padded_spec.b_row_stride = np;
-  gemm.uniform = gemm_params_bytes(iface, padded_spec, tiles_m, tiles_n, 1, false);
-  gemm.groups =
-      gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  gemm.uniform = gemm_params_bytes(iface, padded_spec, tiles_m, tiles_n, splits, false);
+  gemm.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * splits,
+                                     ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(gemm));
+  if (split) plan.launches.push_back(gemm_split_reduce_launch(ctx, spec, splits, out));
 }
 
 }  // namespace wgi::ops

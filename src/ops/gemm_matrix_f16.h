@@ -24,13 +24,20 @@ inline constexpr uint32_t kMatrixF16Slab = 64;
 // views or row maps, A stored [K, M], or M <= 8 (the GEMV reads the weight once, which is what bounds those).
 std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capabilities& caps);
 
+// K chunks for a product of `tiles` 128x128 output tiles over `k`: a grid of fewer tiles than the SMs of a
+// large GPU (132) leaves most of them idle, so K is split into up to 2 x 132 / tiles chunks of at least four
+// slabs (K >= 512), each writing raw partial sums that gemm_split_reduce.wgsl adds through the epilogue; 1
+// (no split) otherwise.
+uint32_t matrix_f16_split_count(uint64_t tiles, uint32_t k);
+
 // B ([K, N], or [N, K] when `stored_nk`; float32 or float16) as the kernel reads it: float16 [Kp, Np], zeros
 // past K and N (Kp, Np: K and N rounded up to the slab and the tile).
 Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk);
 // A bias of N values as the kernel's accumulators start: float32 [16, Np], every row the bias, zeros past N.
 Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n);
 
-// Appends the two launches (and their scratch and constants) for `spec` to `plan`: `b` is the constant B
+// Appends the two launches (three with a K split: the reduction) and their scratch and constants for `spec`
+// to `plan`: `b` is the constant B
 // (`b_nk`: stored [N, K]); `bias`, when not null, the constant bias that spec.bias binds.
 void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
                             const Tensor* bias, OpPlan& plan);

@@ -5,11 +5,13 @@
 // dawn.node.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "gpu/large_gpu_capabilities.h"
 #include "ops/float16.h"
 #include "ops/gemm_matrix_f16.h"
+#include "ops/registry.h"
 
 namespace wgi {
 namespace {
@@ -105,6 +107,52 @@ TEST(GemmMatrixF16, BiasRowsRepeatTheBiasSixteenTimes) {
       ASSERT_EQ(got[r * 128 + c], c < 5 ? 0.25f * static_cast<float>(c + 1) : 0.0f) << r << "," << c;
     }
   }
+}
+
+// K is split where the grid of 128x128 tiles is smaller than a large GPU's 132 SMs, into chunks of at least
+// four slabs (256): SigLIP-B's 197-token products (2 x 24 and 2 x 6 tiles) split, large grids and short K
+// do not.
+TEST(GemmMatrixF16, SplitsKOverSmallGridsOnly) {
+  EXPECT_EQ(ops::matrix_f16_split_count(2 * 24, 768), 3u);   // 197 x 3072 x 768: 6 wanted, 3 chunks of K
+  EXPECT_EQ(ops::matrix_f16_split_count(2 * 6, 3072), 12u);  // 197 x 768 x 3072
+  EXPECT_EQ(ops::matrix_f16_split_count(100, 4096), 3u);     // ceil(264 / 100)
+  EXPECT_EQ(ops::matrix_f16_split_count(13 * 24, 768), 1u);  // 1576 x 3072 x 768: enough tiles
+  EXPECT_EQ(ops::matrix_f16_split_count(132, 4096), 1u);
+  EXPECT_EQ(ops::matrix_f16_split_count(2, 511), 1u);  // less than two chunks of four slabs
+  EXPECT_EQ(ops::matrix_f16_split_count(2, 512), 2u);
+  EXPECT_EQ(ops::matrix_f16_split_count(0, 4096), 1u);
+}
+
+// A MatMul with a constant B as an f16 session plans it: the cast of A and the product, and with a K split
+// the reduction, which then applies the epilogue (here the bias of a Gemm) to [splits][M][N] partial sums.
+TEST(GemmMatrixF16, PlansTheCastTheProductAndWithASplitTheReduction) {
+  const gpu::Capabilities caps = f16_caps();
+  auto plan = [&caps](int64_t m, int64_t n, int64_t k) {
+    ops::NodeInfo node;
+    node.name = "gemm";
+    node.op_type = "Gemm";
+    node.opset = 17;
+    const std::vector<std::optional<ops::TensorDesc>> descs{ops::TensorDesc{DType::Float32, {m, k}},
+                                                            ops::TensorDesc{DType::Float32, {k, n}},
+                                                            ops::TensorDesc{DType::Float32, {n}}};
+    static std::vector<Tensor> constants;
+    constants = {Tensor(DType::Float32, {k, n}), Tensor(DType::Float32, {n})};
+    ops::PlanContext ctx{node, descs, {nullptr, &constants[0], &constants[1]}, caps};
+    return ops::builtin_registry().find("", "Gemm", 17)->handler.plan(ctx);
+  };
+  const ops::OpPlan split = plan(197, 3072, 768);
+  ASSERT_EQ(split.launches.size(), 3u);
+  EXPECT_EQ(split.launches[0].program.label, "gemm_a_to_f16");
+  EXPECT_EQ(split.launches[1].program.label, "gemm_matrix_f16_split");
+  EXPECT_EQ(split.launches[2].program.label, "gemm_split_reduce");
+  const uint64_t partials = uint64_t{3} * 197 * 3072 * sizeof(float);
+  EXPECT_NE(std::find(split.scratch_bytes.begin(), split.scratch_bytes.end(), partials),
+            split.scratch_bytes.end());
+  EXPECT_EQ(uint64_t{split.launches[1].groups.x} * split.launches[1].groups.y * split.launches[1].groups.z,
+            uint64_t{2 * 24 * 3});
+  const ops::OpPlan whole = plan(1576, 3072, 768);
+  ASSERT_EQ(whole.launches.size(), 2u);
+  EXPECT_EQ(whole.launches[1].program.label, "gemm_matrix_f16");
 }
 
 }  // namespace

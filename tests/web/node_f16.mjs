@@ -29,11 +29,13 @@ const bench = args.includes('--bench');
 // name, A's shape, N, and the epilogue: bias (b), Relu (r), Gelu (g: Erf form), residual (res), Gemm with
 // transB (t). Edge tiles in M, N and K, a batch folded into M, each epilogue path (direct stores with the bias
 // in the accumulators; the bounce with gemm_epilogue), and a GEMV-sized M (no matrix kernel: checked against
-// float64 only).
+// float64 only). `split`: K is split over a grid of fewer than 132 tiles (gemm_matrix_f16_split, then
+// gemm_split_reduce applies the epilogue); the others run whole.
 const CASES = [
-  {name: 'matmul_bias_577x768x768', a: [577, 768], n: 768, ops: 'b'},
+  {name: 'matmul_bias_577x768x768', a: [577, 768], n: 768, ops: 'b', split: true},
   {name: 'matmul_100x200x72', a: [100, 72], n: 200, ops: ''},
-  {name: 'matmul_bias_256x384x512', a: [256, 512], n: 384, ops: 'b'},
+  {name: 'matmul_bias_256x384x512', a: [256, 512], n: 384, ops: 'b', split: true},
+  {name: 'matmul_bias_residual_gelu_150x300x1000', a: [150, 1000], n: 300, ops: 'bresg', split: true},
   {name: 'matmul_bias_relu_300x261x136', a: [300, 136], n: 261, ops: 'br'},
   {name: 'matmul_bias_gelu_batch2_2x150x130x96', a: [2, 150, 96], n: 130, ops: 'bg'},
   {name: 'matmul_bias_residual_200x256x200', a: [200, 200], n: 256, ops: 'bres'},
@@ -206,10 +208,14 @@ if (!f16Matrices) {
       }
       const kernels = session.stats().profile.filter((p) => /MatMul|Gemm/.test(p.op)).flatMap((p) => p.kernel.split('+'));
       if (!kernels.length) problem ||= 'no GEMM node in the profile (nothing checked)';
-      // The matrix path's two launches (the cast of A, the product), and nothing else on those nodes.
+      // The matrix path's launches (the cast of A, the product, with a K split the reduction), and nothing
+      // else on those nodes.
       const matrix = kernels.some((k) => k.startsWith('gemm_matrix_f16')) &&
-                     kernels.every((k) => k.startsWith('gemm_matrix_f16') || k === 'gemm_a_to_f16');
+                     kernels.every((k) => k.startsWith('gemm_matrix_f16') || k === 'gemm_a_to_f16' ||
+                                          k.startsWith('gemm_split_reduce'));
+      const split = kernels.some((k) => k.startsWith('gemm_matrix_f16_split'));
       if (!c.gemv && !matrix) problem ||= `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
+      if (!c.gemv && split !== Boolean(c.split)) problem ||= `expected ${c.split ? 'a' : 'no'} K split`;
       if (c.gemv && matrix) problem ||= 'M <= 8 ran on the matrix kernel, not the GEMV';
       await session.free();
       report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);

@@ -16,6 +16,9 @@ enable chromium_experimental_subgroup_matrix;
 // BIAS_ROWS' [16, Np] rows of bias) workgroups whose tile lies inside M x N store their accumulators
 // straight to the output; other workgroups, and every workgroup without DIRECT_STORE, copy each accumulator
 // out through workgroup memory, in bounds, through gemm_epilogue.
+// SPLIT_K (with DIRECT_STORE, no bias rows): the grid covers params.k_splits chunks of whole slabs of K, chunk
+// by chunk; each workgroup writes its chunk's raw partial sums to `output` as [split][M][N] (directly or
+// through the bounce, no epilogue), and gemm_split_reduce.wgsl adds them and applies the epilogue.
 #interface
 
 #include "linear/gemm_common.wgsl"
@@ -94,7 +97,8 @@ fn stage_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32) {
 // One accumulator of the subgroup written to the output's [row, row + 16) x [col, col + 16), in bounds, by its
 // lanes through its 16x16 slot of `bounce`: read after a barrier (WGSL has no subgroup-scope memory barrier),
 // overwritten only after the next. Called by every subgroup alike (uniform control flow).
-fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lanes: u32, row: u32, col: u32) {
+fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lanes: u32, row: u32, col: u32,
+              out_base: u32) {
   let base = sid * 256u;
   subgroupMatrixStore(&bounce, base, acc, false, 16u);
   workgroupBarrier();
@@ -104,7 +108,7 @@ fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lan
     if (m < params.M && n < params.N) {
       let i = m * params.N + n;
 #if DIRECT_STORE
-      output[i] = bounce[base + e];  // the bias is in the accumulator already
+      output[out_base + i] = bounce[base + e];  // the bias is in the accumulator already, or the reduction adds it
 #else
       output[i] = gemm_epilogue(bounce[base + e], m, n, i);
 #endif
@@ -117,10 +121,24 @@ fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lan
 fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sid: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) lanes: u32) {
-  let tile = linear_workgroup_index(workgroup_id, num_workgroups);
-  if (tile >= params.tiles_m * params.tiles_n) {
+  let tiles = params.tiles_m * params.tiles_n;
+  let index = linear_workgroup_index(workgroup_id, num_workgroups);
+#if SPLIT_K
+  let splits = params.k_splits;
+#else
+  let splits = 1u;
+#endif
+  if (index >= tiles * splits) {
     return;
   }
+  let tile = index % tiles;
+  let split = index / tiles;
+  // This workgroup's K chunk: whole slabs (empty past K for a late chunk: it stores zeros).
+  let all_slabs = (params.K + SLAB - 1u) / SLAB;
+  let slabs_per_chunk = (all_slabs + splits - 1u) / splits;
+  let k_begin = min(all_slabs, split * slabs_per_chunk) * SLAB;
+  let k_end = min(all_slabs * SLAB, k_begin + slabs_per_chunk * SLAB);
+  let out_base = split * params.M * params.N;
   let tile_row = (tile / params.tiles_n) * TILE;
   let tile_col = (tile % params.tiles_n) * TILE;
   let srow = (sid / 4u) * 64u;  // the subgroup's rows and columns within the tile
@@ -146,7 +164,7 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   var acc3_0 = subgroup_matrix_result<f32, 16, 16>();
   var acc3_1 = subgroup_matrix_result<f32, 16, 16>();
 #endif
-  for (var k0 = 0u; k0 < params.K; k0 += SLAB) {
+  for (var k0 = k_begin; k0 < k_end; k0 += SLAB) {
     stage_slab(k0, lid, tile_row, tile_col);
     workgroupBarrier();
     for (var kk = 0u; kk < SLAB; kk += 16u) {
@@ -169,23 +187,24 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   }
 #if DIRECT_STORE
   if (tile_row + TILE <= params.M && tile_col + TILE <= params.N) {
-    subgroupMatrixStore(&output, row0 * params.N + col0, acc0_0, false, params.N);
-    subgroupMatrixStore(&output, row0 * params.N + col0 + 16u, acc0_1, false, params.N);
-    subgroupMatrixStore(&output, (row0 + 16u) * params.N + col0, acc1_0, false, params.N);
-    subgroupMatrixStore(&output, (row0 + 16u) * params.N + col0 + 16u, acc1_1, false, params.N);
-    subgroupMatrixStore(&output, (row0 + 32u) * params.N + col0, acc2_0, false, params.N);
-    subgroupMatrixStore(&output, (row0 + 32u) * params.N + col0 + 16u, acc2_1, false, params.N);
-    subgroupMatrixStore(&output, (row0 + 48u) * params.N + col0, acc3_0, false, params.N);
-    subgroupMatrixStore(&output, (row0 + 48u) * params.N + col0 + 16u, acc3_1, false, params.N);
+    let o = out_base + row0 * params.N + col0;
+    subgroupMatrixStore(&output, o, acc0_0, false, params.N);
+    subgroupMatrixStore(&output, o + 16u, acc0_1, false, params.N);
+    subgroupMatrixStore(&output, o + 16u * params.N, acc1_0, false, params.N);
+    subgroupMatrixStore(&output, o + 16u * params.N + 16u, acc1_1, false, params.N);
+    subgroupMatrixStore(&output, o + 32u * params.N, acc2_0, false, params.N);
+    subgroupMatrixStore(&output, o + 32u * params.N + 16u, acc2_1, false, params.N);
+    subgroupMatrixStore(&output, o + 48u * params.N, acc3_0, false, params.N);
+    subgroupMatrixStore(&output, o + 48u * params.N + 16u, acc3_1, false, params.N);
     return;
   }
 #endif
-  bounce_out(acc0_0, sid, lane, lanes, row0, col0);
-  bounce_out(acc0_1, sid, lane, lanes, row0, col0 + 16u);
-  bounce_out(acc1_0, sid, lane, lanes, row0 + 16u, col0);
-  bounce_out(acc1_1, sid, lane, lanes, row0 + 16u, col0 + 16u);
-  bounce_out(acc2_0, sid, lane, lanes, row0 + 32u, col0);
-  bounce_out(acc2_1, sid, lane, lanes, row0 + 32u, col0 + 16u);
-  bounce_out(acc3_0, sid, lane, lanes, row0 + 48u, col0);
-  bounce_out(acc3_1, sid, lane, lanes, row0 + 48u, col0 + 16u);
+  bounce_out(acc0_0, sid, lane, lanes, row0, col0, out_base);
+  bounce_out(acc0_1, sid, lane, lanes, row0, col0 + 16u, out_base);
+  bounce_out(acc1_0, sid, lane, lanes, row0 + 16u, col0, out_base);
+  bounce_out(acc1_1, sid, lane, lanes, row0 + 16u, col0 + 16u, out_base);
+  bounce_out(acc2_0, sid, lane, lanes, row0 + 32u, col0, out_base);
+  bounce_out(acc2_1, sid, lane, lanes, row0 + 32u, col0 + 16u, out_base);
+  bounce_out(acc3_0, sid, lane, lanes, row0 + 48u, col0, out_base);
+  bounce_out(acc3_1, sid, lane, lanes, row0 + 48u, col0 + 16u, out_base);
 }
