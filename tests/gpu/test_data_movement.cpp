@@ -110,6 +110,28 @@ TEST(DataMovementTranspose, TiledKernelForBatchedMatrices) {
   expect_node_outputs(n, {NodeInput{x}}, {test::transpose_reference(x, {0, 2, 1})}, options);
 }
 
+// A Transpose that only moves dims of size 1 (a one-token decoder step's [batch, 1, heads, size] -> [batch,
+// heads, 1, size]) and a Slice that takes its whole input move no element: the output is the input's memory,
+// with no launch. Not when a dim of more than one element moves too.
+TEST(DataMovementTranspose, CopiesThatMoveNothingLaunchNothing) {
+  for (DType dtype : {DType::Float32, DType::Int64}) {
+    Tensor x = test::random_ints(dtype, {2, 1, 3, 5}, 5);
+    ops::NodeInfo n = make_node("Transpose");
+    n.attributes.set("perm", std::vector<int64_t>{0, 2, 1, 3});
+    EXPECT_TRUE(launch_labels(n, {NodeInput{x}}).empty());
+    expect_node_outputs(n, {NodeInput{x}}, {test::transpose_reference(x, {0, 2, 1, 3})});
+  }
+  Tensor y = test::random_tensor({2, 1, 3, 5}, 6);
+  ops::NodeInfo moves = make_node("Transpose");
+  moves.attributes.set("perm", std::vector<int64_t>{2, 1, 0, 3});
+  EXPECT_FALSE(launch_labels(moves, {NodeInput{y}}).empty());
+  expect_node_outputs(moves, {NodeInput{y}}, {test::transpose_reference(y, {2, 1, 0, 3})});
+  const NodeInputs whole{NodeInput{y}, NodeInput{ints({0}), true}, NodeInput{ints({1000}), true},
+                         NodeInput{ints({2}), true}, NodeInput{ints({1}), true}};
+  EXPECT_TRUE(launch_labels(make_node("Slice", 13), whole).empty());
+  expect_node_outputs(make_node("Slice", 13), whole, {y});
+}
+
 // [B, N, H, D] -> [B, H, N, D] (attention heads): rows of D elements move as vec4 when D % 4 == 0.
 TEST(DataMovementTranspose, ContiguousRowsMoveAsVec4) {
   for (int64_t d : {8, 6}) {

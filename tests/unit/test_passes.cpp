@@ -79,6 +79,46 @@ TEST(Passes, FuseBiasAddsIntoMatMulsOfAnExportedTransformer) {
   EXPECT_EQ(with_bias, 4);
 }
 
+// BART scales each attention's query projection by head_size^-0.5 (a Mul after q_proj's bias): folded into
+// the projection's weight and bias, one dispatch fewer per attention. The folded weights are the exported
+// ones times the scale (compared in float64, exact here: 2^-2 for head size 16); every other MatMul keeps its
+// weight.
+TEST(Passes, FoldQueryScalesIntoTheProjectionsOfAnExportedDecoder) {
+  const std::filesystem::path file = kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx";
+  Graph before = onnx::import_model_file(file);
+  optimize(before, ops::builtin_registry(), DisabledPasses::of({"fold_scales_into_weights"}, "the test"));
+  Graph g = onnx::import_model_file(file);
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(r.count("fold_scales_into_weights"), 4) << r.summary();  // self and cross attention, 2 layers
+  EXPECT_EQ(count_ops(before, "Mul") - count_ops(g, "Mul"), 4);
+  size_t scaled = 0, compared = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.info.op_type != "MatMul" || !g.value(n.inputs[1]).constant) continue;
+    const auto it = std::find_if(before.nodes.begin(), before.nodes.end(),
+                                 [&](const Node& m) { return m.info.name == n.info.name; });
+    ASSERT_NE(it, before.nodes.end()) << n.info.name;
+    const Tensor& w = *g.value(n.inputs[1]).constant;
+    const Tensor& w0 = *before.value(it->inputs[1]).constant;
+    ASSERT_EQ(w.shape(), w0.shape());
+    const double ratio = static_cast<double>(w.data<float>()[0]) / w0.data<float>()[0];
+    if (ratio != 1.0) {
+      ++scaled;
+      EXPECT_NEAR(ratio, 0.25, 1e-12) << n.info.name;
+      for (size_t e = 0; e < w.data<float>().size(); ++e)
+        ASSERT_EQ(static_cast<double>(w.data<float>()[e]), 0.25 * w0.data<float>()[e]) << n.info.name;
+      ASSERT_EQ(n.inputs.size(), 3u) << n.info.name;  // the bias too
+      const Tensor& b = *g.value(n.inputs[2]).constant;
+      const Tensor& b0 = *before.value(it->inputs[2]).constant;
+      for (size_t e = 0; e < b.data<float>().size(); ++e)
+        ASSERT_EQ(static_cast<double>(b.data<float>()[e]), 0.25 * b0.data<float>()[e]) << n.info.name;
+    }
+    ++compared;
+  }
+  EXPECT_EQ(scaled, 4u);
+  EXPECT_GT(compared, scaled);
+}
+
 // torch's export already folds BatchNorm into Conv in eval mode; what is left for wgi: Relu and ReLU6
 // (exported as Clip with constant bounds) into the convs' epilogues.
 TEST(Passes, FuseReluAndClipIntoConvsOfAnExportedCnn) {
@@ -137,6 +177,24 @@ class GraphBuilder {
   }
   Graph g;
 };
+
+// Not folded: a scale that is not a scalar, a weight another node reads too, a float16 weight.
+TEST(Passes, FoldScalesLeavesLookalikesAlone) {
+  auto fold = [](const Shape& scale_shape, bool shared_weight, bool half_weight) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {2, 4});
+    ValueId w = b.constant(0.75f, {4, 3});
+    if (half_weight) b.g.value(w).constant = ops::narrow_to_float16(*b.g.value(w).constant);
+    ValueId z = b.node("Mul", {b.node("MatMul", {x, w}), b.constant(0.5f, scale_shape)});
+    if (shared_weight) z = b.node("Add", {z, b.node("MatMul", {x, w})});
+    return fold_scales_into_weights(b.finish(z));
+  };
+  EXPECT_EQ(fold({}, false, false), 1);  // the pattern itself: the others differ from it only as named
+  EXPECT_EQ(fold({1}, false, false), 1);
+  EXPECT_EQ(fold({3}, false, false), 0);
+  EXPECT_EQ(fold({}, true, false), 0);
+  EXPECT_EQ(fold({}, false, true), 0);
+}
 
 // y = Add(P, R) or Add(R, P) with P a MatMul / Conv: R moves into the producer's epilogue (input 3 and
 // wgi.residual = 1), before an activation fused afterwards.
@@ -1240,7 +1298,8 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
   EXPECT_EQ(pass_names(),
             "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, "
             "compute_float16_in_float32, fold_batch_norms, "
-            "fuse_bias_adds, read_windows_in_place, write_windows_in_place, fuse_residual_adds, fuse_gelu, "
+            "fuse_bias_adds, fold_scales_into_weights, read_windows_in_place, write_windows_in_place, "
+            "fuse_residual_adds, fuse_gelu, "
             "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
             "read_split_heads, write_attention_transposed");
 }

@@ -61,6 +61,14 @@ const std::vector<PassInfo>& pass_table() {
        "the bias must be a constant; the window MatMuls keep their bias, and the residual fusion takes input "
        "3 "
        "after it"},
+      {"fold_scales_into_weights",
+       "scalar Muls folded into weights",
+       without_registry<fold_scales_into_weights>,
+       {"fuse_bias_adds"},
+       {"read_windows_in_place", "write_windows_in_place", "fuse_residual_adds", "fuse_activations",
+        "fuse_attention", "read_split_heads"},
+       "the bias is scaled with the weight once fused; nothing may be fused after the product yet, and the "
+       "head split then sees the MatMul's output directly"},
       {"read_windows_in_place",
        "window partitions read in place",
        without_registry<read_windows_in_place>,
