@@ -147,6 +147,9 @@ class PlanSharing {
   // Off: every node is planned again at every planning (SessionOptions::reuse_unchanged_nodes, to compare).
   bool reuse_unchanged_nodes = true;
 
+  // Every node's run-status tag in `graph` (its position in nodes_by_tag, from 1), computed once per graph.
+  const std::unordered_map<const graph::Node*, uint32_t>& status_tags(const graph::Graph& graph);
+
  private:
   size_t per_node_;
   std::unordered_map<const graph::Node*, PlannedNodeRecord> latest_;
@@ -154,7 +157,12 @@ class PlanSharing {
       entries_;
   std::unordered_map<std::string, std::weak_ptr<const gpu::Buffer>> constants_;
   std::vector<std::shared_ptr<gpu::Buffer>> activations_;
+  const graph::Graph* tagged_graph_ = nullptr;
+  std::unordered_map<const graph::Node*, uint32_t> status_tags_;
 };
+
+// Every node's run-status tag in `graph`: its position in nodes_by_tag, from 1.
+std::unordered_map<const graph::Node*, uint32_t> status_tags_of(const graph::Graph& graph);
 
 // Shapes, host-folded values and per-node kernel plans of a graph for given input shapes: pure C++, no GPU,
 // so `wgi check` can run it without a device.

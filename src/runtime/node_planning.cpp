@@ -107,7 +107,12 @@ class NodePlanner {
   const PlanRequest& request_;
   const bool staging_;
   PlanSharing* const records_;
-  std::unordered_map<const graph::Node*, uint32_t> status_tags_;
+  // The run-status tag of a node of the graph (lazily: a planning that takes every node unchanged needs
+  // none).
+  uint32_t status_tag(const graph::Node* node);
+
+  std::unordered_map<const graph::Node*, uint32_t> own_tags_;  // without sharing
+  const std::unordered_map<const graph::Node*, uint32_t>* status_tags_ = nullptr;
   std::shared_ptr<UnrolledNodes> unrolled_;
   NodePlans out_;
   std::vector<bool> known_;
@@ -154,8 +159,6 @@ NodePlanner::NodePlanner(const PlanRequest& request, const std::vector<graph::Va
               staging_ || request.errors != nullptr} {
   const graph::Graph& graph = request.graph;
   if (request.stage_end) request.stage_end->reset();
-  const std::vector<const graph::Node*> tagged = nodes_by_tag(graph);
-  for (size_t t = 0; t < tagged.size(); ++t) status_tags_[tagged[t]] = static_cast<uint32_t>(t + 1);
   const size_t value_count = graph.values.size();
   out_.unrolled = unrolled_;
   out_.descs.resize(value_count);
@@ -173,6 +176,18 @@ NodePlanner::NodePlanner(const PlanRequest& request, const std::vector<graph::Va
     if (inputs[i].value) out_.host_values[v] = *inputs[i].value;
     known_[v] = true;
   }
+}
+
+uint32_t NodePlanner::status_tag(const graph::Node* node) {
+  if (!status_tags_) {
+    if (request_.sharing) {
+      status_tags_ = &request_.sharing->status_tags(request_.graph);
+    } else {
+      own_tags_ = status_tags_of(request_.graph);
+      status_tags_ = &own_tags_;
+    }
+  }
+  return status_tags_->at(node);
 }
 
 const Tensor* NodePlanner::host_value(graph::ValueId v) const {
@@ -341,7 +356,7 @@ void NodePlanner::plan_known_inputs(const graph::Node& node, const std::string& 
   }
   // A node of an unrolled Loop or Scan plans as the graph's node it copies (its tag and shared plans).
   const graph::Node* origin = unrolled_->origin(&node);
-  ops::PlanContext ctx{node.info, {}, {}, request_.caps, request_.gemm_tuning, status_tags_.at(origin)};
+  ops::PlanContext ctx{node.info, {}, {}, request_.caps, request_.gemm_tuning, status_tag(origin)};
   for (graph::ValueId v : node.inputs) {
     if (v == graph::kNoValue) {
       ctx.inputs.push_back(std::nullopt);
@@ -498,6 +513,21 @@ std::vector<const graph::Node*> nodes_by_tag(const graph::Graph& graph) {
   };
   add(graph.nodes);
   return out;
+}
+
+std::unordered_map<const graph::Node*, uint32_t> status_tags_of(const graph::Graph& graph) {
+  std::unordered_map<const graph::Node*, uint32_t> tags;
+  const std::vector<const graph::Node*> tagged = nodes_by_tag(graph);
+  for (size_t t = 0; t < tagged.size(); ++t) tags[tagged[t]] = static_cast<uint32_t>(t + 1);
+  return tags;
+}
+
+const std::unordered_map<const graph::Node*, uint32_t>& PlanSharing::status_tags(const graph::Graph& graph) {
+  if (tagged_graph_ != &graph) {
+    status_tags_ = status_tags_of(graph);
+    tagged_graph_ = &graph;
+  }
+  return status_tags_;
 }
 
 const ops::NodeInfo* node_of_tag(const graph::Graph& graph, uint32_t tag) {
