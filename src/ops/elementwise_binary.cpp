@@ -550,6 +550,19 @@ std::vector<Tensor> evaluate_binary(const BinaryOp& op, const PlanContext& ctx,
   check_binary_inputs(op, ctx);
   const DType dtype = in[0]->dtype();
   const Tensor &a = *in[0], &b = *in[1];
+  if (dtype == DType::Float32 && !op.bool_output) {
+    // The common case (shape arithmetic in float, a decoder's token embedding scaled and offset each step)
+    // without the per-element type dispatch: the same values.
+    const float* pa = a.data<float>().data();
+    const float* pb = b.data<float>().data();
+    float* py = nullptr;
+    Tensor out =
+        fold_broadcast(ctx, in.first(2), dtype, [&](Tensor& y, size_t i, const std::vector<int64_t>& o) {
+          if (!py) py = y.data<float>().data();
+          py[i] = static_cast<float>(op.float_host(pa[o[0]], pb[o[1]]));
+        });
+    return {std::move(out)};
+  }
   Tensor out = fold_broadcast(ctx, in.first(2), op.bool_output ? DType::Bool : dtype,
                               [&](Tensor& y, size_t i, const std::vector<int64_t>& o) {
                                 const size_t ia = static_cast<size_t>(o[0]), ib = static_cast<size_t>(o[1]);
