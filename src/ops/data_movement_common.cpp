@@ -458,25 +458,33 @@ Tensor with_shape(const Tensor& t, Shape shape) {
 
 namespace {
 
-// Whether the layout's one copy moves no element: its output is its input's bytes in the same order (a
-// Transpose that only moves dims of size 1, as a one-token step's [batch, 1, heads, size] -> [batch, heads,
-// 1, size]; a Slice, Split or Concat that takes a whole input).
-bool copies_in_place(const PlanContext& ctx, const CopyLayout& l) {
-  if (l.outputs.size() != 1 || l.copies.size() != 1) return false;
-  const StridedCopy& c = l.copies[0];
+// The layout's one copy that moves elements, when it moves none to another place: the output is that input's
+// bytes in the same order (a Transpose that only moves dims of size 1, as a one-token step's [batch, 1,
+// heads, size] -> [batch, heads, 1, size]; a Slice or Split that takes a whole input; a Concat of it with
+// empty inputs). Null otherwise.
+const StridedCopy* copies_in_place(const PlanContext& ctx, const CopyLayout& l) {
+  if (l.outputs.size() != 1) return nullptr;
+  const StridedCopy* only = nullptr;
+  for (const StridedCopy& c : l.copies) {
+    if (element_count(c.shape) == 0) continue;
+    if (only) return nullptr;
+    only = &c;
+  }
+  if (!only) return nullptr;
+  const StridedCopy& c = *only;
   if (c.src.kind != TensorRef::Kind::Input || c.dst.kind != TensorRef::Kind::Output || c.dst.index != 0 ||
       c.src_offset != 0 || c.dst_offset != 0) {
-    return false;
+    return nullptr;
   }
   const TensorDesc& in = ctx.input(c.src.index);
   if (in.dtype != l.outputs[0].dtype || element_count(in.shape) != element_count(l.outputs[0].shape) ||
       element_count(c.shape) != element_count(l.outputs[0].shape)) {
-    return false;
+    return nullptr;
   }
   for (size_t d = 0; d < c.shape.size(); ++d) {
-    if (c.shape[d] > 1 && c.src_strides[d] != c.dst_strides[d]) return false;
+    if (c.shape[d] > 1 && c.src_strides[d] != c.dst_strides[d]) return nullptr;
   }
-  return true;
+  return only;
 }
 
 }  // namespace
@@ -487,8 +495,8 @@ OpHandler copy_layout_handler(std::function<CopyLayout(const PlanContext&)> layo
     CopyLayout l = layout(ctx);
     OpPlan plan;
     plan.outputs = l.outputs;
-    if (copies_in_place(ctx, l)) {
-      plan.alias_output_to_input = static_cast<int>(l.copies[0].src.index);
+    if (const StridedCopy* in_place = copies_in_place(ctx, l)) {
+      plan.alias_output_to_input = static_cast<int>(in_place->src.index);
       return plan;
     }
     for (const StridedCopy& c : l.copies) {

@@ -1,11 +1,14 @@
 // The data-movement family, part 2: ops that are strided copies (see StridedCopy in
 // data_movement_internal.h). Each op here only works out its output shapes and copies from the node; the
 // shared handler launches copy_strided.wgsl (or transpose_tile.wgsl for batched 2-D transposes) per copy, or
-// runs the copies on the host when the inputs are known.
+// runs the copies on the host when the inputs are known; a Concat of two inputs is one launch of
+// concat_pair.wgsl.
 #include <algorithm>
 #include <numeric>
 
+#include "gpu/dispatch_grid.h"
 #include "ops/data_movement_internal.h"
+#include "ops/kernel_interface.h"
 
 namespace wgi::ops::data_movement {
 
@@ -87,6 +90,61 @@ CopyLayout concat_layout(const PlanContext& ctx) {
     offset += s[static_cast<size_t>(axis)];
   }
   return layout;
+}
+
+// Concat of two non-empty inputs as one launch of concat_pair.wgsl instead of a copy per input; nullopt for
+// other Concats (more inputs, an empty one, sizes past u32 indexing).
+std::optional<OpPlan> plan_concat_pair(const PlanContext& ctx) {
+  if (ctx.input_count() != 2) return std::nullopt;
+  const CopyLayout layout = concat_layout(ctx);  // validates the inputs
+  const Shape& out = layout.outputs[0].shape;
+  const size_t axis = static_cast<size_t>(
+      normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0), static_cast<int64_t>(out.size()), "axis"));
+  const int64_t first_len = ctx.input(0).shape[axis], second_len = ctx.input(1).shape[axis];
+  const int64_t count = element_count(out);
+  if (first_len == 0 || second_len == 0 || count == 0 || count > int64_t{UINT32_MAX}) return std::nullopt;
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < out.size(); ++d) inner *= out[d];
+  require_device_elements(ctx, 0);
+  require_device_elements(ctx, 1);
+  const bool vec4 = inner % 4 == 0;
+  const int64_t unit = vec4 ? 4 : 1;
+  OpPlan plan;
+  plan.outputs = layout.outputs;
+  KernelLaunch launch;
+  launch.program.label = vec4 ? "concat_pair_vec4" : "concat_pair";
+  KernelInterface iface;
+  iface.read("first", "T", TensorRef::input(0))
+      .read("second", "T", TensorRef::input(1))
+      .read_write("destination", "T", TensorRef::output(0))
+      .uniforms({{"count", UniformType::U32},  // T elements of the output
+                 {"inner", UniformType::U32},  // T elements per index of the axis
+                 {"first_len", UniformType::U32},
+                 {"second_len", UniformType::U32}});
+  const uint64_t units = static_cast<uint64_t>(count / unit);
+  const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(units, 256, ctx.caps.limits);
+  launch.program.wgsl =
+      iface.load_wgsl("data_movement/concat_pair.wgsl", {{"TYPE", vec4 ? "vec4<u32>" : "u32"}});
+  launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
+  iface.bind(launch);
+  launch.uniform = iface.values()
+                       .u32("count", static_cast<uint32_t>(units))
+                       .u32("inner", static_cast<uint32_t>(inner / unit))
+                       .u32("first_len", static_cast<uint32_t>(first_len))
+                       .u32("second_len", static_cast<uint32_t>(second_len))
+                       .bytes();
+  launch.groups = grid.groups;
+  plan.launches.push_back(std::move(launch));
+  return plan;
+}
+
+OpHandler concat_handler() {
+  OpHandler handler = copy_layout_handler(concat_layout);
+  handler.plan = [copies = std::move(handler.plan)](const PlanContext& ctx) {
+    if (std::optional<OpPlan> pair = plan_concat_pair(ctx)) return std::move(*pair);
+    return copies(ctx);
+  };
+  return handler;
 }
 
 std::vector<int64_t> split_sizes(const PlanContext& ctx, int64_t dim) {
@@ -324,7 +382,7 @@ CopyLayout space_to_depth_layout(const PlanContext& ctx) {
 
 void register_copy_ops(OpRegistry& registry) {
   registry.add("", "Transpose", 1, kLatestOpset, copy_layout_handler(transpose_layout));
-  registry.add("", "Concat", 4, kLatestOpset, copy_layout_handler(concat_layout));
+  registry.add("", "Concat", 4, kLatestOpset, concat_handler());
   registry.add("", "Split", 2, kLatestOpset, copy_layout_handler(split_layout));
   registry.add("", "Slice", 1, kLatestOpset, copy_layout_handler(slice_layout));
   registry.add("", "Expand", 8, kLatestOpset, copy_layout_handler(expand_layout));

@@ -237,6 +237,36 @@ TEST(DataMovementConcat, EveryAxisPositiveAndNegative) {
   }
 }
 
+// Two inputs run as one launch (concat_pair; vec4 where the elements after the axis are a multiple of 4): a
+// decoder step's past and new keys, on every axis, unequal lengths, float, int64 and bool; an empty input
+// takes the copies instead.
+TEST(DataMovementConcat, TwoInputsInOneLaunch) {
+  for (DType dtype : {DType::Float32, DType::Int64, DType::Bool}) {
+    for (const Shape& shape : {Shape{2, 3, 5, 8}, Shape{1, 2, 7, 3}}) {
+      for (int64_t axis = 0; axis < 4; ++axis) {
+        Shape first = shape, second = shape;
+        second[static_cast<size_t>(axis)] = 1;  // a step's one new row
+        const std::vector<Tensor> parts{test::random_ints(dtype, first, static_cast<uint64_t>(20 + axis)),
+                                        test::random_ints(dtype, second, static_cast<uint64_t>(30 + axis))};
+        ops::NodeInfo n = make_node("Concat");
+        n.attributes.set("axis", axis - 4);
+        const NodeInputs inputs{NodeInput{parts[0]}, NodeInput{parts[1]}};
+        int64_t inner = 1;
+        for (size_t d = static_cast<size_t>(axis) + 1; d < 4; ++d) inner *= shape[d];
+        EXPECT_EQ(launch_labels(n, inputs),
+                  std::vector<std::string>{inner % 4 == 0 ? "concat_pair_vec4" : "concat_pair"})
+            << shape_to_string(shape) << " axis " << axis;
+        expect_node_outputs(n, inputs, {test::concat_reference(parts, axis)});
+      }
+    }
+  }
+  Tensor a = test::random_tensor({2, 0, 3}, 1), b = test::random_tensor({2, 4, 3}, 2);
+  ops::NodeInfo n = make_node("Concat");
+  n.attributes.set("axis", int64_t{1});
+  EXPECT_EQ(launch_labels(n, {NodeInput{a}, NodeInput{b}}), std::vector<std::string>{});  // b moves as is
+  expect_node_outputs(n, {NodeInput{a}, NodeInput{b}}, {b});
+}
+
 TEST(DataMovementConcat, EmptyInputsAndShapeVectors) {
   Tensor a = test::random_tensor({2, 0, 3}, 1), b = test::random_tensor({2, 4, 3}, 2);
   ops::NodeInfo n = make_node("Concat");
