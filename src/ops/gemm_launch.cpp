@@ -318,10 +318,14 @@ bool output_view(const GemmLaunchSpec& spec) {
 
 }  // namespace
 
-bool gemm_has_views(const GemmLaunchSpec& spec) {
-  return spec.a_row_map || spec.out_row_map || spec.a_offset != 0 || spec.b_offset != 0 ||
+bool gemm_has_strided_views(const GemmLaunchSpec& spec) {
+  return spec.a_offset != 0 || spec.b_offset != 0 ||
          gemm_a_row_stride(spec) != (spec.a_km ? spec.m : spec.k) ||
          gemm_b_row_stride(spec) != (spec.b_nk ? spec.k : spec.n) || output_view(spec);
+}
+
+bool gemm_has_views(const GemmLaunchSpec& spec) {
+  return spec.a_row_map || spec.out_row_map || gemm_has_strided_views(spec);
 }
 
 std::string gemm_row_map_problem(const GemmLaunchSpec& spec) {
@@ -623,6 +627,8 @@ kernels::Defines gemm_defines_off() {
   return defines;
 }
 
+}  // namespace
+
 // ROW_MAPS (GemmParams declares the maps) where `spec` has any; A_ROW_MAP / OUT_ROW_MAP for the maps the
 // launch applies (`out_map`: false for a split's packed partial sums). Other products compile as without.
 void row_map_defines(const GemmLaunchSpec& spec, bool a_map, bool out_map, kernels::Defines& defines) {
@@ -631,6 +637,8 @@ void row_map_defines(const GemmLaunchSpec& spec, bool a_map, bool out_map, kerne
   defines["A_ROW_MAP"] = a_map && spec.a_row_map ? "1" : "0";
   defines["OUT_ROW_MAP"] = out_map && spec.out_row_map ? "1" : "0";
 }
+
+namespace {
 
 // The main launch of `spec` run with `config`, its K split into `splits` chunks (1: none).
 KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, const GemmConfig& config,

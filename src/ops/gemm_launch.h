@@ -150,6 +150,11 @@ std::array<uint32_t, 4> gemm_out_batch_strides(const GemmLaunchSpec& spec);
 // Whether any operand or the output of `spec` is not in the packed layout (only the fast kernels run it);
 // row maps count.
 bool gemm_has_views(const GemmLaunchSpec& spec);
+// The same without the row maps: offsets, row strides and output views.
+bool gemm_has_strided_views(const GemmLaunchSpec& spec);
+// ROW_MAPS (GemmParams declares the maps) where `spec` has any; A_ROW_MAP / OUT_ROW_MAP for the maps a launch
+// applies (`out_map`: false for a split's packed partial sums).
+void row_map_defines(const GemmLaunchSpec& spec, bool a_map, bool out_map, kernels::Defines& defines);
 // Why `spec`'s row maps are malformed ("" if they are not): extents whose product is not M, a map next to a
 // row stride, A's map with A as [K, M].
 std::string gemm_row_map_problem(const GemmLaunchSpec& spec);

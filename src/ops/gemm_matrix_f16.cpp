@@ -24,7 +24,7 @@ bool plain_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
   const bool bias_rows = !spec.bias || (bias && spec.bias_stride_m == 0 && spec.bias_stride_n == 1 &&
                                         bias->element_count() >= spec.n && bias->dtype() == DType::Float32);
   return bias_rows && spec.alpha == 1.0f && (!spec.bias || spec.beta == 1.0f) && !spec.residual &&
-         spec.activation.kind == FusedActivation::Kind::None;
+         spec.activation.kind == FusedActivation::Kind::None && !spec.out_row_map;
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capab
   if (spec.kernel != GemmKernel::Auto) return "a kernel is forced";
   if (spec.b_quantized) return "B is quantized";
   if (spec.batch != 1) return "a batch of products";
-  if (gemm_has_views(spec)) return "strided views or row maps";
+  if (gemm_has_strided_views(spec)) return "strided views";
   if (spec.a_km) return "A is stored [K, M]";
   if (spec.m <= 8) return "M <= 8 (the GEMV)";
   return "";
@@ -90,17 +90,24 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   {
     KernelLaunch cast;
     KernelInterface iface;
-    iface.read("a", "f32", spec.a)
-        .read_write("a16", "u32", a16)
-        .uniforms({{"M", UniformType::U32},
-                   {"K", UniformType::U32},
-                   {"rows", UniformType::U32},
-                   {"k_padded", UniformType::U32}});
-    cast.program.wgsl = iface.load_wgsl("linear/gemm_a_to_f16.wgsl", {});
-    cast.program.label = "gemm_a_to_f16";
+    const bool mapped = spec.a_row_map.has_value();
+    std::vector<UniformMember> members{{"M", UniformType::U32},
+                                       {"K", UniformType::U32},
+                                       {"rows", UniformType::U32},
+                                       {"k_padded", UniformType::U32}};
+    if (mapped) {
+      members.push_back({"a_row_extents", UniformType::Vec4U});
+      members.push_back({"a_row_strides", UniformType::Vec4U});
+    }
+    iface.read("a", "f32", spec.a).read_write("a16", "u32", a16).uniforms(std::move(members));
+    cast.program.wgsl = iface.load_wgsl("linear/gemm_a_to_f16.wgsl", {{"A_ROW_MAP", mapped ? "1" : "0"}});
+    cast.program.label = mapped ? "gemm_a_to_f16_rows" : "gemm_a_to_f16";
     iface.bind(cast);
-    cast.uniform =
-        iface.values().u32("M", spec.m).u32("K", spec.k).u32("rows", rows).u32("k_padded", kp).bytes();
+    UniformValues values = iface.values();
+    values.u32("M", spec.m).u32("K", spec.k).u32("rows", rows).u32("k_padded", kp);
+    if (mapped)
+      values.vec4u("a_row_extents", spec.a_row_map->extents).vec4u("a_row_strides", spec.a_row_map->strides);
+    cast.uniform = values.bytes();
     cast.groups = gpu::fold_workgroups(ceil_div(uint64_t{rows} * kp / 2, uint64_t{256}),
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
     plan.launches.push_back(std::move(cast));
@@ -124,6 +131,9 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   (split ? FusedActivation{} : spec.activation).add_defines(defines);  // a split's reduction applies it
   const bool residual = !split && spec.residual.has_value();
   defines["SPLIT_K"] = split ? "1" : "0";
+  defines["ROW_MAPS"] = defines["A_ROW_MAP"] = defines["OUT_ROW_MAP"] = "0";
+  row_map_defines(spec, false, !split, defines);  // A is packed by the cast; a split's partials are too
+  const bool row_maps = spec.a_row_map || spec.out_row_map;
   const TensorRef out =
       split ? plan.add_scratch(uint64_t{splits} * spec.m * spec.n * sizeof(float)) : spec.out;
   defines["RESIDUAL"] = residual ? "1" : "0";
@@ -136,7 +146,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
       .read("bias_rows", "f32", bias_rows_ref)
       .read_write("output", "f32", out)
-      .uniforms(gemm_params_members(false, false), "GemmParams");
+      .uniforms(gemm_params_members(row_maps, false), "GemmParams");
   if (residual) add_residual_binding(iface, *spec.residual, "f32");
   KernelLaunch gemm;
   gemm.program.wgsl = iface.load_wgsl("linear/gemm_matrix_f16.wgsl", defines);

@@ -95,5 +95,28 @@ TEST(Float16Plans, AnF16SessionPlansConstantWeightGemmsOnSubgroupMatrices) {
             count(f32, "gemm_fast") + count(f32, "gemm_tiled"));
 }
 
+// DaViT's window attention reads its qkv MatMul's A through the window partition and writes its proj MatMul's
+// output through the window reverse (row maps): in f16 the cast of A gathers the partition's rows
+// (gemm_a_to_f16_rows) and the product writes the reverse through the bounce, so those GEMMs run on the
+// matrix kernel too, with no window copies.
+TEST(Float16Plans, AnF16SessionPlansDaVitsWindowGemmsOnSubgroupMatrices) {
+  const fs::path model = kModels / "florence2_vision_tiny_opset17/model.onnx";
+  gpu::Capabilities caps = gpu::large_gpu_capabilities();
+  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  const auto f32 = planned_kernels(model, caps);
+  caps.f16_compute = true;
+  const auto f16 = planned_kernels(model, caps);
+  auto count = [](const std::map<std::string, int>& kernels, const std::string& prefix) {
+    int n = 0;
+    for (const auto& [label, launches] : kernels) n += label.rfind(prefix, 0) == 0 ? launches : 0;
+    return n;
+  };
+  EXPECT_GT(count(f16, "gemm_a_to_f16_rows"), 0);
+  EXPECT_EQ(count(f16, "gemm_a_to_f16"), count(f16, "gemm_matrix_f16"));
+  EXPECT_LE(count(f16, "copy_strided"), count(f32, "copy_strided"));
+  EXPECT_EQ(dispatches(f16) - dispatches(f32),
+            count(f16, "gemm_a_to_f16") + count(f16, "gemm_split_reduce") - count(f32, "gemm_split_reduce"));
+}
+
 }  // namespace
 }  // namespace wgi

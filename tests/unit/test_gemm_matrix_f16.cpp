@@ -50,6 +50,10 @@ TEST(GemmMatrixF16, TakesConstantWeightProductsOfMoreThanEightRowsWhenComputingI
   ops::GemmLaunchSpec view = product(64, 64, 64);
   view.a_row_stride = 96;
   EXPECT_NE(ops::matrix_f16_gemm_problem(view, caps), "");
+  ops::GemmLaunchSpec windows = product(64, 64, 64);  // DaViT's window partition and reverse: taken
+  windows.a_row_map = ops::GemmRowMap{{1, 2, 4, 8}, {512, 256, 64, 8}};
+  windows.out_row_map = windows.a_row_map;
+  EXPECT_EQ(ops::matrix_f16_gemm_problem(windows, caps), "");
   ops::GemmLaunchSpec km = product(64, 64, 64);
   km.a_km = true;
   EXPECT_NE(ops::matrix_f16_gemm_problem(km, caps), "");

@@ -8,6 +8,7 @@
 // rows out_row_stride apart, its matrices at out_batch_strides (gemm_fast.wgsl, gemm_split_reduce.wgsl).
 #include "common/dispatch_grid.wgsl"
 #include "common/activation.wgsl"
+#include "common/mixed_radix.wgsl"
 
 // GemmParams: declared by the launch (gemm_params_members in src/ops/gemm_launch.cpp says what each field is).
 
@@ -33,19 +34,6 @@ fn gemm_batch_offsets(b: u32) -> vec2<u32> {
   return offsets;
 }
 
-// `index` written in the mixed radix `extents` (outermost first), each digit times its element stride in
-// `strides`: where output matrix `index` starts (gemm_output_offset), or where row `index` of a row-mapped
-// matrix starts in it (ROW_MAPS). A fixed count of steps, no data-dependent exit (gemm_fast.wgsl's
-// output_matrix says why).
-fn mixed_radix_offset(extents: vec4<u32>, strides: vec4<u32>, index: u32) -> u32 {
-  var rest = index;
-  var offset = 0u;
-  for (var d = 3; d >= 0; d--) {
-    offset += (rest % extents[d]) * strides[d];
-    rest = rest / extents[d];
-  }
-  return offset;
-}
 
 // Element offset of output matrix `b` (its first element).
 fn gemm_output_offset(b: u32) -> u32 {

@@ -16,6 +16,8 @@ enable chromium_experimental_subgroup_matrix;
 // BIAS_ROWS' [16, Np] rows of bias) workgroups whose tile lies inside M x N store their accumulators
 // straight to the output; other workgroups, and every workgroup without DIRECT_STORE, copy each accumulator
 // out through workgroup memory, in bounds, through gemm_epilogue.
+// OUT_ROW_MAP (no DIRECT_STORE): output row m starts mixed_radix_offset(out_row_extents, out_row_strides, m)
+// elements in (DaViT's window reverse, written in place), where the epilogue also reads the residual.
 // SPLIT_K (with DIRECT_STORE, no bias rows): the grid covers params.k_splits chunks of whole slabs of K, chunk
 // by chunk; each workgroup writes its chunk's raw partial sums to `output` as [split][M][N] (directly or
 // through the bounce, no epilogue), and gemm_split_reduce.wgsl adds them and applies the epilogue.
@@ -106,7 +108,11 @@ fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lan
     let m = row + e / 16u;
     let n = col + e % 16u;
     if (m < params.M && n < params.N) {
+#if OUT_ROW_MAP
+      let i = mixed_radix_offset(params.out_row_extents, params.out_row_strides, m) + n;
+#else
       let i = m * params.N + n;
+#endif
 #if DIRECT_STORE
       output[out_base + i] = bounce[base + e];  // the bias is in the accumulator already, or the reduction adds it
 #else
