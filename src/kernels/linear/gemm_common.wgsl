@@ -34,7 +34,6 @@ fn gemm_batch_offsets(b: u32) -> vec2<u32> {
   return offsets;
 }
 
-
 // Element offset of output matrix `b` (its first element).
 fn gemm_output_offset(b: u32) -> u32 {
   return mixed_radix_offset(params.batch_dims, params.out_batch_strides, b);
