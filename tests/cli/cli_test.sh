@@ -83,6 +83,11 @@ check "bench --device-inputs" 0 "run: +median .*inputs already on the device" --
 decoder="$models/bart_decoder_cached_cross_tiny_opset17/model.onnx"
 check "bench --decode" 0 "later: +median .* over 3 steps" -- "$wgi" bench "$decoder" --dim batch=1 \
   --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 4 --device-inputs --plan-cache 2
+check "bench --decode plans ahead" 0 "ahead: +median .* [1-9][0-9]* of [1-9][0-9]* plannings ahead matched" -- \
+  "$wgi" bench "$decoder" --dim batch=1 --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 6 \
+  --device-inputs
+check "bench --decode --no-plan-ahead" 0 "ahead: +median 0.000 ms .* 0 of 0 plannings" -- "$wgi" bench \
+  "$decoder" --dim batch=1 --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 6 --no-plan-ahead
 check "bench --decode host" 0 "^ +3 +7 " -- "$wgi" bench "$decoder" --dim batch=1 --dim new_tokens=1 \
   --dim past_len=4 --dim src_len=5 --decode 4
 check "bench --decode not a decoder" 1 "--decode needs a decoder step model" -- "$wgi" bench \
