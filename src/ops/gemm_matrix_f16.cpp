@@ -85,9 +85,15 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   const uint32_t np = padded(spec.n, kMatrixF16Tile);
   const uint32_t tiles_m = rows / kMatrixF16Tile, tiles_n = np / kMatrixF16Tile;
 
-  // A as float16 [rows, kp], zero-padded.
-  const TensorRef a16 = plan.add_scratch(uint64_t{rows} * kp * sizeof(uint16_t));
-  {
+  // A read as float32 by the product itself (A_F32: converted as it is staged), where whole 8-value chunks
+  // of its rows are 16-byte aligned; else cast to float16 [rows, kp], zero-padded, by a launch of its own.
+  bool a_f32 = spec.k % 8 == 0;
+  if (spec.a_row_map) {
+    for (uint32_t stride : spec.a_row_map->strides) a_f32 = a_f32 && stride % 4 == 0;
+  }
+  TensorRef a16 = spec.a;
+  if (!a_f32) {
+    a16 = plan.add_scratch(uint64_t{rows} * kp * sizeof(uint16_t));
     KernelLaunch cast;
     KernelInterface iface;
     const bool mapped = spec.a_row_map.has_value();
@@ -132,7 +138,9 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   const bool residual = !split && spec.residual.has_value();
   defines["SPLIT_K"] = split ? "1" : "0";
   defines["ROW_MAPS"] = defines["A_ROW_MAP"] = defines["OUT_ROW_MAP"] = "0";
-  row_map_defines(spec, false, !split, defines);  // A is packed by the cast; a split's partials are too
+  defines["A_F32"] = a_f32 ? "1" : "0";
+  row_map_defines(spec, a_f32, !split,
+                  defines);  // A packed by the cast reads no map; a split's partials none
   const bool row_maps = spec.a_row_map || spec.out_row_map;
   const TensorRef out =
       split ? plan.add_scratch(uint64_t{splits} * spec.m * spec.n * sizeof(float)) : spec.out;
@@ -141,7 +149,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   defines["DIRECT_STORE"] = direct ? "1" : "0";
   defines["BIAS_ROWS"] = bias_rows ? "1" : "0";
   KernelInterface iface;
-  iface.read("a", "vec4<u32>", a16)
+  iface.read("a", a_f32 ? "vec4<f32>" : "vec4<u32>", a16)
       .read("b", "vec4<u32>", b16)
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
       .read("bias_rows", "f32", bias_rows_ref)
@@ -150,14 +158,14 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   if (residual) add_residual_binding(iface, *spec.residual, "f32");
   KernelLaunch gemm;
   gemm.program.wgsl = iface.load_wgsl("linear/gemm_matrix_f16.wgsl", defines);
-  gemm.program.label = std::string("gemm_matrix_f16") +
+  gemm.program.label = std::string("gemm_matrix_f16") + (a_f32 && spec.a_row_map ? "_rows" : "") +
                        (split    ? "_split"
                         : direct ? ""
                                  : "_bounce") +
                        residual_label_suffix(residual) + (split ? "" : spec.activation.label_suffix());
   iface.bind(gemm);
   GemmLaunchSpec padded_spec = spec;
-  padded_spec.a_row_stride = kp;  // the padded operands' row strides
+  padded_spec.a_row_stride = a_f32 ? spec.k : kp;  // the operands' row strides as read
   padded_spec.b_row_stride = np;
   gemm.uniform = gemm_params_bytes(iface, padded_spec, tiles_m, tiles_n, splits, false);
   gemm.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * splits,

@@ -30,7 +30,8 @@ const bench = args.includes('--bench');
 // transB (t). Edge tiles in M, N and K, a batch folded into M, each epilogue path (direct stores with the bias
 // in the accumulators; the bounce with gemm_epilogue), and a GEMV-sized M (no matrix kernel: checked against
 // float64 only). `split`: K is split over a grid of fewer than 132 tiles (gemm_matrix_f16_split, then
-// gemm_split_reduce applies the epilogue); the others run whole.
+// gemm_split_reduce applies the epilogue); the others run whole. `cast`: K is not a multiple of 8, so A is
+// cast to f16 by a launch of its own (gemm_a_to_f16); the others are read as f32 by the product.
 const CASES = [
   {name: 'matmul_bias_577x768x768', a: [577, 768], n: 768, ops: 'b', split: true},
   {name: 'matmul_100x200x72', a: [100, 72], n: 200, ops: ''},
@@ -39,7 +40,8 @@ const CASES = [
   {name: 'matmul_bias_relu_300x261x136', a: [300, 136], n: 261, ops: 'br'},
   {name: 'matmul_bias_gelu_batch2_2x150x130x96', a: [2, 150, 96], n: 130, ops: 'bg'},
   {name: 'matmul_bias_residual_200x256x200', a: [200, 200], n: 256, ops: 'bres'},
-  {name: 'gemm_transb_bias_129x100x70', a: [129, 70], n: 100, ops: 'bt'},
+  {name: 'gemm_transb_bias_129x100x70', a: [129, 70], n: 100, ops: 'bt', cast: true},
+  {name: 'matmul_bias_gelu_330x300x1001', a: [330, 1001], n: 300, ops: 'bg', split: true, cast: true},
   // Many tiles (9 x 17), whole and partial: the direct stores and the bounce at a larger size.
   {name: 'matmul_bias_1100x2100x96', a: [1100, 96], n: 2100, ops: 'b'},
   {name: 'matmul_bias_relu_1100x2100x96', a: [1100, 96], n: 2100, ops: 'br'},
@@ -216,6 +218,8 @@ if (!f16Matrices) {
       const split = kernels.some((k) => k.startsWith('gemm_matrix_f16_split'));
       if (!c.gemv && !matrix) problem ||= `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
       if (!c.gemv && split !== Boolean(c.split)) problem ||= `expected ${c.split ? 'a' : 'no'} K split`;
+      const cast = kernels.includes('gemm_a_to_f16');
+      if (!c.gemv && cast !== Boolean(c.cast)) problem ||= `expected ${c.cast ? 'a' : 'no'} cast of A`;
       if (c.gemv && matrix) problem ||= 'M <= 8 ran on the matrix kernel, not the GEMV';
       await session.free();
       report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);

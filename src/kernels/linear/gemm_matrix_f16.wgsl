@@ -5,7 +5,8 @@ enable chromium_experimental_subgroup_matrix;
 // f16 operands, f32 accumulation: out[m, n] = epilogue(sum_k A[m, k] B[k, n]) (linear/gemm_common.wgsl), one
 // output matrix (a batch folded into M).
 //   A  [Mp, Kp] halves, row-major, written by linear/gemm_a_to_f16.wgsl: Mp a multiple of the 128-row tile,
-//      Kp of the 64-deep K slab (params.a_row_stride = Kp), zeros past M and K.
+//      Kp of the 64-deep K slab (params.a_row_stride = Kp), zeros past M and K; or, with A_F32, the float32
+//      activation read directly (below).
 //   B  [Kp, Np] halves, a constant prepacked at load (src/ops/gemm_matrix_f16.cpp): Np a multiple of the tile
 //      (params.b_row_stride = Np), zeros past K and N.
 // The padding means no load is guarded. 256 invocations = 8 subgroups of 32 laid out 2 x 4 over the 128x128
@@ -76,20 +77,74 @@ fn b_word(c: u32, k0: u32, tile_col: u32) -> u32 {
   return ((k0 + c / 16u) * params.b_row_stride + tile_col + (c % 16u) * 8u) / 8u;
 }
 
-// The K slab at k0 of the tile at (tile_row, tile_col), all eight 16-byte loads issued before any store.
-fn stage_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32) {
+#if A_F32
+// A_F32: A is the float32 activation itself (K a multiple of 8), rows params.a_row_stride apart or through A's
+// row map; each thread stages the same four rows in every slab (`rows`: where each starts, kNoRow past M),
+// 8 values a chunk, converted to f16 (saturating at +-65504) as they are stored; chunks past K are zeros.
+const kNoRow: u32 = 0xFFFFFFFFu;
+
+fn a_row_start(m: u32) -> u32 {
+  if (m >= params.M) {
+    return kNoRow;
+  }
+#if A_ROW_MAP
+  return mixed_radix_offset(params.a_row_extents, params.a_row_strides, m);
+#else
+  return m * params.a_row_stride;
+#endif
+}
+
+fn a_chunk(row: u32, k: u32) -> array<vec4<f32>, 2> {
+  if (row == kNoRow || k >= params.K) {
+    return array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
+  }
+  let q = (row + k) / 4u;
+  return array<vec4<f32>, 2>(a[q], a[q + 1u]);
+}
+
+fn put_a_f32(d: u32, v: array<vec4<f32>, 2>) {
+  let lo = vec4<f16>(clamp(v[0], vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+  let hi = vec4<f16>(clamp(v[1], vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+  a_slab[d] = lo.x;
+  a_slab[d + 1u] = lo.y;
+  a_slab[d + 2u] = lo.z;
+  a_slab[d + 3u] = lo.w;
+  a_slab[d + 4u] = hi.x;
+  a_slab[d + 5u] = hi.y;
+  a_slab[d + 6u] = hi.z;
+  a_slab[d + 7u] = hi.w;
+}
+#endif
+
+// The K slab at k0 of the tile at (tile_row, tile_col), all eight loads issued before any store.
+fn stage_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: vec4<u32>) {
+#if A_F32
+  let k = k0 + (lid % 8u) * 8u;
+  let a0 = a_chunk(rows.x, k);
+  let a1 = a_chunk(rows.y, k);
+  let a2 = a_chunk(rows.z, k);
+  let a3 = a_chunk(rows.w, k);
+#else
   let a0 = a[a_word(lid, k0, tile_row)];
   let a1 = a[a_word(lid + 256u, k0, tile_row)];
   let a2 = a[a_word(lid + 512u, k0, tile_row)];
   let a3 = a[a_word(lid + 768u, k0, tile_row)];
+#endif
   let b0 = b[b_word(lid, k0, tile_col)];
   let b1 = b[b_word(lid + 256u, k0, tile_col)];
   let b2 = b[b_word(lid + 512u, k0, tile_col)];
   let b3 = b[b_word(lid + 768u, k0, tile_col)];
+#if A_F32
+  put_a_f32((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, a0);
+  put_a_f32(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a1);
+  put_a_f32(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a2);
+  put_a_f32(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a3);
+#else
   put_a((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, a0);
   put_a(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a1);
   put_a(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a2);
   put_a(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a3);
+#endif
   put_b((lid / 16u) * B_STRIDE + (lid % 16u) * 8u, b0);
   put_b(((lid + 256u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b1);
   put_b(((lid + 512u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b2);
@@ -150,6 +205,12 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   let srow = (sid / 4u) * 64u;  // the subgroup's rows and columns within the tile
   let scol = (sid % 4u) * 32u;
   let row0 = tile_row + srow;
+#if A_F32
+  let a_rows = vec4<u32>(a_row_start(tile_row + lid / 8u), a_row_start(tile_row + 32u + lid / 8u),
+                         a_row_start(tile_row + 64u + lid / 8u), a_row_start(tile_row + 96u + lid / 8u));
+#else
+  let a_rows = vec4<u32>(0u);
+#endif
   let col0 = tile_col + scol;
 #if BIAS_ROWS
   var acc0_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&bias_rows, col0, false, params.b_row_stride);
@@ -171,7 +232,7 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   var acc3_1 = subgroup_matrix_result<f32, 16, 16>();
 #endif
   for (var k0 = k_begin; k0 < k_end; k0 += SLAB) {
-    stage_slab(k0, lid, tile_row, tile_col);
+    stage_slab(k0, lid, tile_row, tile_col, a_rows);
     workgroupBarrier();
     for (var kk = 0u; kk < SLAB; kk += 16u) {
       let l0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&a_slab, srow * A_STRIDE + kk, false, A_STRIDE);
