@@ -9,7 +9,7 @@ enable chromium_experimental_subgroup_matrix;
 //      activation read directly (below).
 //   B  [Kp, Np] halves, a constant prepacked at load (src/ops/gemm_matrix_f16.cpp): Np a multiple of the tile
 //      (params.b_row_stride = Np), zeros past K and N.
-// The padding means no load is guarded. 256 invocations = 8 subgroups of 32 laid out 2 x 4 over the 128x128
+// B's padding means none of its loads is guarded (nor A's when it is cast). 256 invocations = 8 subgroups of 32 laid out 2 x 4 over the 128x128
 // workgroup tile; each subgroup owns 64x32 outputs in 4x2 accumulators of 16x16. Each K slab is staged in
 // workgroup memory with its rows padded by 8 halves (strides 72 and 136: 16-byte aligned, and not a multiple
 // of 128 bytes, which the matrix loads need to avoid bank conflicts); global loads are 16 bytes.
