@@ -708,8 +708,9 @@ std::function<void()> Session::Impl::planning_ahead(const std::vector<InputView>
       ahead_descs = descs_of(next);
       ahead_ms = ms_since(start);
       ++stats.plans.planned_ahead;
-    } catch (const Error&) {
-      // Sizes the model does not accept (e.g. past a position table): if they come, their run reports it.
+    } catch (const std::exception&) {
+      // Sizes the model does not accept (e.g. past a position table), or anything else: guesses never fail
+      // the run that made them. If those sizes do come, their own run reports the error.
       ahead_descs.clear();
     }
     planned_gemms = gemms;
