@@ -178,6 +178,32 @@ class GraphBuilder {
   Graph g;
 };
 
+// The q4 export of the same decoder (MatMulNBits): the scale goes into the projections' block scales (float32
+// there) and biases instead; the packed codes and zero points stay as they are.
+TEST(Passes, FoldQueryScalesIntoTheBlockScalesOfAQ4Decoder) {
+  const std::filesystem::path file = kModels / "variants" / "bart_decoder_tiny_opset17_q4" / "model.onnx";
+  Graph before = onnx::import_model_file(file);
+  optimize(before, ops::builtin_registry(), DisabledPasses::of({"fold_scales_into_weights"}, "the test"));
+  Graph g = onnx::import_model_file(file);
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(r.count("fold_scales_into_weights"), 4) << r.summary();
+  size_t scaled = 0;
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type != "MatMulNBits") continue;
+    const auto it = std::find_if(before.nodes.begin(), before.nodes.end(),
+                                 [&](const Node& m) { return m.info.name == n.info.name; });
+    ASSERT_NE(it, before.nodes.end()) << n.info.name;
+    EXPECT_EQ(n.inputs[1], it->inputs[1]) << n.info.name;  // the codes
+    const Tensor& q = *g.value(n.inputs[2]).constant;
+    const Tensor& q0 = *before.value(it->inputs[2]).constant;
+    if (q.data<float>()[0] == q0.data<float>()[0]) continue;
+    ++scaled;
+    for (size_t e = 0; e < q.data<float>().size(); ++e)
+      ASSERT_EQ(static_cast<double>(q.data<float>()[e]), 0.25 * q0.data<float>()[e]) << n.info.name;
+  }
+  EXPECT_EQ(scaled, 4u);
+}
+
 // Not folded: a scale that is not a scalar, a weight another node reads too, a float16 weight.
 TEST(Passes, FoldScalesLeavesLookalikesAlone) {
   auto fold = [](const Shape& scale_shape, bool shared_weight, bool half_weight) {

@@ -34,20 +34,29 @@ int fold_scales_into_weights(Graph& g) {
       const NodeId p = sole_producer(g, readers, mul.inputs[side], i);
       if (!p || editor.removed(p)) continue;
       Node& mm = node_at(g, p);
-      // A MatMul with a constant float32 B read by it alone and at most its fused bias: nothing after the
-      // product yet (a residual or activation would come before the scale).
-      if (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.inputs.size() < 2 ||
-          mm.inputs.size() > 3)
+      // A MatMul with a constant float32 B, or a MatMulNBits with float32 scales (the dequantised weight is
+      // (code - zero point) * scale), read by it alone, and at most its fused bias: nothing after the product
+      // yet (a residual or activation would come before the scale).
+      const bool nbits = is_matmul_nbits(mm);
+      if (!nbits && (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.inputs.size() < 2 ||
+                     mm.inputs.size() > 3))
         continue;
       const ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(mm.info);
       if (epilogue.residual || !epilogue.activation.empty()) continue;
-      const Tensor* b = constant_of(g, mm, 1);
-      if (!b || b->dtype() != DType::Float32 || b->rank() != 2 || !read_only_by(g, readers, mm.inputs[1], p))
+      const size_t weight = nbits ? 2 : 1, bias_input = nbits ? ops::kNBitsBiasInput : 2;
+      const Tensor* b = mm.inputs.size() > weight ? constant_of(g, mm, weight) : nullptr;
+      if (!b || b->dtype() != DType::Float32 || (!nbits && b->rank() != 2) ||
+          !read_only_by(g, readers, mm.inputs[weight], p))
         continue;
-      const Tensor* bias = mm.inputs.size() == 3 ? constant_of(g, mm, 2) : nullptr;
-      if (mm.inputs.size() == 3 && (!bias || bias->dtype() != DType::Float32)) continue;
-      mm.inputs[1] = add_constant(g, g.value(mm.inputs[1]).name + "_scaled", scaled(*b, *s));
-      if (bias) mm.inputs[2] = add_constant(g, g.value(mm.inputs[2]).name + "_scaled", scaled(*bias, *s));
+      const bool has_bias = mm.inputs.size() > bias_input && mm.inputs[bias_input] != kNoValue;
+      if (nbits && mm.inputs.size() > bias_input + 1) continue;
+      const Tensor* bias = has_bias ? constant_of(g, mm, bias_input) : nullptr;
+      if (has_bias && (!bias || bias->dtype() != DType::Float32)) continue;
+      mm.inputs[weight] = add_constant(g, g.value(mm.inputs[weight]).name + "_scaled", scaled(*b, *s));
+      if (bias) {
+        mm.inputs[bias_input] =
+            add_constant(g, g.value(mm.inputs[bias_input]).name + "_scaled", scaled(*bias, *s));
+      }
       mm.outputs[0] = mul.outputs[0];
       editor.remove(i);
       ++count;
