@@ -105,14 +105,7 @@ fn a_chunk(row: u32, k: u32) -> array<vec4<f32>, 2> {
 fn put_a_f32(d: u32, v: array<vec4<f32>, 2>) {
   let lo = vec4<f16>(clamp(v[0], vec4<f32>(-65504.0), vec4<f32>(65504.0)));
   let hi = vec4<f16>(clamp(v[1], vec4<f32>(-65504.0), vec4<f32>(65504.0)));
-  a_slab[d] = lo.x;
-  a_slab[d + 1u] = lo.y;
-  a_slab[d + 2u] = lo.z;
-  a_slab[d + 3u] = lo.w;
-  a_slab[d + 4u] = hi.x;
-  a_slab[d + 5u] = hi.y;
-  a_slab[d + 6u] = hi.z;
-  a_slab[d + 7u] = hi.w;
+  put_a(d, vec4<u32>(bitcast<u32>(lo.xy), bitcast<u32>(lo.zw), bitcast<u32>(hi.xy), bitcast<u32>(hi.zw)));
 }
 #endif
 
