@@ -595,6 +595,8 @@ KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Define
   return iface;
 }
 
+}  // namespace
+
 // Every name the GEMM kernels' #if lines test, off: the launches below turn on what they use (the
 // preprocessor wants each one defined, in the branches not taken too).
 kernels::Defines gemm_defines_off() {
@@ -626,8 +628,6 @@ kernels::Defines gemm_defines_off() {
   }
   return defines;
 }
-
-}  // namespace
 
 // ROW_MAPS (GemmParams declares the maps) where `spec` has any; A_ROW_MAP / OUT_ROW_MAP for the maps the
 // launch applies (`out_map`: false for a split's packed partial sums). Other products compile as without.

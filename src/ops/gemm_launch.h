@@ -152,6 +152,9 @@ std::array<uint32_t, 4> gemm_out_batch_strides(const GemmLaunchSpec& spec);
 bool gemm_has_views(const GemmLaunchSpec& spec);
 // The same without the row maps: offsets, row strides and output views.
 bool gemm_has_strided_views(const GemmLaunchSpec& spec);
+// Every name the GEMM kernels' #if lines test, off (the preprocessor wants each defined); a launch turns on
+// what it uses.
+kernels::Defines gemm_defines_off();
 // ROW_MAPS (GemmParams declares the maps) where `spec` has any; A_ROW_MAP / OUT_ROW_MAP for the maps a launch
 // applies (`out_map`: false for a split's packed partial sums).
 void row_map_defines(const GemmLaunchSpec& spec, bool a_map, bool out_map, kernels::Defines& defines);

@@ -133,19 +133,17 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
     plan.constants.push_back(matrix_f16_bias_rows(*bias, spec.n));
   }
 
-  kernels::Defines defines;
+  kernels::Defines defines = gemm_defines_off();
   (split ? FusedActivation{} : spec.activation).add_defines(defines);  // a split's reduction applies it
   const bool residual = !split && spec.residual.has_value();
   defines["SPLIT_K"] = split ? "1" : "0";
-  defines["ROW_MAPS"] = defines["A_ROW_MAP"] = defines["OUT_ROW_MAP"] = "0";
   defines["A_F32"] = a_f32 ? "1" : "0";
-  row_map_defines(spec, a_f32, !split,
-                  defines);  // A packed by the cast reads no map; a split's partials none
+  // A cast to f16 first is packed (no map to read); a split's partial sums are written packed.
+  row_map_defines(spec, a_f32, !split, defines);
   const bool row_maps = spec.a_row_map || spec.out_row_map;
   const TensorRef out =
       split ? plan.add_scratch(uint64_t{splits} * spec.m * spec.n * sizeof(float)) : spec.out;
   defines["RESIDUAL"] = residual ? "1" : "0";
-  defines["OUT_VEC4"] = "0";
   defines["DIRECT_STORE"] = direct ? "1" : "0";
   defines["BIAS_ROWS"] = bias_rows ? "1" : "0";
   KernelInterface iface;

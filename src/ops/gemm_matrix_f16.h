@@ -1,8 +1,9 @@
 // The float16 GEMM on subgroup matrices (tensor cores through WebGPU), for sessions that compute in f16
 // (gpu::Capabilities::f16_compute, SessionOptions::precision "f16"): a MatMul or Gemm whose B is a constant
-// runs as two launches, A cast to a zero-padded float16 matrix (linear/gemm_a_to_f16.wgsl) and the product
-// (linear/gemm_matrix_f16.wgsl), with B converted to a padded float16 matrix once, at load. f16 operands,
-// f32 accumulation, the GEMM epilogue (bias, alpha / beta, residual, activation) in f32.
+// runs as the product (linear/gemm_matrix_f16.wgsl), which reads A as float32 and converts it as it stages
+// it where K is a multiple of 8, else after a launch that casts A to a zero-padded float16 matrix
+// (linear/gemm_a_to_f16.wgsl); B is converted to a padded float16 matrix once, at load. f16 operands, f32
+// accumulation, the GEMM epilogue (bias, alpha / beta, residual, activation) in f32.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,8 @@ inline constexpr uint32_t kMatrixF16Slab = 64;
 
 // Why `spec` (a constant B given to the op, as gemm_launch_spec plans it) does not run on the matrix kernel
 // on `caps` ("" if it does): f16 compute off, a forced kernel, a quantized B, a batch of products, strided
-// views or row maps, A stored [K, M], or M <= 8 (the GEMV reads the weight once, which is what bounds those).
+// views (row maps are taken), A stored [K, M], or M <= 8 (the GEMV reads the weight once, which is what
+// bounds those).
 std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capabilities& caps);
 
 // K chunks for a product of `tiles` 128x128 output tiles over `k`: a grid of fewer tiles than the SMs of a
@@ -36,9 +38,9 @@ Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk);
 // A bias of N values as the kernel's accumulators start: float32 [16, Np], every row the bias, zeros past N.
 Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n);
 
-// Appends the two launches (three with a K split: the reduction) and their scratch and constants for `spec`
-// to `plan`: `b` is the constant B
-// (`b_nk`: stored [N, K]); `bias`, when not null, the constant bias that spec.bias binds.
+// Appends the launches for `spec` (the cast of A where needed, the product, the reduction of a K split) and
+// their scratch and constants to `plan`: `b` is the constant B (`b_nk`: stored [N, K]); `bias`, when not
+// null, the constant bias that spec.bias binds.
 void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
                             const Tensor* bias, OpPlan& plan);
 

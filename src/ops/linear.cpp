@@ -563,8 +563,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   GemmLaunchSpec g = gemm_launch_spec(ctx, spec, shapes, rows, residual);
   set_window_row_maps(ctx, spec, rows, windows_out, residual, g);
   // Computing in float16 (SessionOptions::precision): a constant B's product on subgroup matrices.
-  // Window partitions and reverses only through row maps (the cast of A reads the partition, the product
-  // writes the reverse), not the copies of their fallback.
+  // Window partitions and reverses only through row maps (A read through the partition, the output written
+  // through the reverse), not the copies of their fallback.
   if (const Tensor* b = ctx.constant(spec.b_input); b && (!windows_out || g.out_row_map) &&
                                                     (!spec.a_windows || g.a_row_map) &&
                                                     matrix_f16_gemm_problem(g, ctx.caps).empty()) {
