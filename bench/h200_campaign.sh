@@ -626,7 +626,8 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
     else
       # decode: `wgi` and every carried `wgi_<variant>` (e.g. a build of the session's start) in two
       # alternating rounds: the loop, the loop with --no-plan-ahead, and the steady step (same sizes every
-      # run: GPU work and encoding, no planning, no download); then plan_nodes alone (wgi_bench_planning).
+      # run: GPU work and encoding, no planning, no download), for `wgi` also the loop with --ids-by-value;
+      # then plan_nodes alone (wgi_bench_planning).
       builds=(wgi)
       for b in .device/bin/wgi_*; do
         [[ -x $b && $b != *wgi_bench_* && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
@@ -636,8 +637,11 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
           for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
             dims=()
             for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
-            for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-plan-ahead" \
-              "--device-inputs --runs 30"; do
+            modes=("--decode 32 --device-inputs" "--decode 32 --device-inputs --no-plan-ahead" \
+              "--device-inputs --runs 30")
+            # --ids-by-value: the token planned by value, as before RunOptions::inputs_as_data (this tree only).
+            [[ $build == wgi ]] && modes+=("--decode 32 --device-inputs --ids-by-value")
+            for m in "${modes[@]}"; do
               stamp "round $round $build $name $m"
               # shellcheck disable=SC2086
               timeout 120 "$build" bench "$models/$name/model.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |

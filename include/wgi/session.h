@@ -85,8 +85,9 @@ struct SessionOptions {
   bool reuse_unchanged_nodes = true;
   // In a run with RunOptions::growing_dims whose sizes grew since the previous run, the node plans for the
   // next sizes (the same growth again, every other input as now) are made while the GPU works on this run,
-  // so that the next run finds them unchanged (docs/decoding.md, "Planning ahead"). A wrong guess costs
-  // only host time during the GPU work. Off: node plans are made when their run comes (for comparing).
+  // and kept: when the next run's inputs are the predicted ones (sizes and plan-time values), it plans no
+  // node at all (docs/decoding.md, "Planning ahead"). A wrong guess costs only host time during the GPU
+  // work. Off: node plans are made when their run comes (for comparing).
   bool plan_ahead = true;
   // "f32" or "f16". f16: the GEMMs of constant weights (MatMul, Gemm) compute on subgroup matrices (tensor
   // cores), f16 operands and f32 accumulation (docs/float16.md, "Computing in float16"); every other node,
@@ -112,6 +113,14 @@ struct RunOptions {
   // (a few plans per loop). Every name must be a symbolic dim of the model's inputs; sizes beyond a limit
   // still run (planned again, as without it).
   std::map<std::string, int64_t> growing_dims;
+  // Inputs planned as data although they are small. Inputs of at most 64 elements are normally planned with
+  // by value (shape-like inputs: a Reshape target, Slice starts), so every new value is a new plan signature
+  // whose value-reading nodes are planned again, and the next run's plan cannot be made ahead. A decoder's
+  // token ids ({"input_ids"}) change every step and only feed an embedding Gather: as data, a new token plans
+  // nothing and planning ahead covers the whole next step. Every name must be an input of the model. If a
+  // run with them as data has to run in stages (a node needs the value), they are planned by value from then
+  // on, with a warning.
+  std::vector<std::string> inputs_as_data;
 };
 
 // A graph input or output as declared by the model; dims < 0 are symbolic (named in `dim_names`) or unknown.
@@ -146,6 +155,8 @@ struct SessionStats {
     size_t planned_ahead = 0;  // node plannings made during a run's GPU work for the next run's predicted
                                // sizes (SessionOptions::plan_ahead)
     size_t ahead_hits = 0;     // of which the next run had those sizes
+    size_t ahead_whole = 0;    // of those, runs that took the node plans made ahead as they were (the
+                               // same plan-time values too): no node planned on the run's critical path
   };
   // The plan of the most recent new input-shape signature (made or respecialized).
   struct LastPlan {

@@ -1,6 +1,7 @@
 #include "wgi/session.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -47,10 +48,12 @@ TensorInfo describe_value(const graph::Value& v) {
 struct InputView {
   const Tensor* host = nullptr;
   detail::DeviceTensorState* device = nullptr;
+  bool as_data = false;  // RunOptions::inputs_as_data: never planned with by value
   DType dtype() const { return host ? host->dtype() : device->desc.dtype; }
   const Shape& shape() const { return host ? host->shape() : device->desc.shape; }
   // The value, when the planner gets it (small inputs; see runtime::host_visible).
   const Tensor* value() const {
+    if (as_data) return nullptr;
     if (host) return runtime::host_visible(*host) ? host : nullptr;
     return device->small_value ? &*device->small_value : nullptr;
   }
@@ -154,6 +157,24 @@ std::vector<ops::TensorDesc> descs_of(const std::vector<runtime::PlanInput>& inp
   return descs;
 }
 
+// Whether the inputs' plan-time values are `values` (the same ones given, and the same bytes).
+bool same_values(const std::vector<std::optional<Tensor>>& values,
+                 const std::vector<runtime::PlanInput>& inputs) {
+  if (values.size() != inputs.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* now = inputs[i].value;
+    if (!values[i] || !now) {
+      if (values[i].has_value() != (now != nullptr)) return false;
+      continue;
+    }
+    if (values[i]->dtype() != now->dtype() || values[i]->shape() != now->shape() ||
+        values[i]->byte_size() != now->byte_size() ||
+        std::memcmp(values[i]->bytes().data(), now->bytes().data(), now->byte_size()) != 0)
+      return false;
+  }
+  return true;
+}
+
 // The capabilities a session's plans are made for: the device's, computing in float16 where a kernel can
 // when `precision` is "f16" (only on a device with the features those kernels need: never a silent f32).
 gpu::Capabilities session_capabilities(const gpu::Device& device, const std::string& precision) {
@@ -229,8 +250,15 @@ struct Session::Impl {
   size_t planned_gemms = 0, planned_tuned_gemms = 0;
   // SessionOptions::plan_ahead: the previous run's input descriptions, and the ones whose node plans the
   // latest run made during its GPU work (with the time that took).
+  // With the node plans made ahead (kept for a next run whose inputs are the predicted ones: the same
+  // descriptions and the same plan-time values) and the GEMM counts of that planning.
   std::vector<ops::TensorDesc> previous_descs, ahead_descs;
+  std::vector<std::optional<Tensor>> ahead_values;
+  std::optional<runtime::NodePlans> ahead_plans;
+  size_t ahead_gemms = 0, ahead_tuned_gemms = 0;
   double ahead_ms = 0;
+  // RunOptions::inputs_as_data names whose run had to go in stages: planned by value since.
+  std::set<std::string> as_data_refused;
 
   // A session is made in two parts that overlap (Session::from_file): its private environment's device, on
   // the calling thread, while another reads the model; then load() checks and optimises the graph and sets
@@ -522,7 +550,8 @@ std::vector<InputView> Session::Impl::check_inputs(const std::map<std::string, I
       }
     }
     // Small inputs are planned with by value (shape-like inputs): a small device tensor is read back once.
-    if (t.device && !t.device->small_value && element_count(shape) <= runtime::kHostVisibleInputElements)
+    if (t.device && !t.as_data && !t.device->small_value &&
+        element_count(shape) <= runtime::kHostVisibleInputElements)
       t.device->small_value = runtime::read_tensor(*device, t.device->slice(), t.device->desc);
     ordered.push_back(t);
     signature += shape_to_string(shape);
@@ -568,14 +597,27 @@ runtime::ExecutionPlan* Session::Impl::plan_for(const std::vector<InputView>& or
     progress = [this](size_t done, size_t total) { options.progress(done, total, "planning"); };
   }
   planned_gemms = planned_tuned_gemms = 0;
-  std::optional<runtime::StageEnd> stage_end;
-  runtime::NodePlans planned = runtime::plan_nodes(graph, ops::builtin_registry(), caps, plan_inputs,
-                                                   progress, nullptr, node_plans.get(), &tuning, &stage_end);
-  if (stage_end) return nullptr;
-  const double kernel_plans_ms = ms_since(start);
-  stats.last_plan.unchanged_nodes = planned.unchanged;
-  stats.last_plan.replanned_nodes = planned.replanned;
   const bool predicted = !ahead_descs.empty() && ahead_descs == descs_of(plan_inputs);
+  runtime::NodePlans planned;
+  const bool whole = predicted && ahead_plans && same_values(ahead_values, plan_inputs);
+  if (whole) {
+    // Everything the planner would see is what it saw during the previous run's GPU work.
+    planned = std::move(*ahead_plans);
+    planned_gemms = ahead_gemms;
+    planned_tuned_gemms = ahead_tuned_gemms;
+    ++stats.plans.ahead_whole;
+  } else {
+    std::optional<runtime::StageEnd> stage_end;
+    planned = runtime::plan_nodes(graph, ops::builtin_registry(), caps, plan_inputs, progress, nullptr,
+                                  node_plans.get(), &tuning, &stage_end);
+    if (stage_end) return nullptr;
+  }
+  ahead_plans.reset();
+  ahead_values.clear();
+  const double kernel_plans_ms = ms_since(start);
+  // Node plans taken whole were all planned ahead: none on this run's critical path.
+  stats.last_plan.unchanged_nodes = planned.unchanged + (whole ? planned.replanned : 0);
+  stats.last_plan.replanned_nodes = whole ? 0 : planned.replanned;
   stats.last_plan.planned_ahead_ms = predicted ? ahead_ms : 0;
   stats.plans.ahead_hits += predicted ? 1 : 0;
   ahead_descs.clear();
@@ -702,16 +744,24 @@ std::function<void()> Session::Impl::planning_ahead(const std::vector<InputView>
     const auto start = std::chrono::steady_clock::now();
     const size_t gemms = planned_gemms, tuned = planned_tuned_gemms;
     try {
+      planned_gemms = planned_tuned_gemms = 0;
       std::optional<runtime::StageEnd> stage_end;
-      runtime::plan_nodes(graph, ops::builtin_registry(), caps, next, {}, nullptr, node_plans.get(), &tuning,
-                          &stage_end);
+      runtime::NodePlans made = runtime::plan_nodes(graph, ops::builtin_registry(), caps, next, {}, nullptr,
+                                                    node_plans.get(), &tuning, &stage_end);
       ahead_descs = descs_of(next);
+      ahead_values.clear();
+      for (const runtime::PlanInput& in : next)
+        ahead_values.push_back(in.value ? std::optional<Tensor>(*in.value) : std::nullopt);
+      if (!stage_end) ahead_plans = std::move(made);
+      ahead_gemms = planned_gemms;
+      ahead_tuned_gemms = planned_tuned_gemms;
       ahead_ms = ms_since(start);
       ++stats.plans.planned_ahead;
     } catch (const std::exception&) {
       // Sizes the model does not accept (e.g. past a position table), or anything else: guesses never fail
       // the run that made them. If those sizes do come, their own run reports the error.
       ahead_descs.clear();
+      ahead_plans.reset();
     }
     planned_gemms = gemms;
     planned_tuned_gemms = tuned;
@@ -731,9 +781,33 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
       sources.push_back({nullptr, t.device->slice(), t.device->id});
     }
   }
-  runtime::ExecutionPlan* planned =
-      staged_signatures.count(signature) ? nullptr : plan_for(ordered, signature, sources, growing);
-  if (!planned) return run_in_stages(ordered, signature, sources, on_device, kept);
+  const bool any_as_data =
+      std::any_of(ordered.begin(), ordered.end(), [](const InputView& t) { return t.as_data; });
+  runtime::ExecutionPlan* planned = nullptr;
+  try {
+    if (!staged_signatures.count(signature)) planned = plan_for(ordered, signature, sources, growing);
+  } catch (const Error&) {
+    if (!any_as_data) throw;  // else planned again by value below, which reports an error of its own
+  }
+  if (!planned) {
+    // Inputs given as data (RunOptions::inputs_as_data) that a node needs by value (planning fails, or the
+    // graph would run in stages): by value from now on.
+    std::map<std::string, InputView> by_value = given;
+    std::string refused;
+    for (auto& [name, view] : by_value) {
+      if (!view.as_data) continue;
+      view.as_data = false;
+      as_data_refused.insert(name);
+      refused += (refused.empty() ? "'" : ", '") + name + "'";
+    }
+    if (!refused.empty()) {
+      runtime::warn_once(
+          "RunOptions::inputs_as_data: " + refused +
+          " planned by value instead (the graph needs a value it does not know when planning)");
+      return run(by_value, on_device, kept, growing);
+    }
+    return run_in_stages(ordered, signature, sources, on_device, kept);
+  }
   runtime::ExecutionPlan& plan = *planned;
   stats.plans.cached = plans.size();
   stats.plans.dispatches = plan.dispatch_count();
@@ -962,6 +1036,15 @@ std::map<std::string, Value> Session::run(const std::map<std::string, Value>& in
     if (!state)
       throw Error("input '" + entry.first + "' is an empty DeviceTensor (default-constructed or moved from)");
     given[entry.first] = InputView{nullptr, state.get()};
+  }
+  for (const std::string& name : options.inputs_as_data) {
+    if (std::none_of(s.inputs.begin(), s.inputs.end(),
+                     [&name](const TensorInfo& i) { return i.name == name; })) {
+      throw Error("RunOptions::inputs_as_data names '" + name +
+                  "', which is not an input of the model (its inputs: " + names_of(s.inputs) + ")");
+    }
+    auto it = given.find(name);
+    if (it != given.end() && !s.as_data_refused.count(name)) it->second.as_data = true;
   }
   std::vector<bool> on_device(s.outputs.size(), options.all_outputs_on_device);
   for (const std::string& name : options.device_outputs) {

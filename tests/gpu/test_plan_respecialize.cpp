@@ -16,6 +16,7 @@
 #include <random>
 
 #include "core/npy.h"
+#include "onnx/tensor_file.h"
 #include "wgi/environment.h"
 #include "wgi/session.h"
 
@@ -67,7 +68,8 @@ struct LoopRun {
 // On `environment` when given (sessions of one model then share compiled pipelines).
 LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps, bool reuse_unchanged = true,
                  const Environment* environment = nullptr, const std::map<std::string, int64_t>& growing = {},
-                 bool plan_ahead = true) {
+                 bool plan_ahead = true, const std::vector<std::string>& as_data = {},
+                 bool vary_tokens = false) {
   SessionOptions options;
   options.respecialize_plans = respecialize;
   options.reuse_unchanged_nodes = reuse_unchanged;
@@ -79,12 +81,18 @@ LoopRun run_loop(const DecoderLoop& loop, bool respecialize, int steps, bool reu
   RunOptions keep;
   keep.all_outputs_on_device = true;
   keep.growing_dims = growing;
+  keep.inputs_as_data = as_data;
   LoopRun result;
   for (int step = 0; step < steps; ++step) {
     std::map<std::string, Value> out = session.run(inputs, keep);
     std::map<std::string, Tensor> downloaded;
     for (const auto& [name, value] : out) downloaded[name] = value.device().download();
-    inputs["input_ids"] = next_tokens(downloaded.at("logits"));
+    Tensor ids = next_tokens(downloaded.at("logits"));
+    if (vary_tokens) {
+      // The tiny decoders' greedy token is the same at every step: a token of its own per step instead.
+      for (int64_t& id : ids.data<int64_t>()) id = (id + step) % downloaded.at("logits").shape()[2];
+    }
+    inputs["input_ids"] = ids;
     for (const auto& [name, tensor] : loop.later) inputs[name] = tensor;
     for (auto& [name, value] : out) {
       if (name.rfind("present_", 0) == 0) inputs["past_" + name.substr(8)] = std::move(value);
@@ -242,6 +250,69 @@ TEST(PlanRespecialize, PlanAheadMakesTheNextStepsNodePlansDuringTheGpuWork) {
     const LoopRun short_limit = run_loop(loop, true, kSteps, true, &environment, {{past, 5}});
     expect_same_outputs(short_limit, when_due);
     EXPECT_LT(short_limit.stats.plans.planned_ahead, ahead.stats.plans.planned_ahead);
+  }
+}
+
+// With the token ids as data (RunOptions::inputs_as_data), the planning ahead sees everything the next step's
+// planner sees, so the step takes its node plans whole: no node planned on its critical path. The same bytes
+// as by value and planned when due.
+TEST(PlanRespecialize, TokenIdsAsDataPlanTheWholeNextStepAhead) {
+  constexpr int kSteps = 10;
+  for (const DecoderLoop& loop : {cached_cross_loop(), merged_loop()}) {
+    SCOPED_TRACE(loop.file.string());
+    const Environment environment = Environment::create();
+    const std::map<std::string, int64_t> growing{{past_dim_name(loop.file), 4 + kSteps}};
+    const LoopRun as_data =
+        run_loop(loop, true, kSteps, true, &environment, growing, true, {"input_ids"}, true);
+    const LoopRun by_value = run_loop(loop, true, kSteps, true, &environment, growing, false, {}, true);
+    expect_same_outputs(as_data, by_value);
+    EXPECT_EQ(as_data.stats.plans.made, by_value.stats.plans.made);
+    // The tokens differ from step to step (else by value would plan nothing either: nothing shown).
+    size_t token_changes = 0;
+    for (int step = 3; step + 1 < kSteps; ++step) {
+      const Tensor a = next_tokens(as_data.outputs[static_cast<size_t>(step)].at("logits"));
+      const Tensor b = next_tokens(as_data.outputs[static_cast<size_t>(step + 1)].at("logits"));
+      token_changes += !same_bytes(a, b);
+    }
+    EXPECT_GT(token_changes, 0u);
+    EXPECT_EQ(as_data.stats.plans.ahead_hits, static_cast<size_t>(kSteps - 3));
+    EXPECT_EQ(as_data.stats.plans.ahead_whole, as_data.stats.plans.ahead_hits);
+    for (int step = 3; step < kSteps; ++step) {
+      const SessionStats& a = as_data.step_stats[static_cast<size_t>(step)];
+      const SessionStats& b = by_value.step_stats[static_cast<size_t>(step)];
+      EXPECT_EQ(a.last_plan.replanned_nodes, 0u) << "step " << step;
+      EXPECT_GT(b.last_plan.replanned_nodes, 0u) << "step " << step;
+      EXPECT_TRUE(a.last_plan.respecialized) << "step " << step;
+    }
+  }
+}
+
+// A small input named as data that a node needs by value (a Reshape target): planned by value instead, with
+// the right result; a name that is no input is an error listing the inputs.
+TEST(PlanRespecialize, InputsAsDataThatANodeNeedsByValueArePlannedByValue) {
+  const fs::path dir = "/usr/share/libonnx-testdata/data/node/test_reshape_reordered_all_dims";
+  if (!fs::exists(dir)) GTEST_SKIP() << "Debian libonnx-testdata is not installed (" << dir << ")";
+  Session session = Session::from_file(dir / "model.onnx");
+  const std::string data_name = session.inputs().at(0).name, shape_name = session.inputs().at(1).name;
+  std::map<std::string, Value> inputs{
+      {data_name, onnx::load_tensor_file(dir / "test_data_set_0" / "input_0.pb").tensor},
+      {shape_name, onnx::load_tensor_file(dir / "test_data_set_0" / "input_1.pb").tensor}};
+  const Tensor expected = onnx::load_tensor_file(dir / "test_data_set_0" / "output_0.pb").tensor;
+  RunOptions options;
+  options.inputs_as_data = {shape_name};
+  for (int run = 0; run < 2; ++run) {
+    const Tensor got = session.run(inputs, options).begin()->second.host();
+    EXPECT_EQ(got.shape(), expected.shape());
+    EXPECT_TRUE(same_bytes(got, expected)) << "run " << run;
+  }
+  options.inputs_as_data = {"no_such_input"};
+  try {
+    session.run(inputs, options);
+    FAIL() << "an unknown input name was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'no_such_input', which is not an input of the model"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -140,20 +140,22 @@ struct DecodeStep {
 // Plans made and respecialized over the loop, for the summary line.
 struct DecodePlans {
   size_t made = 0, respecialized = 0;
-  size_t planned_ahead = 0, ahead_hits = 0;
+  size_t planned_ahead = 0, ahead_hits = 0, ahead_whole = 0;
 };
 
 // `steps` greedy steps from `inputs` (the first step's past as given), each feeding the argmax token and the
 // presents back. With on_device, every input but input_ids is uploaded once and the presents stay on the
-// device; otherwise every input is uploaded and every output downloaded in each step.
+// device; otherwise every input is uploaded and every output downloaded in each step. With ids_as_data the
+// token ids are planned as data (RunOptions::inputs_as_data), else by value (a new token plans its nodes).
 // `values` ends with the last step's inputs (the caller reports the memory they hold).
 std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Tensor>& inputs, int steps,
-                               bool on_device, bool growing_dims, std::map<std::string, Value>& values,
-                               DecodePlans& plans) {
+                               bool on_device, bool growing_dims, bool ids_as_data,
+                               std::map<std::string, Value>& values, DecodePlans& plans) {
   const DecoderIo io = find_decoder_io(session);
   for (const auto& [name, tensor] : inputs)
     values[name] = on_device && name != "input_ids" ? Value(session.upload(tensor)) : Value(tensor);
   RunOptions options;
+  if (ids_as_data) options.inputs_as_data.push_back("input_ids");
   if (on_device) {
     for (const auto& pair : io.past_present) options.device_outputs.push_back(pair.second);
   }
@@ -192,6 +194,7 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
   }
   plans.planned_ahead = session.stats().plans.planned_ahead;
   plans.ahead_hits = session.stats().plans.ahead_hits;
+  plans.ahead_whole = session.stats().plans.ahead_whole;
   return out;
 }
 
@@ -228,7 +231,8 @@ void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const De
               << "ahead:      median " << percentile(later_ahead, 0.5)
               << " ms of node plans made during the previous step's GPU work (not in the planning times), "
               << plans.ahead_hits << " of " << plans.planned_ahead
-              << " plannings ahead matched the next step\n";
+              << " plannings ahead matched the next step's sizes, " << plans.ahead_whole
+              << " its plan-time values too (no node planned on its critical path)\n";
   }
   std::cout << "plans:      " << plans.made << " made, " << plans.respecialized << " respecialized over "
             << steps.size() << " steps (plan P: planned in full, R: a cached plan respecialized)\n";
@@ -248,6 +252,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     bool no_respecialize = false;
     bool no_growing_dims = false;
     bool no_plan_ahead = false;
+    bool ids_by_value = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
@@ -279,6 +284,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "--no-plan-ahead", opts->no_plan_ahead,
       "With --decode: make each step's node plans when it comes, not during the previous step's GPU "
       "work (SessionOptions::plan_ahead; for measuring)");
+  cmd->add_flag("--ids-by-value", opts->ids_by_value,
+                "With --decode: plan input_ids with by value, as other small inputs, instead of as data "
+                "(RunOptions::inputs_as_data; each new token then plans its nodes; for measuring)");
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
@@ -307,7 +315,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     if (opts->decode_steps > 0) {
       DecodePlans plans;
       const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs,
-                                !opts->no_growing_dims, values, plans);
+                                !opts->no_growing_dims, !opts->ids_by_value, values, plans);
       progress.finish();
       print_decode(steps, opts->device_inputs, plans);
     } else {
