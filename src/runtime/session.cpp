@@ -248,16 +248,16 @@ struct Session::Impl {
   ops::GemmTuningTable table;
   ops::GemmTuning tuning;
   size_t planned_gemms = 0, planned_tuned_gemms = 0;
-  // SessionOptions::plan_ahead: the previous run's input descriptions, and the ones whose node plans the
-  // latest run made during its GPU work (with the time that took).
-  // With the node plans made ahead (kept for a next run whose inputs are the predicted ones: the same
-  // descriptions and the same plan-time values) and the GEMM counts of that planning.
+  // SessionOptions::plan_ahead: the previous run's input descriptions; the ones whose node plans the latest
+  // run made during its GPU work, with their plan-time values, the node plans themselves (taken whole by a
+  // next run with exactly those inputs), that planning's GEMM counts and the time it took.
   std::vector<ops::TensorDesc> previous_descs, ahead_descs;
   std::vector<std::optional<Tensor>> ahead_values;
   std::optional<runtime::NodePlans> ahead_plans;
   size_t ahead_gemms = 0, ahead_tuned_gemms = 0;
   double ahead_ms = 0;
-  // RunOptions::inputs_as_data names whose run had to go in stages: planned by value since.
+  // RunOptions::inputs_as_data names that a node needed by value (planning failed or would stage): planned
+  // by value since.
   std::set<std::string> as_data_refused;
 
   // A session is made in two parts that overlap (Session::from_file): its private environment's device, on
@@ -1001,6 +1001,8 @@ TuneReport Session::tune(const std::map<std::string, Tensor>& inputs, const Tune
     s.node_plans = std::make_unique<runtime::PlanSharing>(s.options.max_cached_plans);
     s.node_plans->reuse_unchanged_nodes = s.options.reuse_unchanged_nodes;
     s.staged.reset();  // its plans and node plans were made with the old table (and it points at the old one)
+    s.ahead_plans.reset();  // made with the old table too
+    s.ahead_descs.clear();
     s.stats.plans.cached = 0;
   };
   try {
