@@ -380,7 +380,9 @@ elif [[ $mode == quantized ]]; then
   # driver compiled the q4 LM-head GEMV into for each (bench/shader_stats.sh).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
   benches=(wgi_bench_quantized)
-  for b in .device/bin/wgi_*_quantized; do [[ -x $b ]] && benches+=("$(basename "$b")"); done
+  for b in .device/bin/wgi_*_quantized; do
+    [[ -x $b && $b != */wgi_bench_quantized ]] && benches+=("$(basename "$b")")
+  done
   {
     stamp_machine
     if command -v wgi_gpu_tests >/dev/null; then

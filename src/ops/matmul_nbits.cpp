@@ -336,11 +336,12 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
 
 // The GEMV's output columns per thread (THREAD_COLS): a thread reads each value of A from workgroup memory
 // once for all of them and has as many loads of B in flight. Doubled while the grid keeps kGemvMinWorkgroups
-// workgroups and rows x columns stays within 8 (the partial sums in workgroup memory), up to 4 for 8-bit
-// codes and 2 for the others, whose words hold more codes to dequantise per column (registers;
-// docs/performance.md has the measurements).
-int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& internal, int64_t bits, int64_t n,
-                            int64_t rows, int64_t columns_per_slot) {
+// workgroups and rows x columns stays within 8 (the partial sums in workgroup memory), up to 4 for 4- and
+// 8-bit codes (the linear path applies their scales per block, which leaves the registers for it) and 2
+// for NF4 / FP4 (dequantised per code) and 2-bit codes (16 codes a word; not measured with 4);
+// docs/performance.md has the measurements.
+int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& internal, int64_t bits,
+                            bool code_table, int64_t n, int64_t rows, int64_t columns_per_slot) {
   if (internal.gemv_thread_columns != 0) {
     const int64_t c = internal.gemv_thread_columns;
     if ((c != 1 && c != 2 && c != 4) || c * rows > 8)
@@ -348,7 +349,7 @@ int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& inter
                " must be 1, 2 or 4 with at most 8 rows x columns (" + str(rows) + " rows)");
     return c;
   }
-  const int64_t most = bits == 8 ? 4 : 2;
+  const int64_t most = code_table || bits == 2 ? 2 : 4;
   int64_t c = 1;
   while (c < most && 2 * c * rows <= 8 && ceil_div(n, columns_per_slot * 2 * c) >= kGemvMinWorkgroups) c *= 2;
   return c;
@@ -395,11 +396,13 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
         ctx.fail("attribute " + std::string(kGemvLanesAttribute) + " = " + str(lanes) +
                  " must be a power of two from 4 to " + str(kWorkgroupInvocations));
     }
-    const int64_t columns =
-        gemv_thread_columns(ctx, internal, w.bits, w.n, rows, kWorkgroupInvocations / lanes);
+    const int64_t columns = gemv_thread_columns(ctx, internal, w.bits, w.code_table != nullptr, w.n, rows,
+                                                kWorkgroupInvocations / lanes);
     defines["ROWS"] = str(rows);
     defines["CHUNK"] = str(chunk);
     defines["B_QUADS"] = quads ? "1" : "0";
+    // A quad of words (128 bits) inside one block: its codes' scale and zero point are applied once.
+    defines["QUAD_ONE_BLOCK"] = w.block_size * w.bits >= 128 ? "1" : "0";
     defines["A_VEC4"] = w.k % 4 == 0 ? "1" : "0";
     defines["LANES"] = str(lanes);
     defines["THREAD_COLS"] = str(columns);

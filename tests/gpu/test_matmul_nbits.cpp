@@ -301,19 +301,20 @@ TEST(MatMulNBits, PlannerTakesGemvUpToEightRowsThenTheFastTiles) {
   }
 }
 
-// Columns per thread: 2 for one row of an LM-head-wide 4-bit product (4 with 8-bit codes), fewer as the rows
-// grow (rows x columns <= 8), 1 where the grid would fall under the minimum workgroups; the attribute is
-// checked.
+// Columns per thread: 4 for one row of an LM-head-wide 4- or 8-bit product (2 with 2-bit codes and NF4),
+// fewer as the rows grow (rows x columns <= 8), 1 where the grid would fall under the minimum workgroups;
+// the attribute is checked.
 TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
   constexpr int64_t k = 64, n = 51289;
   const gpu::Capabilities caps = test::device().capabilities();
-  for (auto [bits, rows, n_used, want] : {std::tuple{4, 1, n, "_c2"},
+  for (auto [bits, rows, n_used, want] : {std::tuple{4, 1, n, "_c4"},
+                                          {4, 2, n, "_c4"},
                                           {4, 4, n, "_c2"},
                                           {4, 8, n, "_c1"},
                                           {4, 1, int64_t{300}, "_c1"},
                                           {8, 1, n, "_c4"},
-                                          {8, 2, n, "_c4"},
-                                          {8, 4, n, "_c2"}}) {
+                                          {8, 4, n, "_c2"},
+                                          {2, 1, n, "_c2"}}) {
     NbitsProblem q(k, n_used, bits, 32, Zp::None, false, 84);
     ops::OpPlan plan = runtime::plan_node(caps, nbits_node(k, n_used, bits, 32),
                                           q.inputs(test::random_tensor({rows, k}, 85), false));
@@ -321,6 +322,13 @@ TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
     EXPECT_NE(plan.launches[0].program.label.find(want), std::string::npos)
         << bits << " bits, " << rows << " rows, N " << n_used << ": " << plan.launches[0].program.label;
   }
+  Tensor codes = test::random_bytes({n * k / 2}, 88);
+  Tensor absmax = test::random_scales({n * k / 64}, 89, false, 0.5f, 2.0f);
+  ops::OpPlan nf4 = runtime::plan_node(
+      caps, bnb4_node(k, n, 64, 1),
+      Inputs{NodeInput{test::random_tensor({1, k}, 90)}, NodeInput{codes, true}, NodeInput{absmax, true}});
+  ASSERT_EQ(nf4.launches.size(), 1u);
+  EXPECT_NE(nf4.launches[0].program.label.find("_c2"), std::string::npos) << nf4.launches[0].program.label;
   ops::NodeInfo bad = nbits_node(k, 300, 4, 32);
   bad.attributes.set("wgi.gemv_thread_columns", int64_t{4});
   NbitsProblem small(k, 300, 4, 32, Zp::None, false, 86);

@@ -14,6 +14,9 @@
 // B_QUADS (a column's words a multiple of 4): B is read as vec4<u32>s, four words (a whole 32-element block
 // of 4-bit codes) per load, so each thread issues a quarter of the loads for the same bytes; the planner
 // gives a column only as many lanes as one chunk has quads (matmul_nbits.cpp).
+// MatMulNBits' codes (all but CODE_TABLE) take the linear path below: the scale and zero point are applied
+// once per block part, not per code (add_word_sums, flush_sums). QUAD_ONE_BLOCK: a quad of words lies in one
+// block (block_size * BITS >= 128), so they are applied once per quad.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
 const THREAD_COLS: u32 = {{THREAD_COLS}}u;  // columns per thread: 1, 2 or 4, ROWS * THREAD_COLS <= 8
@@ -27,6 +30,10 @@ const CHUNK: u32 = {{CHUNK}}u;
 const CHUNK4: u32 = CHUNK / 4u;
 
 #include "linear/quantized_common.wgsl"
+
+// The tile is read up to the end of a column's last quad of words (a word's end without B_QUADS, which
+// is before it), and is zero from K to there.
+const STAGE_ALIGN: u32 = 4u * CODES_PER_WORD;
 
 var<workgroup> partial: array<f32, SUMS * WORKGROUP>;  // [row][thread column][column][lane]
 // [row][k - k_base], zero past K and M, with one vec4 of padding after every PAD_PERIOD vec4s (128 bytes or
@@ -57,6 +64,7 @@ fn load_a4(r: u32, k: u32) -> vec4<f32> {
 #endif
 }
 
+#if CODE_TABLE
 // acc[r][c] += A[r, k0 ..] . weights[c] for the M rows and the thread's columns, A read from the tile at
 // offset k0 - k_base (a multiple of 4: both are multiples of CODES_PER_WORD). Codes past K are zero
 // (dequantize_codes), as is the tile there.
@@ -78,6 +86,76 @@ fn accumulate(acc: ptr<function, array<f32, SUMS>>, offset: u32,
     }
   }
 }
+#endif
+
+#if !CODE_TABLE
+// W = (code - zero) * scale is linear in the code, so a word's part of row r's sum is scale * (sum_i a_i code_i
+// - zero * sum_i a_i), with a_i = A[r, k0 + i]: the thread sums a_i * code_i and a_i over the words of one
+// block, then applies the block's scale and zero point once (flush_sums), instead of dequantising every code
+// (a subtraction, a multiplication and a select each). A code becomes a float in two instructions, a shift
+// and an and-or, as the top BITS bits of the mantissa of 1.0: v_i = 1 + code_i / 2^BITS, so sum_i a_i code_i =
+// 2^BITS * (sum_i a_i v_i - sum_i a_i). The subtraction cancels a few bits of the f32 sums (relative error
+// ~1e-6 against float64, tests/gpu/test_matmul_nbits.cpp); an infinite A gives NaN where per-code
+// dequantisation would give an infinity.
+const MANTISSA_SHIFT: u32 = 23u - BITS;  // where a code's lowest bit goes in the mantissa
+const CODE_MANTISSA: u32 = CODE_MASK << MANTISSA_SHIFT;
+const ONE_BITS: u32 = 0x3F800000u;  // the bits of 1.0
+const CODE_STEP: f32 = f32(1u << BITS);
+
+// 1 + code_i / 2^BITS for the i-th code of the word. `i` is a constant once the callers' loops unroll, so
+// the select folds and one shift remains.
+fn code_plus_one(word: u32, i: u32) -> f32 {
+  let at = i * BITS;
+  let moved = select(word >> (at - MANTISSA_SHIFT), word << (MANTISSA_SHIFT - at), at <= MANTISSA_SHIFT);
+  return bitcast<f32>((moved & CODE_MANTISSA) | ONE_BITS);
+}
+
+// For the word of each of the thread's columns at tile offset `offset` (a multiple of CODES_PER_WORD):
+// sums[r][c] += sum_i a_i v_i, a_sums[r] += sum_i a_i. The tile is zero past K and M, so codes there add
+// nothing (v_i is finite whatever the padding holds).
+fn add_word_sums(sums: ptr<function, array<f32, SUMS>>, a_sums: ptr<function, array<f32, ROWS>>, offset: u32,
+                 words: array<u32, THREAD_COLS>) {
+  // The codes as floats once for all rows.
+  var v: array<array<vec4<f32>, CODES_PER_WORD / 4u>, THREAD_COLS>;
+  for (var c = 0u; c < THREAD_COLS; c++) {
+    for (var q = 0u; q < CODES_PER_WORD / 4u; q++) {
+      v[c][q] = vec4<f32>(code_plus_one(words[c], 4u * q), code_plus_one(words[c], 4u * q + 1u),
+                          code_plus_one(words[c], 4u * q + 2u), code_plus_one(words[c], 4u * q + 3u));
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    if (r < params.M) {
+      for (var q = 0u; q < CODES_PER_WORD / 4u; q++) {
+        let a4 = a_tile[a_tile_index(r * CHUNK4 + offset / 4u + q)];
+        (*a_sums)[r] += dot(a4, vec4<f32>(1.0));
+        for (var c = 0u; c < THREAD_COLS; c++) {
+          (*sums)[r * THREAD_COLS + c] += dot(a4, v[c][q]);
+        }
+      }
+    }
+  }
+}
+
+// acc[r][c] += scale * (2^BITS * sums[r][c] - (2^BITS + zero) * a_sums[r]) with the scale and zero point of
+// the block holding element k of each column, then the sums start again from zero.
+fn flush_sums(acc: ptr<function, array<f32, SUMS>>, sums: ptr<function, array<f32, SUMS>>,
+              a_sums: ptr<function, array<f32, ROWS>>, read_n: array<u32, THREAD_COLS>, k: u32) {
+  for (var c = 0u; c < THREAD_COLS; c++) {
+    let q = block_quant(read_n[c], k);
+    // The zero point: an integer one is in q.offset (2^23 + zero, so the difference is exact), a float one
+    // in q.zero.
+    let code_offset = CODE_STEP + (q.offset - CODE_BIAS_F32) + q.zero;
+    for (var r = 0u; r < ROWS; r++) {
+      let s = r * THREAD_COLS + c;
+      (*acc)[s] += q.scale * (CODE_STEP * (*sums)[s] - code_offset * (*a_sums)[r]);
+      (*sums)[s] = 0.0;
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    (*a_sums)[r] = 0.0;
+  }
+}
+#endif
 
 @compute @workgroup_size(128, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -98,12 +176,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc: array<f32, SUMS>;
   for (var k_base = 0u; k_base < params.K; k_base += CHUNK) {  // uniform: the same steps for every thread
     workgroupBarrier();  // the previous chunk's reads are done
-    for (var i = flat; i < ROWS * CHUNK4; i += WORKGROUP) {
-      let r = i / CHUNK4;
-      a_tile[a_tile_index(i)] = select(vec4<f32>(0.0), load_a4(r, k_base + 4u * (i % CHUNK4)), r < params.M);
+    // Only as much of the chunk as the columns' quads of words reach (K rounded up to a quad): a short K
+    // (768 of a 2048-element chunk) stages a third of the tile, in fewer serial loads per thread.
+    let stage4 = min(CHUNK, (params.K + STAGE_ALIGN - 1u) / STAGE_ALIGN * STAGE_ALIGN - k_base) / 4u;
+    for (var i = flat; i < ROWS * stage4; i += WORKGROUP) {
+      let r = i / stage4;
+      let v = i % stage4;
+      a_tile[a_tile_index(r * CHUNK4 + v)] = select(vec4<f32>(0.0), load_a4(r, k_base + 4u * v), r < params.M);
     }
     workgroupBarrier();
+#if CODE_TABLE
     var weights: array<array<f32, CODES_PER_WORD>, THREAD_COLS>;
+#else
+    var sums: array<f32, SUMS>;
+    var a_sums: array<f32, ROWS>;
+#endif
 #if B_QUADS
     let per_quad = 4u * CODES_PER_WORD;
     let q_end = min((words + 3u) / 4u, (k_base + CHUNK) / per_quad);
@@ -112,6 +199,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var c = 0u; c < THREAD_COLS; c++) {
         quads[c] = b[read_n[c] * params.col_words / 4u + q];
       }
+#if !CODE_TABLE
+      // Words past K (a quad's or a block's padding) lie inside the chunk's tile, where A is zero, and
+      // inside the column's blocks, so their scales exist: no test needed.
+      for (var j = 0u; j < 4u; j++) {
+        var quad_words: array<u32, THREAD_COLS>;
+        for (var c = 0u; c < THREAD_COLS; c++) {
+          quad_words[c] = quads[c][j];
+        }
+        let k0 = q * per_quad + j * CODES_PER_WORD;
+        add_word_sums(&sums, &a_sums, k0 - k_base, quad_words);
+#if !QUAD_ONE_BLOCK
+        flush_sums(&acc, &sums, &a_sums, read_n, k0);
+#endif
+      }
+#if QUAD_ONE_BLOCK
+      flush_sums(&acc, &sums, &a_sums, read_n, q * per_quad);
+#endif
+#else
       for (var j = 0u; j < 4u; j++) {
         let k0 = q * per_quad + j * CODES_PER_WORD;
         if (k0 < params.K) {
@@ -121,15 +226,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           accumulate(&acc, k0 - k_base, weights);
         }
       }
+#endif
     }
 #else
     let w_end = min(words, (k_base + CHUNK) / CODES_PER_WORD);
     for (var w = k_base / CODES_PER_WORD + lane; w < w_end; w += LANES) {
       let k0 = w * CODES_PER_WORD;
+#if CODE_TABLE
       for (var c = 0u; c < THREAD_COLS; c++) {
         weights[c] = dequantize_codes(read_n[c], k0, b[read_n[c] * params.col_words + w]);
       }
       accumulate(&acc, k0 - k_base, weights);
+#else
+      var column_words: array<u32, THREAD_COLS>;
+      for (var c = 0u; c < THREAD_COLS; c++) {
+        column_words[c] = b[read_n[c] * params.col_words + w];
+      }
+      add_word_sums(&sums, &a_sums, k0 - k_base, column_words);
+      flush_sums(&acc, &sums, &a_sums, read_n, k0);
+#endif
     }
 #endif
   }
