@@ -18,6 +18,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh files_models  # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode_rnn    # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode        # carry [".device"] (packed as `models`)
+#   source .device/env.sh; bash bench/h200_campaign.sh decode_q4     # carry [".device"] (the decoder, as `decode`)
 #   source .device/env.sh; bash bench/h200_campaign.sh pipelines_equal  # carry [".device"] (packed as `pipelines`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
@@ -61,6 +62,7 @@
 #         Gemm of the same shapes.
 # decode_rnn: decoder loops (32 steps) with and without growing dims and respecialized plans; the recurrent
 #         layers against cuDNN; the data-dependent ops (NMS, TopK) against torch / torchvision on CUDA.
+# decode_q4: the cached-cross decoder's step and loop in fp32 and q4 (made there), each carried build.
 # decode: A/B of builds (`wgi` and each carried .device/bin/wgi_<variant>) on the decoder loops, with and
 #         without planning ahead, and the steady step; plan_nodes per step (wgi_bench_planning if carried).
 # variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
@@ -674,6 +676,38 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
     stamp data-dependent ops: torch; timeout 60 python3 bench/data_dependent_torch_peer.py 2>&1
     stamp done
   } >"$out/decode_rnn.txt" 2>&1
+elif [[ $mode == decode_q4 ]]; then
+  # Issue 19's decoder target (the q4 step no slower than the fp32 one): the cached-cross BART-base decoder
+  # and its q4 variant (made here by tests/models/variants_weight_only.py), the steady step and the 32-step
+  # loop with inputs on the device, for `wgi` and each carried .device/bin/wgi_<variant>, two alternating
+  # rounds. Packed as for `decode`.
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  builds=(wgi)
+  for b in .device/bin/wgi_*; do
+    [[ -x $b && $b != *wgi_bench_* && $b != *_quantized && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
+  done
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    name=bart_decoder_cached_cross_base_opset17
+    timeout 120 python3 tests/models/variants_weight_only.py "$models/$name/model.onnx" \
+      "$models/$name/model_q4.onnx" --recipe q4 | tail -1
+    dims=()
+    for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+    for round in 1 2; do
+      for build in "${builds[@]}"; do
+        for f in model model_q4; do
+          for m in "--device-inputs --runs 30" "--decode 32 --device-inputs"; do
+            stamp "round $round $build $f $m"
+            # shellcheck disable=SC2086
+            timeout 120 "$build" bench "$models/$name/$f.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
+              grep -E '^(run|later|plans|wgi: error)'
+          done
+        done
+      done
+    done
+    stamp done
+  } >"$out/decode_q4.txt" 2>&1
 elif [[ $mode == pipelines ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {
