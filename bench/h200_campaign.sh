@@ -684,7 +684,8 @@ elif [[ $mode == decode_q4 ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   builds=(wgi)
   for b in .device/bin/wgi_*; do
-    [[ -x $b && $b != *wgi_bench_* && $b != *_quantized && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
+    [[ -x $b && $b != *wgi_bench_* && $b != *_quantized && $b != *wgi_probe_* && $b != *_tests ]] &&
+      builds+=("$(basename "$b")")
   done
   {
     stamp_machine
