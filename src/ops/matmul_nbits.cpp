@@ -403,13 +403,15 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     defines["B_QUADS"] = quads ? "1" : "0";
     // A quad of words (128 bits) inside one block: its codes' scale and zero point are applied once.
     defines["QUAD_ONE_BLOCK"] = w.block_size * w.bits >= 128 ? "1" : "0";
+    const bool prefetch = quads && w.bits == 8 && !w.code_table;
+    defines["PREFETCH_QUAD"] = prefetch ? "1" : "0";
     defines["A_VEC4"] = w.k % 4 == 0 ? "1" : "0";
     defines["LANES"] = str(lanes);
     defines["THREAD_COLS"] = str(columns);
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes * columns));
     kernel_file = "linear/matmul_nbits_gemv.wgsl";
     label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) + "_c" + str(columns) +
-            (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "");
+            (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "") + (prefetch ? "_prefetch" : "");
   } else {
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));
     tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));

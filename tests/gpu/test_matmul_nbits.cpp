@@ -303,7 +303,7 @@ TEST(MatMulNBits, PlannerTakesGemvUpToEightRowsThenTheFastTiles) {
 
 // Columns per thread: 4 for one row of an LM-head-wide 4- or 8-bit product (2 with 2-bit codes and NF4),
 // fewer as the rows grow (rows x columns <= 8), 1 where the grid would fall under the minimum workgroups;
-// the attribute is checked.
+// the attribute is checked; only 8-bit codes prefetch.
 TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
   constexpr int64_t k = 64, n = 51289;
   const gpu::Capabilities caps = test::device().capabilities();
@@ -321,6 +321,9 @@ TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
     ASSERT_EQ(plan.launches.size(), 1u);
     EXPECT_NE(plan.launches[0].program.label.find(want), std::string::npos)
         << bits << " bits, " << rows << " rows, N " << n_used << ": " << plan.launches[0].program.label;
+    // 8-bit codes load the next step's quads first (PREFETCH_QUAD), the others do not.
+    EXPECT_EQ(plan.launches[0].program.label.find("_prefetch") != std::string::npos, bits == 8)
+        << plan.launches[0].program.label;
   }
   Tensor codes = test::random_bytes({n * k / 2}, 88);
   Tensor absmax = test::random_scales({n * k / 64}, 89, false, 0.5f, 2.0f);

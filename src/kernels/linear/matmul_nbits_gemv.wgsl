@@ -16,7 +16,9 @@
 // gives a column only as many lanes as one chunk has quads (matmul_nbits.cpp).
 // MatMulNBits' codes (all but CODE_TABLE) take the linear path below: the scale and zero point are applied
 // once per block part, not per code (add_word_sums, flush_sums). QUAD_ONE_BLOCK: a quad of words lies in one
-// block (block_size * BITS >= 128), so they are applied once per quad.
+// block (block_size * BITS >= 128), so they are applied once per quad. PREFETCH_QUAD: each step loads the
+// next step's quads first (the planner sets it for 8-bit codes, where it measured faster; 4-bit codes on
+// four rows measured slower: docs/performance.md).
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
 const THREAD_COLS: u32 = {{THREAD_COLS}}u;  // columns per thread: 1, 2 or 4, ROWS * THREAD_COLS <= 8
@@ -194,11 +196,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #if B_QUADS
     let per_quad = 4u * CODES_PER_WORD;
     let q_end = min((words + 3u) / 4u, (k_base + CHUNK) / per_quad);
+#if PREFETCH_QUAD
+    // The next step's quads are loaded before this step's are summed.
+    var q = k_base / per_quad + lane;
+    var next: array<vec4<u32>, THREAD_COLS>;
+    if (q < q_end) {
+      for (var c = 0u; c < THREAD_COLS; c++) {
+        next[c] = b[read_n[c] * params.col_words / 4u + q];
+      }
+    }
+    for (; q < q_end; q += LANES) {
+      let quads = next;
+      if (q + LANES < q_end) {
+        for (var c = 0u; c < THREAD_COLS; c++) {
+          next[c] = b[read_n[c] * params.col_words / 4u + q + LANES];
+        }
+      }
+#else
     for (var q = k_base / per_quad + lane; q < q_end; q += LANES) {
       var quads: array<vec4<u32>, THREAD_COLS>;
       for (var c = 0u; c < THREAD_COLS; c++) {
         quads[c] = b[read_n[c] * params.col_words / 4u + q];
       }
+#endif
 #if !CODE_TABLE
       // Words past K (a quad's or a block's padding) lie inside the chunk's tile, where A is zero, and
       // inside the column's blocks, so their scales exist: no test needed.
