@@ -336,10 +336,10 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
 
 // The GEMV's output columns per thread (THREAD_COLS): a thread reads each value of A from workgroup memory
 // once for all of them and has as many loads of B in flight. Doubled while the grid keeps kGemvMinWorkgroups
-// workgroups and rows x columns stays within 8 (the partial sums in workgroup memory), up to 4 for 4- and
-// 8-bit codes (the linear path applies their scales per block, which leaves the registers for it) and 2
-// for NF4 / FP4 (dequantised per code) and 2-bit codes (16 codes a word; not measured with 4);
-// docs/performance.md has the measurements.
+// workgroups and rows x columns stays within 8 (the partial sums in workgroup memory), up to 4 for 8-bit
+// codes and for one row of 4-bit codes (the linear path applies their scales per block, which leaves the
+// registers for it; two rows with 4 columns are not measured) and 2 for the others: NF4 / FP4 (dequantised
+// per code; 4 measured slower) and 2-bit codes (16 codes a word); docs/performance.md has the measurements.
 int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& internal, int64_t bits,
                             bool code_table, int64_t n, int64_t rows, int64_t columns_per_slot) {
   if (internal.gemv_thread_columns != 0) {
@@ -349,7 +349,7 @@ int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& inter
                " must be 1, 2 or 4 with at most 8 rows x columns (" + str(rows) + " rows)");
     return c;
   }
-  const int64_t most = code_table || bits == 2 ? 2 : 4;
+  const int64_t most = bits == 8 || (bits == 4 && !code_table && rows == 1) ? 4 : 2;
   int64_t c = 1;
   while (c < most && 2 * c * rows <= 8 && ceil_div(n, columns_per_slot * 2 * c) >= kGemvMinWorkgroups) c *= 2;
   return c;

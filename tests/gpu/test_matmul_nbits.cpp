@@ -301,14 +301,14 @@ TEST(MatMulNBits, PlannerTakesGemvUpToEightRowsThenTheFastTiles) {
   }
 }
 
-// Columns per thread: 4 for one row of an LM-head-wide 4- or 8-bit product (2 with 2-bit codes and NF4),
-// fewer as the rows grow (rows x columns <= 8), 1 where the grid would fall under the minimum workgroups;
-// the attribute is checked; only 8-bit codes prefetch.
+// Columns per thread: 4 for an LM-head-wide 8-bit product and one row of 4-bit codes, 2 with 2-bit codes and
+// NF4, fewer as the rows grow (rows x columns <= 8), 1 where the grid would fall under the minimum
+// workgroups; the attribute is checked; only 8-bit codes prefetch.
 TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
   constexpr int64_t k = 64, n = 51289;
   const gpu::Capabilities caps = test::device().capabilities();
   for (auto [bits, rows, n_used, want] : {std::tuple{4, 1, n, "_c4"},
-                                          {4, 2, n, "_c4"},
+                                          {4, 2, n, "_c2"},
                                           {4, 4, n, "_c2"},
                                           {4, 8, n, "_c1"},
                                           {4, 1, int64_t{300}, "_c1"},
