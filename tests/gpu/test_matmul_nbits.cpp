@@ -313,6 +313,7 @@ TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
                                           {4, 8, n, "_c1"},
                                           {4, 1, int64_t{300}, "_c1"},
                                           {8, 1, n, "_c4"},
+                                          {8, 2, n, "_c4"},
                                           {8, 4, n, "_c2"},
                                           {2, 1, n, "_c2"}}) {
     NbitsProblem q(k, n_used, bits, 32, Zp::None, false, 84);

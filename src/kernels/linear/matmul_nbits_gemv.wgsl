@@ -90,6 +90,17 @@ fn accumulate(acc: ptr<function, array<f32, SUMS>>, offset: u32,
 }
 #endif
 
+#if B_QUADS
+// Quad q of words of each of the thread's columns.
+fn column_quads(read_n: array<u32, THREAD_COLS>, q: u32) -> array<vec4<u32>, THREAD_COLS> {
+  var quads: array<vec4<u32>, THREAD_COLS>;
+  for (var c = 0u; c < THREAD_COLS; c++) {
+    quads[c] = b[read_n[c] * params.col_words / 4u + q];
+  }
+  return quads;
+}
+#endif
+
 #if !CODE_TABLE
 // W = (code - zero) * scale is linear in the code, so a word's part of row r's sum is scale * (sum_i a_i code_i
 // - zero * sum_i a_i), with a_i = A[r, k0 + i]: the thread sums a_i * code_i and a_i over the words of one
@@ -144,9 +155,7 @@ fn flush_sums(acc: ptr<function, array<f32, SUMS>>, sums: ptr<function, array<f3
               a_sums: ptr<function, array<f32, ROWS>>, read_n: array<u32, THREAD_COLS>, k: u32) {
   for (var c = 0u; c < THREAD_COLS; c++) {
     let q = block_quant(read_n[c], k);
-    // The zero point: an integer one is in q.offset (2^23 + zero, so the difference is exact), a float one
-    // in q.zero.
-    let code_offset = CODE_STEP + (q.offset - CODE_BIAS_F32) + q.zero;
+    let code_offset = CODE_STEP + block_zero(q);
     for (var r = 0u; r < ROWS; r++) {
       let s = r * THREAD_COLS + c;
       (*acc)[s] += q.scale * (CODE_STEP * (*sums)[s] - code_offset * (*a_sums)[r]);
@@ -201,23 +210,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var q = k_base / per_quad + lane;
     var next: array<vec4<u32>, THREAD_COLS>;
     if (q < q_end) {
-      for (var c = 0u; c < THREAD_COLS; c++) {
-        next[c] = b[read_n[c] * params.col_words / 4u + q];
-      }
+      next = column_quads(read_n, q);
     }
     for (; q < q_end; q += LANES) {
       let quads = next;
       if (q + LANES < q_end) {
-        for (var c = 0u; c < THREAD_COLS; c++) {
-          next[c] = b[read_n[c] * params.col_words / 4u + q + LANES];
-        }
+        next = column_quads(read_n, q + LANES);
       }
 #else
     for (var q = k_base / per_quad + lane; q < q_end; q += LANES) {
-      var quads: array<vec4<u32>, THREAD_COLS>;
-      for (var c = 0u; c < THREAD_COLS; c++) {
-        quads[c] = b[read_n[c] * params.col_words / 4u + q];
-      }
+      let quads = column_quads(read_n, q);
 #endif
 #if !CODE_TABLE
       // Words past K (a quad's or a block's padding) lie inside the chunk's tile, where A is zero, and

@@ -94,6 +94,12 @@ fn block_quant(n: u32, k: u32) -> BlockQuant {
   return q;
 }
 
+// The block's zero point as a float: an integer one is in q.offset (2^23 + zero, so the difference is
+// exact), a float one in q.zero (q.offset is then 2^23).
+fn block_zero(q: BlockQuant) -> f32 {
+  return (q.offset - CODE_BIAS_F32) + q.zero;
+}
+
 fn dequantize(code: u32, q: BlockQuant) -> f32 {
 #if CODE_TABLE
   return code_value(code) * q.scale;
