@@ -89,6 +89,15 @@ stamp_machine() {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
 }
 write_info() { stamp_machine; wgi info; }
+# `wgi` and every carried build of it (.device/bin/wgi_<variant>: bench/wgsl_variant.sh, or another tree's
+# wgi), one a line; the benchmark, test and probe programs beside them are not builds.
+carried_builds() {
+  local b
+  echo wgi
+  for b in .device/bin/wgi_*; do
+    [[ -x $b && $b != *_bench* && $b != *_quantized && $b != */wgi_probe_* && $b != *_tests ]] && basename "$b"
+  done
+}
 
 # The test programs hold their data paths as built here (/work/main/...).
 [[ -e /work/main ]] || { mkdir -p /work && ln -s "$root" /work/main; }
@@ -293,10 +302,7 @@ elif [[ $mode == variants ]]; then
   # cache), then a DaViT trace per variant (<variant>_davit_trace.json).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)
-  builds=(wgi)
-  for b in .device/bin/wgi_*; do
-    [[ -x $b && $b != *wgi_bench_ops && $b != *_bench && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
-  done
+  mapfile -t builds < <(carried_builds)
   # VARIANT_ENV="A=1 A=2": each assignment is a variant of every build too (e.g. WGI_DISPATCHES_PER_SUBMIT).
   read -ra settings <<<"${VARIANT_ENV:-}"
   [[ ${#settings[@]} -eq 0 ]] && settings=("")
@@ -334,10 +340,7 @@ elif [[ $mode == variant_files ]]; then
   # fp16, SigLIP fp16 and q4, and the q4 decoder step; then each build's quantized products
   # (`wgi_<variant>_quantized`, `wgi_bench_quantized` for `wgi`).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
-  builds=(wgi)
-  for b in .device/bin/wgi_*; do
-    [[ -x $b && $b != *_bench* && $b != *_quantized && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
-  done
+  mapfile -t builds < <(carried_builds)
   {
     stamp_machine
     stamp prepare; prepare_models
@@ -632,10 +635,7 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
       # alternating rounds: the loop, the loop with --no-plan-ahead, and the steady step (same sizes every
       # run: GPU work and encoding, no planning, no download), for `wgi` also the loop with --ids-by-value;
       # then plan_nodes alone (wgi_bench_planning).
-      builds=(wgi)
-      for b in .device/bin/wgi_*; do
-        [[ -x $b && $b != *wgi_bench_* && $b != *wgi_probe_* ]] && builds+=("$(basename "$b")")
-      done
+      mapfile -t builds < <(carried_builds)
       for round in 1 2; do
         for build in "${builds[@]}"; do
           for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
@@ -682,11 +682,7 @@ elif [[ $mode == decode_q4 ]]; then
   # loop with inputs on the device, for `wgi` and each carried .device/bin/wgi_<variant>, two alternating
   # rounds. Packed as for `decode`.
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
-  builds=(wgi)
-  for b in .device/bin/wgi_*; do
-    [[ -x $b && $b != *wgi_bench_* && $b != *_quantized && $b != *wgi_probe_* && $b != *_tests ]] &&
-      builds+=("$(basename "$b")")
-  done
+  mapfile -t builds < <(carried_builds)
   {
     stamp_machine
     stamp prepare; prepare_models
