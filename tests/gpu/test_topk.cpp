@@ -1,8 +1,10 @@
 // TopK on the GPU against a stable-sort reference (exact values and indices): largest and smallest, K from 1
 // to the whole row, 50k-wide rows, ties (lower index first), NaN, inner axes with batch dims, int64 / int32
-// values, the opset-1 attribute form, and the errors.
+// values, the opset-1 attribute form, and the errors. K <= 16 runs the selection kernel (in one chunk or with
+// the chunks' merge), larger K the sort: both on the same cases around their boundary.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "runtime/node_runner.h"
@@ -74,6 +76,48 @@ TEST(TopK, NaNFirstWhenLargestAndLastWhenSmallest) {
     x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
   expect_topk(x, 5, 1, true);
   expect_topk(x, 20, 1, false);
+}
+
+TEST(TopK, SelectionAndSortAgreeAroundTheirBoundary) {
+  // Row lengths around the selection's chunks (512 positions on a compatibility device, 1024 on others) and
+  // shorter than K's candidates in the last chunk; K 16 selects, 17 sorts.
+  for (int64_t len : {int64_t{17}, int64_t{511}, int64_t{512}, int64_t{1025}, int64_t{3001}}) {
+    for (DType dtype : {DType::Float32, DType::Int64, DType::Int32}) {
+      for (bool largest : {true, false}) {
+        for (int64_t k : {int64_t{1}, int64_t{16}, int64_t{17}}) {
+          SCOPED_TRACE("len " + std::to_string(len) + " k " + std::to_string(k) + " " +
+                       std::string(dtype_name(dtype)) + (largest ? " largest" : " smallest"));
+          expect_topk(with_ties(dtype, {3, len}, 51, 40), k, -1, largest);
+        }
+      }
+    }
+  }
+}
+
+TEST(TopK, SelectionOverInnerAxesAcrossChunks) {
+  // Axis 1 of [2, 1500, 3]: strided rows, each spanning chunks.
+  expect_topk(with_ties(DType::Float32, {2, 1500, 3}, 53, 100), 7, 1, true);
+  expect_topk(with_ties(DType::Int64, {2, 1500, 3}, 55, 100), 16, 1, false);
+}
+
+TEST(TopK, SelectionKeepsSignedZerosAsEqualAndNaNOrder) {
+  // Zeros of both signs (seeded) with a few numbers above and below them: the 16 best reach into the zeros,
+  // which tie (lower index first, each written with its own sign); NaN spread over several chunks.
+  Tensor signs = test::random_ints(DType::Int32, {2, 2500}, 57, 0, 2);
+  Tensor x(DType::Float32, {2, 2500});
+  for (size_t i = 0; i < static_cast<size_t>(x.element_count()); ++i)
+    x.data<float>()[i] = signs.data<int32_t>()[i] == 1 ? -0.0f : 0.0f;
+  for (size_t i : {size_t{3}, size_t{1200}, size_t{2400}, size_t{3700}}) x.data<float>()[i] = 1.5f;
+  for (size_t i : {size_t{8}, size_t{1300}, size_t{4800}}) x.data<float>()[i] = -2.0f;
+  for (size_t i : {size_t{1800}, size_t{4999}}) x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  size_t negative_zeros = 0;
+  for (size_t i = 0; i < 40; ++i) negative_zeros += std::signbit(x.data<float>()[i]) ? 1 : 0;
+  ASSERT_GT(negative_zeros, 5u);  // both signs among the first zeros
+  ASSERT_LT(negative_zeros, 35u);
+  for (bool largest : {true, false}) {
+    SCOPED_TRACE(largest ? "largest" : "smallest");
+    expect_topk(x, 16, -1, largest);
+  }
 }
 
 TEST(TopK, OpsetOneAttributeAndErrors) {
