@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,6 +95,20 @@ struct SessionOptions {
   // and a GEMM the matrix kernel cannot run, stays float32. Needs an adapter with shader-f16, subgroups and
   // chromium-experimental-subgroup-matrix: elsewhere the session is refused, saying what the adapter lacks.
   std::string precision = "f32";
+  // Next-token candidates computed on the GPU, for generation loops (docs/decoding.md, "Tokens on the GPU").
+  // For a float32 output [batch, tokens, vocab] (a decoder's logits) the session adds the outputs
+  // "<logits>.top_k_values" [batch, top_k] and "<logits>.top_k_indices" [batch, top_k] (int64): the top_k
+  // largest logits of the last position, best first, equal values by lower index (as ArgMax's first
+  // maximum); with log_sum_exp also "<logits>.log_sum_exp" [batch, 1], so that a candidate's
+  // log-probability is its value minus it. A loop then downloads a few numbers per row instead of the
+  // logits; with top_k 1 the indices are a greedy loop's next input_ids, which it can keep on the device
+  // (RunOptions::device_outputs) and feed back without waiting for the step. The model's own outputs stay.
+  struct TokenCandidates {
+    std::string logits = "logits";
+    int64_t top_k = 1;  // 1 to 16
+    bool log_sum_exp = false;
+  };
+  std::optional<TokenCandidates> token_candidates;
 
   // backend, adapter and shader_robustness, for an Environment of the same device choice.
   EnvironmentOptions environment_options() const { return {backend, adapter, shader_robustness}; }
@@ -106,6 +121,10 @@ struct RunOptions {
   std::vector<std::string> device_outputs;
   // Keep every output on the device (device_outputs is then not needed).
   bool all_outputs_on_device = false;
+  // The outputs to return (empty: every output). The others are computed all the same but neither
+  // downloaded nor copied: a loop that reads only token candidates (SessionOptions::token_candidates) skips
+  // the logits. device_outputs may only name outputs listed here (when the list is not empty).
+  std::vector<std::string> outputs;
   // Symbolic input dims that will grow in the runs after this one, and the largest value each reaches (a
   // decoder's past length: {"past_len", prompt + max new tokens}). When this run makes a new plan, the plan
   // leaves its activations and inputs room for those sizes, so every later size up to them respecializes it:

@@ -882,8 +882,10 @@ std::vector<Tensor> ExecutionPlan::run(const std::vector<const Tensor*>& inputs,
 std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
                                        std::span<const gpu::BufferSlice> device_outputs,
                                        gpu::TimestampProfiler* profiler,
-                                       const std::function<void()>& while_gpu_runs) {
-  if (inputs.size() != input_values_.size() || device_outputs.size() != output_values_.size())
+                                       const std::function<void()>& while_gpu_runs,
+                                       const std::vector<bool>& unused) {
+  if (inputs.size() != input_values_.size() || device_outputs.size() != output_values_.size() ||
+      (!unused.empty() && unused.size() != output_values_.size()))
     throw Error("internal: ExecutionPlan::run with the wrong number of inputs or outputs");
   gpu::CommandBatch batch(device_);
   // Where each input's bytes are for this run, and the device contents copied (set once submitted).
@@ -959,8 +961,11 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
   std::vector<std::vector<std::byte>> bytes(output_values_.size());
   std::vector<gpu::Device::DownloadRegion> regions;
   std::vector<size_t> downloaded;
+  const auto wanted_on_host = [&](size_t o) {
+    return !device_outputs[o].buffer && (unused.empty() || !unused[o]);
+  };
   for (size_t o = 0; o < output_values_.size(); ++o) {
-    if (device_outputs[o].buffer) continue;
+    if (!wanted_on_host(o)) continue;
     const size_t v = static_cast<size_t>(output_values_[o]);
     if (const auto& c = graph_.values[v].constant) {
       outputs[o] = *c;
@@ -973,8 +978,8 @@ std::vector<Tensor> ExecutionPlan::run(std::span<const InputSource> inputs,
       downloaded.push_back(o);
     }
   }
-  const bool any_download = std::any_of(device_outputs.begin(), device_outputs.end(),
-                                        [](const gpu::BufferSlice& s) { return !s.buffer; });
+  bool any_download = false;
+  for (size_t o = 0; o < output_values_.size(); ++o) any_download = any_download || wanted_on_host(o);
   const bool check_status = any_download && run_status_ && run_status_->pending();
   if (check_status) regions.push_back(run_status_->region());
   if (extent_buffer_) {

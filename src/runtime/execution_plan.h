@@ -312,10 +312,12 @@ class ExecutionPlan {
   // the others). Without downloads, returns once the work is submitted. A run that downloads also reads the
   // run status and throws the first data error a kernel recorded (runtime/run_status.h), of this run or of
   // earlier ones that downloaded nothing. `while_gpu_runs` (may be empty) is called once the work is
-  // submitted, before waiting for the downloads: host work that overlaps the GPU's.
+  // submitted, before waiting for the downloads: host work that overlaps the GPU's. Outputs flagged in
+  // `unused` (empty: none) are neither downloaded nor copied (RunOptions::outputs left them out).
   std::vector<Tensor> run(std::span<const InputSource> inputs,
                           std::span<const gpu::BufferSlice> device_outputs, gpu::TimestampProfiler* profiler,
-                          const std::function<void()>& while_gpu_runs = {});
+                          const std::function<void()>& while_gpu_runs = {},
+                          const std::vector<bool>& unused = {});
 
   const ops::TensorDesc& output_desc(size_t o) const {
     return descs_[static_cast<size_t>(output_values_.at(o))];

@@ -15,6 +15,7 @@
 #include "gpu/device.h"
 #include "gpu/profiler.h"
 #include "graph/passes.h"
+#include "graph/token_candidates.h"
 #include "onnx/importer.h"
 #include "ops/gemm_tuning.h"
 #include "runtime/device_tensor.h"
@@ -312,13 +313,16 @@ struct Session::Impl {
   // predicted), given its inputs; remembers them as the previous run's.
   std::function<void()> planning_ahead(const std::vector<InputView>& ordered,
                                        const std::map<std::string, int64_t>& growing);
-  // Runs with outputs o for which `on_device[o]` is set copied into new DeviceTensors (returned in `kept`).
-  std::vector<Tensor> run(const std::map<std::string, InputView>& given, const std::vector<bool>& on_device,
+  // What a run does with each output (RunOptions::device_outputs, RunOptions::outputs).
+  enum class OutputUse { Download, KeepOnDevice, Unused };
+  // Runs with outputs o for which `uses[o]` is KeepOnDevice copied into new DeviceTensors (returned in
+  // `kept`); Unused ones come back as empty tensors.
+  std::vector<Tensor> run(const std::map<std::string, InputView>& given, const std::vector<OutputUse>& uses,
                           std::vector<DeviceTensor>& kept,
                           const std::map<std::string, int64_t>& growing = {});
   std::vector<Tensor> run_in_stages(const std::vector<InputView>& ordered, const std::string& signature,
                                     std::span<const runtime::InputSource> sources,
-                                    const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept);
+                                    const std::vector<OutputUse>& uses, std::vector<DeviceTensor>& kept);
 };
 
 void Session::Impl::create_device() {
@@ -351,6 +355,8 @@ void Session::Impl::load(graph::Graph imported) {
   graph = std::move(imported);
   caps = session_capabilities(*device, options.precision);
   const ops::OpRegistry& registry = ops::builtin_registry();
+  if (const auto& tc = options.token_candidates)
+    graph::add_token_candidates(graph, tc->logits, tc->top_k, tc->log_sum_exp);
   auto unsupported = onnx::find_unsupported(graph, registry);
   if (!unsupported.empty()) throw Error(onnx::format_unsupported(unsupported));
   for (graph::ValueId v : graph.inputs) inputs.push_back(describe_value(graph.value(v)));
@@ -769,7 +775,7 @@ std::function<void()> Session::Impl::planning_ahead(const std::vector<InputView>
 }
 
 std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& given,
-                                       const std::vector<bool>& on_device, std::vector<DeviceTensor>& kept,
+                                       const std::vector<OutputUse>& uses, std::vector<DeviceTensor>& kept,
                                        const std::map<std::string, int64_t>& growing) {
   std::string signature;
   std::vector<InputView> ordered = check_inputs(given, signature);
@@ -804,9 +810,9 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
       runtime::warn_once(
           "RunOptions::inputs_as_data: " + refused +
           " planned by value instead (the graph needs a value it does not know when planning)");
-      return run(by_value, on_device, kept, growing);
+      return run(by_value, uses, kept, growing);
     }
-    return run_in_stages(ordered, signature, sources, on_device, kept);
+    return run_in_stages(ordered, signature, sources, uses, kept);
   }
   runtime::ExecutionPlan& plan = *planned;
   stats.plans.cached = plans.size();
@@ -824,12 +830,14 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
   }
   kept.assign(outputs.size(), DeviceTensor());
   std::vector<gpu::BufferSlice> targets(outputs.size());
+  std::vector<bool> unused(outputs.size(), false);
   for (size_t o = 0; o < outputs.size(); ++o) {
-    if (!on_device[o]) continue;
+    unused[o] = uses[o] == OutputUse::Unused;
+    if (uses[o] != OutputUse::KeepOnDevice) continue;
     kept[o] = memory->allocate(plan.output_desc(o));
     targets[o] = detail::DeviceTensorState::of(kept[o])->slice();
   }
-  std::vector<Tensor> results = plan.run(sources, targets, timer, planning_ahead(ordered, growing));
+  std::vector<Tensor> results = plan.run(sources, targets, timer, planning_ahead(ordered, growing), unused);
   stats.device.buffers_created = device->buffers_created();
   if (timer) {
     std::vector<double> ms = timer->read(static_cast<uint32_t>(plan.dispatch_count()));
@@ -847,10 +855,10 @@ std::vector<Tensor> Session::Impl::run(const std::map<std::string, InputView>& g
 std::vector<Tensor> Session::Impl::run_in_stages(const std::vector<InputView>& ordered,
                                                  const std::string& signature,
                                                  std::span<const runtime::InputSource> sources,
-                                                 const std::vector<bool>& on_device,
+                                                 const std::vector<OutputUse>& uses,
                                                  std::vector<DeviceTensor>& kept) {
   for (size_t o = 0; o < outputs.size(); ++o) {
-    if (on_device[o]) {
+    if (uses[o] == OutputUse::KeepOnDevice) {
       throw Error("output '" + outputs[o].name +
                   "' was asked for on the device, but this model's shapes depend on the data, so it runs in "
                   "stages (docs/dynamic_shapes.md) and returns its outputs on the host");
@@ -1019,7 +1027,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   std::map<std::string, InputView> given;
   for (const auto& entry : inputs) given[entry.first] = InputView{&entry.second, nullptr};
   std::vector<DeviceTensor> kept;
-  std::vector<Tensor> results = impl_->run(given, std::vector<bool>(impl_->outputs.size(), false), kept);
+  std::vector<Tensor> results =
+      impl_->run(given, std::vector<Impl::OutputUse>(impl_->outputs.size(), Impl::OutputUse::Download), kept);
   std::map<std::string, Tensor> named;
   for (size_t i = 0; i < results.size(); ++i) named[impl_->outputs[i].name] = std::move(results[i]);
   return named;
@@ -1048,24 +1057,36 @@ std::map<std::string, Value> Session::run(const std::map<std::string, Value>& in
     auto it = given.find(name);
     if (it != given.end() && !s.as_data_refused.count(name)) it->second.as_data = true;
   }
-  std::vector<bool> on_device(s.outputs.size(), options.all_outputs_on_device);
-  for (const std::string& name : options.device_outputs) {
+  using Use = Impl::OutputUse;
+  const auto output_index = [&s](const std::string& name, const char* option) {
     auto it = std::find_if(s.outputs.begin(), s.outputs.end(),
                            [&name](const TensorInfo& o) { return o.name == name; });
     if (it == s.outputs.end()) {
-      throw Error("RunOptions::device_outputs names '" + name +
+      throw Error(std::string("RunOptions::") + option + " names '" + name +
                   "', which is not an output of the model (its outputs: " + names_of(s.outputs) + ")");
     }
-    on_device[static_cast<size_t>(it - s.outputs.begin())] = true;
+    return static_cast<size_t>(it - s.outputs.begin());
+  };
+  std::vector<Use> uses(s.outputs.size(), options.outputs.empty() ? Use::Download : Use::Unused);
+  for (const std::string& name : options.outputs) uses[output_index(name, "outputs")] = Use::Download;
+  for (size_t o = 0; o < uses.size(); ++o) {
+    if (options.all_outputs_on_device && uses[o] == Use::Download) uses[o] = Use::KeepOnDevice;
+  }
+  for (const std::string& name : options.device_outputs) {
+    const size_t o = output_index(name, "device_outputs");
+    if (uses[o] == Use::Unused) {
+      throw Error("RunOptions::device_outputs names '" + name + "', which RunOptions::outputs leaves out");
+    }
+    uses[o] = Use::KeepOnDevice;
   }
   check_growing_dims(options.growing_dims, s.symbolic_dims);
   std::vector<DeviceTensor> kept;
-  std::vector<Tensor> results = s.run(given, on_device, kept, options.growing_dims);
+  std::vector<Tensor> results = s.run(given, uses, kept, options.growing_dims);
   std::map<std::string, Value> named;
   for (size_t i = 0; i < results.size(); ++i) {
-    if (on_device[i]) {
+    if (uses[i] == Use::KeepOnDevice) {
       named[s.outputs[i].name] = std::move(kept[i]);
-    } else {
+    } else if (uses[i] == Use::Download) {
       named[s.outputs[i].name] = std::move(results[i]);
     }
   }

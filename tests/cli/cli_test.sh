@@ -83,6 +83,11 @@ check "bench --device-inputs" 0 "run: +median .*inputs already on the device" --
 decoder="$models/bart_decoder_cached_cross_tiny_opset17/model.onnx"
 check "bench --decode" 0 "later: +median .* over 3 steps" -- "$wgi" bench "$decoder" --dim batch=1 \
   --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 4 --device-inputs --plan-cache 2
+check "bench --decode tokens on the GPU" 0 "tokens chosen on the GPU and fed back on it" -- "$wgi" bench \
+  "$decoder" --dim batch=1 --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 3 --device-inputs
+check "bench --decode --host-argmax" 0 "tokens chosen on the host from the downloaded logits" -- "$wgi" bench \
+  "$decoder" --dim batch=1 --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 3 --device-inputs \
+  --host-argmax
 check "bench --decode plans ahead" 0 "ahead: +median .* [1-9][0-9]* of [1-9][0-9]* plannings ahead matched" -- \
   "$wgi" bench "$decoder" --dim batch=1 --dim new_tokens=1 --dim past_len=4 --dim src_len=5 --decode 6 \
   --device-inputs
@@ -92,6 +97,8 @@ check "bench --decode host" 0 "^ +3 +7 " -- "$wgi" bench "$decoder" --dim batch=
   --dim past_len=4 --dim src_len=5 --decode 4
 check "bench --decode not a decoder" 1 "--decode needs a decoder step model" -- "$wgi" bench \
   "$models/gemm_chain/model.onnx" --decode 2
+check "bench --decode --host-argmax not a decoder" 1 "--decode needs a decoder step model" -- "$wgi" bench \
+  "$models/gemm_chain/model.onnx" --decode 2 --host-argmax
 
 # GEMM tuning (docs/tuning.md): measure, skip what the cache has, the cache in use said on stderr. One
 # measuring run only: SwiftShader compiles each candidate's pipeline in about a second (--force is covered by

@@ -7,11 +7,15 @@
 // caches them). The tokens must equal PyTorch's float64 greedy loop and each step's last-position logits must
 // match within relative L2 1e-4, both with the key/values through the host and kept on the device
 // (DeviceTensor), where the loop must give the same logits bit for bit; the plan cache stays within its
-// capacity and the device memory held is what the loop holds.
+// capacity and the device memory held is what the loop holds. With token candidates
+// (SessionOptions::token_candidates) the loop takes its tokens from the GPU: fed back as DeviceTensors
+// without the logits, they must be PyTorch's tokens, and the candidates (top K, log-sum-exp) must be those of
+// the logits the same session returns.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -172,7 +176,136 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
   return result;
 }
 
+// The past inputs as empty tensors of the model's fixed dims, the other inputs from the reference files.
+std::map<std::string, Value> first_inputs(const Session& session, const fs::path& dir, int64_t batch,
+                                          std::vector<std::string>& past_names) {
+  std::map<std::string, Value> inputs{{"input_ids", npy::load(dir / "greedy_prompt_ids.npy")}};
+  for (const TensorInfo& in : session.inputs()) {
+    if (in.name == "input_ids") continue;
+    if (in.name.rfind("past_", 0) == 0) {
+      inputs[in.name] = Tensor(DType::Float32, {batch, in.dims[1], 0, in.dims[3]});
+      past_names.push_back(in.name);
+    } else {
+      inputs[in.name] = npy::load(dir / ("greedy_" + in.name + ".npy"));
+    }
+  }
+  return inputs;
+}
+
 class DecoderLoop : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecoderLoop, GreedyTokensChosenOnTheGpuAndFedBackMatchPyTorch) {
+  const fs::path dir = kModels / GetParam();
+  SessionOptions options;
+  options.token_candidates = SessionOptions::TokenCandidates{};  // top 1 of "logits"
+  Session session = Session::from_file(dir / "model.onnx", options);
+  const Tensor expected_ids = npy::load(dir / "greedy_expected_ids.npy");
+  const int64_t batch = expected_ids.shape()[0], steps = expected_ids.shape()[1];
+  std::vector<std::string> past_names;
+  std::map<std::string, Value> inputs = first_inputs(session, dir, batch, past_names);
+  RunOptions run;
+  run.inputs_as_data = {"input_ids"};
+  run.device_outputs = {"logits.top_k_indices"};
+  run.outputs = {"logits.top_k_indices"};
+  for (const std::string& past : past_names) {
+    run.device_outputs.push_back("present_" + past.substr(5));
+    run.outputs.push_back("present_" + past.substr(5));
+  }
+  std::vector<DeviceTensor> tokens;
+  for (int64_t step = 0; step < steps; ++step) {
+    auto out = session.run(inputs, run);
+    EXPECT_EQ(out.count("logits"), 0u) << "RunOptions::outputs leaves the logits out";
+    inputs["input_ids"] = out.at("logits.top_k_indices");
+    tokens.push_back(out.at("logits.top_k_indices").device());
+    for (const std::string& past : past_names) inputs[past] = out.at("present_" + past.substr(5));
+  }
+  std::vector<int64_t> ids(static_cast<size_t>(batch * steps));
+  for (int64_t step = 0; step < steps; ++step) {
+    const Tensor t = tokens[static_cast<size_t>(step)].download();
+    ASSERT_EQ(t.shape(), (Shape{batch, 1}));
+    for (int64_t b = 0; b < batch; ++b) ids[static_cast<size_t>(b * steps + step)] = t.data<int64_t>()[b];
+  }
+  const auto want = expected_ids.data<int64_t>();
+  EXPECT_EQ(ids, std::vector<int64_t>(want.begin(), want.end()));
+}
+
+TEST_P(DecoderLoop, TokenCandidatesAreTheTopOfTheLastPositionAndItsLogSumExp) {
+  const fs::path dir = kModels / GetParam();
+  SessionOptions options;
+  options.token_candidates = SessionOptions::TokenCandidates{"logits", 5, true};
+  Session session = Session::from_file(dir / "model.onnx", options);
+  const int64_t batch = npy::load(dir / "greedy_prompt_ids.npy").shape()[0];
+  std::vector<std::string> past_names;
+  std::map<std::string, Value> inputs = first_inputs(session, dir, batch, past_names);
+  for (int step = 0; step < 3; ++step) {  // the prompt (several tokens), then one-token steps
+    SCOPED_TRACE("step " + std::to_string(step));
+    auto out = session.run(inputs, RunOptions{});
+    const Tensor last = last_position(out.at("logits").host());
+    const int64_t vocab = last.shape()[1];
+    const Tensor values = out.at("logits.top_k_values").host();
+    const Tensor indices = out.at("logits.top_k_indices").host();
+    const Tensor lse = out.at("logits.log_sum_exp").host();
+    ASSERT_EQ(values.shape(), (Shape{batch, 5}));
+    ASSERT_EQ(indices.shape(), (Shape{batch, 5}));
+    ASSERT_EQ(lse.shape(), (Shape{batch, 1}));
+    for (int64_t b = 0; b < batch; ++b) {
+      const auto row = last.data<float>().subspan(static_cast<size_t>(b * vocab), static_cast<size_t>(vocab));
+      std::vector<int64_t> order(static_cast<size_t>(vocab));
+      for (int64_t i = 0; i < vocab; ++i) order[static_cast<size_t>(i)] = i;
+      std::stable_sort(order.begin(), order.end(), [&row](int64_t x, int64_t y) {
+        return row[static_cast<size_t>(x)] > row[static_cast<size_t>(y)];
+      });
+      double max = row[0], sum = 0;
+      for (float v : row) max = std::max(max, static_cast<double>(v));
+      for (float v : row) sum += std::exp(static_cast<double>(v) - max);
+      for (int64_t j = 0; j < 5; ++j) {
+        EXPECT_EQ(indices.data<int64_t>()[b * 5 + j], order[static_cast<size_t>(j)])
+            << "row " << b << " #" << j;
+        EXPECT_EQ(values.data<float>()[b * 5 + j], row[static_cast<size_t>(order[static_cast<size_t>(j)])]);
+      }
+      // float32 accumulation of ~vocab exponentials against float64: a few ulps of the sum.
+      EXPECT_NEAR(lse.data<float>()[b], max + std::log(sum), 1e-5 * std::abs(max + std::log(sum)) + 1e-6);
+    }
+    inputs["input_ids"] = argmax_rows(last);
+    for (const std::string& past : past_names) inputs[past] = out.at("present_" + past.substr(5));
+  }
+}
+
+TEST(TokenCandidates, ErrorsNameTheOutputOrK) {
+  const fs::path model = kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx";
+  const auto error = [&model](SessionOptions::TokenCandidates tc) {
+    SessionOptions options;
+    options.token_candidates = tc;
+    try {
+      Session::from_file(model, options);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string missing = error({"scores", 1, false});
+  EXPECT_NE(missing.find("no output 'scores' (its outputs: logits"), std::string::npos) << missing;
+  const std::string wrong_rank = error({"present_key_0", 1, false});
+  EXPECT_NE(wrong_rank.find("output 'present_key_0' has shape"), std::string::npos) << wrong_rank;
+  EXPECT_NE(wrong_rank.find("logits [batch, tokens, vocab] are expected"), std::string::npos) << wrong_rank;
+  const std::string too_many = error({"logits", 17, false});
+  EXPECT_NE(too_many.find("top_k is 17; it must be 1 to 16"), std::string::npos) << too_many;
+  const std::string none = error({"logits", 0, false});
+  EXPECT_NE(none.find("top_k is 0"), std::string::npos) << none;
+  RunOptions run;
+  run.outputs = {"logits"};
+  run.device_outputs = {"logits.top_k_indices"};
+  SessionOptions options;
+  options.token_candidates = SessionOptions::TokenCandidates{};
+  Session session = Session::from_file(model, options);
+  try {
+    session.run(std::map<std::string, Value>{}, run);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("which RunOptions::outputs leaves out"), std::string::npos)
+        << e.what();
+  }
+}
 
 TEST_P(DecoderLoop, GreedyDecodingWithKvCacheMatchesPyTorch) {
   const LoopResult host = greedy_loop(GetParam(), KeyValues::Host);

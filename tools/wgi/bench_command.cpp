@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 
@@ -82,6 +83,10 @@ struct DecoderIo {
   DType ids_dtype = DType::Int64;
 };
 
+constexpr const char* kNotADecoder =
+    "--decode needs a decoder step model: an integer input 'input_ids' [batch, new_tokens], an output "
+    "'logits' [batch, new_tokens, vocab] and inputs past_* with matching outputs present_*";
+
 DecoderIo find_decoder_io(const Session& session) {
   DecoderIo io;
   bool has_ids = false, has_logits = false;
@@ -99,9 +104,7 @@ DecoderIo find_decoder_io(const Session& session) {
   for (const TensorInfo& out : session.outputs()) has_logits |= out.name == "logits";
   if (!has_ids || !has_logits || io.past_present.empty() ||
       (io.ids_dtype != DType::Int64 && io.ids_dtype != DType::Int32)) {
-    throw Error(
-        "--decode needs a decoder step model: an integer input 'input_ids' [batch, new_tokens], an output "
-        "'logits' [batch, new_tokens, vocab] and inputs past_* with matching outputs present_*");
+    throw Error(kNotADecoder);
   }
   return io;
 }
@@ -143,21 +146,38 @@ struct DecodePlans {
   size_t planned_ahead = 0, ahead_hits = 0, ahead_whole = 0;
 };
 
+// The output that token candidates (SessionOptions::token_candidates, top_k 1) add: the greedy next ids.
+constexpr const char* kNextIds = "logits.top_k_indices";
+
 // `steps` greedy steps from `inputs` (the first step's past as given), each feeding the argmax token and the
 // presents back. With on_device, every input but input_ids is uploaded once and the presents stay on the
 // device; otherwise every input is uploaded and every output downloaded in each step. With ids_as_data the
 // token ids are planned as data (RunOptions::inputs_as_data), else by value (a new token plans its nodes).
+// With gpu_tokens (a session made with token candidates) the next ids come from the GPU and go back as a
+// DeviceTensor: with on_device a step downloads nothing, and the loop reads each token after submitting the
+// next step (as a loop that checks for EOS would), so a step's time is the time between two tokens known on
+// the host. Otherwise the logits are downloaded and the argmax taken on the host.
 // `values` ends with the last step's inputs (the caller reports the memory they hold).
 std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Tensor>& inputs, int steps,
-                               bool on_device, bool growing_dims, bool ids_as_data,
+                               bool on_device, bool growing_dims, bool ids_as_data, bool gpu_tokens,
                                std::map<std::string, Value>& values, DecodePlans& plans) {
   const DecoderIo io = find_decoder_io(session);
+  if (gpu_tokens && io.ids_dtype != DType::Int64) {
+    throw Error("--decode: the model's input_ids is " + std::string(dtype_name(io.ids_dtype)) +
+                "; tokens chosen on the GPU are int64 (use --host-argmax)");
+  }
   for (const auto& [name, tensor] : inputs)
     values[name] = on_device && name != "input_ids" ? Value(session.upload(tensor)) : Value(tensor);
   RunOptions options;
   if (ids_as_data) options.inputs_as_data.push_back("input_ids");
   if (on_device) {
     for (const auto& pair : io.past_present) options.device_outputs.push_back(pair.second);
+  }
+  if (gpu_tokens) {
+    // The logits are not read: only the presents and the next ids come back.
+    options.device_outputs.push_back(kNextIds);
+    options.outputs.push_back(kNextIds);
+    for (const auto& pair : io.past_present) options.outputs.push_back(pair.second);
   }
   // The past grows by a token per step: the first plan leaves room for the last step's (one plan per loop).
   for (const TensorInfo& in : session.inputs()) {
@@ -167,16 +187,28 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
   }
   session.synchronize();
   std::vector<DecodeStep> out;
+  auto last_known = std::chrono::steady_clock::now();  // when the latest token was known on the host
+  // A token on the device not read yet (gpu_tokens with on_device): its step's record is completed when read.
+  std::optional<DeviceTensor> unread;
+  const auto read_token = [&] {
+    (void)unread->download();
+    const auto now = std::chrono::steady_clock::now();
+    out.back().ms = milliseconds(last_known, now);
+    last_known = now;
+    unread.reset();
+  };
   for (int step = 0; step < steps; ++step) {
     DecodeStep record;
     record.past_len = values.at(io.past_present.front().first).shape().at(2);
     const size_t plans_before = session.stats().plans.made;
     const size_t respecialized_before = session.stats().plans.respecialized;
-    auto a = std::chrono::steady_clock::now();
     std::map<std::string, Value> result = session.run(values, options);
-    values["input_ids"] = next_tokens(result.at("logits").host(), io.ids_dtype);
+    if (gpu_tokens) {
+      values["input_ids"] = result.at(kNextIds);
+    } else {
+      values["input_ids"] = next_tokens(result.at("logits").host(), io.ids_dtype);
+    }
     for (const auto& pair : io.past_present) values[pair.first] = std::move(result.at(pair.second));
-    record.ms = milliseconds(a, std::chrono::steady_clock::now());
     const SessionStats& st = session.stats();
     if (st.plans.made != plans_before || st.plans.respecialized != respecialized_before) {
       record.plan = st.plans.made != plans_before ? 'P' : 'R';
@@ -190,18 +222,45 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
       record.replanned = st.last_plan.replanned_nodes;
       record.ahead_ms = st.last_plan.planned_ahead_ms;
     }
+    if (unread) read_token();  // the previous step's, now that this one is submitted
     out.push_back(record);
+    if (gpu_tokens && on_device) {
+      unread = values.at("input_ids").device();
+    } else {
+      if (gpu_tokens) (void)values.at("input_ids").device().download();
+      const auto now = std::chrono::steady_clock::now();
+      out.back().ms = milliseconds(last_known, now);
+      last_known = now;
+    }
   }
+  if (unread) read_token();
   plans.planned_ahead = session.stats().plans.planned_ahead;
   plans.ahead_hits = session.stats().plans.ahead_hits;
   plans.ahead_whole = session.stats().plans.ahead_whole;
   return out;
 }
 
-void print_decode(const std::vector<DecodeStep>& steps, bool on_device, const DecodePlans& plans) {
+// The session; with gpu_tokens (token candidates over 'logits') a model without such an output is not a
+// decoder step model, and the error says so as find_decoder_io's does.
+Session load_session(const std::string& model, const SessionOptions& options, bool gpu_tokens) {
+  try {
+    return Session::from_file(model, options);
+  } catch (const Error& e) {
+    if (!gpu_tokens || std::string(e.what()).rfind("token candidates:", 0) != 0) throw;
+    throw Error(std::string(kNotADecoder) + " (" + e.what() + ")");
+  }
+}
+
+void print_decode(const std::vector<DecodeStep>& steps, bool on_device, bool gpu_tokens,
+                  const DecodePlans& plans) {
   std::cout
       << "decode:     " << steps.size() << " greedy steps, key/values "
-      << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)") << "\n"
+      << (on_device ? "kept on the device (--device-inputs)" : "through the host (download + upload)")
+      << ", tokens "
+      << (!gpu_tokens ? "chosen on the host from the downloaded logits (--host-argmax)"
+          : on_device ? "chosen on the GPU and fed back on it (each read one step later)"
+                      : "chosen on the GPU")
+      << "\n"
       << "  step  past_len        ms   planning ms  ahead ms  plan  node plans reused  nodes unchanged\n";
   std::vector<double> later, later_plan, later_node_plans, later_ahead;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -253,6 +312,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     bool no_growing_dims = false;
     bool no_plan_ahead = false;
     bool ids_by_value = false;
+    bool host_argmax = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("bench", "Time a model: load, first run, median and p90 run, memory");
@@ -287,6 +347,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--ids-by-value", opts->ids_by_value,
                 "With --decode: plan input_ids with by value, as other small inputs, instead of as data "
                 "(RunOptions::inputs_as_data; each new token then plans its nodes; for measuring)");
+  cmd->add_flag("--host-argmax", opts->host_argmax,
+                "With --decode: download each step's logits and take the argmax on the host, instead of "
+                "choosing the token on the GPU (SessionOptions::token_candidates) and feeding it back there "
+                "(for comparing; docs/decoding.md)");
   cmd->callback([opts, &exit_code] {
     if (opts->inputs.files.empty() && !opts->inputs.random_seed) opts->inputs.random_seed = 0;
     ProgressBar progress;
@@ -297,8 +361,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     so.max_cached_plans = opts->plan_cache;
     so.respecialize_plans = !opts->no_respecialize;
     so.plan_ahead = !opts->no_plan_ahead;
+    const bool gpu_tokens = opts->decode_steps > 0 && !opts->host_argmax;
+    if (gpu_tokens) so.token_candidates = SessionOptions::TokenCandidates{};
     if (!opts->trace.empty()) require_writable_file(opts->trace, "--trace");
-    Session session = Session::from_file(opts->model, so);
+    Session session = load_session(opts->model, so, gpu_tokens);
     report_tuning_cache(session);
     if (!opts->trace.empty() && !session.has_timestamps()) {
       throw Error("--trace needs per-node GPU times, and " + session.profiling_note() +
@@ -315,9 +381,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     if (opts->decode_steps > 0) {
       DecodePlans plans;
       const auto steps = decode(session, inputs, opts->decode_steps, opts->device_inputs,
-                                !opts->no_growing_dims, !opts->ids_by_value, values, plans);
+                                !opts->no_growing_dims, !opts->ids_by_value, gpu_tokens, values, plans);
       progress.finish();
-      print_decode(steps, opts->device_inputs, plans);
+      print_decode(steps, opts->device_inputs, gpu_tokens, plans);
     } else {
       // With --device-inputs, every input is uploaded once and every output stays on the device; a run is
       // timed until the GPU is done (synchronize), its outputs then released back to the session's pool.
