@@ -29,6 +29,8 @@ struct DeviceTensorState;
 // A handle to an immutable tensor in the device memory of the session that made it (Session::upload, or an
 // output of Session::run kept on the device). Nothing wgi does writes to it after it is made: later runs do
 // not change it, and it never shares memory with a session's internal buffers or with another DeviceTensor.
+// It is an input of the session that made it and of every other session on the same device, i.e. made on
+// the same wgi::Environment (one model's output fed to the next, as a pipeline's embeddings to its decoder).
 //
 // Handles are cheap to copy; copies refer to the same device memory, which is freed when the last copy is
 // destroyed or when release() is called on any copy (after which every copy is released: download() and use

@@ -192,9 +192,7 @@ DeviceTensor DeviceMemory::gather_rows(const DeviceTensor& source, std::span<con
   if (!state) throw Error("gather_rows: empty DeviceTensor (default-constructed or moved from)");
   const std::string what = "gather_rows of DeviceTensor " + shape_to_string(state->desc.shape);
   if (!state->memory) throw Error(what + ": it was released");
-  if (state->memory.get() != this) {
-    throw Error(what + ": it belongs to another session (device memory is per session)");
-  }
+  if (&state->memory->device() != device_.get()) throw Error(what + ": it " + std::string(kOtherDevice));
   if (state->desc.shape.empty()) throw Error(what + ": a scalar has no rows");
   const int64_t count = state->desc.shape[0];
   Shape shape = state->desc.shape;

@@ -35,6 +35,11 @@ void write_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const Tens
                   const std::string& what);
 Tensor read_tensor(gpu::Device& device, const gpu::BufferSlice& slice, const ops::TensorDesc& desc);
 
+// Why a DeviceTensor cannot serve a session: the error's end, after "its DeviceTensor" / "it".
+inline constexpr const char* kOtherDevice =
+    "belongs to a session on another device (sessions share DeviceTensors only when made on one "
+    "wgi::Environment: download it, or upload it with this session)";
+
 // The device memory behind a session's DeviceTensors. Buffers of released tensors are kept for reuse (a
 // decoder loop drops last step's key/values as it gets this step's, one row longer): sizes are rounded up to
 // classes 1/8 of a power of two apart, a request takes a pooled buffer at most 1/4 larger than it needs, and

@@ -521,10 +521,8 @@ std::vector<InputView> Session::Impl::check_inputs(const std::map<std::string, I
         throw Error("input '" + info.name + "': its DeviceTensor " + shape_to_string(t.device->desc.shape) +
                     " was released");
       }
-      if (t.device->memory != memory) {
-        throw Error("input '" + info.name +
-                    "': its DeviceTensor belongs to another session (device memory is per session: download "
-                    "it, or upload it with this session)");
+      if (&t.device->memory->device() != device.get()) {
+        throw Error("input '" + info.name + "': its DeviceTensor " + std::string(runtime::kOtherDevice));
       }
     }
     const Shape& shape = t.shape();

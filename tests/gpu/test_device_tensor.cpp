@@ -162,8 +162,8 @@ TEST(DeviceTensor, ErrorsNameTheInputAndWhatIsWrong) {
   released.release();
   EXPECT_EQ(run(released), "input 'x': its DeviceTensor [5, 20] was released");
   EXPECT_EQ(run(other.upload(x)),
-            "input 'x': its DeviceTensor belongs to another session (device memory is per session: download "
-            "it, or upload it with this session)");
+            "input 'x': its DeviceTensor belongs to a session on another device (sessions share DeviceTensors "
+            "only when made on one wgi::Environment: download it, or upload it with this session)");
   EXPECT_EQ(run(DeviceTensor()), "input 'x' is an empty DeviceTensor (default-constructed or moved from)");
   EXPECT_EQ(run(s.upload(Tensor::from_vector<int32_t>({5, 20}, std::vector<int32_t>(100, 1)))),
             "input 'x' has type int32; the model expects float32");

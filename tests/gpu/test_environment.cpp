@@ -1,7 +1,8 @@
 // wgi::Environment (include/wgi/environment.h): sessions on one Environment share its device and compiled
 // pipelines. Their results must be bit-identical to those of sessions with devices of their own (the same
 // kernels on the same adapter), and right against the models' float64 references; a second session of the
-// same model compiles no pipeline; the device lives as long as any session or handle, in any order.
+// same model compiles no pipeline; the device lives as long as any session or handle, in any order; a
+// DeviceTensor of one session is an input of the others.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -65,6 +66,32 @@ TEST(Environment, SharedSessionsMatchSeparateOnesBitForBit) {
   EXPECT_EQ(env.pipelines(), gemm.stats().device.pipelines_compiled + conv.stats().device.pipelines_compiled);
   EXPECT_EQ(gemm.stats().device.pipelines, env.pipelines())
       << "SessionStats::device.pipelines counts the device's";
+}
+
+TEST(Environment, DeviceTensorsPassBetweenItsSessions) {
+  const Tensor x = npy::load(kModels / kGemmChain.model / kGemmChain.input_file);
+  Environment env = Environment::create();
+  Session b = Session::from_file(model_file(kGemmChain), env);
+  const Tensor want = run(b, kGemmChain);
+  ASSERT_TRUE(matches_reference(want, kGemmChain));
+  DeviceTensor from_a, gathered;
+  {
+    Session a = Session::from_file(model_file(kGemmChain), env);
+    from_a = a.upload(x);
+    RunOptions keep;
+    keep.device_outputs = {kGemmChain.output};
+    // a's upload as b's input, b's kept output downloaded; rows of a's tensor gathered by b.
+    const DeviceTensor y = b.run({{kGemmChain.input, from_a}}, keep).at(kGemmChain.output).device();
+    EXPECT_TRUE(same_bytes(y.download(), want));
+    gathered = b.gather_rows(from_a, std::vector<int64_t>{1, 0});
+  }
+  // The handle outlives the session that made it and still feeds the other.
+  EXPECT_TRUE(
+      same_bytes(b.run({{kGemmChain.input, from_a}}, RunOptions{}).at(kGemmChain.output).host(), want));
+  const Tensor rows = gathered.download();
+  const size_t row_bytes = x.byte_size() / static_cast<size_t>(x.shape()[0]);
+  EXPECT_TRUE(std::equal(rows.bytes().begin(), rows.bytes().begin() + static_cast<std::ptrdiff_t>(row_bytes),
+                         x.bytes().begin() + static_cast<std::ptrdiff_t>(row_bytes)));
 }
 
 TEST(Environment, ASecondSessionOfTheSameModelCompilesNoPipeline) {

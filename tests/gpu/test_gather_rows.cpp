@@ -91,7 +91,7 @@ TEST(GatherRows, ErrorsNameTheProblem) {
             }).find("row index 3 (at 1) is outside [0, 3)"),
             std::string::npos);
   EXPECT_NE(error_of([&] { s.gather_rows(d, Rows{-1}); }).find("row index -1"), std::string::npos);
-  EXPECT_NE(error_of([&] { other.gather_rows(d, Rows{0}); }).find("belongs to another session"),
+  EXPECT_NE(error_of([&] { other.gather_rows(d, Rows{0}); }).find("belongs to a session on another device"),
             std::string::npos);
   EXPECT_NE(error_of([&] { s.gather_rows(DeviceTensor(), Rows{0}); }).find("empty DeviceTensor"),
             std::string::npos);
