@@ -67,7 +67,10 @@ struct Florence2Result {
   // Beam search: Hugging Face's sequences_scores (the sum of the processed log-probabilities divided by the
   // generated length, EOS included, ^ length_penalty); greedy: the sum of log-probabilities.
   double sequence_score = 0;
-  int decode_steps = 0;        // decoder runs
+  int decode_steps = 0;  // decoder runs
+  // Of those, the steps whose logits were downloaded: a forced token, or bans that left too few of the
+  // decoder's token candidates (the others read only each row's 16 best logits, chosen on the GPU).
+  int logits_downloads = 0;
   std::string generated_text;  // generated_ids decoded, special tokens kept
   Florence2Parsed parsed;
 };

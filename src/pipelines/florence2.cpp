@@ -17,6 +17,7 @@
 #include "core/npy.h"
 #include "pipelines/florence2_text.h"
 #include "pipelines/image_resize.h"
+#include "pipelines/token_candidates.h"
 #include "pipelines/tokenizer.h"
 #include "wgi/florence2.h"
 #include "wgi/printable.h"
@@ -412,6 +413,69 @@ struct DecoderSessions {
   int64_t heads, head_size;
 };
 
+// The decoders' token candidates (SessionOptions::token_candidates): per row, the best kTokenCandidates
+// logits of the last position and the row's log-sum-exp, computed on the GPU.
+constexpr int64_t kTokenCandidates = 16;
+const char* const kCandidateValues = "logits.top_k_values";
+const char* const kCandidateTokens = "logits.top_k_indices";
+const char* const kLogSumExp = "logits.log_sum_exp";
+
+// A decoder step's scores for the search. A step downloads only each row's candidates and log-sum-exp; the
+// logits stay on the device and are downloaded only when a step needs every log-probability (a forced token,
+// or bans that leave too few of a row's candidates).
+class StepScores {
+ public:
+  StepScores(Tensor values, Tensor tokens, Tensor log_sum_exp, DeviceTensor logits, int& downloads)
+      : downloads_(downloads),
+        values_(std::move(values)),
+        tokens_(std::move(tokens)),
+        log_sum_exp_(std::move(log_sum_exp)),
+        logits_(std::move(logits)) {
+    const Shape& shape = logits_.shape();
+    const int64_t rows = values_.rank() == 2 ? values_.shape()[0] : -1;
+    if (shape.size() != 3 || shape[0] != rows || shape[1] < 1 || shape[2] < 1 ||
+        tokens_.shape() != values_.shape() || log_sum_exp_.shape() != Shape{rows, 1}) {
+      throw Error("Florence-2: the decoder's logits are " + shape_to_string(shape) + " with candidates " +
+                  shape_to_string(values_.shape()) + "; [rows, tokens, vocab] and [rows, k] were expected");
+    }
+  }
+
+  // The n best processed log-probabilities of row b (pipelines::best_unbanned), or nullopt.
+  std::optional<std::vector<std::pair<int64_t, double>>> best(size_t row, std::span<const int64_t> banned,
+                                                              size_t n) const {
+    const size_t k = static_cast<size_t>(values_.shape()[1]);
+    return pipelines::best_unbanned(
+        {values_.data<float>().subspan(row * k, k), tokens_.data<int64_t>().subspan(row * k, k),
+         log_sum_exp_.data<float>()[row]},
+        banned, n);
+  }
+
+  size_t rows() const { return static_cast<size_t>(logits_.shape()[0]); }
+  size_t vocab() const { return static_cast<size_t>(logits_.shape()[2]); }
+
+  // The last position's logits [rows, vocab], downloaded the first time.
+  const Tensor& logits() {
+    if (!last_) {
+      ++downloads_;
+      const Tensor all = logits_.download();
+      const int64_t rows = all.shape()[0], tokens = all.shape()[1], vocab = all.shape()[2];
+      last_ = Tensor(DType::Float32, {rows, vocab});
+      for (int64_t b = 0; b < rows; ++b) {
+        const auto row = all.data<float>().subspan(static_cast<size_t>((b * tokens + tokens - 1) * vocab),
+                                                   static_cast<size_t>(vocab));
+        std::copy(row.begin(), row.end(), last_->data<float>().begin() + b * vocab);
+      }
+    }
+    return *last_;
+  }
+
+ private:
+  int& downloads_;                        // the decoder's count of steps whose logits were downloaded
+  Tensor values_, tokens_, log_sum_exp_;  // [rows, k] float32, [rows, k] int64, [rows, 1] float32
+  DeviceTensor logits_;                   // [rows, tokens, vocab]
+  std::optional<Tensor> last_;
+};
+
 class BeamDecoder {
  public:
   // `max_length`: of the decoder sequence, start token included: the with-past steps' plan leaves room for a
@@ -419,16 +483,23 @@ class BeamDecoder {
   BeamDecoder(const DecoderSessions& m, const Tensor& encoder_hidden, const Tensor& encoder_mask,
               size_t batch, size_t max_length)
       : m_(m), batch_(batch), with_past_(m.with_past) {
-    encoder_mask_ = repeat_rows(encoder_mask, batch);
-    inputs_["encoder_attention_mask"] = m.decoder.upload(encoder_mask_);
+    inputs_["encoder_attention_mask"] = m.decoder.upload(repeat_rows(encoder_mask, batch));
     inputs_["encoder_hidden_states"] = m.decoder.upload(repeat_rows(encoder_hidden, batch));
     const int64_t rows = static_cast<int64_t>(batch);
+    // Every step returns its candidates (downloaded) and keeps its logits on the device; the first step keeps
+    // every present, the later ones the decoder presents (the with-past graph's encoder presents are
+    // placeholders, not returned at all).
+    for (RunOptions* keep : {&keep_first_, &keep_}) {
+      keep->outputs = {kCandidateValues, kCandidateTokens, kLogSumExp, "logits"};
+      keep->device_outputs = {"logits"};
+    }
     for (const std::string& past : m.past_names) {
       if (m.merged) inputs_[past] = Tensor(DType::Float32, {rows, m.heads, 0, m.head_size});  // else branch
       keep_first_.device_outputs.push_back(present_of(past));
-      // The with-past graph's encoder presents are placeholders: keep only the decoder ones.
+      keep_first_.outputs.push_back(present_of(past));
       if (past.find(".decoder.") == std::string::npos) continue;
       keep_.device_outputs.push_back(present_of(past));
+      keep_.outputs.push_back(present_of(past));
       const TensorInfo* info = find_info(with_past_.inputs(), past);
       if (info && info->dim_names.size() == 4 && !info->dim_names[2].empty())
         keep_.growing_dims[info->dim_names[2]] = static_cast<int64_t>(max_length);
@@ -437,14 +508,18 @@ class BeamDecoder {
 
   size_t batch() const { return batch_; }
 
-  // Runs one step on the last token of each row; returns the logits [batch, vocab] of the last position.
-  Tensor step(std::span<const int64_t> last_tokens) {
+  // Runs one step on the last token of each row: the rows' token embeddings stay on the device
+  // (embed_tokens shares the decoder's Environment), and so do the presents and the logits.
+  StepScores step(std::span<const int64_t> last_tokens) {
     const bool first = steps_ == 0;
+    RunOptions embeds_on_device;
+    embeds_on_device.device_outputs = {"inputs_embeds"};
     inputs_["inputs_embeds"] =
         m_.embed_tokens
             .run({{"input_ids", Tensor::from_vector<int64_t>(
                                     {static_cast<int64_t>(batch_), 1},
-                                    std::vector<int64_t>(last_tokens.begin(), last_tokens.end()))}})
+                                    std::vector<int64_t>(last_tokens.begin(), last_tokens.end()))}},
+                 embeds_on_device)
             .at("inputs_embeds");
     if (m_.merged) {
       Tensor use_cache(DType::Bool, {1});
@@ -459,35 +534,20 @@ class BeamDecoder {
     std::map<std::string, Value> out = session.run(step_inputs, first ? keep_first_ : keep_);
     ++steps_;
 
-    // The split files are two sessions: device memory is per session, so the first step's presents move once.
-    const bool move_to_with_past = first && !m_.merged;
     for (const std::string& past : m_.past_names) {
       const bool encoder_part = past.find(".encoder.") != std::string::npos;
       if (!first && encoder_part) continue;  // kept from the first step
-      const Value& present = out.at(present_of(past));
-      inputs_[past] = move_to_with_past ? Value(with_past_.upload(present.to_host())) : present;
+      inputs_[past] = out.at(present_of(past));
     }
-    if (move_to_with_past) {
-      inputs_["encoder_attention_mask"] = with_past_.upload(encoder_mask_);
-      inputs_.erase("encoder_hidden_states");
-    }
+    if (first && !m_.merged) inputs_.erase("encoder_hidden_states");
 
-    const Tensor logits = out.at("logits").to_host();
-    if (logits.rank() != 3 || logits.shape()[0] != static_cast<int64_t>(batch_) || logits.shape()[1] < 1 ||
-        logits.shape()[2] < 1) {
-      throw Error("Florence-2: the decoder's logits are " + shape_to_string(logits.shape()) + "; [" +
-                  std::to_string(batch_) + ", tokens, vocab] was expected");
+    StepScores scores(out.at(kCandidateValues).host(), out.at(kCandidateTokens).host(),
+                      out.at(kLogSumExp).host(), out.at("logits").device(), logits_downloads_);
+    if (scores.rows() != batch_) {
+      throw Error("Florence-2: the decoder gave logits for " + std::to_string(scores.rows()) + " rows; " +
+                  std::to_string(batch_) + " were run");
     }
-    const int64_t tokens = logits.shape()[1], vocab = logits.shape()[2];
-    Tensor last(DType::Float32, {static_cast<int64_t>(batch_), vocab});
-    for (size_t b = 0; b < batch_; ++b) {
-      const auto row = logits.data<float>().subspan(
-          (b * static_cast<size_t>(tokens) + static_cast<size_t>(tokens) - 1) * static_cast<size_t>(vocab),
-          static_cast<size_t>(vocab));
-      std::copy(row.begin(), row.end(),
-                last.data<float>().begin() + static_cast<std::ptrdiff_t>(b * static_cast<size_t>(vocab)));
-    }
-    return last;
+    return scores;
   }
 
   // Row j of every decoder past becomes row parents[j]'s (on the GPU; nothing when the order is unchanged).
@@ -502,6 +562,7 @@ class BeamDecoder {
   }
 
   int steps() const { return steps_; }
+  int logits_downloads() const { return logits_downloads_; }
 
  private:
   static Tensor repeat_rows(const Tensor& one, size_t rows) {
@@ -518,10 +579,10 @@ class BeamDecoder {
   DecoderSessions m_;
   size_t batch_;
   Session& with_past_;
-  Tensor encoder_mask_;
   std::map<std::string, Value> inputs_;
   RunOptions keep_first_, keep_;
   int steps_ = 0;
+  int logits_downloads_ = 0;
 };
 
 struct SearchSettings {
@@ -570,20 +631,37 @@ std::vector<double> log_softmax(std::span<const float> logits) {
   return out;
 }
 
+// Whether the processors force this step's token (then only the full rows order the others).
+bool forced_step(const std::vector<int64_t>& ids, const SearchSettings& s) {
+  return (s.g.forced_bos_token_id && ids.size() == 1) ||
+         (s.g.forced_eos_token_id && ids.size() + 1 == s.max_length);
+}
+
 // Greedy, as transformers.js runs it: the processors on the logits, the first maximum; stop at max_length or
-// EOS. The score is the sum of the chosen tokens' processed log-probabilities.
+// EOS. The score is the sum of the chosen tokens' processed log-probabilities. The best unbanned candidate
+// of the GPU's is that maximum; a forced step, or one whose candidates are all banned, reads the whole row.
 SearchResult greedy_search(BeamDecoder& decoder, const SearchSettings& s) {
   SearchResult r;
   r.ids.push_back(s.g.decoder_start_token_id);
   while (true) {
-    const Tensor logits = decoder.step(std::span<const int64_t>(&r.ids.back(), 1));
-    std::vector<double> scores(logits.data<float>().begin(), logits.data<float>().end());
-    process_row(scores, r.ids, s);
-    const size_t best = static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
-    std::vector<double> log_probs = log_softmax(logits.data<float>());
-    process_row(log_probs, r.ids, s);
-    r.score += log_probs[best];
-    r.ids.push_back(static_cast<int64_t>(best));
+    StepScores step = decoder.step(std::span<const int64_t>(&r.ids.back(), 1));
+    const auto best = forced_step(r.ids, s)
+                          ? std::nullopt
+                          : step.best(0, banned_ngram_tokens(r.ids, s.no_repeat_ngram_size), 1);
+    if (best) {
+      r.score += best->front().second;
+      r.ids.push_back(best->front().first);
+    } else {
+      const Tensor& logits = step.logits();
+      std::vector<double> scores(logits.data<float>().begin(), logits.data<float>().end());
+      process_row(scores, r.ids, s);
+      const size_t token =
+          static_cast<size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
+      std::vector<double> log_probs = log_softmax(logits.data<float>());
+      process_row(log_probs, r.ids, s);
+      r.score += log_probs[token];
+      r.ids.push_back(static_cast<int64_t>(token));
+    }
     if (r.ids.size() >= s.max_length || is_eos(s.g, r.ids.back())) break;
   }
   r.steps = decoder.steps();
@@ -616,22 +694,37 @@ SearchResult beam_search(BeamDecoder& decoder, const SearchSettings& s) {
     // 1-2. Log-probabilities of every running beam, processed.
     std::vector<int64_t> last_tokens;
     for (const std::vector<int64_t>& ids : running) last_tokens.push_back(ids.back());
-    const Tensor logits = decoder.step(last_tokens);
-    const size_t vocab = static_cast<size_t>(logits.shape()[1]);
+    StepScores step = decoder.step(last_tokens);
     // 3. The best candidate_count of running score + log-probability over all beams and tokens, by score
     // descending, then flat index ascending (visited in index order: a later equal score never displaces).
+    // Each beam's best candidate_count unbanned tokens hold every one of its tokens that can be among them:
+    // from the GPU's candidates where they hold that many, else from the whole rows.
     std::vector<Candidate> top;
+    const auto offer = [&](double score, size_t index) {
+      if (top.size() == candidate_count && !(score > top.back().score)) return;
+      auto at = std::upper_bound(top.begin(), top.end(), score,
+                                 [](double v, const Candidate& c) { return v > c.score; });
+      top.insert(at, Candidate{score, index});
+      if (top.size() > candidate_count) top.pop_back();
+    };
+    std::vector<std::vector<std::pair<int64_t, double>>> best(k);
+    bool from_candidates = !forced_step(running[0], s);
+    for (size_t b = 0; b < k && from_candidates; ++b) {
+      auto row = step.best(b, banned_ngram_tokens(running[b], s.no_repeat_ngram_size), candidate_count);
+      from_candidates = row.has_value();
+      if (row) best[b] = std::move(*row);
+    }
+    const size_t vocab = step.vocab();
     for (size_t b = 0; b < k; ++b) {
-      std::vector<double> log_probs = log_softmax(logits.data<float>().subspan(b * vocab, vocab));
-      process_row(log_probs, running[b], s);
-      for (size_t t = 0; t < vocab; ++t) {
-        const double score = running_scores[b] + log_probs[t];
-        if (top.size() == candidate_count && !(score > top.back().score)) continue;
-        auto at = std::upper_bound(top.begin(), top.end(), score,
-                                   [](double v, const Candidate& c) { return v > c.score; });
-        top.insert(at, Candidate{score, b * vocab + t});
-        if (top.size() > candidate_count) top.pop_back();
+      if (from_candidates) {
+        std::sort(best[b].begin(), best[b].end());  // token order: the flat index order of the whole rows
+        for (const auto& [token, log_prob] : best[b])
+          offer(running_scores[b] + log_prob, b * vocab + static_cast<size_t>(token));
+        continue;
       }
+      std::vector<double> log_probs = log_softmax(step.logits().data<float>().subspan(b * vocab, vocab));
+      process_row(log_probs, running[b], s);
+      for (size_t t = 0; t < vocab; ++t) offer(running_scores[b] + log_probs[t], b * vocab + t);
     }
     // 4. Stopped candidates (EOS or max_length) of rank < k are offered to the finished set, penalized by the
     // generated length (the new token included, the start token not), unless the set is closed.
@@ -810,20 +903,24 @@ Florence2 Florence2::Impl::load(const fs::path& folder, const Environment* given
 
   // One device for the four sessions, made once the files are known to be there.
   const Environment environment = given ? *given : Environment::create(options.environment_options());
-  const auto load = [&](const std::string& name) {
+  // The decoders choose their token candidates on the GPU (the search downloads those, not the logits).
+  SessionOptions decoder_options = options;
+  decoder_options.token_candidates = SessionOptions::TokenCandidates{"logits", kTokenCandidates, true};
+  const auto load = [&](const std::string& name, const SessionOptions& session_options) {
     try {
-      return Session::from_file(onnx / name, environment, options);
+      return Session::from_file(onnx / name, environment, session_options);
     } catch (const Error& e) {
       throw Error("Florence-2: onnx/" + name + ": " + e.what());
     }
   };
-  auto impl = std::make_unique<Impl>(
-      folder, processor, std::move(generation), std::move(tokenizer),
-      load(file_names.file_name("embed_tokens")), load(file_names.file_name("vision_encoder")),
-      load(file_names.file_name("encoder_model")), load(merged ? merged_name : first_name));
+  auto impl = std::make_unique<Impl>(folder, processor, std::move(generation), std::move(tokenizer),
+                                     load(file_names.file_name("embed_tokens"), options),
+                                     load(file_names.file_name("vision_encoder"), options),
+                                     load(file_names.file_name("encoder_model"), options),
+                                     load(merged ? merged_name : first_name, decoder_options));
   impl->merged = merged;
   impl->decoder_file_names = merged ? merged_name : first_name + " + " + with_past_name;
-  if (!merged) impl->decoder_with_past.emplace(load(with_past_name));
+  if (!merged) impl->decoder_with_past.emplace(load(with_past_name, decoder_options));
   impl->file_names = file_names;
   impl->check_sessions(config);
   return Florence2(std::move(impl));
@@ -896,6 +993,7 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
   result.num_beams = num_beams;
   result.sequence_score = found.score;
   result.decode_steps = found.steps;
+  result.logits_downloads = decoder.logits_downloads();
   const std::vector<int64_t>& ids = result.generated_ids;
 
   std::vector<int32_t> ids32(ids.begin(), ids.end());

@@ -125,8 +125,9 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
     if (opts->runs > 1) {
       std::cerr << "load: " << load_ms << " ms (" << model.decoder_files() << ")\n";
       for (size_t i = 0; i < times.size(); ++i) {
-        std::cerr << "run " << i + 1 << ": " << times[i] << " ms, " << r.decode_steps << " decoder steps, "
-                  << r.generated_ids.size() << " tokens, " << r.num_beams << " beams\n";
+        std::cerr << "run " << i + 1 << ": " << times[i] << " ms, " << r.decode_steps << " decoder steps ("
+                  << r.logits_downloads << " with their logits downloaded), " << r.generated_ids.size()
+                  << " tokens, " << r.num_beams << " beams\n";
       }
       std::vector<double> later(times.begin() + 1, times.end());
       std::sort(later.begin(), later.end());
