@@ -161,7 +161,15 @@ void register_benchmarks() {
   // iteration counts, which Google Benchmark's aggregates refuse: they report one mean over many submissions.
   auto kernel = [](benchmark::internal::Benchmark* b) { b->UseManualTime()->Unit(benchmark::kMillisecond); };
   kernel(benchmark::RegisterBenchmark("BM_NonMaxSuppression", run_nms)->Args({boxes, 1})->Args({boxes, 4}));
-  kernel(benchmark::RegisterBenchmark("BM_TopK", run_topk)->Args({8, width, 100})->Args({8, width, 1000}));
+  // K 100 and 1000 sort the rows; K <= 16 selects (a decoder's token candidates: one row for greedy, three
+  // beams, over BART's vocabulary at large sizes).
+  const int64_t vocab = large() ? 51289 : 5000;
+  kernel(benchmark::RegisterBenchmark("BM_TopK", run_topk)
+             ->Args({8, width, 100})
+             ->Args({8, width, 1000})
+             ->Args({8, width, 16})
+             ->Args({1, vocab, 1})
+             ->Args({3, vocab, 16}));
   benchmark::RegisterBenchmark("BM_StagedNmsGather", run_staged)
       ->Args({boxes})
       ->UseManualTime()

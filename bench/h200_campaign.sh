@@ -20,6 +20,8 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh decode        # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode_q4     # carry [".device"] (the decoder, as `decode`)
 #   source .device/env.sh; bash bench/h200_campaign.sh pipelines_equal  # carry [".device"] (packed as `pipelines`)
+#   source .device/env.sh; bash bench/h200_campaign.sh tokens_decode     # carry [".device"] (packed as `tokens`)
+#   source .device/env.sh; bash bench/h200_campaign.sh tokens_pipelines  # carry [".device"] (packed as `tokens`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -75,6 +77,14 @@
 #         tests/models/florence2_folder.py --base (seeded random weights) and its q4 encoder/decoder files,
 #         `wgi florence2 --runs` for <CAPTION> and <OD> at beams 1 and 3, 64 new tokens, beside transformers.js on
 #         onnxruntime-node's WebGPU EP (bench/florence2_peer_bench.mjs) on the same folder and image.
+# tokens_decode: tokens chosen on the GPU (SessionOptions::token_candidates): the BART-base decoder loops (cached
+#         cross in fp32 and q4, the self-contained step in fp32) with the greedy token fed back on the device,
+#         against the host argmax (--host-argmax) and the steady step, for `wgi` and each carried build (one
+#         of the session's start: host argmax only), two alternating rounds; PyTorch eager's steps; TopK
+#         (selection and sort) against torch.topk.
+# tokens_pipelines: Florence-2 end to end (the base folder made there, fp32 and q4, <CAPTION> and <OD>, beams 1
+#         and 3, 64 new tokens) for `wgi` and each carried build, beside transformers.js on ORT's WebGPU EP for
+#         two of the cases.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -705,6 +715,68 @@ elif [[ $mode == decode_q4 ]]; then
     done
     stamp done
   } >"$out/decode_q4.txt" 2>&1
+elif [[ $mode == tokens_decode ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  mapfile -t builds < <(carried_builds)
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    cc=bart_decoder_cached_cross_base_opset17
+    timeout 120 python3 tests/models/variants_weight_only.py "$models/$cc/model.onnx" "$models/$cc/model_q4.onnx" \
+      --recipe q4 | tail -1
+    for round in 1 2; do
+      for build in "${builds[@]}"; do
+        for f in "$cc/model" "$cc/model_q4" bart_decoder_base_opset17/model; do
+          dims=()
+          for d in ${bench_dims[${f%/*}]}; do dims+=(--dim "$d"); done
+          modes=("--decode 32 --device-inputs" "--device-inputs --runs 30")
+          # The session's start has no token candidates: its loop is the host argmax's.
+          [[ $build == wgi ]] && modes+=("--decode 32 --device-inputs --host-argmax")
+          for m in "${modes[@]}"; do
+            stamp "round $round $build $f $m"
+            # shellcheck disable=SC2086
+            timeout 120 "$build" bench "$models/$f.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
+              grep -E '^(run|later|decode|plans|wgi: error)'
+          done
+        done
+      done
+    done
+    stamp PyTorch eager decoder steps
+    timeout 120 python3 bench/model_torch_peer.py "$models/$cc" "$models/bart_decoder_base_opset17" 2>&1 | tail -3
+    stamp TopK
+    WGI_BENCH_SIZE=large timeout 120 wgi_bench_data_dependent --benchmark_filter=TopK --benchmark_min_time=0.1 \
+      2>&1 | grep -E 'BM_|error'
+    timeout 60 python3 bench/data_dependent_torch_peer.py 2>&1 | grep -E 'TopK|device'
+    stamp done
+  } >"$out/tokens_decode.txt" 2>&1
+elif [[ $mode == tokens_pipelines ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  mapfile -t builds < <(carried_builds)
+  {
+    stamp_machine
+    prepare_florence2_base
+    q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
+    for task in '<CAPTION>' '<OD>'; do
+      for beams in 1 3; do
+        for dtype in fp32 "$q4"; do
+          for build in "${builds[@]}"; do
+            if ((SECONDS - start > 560)); then echo "## skipped $build $task $beams $dtype: time budget spent"; continue; fi
+            stamp "$build florence2 $task beams $beams dtype $dtype"
+            timeout 60 "$build" florence2 "$folder" "$image" --task "$task" --num-beams $beams --max-new-tokens 64 \
+              --dtype "$dtype" --runs 5 2>&1 | tail -3
+          done
+        done
+      done
+    done
+    for beams in 1 3; do
+      if ((SECONDS - start > 540)); then echo "## skipped transformers.js: time budget spent"; continue; fi
+      stamp "transformers.js webgpu <OD> beams $beams fp32"
+      timeout 60 node bench/florence2_peer_bench.mjs "$folder" "${image%.png}.rgb" '<OD>' webgpu --runs 3 \
+        --rgb-size 768x768 --num-beams $beams --max-new-tokens 64 --dtype fp32 2>&1 | grep -v '^\[' | tail -2 |
+        cut -c1-400
+    done
+    stamp done
+  } >"$out/tokens_pipelines.txt" 2>&1
 elif [[ $mode == pipelines ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {

@@ -16,18 +16,22 @@
 #   bench/h200_pack.sh models  wgi and wgi_bench_ops, the base-size models without their weights
 #                              (fill_weights.py rebuilds them there), node + onnxruntime-node (ORT's WebGPU
 #                              EP); carry [".device"]
+#   bench/h200_pack.sh tokens  wgi, wgi_bench_data_dependent, node + onnxruntime-node, transformers.js and the
+#                              BART-base decoders without their weights (tokens_decode, tokens_pipelines;
+#                              add builds as .device/bin/wgi_<name>.xz); carry [".device"]
 # The two do not fit in one call: node and ORT are 40 MB, the OCR models 16 MB.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
-mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|quantized|files_tests|pipelines}
+mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|quantized|files_tests|pipelines|tokens}
 rm -rf .device
 args=()
-[[ $mode == models || $mode == pipelines ]] && args+=(--peers)
+[[ $mode == models || $mode == pipelines || $mode == tokens ]] && args+=(--peers)
 bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent build/release/wgi_bench_data_dependent
                               build/release/wgi_bench_quantized)
 [[ $mode == pipelines ]] && bins=(build/release/wgi)
+[[ $mode == tokens ]] && bins=(build/release/wgi build/release/wgi_bench_data_dependent)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
 [[ $mode == conv ]] && bins+=(build/release/tests/wgi_gpu_tests)
@@ -54,7 +58,11 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
 done
 # transformers.js and its dependencies; onnxruntime-node is the peers' one (the same 1.30.0), linked there;
 # sharp (libvips, 19 MB) stays here: the campaign gives transformers.js raw RGB and a stub of sharp.
-[[ $mode == pipelines ]] && tar -C third_party/pipelines -cJf .device/pipelines.tar.xz \
+[[ $mode == tokens ]] && for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+  mkdir -p ".device/models/$name"
+  cp "build/models-large/$name/model.onnx" "build/models-large/$name/weights.json" ".device/models/$name/"
+done
+[[ $mode == pipelines || $mode == tokens ]] && tar -C third_party/pipelines -cJf .device/pipelines.tar.xz \
   --exclude=node_modules/onnxruntime-web --exclude=node_modules/onnxruntime-node --exclude=node_modules/@types \
   --exclude=node_modules/@img --exclude=node_modules/sharp \
   node_modules
