@@ -81,10 +81,11 @@
 #         cross in fp32 and q4, the self-contained step in fp32) with the greedy token fed back on the device,
 #         against the host argmax (--host-argmax) and the steady step, for `wgi` and each carried build (one
 #         of the session's start: host argmax only), two alternating rounds; PyTorch eager's steps; TopK
-#         (selection and sort) against torch.topk.
+#         (selection and sort) against torch.topk. First the GPU tests of TopK, decoder loops, token candidates,
+#         device tensors and the Florence-2 pipeline.
 # tokens_pipelines: Florence-2 end to end (the base folder made there, fp32 and q4, <CAPTION> and <OD>, beams 1
-#         and 3, 64 new tokens) for `wgi` and each carried build, beside transformers.js on ORT's WebGPU EP for
-#         two of the cases.
+#         and 3, 64 new tokens) for `wgi` and each carried build (transformers.js, `pipelines`, does not fit
+#         in the same pack).
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -182,11 +183,17 @@ unpack_transformers_js() {
   echo 'module.exports = () => { throw new Error("sharp is a stub here"); };' >"$WGI_NODE_MODULES/sharp/index.js"
 }
 prepare_florence2_base() {
-  unpack_transformers_js
   folder=.device/florence2/Florence-2-base
+  local tokenizer=()
+  if [[ -d .device/florence2_tokenizer ]]; then  # made where node is (bench/h200_pack.sh tokens)
+    tokenizer=(--tokenizer-dir .device/florence2_tokenizer)
+  else
+    unpack_transformers_js
+    tokenizer=(--node-modules "$WGI_NODE_MODULES")
+  fi
   stamp make the base folder
-  timeout 300 python3 tests/models/florence2_folder.py --base "$folder" --no-expected \
-    --node-modules "$WGI_NODE_MODULES" 2>&1 | tail -5
+  timeout 300 python3 tests/models/florence2_folder.py --base "$folder" --no-expected "${tokenizer[@]}" 2>&1 |
+    tail -5
   for s in encoder_model decoder_model_merged; do
     timeout 120 python3 tests/models/variants_weight_only.py "$folder/onnx/$s.onnx" "$folder/onnx/${s}_q4.onnx" \
       --recipe q4 2>&1 | tail -1
@@ -720,6 +727,9 @@ elif [[ $mode == tokens_decode ]]; then
   mapfile -t builds < <(carried_builds)
   {
     stamp_machine
+    stamp GPU tests of the change
+    timeout 240 wgi_gpu_tests --gtest_filter='TopK*:*DecoderLoop*:TokenCandidates*:Environment*:DeviceTensor*:Florence2Pipeline.*' \
+      2>&1 | grep -E '^\[  (PASSED|FAILED|SKIPPED)|Failure' | head -20
     stamp prepare; prepare_models
     cc=bart_decoder_cached_cross_base_opset17
     timeout 120 python3 tests/models/variants_weight_only.py "$models/$cc/model.onnx" "$models/$cc/model_q4.onnx" \
@@ -767,13 +777,6 @@ elif [[ $mode == tokens_pipelines ]]; then
           done
         done
       done
-    done
-    for beams in 1 3; do
-      if ((SECONDS - start > 540)); then echo "## skipped transformers.js: time budget spent"; continue; fi
-      stamp "transformers.js webgpu <OD> beams $beams fp32"
-      timeout 60 node bench/florence2_peer_bench.mjs "$folder" "${image%.png}.rgb" '<OD>' webgpu --runs 3 \
-        --rgb-size 768x768 --num-beams $beams --max-new-tokens 64 --dtype fp32 2>&1 | grep -v '^\[' | tail -2 |
-        cut -c1-400
     done
     stamp done
   } >"$out/tokens_pipelines.txt" 2>&1

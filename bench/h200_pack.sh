@@ -16,9 +16,10 @@
 #   bench/h200_pack.sh models  wgi and wgi_bench_ops, the base-size models without their weights
 #                              (fill_weights.py rebuilds them there), node + onnxruntime-node (ORT's WebGPU
 #                              EP); carry [".device"]
-#   bench/h200_pack.sh tokens  wgi, wgi_bench_data_dependent, node + onnxruntime-node, transformers.js and the
-#                              BART-base decoders without their weights (tokens_decode, tokens_pipelines;
-#                              add builds as .device/bin/wgi_<name>.xz); carry [".device"]
+#   bench/h200_pack.sh tokens  wgi, wgi_bench_data_dependent, the GPU tests, the BART-base decoders without their
+#                              weights and the Florence-2 base folder's tokenizer files (made here: no node
+#                              there, and no room for it with these); tokens_decode, tokens_pipelines; add
+#                              builds as .device/bin/wgi_<name>.xz; carry [".device"]
 # The two do not fit in one call: node and ORT are 40 MB, the OCR models 16 MB.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
@@ -26,12 +27,12 @@ cd "$root"
 mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|quantized|files_tests|pipelines|tokens}
 rm -rf .device
 args=()
-[[ $mode == models || $mode == pipelines || $mode == tokens ]] && args+=(--peers)
+[[ $mode == models || $mode == pipelines ]] && args+=(--peers)
 bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent build/release/wgi_bench_data_dependent
                               build/release/wgi_bench_quantized)
 [[ $mode == pipelines ]] && bins=(build/release/wgi)
-[[ $mode == tokens ]] && bins=(build/release/wgi build/release/wgi_bench_data_dependent)
+[[ $mode == tokens ]] && bins=(build/release/wgi build/release/wgi_bench_data_dependent build/release/tests/wgi_gpu_tests)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
                               build/release/wgi_conformance build/release/wgi_selftest build/release/ocr)
 [[ $mode == conv ]] && bins+=(build/release/tests/wgi_gpu_tests)
@@ -62,7 +63,11 @@ done
   mkdir -p ".device/models/$name"
   cp "build/models-large/$name/model.onnx" "build/models-large/$name/weights.json" ".device/models/$name/"
 done
-[[ $mode == pipelines || $mode == tokens ]] && tar -C third_party/pipelines -cJf .device/pipelines.tar.xz \
+if [[ $mode == tokens ]]; then
+  mkdir -p .device/florence2_tokenizer
+  WGI_PIPELINES_DIR=third_party/pipelines node tests/pipelines/make_tokenizer.mjs .device/florence2_tokenizer
+fi
+[[ $mode == pipelines ]] && tar -C third_party/pipelines -cJf .device/pipelines.tar.xz \
   --exclude=node_modules/onnxruntime-web --exclude=node_modules/onnxruntime-node --exclude=node_modules/@types \
   --exclude=node_modules/@img --exclude=node_modules/sharp \
   node_modules

@@ -35,7 +35,7 @@ ValueId add_inner_value(Graph& g, const std::string& name, DType dtype) {
 void add_node(Graph& g, const std::string& op, int opset, ops::Attributes attributes, std::vector<ValueId> inputs,
               std::vector<ValueId> outputs) {
   Node n;
-  n.info.name = "token_candidates/" + op;
+  n.info.name = "token_candidates/" + op + "/" + g.value(outputs.at(0)).name;
   n.info.op_type = op;
   n.info.opset = opset;
   n.info.attributes = std::move(attributes);

@@ -10,6 +10,8 @@ shared token embedding and the cross-attention key/value outputs added here.
     /usr/bin/python3 tests/models/florence2_folder.py --base DIR    # Florence-2-base's sizes into DIR
     options: --tokenizer-script PATH  (default tests/pipelines/make_tokenizer.mjs)
              --node-modules DIR       (transformers.js; default third_party/pipelines/node_modules)
+             --tokenizer-dir DIR      (make_tokenizer.mjs's files made before: no node needed with --base
+                                       --no-expected)
              --no-expected            (skip running transformers.js for expected_<task>.json)
 
 onnx/ (all float32, opset 17, exported by Debian's torch 1.13 with do_constant_folding=False as the project's
@@ -637,9 +639,12 @@ def main(argv):
     js = os.path.join(ROOT, "tests", "pipelines", "florence2_transformersjs.mjs")
     os.makedirs(out, exist_ok=True)
 
-    with tempfile.TemporaryDirectory() as tokenizer_dir:
-        subprocess.run(["node", tokenizer_script, tokenizer_dir], check=True,
-                       env=dict(os.environ, WGI_PIPELINES_DIR=os.path.dirname(node_modules)))
+    with tempfile.TemporaryDirectory() as made:
+        # --tokenizer-dir: the files make_tokenizer.mjs wrote elsewhere (a machine without node).
+        tokenizer_dir = argv[argv.index("--tokenizer-dir") + 1] if "--tokenizer-dir" in argv else made
+        if tokenizer_dir == made:
+            subprocess.run(["node", tokenizer_script, tokenizer_dir], check=True,
+                           env=dict(os.environ, WGI_PIPELINES_DIR=os.path.dirname(node_modules)))
         with open(os.path.join(tokenizer_dir, "tokenizer.json")) as f:
             vocab = Vocabulary(json.load(f))
         write_configs(out, cfg, vocab.size, tokenizer_dir)
@@ -651,12 +656,12 @@ def main(argv):
     write_png(image_path, rgb)
     pixel_values = pixel_values_of(rgb, preprocessor)
 
-    # The prompts' ids as transformers.js's processor makes them (the bias search decodes from them).
-    prompts = json.loads(run_node(js, ["--prompt-ids", out, *TASKS], node_modules))
     vision, lang = build_modules(cfg, vocab.size)
     if base_dir:  # random weights of a full-size model: no bias search (a greedy loop of 40 steps per try)
         results = None
     else:
+        # The prompts' ids as transformers.js's processor makes them (the bias search decodes from them).
+        prompts = json.loads(run_node(js, ["--prompt-ids", out, *TASKS], node_modules))
         results = choose_logits_bias(lang, vision, vocab, pixel_values, prompts, cfg)
     export_folder(out, cfg, vision, lang, pixel_values)
     check_interfaces(os.path.join(out, "onnx"), published_interfaces(cfg, vocab.size))
