@@ -55,9 +55,14 @@ class DeviceTensor {
   // True if both refer to the same device memory (one is a copy of the other).
   bool same_as(const DeviceTensor& other) const noexcept { return state_ && state_ == other.state_; }
 
-  // Copies the tensor to the host. Waits for the GPU work that produces it. Throws wgi::Error if the handle
-  // is empty or released.
+  // Copies the tensor to the host. Waits for the GPU work submitted so far, or after start_download() only
+  // for the work submitted before it. Throws wgi::Error if the handle is empty or released.
   Tensor download() const;
+  // Starts the copy to the host now, in the queue's order: the next download() then waits only for the GPU
+  // work submitted before this call, not for work submitted since. A generation loop starts the download of
+  // a step's token, submits the next step, then reads the token while the GPU runs that step. Does nothing
+  // if a download is already started.
+  void start_download() const;
   // Frees the device memory now, for every copy of this handle. Releasing twice is harmless.
   void release();
 

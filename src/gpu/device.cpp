@@ -659,7 +659,7 @@ Device::~Device() {
   destroying_ = true;
   pipelines_.reset();
   zero_buffer_.reset();
-  staging_.reset();
+  readback_pool_.clear();
   if (queue_) wgpuQueueRelease(queue_);
   if (device_) {
     wgpuDeviceDestroy(device_);
@@ -755,68 +755,88 @@ void Device::download(const Buffer& buffer, uint64_t offset, std::span<std::byte
 }
 
 void Device::download(std::span<const DownloadRegion> regions) {
+  PendingDownload(*this, regions).finish();
+}
+
+Device::PendingDownload::PendingDownload(Device& device, std::span<const DownloadRegion> regions)
+    : device_(device), regions_(regions.begin(), regions.end()) {
   // Each region is copied 4-byte aligned (WebGPU's copy rule) to its own place in the staging buffer.
-  std::vector<uint64_t> begins, places;
-  uint64_t bytes = 0;
-  for (const DownloadRegion& r : regions) {
+  for (const DownloadRegion& r : regions_) {
     if (r.offset + r.out.size() > r.buffer->size()) {
       throw Error("download of " + std::to_string(r.out.size()) + " bytes at offset " +
                   std::to_string(r.offset) + " overruns a buffer of " + std::to_string(r.buffer->size()) +
                   " bytes");
     }
-    begins.push_back(r.offset / 4 * 4);
-    places.push_back(bytes);
-    if (!r.out.empty()) bytes += (r.offset + r.out.size() + 3) / 4 * 4 - begins.back();
+    begins_.push_back(r.offset / 4 * 4);
+    places_.push_back(bytes_);
+    if (!r.out.empty()) bytes_ += (r.offset + r.out.size() + 3) / 4 * 4 - begins_.back();
   }
-  if (bytes == 0) return;
-  if (!staging_ || staging_->size() < bytes) {
-    staging_.reset();
-    staging_ = create_buffer(std::max<uint64_t>(bytes, 1 << 16), "wgi.staging", BufferUsage::Readback);
+  if (bytes_ == 0) {
+    done_ = true;
+    return;
   }
-  WGPUCommandEncoder encoder = wgpuDeviceCreateCommandEncoder(device_, nullptr);
-  for (size_t i = 0; i < regions.size(); ++i) {
-    const DownloadRegion& r = regions[i];
+  // The smallest staging buffer of earlier downloads that is large enough, else a new one.
+  std::vector<Buffer>& pool = device_.readback_pool_;
+  auto best = pool.end();
+  for (auto it = pool.begin(); it != pool.end(); ++it) {
+    if (it->size() >= bytes_ && (best == pool.end() || it->size() < best->size())) best = it;
+  }
+  if (best != pool.end()) {
+    staging_ = std::move(*best);
+    pool.erase(best);
+  } else {
+    staging_ =
+        device_.create_buffer(std::max<uint64_t>(bytes_, 1 << 16), "wgi.staging", BufferUsage::Readback);
+  }
+  WGPUCommandEncoder encoder = wgpuDeviceCreateCommandEncoder(device_.device_, nullptr);
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    const DownloadRegion& r = regions_[i];
     if (r.out.empty()) continue;
-    const uint64_t size = (r.offset + r.out.size() + 3) / 4 * 4 - begins[i];
-    wgpuCommandEncoderCopyBufferToBuffer(encoder, r.buffer->handle(), begins[i], staging_->handle(),
-                                         places[i], size);
+    const uint64_t size = (r.offset + r.out.size() + 3) / 4 * 4 - begins_[i];
+    wgpuCommandEncoderCopyBufferToBuffer(encoder, r.buffer->handle(), begins_[i], staging_.handle(),
+                                         places_[i], size);
   }
   WGPUCommandBuffer commands = wgpuCommandEncoderFinish(encoder, nullptr);
-  wgpuQueueSubmit(queue_, 1, &commands);
+  wgpuQueueSubmit(device_.queue_, 1, &commands);
   wgpuCommandBufferRelease(commands);
   wgpuCommandEncoderRelease(encoder);
 
-  struct MapState {
-    bool done = false;
-    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Success;
-    std::string message;
-  } state;
   WGPUBufferMapCallbackInfo callback = {};
   callback.mode = WGPUCallbackMode_AllowProcessEvents;
   callback.callback = [](WGPUMapAsyncStatus status, WGPUStringView msg, void* user, void*) {
-    auto* s = static_cast<MapState*>(user);
-    s->status = status;
-    s->message = to_std_string(msg);
-    s->done = true;
+    auto* self = static_cast<PendingDownload*>(user);
+    self->map_ok_ = status == WGPUMapAsyncStatus_Success;
+    self->message_ = to_std_string(msg);
+    self->done_ = true;
   };
-  callback.userdata1 = &state;
-  wgpuBufferMapAsync(staging_->handle(), WGPUMapMode_Read, 0, bytes, callback);
-  wait_until(state.done);
-  check_errors();
-  if (state.status != WGPUMapAsyncStatus_Success)
-    throw Error("mapping the staging buffer failed: " + state.message);
-  const void* mapped = wgpuBufferGetConstMappedRange(staging_->handle(), 0, bytes);
-  if (!mapped) {
-    wgpuBufferUnmap(staging_->handle());
-    throw Error("mapped range of the staging buffer is null");
-  }
-  for (size_t i = 0; i < regions.size(); ++i) {
-    const DownloadRegion& r = regions[i];
+  callback.userdata1 = this;
+  wgpuBufferMapAsync(staging_.handle(), WGPUMapMode_Read, 0, bytes_, callback);
+  mapped_ = true;
+}
+
+Device::PendingDownload::~PendingDownload() {
+  if (!mapped_) return;
+  device_.wait_until(done_);
+  if (map_ok_) wgpuBufferUnmap(staging_.handle());
+  // Kept for the next downloads; a few small buffers at most (one per download in flight at a time).
+  if (device_.readback_pool_.size() < 4) device_.readback_pool_.push_back(std::move(staging_));
+}
+
+void Device::PendingDownload::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (!mapped_) return;
+  device_.wait_until(done_);
+  device_.check_errors();
+  if (!map_ok_) throw Error("mapping the staging buffer failed: " + message_);
+  const void* mapped = wgpuBufferGetConstMappedRange(staging_.handle(), 0, bytes_);
+  if (!mapped) throw Error("mapped range of the staging buffer is null");
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    const DownloadRegion& r = regions_[i];
     if (r.out.empty()) continue;
-    std::memcpy(r.out.data(), static_cast<const std::byte*>(mapped) + places[i] + (r.offset - begins[i]),
+    std::memcpy(r.out.data(), static_cast<const std::byte*>(mapped) + places_[i] + (r.offset - begins_[i]),
                 r.out.size());
   }
-  wgpuBufferUnmap(staging_->handle());
 }
 
 const Buffer& Device::zero_buffer() {

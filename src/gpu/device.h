@@ -145,6 +145,27 @@ class Device {
     std::span<std::byte> out;
   };
   void download(std::span<const DownloadRegion> regions);
+  // A download whose copy is queued now, after the work submitted so far, and whose bytes finish() waits
+  // for: work submitted in between is not waited for (a generation loop reads a step's token while the GPU
+  // runs the next step). The regions' `out` spans must stay valid until finish() or destruction.
+  class PendingDownload {
+   public:
+    PendingDownload(Device& device, std::span<const DownloadRegion> regions);
+    ~PendingDownload();  // waits for a mapping still in flight (its callback writes here)
+    PendingDownload(const PendingDownload&) = delete;
+    PendingDownload& operator=(const PendingDownload&) = delete;
+    // Waits for the copy, then fills the regions' `out` spans (once; later calls do nothing).
+    void finish();
+
+   private:
+    Device& device_;
+    std::vector<DownloadRegion> regions_;
+    std::vector<uint64_t> begins_, places_;  // each region's aligned start, and its place in the staging
+    uint64_t bytes_ = 0;
+    Buffer staging_;
+    bool mapped_ = false, done_ = false, finished_ = false, map_ok_ = false;
+    std::string message_;
+  };
   // A small zero-filled buffer bound where a shader declares an input that the op does not have (e.g. an
   // absent bias). Shaders gate such reads on a uniform flag; the zeros make a stray read harmless.
   const Buffer& zero_buffer();
@@ -184,7 +205,7 @@ class Device {
   std::vector<std::string> granted_feature_names_;
   std::unique_ptr<PipelineCache> pipelines_;
   std::optional<Buffer> zero_buffer_;
-  std::optional<Buffer> staging_;  // reused for downloads; grown on demand
+  std::vector<Buffer> readback_pool_;  // staging buffers of finished downloads, for the next ones
 
   std::mutex error_mutex_;
   std::vector<std::string> pending_errors_;

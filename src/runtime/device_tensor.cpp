@@ -234,6 +234,7 @@ DeviceTensorState::~DeviceTensorState() {
 
 void DeviceTensorState::release() {
   if (!memory) return;
+  pending.reset();  // waits for its copy out of the buffer, which goes back to the pool below
   memory->live_bytes_ -= buffer.size();
   memory->recycle(std::move(buffer));
   buffer = gpu::Buffer();
@@ -247,7 +248,7 @@ namespace wgi {
 
 namespace {
 
-const detail::DeviceTensorState& checked_state(const std::shared_ptr<detail::DeviceTensorState>& state) {
+detail::DeviceTensorState& checked_state(const std::shared_ptr<detail::DeviceTensorState>& state) {
   if (!state) throw Error("empty DeviceTensor (default-constructed or moved from)");
   return *state;
 }
@@ -271,10 +272,27 @@ bool DeviceTensor::valid() const noexcept {
 }
 
 Tensor DeviceTensor::download() const {
-  const detail::DeviceTensorState& s = checked_state(state_);
+  detail::DeviceTensorState& s = checked_state(state_);
   if (!s.memory) throw Error("DeviceTensor " + shape_to_string(s.desc.shape) + " was released");
   if (s.small_value) return *s.small_value;
+  if (s.pending) {
+    s.pending->finish();
+    s.pending.reset();
+    Tensor t = runtime::from_device_bytes(s.desc, s.pending_bytes);
+    s.pending_bytes = {};
+    return t;
+  }
   return runtime::read_tensor(s.memory->device(), s.slice(), s.desc);
+}
+
+void DeviceTensor::start_download() const {
+  detail::DeviceTensorState& s = checked_state(state_);
+  if (!s.memory) throw Error("DeviceTensor " + shape_to_string(s.desc.shape) + " was released");
+  if (s.small_value || s.pending) return;
+  s.pending_bytes.resize(runtime::device_payload_bytes(s.desc));
+  const gpu::Device::DownloadRegion region{&s.buffer, 0, s.pending_bytes};
+  s.pending = std::make_unique<gpu::Device::PendingDownload>(
+      s.memory->device(), std::span<const gpu::Device::DownloadRegion>(&region, 1));
 }
 
 void DeviceTensor::release() {

@@ -91,6 +91,9 @@ struct DeviceTensorState {
   // The value of a small tensor (runtime::kHostVisibleInputElements), which the planner needs: kept from
   // the upload, or read back the first time it is used as an input.
   std::optional<Tensor> small_value;
+  // DeviceTensor::start_download's copy in flight, and the bytes it fills.
+  std::unique_ptr<gpu::Device::PendingDownload> pending;
+  std::vector<std::byte> pending_bytes;
 
   ~DeviceTensorState();
   void release();

@@ -103,6 +103,34 @@ TEST(DeviceTensor, KeptOutputsStayUnchangedByLaterRuns) {
             std::string::npos);
 }
 
+TEST(DeviceTensor, StartedDownloadsGiveTheTensorWithWorkSubmittedInBetween) {
+  Session s = Session::from_file(kModels / "gemm_chain" / "model.onnx");
+  const Tensor a = random_tensor({5, 20}, 15), b = random_tensor({5, 20}, 16);
+  const Tensor want_a = s.run({{"x", a}}).at("y"), want_b = s.run({{"x", b}}).at("y");
+  RunOptions keep;
+  keep.device_outputs = {"y"};
+  const DeviceTensor ya = s.run({{"x", a}}, keep).at("y").device();
+  ya.start_download();
+  ya.start_download();  // already started: nothing more
+  // More work submitted after the start (runs that download nothing), one of them downloading its own.
+  const DeviceTensor yb = s.run({{"x", b}}, keep).at("y").device();
+  yb.start_download();
+  s.run({{"x", Value(s.upload(a))}}, keep);
+  EXPECT_TRUE(same_bytes(yb.download(), want_b));
+  EXPECT_TRUE(same_bytes(ya.download(), want_a));
+  EXPECT_TRUE(same_bytes(ya.download(), want_a));  // again, without a started download
+  // Released with a download in flight: the copy is waited for, the memory pooled.
+  const DeviceTensor released = s.run({{"x", b}}, keep).at("y").device();
+  released.start_download();
+  DeviceTensor(released).release();
+  EXPECT_NE(error_of([&] { released.download(); }).find("was released"), std::string::npos);
+  EXPECT_NE(error_of([&] { released.start_download(); }).find("was released"), std::string::npos);
+  // Small tensors keep their value on the host: starting a download changes nothing.
+  const DeviceTensor small = s.upload(Tensor::from_vector<float>({2}, {1.5f, -2.0f}));
+  small.start_download();
+  EXPECT_EQ(small.download().data<float>()[1], -2.0f);
+}
+
 TEST(DeviceTensor, AllOutputsOnDeviceAndHandlesOutliveTheSession) {
   DeviceTensor kept;
   Tensor want;
@@ -161,9 +189,10 @@ TEST(DeviceTensor, ErrorsNameTheInputAndWhatIsWrong) {
   DeviceTensor released = s.upload(x);
   released.release();
   EXPECT_EQ(run(released), "input 'x': its DeviceTensor [5, 20] was released");
-  EXPECT_EQ(run(other.upload(x)),
-            "input 'x': its DeviceTensor belongs to a session on another device (sessions share DeviceTensors "
-            "only when made on one wgi::Environment: download it, or upload it with this session)");
+  EXPECT_EQ(
+      run(other.upload(x)),
+      "input 'x': its DeviceTensor belongs to a session on another device (sessions share DeviceTensors "
+      "only when made on one wgi::Environment: download it, or upload it with this session)");
   EXPECT_EQ(run(DeviceTensor()), "input 'x' is an empty DeviceTensor (default-constructed or moved from)");
   EXPECT_EQ(run(s.upload(Tensor::from_vector<int32_t>({5, 20}, std::vector<int32_t>(100, 1)))),
             "input 'x' has type int32; the model expects float32");

@@ -226,6 +226,7 @@ std::vector<DecodeStep> decode(Session& session, const std::map<std::string, Ten
     out.push_back(record);
     if (gpu_tokens && on_device) {
       unread = values.at("input_ids").device();
+      unread->start_download();  // queued behind this step: reading it will not wait for the next one
     } else {
       if (gpu_tokens) (void)values.at("input_ids").device().download();
       const auto now = std::chrono::steady_clock::now();
