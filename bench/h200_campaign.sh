@@ -22,6 +22,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh pipelines_equal  # carry [".device"] (packed as `pipelines`)
 #   source .device/env.sh; bash bench/h200_campaign.sh tokens_decode     # carry [".device"] (packed as `tokens`)
 #   source .device/env.sh; bash bench/h200_campaign.sh tokens_pipelines  # carry [".device"] (packed as `tokens`)
+#   source .device/env.sh; bash bench/h200_campaign.sh tokens            # carry [".device"] (packed as `tokens`)
 # main:   adapter info; the whole GPU test suite (heavy tests and the PP-OCRv4 test included, onnxruntime's
 #         Python package as the OCR reference), ONNX's node tests, the OCR example; the op benchmarks at large
 #         sizes and PyTorch (cuBLAS / cuDNN, TF32 off) on the same shapes joined into a ratio table.
@@ -86,6 +87,8 @@
 # tokens_pipelines: Florence-2 end to end (the base folder made there, fp32 and q4, <CAPTION> and <OD>, beams 1
 #         and 3, 64 new tokens) for `wgi` and each carried build (transformers.js, `pipelines`, does not fit
 #         in the same pack).
+# tokens: tokens_decode's first round, its PyTorch and TopK peers, tokens_pipelines, then the second round,
+#         in one call, each step skipped once the call's time is spent.
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
@@ -722,55 +725,39 @@ elif [[ $mode == decode_q4 ]]; then
     done
     stamp done
   } >"$out/decode_q4.txt" 2>&1
-elif [[ $mode == tokens_decode ]]; then
+elif [[ $mode == tokens_decode || $mode == tokens_pipelines || $mode == tokens ]]; then
+  # tokens: both in one call (600 s): one decoder round, the pipelines, then a second decoder round and the
+  # peers while time is left (each step skipped, not cut off, past its budget).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   mapfile -t builds < <(carried_builds)
-  {
-    stamp_machine
-    stamp GPU tests of the change
-    timeout 240 wgi_gpu_tests --gtest_filter='TopK*:*DecoderLoop*:TokenCandidates*:Environment*:DeviceTensor*:Florence2Pipeline.*' \
-      2>&1 | grep -E '^\[  (PASSED|FAILED|SKIPPED)|Failure' | head -20
-    stamp prepare; prepare_models
-    cc=bart_decoder_cached_cross_base_opset17
-    timeout 120 python3 tests/models/variants_weight_only.py "$models/$cc/model.onnx" "$models/$cc/model_q4.onnx" \
-      --recipe q4 | tail -1
-    for round in 1 2; do
-      for build in "${builds[@]}"; do
-        for f in "$cc/model" "$cc/model_q4" bart_decoder_base_opset17/model; do
-          dims=()
-          for d in ${bench_dims[${f%/*}]}; do dims+=(--dim "$d"); done
-          modes=("--decode 32 --device-inputs" "--device-inputs --runs 30")
-          # The session's start has no token candidates: its loop is the host argmax's.
-          [[ $build == wgi ]] && modes+=("--decode 32 --device-inputs --host-argmax")
-          for m in "${modes[@]}"; do
-            stamp "round $round $build $f $m"
-            # shellcheck disable=SC2086
-            timeout 120 "$build" bench "$models/$f.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
-              grep -E '^(run|later|decode|plans|wgi: error)'
-          done
+  in_budget() { (( SECONDS - start < $1 )) || { echo "## skipped $2: time budget spent"; return 1; }; }
+  tokens_decoder_round() {  # $1: the round's number
+    local f m build dims modes
+    for build in "${builds[@]}"; do
+      for f in "$cc/model" "$cc/model_q4" bart_decoder_base_opset17/model; do
+        dims=()
+        for d in ${bench_dims[${f%/*}]}; do dims+=(--dim "$d"); done
+        modes=("--decode 32 --device-inputs" "--device-inputs --runs 30")
+        # The session's start has no token candidates: its loop is the host argmax's.
+        [[ $build == wgi ]] && modes+=("--decode 32 --device-inputs --host-argmax")
+        for m in "${modes[@]}"; do
+          in_budget 560 "round $1 $build $f $m" || continue
+          stamp "round $1 $build $f $m"
+          # shellcheck disable=SC2086
+          timeout 60 "$build" bench "$models/$f.onnx" --random-inputs 1 "${dims[@]}" $m 2>&1 |
+            grep -E '^(run|later|decode|plans|wgi: error)'
         done
       done
     done
-    stamp PyTorch eager decoder steps
-    timeout 120 python3 bench/model_torch_peer.py "$models/$cc" "$models/bart_decoder_base_opset17" 2>&1 | tail -3
-    stamp TopK
-    WGI_BENCH_SIZE=large timeout 120 wgi_bench_data_dependent --benchmark_filter=TopK --benchmark_min_time=0.1 \
-      2>&1 | grep -E 'BM_|error'
-    timeout 60 python3 bench/data_dependent_torch_peer.py 2>&1 | grep -E 'TopK|device'
-    stamp done
-  } >"$out/tokens_decode.txt" 2>&1
-elif [[ $mode == tokens_pipelines ]]; then
-  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
-  mapfile -t builds < <(carried_builds)
-  {
-    stamp_machine
+  }
+  tokens_pipelines() {
+    local task beams dtype build q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
     prepare_florence2_base
-    q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
     for task in '<CAPTION>' '<OD>'; do
       for beams in 1 3; do
         for dtype in fp32 "$q4"; do
           for build in "${builds[@]}"; do
-            if ((SECONDS - start > 560)); then echo "## skipped $build $task $beams $dtype: time budget spent"; continue; fi
+            in_budget 560 "$build $task $beams $dtype" || continue
             stamp "$build florence2 $task beams $beams dtype $dtype"
             timeout 60 "$build" florence2 "$folder" "$image" --task "$task" --num-beams $beams --max-new-tokens 64 \
               --dtype "$dtype" --runs 5 2>&1 | tail -3
@@ -778,8 +765,30 @@ elif [[ $mode == tokens_pipelines ]]; then
         done
       done
     done
+  }
+  cc=bart_decoder_cached_cross_base_opset17
+  {
+    stamp_machine
+    if [[ $mode != tokens_pipelines ]]; then
+      stamp GPU tests of the change
+      timeout 200 wgi_gpu_tests \
+        --gtest_filter='TopK*:*DecoderLoop*:TokenCandidates*:Environment*:DeviceTensor*:Florence2Pipeline.*' 2>&1 |
+        grep -E '^\[  (PASSED|FAILED|SKIPPED)|Failure' | head -20
+      stamp prepare; prepare_models
+      timeout 120 python3 tests/models/variants_weight_only.py "$models/$cc/model.onnx" "$models/$cc/model_q4.onnx" \
+        --recipe q4 | tail -1
+      tokens_decoder_round 1
+      in_budget 500 "PyTorch" && { stamp PyTorch eager decoder steps
+        timeout 60 python3 bench/model_torch_peer.py "$models/$cc" "$models/bart_decoder_base_opset17" 2>&1 | tail -3; }
+      in_budget 520 TopK && { stamp TopK
+        WGI_BENCH_SIZE=large timeout 60 wgi_bench_data_dependent --benchmark_filter=TopK --benchmark_min_time=0.1 \
+          2>&1 | grep -E 'BM_|error'
+        timeout 40 python3 bench/data_dependent_torch_peer.py 2>&1 | grep -E 'TopK|device'; }
+    fi
+    [[ $mode == tokens_decode ]] || tokens_pipelines
+    [[ $mode == tokens_pipelines ]] || tokens_decoder_round 2
     stamp done
-  } >"$out/tokens_pipelines.txt" 2>&1
+  } >"$out/$mode.txt" 2>&1
 elif [[ $mode == pipelines ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {
