@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #ifdef __EMSCRIPTEN__
@@ -463,6 +464,26 @@ std::shared_ptr<Device> Device::create(const DeviceOptions& options) {
   return DeviceFactory::create(options);
 }
 
+#ifndef __EMSCRIPTEN__
+// The Vulkan loader loads a driver's libraries for each VkInstance and unloads them with the last one. The
+// NVIDIA driver's take static TLS, which glibc does not give back on unloading, so a process that creates and
+// destroys devices one after another (sessions made one after another, each with a device of its own) ran out
+// after a few dozen on the H200: "libnvidia-tls.so: cannot allocate memory in static TLS block", then no
+// adapter (docs/devices.md). One instance per Vulkan backend kept for the process's life keeps the driver
+// loaded; the devices still make instances of their own.
+namespace {
+void keep_driver_loaded(BackendKind kind, WGPUInstance instance) {
+  static std::mutex mutex;
+  static WGPUInstance kept[2] = {nullptr, nullptr};  // Vulkan, SwiftShader
+  const std::lock_guard<std::mutex> lock(mutex);
+  WGPUInstance& slot = kept[kind == BackendKind::Vulkan ? 0 : 1];
+  if (slot) return;
+  wgpuInstanceAddRef(instance);
+  slot = instance;  // never released
+}
+}  // namespace
+#endif
+
 std::shared_ptr<Device> DeviceFactory::create(const DeviceOptions& options) {
   std::optional<BackendKind> backend = options.backend;
   if (!backend) {
@@ -611,6 +632,9 @@ bool DeviceFactory::try_backend(Device& device, BackendKind kind, bool explicit_
     return false;
   }
   attempt.detail = describe(info);
+#ifndef __EMSCRIPTEN__
+  if (kind == BackendKind::Vulkan || kind == BackendKind::SwiftShader) keep_driver_loaded(kind, instance);
+#endif
   return true;
 }
 
