@@ -32,8 +32,8 @@ ValueId add_inner_value(Graph& g, const std::string& name, DType dtype) {
   return g.add_value(std::move(v));
 }
 
-void add_node(Graph& g, const std::string& op, int opset, ops::Attributes attributes, std::vector<ValueId> inputs,
-              std::vector<ValueId> outputs) {
+void add_node(Graph& g, const std::string& op, int opset, ops::Attributes attributes,
+              std::vector<ValueId> inputs, std::vector<ValueId> outputs) {
   Node n;
   n.info.name = "token_candidates/" + op + "/" + g.value(outputs.at(0)).name;
   n.info.op_type = op;
