@@ -842,7 +842,7 @@ Device::PendingDownload::~PendingDownload() {
   if (!mapped_) return;
   device_.wait_until(done_);
   if (map_ok_) wgpuBufferUnmap(staging_.handle());
-  // Kept for the next downloads; a few small buffers at most (one per download in flight at a time).
+  // Kept for the next downloads (at most four staging buffers).
   if (device_.readback_pool_.size() < 4) device_.readback_pool_.push_back(std::move(staging_));
 }
 
