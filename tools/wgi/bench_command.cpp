@@ -327,8 +327,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag(
       "--device-inputs", opts->device_inputs,
       "Inputs uploaded once, outputs kept on the device (no host copies); with --decode: key/values");
-  cmd->add_option("--decode", opts->decode_steps,
-                  "N greedy steps of a decoder (input_ids, logits, past_* -> present_*); per-step times")
+  cmd->add_option(
+         "--decode", opts->decode_steps,
+         "N greedy steps of a decoder (input_ids, logits, past_* -> present_*), each token chosen on "
+         "the GPU (--host-argmax: on the host); per-step times")
       ->check(at_least(1));
   cmd->add_option(
          "--plan-cache", opts->plan_cache,
