@@ -67,6 +67,25 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
          std::memcmp(a.bytes().data(), b.bytes().data(), a.byte_size()) == 0;
 }
 
+// The past inputs as empty tensors of the model's fixed dims (their names in `past_names`), the other inputs
+// from the reference files.
+std::map<std::string, Value> first_inputs(const Session& session, const fs::path& dir, int64_t batch,
+                                          std::vector<std::string>& past_names) {
+  std::map<std::string, Value> inputs{{"input_ids", npy::load(dir / "greedy_prompt_ids.npy")}};
+  for (const TensorInfo& in : session.inputs()) {
+    if (in.name == "input_ids") continue;
+    if (in.name.rfind("past_", 0) == 0) {
+      EXPECT_EQ(in.dims.size(), 4u) << in.name;
+      inputs[in.name] = Tensor(DType::Float32, {batch, in.dims[1], 0, in.dims[3]});
+      past_names.push_back(in.name);
+    } else {
+      inputs[in.name] = npy::load(dir / ("greedy_" + in.name + ".npy"));
+    }
+  }
+  EXPECT_FALSE(past_names.empty());
+  return inputs;
+}
+
 enum class KeyValues { Host, Device };
 
 struct LoopResult {
@@ -93,22 +112,16 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
 
   // The past inputs' fixed dims (heads, head_dim) come from the model; the prompt step has past_len 0. The
   // other inputs are the reference's (encoder states, or cross keys/values per layer).
-  std::map<std::string, Value> inputs{{"input_ids", prompt}};
   std::vector<std::string> past_names;
+  std::map<std::string, Value> inputs = first_inputs(session, dir, batch, past_names);
   RunOptions keep;
-  for (const TensorInfo& in : session.inputs()) {
-    if (in.name == "input_ids") continue;
-    if (in.name.rfind("past_", 0) == 0) {
-      EXPECT_EQ(in.dims.size(), 4u) << in.name;
-      inputs[in.name] = Tensor(DType::Float32, {batch, in.dims[1], 0, in.dims[3]});
-      past_names.push_back(in.name);
-      if (kv == KeyValues::Device) keep.device_outputs.push_back("present_" + in.name.substr(5));
-      continue;
+  if (kv == KeyValues::Device) {
+    for (const std::string& past : past_names) keep.device_outputs.push_back("present_" + past.substr(5));
+    // The inputs that do not change (encoder states or cross key/values) uploaded once.
+    for (auto& [name, value] : inputs) {
+      if (name != "input_ids" && name.rfind("past_", 0) != 0) value = session.upload(value.host());
     }
-    const Tensor value = npy::load(dir / ("greedy_" + in.name + ".npy"));
-    inputs[in.name] = kv == KeyValues::Device ? Value(session.upload(value)) : Value(value);
   }
-  EXPECT_FALSE(past_names.empty());
 
   LoopResult result;
   result.ids.resize(static_cast<size_t>(batch * steps));
@@ -174,22 +187,6 @@ LoopResult greedy_loop(const std::string& folder, KeyValues kv, size_t max_cache
   const auto want = expected_ids.data<int64_t>();
   EXPECT_EQ(result.ids, std::vector<int64_t>(want.begin(), want.end()));
   return result;
-}
-
-// The past inputs as empty tensors of the model's fixed dims, the other inputs from the reference files.
-std::map<std::string, Value> first_inputs(const Session& session, const fs::path& dir, int64_t batch,
-                                          std::vector<std::string>& past_names) {
-  std::map<std::string, Value> inputs{{"input_ids", npy::load(dir / "greedy_prompt_ids.npy")}};
-  for (const TensorInfo& in : session.inputs()) {
-    if (in.name == "input_ids") continue;
-    if (in.name.rfind("past_", 0) == 0) {
-      inputs[in.name] = Tensor(DType::Float32, {batch, in.dims[1], 0, in.dims[3]});
-      past_names.push_back(in.name);
-    } else {
-      inputs[in.name] = npy::load(dir / ("greedy_" + in.name + ".npy"));
-    }
-  }
-  return inputs;
 }
 
 class DecoderLoop : public ::testing::TestWithParam<std::string> {};
