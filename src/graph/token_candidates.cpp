@@ -25,9 +25,7 @@ ValueId add_output_value(Graph& g, const std::string& name, DType dtype, std::ve
 
 ValueId add_inner_value(Graph& g, const std::string& name, DType dtype) {
   Value v;
-  std::string unique = name;
-  for (int i = 1; g.find(unique) != kNoValue; ++i) unique = name + "_" + std::to_string(i);
-  v.name = unique;
+  v.name = unique_value_name(g, name);
   v.dtype = dtype;
   return g.add_value(std::move(v));
 }

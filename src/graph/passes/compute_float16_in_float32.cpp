@@ -147,15 +147,9 @@ Value float32_like(const Value& v, const std::string& suffix) {
   return out;
 }
 
-std::string unique_name(const Graph& g, const std::string& name) {
-  std::string unique = name;
-  for (int i = 1; g.find(unique) != kNoValue; ++i) unique = name + "_" + std::to_string(i);
-  return unique;
-}
-
 Node cast_node(const Graph& g, const std::string& name, ValueId from, ValueId to, int64_t type) {
   Node cast;
-  cast.info.name = unique_name(g, name);
+  cast.info.name = unique_value_name(g, name);
   cast.info.op_type = "Cast";
   cast.info.opset = g.opsets.count("") ? static_cast<int>(g.opsets.at("")) : 13;
   cast.info.attributes.set("to", type);

@@ -113,11 +113,15 @@ const Tensor* constant_of(const Graph& g, const Node& n, size_t input) {
   return c ? &*c : nullptr;
 }
 
-ValueId add_constant(Graph& g, const std::string& name, Tensor t) {
-  Value v;
+std::string unique_value_name(const Graph& g, const std::string& name) {
   std::string unique = name;
   for (int i = 1; g.find(unique) != kNoValue; ++i) unique = name + "_" + std::to_string(i);
-  v.name = unique;
+  return unique;
+}
+
+ValueId add_constant(Graph& g, const std::string& name, Tensor t) {
+  Value v;
+  v.name = unique_value_name(g, name);
   v.dtype = t.dtype();
   v.shape = ValueShape::of(t.shape());
   v.constant = std::move(t);

@@ -106,6 +106,8 @@ bool produced_by(const Graph& g, ValueId v, const char* op);
 
 // Constants.
 const Tensor* constant_of(const Graph& g, const Node& n, size_t input);
+// `name`, or `name_1`, `name_2`, ...: the first that no value of the graph has.
+std::string unique_value_name(const Graph& g, const std::string& name);
 ValueId add_constant(Graph& g, const std::string& name, Tensor t);
 bool is_float(const Tensor* t);  // a float32 constant
 // Float32 or float16: the types the fusions match where the fused op takes float16 through the float16
