@@ -153,5 +153,13 @@ int read_split_heads(Graph& graph);
 // target from them), which then read Reshape(x, target) instead. Reshape targets that are constants are
 // checked here; shape-derived ones by the op when it is planned.
 int fuse_depthwise_conv_channels_last(Graph& graph);
+// Products that read the same A with constant weights of the same K, type and epilogue (MatMul with an
+// optional bias; com.microsoft MatMulNBits with the same bits, block size and optional inputs): a decoder
+// layer's q, k and v projections, a cross-attention's k and v. Up to ops::kMaxSplitOutputs of them become one
+// product over their weights side by side (scales, zero points and biases too) whose output is split into
+// their column blocks (wgi.split_columns, one output each): one launch where there were several. Runs after
+// the fusions that match single products (biases, scales, activations, attention operands). Returns the
+// products merged.
+int merge_sibling_products(Graph& graph);
 
 }  // namespace wgi::graph

@@ -561,6 +561,7 @@ std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const Gem
         .u32("blocks_per_col", q.blocks_per_col)
         .f32("default_zero", q.default_zero);
   }
+  if (spec.column_split) add_column_split_values(*spec.column_split, params);
   return params.bytes();
 }
 
@@ -585,8 +586,15 @@ KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Define
   iface.read("a", a_vec4 ? "vec4<f32>" : "f32", spec.a)
       .read("b", b_element, spec.b)
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
-      .read_write("output", out_element, spec.out)
-      .uniforms(gemm_params_members(has_row_maps(spec), q.has_value()), "GemmParams");
+      .read_write("output", out_element, spec.column_split ? spec.column_split->outputs[0] : spec.out);
+  std::vector<UniformMember> members = gemm_params_members(has_row_maps(spec), q.has_value());
+  if (const auto& split = spec.column_split) {
+    for (size_t i = 1; i < split->outputs.size(); ++i)
+      iface.read_write("output_" + std::to_string(i), out_element, split->outputs[i]);
+    const std::vector<UniformMember> ends = column_split_members();
+    members.insert(members.end(), ends.begin(), ends.end());
+  }
+  iface.uniforms(std::move(members), "GemmParams");
   if (residual) add_residual_binding(iface, *spec.residual, out_element);
   if (q) {
     iface.read("scales", q->scales_f16 ? "u32" : "f32", q->scales)
@@ -621,6 +629,8 @@ kernels::Defines gemm_defines_off() {
                            "SCALES_F16",
                            "SCALE_PER_CODE",
                            "SPLIT_K",
+                           "SPLIT_OUTPUTS",
+                           "SPLIT_THIRD",
                            "ZP_F16",
                            "ZP_FLOAT",
                            "ZP_PACKED"}) {
@@ -712,6 +722,10 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["LANES"] = std::to_string(config.gemv_lanes);
       defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
       defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
+      if (spec.column_split) {
+        defines["SPLIT_OUTPUTS"] = "1";
+        defines["SPLIT_THIRD"] = spec.column_split->widths.size() > 2 ? "1" : "0";
+      }
       kernel_file = "linear/gemv.wgsl";
       break;
   }
@@ -923,12 +937,116 @@ bool prepack_b_as_nk(const PlanContext& ctx, const GemmLaunchSpec& spec) {
   }
 }
 
+std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint32_t n) {
+  if (split.widths.size() < 2 || split.widths.size() > kMaxSplitOutputs)
+    return "a split output takes 2 to " + std::to_string(kMaxSplitOutputs) + " column blocks, not " +
+           std::to_string(split.widths.size());
+  if (split.outputs.size() != split.widths.size())
+    return std::to_string(split.widths.size()) + " column blocks need as many outputs, not " +
+           std::to_string(split.outputs.size());
+  uint64_t sum = 0;
+  for (uint32_t w : split.widths) {
+    if (w == 0) return "a column block of width 0";
+    sum += w;
+  }
+  if (sum != n)
+    return "the column blocks' widths sum to " + std::to_string(sum) + ", not the product's N = " +
+           std::to_string(n);
+  return "";
+}
+
+std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& ctx,
+                                                             const std::vector<int64_t>& widths,
+                                                             const Shape& out_shape, bool residual,
+                                                             std::vector<TensorDesc>& outputs) {
+  if (widths.empty()) {
+    outputs.push_back({DType::Float32, out_shape});
+    return std::nullopt;
+  }
+  const std::string attribute = std::string("attribute ") + kSplitColumnsAttribute + " ";
+  if (residual) ctx.fail(attribute + "with a fused residual: a split product takes none");
+  if (!ctx.node.output_names.empty() && ctx.node.output_names.size() != widths.size())
+    ctx.fail(attribute + "has " + std::to_string(widths.size()) + " column blocks for the node's " +
+             std::to_string(ctx.node.output_names.size()) + " outputs");
+  GemmLaunchSpec::ColumnSplit split;
+  int64_t sum = 0;
+  for (int64_t width : widths) {
+    if (width <= 0 || width > int64_t{UINT32_MAX}) ctx.fail(attribute + "has a block of width " + std::to_string(width));
+    sum += width;
+    split.widths.push_back(static_cast<uint32_t>(width));
+    split.outputs.push_back(TensorRef::output(static_cast<uint32_t>(split.outputs.size())));
+    Shape shape = out_shape;
+    shape.back() = width;
+    outputs.push_back({DType::Float32, shape});
+  }
+  const int64_t n = out_shape.empty() ? 0 : out_shape.back();
+  if (sum != n || widths.size() < 2 || widths.size() > kMaxSplitOutputs)
+    ctx.fail(attribute + "splits " + std::to_string(sum) + " columns into " + std::to_string(widths.size()) +
+             " blocks; the product has N = " + std::to_string(n) + " (2 to " + std::to_string(kMaxSplitOutputs) +
+             " blocks)");
+  return split;
+}
+
+std::vector<UniformMember> column_split_members() {
+  return {{"split_end_0", UniformType::U32}, {"split_end_1", UniformType::U32}};
+}
+
+void add_column_split_values(const GemmLaunchSpec::ColumnSplit& split, UniformValues& values) {
+  const uint32_t end_0 = split.widths[0];
+  const uint32_t end_1 = end_0 + split.widths[1];
+  values.u32("split_end_0", end_0).u32("split_end_1", end_1);
+}
+
+KernelLaunch split_columns_launch(const PlanContext& ctx, const GemmLaunchSpec::ColumnSplit& split,
+                                  uint32_t rows, const TensorRef& product) {
+  uint32_t n = 0;
+  for (uint32_t w : split.widths) n += w;
+  kernels::Defines defines = {{"SPLIT_THIRD", split.widths.size() > 2 ? "1" : "0"}};
+  KernelInterface iface;
+  iface.read("product", "f32", product).read_write("output", "f32", split.outputs[0]);
+  for (size_t i = 1; i < split.outputs.size(); ++i)
+    iface.read_write("output_" + std::to_string(i), "f32", split.outputs[i]);
+  std::vector<UniformMember> members = {{"N", UniformType::U32}, {"count", UniformType::U32}};
+  const std::vector<UniformMember> ends = column_split_members();
+  members.insert(members.end(), ends.begin(), ends.end());
+  iface.uniforms(std::move(members));
+  KernelLaunch launch;
+  launch.program.wgsl = iface.load_wgsl("linear/split_columns.wgsl", defines);
+  launch.program.label = "split_columns_" + std::to_string(split.widths.size());
+  iface.bind(launch);
+  const uint64_t count = uint64_t{rows} * n;
+  if (count > UINT32_MAX) ctx.fail("the split product's " + std::to_string(count) + " elements exceed 32-bit indices");
+  UniformValues values = iface.values();
+  values.u32("N", n).u32("count", static_cast<uint32_t>(count));
+  add_column_split_values(split, values);
+  launch.uniform = values.bytes();
+  launch.groups = gpu::fold_workgroups((count + 255) / 256, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  return launch;
+}
+
 KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requested) {
+  if (requested.column_split) ctx.fail("a split output needs append_gemm_launches (internal)");
   const GemmPlanned planned = resolve_gemm(ctx, requested, false, true);
   return gemm_launch(ctx, planned.spec, planned.config, 1);
 }
 
 void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requested, OpPlan& plan) {
+  if (const auto& split = requested.column_split) {
+    if (std::string why = column_split_problem(*split, requested.n); !why.empty()) ctx.fail(why);
+    if (requested.residual || gemm_has_views(requested))
+      ctx.fail("a product whose output is split into column blocks takes no residual and no views");
+  }
+  if (requested.column_split && resolve_gemm(ctx, requested, true, false).config.kernel != GemmKernel::Gemv) {
+    // Only the GEMV writes the blocks itself: the others write the product whole, then one copy splits it.
+    GemmLaunchSpec whole = requested;
+    whole.column_split.reset();
+    const uint64_t rows = uint64_t{requested.m} * requested.batch;
+    whole.out = plan.add_scratch(rows * requested.n * sizeof(float));
+    append_gemm_launches(ctx, whole, plan);
+    plan.launches.push_back(
+        split_columns_launch(ctx, *requested.column_split, static_cast<uint32_t>(rows), whole.out));
+    return;
+  }
   const GemmPlanned planned = resolve_gemm(ctx, requested, true, true);
   const GemmLaunchSpec& spec = planned.spec;
   const GemmConfig& config = planned.config;

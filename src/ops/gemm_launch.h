@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ops/fused_activation.h"
 #include "ops/internal_ops.h"
@@ -132,6 +133,16 @@ struct GemmLaunchSpec {
   // element is written), which is what the window reverse's residual Add sees.
   std::optional<GemmRowMap> a_row_map, out_row_map;
   TensorRef a, b, out;
+  // The output's columns split over several tensors (a MatMul merged from sibling products of one A,
+  // graph::merge_sibling_products): column block i, widths[i] wide, is outputs[i], stored [batch][M][width];
+  // `out` is ignored. The GEMV writes the blocks itself (SPLIT_OUTPUTS); the other kernels write the product
+  // whole to a scratch buffer that split_columns.wgsl copies out (append_gemm_launches). 2 or
+  // kMaxSplitOutputs blocks; not with views, row maps or a residual (an error).
+  struct ColumnSplit {
+    std::vector<uint32_t> widths;
+    std::vector<TensorRef> outputs;
+  };
+  std::optional<ColumnSplit> column_split;
   std::optional<TensorRef> bias;
   uint32_t bias_stride_m = 0, bias_stride_n = 0;
   // A tensor of the output's shape added in the epilogue before the activation (ops/fused_residual.h), read
@@ -244,6 +255,25 @@ KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec
 // output channels, N = output pixels, batch = images).
 KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, uint32_t splits,
                                       const TensorRef& partials);
+
+// The outputs of a product of `out_shape` (N its last dim) whose node carries wgi.split_columns `widths`,
+// appended to `outputs`: one per column block (their split returned), or the one output where `widths` is
+// empty (nullopt). Fails naming the node where the widths do not split N into 2 to kMaxSplitOutputs blocks,
+// their count is not the node's outputs', or the product has a fused residual.
+std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& ctx,
+                                                             const std::vector<int64_t>& widths,
+                                                             const Shape& out_shape, bool residual,
+                                                             std::vector<TensorDesc>& outputs);
+// Why `split` cannot split an output of `n` columns ("" if it can): block count, widths summing to n.
+std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint32_t n);
+// One launch of linear/split_columns.wgsl: `product` ([rows][N], N the widths' sum) copied into the split's
+// outputs, each [rows][its width].
+KernelLaunch split_columns_launch(const PlanContext& ctx, const GemmLaunchSpec::ColumnSplit& split,
+                                  uint32_t rows, const TensorRef& product);
+// The uniform members of a split GEMV (split_end_0, split_end_1: where the second and third blocks start,
+// the last one's end N), and their values.
+std::vector<UniformMember> column_split_members();
+void add_column_split_values(const GemmLaunchSpec::ColumnSplit& split, UniformValues& values);
 
 // The launches for `spec` appended to `plan`: one, or two with a scratch buffer (appended to
 // plan.scratch_bytes) when choose_split_k splits K. Node attributes force; otherwise an entry of ctx's tuning

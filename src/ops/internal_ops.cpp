@@ -18,10 +18,11 @@ constexpr std::initializer_list<const char*> kActivationNames = {
     kFusedActivationAttribute, kFusedActivationMinAttribute, kFusedActivationMaxAttribute};
 constexpr std::initializer_list<const char*> kResidualNames = {kFusedResidualAttribute};
 constexpr std::initializer_list<const char*> kLinearNames = {
-    kMatMulTransBAttribute, kMatMulWindowsInAttribute, kMatMulWindowsOutAttribute, kForcedKernelAttribute};
+    kMatMulTransBAttribute, kMatMulWindowsInAttribute, kMatMulWindowsOutAttribute, kForcedKernelAttribute,
+    kSplitColumnsAttribute};
 constexpr std::initializer_list<const char*> kConvNames = {kForcedKernelAttribute, kDepthwiseRowsAttribute};
-constexpr std::initializer_list<const char*> kNBitsNames = {kForcedKernelAttribute,
-                                                            kGemvThreadColumnsAttribute};
+constexpr std::initializer_list<const char*> kNBitsNames = {kForcedKernelAttribute, kGemvThreadColumnsAttribute,
+                                                            kSplitColumnsAttribute};
 constexpr std::initializer_list<const char*> kChannelsLastConvNames = {
     kChannelsLastKernelShapeAttribute, kChannelsLastPadsAttribute, kChannelsLastStridesAttribute,
     kChannelsLastHeightAttribute, kChannelsLastWidthAttribute};
@@ -201,6 +202,7 @@ LinearAttributes read_linear_attributes(const NodeInfo& node) {
   a.trans_b = read_flag(node, kMatMulTransBAttribute);
   a.windows_in = read_flag(node, kMatMulWindowsInAttribute);
   a.windows_out = read_flag(node, kMatMulWindowsOutAttribute);
+  a.split_columns = read_ints(node, kSplitColumnsAttribute).value_or(std::vector<int64_t>{});
   read_epilogue_kernel_tuning(node, a);
   return a;
 }
@@ -210,6 +212,7 @@ void write_linear_attributes(const LinearAttributes& linear, Attributes& attribu
   if (linear.trans_b) attributes.set(kMatMulTransBAttribute, int64_t{1});
   if (linear.windows_in) attributes.set(kMatMulWindowsInAttribute, int64_t{1});
   if (linear.windows_out) attributes.set(kMatMulWindowsOutAttribute, int64_t{1});
+  if (!linear.split_columns.empty()) attributes.set(kSplitColumnsAttribute, linear.split_columns);
   write_epilogue_kernel_tuning(linear, attributes);
 }
 
@@ -232,6 +235,7 @@ NBitsAttributes read_nbits_attributes(const NodeInfo& node) {
   NBitsAttributes a;
   read_epilogue_kernel_tuning(node, a);
   a.gemv_thread_columns = read_int(node, kGemvThreadColumnsAttribute).value_or(0);
+  a.split_columns = read_ints(node, kSplitColumnsAttribute).value_or(std::vector<int64_t>{});
   return a;
 }
 
@@ -239,6 +243,7 @@ void write_nbits_attributes(const NBitsAttributes& nbits, Attributes& attributes
   attributes = without(attributes, internal);
   write_epilogue_kernel_tuning(nbits, attributes);
   if (nbits.gemv_thread_columns != 0) attributes.set(kGemvThreadColumnsAttribute, nbits.gemv_thread_columns);
+  if (!nbits.split_columns.empty()) attributes.set(kSplitColumnsAttribute, nbits.split_columns);
 }
 
 ChannelsLastConvAttributes read_channels_last_conv_attributes(const NodeInfo& node) {

@@ -30,6 +30,12 @@ inline constexpr const char* kForcedKernelAttribute = "wgi.kernel";
 inline constexpr const char* kDepthwiseRowsAttribute = "wgi.depthwise_rows";
 // MatMulNBits / MatMulBnb4: output columns per thread of the GEMV (1, 2 or 4; matmul_nbits.cpp).
 inline constexpr const char* kGemvThreadColumnsAttribute = "wgi.gemv_thread_columns";
+// MatMul / MatMulNBits merged from sibling products of one A (graph::merge_sibling_products): the widths of
+// the output's column blocks, one output each (gemm_launch.h, GemmLaunchSpec::ColumnSplit).
+inline constexpr const char* kSplitColumnsAttribute = "wgi.split_columns";
+// The most column blocks (outputs) such a product has: with A, B, a quantized B's scales and zero points and
+// the bias, the eight storage buffers a WebGPU device allows a shader by default.
+inline constexpr size_t kMaxSplitOutputs = 3;
 
 // The GEMM planner's knobs on any node whose plan ends in a GEMM launch (gemm_launch.h says what each takes).
 inline constexpr const char* kGemmKernelAttribute = "wgi.gemm_kernel";
@@ -149,6 +155,7 @@ struct LinearAttributes {
   bool trans_b = false;      // wgi.trans_b (MatMul): B is given as [..., N, K]
   bool windows_in = false;   // wgi.windows_in (MatMul): input 0 is the image, read as windows
   bool windows_out = false;  // wgi.windows_out (MatMul): the output is the windows reversed into the image
+  std::vector<int64_t> split_columns;  // wgi.split_columns: empty, or one width per output (sum N)
   EpilogueAttributes epilogue;
   std::string kernel;  // wgi.kernel: a GEMM kernel name, "" for the planner's choice
   GemmTuningAttributes tuning;
@@ -177,6 +184,7 @@ struct NBitsAttributes {
   std::string kernel;  // wgi.kernel: "gemv", "fast" or "tiled"; "" or "auto" for the planner's choice
   GemmTuningAttributes tuning;      // gemv_lanes: the GEMV's lanes per column; the others the fast GEMM's
   int64_t gemv_thread_columns = 0;  // wgi.gemv_thread_columns; 0: the planner's choice
+  std::vector<int64_t> split_columns;  // wgi.split_columns: empty, or one width per output (sum N)
   friend bool operator==(const NBitsAttributes&, const NBitsAttributes&) = default;
 };
 // Strict over "wgi." names; the write replaces every "wgi." name and keeps the op's own attributes.

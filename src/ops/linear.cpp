@@ -71,6 +71,7 @@ struct GemmSpec {
   std::optional<WindowGeometry> a_windows;
   bool out_windows = false;
   GemmKernel kernel = GemmKernel::Auto;  // wgi.kernel forces one
+  std::vector<int64_t> split_columns;    // wgi.split_columns: the output's column blocks, one output each
 };
 
 uint32_t checked_u32(const PlanContext& ctx, int64_t v, const char* what) {
@@ -551,9 +552,13 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   const GemmRows rows = fold_rows(spec, shapes);
 
   OpPlan plan;
-  plan.outputs.push_back({DType::Float32, windows_out ? windows_out->shape : out_shape});
+  if (!spec.split_columns.empty() && (windows_out || spec.a_windows))
+    ctx.fail(std::string(kSplitColumnsAttribute) + " does not go with the window attributes");
+  const std::optional<GemmLaunchSpec::ColumnSplit> split =
+      plan_column_split(ctx, spec.split_columns, windows_out ? windows_out->shape : out_shape, residual,
+                        plan.outputs);
   // With a residual, the window reverse's output is the Add's: R may broadcast to a larger shape.
-  Shape sum_shape = plan.outputs[0].shape;
+  Shape sum_shape = split ? out_shape : plan.outputs[0].shape;
   if (windows_out && residual) {
     sum_shape = residual_sum_shape(ctx, sum_shape);
     plan.outputs[0].shape = sum_shape;
@@ -561,6 +566,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   if (element_count(out_shape) == 0 || element_count(sum_shape) == 0) return plan;
 
   GemmLaunchSpec g = gemm_launch_spec(ctx, spec, shapes, rows, residual);
+  g.column_split = split;
   set_window_row_maps(ctx, spec, rows, windows_out, residual, g);
   // Computing in float16 (SessionOptions::precision): a constant B's product on subgroup matrices.
   // Window partitions and reverses only through row maps (A read through the partition, the output written
@@ -568,8 +574,13 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   if (const Tensor* b = ctx.constant(spec.b_input); b && (!windows_out || g.out_row_map) &&
                                                     (!spec.a_windows || g.a_row_map) &&
                                                     matrix_f16_gemm_problem(g, ctx.caps).empty()) {
-    append_matrix_f16_gemm(ctx, g, *b, spec.trans_b, spec.c_input ? ctx.constant(*spec.c_input) : nullptr,
+    GemmLaunchSpec whole = g;  // a split product written whole, then copied into its blocks
+    whole.column_split.reset();
+    const uint64_t rows_total = uint64_t{g.m} * g.batch;
+    if (split) whole.out = plan.add_scratch(rows_total * g.n * sizeof(float));
+    append_matrix_f16_gemm(ctx, whole, *b, spec.trans_b, spec.c_input ? ctx.constant(*spec.c_input) : nullptr,
                            plan);
+    if (split) plan.launches.push_back(split_columns_launch(ctx, *split, static_cast<uint32_t>(rows_total), whole.out));
     return plan;
   }
   if (ctx.constant(spec.b_input)) prepack_constant_b(ctx, spec, shapes, g, plan);
@@ -614,6 +625,7 @@ OpPlan plan_matmul(const PlanContext& ctx) {
     ctx.fail(std::string(kMatMulTransBAttribute) + " needs B of rank >= 2");
   const bool windows_in = internal.windows_in;
   spec.out_windows = internal.windows_out;
+  spec.split_columns = internal.split_columns;
   if (windows_in && spec.out_windows) {
     ctx.fail(std::string(kMatMulWindowsInAttribute) + " and " + kMatMulWindowsOutAttribute +
              " share their inputs; a MatMul takes one");
@@ -628,9 +640,10 @@ OpPlan plan_matmul(const PlanContext& ctx) {
 
 OpPlan plan_onnx_gemm(const PlanContext& ctx) {
   const LinearAttributes internal = read_linear_attributes(ctx.node);
-  if (internal.trans_b || internal.windows_in || internal.windows_out) {
-    ctx.fail(std::string(kMatMulTransBAttribute) + ", " + kMatMulWindowsInAttribute + " and " +
-             kMatMulWindowsOutAttribute + " apply to MatMul only (Gemm has transA and transB)");
+  if (internal.trans_b || internal.windows_in || internal.windows_out || !internal.split_columns.empty()) {
+    ctx.fail(std::string(kMatMulTransBAttribute) + ", " + kMatMulWindowsInAttribute + ", " +
+             kMatMulWindowsOutAttribute + " and " + kSplitColumnsAttribute +
+             " apply to MatMul only (Gemm has transA and transB)");
   }
   GemmSpec spec;
   spec.kernel = forced_kernel(ctx, internal);

@@ -229,7 +229,8 @@ QuantizedWeight read_matmul_bnb4(const PlanContext& ctx) {
 // loaded into workgroup memory), with the GEMMs' epilogue, split-K and tile rules. `plan` holds the packed
 // codes as constant 0 and packed zero points as constant 1.
 void append_fast_quantized_launches(const PlanContext& ctx, const QuantizedWeight& w, int64_t m,
-                                    bool residual, OpPlan& plan) {
+                                    bool residual, const std::optional<GemmLaunchSpec::ColumnSplit>& split,
+                                    OpPlan& plan) {
   GemmLaunchSpec spec;
   spec.m = static_cast<uint32_t>(m);
   spec.n = static_cast<uint32_t>(w.n);
@@ -238,6 +239,7 @@ void append_fast_quantized_launches(const PlanContext& ctx, const QuantizedWeigh
   spec.a = TensorRef::input(0);
   spec.b = TensorRef::constant(0);
   spec.out = TensorRef::output(0);
+  spec.column_split = split;
   if (w.has_bias) {
     spec.bias = w.bias;
     spec.bias_stride_n = 1;
@@ -305,8 +307,11 @@ QuantizedKernel choose_quantized_kernel(const PlanContext& ctx, const QuantizedW
 
 // The kernels' interface (linear/quantized_common.wgsl): A, the packed B, scales, zero points, bias (each in
 // the element type the defines select), the output, QuantizedMatMulParams, then the fused residual.
+// `split`: the GEMV writes the output's column blocks itself (their outputs, then their uniform members);
+// otherwise the output is `out`.
 KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Defines& defines,
-                                    TensorRef zero_points, bool residual) {
+                                    TensorRef zero_points, bool residual, TensorRef out,
+                                    const GemmLaunchSpec::ColumnSplit* split) {
   const auto on = [&](const char* name) { return defines.at(name) == "1"; };
   KernelInterface iface;
   iface.read("a", on("A_VEC4") ? "vec4<f32>" : "f32", TensorRef::input(0))
@@ -314,8 +319,8 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
       .read("scales", on("SCALES_F16") ? "u32" : "f32", w.scales)
       .read("zero_points", !on("ZP_F16") && on("ZP_FLOAT") ? "f32" : "u32", zero_points)
       .read("bias", on("BIAS_F16") ? "u32" : "f32", w.bias)
-      .read_write("output", "f32", TensorRef::output(0))
-      .uniforms({{"M", UniformType::U32},
+      .read_write("output", "f32", split ? split->outputs[0] : out);
+  std::vector<UniformMember> members = {{"M", UniformType::U32},
                  {"N", UniformType::U32},
                  {"K", UniformType::U32},
                  {"block_size", UniformType::U32},
@@ -328,8 +333,14 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
                  {"tiles_m", UniformType::U32},
                  {"default_zero", UniformType::F32},
                  {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
-                 {"act_hi", UniformType::F32}},
-                "QuantizedMatMulParams");
+                 {"act_hi", UniformType::F32}};
+  if (split) {
+    for (size_t i = 1; i < split->outputs.size(); ++i)
+      iface.read_write("output_" + std::to_string(i), "f32", split->outputs[i]);
+    const std::vector<UniformMember> ends = column_split_members();
+    members.insert(members.end(), ends.begin(), ends.end());
+  }
+  iface.uniforms(std::move(members), "QuantizedMatMulParams");
   if (residual) add_residual_binding(iface, TensorRef::input(kNBitsResidualInput));
   return iface;
 }
@@ -356,9 +367,10 @@ int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& inter
 }
 
 // The GEMV or the 32x32 tiled kernel, which dequantise B's codes as they read them.
+// `split`: the output's column blocks, which the GEMV writes itself and the tiled kernel leaves to a copy.
 void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const NBitsAttributes& internal,
                              int64_t m, bool gemv, bool residual, const FusedActivation& activation,
-                             OpPlan& plan) {
+                             const std::optional<GemmLaunchSpec::ColumnSplit>& split, OpPlan& plan) {
   kernels::Defines defines = {{"BITS", str(w.bits)},
                               {"SCALES_F16", w.scales_f16 ? "1" : "0"},
                               {"ZP_PACKED", w.zero_points == ZeroPointForm::Packed ? "1" : "0"},
@@ -368,7 +380,9 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
                               {"SCALE_PER_CODE", w.scale_per_code ? "1" : "0"},
                               {"CODE_TABLE", w.code_table ? "1" : "0"},
                               {"NF4", w.code_table && std::string(w.code_table) == "NF4" ? "1" : "0"},
-                              {"RESIDUAL", residual ? "1" : "0"}};
+                              {"RESIDUAL", residual ? "1" : "0"},
+                              {"SPLIT_OUTPUTS", split && gemv ? "1" : "0"},
+                              {"SPLIT_THIRD", split && gemv && split->widths.size() > 2 ? "1" : "0"}};
   activation.add_defines(defines);
   KernelLaunch launch;
   uint32_t tiles_n = 0, tiles_m = 1;
@@ -428,10 +442,15 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     plan.constants.push_back(std::move(*w.packed_zero_points));
     zero_points = TensorRef::constant(1);
   }
-  const KernelInterface iface = quantized_interface(w, defines, zero_points, residual);
+  // The tiled kernel writes a split product whole, to be copied into its blocks below.
+  const TensorRef whole = split && !gemv ? plan.add_scratch(static_cast<uint64_t>(m * w.n) * sizeof(float))
+                                         : TensorRef::output(0);
+  const GemmLaunchSpec::ColumnSplit* gemv_split = split && gemv ? &*split : nullptr;
+  const KernelInterface iface = quantized_interface(w, defines, zero_points, residual, whole, gemv_split);
   launch.program.wgsl = iface.load_wgsl(kernel_file, defines);
   iface.bind(launch);
-  launch.uniform = iface.values()
+  UniformValues values = iface.values();
+  values
                        .u32("M", static_cast<uint32_t>(m))
                        .u32("N", static_cast<uint32_t>(w.n))
                        .u32("K", static_cast<uint32_t>(w.k))
@@ -445,11 +464,13 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
                        .u32("tiles_m", tiles_m)
                        .f32("default_zero", w.default_zero)
                        .f32("act_lo", activation.min)
-                       .f32("act_hi", activation.max)
-                       .bytes();
+                       .f32("act_hi", activation.max);
+  if (gemv_split) add_column_split_values(*gemv_split, values);
+  launch.uniform = values.bytes();
   launch.groups =
       gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
+  if (split && !gemv) plan.launches.push_back(split_columns_launch(ctx, *split, static_cast<uint32_t>(m), whole));
 }
 
 // `replan`: the op's plan function, for the residual's fallback (a residual that broadcasts).
@@ -471,18 +492,20 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
     ctx.fail("the weight's " + str(w.n) + " x " + str(w.k) + " codes exceed the kernels' 32-bit indices");
 
   OpPlan plan;
-  plan.outputs.push_back({DType::Float32, out_shape});
+  const std::optional<GemmLaunchSpec::ColumnSplit> split =
+      plan_column_split(ctx, internal.split_columns, out_shape, residual, plan.outputs);
   if (m == 0) return plan;
 
   const QuantizedKernel kernel = choose_quantized_kernel(ctx, w, internal, m);
   if (kernel == QuantizedKernel::Fast) {
     plan.constants.push_back(std::move(w.packed_b));
     if (w.packed_zero_points) plan.constants.push_back(std::move(*w.packed_zero_points));
-    append_fast_quantized_launches(ctx, w, m, residual, plan);
+    append_fast_quantized_launches(ctx, w, m, residual, split, plan);
     return plan;
   }
 
-  append_quantized_launch(ctx, w, internal, m, kernel == QuantizedKernel::Gemv, residual, activation, plan);
+  append_quantized_launch(ctx, w, internal, m, kernel == QuantizedKernel::Gemv, residual, activation, split,
+                          plan);
   return plan;
 }
 

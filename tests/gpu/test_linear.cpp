@@ -1569,5 +1569,125 @@ TEST(GemmRowMaps, SeedKernelsAndMalformedMapsAreErrors) {
   EXPECT_NE(error(km).find("A's row map needs A stored as [M, K]"), std::string::npos) << error(km);
 }
 
+// ---- Products whose output is split into column blocks (wgi.split_columns) ----
+//
+// graph::merge_sibling_products lays sibling weights side by side; the product then writes each sibling's
+// columns to an output of its own: the GEMV itself, every other kernel through a scratch product and one
+// split copy. Each block is checked against its columns of the float64 product.
+
+// The reference's columns [begin, end) of its last dim, as a reference of their own.
+test::Reference column_block(const test::Reference& ref, int64_t begin, int64_t end) {
+  const int64_t n = ref.shape.back();
+  test::Reference block{ref.shape, {}};
+  block.shape.back() = end - begin;
+  for (size_t row = 0; row < ref.values.size() / static_cast<size_t>(n); ++row)
+    for (int64_t c = begin; c < end; ++c) block.values.push_back(ref.values[row * n + c]);
+  return block;
+}
+
+struct ColumnSplitCase {
+  Shape a;                      // [..., K]
+  std::vector<int64_t> widths;  // the blocks, summing to N
+  const char* kernel;           // wgi.kernel ("" the planner's choice)
+  int64_t split_k = 0;          // wgi.gemm_split_k (0: none forced)
+};
+
+void expect_split(const ColumnSplitCase& c, bool bias, const char* activation, uint64_t seed) {
+  const int64_t k = c.a.back();
+  int64_t n = 0;
+  for (int64_t w : c.widths) n += w;
+  Tensor x = test::random_tensor(c.a, seed);
+  Tensor w = test::random_tensor({k, n}, seed + 1);  // [K, N], as exports store nn.Linear's weight
+  Tensor b = test::random_tensor({n}, seed + 2);
+  ops::NodeInfo split_node = test::make_node("MatMul", 13, c.widths.size());
+  split_node.attributes.set("wgi.split_columns", c.widths);
+  if (*c.kernel) split_node.attributes.set("wgi.kernel", std::string(c.kernel));
+  if (c.split_k) split_node.attributes.set("wgi.gemm_split_k", c.split_k);
+  if (*activation) split_node.attributes.set("wgi.activation", std::string(activation));
+  Inputs in = {NodeInput{x}, NodeInput{w, true}};
+  if (bias) in.push_back(NodeInput{b, true});
+  test::Reference ref = test::matmul_reference(x, w);
+  for (size_t i = 0; i < ref.values.size(); ++i) {
+    double& v = ref.values[i];
+    if (bias) v += b.data<float>()[i % static_cast<size_t>(n)];
+    if (std::string(activation) == "Relu") v = std::max(v, 0.0);
+  }
+  const std::string what = std::string("A ") + shape_to_string(c.a) + " kernel '" + c.kernel + "' split_k " +
+                           std::to_string(c.split_k) + (bias ? " bias " : " ") + activation;
+  const std::vector<Tensor> out = runtime::run_node(test::device(), split_node, in);
+  ASSERT_EQ(out.size(), c.widths.size()) << what;
+  int64_t begin = 0;
+  for (size_t i = 0; i < c.widths.size(); ++i) {
+    const test::Reference block = column_block(ref, begin, begin + c.widths[i]);
+    EXPECT_TRUE(test::all_close(out[i], block.shape, block.values, test::fp32_tolerance(k)))
+        << what << ", block " << i;
+    begin += c.widths[i];
+  }
+}
+
+// Two and three blocks, widths aligned to 4 and not, K aligned and not, a batch folded into M; the GEMV
+// (1..8 rows: the blocks written by the kernel) and the GEMMs (the whole product copied into the blocks),
+// a forced split K, with and without bias and Relu.
+TEST(SplitColumns, EveryKernelWritesEachBlockAsItsOwnProduct) {
+  const std::vector<ColumnSplitCase> cases = {
+      {{1, 64}, {16, 32, 16}, "gemv"},      {{3, 33}, {5, 7, 13}, "gemv"},
+      {{2, 3, 20}, {9, 4}, "gemv"},         {{1, 1, 36}, {12, 12, 12}, ""},
+      {{9, 33}, {5, 7, 13}, "tiled"},       {{2, 20, 64}, {16, 32, 16}, "vec4"},
+      {{40, 36}, {24, 8, 40}, "fast64"},    {{17, 33}, {3, 30}, "fast128"},
+      {{12, 300}, {8, 12, 4}, "tiled", 3},  {{20, 64}, {32, 32}, ""},
+  };
+  uint64_t seed = 7000;
+  for (const ColumnSplitCase& c : cases) {
+    for (bool bias : {false, true}) {
+      expect_split(c, bias, bias ? "Relu" : "", seed += 10);
+    }
+  }
+}
+
+// The GEMV writes the blocks itself (one launch); the other kernels add one copy after the product.
+TEST(SplitColumns, GemvWritesTheBlocksInOneLaunch) {
+  Tensor x = test::random_tensor({1, 64}, 1), w = test::random_tensor({64, 48}, 2);
+  const Inputs in = {NodeInput{x}, NodeInput{w, true}};
+  for (const char* kernel : {"gemv", "tiled"}) {
+    ops::NodeInfo split_node = test::make_node("MatMul", 13, 3);
+    split_node.attributes.set("wgi.split_columns", std::vector<int64_t>{16, 16, 16});
+    split_node.attributes.set("wgi.kernel", std::string(kernel));
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), split_node, in);
+    ASSERT_EQ(plan.outputs.size(), 3u);
+    EXPECT_EQ(plan.outputs[1].shape, (Shape{1, 16}));
+    if (std::string(kernel) == "gemv") {
+      ASSERT_EQ(plan.launches.size(), 1u) << kernel;
+    } else {
+      ASSERT_EQ(plan.launches.size(), 2u) << kernel;
+      EXPECT_EQ(plan.launches[1].program.label, "split_columns_3");
+    }
+  }
+}
+
+TEST(SplitColumns, BadSplitsFailNamingTheNode) {
+  Tensor x = test::random_tensor({2, 8}, 1), w = test::random_tensor({8, 12}, 2);
+  Tensor r = test::random_tensor({2, 12}, 3);
+  auto error = [&](std::vector<int64_t> widths, size_t outputs, bool residual = false) {
+    ops::NodeInfo split_node = test::make_node("MatMul", 13, outputs);
+    split_node.attributes.set("wgi.split_columns", widths);
+    Inputs in = {NodeInput{x}, NodeInput{w, true}};
+    if (residual) {
+      split_node.attributes.set("wgi.residual", int64_t{1});
+      in.push_back(std::nullopt);
+      in.push_back(NodeInput{r});
+    }
+    return plan_error(split_node, in);
+  };
+  EXPECT_NE(error({4, 4}, 2).find("splits 8 columns into 2 blocks; the product has N = 12"), std::string::npos)
+      << error({4, 4}, 2);
+  EXPECT_NE(error({3, 3, 3, 3}, 4).find("(2 to 3 blocks)"), std::string::npos) << error({3, 3, 3, 3}, 4);
+  EXPECT_NE(error({6, 6}, 3).find("2 column blocks for the node's 3 outputs"), std::string::npos)
+      << error({6, 6}, 3);
+  EXPECT_NE(error({12, 0}, 2).find("a block of width 0"), std::string::npos) << error({12, 0}, 2);
+  EXPECT_NE(error({6, 6}, 2, true).find("with a fused residual"), std::string::npos) << error({6, 6}, 2, true);
+  EXPECT_NE(error({4, 4}, 2).find("dm_under_test"), std::string::npos);
+  EXPECT_EQ(error({6, 6}, 2), "no error");
+}
+
 }  // namespace
 }  // namespace wgi

@@ -696,5 +696,46 @@ TEST(MatMulNBits, FusedEpiloguesOfAQ4ModelMatchOnnxRuntime) {
             << unfused.stats().plans.dispatches << " unfused ]\n";
 }
 
+// A MatMulNBits merged from siblings (graph::merge_sibling_products: codes, scales, zero points and biases
+// side by side along N) writes each sibling's columns to an output of its own: the GEMV itself, the tiled
+// and fast kernels through a scratch product and one split copy. Each block against its columns of the
+// float64 product; every zero-point form, 2 and 3 blocks, float16 scales and bias.
+TEST(MatMulNBits, SplitColumnsOnEveryKernel) {
+  uint64_t seed = 3100;
+  for (const Zp zp : {Zp::None, Zp::Packed, Zp::Float}) {
+    for (const std::vector<int64_t>& widths : {std::vector<int64_t>{16, 8, 24}, std::vector<int64_t>{13, 20}}) {
+      int64_t n = 0;
+      for (int64_t w : widths) n += w;
+      const bool half = zp == Zp::Float;
+      NbitsProblem p(72, n, 4, 32, zp, half, seed += 10);
+      for (const Shape& a_shape : {Shape{1, 72}, Shape{2, 3, 72}, Shape{12, 72}}) {
+        const Tensor a = test::random_tensor(a_shape, seed + 5);
+        const test::Reference ref = p.reference(a, true);
+        for (const std::string kernel : {"gemv", "tiled", "fast"}) {
+          if (kernel == "gemv" && a.element_count() / p.k > 8) continue;
+          if (kernel == "fast" && a.element_count() / p.k <= 8) continue;  // CI time: the rows it is for
+          ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
+          node.output_names.assign(widths.size(), "");
+          node.attributes.set("wgi.kernel", kernel);
+          node.attributes.set("wgi.split_columns", widths);
+          const auto out = runtime::run_node(test::device(), node, p.inputs(a, true));
+          ASSERT_EQ(out.size(), widths.size());
+          int64_t begin = 0;
+          for (size_t i = 0; i < widths.size(); ++i) {
+            test::Float64Array block{a_shape, {}};
+            block.shape.back() = widths[i];
+            for (size_t row = 0; row < ref.values.size() / static_cast<size_t>(n); ++row)
+              for (int64_t c = begin; c < begin + widths[i]; ++c) block.values.push_back(ref.values[row * n + c]);
+            const auto result = test::close_in_l2(out[i], block, kRelativeL2);
+            EXPECT_TRUE(result) << kernel << " block " << i << " zp " << static_cast<int>(zp) << " A "
+                                << shape_to_string(a_shape) << ": " << result.message();
+            begin += widths[i];
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wgi

@@ -180,6 +180,56 @@ TEST(DisabledPasses, LeaveThePatternUnfusedWithTheSameResults) {
   }
 }
 
+// graph::merge_sibling_products on decoders: each layer's q, k and v projections become one product (and the
+// q4 self-contained decoder's cross-attention k and v of the encoder's states, three at a time); every output as without the pass (the same kernels per column, sums
+// reordered only where the GEMV's lanes differ: relative L2 1e-5) and, where the model has them, as the
+// float64 reference within the model tests' 1e-4.
+TEST(MergedSiblingProducts, DecodersMatchTheUnmergedGraphWithFewerDispatches) {
+  struct Case {
+    std::string model;
+    size_t fewer;  // nodes fewer: two per merged triple, one per pair
+  };
+  for (const Case& c :
+       {Case{"bart_decoder_cached_cross_tiny_opset17", 4}, Case{"variants/bart_decoder_tiny_opset17_q4", 6}}) {
+    SCOPED_TRACE(c.model);
+    std::map<std::string, Tensor> in;
+    for (const auto& entry : std::filesystem::directory_iterator(kModels / c.model)) {
+      const std::string file = entry.path().filename().string();
+      if (file.starts_with("input_") && file.ends_with(".npy"))
+        in.emplace(file.substr(6, file.size() - 10), npy::load(entry.path()));
+    }
+    ASSERT_FALSE(in.empty());
+    Session merged = Session::from_file(kModels / c.model / "model.onnx");
+    SessionOptions options;
+    options.disabled_passes = {"merge_sibling_products"};
+    Session unmerged = Session::from_file(kModels / c.model / "model.onnx", options);
+    EXPECT_EQ(unmerged.stats().load.nodes - merged.stats().load.nodes, c.fewer);
+    const auto got = merged.run(in);
+    const auto want = unmerged.run(in);
+    // The GEMVs write the blocks themselves: one launch for the siblings' three. Other kernels (the seeds'
+    // where barriers are costly, SwiftShader; more than 8 rows) add a split copy: two launches.
+    const size_t fewer = unmerged.stats().plans.dispatches - merged.stats().plans.dispatches;
+    EXPECT_GT(fewer, 0u);
+    EXPECT_LE(fewer, c.fewer);
+    ASSERT_EQ(got.size(), want.size());
+    size_t referenced = 0;
+    for (const auto& [name, tensor] : want) {
+      test::Float64Array unmerged_values{tensor.shape(), {}};
+      for (float v : tensor.data<float>()) unmerged_values.values.push_back(v);
+      const auto same = test::close_in_l2(got.at(name), unmerged_values, 1e-5);
+      EXPECT_TRUE(same) << name << ": " << same.message();
+      const auto expected = kModels / c.model / ("expected_" + name + ".npy");
+      if (!std::filesystem::exists(expected)) continue;
+      const auto close = test::close_in_l2(got.at(name), test::load_float64_npy(expected), 1e-4);
+      EXPECT_TRUE(close) << name << ": " << close.message();
+      ++referenced;
+    }
+    if (c.model.find('/') == std::string::npos) {
+      EXPECT_EQ(referenced, want.size());  // the fp32 decoder has float64 references for every output
+    }
+  }
+}
+
 TEST(DisabledPasses, UnknownNameIsAnErrorListingThePasses) {
   SessionOptions options;
   options.disabled_passes = {"fuse_bias_add"};

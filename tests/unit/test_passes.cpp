@@ -85,10 +85,13 @@ TEST(Passes, FuseBiasAddsIntoMatMulsOfAnExportedTransformer) {
 // weight.
 TEST(Passes, FoldQueryScalesIntoTheProjectionsOfAnExportedDecoder) {
   const std::filesystem::path file = kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx";
+  // The projections compared one by one: the merge of sibling products, which runs later, stays off.
   Graph before = onnx::import_model_file(file);
-  optimize(before, ops::builtin_registry(), DisabledPasses::of({"fold_scales_into_weights"}, "the test"));
+  optimize(before, ops::builtin_registry(),
+           DisabledPasses::of({"fold_scales_into_weights", "merge_sibling_products"}, "the test"));
   Graph g = onnx::import_model_file(file);
-  PassReport r = optimize(g, ops::builtin_registry());
+  PassReport r =
+      optimize(g, ops::builtin_registry(), DisabledPasses::of({"merge_sibling_products"}, "the test"));
   EXPECT_EQ(r.count("fold_scales_into_weights"), 4) << r.summary();  // self and cross attention, 2 layers
   EXPECT_EQ(count_ops(before, "Mul") - count_ops(g, "Mul"), 4);
   size_t scaled = 0, compared = 0;
@@ -183,9 +186,11 @@ class GraphBuilder {
 TEST(Passes, FoldQueryScalesIntoTheBlockScalesOfAQ4Decoder) {
   const std::filesystem::path file = kModels / "variants" / "bart_decoder_tiny_opset17_q4" / "model.onnx";
   Graph before = onnx::import_model_file(file);
-  optimize(before, ops::builtin_registry(), DisabledPasses::of({"fold_scales_into_weights"}, "the test"));
+  optimize(before, ops::builtin_registry(),
+           DisabledPasses::of({"fold_scales_into_weights", "merge_sibling_products"}, "the test"));
   Graph g = onnx::import_model_file(file);
-  PassReport r = optimize(g, ops::builtin_registry());
+  PassReport r =
+      optimize(g, ops::builtin_registry(), DisabledPasses::of({"merge_sibling_products"}, "the test"));
   EXPECT_EQ(r.count("fold_scales_into_weights"), 4) << r.summary();
   size_t scaled = 0;
   for (const Node& n : g.nodes) {
@@ -220,6 +225,143 @@ TEST(Passes, FoldScalesLeavesLookalikesAlone) {
   EXPECT_EQ(fold({3}, false, false), 0);
   EXPECT_EQ(fold({}, true, false), 0);
   EXPECT_EQ(fold({}, false, true), 0);
+}
+
+// Sibling products of one A (a decoder layer's q, k and v projections) merged: one MatMul over the weights
+// side by side, its output split into their column blocks. The merged weight's block i equals sibling i's
+// weight element for element (whichever layout read_transposed_weights left), its bias likewise.
+TEST(Passes, MergeSiblingProjectionsOfAnExportedDecoder) {
+  const std::filesystem::path file = kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx";
+  Graph before = onnx::import_model_file(file);
+  optimize(before, ops::builtin_registry(), DisabledPasses::of({"merge_sibling_products"}, "the test"));
+  Graph g = onnx::import_model_file(file);
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(r.count("merge_sibling_products"), 6) << r.summary();  // q, k, v of 2 layers
+  EXPECT_EQ(before.nodes.size() - g.nodes.size(), 4u);
+  auto original = [&](const std::string& name) -> const Node& {
+    const auto it = std::find_if(before.nodes.begin(), before.nodes.end(),
+                                 [&](const Node& m) { return m.info.name == name; });
+    EXPECT_NE(it, before.nodes.end()) << name;
+    return *it;
+  };
+  int merged = 0;
+  for (const Node& n : g.nodes) {
+    const ops::LinearAttributes linear =
+        n.info.op_type == "MatMul" ? ops::read_linear_attributes(n.info) : ops::LinearAttributes{};
+    if (linear.split_columns.empty()) continue;
+    ++merged;
+    ASSERT_EQ(linear.split_columns, (std::vector<int64_t>{32, 32, 32})) << n.info.name;
+    ASSERT_EQ(n.outputs.size(), 3u);
+    const Tensor& w = *g.value(n.inputs[1]).constant;
+    const Tensor& bias = *g.value(n.inputs[2]).constant;
+    size_t start = 0, name_start = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      const size_t plus = n.info.name.find('+', name_start);
+      const Node& m = original(n.info.name.substr(name_start, plus - name_start));
+      name_start = plus + 1;
+      EXPECT_EQ(m.outputs[0], n.outputs[i]);
+      EXPECT_EQ(m.inputs[0], n.inputs[0]);
+      const Tensor& wi = *before.value(m.inputs[1]).constant;
+      const Tensor& bi = *before.value(m.inputs[2]).constant;
+      const int64_t k = 32, width = 32;
+      for (int64_t row = 0; row < k; ++row)
+        for (int64_t c = 0; c < width; ++c) {
+          // [N, K] (trans_b) or [K, N]
+          const float got = linear.trans_b ? w.data<float>()[(start + c) * k + row]
+                                           : w.data<float>()[row * 96 + start + c];
+          const float want = linear.trans_b ? wi.data<float>()[c * k + row] : wi.data<float>()[row * width + c];
+          ASSERT_EQ(got, want) << n.info.name << " block " << i;
+        }
+      for (int64_t c = 0; c < width; ++c) ASSERT_EQ(bias.data<float>()[start + c], bi.data<float>()[c]);
+      start += width;
+    }
+  }
+  EXPECT_EQ(merged, 2);
+}
+
+// The q4 export of the self-contained decoder: MatMulNBits siblings merged with their codes, block scales,
+// zero points and biases laid side by side along N (bytes equal to the siblings' concatenated), N their sum;
+// the four cross-attention k / v products of the encoder's states merge three at a time (one left alone).
+TEST(Passes, MergeSiblingMatMulNBitsOfAQ4Decoder) {
+  const std::filesystem::path file = kModels / "variants" / "bart_decoder_tiny_opset17_q4" / "model.onnx";
+  Graph before = onnx::import_model_file(file);
+  optimize(before, ops::builtin_registry(), DisabledPasses::of({"merge_sibling_products"}, "the test"));
+  Graph g = onnx::import_model_file(file);
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(r.count("merge_sibling_products"), 9) << r.summary();
+  int merged = 0;
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type != "MatMulNBits") continue;
+    const ops::NBitsAttributes nbits = ops::read_nbits_attributes(n.info);
+    if (nbits.split_columns.empty()) continue;
+    ++merged;
+    std::vector<const Node*> siblings;
+    for (size_t start = 0; start <= n.info.name.size();) {
+      const size_t plus = std::min(n.info.name.find('+', start), n.info.name.size());
+      const std::string name = n.info.name.substr(start, plus - start);
+      const auto it = std::find_if(before.nodes.begin(), before.nodes.end(),
+                                   [&](const Node& m) { return m.info.name == name; });
+      ASSERT_NE(it, before.nodes.end()) << name;
+      siblings.push_back(&*it);
+      start = plus + 1;
+    }
+    ASSERT_EQ(siblings.size(), nbits.split_columns.size());
+    int64_t n_total = 0;
+    for (size_t i = 0; i < siblings.size(); ++i) {
+      EXPECT_EQ(siblings[i]->info.attributes.get_int("N", 0), nbits.split_columns[i]);
+      n_total += nbits.split_columns[i];
+    }
+    EXPECT_EQ(n.info.attributes.get_int("N", 0), n_total);
+    for (size_t input = 1; input < n.inputs.size(); ++input) {
+      if (n.inputs[input] == kNoValue) continue;
+      std::vector<std::byte> joined;
+      for (const Node* m : siblings) {
+        const auto bytes = before.value(m->inputs[input]).constant->bytes();
+        joined.insert(joined.end(), bytes.begin(), bytes.end());
+      }
+      const auto bytes = g.value(n.inputs[input]).constant->bytes();
+      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), joined.begin(), joined.end())) << n.info.name << " input "
+                                                                                         << input;
+    }
+  }
+  EXPECT_EQ(merged, 3);  // self-attention q, k, v of both layers; three of the four cross k / v
+}
+
+// Not merged: products that differ in their epilogue, read a runtime weight, force a kernel, take a residual
+// or read another A; more than three siblings make groups of three (and a pair).
+TEST(Passes, MergeSiblingProductsLeavesLookalikesAlone) {
+  auto merge = [](const std::string& variant, int siblings) {
+    GraphBuilder b;
+    ValueId x = b.input("x", {2, 8});
+    std::vector<ValueId> outputs;
+    for (int i = 0; i < siblings; ++i) outputs.push_back(b.node("MatMul", {x, b.constant(0.5f + i, {8, 4})}));
+    ValueId other = kNoValue;
+    if (variant == "relu") {
+      other = b.node("MatMul", {x, b.constant(1.0f, {8, 4})});
+      b.g.nodes.back().info.attributes.set(ops::kFusedActivationAttribute, std::string("Relu"));
+    } else if (variant == "runtime weight") {
+      other = b.node("MatMul", {x, b.input("w", {8, 4})});
+    } else if (variant == "forced kernel") {
+      other = b.node("MatMul", {x, b.constant(1.0f, {8, 4})});
+      b.g.nodes.back().info.attributes.set(ops::kForcedKernelAttribute, std::string("tiled"));
+    } else if (variant == "residual") {
+      other = b.node("MatMul", {x, b.constant(1.0f, {8, 4}), kNoValue, b.input("r", {2, 4})});
+      b.g.nodes.back().info.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+    } else if (variant == "bias") {
+      other = b.node("MatMul", {x, b.constant(1.0f, {8, 4}), b.constant(1.0f, {4})});
+    } else if (variant == "other A") {
+      other = b.node("MatMul", {b.input("y", {2, 8}), b.constant(1.0f, {8, 4})});
+    }
+    if (other != kNoValue) outputs.push_back(other);
+    Graph& g = b.finish(outputs[0]);
+    g.outputs = outputs;
+    return merge_sibling_products(g);
+  };
+  EXPECT_EQ(merge("", 2), 2);  // the pattern itself: the others differ from it only as named
+  for (const char* variant : {"relu", "runtime weight", "forced kernel", "residual", "bias", "other A"})
+    EXPECT_EQ(merge(variant, 1), 0) << variant;
+  EXPECT_EQ(merge("", 4), 3);  // three, and one left
+  EXPECT_EQ(merge("", 5), 5);  // three and two
 }
 
 // y = Add(P, R) or Add(R, P) with P a MatMul / Conv: R moves into the producer's epilogue (input 3 and
@@ -1327,7 +1469,7 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
             "fuse_bias_adds, fold_scales_into_weights, read_windows_in_place, write_windows_in_place, "
             "fuse_residual_adds, fuse_gelu, "
             "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
-            "read_split_heads, write_attention_transposed");
+            "read_split_heads, write_attention_transposed, merge_sibling_products");
 }
 
 TEST(PassTable, DisabledPassLeavesItsPatternAndTheOthersRun) {

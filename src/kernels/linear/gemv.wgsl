@@ -6,7 +6,8 @@
 // ROWS partial sums, four vec4s of B in flight per step. The partial sums of a column are then added in
 // workgroup memory by a tree, and the column's first thread writes the M results through the GEMM epilogue.
 // More LANES means fewer columns per workgroup: more workgroups for a narrow N, more reduction steps.
-// A_VEC4 / B_VEC4 = 0 (K % 4 != 0) reads the same elements as scalars.
+// A_VEC4 / B_VEC4 = 0 (K % 4 != 0) reads the same elements as scalars. SPLIT_OUTPUTS: the columns are
+// written to the blocks of linear/column_split.wgsl.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 256
 const COLS: u32 = 256u / LANES;  // columns per workgroup
@@ -14,6 +15,9 @@ const COLS: u32 = 256u / LANES;  // columns per workgroup
 #include "linear/gemm_bindings.wgsl"
 
 #include "linear/gemm_common.wgsl"
+#if SPLIT_OUTPUTS
+#include "linear/column_split.wgsl"
+#endif
 
 var<workgroup> partial: array<f32, ROWS * 256u>;  // [row][column][lane]
 
@@ -117,7 +121,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var r = 0u; r < ROWS; r++) {
       if (r < params.M) {
         let at = out_base + r * params.N + n;
+#if SPLIT_OUTPUTS
+        store_split_column(batch * params.M + r, n, gemm_epilogue(partial[r * 256u + flat], r, n, at));
+#else
         output[at] = gemm_epilogue(partial[r * 256u + flat], r, n, at);
+#endif
       }
     }
   }

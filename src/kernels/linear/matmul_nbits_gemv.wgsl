@@ -18,7 +18,8 @@
 // once per block part, not per code (add_word_sums, flush_sums). QUAD_ONE_BLOCK: a quad of words lies in one
 // block (block_size * BITS >= 128), so they are applied once per quad. PREFETCH_QUAD: each step loads the
 // next step's quads first (the planner sets it for 8-bit codes, where it measured faster; 4-bit codes on
-// four rows measured slower: docs/performance.md).
+// four rows measured slower: docs/performance.md). SPLIT_OUTPUTS: the columns are written to the blocks of
+// linear/column_split.wgsl.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
 const THREAD_COLS: u32 = {{THREAD_COLS}}u;  // columns per thread: 1, 2 or 4, ROWS * THREAD_COLS <= 8
@@ -32,6 +33,9 @@ const CHUNK: u32 = {{CHUNK}}u;
 const CHUNK4: u32 = CHUNK / 4u;
 
 #include "linear/quantized_common.wgsl"
+#if SPLIT_OUTPUTS
+#include "linear/column_split.wgsl"
+#endif
 
 // The tile is read up to the end of a column's last quad of words (a word's end without B_QUADS, which
 // is before it), and is zero from K to there.
@@ -292,7 +296,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         for (var r = 0u; r < ROWS; r++) {
           if (r < params.M) {
             let sum = partial[(r * THREAD_COLS + c) * WORKGROUP + flat];
+#if SPLIT_OUTPUTS
+            store_split_column(r, n, quantized_epilogue(sum, r, n, b));
+#else
             output[r * params.N + n] = quantized_epilogue(sum, r, n, b);
+#endif
           }
         }
       }
