@@ -161,5 +161,10 @@ int fuse_depthwise_conv_channels_last(Graph& graph);
 // the fusions that match single products (biases, scales, activations, attention operands). Returns the
 // products merged.
 int merge_sibling_products(Graph& graph);
+// Concats of two inputs whose first is an input of the graph (a decoder's past keys and values, each with
+// the step's new ones), paired in node order where their axes agree and their inputs' shapes may match: one
+// wgi ConcatPairs node a pair (data_movement_copy.cpp), one launch where the two Concats took two. Returns
+// the Concats merged.
+int merge_past_concats(Graph& graph);
 
 }  // namespace wgi::graph

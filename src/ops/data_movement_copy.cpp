@@ -92,9 +92,17 @@ CopyLayout concat_layout(const PlanContext& ctx) {
   return layout;
 }
 
-// Concat of two non-empty inputs as one launch of concat_pair.wgsl instead of a copy per input; nullopt for
-// other Concats (more inputs, an empty one, sizes past u32 indexing).
-std::optional<OpPlan> plan_concat_pair(const PlanContext& ctx) {
+// A Concat of two non-empty inputs as concat_pair.wgsl sees it: the output viewed as [outer, first_len +
+// second_len, inner] in units of T (vec4<u32> where inner is a multiple of 4 elements).
+struct ConcatPairShape {
+  TensorDesc output;
+  uint32_t units = 0, inner = 0, first_len = 0, second_len = 0;
+  bool vec4 = false;
+  bool operator==(const ConcatPairShape&) const = default;
+};
+
+// nullopt for other Concats (more inputs, an empty one, sizes past u32 indexing).
+std::optional<ConcatPairShape> concat_pair_shape(const PlanContext& ctx) {
   if (ctx.input_count() != 2) return std::nullopt;
   const CopyLayout layout = concat_layout(ctx);  // validates the inputs
   const Shape& out = layout.outputs[0].shape;
@@ -102,39 +110,115 @@ std::optional<OpPlan> plan_concat_pair(const PlanContext& ctx) {
       normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0), static_cast<int64_t>(out.size()), "axis"));
   const int64_t first_len = ctx.input(0).shape[axis], second_len = ctx.input(1).shape[axis];
   const int64_t count = element_count(out);
-  if (first_len == 0 || second_len == 0 || count == 0 || count > int64_t{UINT32_MAX}) return std::nullopt;
+  if (first_len == 0 || second_len == 0 || count == 0 || 2 * count > int64_t{UINT32_MAX}) return std::nullopt;
   int64_t inner = 1;
   for (size_t d = axis + 1; d < out.size(); ++d) inner *= out[d];
   require_device_elements(ctx, 0);
   require_device_elements(ctx, 1);
-  const bool vec4 = inner % 4 == 0;
-  const int64_t unit = vec4 ? 4 : 1;
-  OpPlan plan;
-  plan.outputs = layout.outputs;
+  ConcatPairShape shape;
+  shape.output = layout.outputs[0];
+  shape.vec4 = inner % 4 == 0;
+  const int64_t unit = shape.vec4 ? 4 : 1;
+  shape.units = static_cast<uint32_t>(count / unit);
+  shape.inner = static_cast<uint32_t>(inner / unit);
+  shape.first_len = static_cast<uint32_t>(first_len);
+  shape.second_len = static_cast<uint32_t>(second_len);
+  return shape;
+}
+
+// One launch of concat_pair.wgsl for `pairs` (1 or 2) Concats of the same shape: pair p reads inputs 2p and
+// 2p + 1 and writes output p.
+KernelLaunch concat_pair_launch(const PlanContext& ctx, const ConcatPairShape& shape, uint32_t pairs) {
   KernelLaunch launch;
-  launch.program.label = vec4 ? "concat_pair_vec4" : "concat_pair";
+  launch.program.label = std::string(pairs == 2 ? "concat_pairs" : "concat_pair") + (shape.vec4 ? "_vec4" : "");
   KernelInterface iface;
   iface.read("first", "T", TensorRef::input(0))
       .read("second", "T", TensorRef::input(1))
-      .read_write("destination", "T", TensorRef::output(0))
-      .uniforms({{"count", UniformType::U32},  // T elements of the output
-                 {"inner", UniformType::U32},  // T elements per index of the axis
-                 {"first_len", UniformType::U32},
-                 {"second_len", UniformType::U32}});
-  const uint64_t units = static_cast<uint64_t>(count / unit);
-  const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(units, 256, ctx.caps.limits);
-  launch.program.wgsl =
-      iface.load_wgsl("data_movement/concat_pair.wgsl", {{"TYPE", vec4 ? "vec4<u32>" : "u32"}});
+      .read_write("destination", "T", TensorRef::output(0));
+  if (pairs == 2) {
+    iface.read("first_1", "T", TensorRef::input(2))
+        .read("second_1", "T", TensorRef::input(3))
+        .read_write("destination_1", "T", TensorRef::output(1));
+  }
+  iface.uniforms({{"count", UniformType::U32},  // T elements of each output
+                  {"inner", UniformType::U32},  // T elements per index of the axis
+                  {"first_len", UniformType::U32},
+                  {"second_len", UniformType::U32}});
+  const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(uint64_t{shape.units} * pairs, 256, ctx.caps.limits);
+  launch.program.wgsl = iface.load_wgsl("data_movement/concat_pair.wgsl",
+                                        {{"TYPE", shape.vec4 ? "vec4<u32>" : "u32"},
+                                         {"SECOND_PAIR", pairs == 2 ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   iface.bind(launch);
   launch.uniform = iface.values()
-                       .u32("count", static_cast<uint32_t>(units))
-                       .u32("inner", static_cast<uint32_t>(inner / unit))
-                       .u32("first_len", static_cast<uint32_t>(first_len))
-                       .u32("second_len", static_cast<uint32_t>(second_len))
+                       .u32("count", shape.units)
+                       .u32("inner", shape.inner)
+                       .u32("first_len", shape.first_len)
+                       .u32("second_len", shape.second_len)
                        .bytes();
   launch.groups = grid.groups;
-  plan.launches.push_back(std::move(launch));
+  return launch;
+}
+
+// Concat of two non-empty inputs as one launch of concat_pair.wgsl instead of a copy per input; nullopt for
+// other Concats.
+std::optional<OpPlan> plan_concat_pair(const PlanContext& ctx) {
+  const std::optional<ConcatPairShape> shape = concat_pair_shape(ctx);
+  if (!shape) return std::nullopt;
+  OpPlan plan;
+  plan.outputs = {shape->output};
+  plan.launches.push_back(concat_pair_launch(ctx, *shape, 1));
+  return plan;
+}
+
+// wgi's ConcatPairs (graph::merge_past_concats): Concat(input 0, input 1) into output 0 and Concat(input 2,
+// input 3) into output 1 along the same axis (a decoder layer's past and new keys, its past and new values).
+// Pairs of one shape (every step after the first) take one launch; otherwise each Concat is planned as one.
+OpPlan plan_concat_pairs(const PlanContext& ctx) {
+  if (ctx.input_count() != 4) ctx.fail("takes 4 inputs (two Concats of two), not " + std::to_string(ctx.input_count()));
+  std::vector<ops::NodeInfo> halves(2, ctx.node);
+  std::vector<PlanContext> concats;
+  for (size_t p = 0; p < 2; ++p) {
+    ops::NodeInfo& half = halves[p];
+    half.op_type = "Concat";
+    half.domain.clear();
+    auto pick = [p](const std::vector<std::string>& names, size_t per) {
+      std::vector<std::string> picked;
+      for (size_t i = p * per; i < (p + 1) * per && i < names.size(); ++i) picked.push_back(names[i]);
+      return picked;
+    };
+    half.input_names = pick(ctx.node.input_names, 2);
+    half.output_names = pick(ctx.node.output_names, 1);
+    concats.push_back(PlanContext{half, {ctx.inputs[2 * p], ctx.inputs[2 * p + 1]},
+                                  {ctx.constant(2 * p), ctx.constant(2 * p + 1)}, ctx.caps, ctx.gemm_tuning,
+                                  ctx.status_tag});
+  }
+  const std::optional<ConcatPairShape> first = concat_pair_shape(concats[0]);
+  const std::optional<ConcatPairShape> second = concat_pair_shape(concats[1]);
+  OpPlan plan;
+  if (first && second && *first == *second) {
+    plan.outputs = {first->output, second->output};
+    plan.launches.push_back(concat_pair_launch(ctx, *first, 2));
+    return plan;
+  }
+  // Each Concat on its own: the pair kernel, or a copy per non-empty input (a first step's empty past).
+  for (uint32_t p = 0; p < 2; ++p) {
+    const std::optional<ConcatPairShape>& shape = p == 0 ? first : second;
+    if (shape) {
+      plan.outputs.push_back(shape->output);
+      KernelLaunch launch = concat_pair_launch(concats[p], *shape, 1);
+      for (TensorRef& ref : launch.bindings) ref.index += ref.kind == TensorRef::Kind::Input ? 2 * p : p;
+      plan.launches.push_back(std::move(launch));
+      continue;
+    }
+    CopyLayout layout = concat_layout(concats[p]);
+    plan.outputs.push_back(layout.outputs[0]);
+    for (StridedCopy& copy : layout.copies) {
+      copy.src.index += 2 * p;
+      copy.dst = TensorRef::output(p);
+      add_copy_launches(ctx, plan, std::move(copy));
+    }
+  }
   return plan;
 }
 
@@ -383,6 +467,7 @@ CopyLayout space_to_depth_layout(const PlanContext& ctx) {
 void register_copy_ops(OpRegistry& registry) {
   registry.add("", "Transpose", 1, kLatestOpset, copy_layout_handler(transpose_layout));
   registry.add("", "Concat", 4, kLatestOpset, concat_handler());
+  registry.add("wgi", "ConcatPairs", 1, kLatestOpset, {plan_concat_pairs, nullptr});
   registry.add("", "Split", 2, kLatestOpset, copy_layout_handler(split_layout));
   registry.add("", "Slice", 1, kLatestOpset, copy_layout_handler(slice_layout));
   registry.add("", "Expand", 8, kLatestOpset, copy_layout_handler(expand_layout));

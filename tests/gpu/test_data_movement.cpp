@@ -267,6 +267,39 @@ TEST(DataMovementConcat, TwoInputsInOneLaunch) {
   expect_node_outputs(n, {NodeInput{a}, NodeInput{b}}, {b});
 }
 
+// wgi's ConcatPairs (graph::merge_past_concats: a decoder layer's past keys and values with the step's new
+// ones): two Concats of one shape in one launch, bit for bit; pairs of different shapes, or with an empty
+// past (a first step), planned one Concat at a time.
+TEST(DataMovementConcat, PairsOfOneShapeInOneLaunch) {
+  struct Case {
+    Shape past_0, new_0, past_1, new_1;
+    int64_t axis;
+    std::vector<std::string> labels;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 5, 8}, {1, 4, 1, 8}, {1, 4, 5, 8}, {1, 4, 1, 8}, 2, {"concat_pairs_vec4"}},
+      {{2, 3, 5, 3}, {2, 3, 2, 3}, {2, 3, 5, 3}, {2, 3, 2, 3}, -2, {"concat_pairs"}},
+      {{1, 4, 5, 8}, {1, 4, 1, 8}, {1, 4, 6, 8}, {1, 4, 1, 8}, 2, {"concat_pair_vec4", "concat_pair_vec4"}},
+      {{1, 4, 0, 8}, {1, 4, 3, 8}, {1, 4, 0, 8}, {1, 4, 3, 8}, 2, {"copy_strided", "copy_strided"}},
+  };
+  uint64_t seed = 50;
+  for (const Case& c : cases) {
+    const std::vector<Tensor> parts = {test::random_tensor(c.past_0, ++seed), test::random_tensor(c.new_0, ++seed),
+                                       test::random_tensor(c.past_1, ++seed), test::random_tensor(c.new_1, ++seed)};
+    ops::NodeInfo n{"pairs_under_test", "ConcatPairs", "wgi", 1, {}, {"p0", "n0", "p1", "n1"}, {"y0", "y1"}};
+    n.attributes.set("axis", c.axis);
+    const NodeInputs inputs{NodeInput{parts[0]}, NodeInput{parts[1]}, NodeInput{parts[2]}, NodeInput{parts[3]}};
+    std::vector<std::string> labels = launch_labels(n, inputs);
+    for (std::string& label : labels)
+      if (label.starts_with("copy_strided")) label = "copy_strided";  // vec4 or not: the copy's choice
+    EXPECT_EQ(labels, c.labels) << shape_to_string(c.past_1);
+    const std::vector<Tensor> out = runtime::run_node(test::device(), n, inputs);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(test::identical(out[0], test::concat_reference({parts[0], parts[1]}, c.axis)));
+    EXPECT_TRUE(test::identical(out[1], test::concat_reference({parts[2], parts[3]}, c.axis)));
+  }
+}
+
 TEST(DataMovementConcat, EmptyInputsAndShapeVectors) {
   Tensor a = test::random_tensor({2, 0, 3}, 1), b = test::random_tensor({2, 4, 3}, 2);
   ops::NodeInfo n = make_node("Concat");

@@ -364,6 +364,52 @@ TEST(Passes, MergeSiblingProductsLeavesLookalikesAlone) {
   EXPECT_EQ(merge("", 5), 5);  // three and two
 }
 
+// A decoder's past keys and values, each concatenated with the step's new ones: paired per layer into wgi
+// ConcatPairs nodes (the present outputs theirs).
+TEST(Passes, MergePastConcatsOfAnExportedDecoder) {
+  Graph g = onnx::import_model_file(kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx");
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(r.count("merge_past_concats"), 4) << r.summary();  // keys and values of 2 layers
+  EXPECT_EQ(count_ops(g, "ConcatPairs"), 2);
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type != "ConcatPairs") continue;
+    EXPECT_EQ(n.info.domain, "wgi");
+    ASSERT_EQ(n.inputs.size(), 4u);
+    ASSERT_EQ(n.outputs.size(), 2u);
+    for (size_t p = 0; p < 2; ++p) {
+      EXPECT_NE(std::find(g.inputs.begin(), g.inputs.end(), n.inputs[2 * p]), g.inputs.end());  // the past
+      EXPECT_NE(std::find(g.outputs.begin(), g.outputs.end(), n.outputs[p]), g.outputs.end());  // the present
+    }
+  }
+}
+
+// Not paired: a Concat whose first input is computed, Concats along different axes, of three inputs; an odd
+// one out stays a Concat.
+TEST(Passes, MergePastConcatsLeavesLookalikesAlone) {
+  auto merge = [](const std::string& variant) {
+    GraphBuilder b;
+    std::vector<ValueId> outputs;
+    auto concat = [&](std::vector<ValueId> inputs, int64_t axis) {
+      outputs.push_back(b.node("Concat", std::move(inputs)));
+      b.g.nodes.back().info.attributes.set("axis", axis);
+    };
+    concat({b.input("past_key", {1, 2, 4, 8}), b.input("key", {1, 2, 1, 8})}, 2);
+    if (variant == "pair") concat({b.input("past_value", {1, 2, 4, 8}), b.input("value", {1, 2, 1, 8})}, 2);
+    if (variant == "computed")
+      concat({b.node("Relu", {b.input("past_value", {1, 2, 4, 8})}), b.input("value", {1, 2, 1, 8})}, 2);
+    if (variant == "axis") concat({b.input("past_value", {1, 2, 4, 8}), b.input("value", {1, 2, 4, 1})}, 3);
+    if (variant == "three")
+      concat({b.input("past_value", {1, 2, 4, 8}), b.input("value", {1, 2, 1, 8}), b.input("v2", {1, 2, 1, 8})},
+             2);
+    if (variant == "shape") concat({b.input("past_value", {1, 3, 4, 8}), b.input("value", {1, 3, 1, 8})}, 2);
+    Graph& g = b.finish(outputs[0]);
+    g.outputs = outputs;
+    return merge_past_concats(g);
+  };
+  EXPECT_EQ(merge("pair"), 2);  // the pattern itself: the others differ from it only as named
+  for (const char* variant : {"computed", "axis", "three", "shape", "alone"}) EXPECT_EQ(merge(variant), 0) << variant;
+}
+
 // y = Add(P, R) or Add(R, P) with P a MatMul / Conv: R moves into the producer's epilogue (input 3 and
 // wgi.residual = 1), before an activation fused afterwards.
 TEST(Passes, FuseResidualAddIntoMatMulWithBias) {
@@ -1469,7 +1515,7 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
             "fuse_bias_adds, fold_scales_into_weights, read_windows_in_place, write_windows_in_place, "
             "fuse_residual_adds, fuse_gelu, "
             "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
-            "read_split_heads, write_attention_transposed, merge_sibling_products");
+            "read_split_heads, write_attention_transposed, merge_sibling_products, merge_past_concats");
 }
 
 TEST(PassTable, DisabledPassLeavesItsPatternAndTheOthersRun) {

@@ -128,6 +128,7 @@ const std::vector<PassInfo>& pass_table() {
         "read_split_heads", "write_attention_transposed"},
        {},
        "it takes products that the single-product fusions have finished with"},
+      {"merge_past_concats", "past Concats paired", without_registry<merge_past_concats>, {}, {}, ""},
       {"remove_dead_nodes",
        "dead nodes removed",
        without_registry<remove_dead_nodes>,
