@@ -130,7 +130,8 @@ std::optional<ConcatPairShape> concat_pair_shape(const PlanContext& ctx) {
 // 2p + 1 and writes output p.
 KernelLaunch concat_pair_launch(const PlanContext& ctx, const ConcatPairShape& shape, uint32_t pairs) {
   KernelLaunch launch;
-  launch.program.label = std::string(pairs == 2 ? "concat_pairs" : "concat_pair") + (shape.vec4 ? "_vec4" : "");
+  launch.program.label =
+      std::string(pairs == 2 ? "concat_pairs" : "concat_pair") + (shape.vec4 ? "_vec4" : "");
   KernelInterface iface;
   iface.read("first", "T", TensorRef::input(0))
       .read("second", "T", TensorRef::input(1))
@@ -144,10 +145,11 @@ KernelLaunch concat_pair_launch(const PlanContext& ctx, const ConcatPairShape& s
                   {"inner", UniformType::U32},  // T elements per index of the axis
                   {"first_len", UniformType::U32},
                   {"second_len", UniformType::U32}});
-  const gpu::DispatchGrid grid = gpu::compute_dispatch_grid(uint64_t{shape.units} * pairs, 256, ctx.caps.limits);
-  launch.program.wgsl = iface.load_wgsl("data_movement/concat_pair.wgsl",
-                                        {{"TYPE", shape.vec4 ? "vec4<u32>" : "u32"},
-                                         {"SECOND_PAIR", pairs == 2 ? "1" : "0"}});
+  const gpu::DispatchGrid grid =
+      gpu::compute_dispatch_grid(uint64_t{shape.units} * pairs, 256, ctx.caps.limits);
+  launch.program.wgsl =
+      iface.load_wgsl("data_movement/concat_pair.wgsl",
+                      {{"TYPE", shape.vec4 ? "vec4<u32>" : "u32"}, {"SECOND_PAIR", pairs == 2 ? "1" : "0"}});
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   iface.bind(launch);
   launch.uniform = iface.values()
@@ -175,7 +177,8 @@ std::optional<OpPlan> plan_concat_pair(const PlanContext& ctx) {
 // input 3) into output 1 along the same axis (a decoder layer's past and new keys, its past and new values).
 // Pairs of one shape (every step after the first) take one launch; otherwise each Concat is planned as one.
 OpPlan plan_concat_pairs(const PlanContext& ctx) {
-  if (ctx.input_count() != 4) ctx.fail("takes 4 inputs (two Concats of two), not " + std::to_string(ctx.input_count()));
+  if (ctx.input_count() != 4)
+    ctx.fail("takes 4 inputs (two Concats of two), not " + std::to_string(ctx.input_count()));
   std::vector<ops::NodeInfo> halves(2, ctx.node);
   std::vector<PlanContext> concats;
   for (size_t p = 0; p < 2; ++p) {
@@ -189,8 +192,11 @@ OpPlan plan_concat_pairs(const PlanContext& ctx) {
     };
     half.input_names = pick(ctx.node.input_names, 2);
     half.output_names = pick(ctx.node.output_names, 1);
-    concats.push_back(PlanContext{half, {ctx.inputs[2 * p], ctx.inputs[2 * p + 1]},
-                                  {ctx.constant(2 * p), ctx.constant(2 * p + 1)}, ctx.caps, ctx.gemm_tuning,
+    concats.push_back(PlanContext{half,
+                                  {ctx.inputs[2 * p], ctx.inputs[2 * p + 1]},
+                                  {ctx.constant(2 * p), ctx.constant(2 * p + 1)},
+                                  ctx.caps,
+                                  ctx.gemm_tuning,
                                   ctx.status_tag});
   }
   const std::optional<ConcatPairShape> first = concat_pair_shape(concats[0]);

@@ -950,8 +950,8 @@ std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint3
     sum += w;
   }
   if (sum != n)
-    return "the column blocks' widths sum to " + std::to_string(sum) + ", not the product's N = " +
-           std::to_string(n);
+    return "the column blocks' widths sum to " + std::to_string(sum) +
+           ", not the product's N = " + std::to_string(n);
   return "";
 }
 
@@ -971,7 +971,8 @@ std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& 
   GemmLaunchSpec::ColumnSplit split;
   int64_t sum = 0;
   for (int64_t width : widths) {
-    if (width <= 0 || width > int64_t{UINT32_MAX}) ctx.fail(attribute + "has a block of width " + std::to_string(width));
+    if (width <= 0 || width > int64_t{UINT32_MAX})
+      ctx.fail(attribute + "has a block of width " + std::to_string(width));
     sum += width;
     split.widths.push_back(static_cast<uint32_t>(width));
     split.outputs.push_back(TensorRef::output(static_cast<uint32_t>(split.outputs.size())));
@@ -982,8 +983,8 @@ std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& 
   const int64_t n = out_shape.empty() ? 0 : out_shape.back();
   if (sum != n || widths.size() < 2 || widths.size() > kMaxSplitOutputs)
     ctx.fail(attribute + "splits " + std::to_string(sum) + " columns into " + std::to_string(widths.size()) +
-             " blocks; the product has N = " + std::to_string(n) + " (2 to " + std::to_string(kMaxSplitOutputs) +
-             " blocks)");
+             " blocks; the product has N = " + std::to_string(n) + " (2 to " +
+             std::to_string(kMaxSplitOutputs) + " blocks)");
   return split;
 }
 
@@ -1015,12 +1016,14 @@ KernelLaunch split_columns_launch(const PlanContext& ctx, const GemmLaunchSpec::
   launch.program.label = "split_columns_" + std::to_string(split.widths.size());
   iface.bind(launch);
   const uint64_t count = uint64_t{rows} * n;
-  if (count > UINT32_MAX) ctx.fail("the split product's " + std::to_string(count) + " elements exceed 32-bit indices");
+  if (count > UINT32_MAX)
+    ctx.fail("the split product's " + std::to_string(count) + " elements exceed 32-bit indices");
   UniformValues values = iface.values();
   values.u32("N", n).u32("count", static_cast<uint32_t>(count));
   add_column_split_values(split, values);
   launch.uniform = values.bytes();
-  launch.groups = gpu::fold_workgroups((count + 255) / 256, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  launch.groups =
+      gpu::fold_workgroups((count + 255) / 256, ctx.caps.limits.max_compute_workgroups_per_dimension);
   return launch;
 }
 

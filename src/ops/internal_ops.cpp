@@ -21,8 +21,8 @@ constexpr std::initializer_list<const char*> kLinearNames = {
     kMatMulTransBAttribute, kMatMulWindowsInAttribute, kMatMulWindowsOutAttribute, kForcedKernelAttribute,
     kSplitColumnsAttribute};
 constexpr std::initializer_list<const char*> kConvNames = {kForcedKernelAttribute, kDepthwiseRowsAttribute};
-constexpr std::initializer_list<const char*> kNBitsNames = {kForcedKernelAttribute, kGemvThreadColumnsAttribute,
-                                                            kSplitColumnsAttribute};
+constexpr std::initializer_list<const char*> kNBitsNames = {
+    kForcedKernelAttribute, kGemvThreadColumnsAttribute, kSplitColumnsAttribute};
 constexpr std::initializer_list<const char*> kChannelsLastConvNames = {
     kChannelsLastKernelShapeAttribute, kChannelsLastPadsAttribute, kChannelsLastStridesAttribute,
     kChannelsLastHeightAttribute, kChannelsLastWidthAttribute};

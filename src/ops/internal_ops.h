@@ -182,8 +182,8 @@ void write_conv_internal_attributes(const ConvInternalAttributes& conv, Attribut
 struct NBitsAttributes {
   EpilogueAttributes epilogue;  // R is input kNBitsResidualInput
   std::string kernel;  // wgi.kernel: "gemv", "fast" or "tiled"; "" or "auto" for the planner's choice
-  GemmTuningAttributes tuning;      // gemv_lanes: the GEMV's lanes per column; the others the fast GEMM's
-  int64_t gemv_thread_columns = 0;  // wgi.gemv_thread_columns; 0: the planner's choice
+  GemmTuningAttributes tuning;         // gemv_lanes: the GEMV's lanes per column; the others the fast GEMM's
+  int64_t gemv_thread_columns = 0;     // wgi.gemv_thread_columns; 0: the planner's choice
   std::vector<int64_t> split_columns;  // wgi.split_columns: empty, or one width per output (sum N)
   friend bool operator==(const NBitsAttributes&, const NBitsAttributes&) = default;
 };

@@ -554,9 +554,8 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   OpPlan plan;
   if (!spec.split_columns.empty() && (windows_out || spec.a_windows))
     ctx.fail(std::string(kSplitColumnsAttribute) + " does not go with the window attributes");
-  const std::optional<GemmLaunchSpec::ColumnSplit> split =
-      plan_column_split(ctx, spec.split_columns, windows_out ? windows_out->shape : out_shape, residual,
-                        plan.outputs);
+  const std::optional<GemmLaunchSpec::ColumnSplit> split = plan_column_split(
+      ctx, spec.split_columns, windows_out ? windows_out->shape : out_shape, residual, plan.outputs);
   // With a residual, the window reverse's output is the Add's: R may broadcast to a larger shape.
   Shape sum_shape = split ? out_shape : plan.outputs[0].shape;
   if (windows_out && residual) {
@@ -580,7 +579,9 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     if (split) whole.out = plan.add_scratch(rows_total * g.n * sizeof(float));
     append_matrix_f16_gemm(ctx, whole, *b, spec.trans_b, spec.c_input ? ctx.constant(*spec.c_input) : nullptr,
                            plan);
-    if (split) plan.launches.push_back(split_columns_launch(ctx, *split, static_cast<uint32_t>(rows_total), whole.out));
+    if (split)
+      plan.launches.push_back(
+          split_columns_launch(ctx, *split, static_cast<uint32_t>(rows_total), whole.out));
     return plan;
   }
   if (ctx.constant(spec.b_input)) prepack_constant_b(ctx, spec, shapes, g, plan);

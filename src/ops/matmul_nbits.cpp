@@ -320,20 +320,21 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
       .read("zero_points", !on("ZP_F16") && on("ZP_FLOAT") ? "f32" : "u32", zero_points)
       .read("bias", on("BIAS_F16") ? "u32" : "f32", w.bias)
       .read_write("output", "f32", split ? split->outputs[0] : out);
-  std::vector<UniformMember> members = {{"M", UniformType::U32},
-                 {"N", UniformType::U32},
-                 {"K", UniformType::U32},
-                 {"block_size", UniformType::U32},
-                 {"col_words", UniformType::U32},         // u32 words of B per column
-                 {"scale_col_stride", UniformType::U32},  // see the block of an element in the kernel file
-                 {"zp_col_bits", UniformType::U32},       // ZP_PACKED: bits of zero points per column
-                 {"blocks_per_col", UniformType::U32},    // ZP_FLOAT: zero points per column
-                 {"has_bias", UniformType::U32},
-                 {"tiles_n", UniformType::U32},
-                 {"tiles_m", UniformType::U32},
-                 {"default_zero", UniformType::F32},
-                 {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
-                 {"act_hi", UniformType::F32}};
+  std::vector<UniformMember> members = {
+      {"M", UniformType::U32},
+      {"N", UniformType::U32},
+      {"K", UniformType::U32},
+      {"block_size", UniformType::U32},
+      {"col_words", UniformType::U32},         // u32 words of B per column
+      {"scale_col_stride", UniformType::U32},  // see the block of an element in the kernel file
+      {"zp_col_bits", UniformType::U32},       // ZP_PACKED: bits of zero points per column
+      {"blocks_per_col", UniformType::U32},    // ZP_FLOAT: zero points per column
+      {"has_bias", UniformType::U32},
+      {"tiles_n", UniformType::U32},
+      {"tiles_m", UniformType::U32},
+      {"default_zero", UniformType::F32},
+      {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
+      {"act_hi", UniformType::F32}};
   if (split) {
     for (size_t i = 1; i < split->outputs.size(); ++i)
       iface.read_write("output_" + std::to_string(i), "f32", split->outputs[i]);
@@ -450,27 +451,27 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
   launch.program.wgsl = iface.load_wgsl(kernel_file, defines);
   iface.bind(launch);
   UniformValues values = iface.values();
-  values
-                       .u32("M", static_cast<uint32_t>(m))
-                       .u32("N", static_cast<uint32_t>(w.n))
-                       .u32("K", static_cast<uint32_t>(w.k))
-                       .u32("block_size", static_cast<uint32_t>(w.block_size))
-                       .u32("col_words", static_cast<uint32_t>(w.col_words))
-                       .u32("scale_col_stride", static_cast<uint32_t>(w.scale_col_stride))
-                       .u32("zp_col_bits", static_cast<uint32_t>(w.zp_col_bits))
-                       .u32("blocks_per_col", static_cast<uint32_t>(w.blocks_per_col))
-                       .u32("has_bias", w.has_bias ? 1 : 0)
-                       .u32("tiles_n", tiles_n)
-                       .u32("tiles_m", tiles_m)
-                       .f32("default_zero", w.default_zero)
-                       .f32("act_lo", activation.min)
-                       .f32("act_hi", activation.max);
+  values.u32("M", static_cast<uint32_t>(m))
+      .u32("N", static_cast<uint32_t>(w.n))
+      .u32("K", static_cast<uint32_t>(w.k))
+      .u32("block_size", static_cast<uint32_t>(w.block_size))
+      .u32("col_words", static_cast<uint32_t>(w.col_words))
+      .u32("scale_col_stride", static_cast<uint32_t>(w.scale_col_stride))
+      .u32("zp_col_bits", static_cast<uint32_t>(w.zp_col_bits))
+      .u32("blocks_per_col", static_cast<uint32_t>(w.blocks_per_col))
+      .u32("has_bias", w.has_bias ? 1 : 0)
+      .u32("tiles_n", tiles_n)
+      .u32("tiles_m", tiles_m)
+      .f32("default_zero", w.default_zero)
+      .f32("act_lo", activation.min)
+      .f32("act_hi", activation.max);
   if (gemv_split) add_column_split_values(*gemv_split, values);
   launch.uniform = values.bytes();
   launch.groups =
       gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
-  if (split && !gemv) plan.launches.push_back(split_columns_launch(ctx, *split, static_cast<uint32_t>(m), whole));
+  if (split && !gemv)
+    plan.launches.push_back(split_columns_launch(ctx, *split, static_cast<uint32_t>(m), whole));
 }
 
 // `replan`: the op's plan function, for the residual's fallback (a residual that broadcasts).

@@ -284,11 +284,13 @@ TEST(DataMovementConcat, PairsOfOneShapeInOneLaunch) {
   };
   uint64_t seed = 50;
   for (const Case& c : cases) {
-    const std::vector<Tensor> parts = {test::random_tensor(c.past_0, ++seed), test::random_tensor(c.new_0, ++seed),
-                                       test::random_tensor(c.past_1, ++seed), test::random_tensor(c.new_1, ++seed)};
+    const std::vector<Tensor> parts = {
+        test::random_tensor(c.past_0, ++seed), test::random_tensor(c.new_0, ++seed),
+        test::random_tensor(c.past_1, ++seed), test::random_tensor(c.new_1, ++seed)};
     ops::NodeInfo n{"pairs_under_test", "ConcatPairs", "wgi", 1, {}, {"p0", "n0", "p1", "n1"}, {"y0", "y1"}};
     n.attributes.set("axis", c.axis);
-    const NodeInputs inputs{NodeInput{parts[0]}, NodeInput{parts[1]}, NodeInput{parts[2]}, NodeInput{parts[3]}};
+    const NodeInputs inputs{NodeInput{parts[0]}, NodeInput{parts[1]}, NodeInput{parts[2]},
+                            NodeInput{parts[3]}};
     std::vector<std::string> labels = launch_labels(n, inputs);
     for (std::string& label : labels)
       if (label.starts_with("copy_strided")) label = "copy_strided";  // vec4 or not: the copy's choice

@@ -1630,11 +1630,10 @@ void expect_split(const ColumnSplitCase& c, bool bias, const char* activation, u
 // a forced split K, with and without bias and Relu.
 TEST(SplitColumns, EveryKernelWritesEachBlockAsItsOwnProduct) {
   const std::vector<ColumnSplitCase> cases = {
-      {{1, 64}, {16, 32, 16}, "gemv"},      {{3, 33}, {5, 7, 13}, "gemv"},
-      {{2, 3, 20}, {9, 4}, "gemv"},         {{1, 1, 36}, {12, 12, 12}, ""},
-      {{9, 33}, {5, 7, 13}, "tiled"},       {{2, 20, 64}, {16, 32, 16}, "vec4"},
-      {{40, 36}, {24, 8, 40}, "fast64"},    {{17, 33}, {3, 30}, "fast128"},
-      {{12, 300}, {8, 12, 4}, "tiled", 3},  {{20, 64}, {32, 32}, ""},
+      {{1, 64}, {16, 32, 16}, "gemv"},   {{3, 33}, {5, 7, 13}, "gemv"},  {{2, 3, 20}, {9, 4}, "gemv"},
+      {{1, 1, 36}, {12, 12, 12}, ""},    {{9, 33}, {5, 7, 13}, "tiled"}, {{2, 20, 64}, {16, 32, 16}, "vec4"},
+      {{40, 36}, {24, 8, 40}, "fast64"}, {{17, 33}, {3, 30}, "fast128"}, {{12, 300}, {8, 12, 4}, "tiled", 3},
+      {{20, 64}, {32, 32}, ""},
   };
   uint64_t seed = 7000;
   for (const ColumnSplitCase& c : cases) {
@@ -1678,13 +1677,15 @@ TEST(SplitColumns, BadSplitsFailNamingTheNode) {
     }
     return plan_error(split_node, in);
   };
-  EXPECT_NE(error({4, 4}, 2).find("splits 8 columns into 2 blocks; the product has N = 12"), std::string::npos)
+  EXPECT_NE(error({4, 4}, 2).find("splits 8 columns into 2 blocks; the product has N = 12"),
+            std::string::npos)
       << error({4, 4}, 2);
   EXPECT_NE(error({3, 3, 3, 3}, 4).find("(2 to 3 blocks)"), std::string::npos) << error({3, 3, 3, 3}, 4);
   EXPECT_NE(error({6, 6}, 3).find("2 column blocks for the node's 3 outputs"), std::string::npos)
       << error({6, 6}, 3);
   EXPECT_NE(error({12, 0}, 2).find("a block of width 0"), std::string::npos) << error({12, 0}, 2);
-  EXPECT_NE(error({6, 6}, 2, true).find("with a fused residual"), std::string::npos) << error({6, 6}, 2, true);
+  EXPECT_NE(error({6, 6}, 2, true).find("with a fused residual"), std::string::npos)
+      << error({6, 6}, 2, true);
   EXPECT_NE(error({4, 4}, 2).find("dm_under_test"), std::string::npos);
   EXPECT_EQ(error({6, 6}, 2), "no error");
 }

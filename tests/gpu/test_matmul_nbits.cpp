@@ -703,7 +703,8 @@ TEST(MatMulNBits, FusedEpiloguesOfAQ4ModelMatchOnnxRuntime) {
 TEST(MatMulNBits, SplitColumnsOnEveryKernel) {
   uint64_t seed = 3100;
   for (const Zp zp : {Zp::None, Zp::Packed, Zp::Float}) {
-    for (const std::vector<int64_t>& widths : {std::vector<int64_t>{16, 8, 24}, std::vector<int64_t>{13, 20}}) {
+    for (const std::vector<int64_t>& widths :
+         {std::vector<int64_t>{16, 8, 24}, std::vector<int64_t>{13, 20}}) {
       int64_t n = 0;
       for (int64_t w : widths) n += w;
       const bool half = zp == Zp::Float;
@@ -725,7 +726,8 @@ TEST(MatMulNBits, SplitColumnsOnEveryKernel) {
             test::Float64Array block{a_shape, {}};
             block.shape.back() = widths[i];
             for (size_t row = 0; row < ref.values.size() / static_cast<size_t>(n); ++row)
-              for (int64_t c = begin; c < begin + widths[i]; ++c) block.values.push_back(ref.values[row * n + c]);
+              for (int64_t c = begin; c < begin + widths[i]; ++c)
+                block.values.push_back(ref.values[row * n + c]);
             const auto result = test::close_in_l2(out[i], block, kRelativeL2);
             EXPECT_TRUE(result) << kernel << " block " << i << " zp " << static_cast<int>(zp) << " A "
                                 << shape_to_string(a_shape) << ": " << result.message();

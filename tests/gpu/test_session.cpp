@@ -181,16 +181,16 @@ TEST(DisabledPasses, LeaveThePatternUnfusedWithTheSameResults) {
 }
 
 // graph::merge_sibling_products on decoders: each layer's q, k and v projections become one product (and the
-// q4 self-contained decoder's cross-attention k and v of the encoder's states, three at a time); every output as without the pass (the same kernels per column, sums
-// reordered only where the GEMV's lanes differ: relative L2 1e-5) and, where the model has them, as the
-// float64 reference within the model tests' 1e-4.
+// q4 self-contained decoder's cross-attention k and v of the encoder's states, three at a time); every output
+// as without the pass (the same kernels per column, sums reordered only where the GEMV's lanes differ:
+// relative L2 1e-5) and, where the model has them, as the float64 reference within the model tests' 1e-4.
 TEST(MergedSiblingProducts, DecodersMatchTheUnmergedGraphWithFewerDispatches) {
   struct Case {
     std::string model;
     size_t fewer;  // nodes fewer: two per merged triple, one per pair
   };
-  for (const Case& c :
-       {Case{"bart_decoder_cached_cross_tiny_opset17", 4}, Case{"variants/bart_decoder_tiny_opset17_q4", 6}}) {
+  for (const Case& c : {Case{"bart_decoder_cached_cross_tiny_opset17", 4},
+                        Case{"variants/bart_decoder_tiny_opset17_q4", 6}}) {
     SCOPED_TRACE(c.model);
     std::map<std::string, Tensor> in;
     for (const auto& entry : std::filesystem::directory_iterator(kModels / c.model)) {

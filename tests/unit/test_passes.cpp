@@ -267,9 +267,10 @@ TEST(Passes, MergeSiblingProjectionsOfAnExportedDecoder) {
       for (int64_t row = 0; row < k; ++row)
         for (int64_t c = 0; c < width; ++c) {
           // [N, K] (trans_b) or [K, N]
-          const float got = linear.trans_b ? w.data<float>()[(start + c) * k + row]
-                                           : w.data<float>()[row * 96 + start + c];
-          const float want = linear.trans_b ? wi.data<float>()[c * k + row] : wi.data<float>()[row * width + c];
+          const float got =
+              linear.trans_b ? w.data<float>()[(start + c) * k + row] : w.data<float>()[row * 96 + start + c];
+          const float want =
+              linear.trans_b ? wi.data<float>()[c * k + row] : wi.data<float>()[row * width + c];
           ASSERT_EQ(got, want) << n.info.name << " block " << i;
         }
       for (int64_t c = 0; c < width; ++c) ASSERT_EQ(bias.data<float>()[start + c], bi.data<float>()[c]);
@@ -320,8 +321,8 @@ TEST(Passes, MergeSiblingMatMulNBitsOfAQ4Decoder) {
         joined.insert(joined.end(), bytes.begin(), bytes.end());
       }
       const auto bytes = g.value(n.inputs[input]).constant->bytes();
-      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), joined.begin(), joined.end())) << n.info.name << " input "
-                                                                                         << input;
+      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), joined.begin(), joined.end()))
+          << n.info.name << " input " << input;
     }
   }
   EXPECT_EQ(merged, 3);  // self-attention q, k, v of both layers; three of the four cross k / v
@@ -399,15 +400,17 @@ TEST(Passes, MergePastConcatsLeavesLookalikesAlone) {
       concat({b.node("Relu", {b.input("past_value", {1, 2, 4, 8})}), b.input("value", {1, 2, 1, 8})}, 2);
     if (variant == "axis") concat({b.input("past_value", {1, 2, 4, 8}), b.input("value", {1, 2, 4, 1})}, 3);
     if (variant == "three")
-      concat({b.input("past_value", {1, 2, 4, 8}), b.input("value", {1, 2, 1, 8}), b.input("v2", {1, 2, 1, 8})},
-             2);
+      concat(
+          {b.input("past_value", {1, 2, 4, 8}), b.input("value", {1, 2, 1, 8}), b.input("v2", {1, 2, 1, 8})},
+          2);
     if (variant == "shape") concat({b.input("past_value", {1, 3, 4, 8}), b.input("value", {1, 3, 1, 8})}, 2);
     Graph& g = b.finish(outputs[0]);
     g.outputs = outputs;
     return merge_past_concats(g);
   };
   EXPECT_EQ(merge("pair"), 2);  // the pattern itself: the others differ from it only as named
-  for (const char* variant : {"computed", "axis", "three", "shape", "alone"}) EXPECT_EQ(merge(variant), 0) << variant;
+  for (const char* variant : {"computed", "axis", "three", "shape", "alone"})
+    EXPECT_EQ(merge(variant), 0) << variant;
 }
 
 // y = Add(P, R) or Add(R, P) with P a MatMul / Conv: R moves into the producer's epilogue (input 3 and

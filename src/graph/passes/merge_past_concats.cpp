@@ -12,8 +12,8 @@ namespace {
 // A Concat of two inputs whose first is an input of the graph (or of the subgraph's scope): a decoder's past
 // keys or values with the step's new ones.
 bool is_past_concat(const Graph& g, const Node& n) {
-  return n.info.op_type == "Concat" && n.info.domain.empty() && n.inputs.size() == 2 && n.outputs.size() == 1 &&
-         n.outer_reads == 0 && n.inputs[0] != kNoValue && n.inputs[1] != kNoValue &&
+  return n.info.op_type == "Concat" && n.info.domain.empty() && n.inputs.size() == 2 &&
+         n.outputs.size() == 1 && n.outer_reads == 0 && n.inputs[0] != kNoValue && n.inputs[1] != kNoValue &&
          std::find(g.inputs.begin(), g.inputs.end(), n.inputs[0]) != g.inputs.end();
 }
 

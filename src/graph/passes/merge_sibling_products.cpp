@@ -13,7 +13,7 @@ namespace wgi::graph {
 
 namespace {
 
-// What a product contributes to a merge: its weight's column count and the constants laid side by side.
+// A product of a merge: its node and its weight's column count (its block of the merged output).
 struct Sibling {
   NodeId node;
   int64_t n = 0;
@@ -23,8 +23,8 @@ struct Sibling {
 // agree: the kind of op, K, the operands' types, which optional inputs it has, the epilogue), or nullopt.
 std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& columns) {
   const bool product = (n.info.op_type == "MatMul" && n.info.domain.empty()) || is_matmul_nbits(n);
-  if (!product || n.outputs.size() != 1 || n.outer_reads != 0 || n.inputs.empty() || n.inputs[0] == kNoValue ||
-      g.value(n.inputs[0]).constant)
+  if (!product || n.outputs.size() != 1 || n.outer_reads != 0 || n.inputs.empty() ||
+      n.inputs[0] == kNoValue || g.value(n.inputs[0]).constant)
     return std::nullopt;
   auto dtype_name = [](const Tensor* t) { return t ? std::to_string(static_cast<int>(t->dtype())) : "-"; };
   auto epilogue_key = [](const ops::EpilogueAttributes& e) {
@@ -55,8 +55,8 @@ std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& c
     if (n.inputs.size() < 3 || n.inputs.size() > ops::kNBitsBiasInput + 1) return std::nullopt;
     if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) return std::nullopt;
     const ops::NBitsAttributes nbits = ops::read_nbits_attributes(n.info);
-    if (!nbits.kernel.empty() || nbits.tuning != ops::GemmTuningAttributes{} || nbits.gemv_thread_columns != 0 ||
-        !nbits.split_columns.empty() || nbits.epilogue.residual)
+    if (!nbits.kernel.empty() || nbits.tuning != ops::GemmTuningAttributes{} ||
+        nbits.gemv_thread_columns != 0 || !nbits.split_columns.empty() || nbits.epilogue.residual)
       return std::nullopt;
     const ops::Attributes& at = n.info.attributes;
     const int64_t k = at.get_int("K", 0), bits = at.get_int("bits", 4), block = at.get_int("block_size", 0);
@@ -67,27 +67,29 @@ std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& c
     const Tensor* b = constant_of(g, n, 1);
     const Tensor* scales = constant_of(g, n, 2);
     const bool has_zp = n.inputs.size() > 3 && n.inputs[3] != kNoValue;
-    const bool has_bias = n.inputs.size() > ops::kNBitsBiasInput && n.inputs[ops::kNBitsBiasInput] != kNoValue;
+    const bool has_bias =
+        n.inputs.size() > ops::kNBitsBiasInput && n.inputs[ops::kNBitsBiasInput] != kNoValue;
     const Tensor* zp = has_zp ? constant_of(g, n, 3) : nullptr;
     const Tensor* bias = has_bias ? constant_of(g, n, ops::kNBitsBiasInput) : nullptr;
     if (!b || !scales || (has_zp && !zp) || (has_bias && !bias)) return std::nullopt;
     // Every constant holds the same amount per column (what the planner checks; a mismatch stays unmerged
     // for the planner to report on the node as the model wrote it).
     const int64_t blocks = (k + block - 1) / block;
-    const int64_t zp_per_column =
-        zp && zp->dtype() == DType::UInt8 ? (blocks * bits + 7) / 8 : blocks;
+    const int64_t zp_per_column = zp && zp->dtype() == DType::UInt8 ? (blocks * bits + 7) / 8 : blocks;
     if (b->element_count() != columns * blocks * (block * bits / 8) || b->shape().empty() ||
         b->shape()[0] != columns || scales->element_count() != columns * blocks || scales->shape().empty() ||
         (zp && (zp->element_count() != columns * zp_per_column || zp->shape().empty())) ||
         (bias && (bias->element_count() != columns || bias->rank() != 1)))
       return std::nullopt;
     // Leading dims of N (or flat): concatenated along axis 0.
-    if ((scales->rank() > 1 && scales->shape()[0] != columns) || (zp && zp->rank() > 1 && zp->shape()[0] != columns))
+    if ((scales->rank() > 1 && scales->shape()[0] != columns) ||
+        (zp && zp->rank() > 1 && zp->shape()[0] != columns))
       return std::nullopt;
-    return "MatMulNBits|" + std::to_string(k) + "|" + std::to_string(bits) + "|" + std::to_string(block) + "|" +
-           std::to_string(at.get_int("accuracy_level", 0)) + "|" + dtype_name(b) + "|" + dtype_name(scales) +
-           "|" + std::to_string(scales->rank()) + "|" + dtype_name(zp) + "|" +
-           (zp ? std::to_string(zp->rank()) : "") + "|" + dtype_name(bias) + "|" + epilogue_key(nbits.epilogue);
+    return "MatMulNBits|" + std::to_string(k) + "|" + std::to_string(bits) + "|" + std::to_string(block) +
+           "|" + std::to_string(at.get_int("accuracy_level", 0)) + "|" + dtype_name(b) + "|" +
+           dtype_name(scales) + "|" + std::to_string(scales->rank()) + "|" + dtype_name(zp) + "|" +
+           (zp ? std::to_string(zp->rank()) : "") + "|" + dtype_name(bias) + "|" +
+           epilogue_key(nbits.epilogue);
   }
   return std::nullopt;
 }
@@ -160,7 +162,8 @@ Node merged_node(Graph& g, const std::vector<Sibling>& group) {
   } else {
     ops::LinearAttributes linear = ops::read_linear_attributes(merged.info);
     merged.inputs.push_back(joined(ops::LinearInput::kB, linear.trans_b ? concat_rows : concat_columns));
-    if (first.inputs.size() > ops::LinearInput::kBias) merged.inputs.push_back(joined(ops::LinearInput::kBias, concat_rows));
+    if (first.inputs.size() > ops::LinearInput::kBias)
+      merged.inputs.push_back(joined(ops::LinearInput::kBias, concat_rows));
     linear.split_columns = widths;
     ops::write_linear_attributes(linear, merged.info.attributes);
   }
