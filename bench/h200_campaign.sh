@@ -772,7 +772,7 @@ elif [[ $mode == tokens_decode || $mode == tokens_pipelines || $mode == tokens ]
     if [[ $mode != tokens_pipelines ]]; then
       stamp GPU tests of the change
       timeout 200 wgi_gpu_tests \
-        --gtest_filter='TopK*:*DecoderLoop*:TokenCandidates*:Environment*:DeviceTensor*:Florence2Pipeline.*:SplitColumns*:MatMulNBits.*:MergedSibling*:Gemv*:DataMovementConcat.*:*Respecial*:*PlanNode*' 2>&1 |
+        --gtest_filter='TopK*:*DecoderLoop*:TokenCandidates*:Environment*:DeviceTensor*:Florence2Pipeline.*:SplitColumns*:MatMulNBits.*:MergedSibling*:Gemv*:DataMovementConcat.*:*Respecial*:*PlanNode*:*Attention*' 2>&1 |
         grep -E '^\[  (PASSED|FAILED|SKIPPED)|Failure' | head -20
       stamp prepare; prepare_models
       timeout 120 python3 tests/models/variants_weight_only.py "$models/$cc/model.onnx" "$models/$cc/model_q4.onnx" \

@@ -47,6 +47,8 @@
 // launches.
 #include <algorithm>
 #include <array>
+#include <tuple>
+#include <utility>
 
 #include "ops/attention_plan.h"
 #include "ops/data_movement_internal.h"
@@ -76,6 +78,21 @@ constexpr int64_t kTiledMinQueries = 32;  // below, most of a 32-row workgroup w
 // workgroups) gained (docs/performance.md, "Measurements behind the planner's rules"): at least 256
 // workgroups' worth of 64 query rows.
 constexpr int64_t kTiledMinInvocations = 256 * 64;
+// attention.wgsl's rows over split keys: a decoder step has a query row per head (12 rows for BART-base),
+// one workgroup each over its 65 past or 590 encoder keys, which leaves most of a large GPU idle; its keys
+// are split until about kSplitTargetWorkgroups workgroups run, each over at least kMinKeysPerSplit keys.
+constexpr int64_t kSplitTargetWorkgroups = 256;
+constexpr int64_t kMinKeysPerSplit = 32;
+
+// Workgroups per query row of the row kernel for `rows` rows over `tk` keys (1: no split), and the keys
+// each takes: only the last one may take fewer, none takes none.
+std::pair<int64_t, int64_t> key_splits(int64_t rows, int64_t tk) {
+  if (rows * 2 > kSplitTargetWorkgroups || tk < 2 * kMinKeysPerSplit) return {1, tk};
+  const int64_t wanted =
+      std::min((tk + kMinKeysPerSplit - 1) / kMinKeysPerSplit, (kSplitTargetWorkgroups + rows - 1) / rows);
+  const int64_t per_split = (tk + wanted - 1) / wanted;
+  return {(tk + per_split - 1) / per_split, per_split};
+}
 
 // The tiled kernel's query rows per workgroup: a head's queries rounded up to whole warps (32), so that
 // they share one staging of the keys and values (DaViT's 144 queries: 160; with 64 rows per workgroup each
@@ -435,7 +452,8 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
 
   c.kernel = tiled ? AttentionKernel::Tiled : AttentionKernel::Rows;
   c.tiled_queries = tiled ? tiled_queries : 0;
-  c.workgroups = tiled ? tiled_workgroups : p.batch() * p.tq;
+  if (!tiled) std::tie(c.key_splits, c.keys_per_split) = key_splits(p.batch() * p.tq, p.tk);
+  c.workgroups = tiled ? tiled_workgroups : p.batch() * p.tq * c.key_splits;
   // The row kernel reads all of K and V once per query row, a key per invocation: it wants K^T (consecutive
   // invocations on consecutive keys). SigLIP-B exports K^T (a Transpose with perm [0, 2, 3, 1]); read as a
   // strided K view in place instead, its attention ran slower (docs/performance.md, "Measurements behind
@@ -622,37 +640,47 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
   const View& kernel_out = choice.output_copied ? written : p.out_view;
   const size_t rank = p.out_batch.size();
   const std::string k_t = choice.k_transposed ? "1" : "0";
+  const bool split = choice.key_splits > 1;
+  const int64_t rows = p.batch() * p.tq;
+  // Split keys: the partial sums [rows][splits][Dv], then each part's running maximum and sum, in scratch.
+  const TensorRef partials =
+      split ? plan.add_scratch(static_cast<uint64_t>(rows * choice.key_splits * (p.dv + 2)) * sizeof(float))
+            : fused_out;
   KernelLaunch launch;
-  launch.program.label =
-      std::string(tiled ? "attention_tiled" : "attention") + (choice.k_transposed ? "_kt" : "");
+  launch.program.label = std::string(tiled ? "attention_tiled" : "attention") +
+                         (choice.k_transposed ? "_kt" : "") + (split ? "_split" : "");
+  const std::vector<UniformMember> members = {
+      {"rows", UniformType::U32},  // batch * Tq
+      {"tq", UniformType::U32},
+      {"tk", UniformType::U32},
+      {"d", UniformType::U32},
+      {"dv", UniformType::U32},
+      {"has_mask", UniformType::U32},
+      {"mask_row_stride", UniformType::U32},
+      {"mask_col_stride", UniformType::U32},
+      {"scale", UniformType::F32},
+      {"q_row_stride", UniformType::U32},
+      {"k_row_stride", UniformType::U32},
+      {"v_row_stride", UniformType::U32},
+      {"q_offset", UniformType::U32},
+      {"k_offset", UniformType::U32},
+      {"v_offset", UniformType::U32},
+      {"out_row_stride", UniformType::U32},
+      {"batch_dims", UniformType::Vec4U},
+      {"q_strides", UniformType::Vec4U},
+      {"k_strides", UniformType::Vec4U},
+      {"v_strides", UniformType::Vec4U},
+      {"mask_strides", UniformType::Vec4U},
+      {"out_strides", UniformType::Vec4U},
+      {"key_splits", UniformType::U32},  // the row kernel's workgroups per row
+      {"keys_per_split", UniformType::U32}};
   KernelInterface iface;
   iface.read("q", "f32", operands.refs[0])
       .read("k", "f32", operands.refs[1])
       .read("v", "f32", operands.refs[2])
       .read("mask", "f32", p.has_mask ? TensorRef::input(AttentionInput::kMask) : TensorRef::zero())
-      .read_write("output", "f32", fused_out)
-      .uniforms({{"rows", UniformType::U32},  // batch * Tq
-                 {"tq", UniformType::U32},
-                 {"tk", UniformType::U32},
-                 {"d", UniformType::U32},
-                 {"dv", UniformType::U32},
-                 {"has_mask", UniformType::U32},
-                 {"mask_row_stride", UniformType::U32},
-                 {"mask_col_stride", UniformType::U32},
-                 {"scale", UniformType::F32},
-                 {"q_row_stride", UniformType::U32},
-                 {"k_row_stride", UniformType::U32},
-                 {"v_row_stride", UniformType::U32},
-                 {"q_offset", UniformType::U32},
-                 {"k_offset", UniformType::U32},
-                 {"v_offset", UniformType::U32},
-                 {"out_row_stride", UniformType::U32},
-                 {"batch_dims", UniformType::Vec4U},
-                 {"q_strides", UniformType::Vec4U},
-                 {"k_strides", UniformType::Vec4U},
-                 {"v_strides", UniformType::Vec4U},
-                 {"mask_strides", UniformType::Vec4U},
-                 {"out_strides", UniformType::Vec4U}});
+      .read_write("output", "f32", partials)
+      .uniforms(members);
   if (tiled) {
     launch.program.wgsl = iface.load_wgsl("attention/attention_tiled.wgsl",
                                           {{"K_TRANSPOSED", k_t},
@@ -660,40 +688,56 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
                                            {"VALUE_DIM", std::to_string(p.dv)},
                                            {"QUERIES_PER_WORKGROUP", std::to_string(choice.tiled_queries)}});
   } else {
-    launch.program.wgsl = iface.load_wgsl("attention/attention.wgsl", {{"K_TRANSPOSED", k_t}});
+    launch.program.wgsl = iface.load_wgsl("attention/attention.wgsl",
+                                          {{"K_TRANSPOSED", k_t}, {"SPLIT_KEYS", split ? "1" : "0"}});
   }
   iface.bind(launch);
   auto row_stride = [&](const View& v) {
     return to_u32(ctx, v.strides[v.strides.size() - 2], "a row stride");
   };
   auto batch_of = [&](const View& v) { return pad4(ctx, view_batch_strides(v, rank), "a batch stride"); };
-  launch.uniform = iface.values()
-                       .u32("rows", to_u32(ctx, p.batch() * p.tq, "rows"))
-                       .u32("tq", to_u32(ctx, p.tq, "Tq"))
-                       .u32("tk", to_u32(ctx, p.tk, "Tk"))
-                       .u32("d", to_u32(ctx, p.d, "D"))
-                       .u32("dv", to_u32(ctx, p.dv, "Dv"))
-                       .u32("has_mask", p.has_mask ? 1 : 0)
-                       .u32("mask_row_stride", to_u32(ctx, p.mask_row, "mask row stride"))
-                       .u32("mask_col_stride", to_u32(ctx, p.mask_col, "mask column stride"))
-                       .f32("scale", p.scale)
-                       .u32("q_row_stride", row_stride(operands.views[0]))
-                       .u32("k_row_stride", row_stride(operands.views[1]))
-                       .u32("v_row_stride", row_stride(operands.views[2]))
-                       .u32("q_offset", to_u32(ctx, operands.views[0].offset, "Q's offset"))
-                       .u32("k_offset", to_u32(ctx, operands.views[1].offset, "K's offset"))
-                       .u32("v_offset", to_u32(ctx, operands.views[2].offset, "V's offset"))
-                       .u32("out_row_stride", row_stride(kernel_out))
-                       .vec4u("batch_dims", batch_dims(ctx, p))
-                       .vec4u("q_strides", batch_of(operands.views[0]))
-                       .vec4u("k_strides", batch_of(operands.views[1]))
-                       .vec4u("v_strides", batch_of(operands.views[2]))
-                       .vec4u("mask_strides", pad4(ctx, p.mask_strides, "a batch stride"))
-                       .vec4u("out_strides", batch_of(kernel_out))
-                       .bytes();
+  UniformValues values = iface.values();
+  values.u32("rows", to_u32(ctx, rows, "rows"))
+      .u32("tq", to_u32(ctx, p.tq, "Tq"))
+      .u32("tk", to_u32(ctx, p.tk, "Tk"))
+      .u32("d", to_u32(ctx, p.d, "D"))
+      .u32("dv", to_u32(ctx, p.dv, "Dv"))
+      .u32("has_mask", p.has_mask ? 1 : 0)
+      .u32("mask_row_stride", to_u32(ctx, p.mask_row, "mask row stride"))
+      .u32("mask_col_stride", to_u32(ctx, p.mask_col, "mask column stride"))
+      .f32("scale", p.scale)
+      .u32("q_row_stride", row_stride(operands.views[0]))
+      .u32("k_row_stride", row_stride(operands.views[1]))
+      .u32("v_row_stride", row_stride(operands.views[2]))
+      .u32("q_offset", to_u32(ctx, operands.views[0].offset, "Q's offset"))
+      .u32("k_offset", to_u32(ctx, operands.views[1].offset, "K's offset"))
+      .u32("v_offset", to_u32(ctx, operands.views[2].offset, "V's offset"))
+      .u32("out_row_stride", row_stride(kernel_out))
+      .vec4u("batch_dims", batch_dims(ctx, p))
+      .vec4u("q_strides", batch_of(operands.views[0]))
+      .vec4u("k_strides", batch_of(operands.views[1]))
+      .vec4u("v_strides", batch_of(operands.views[2]))
+      .vec4u("mask_strides", pad4(ctx, p.mask_strides, "a batch stride"))
+      .vec4u("out_strides", batch_of(kernel_out))
+      .u32("key_splits", to_u32(ctx, choice.key_splits, "key splits"))
+      .u32("keys_per_split", to_u32(ctx, split ? choice.keys_per_split : p.tk, "keys per split"));
+  launch.uniform = values.bytes();
   launch.groups = gpu::fold_workgroups(static_cast<uint64_t>(choice.workgroups),
                                        ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
+  if (split) {
+    // The parts of each row combined: an invocation per output element, written where the kernel writes.
+    KernelLaunch combine;
+    combine.program.label = "attention_combine";
+    KernelInterface combined;
+    combined.read("partials", "f32", partials).read_write("output", "f32", fused_out).uniforms(members);
+    combine.program.wgsl = combined.load_wgsl("attention/attention_combine.wgsl");
+    combined.bind(combine);
+    combine.uniform = plan.launches.back().uniform;  // the same block: sizes, strides, the split
+    combine.groups = gpu::fold_workgroups(static_cast<uint64_t>((rows * p.dv + 255) / 256),
+                                          ctx.caps.limits.max_compute_workgroups_per_dimension);
+    plan.launches.push_back(std::move(combine));
+  }
   if (choice.output_copied) add_output_copy(ctx, p, fused_out, plan);
 }
 

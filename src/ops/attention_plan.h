@@ -53,6 +53,10 @@ struct AttentionChoice {
   AttentionKernel kernel = AttentionKernel::Rows;
   int64_t tiled_queries = 0;  // Tiled: query rows per workgroup
   int64_t workgroups = 0;     // Rows and Tiled: the fused kernel's workgroups
+  // Rows: workgroups per query row, each over keys_per_split of the keys (the last over the rest), whose
+  // partial softmaxes attention_combine.wgsl adds up; 1: the row's workgroup takes every key, one launch.
+  int64_t key_splits = 1;
+  int64_t keys_per_split = 0;
   bool k_transposed = false;  // K as the kernels read it (a strided K is copied as K^T for Rows)
   std::array<bool, 3> copied = {false, false, false};  // operands copied contiguous into scratch first
   bool output_copied = false;  // the output written to scratch, then copied into place

@@ -167,6 +167,38 @@ TEST(AttentionKernels, PlannerTakesTheTiledKernelForManyQueriesAndSmallHeads) {
   EXPECT_EQ(label({256, 4, 1, 32}, {256, 4, 144, 32}), "attention");
 }
 
+// Few rows over many keys run as the row kernel over splits of the keys plus a combining launch; many rows
+// or few keys as one launch. A part whose keys are all masked (-1e30) adds nothing: the combination equals
+// the reference over the other parts' keys.
+TEST(AttentionKernels, SplitKeysForFewRowsAndTheirCombination) {
+  auto labels = [&](const Shape& q, const Shape& kv) {
+    const ops::TensorDesc qd{DType::Float32, q}, kvd{DType::Float32, kv};
+    const ops::NodeInfo node = attention_node(0.2f, false);
+    const ops::PlanContext ctx{
+        node, {qd, kvd, kvd}, {nullptr, nullptr, nullptr}, test::device().capabilities()};
+    std::vector<std::string> names;
+    for (const auto& l : ops::builtin_registry().find("wgi", "Attention", 1)->handler.plan(ctx).launches)
+      names.push_back(l.program.label);
+    return names;
+  };
+  EXPECT_EQ(labels({1, 12, 1, 64}, {1, 12, 590, 64}),
+            (std::vector<std::string>{"attention_split", "attention_combine"}));
+  EXPECT_EQ(labels({1, 12, 1, 64}, {1, 12, 63, 64}), std::vector<std::string>{"attention"});     // few keys
+  EXPECT_EQ(labels({1, 12, 197, 64}, {1, 12, 197, 64}), std::vector<std::string>{"attention"});  // many rows
+
+  Tensor q = test::random_tensor({1, 2, 1, 8}, 5, -2, 2), k = test::random_tensor({1, 2, 200, 8}, 6, -2, 2),
+         v = test::random_tensor({1, 2, 200, 8}, 7);
+  Tensor mask = test::random_tensor({200}, 8, -2, 2);
+  for (int64_t j = 0; j < 100; ++j) mask.data<float>()[static_cast<size_t>(j)] = -1e30f;  // parts 0..4 of 7
+  Shape shape;
+  const auto ref = attention_reference(q, k, v, &mask, false, 0.3, shape);
+  const ops::NodeInfo node = attention_node(0.3f, false);
+  const Inputs inputs = {NodeInput{q}, NodeInput{k}, NodeInput{v}, NodeInput{mask}};
+  ASSERT_EQ(runtime::plan_node(test::device().capabilities(), node, inputs).launches.size(), 2u);
+  const auto out = runtime::run_node(test::device(), node, inputs);
+  EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(8 * 4)));
+}
+
 TEST(AttentionKernels, ForcedKernelsThatCannotRunAreErrors) {
   const Tensor q = test::random_tensor({1, 2, 40, 80}, 9), k = test::random_tensor({1, 2, 40, 80}, 10),
                v = test::random_tensor({1, 2, 40, 600}, 11);
@@ -200,6 +232,13 @@ INSTANTIATE_TEST_SUITE_P(
         // Several 256-key chunks with growing maxima: the online softmax must rescale.
         AttentionCase{"long_keys", {1, 2, 3, 16}, {1, 2, 600, 16}, {1, 2, 600, 5}, Shape{600}, false, 8.0f},
         AttentionCase{"decoder_step", {2, 4, 1, 8}, {2, 4, 33, 8}, {2, 4, 33, 8}, std::nullopt, false},
+        // Few query rows over many keys: the row kernel splits the keys over workgroups (19 parts of 32 for
+        // the encoder's 590, the last of 14; 3 of 22, 22 and 21 over a past of 65) and combines them; a
+        // mask with a wide range makes the parts' maxima differ.
+        AttentionCase{
+            "decoder_cross_split", {1, 4, 1, 64}, {1, 4, 590, 64}, {1, 4, 590, 64}, Shape{590}, false, 8.0f},
+        AttentionCase{
+            "decoder_self_split_kt", {2, 3, 1, 16}, {2, 3, 16, 65}, {2, 3, 65, 16}, std::nullopt, true},
         AttentionCase{"long_keys_no_mask", {1, 1, 2, 4}, {1, 1, 300, 4}, {1, 1, 300, 2}, std::nullopt, false},
         AttentionCase{"broadcast_k", {2, 3, 4, 5}, {1, 3, 9, 5}, {2, 3, 9, 4}, std::nullopt, false},
         AttentionCase{"broadcast_v", {2, 3, 4, 5}, {2, 3, 9, 5}, {2, 1, 9, 4}, std::nullopt, false},

@@ -205,9 +205,34 @@ TEST(AttentionPlan, BartDecoderStepWithPastRunsRowsWithoutCopies) {
   ASSERT_TRUE(c.choice) << c.error;
   EXPECT_EQ(c.choice->kernel, AttentionKernel::Rows);
   EXPECT_EQ(c.choice->workgroups, 32);
+  EXPECT_EQ(c.choice->key_splits, 1);  // 8 keys: one workgroup a row
   EXPECT_FALSE(c.choice->k_transposed);
   EXPECT_EQ(c.choice->copied, (Flags{false, false, false}));
   EXPECT_FALSE(c.choice->output_copied);
+}
+
+// BART-base's step: 12 heads x 1 query over a past of 65 and over the encoder's 590 tokens. The row kernel
+// splits the keys until about 256 workgroups run, each over at least 32 keys, none over none.
+TEST(AttentionPlan, DecoderStepSplitsItsKeysOverWorkgroups) {
+  ops::AttentionAttributes a;
+  a.scale = 0.125f;
+  struct Case {
+    int64_t batch, tk, splits, per_split;
+  };
+  for (const Case& k : {Case{1, 590, 19, 32}, Case{1, 65, 3, 22}, Case{3, 590, 8, 74}, Case{1, 64, 2, 32},
+                        Case{1, 63, 1, 63}, Case{11, 590, 1, 590}}) {
+    Inputs in;
+    in.add({k.batch, 12, 1, 64});
+    in.add({k.batch, 12, k.tk, 64});
+    in.add({k.batch, 12, k.tk, 64});
+    const Chosen c = choose(a, in, h200());
+    ASSERT_TRUE(c.choice) << c.error;
+    EXPECT_EQ(c.choice->kernel, AttentionKernel::Rows);
+    EXPECT_EQ(c.choice->key_splits, k.splits) << k.batch << " x " << k.tk;
+    EXPECT_EQ(c.choice->keys_per_split, k.per_split) << k.batch << " x " << k.tk;
+    EXPECT_EQ(c.choice->workgroups, k.batch * 12 * k.splits);
+    EXPECT_GT(k.tk, (k.splits - 1) * k.per_split);  // the last part has keys
+  }
 }
 
 TEST(AttentionPlan, UnalignedHeadsAndForcedKernelsThatCannotRun) {

@@ -1,7 +1,9 @@
 // Fused attention, out = softmax(scale * Q K^T + mask) V, one workgroup per query row (attention_tiled.wgsl
 // is the variant for many query rows and small heads). The keys are visited in
 // chunks with an online softmax (running max and sum, accumulator rescaled when the max grows), so the
-// [Tq, Tk] score matrix is never written to memory and any Tk works.
+// [Tq, Tk] score matrix is never written to memory and any Tk works. SPLIT_KEYS (few rows over many keys: a
+// decoder step's one query per head): params.key_splits workgroups per row, each over its part of the keys,
+// write their unnormalised sums, maximum and sum for attention_combine.wgsl instead of the output.
 //   Q [batch..., Tq, D]; K [batch..., Tk, D], or with K_TRANSPOSED [batch..., D, Tk]; V [batch..., Tk, Dv];
 //   mask (optional, additive) broadcast to [batch..., Tq, Tk]; out [batch..., Tq, Dv].
 // Batch dims are decoded from the output's (up to 4) with per-operand strides, 0 where an operand broadcasts;
@@ -27,10 +29,14 @@ var<workgroup> sum_scratch: array<f32, WG_SIZE>;
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let row = linear_workgroup_index(wid, nwg);
+  let part = linear_workgroup_index(wid, nwg);  // row * key_splits + split
+  let row = part / params.key_splits;
   if (row >= params.rows) {
     return;  // uniform: the whole workgroup leaves together
   }
+  // The keys of this workgroup: all of them, or with SPLIT_KEYS its split's (never none).
+  let key_begin = (part % params.key_splits) * params.keys_per_split;
+  let key_end = min(params.tk, key_begin + params.keys_per_split);
   let i = row % params.tq;
   let bases = attention_bases(row / params.tq);
   let q_base = bases.q + i * params.q_row_stride;
@@ -41,8 +47,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var running_max = -3.4028234e38;
   var running_sum = 0.0;
   var acc: array<f32, MAX_DV_PER_THREAD>;
-  for (var start = 0u; start < params.tk; start += CHUNK) {
-    let n = min(CHUNK, params.tk - start);
+  for (var start = key_begin; start < key_end; start += CHUNK) {
+    let n = min(CHUNK, key_end - start);
     var local_max = -3.4028234e38;
     for (var jj = lid; jj < n; jj += WG_SIZE) {
       let j = start + jj;
@@ -89,6 +95,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     workgroupBarrier();  // chunk_scores is overwritten by the next chunk
   }
+#if SPLIT_KEYS
+  // This part's sums unnormalised, [rows * key_splits][Dv], then its running maximum and sum after all the
+  // parts' sums (attention_combine.wgsl adds the parts up).
+  let parts = params.rows * params.key_splits;
+  for (var slot = 0u; slot < MAX_DV_PER_THREAD; slot++) {
+    let c = lid + slot * WG_SIZE;
+    if (c < params.dv) {
+      output[part * params.dv + c] = acc[slot];
+    }
+  }
+  if (lid == 0u) {
+    output[parts * params.dv + part] = running_max;
+    output[parts * (params.dv + 1u) + part] = running_sum;
+  }
+#else
   let out_base = bases.out + i * params.out_row_stride;
   for (var slot = 0u; slot < MAX_DV_PER_THREAD; slot++) {
     let c = lid + slot * WG_SIZE;
@@ -96,4 +117,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       output[out_base + c] = acc[slot] / running_sum;
     }
   }
+#endif
 }
