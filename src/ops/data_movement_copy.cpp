@@ -185,6 +185,7 @@ OpPlan plan_concat_pairs(const PlanContext& ctx) {
     ops::NodeInfo& half = halves[p];
     half.op_type = "Concat";
     half.domain.clear();
+    half.opset = 13;  // Concat as current opsets define it (negative axes)
     auto pick = [p](const std::vector<std::string>& names, size_t per) {
       std::vector<std::string> picked;
       for (size_t i = p * per; i < (p + 1) * per && i < names.size(); ++i) picked.push_back(names[i]);
