@@ -147,18 +147,20 @@ TEST_P(AttentionTest, MatchesFloat64Reference) {
   }
 }
 
+// The labels of the launches planned for Q of `q` and K, V of `kv` on this device (no pipeline compiled).
+std::vector<std::string> planned_labels(const Shape& q, const Shape& kv) {
+  const ops::TensorDesc qd{DType::Float32, q}, kvd{DType::Float32, kv};
+  const ops::NodeInfo node = attention_node(0.2f, false);
+  const ops::PlanContext ctx{
+      node, {qd, kvd, kvd}, {nullptr, nullptr, nullptr}, test::device().capabilities()};
+  std::vector<std::string> labels;
+  for (const auto& l : ops::builtin_registry().find("wgi", "Attention", 1)->handler.plan(ctx).launches)
+    labels.push_back(l.program.label);
+  return labels;
+}
+
 TEST(AttentionKernels, PlannerTakesTheTiledKernelForManyQueriesAndSmallHeads) {
-  auto label = [&](const Shape& q, const Shape& kv) {
-    const ops::TensorDesc qd{DType::Float32, q}, kvd{DType::Float32, kv};
-    const ops::NodeInfo node = attention_node(0.2f, false);
-    const ops::PlanContext ctx{
-        node, {qd, kvd, kvd}, {nullptr, nullptr, nullptr}, test::device().capabilities()};
-    return ops::builtin_registry()
-        .find("wgi", "Attention", 1)
-        ->handler.plan(ctx)
-        .launches.at(0)
-        .program.label;
-  };
+  auto label = [](const Shape& q, const Shape& kv) { return planned_labels(q, kv).at(0); };
   // DaViT's window attention: 256 windows x 4 heads of 144 queries, head size 32 (768 tiled workgroups).
   EXPECT_EQ(label({256, 4, 144, 32}, {256, 4, 144, 32}), "attention_tiled");
   // SigLIP-B: 12 heads x 197 queries would give the tiled kernel only 48 workgroups.
@@ -171,16 +173,7 @@ TEST(AttentionKernels, PlannerTakesTheTiledKernelForManyQueriesAndSmallHeads) {
 // or few keys as one launch. A part whose keys are all masked (-1e30) adds nothing: the combination equals
 // the reference over the other parts' keys.
 TEST(AttentionKernels, SplitKeysForFewRowsAndTheirCombination) {
-  auto labels = [&](const Shape& q, const Shape& kv) {
-    const ops::TensorDesc qd{DType::Float32, q}, kvd{DType::Float32, kv};
-    const ops::NodeInfo node = attention_node(0.2f, false);
-    const ops::PlanContext ctx{
-        node, {qd, kvd, kvd}, {nullptr, nullptr, nullptr}, test::device().capabilities()};
-    std::vector<std::string> names;
-    for (const auto& l : ops::builtin_registry().find("wgi", "Attention", 1)->handler.plan(ctx).launches)
-      names.push_back(l.program.label);
-    return names;
-  };
+  const auto labels = planned_labels;
   EXPECT_EQ(labels({1, 12, 1, 64}, {1, 12, 590, 64}),
             (std::vector<std::string>{"attention_split", "attention_combine"}));
   EXPECT_EQ(labels({1, 12, 1, 64}, {1, 12, 63, 64}), std::vector<std::string>{"attention"});     // few keys
