@@ -73,6 +73,13 @@ struct Florence2Result {
   int logits_downloads = 0;
   std::string generated_text;  // generated_ids decoded, special tokens kept
   Florence2Parsed parsed;
+  // Where the call's wall time went, in ms: the image resized and normalised, the prompt embedded and the
+  // vision encoder run (its features downloaded), the encoder run, every decoder step with the host's
+  // search between them, and the answer decoded and parsed.
+  struct Stages {
+    double preprocess_ms = 0, vision_ms = 0, encoder_ms = 0, decode_ms = 0, postprocess_ms = 0;
+  };
+  Stages stages;
 };
 
 // Which file of each session runs, by transformers.js's dtype names and their file suffixes: fp32 (none),

@@ -4,6 +4,7 @@
 // them), modeling_utils.js generate (decoder start token, max_length, the logits processors' order: no
 // repeated n-gram, forced BOS, forced EOS; greedy argmax, first maximum; stop at max_length or EOS).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -956,9 +957,18 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
                 " leaves no new token (set max_new_tokens)");
   }
 
-  Tensor pixels = m.pixel_values(image);
-
   Florence2Result result;
+  auto stage_start = std::chrono::steady_clock::now();
+  // The time since the last stage ended, in ms (and the next stage starts now).
+  auto stage_ms = [&stage_start] {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - stage_start).count();
+    stage_start = now;
+    return ms;
+  };
+  Tensor pixels = m.pixel_values(image);
+  result.stages.preprocess_ms = stage_ms();
+
   result.task = task;
   for (int32_t id : m.tokenizer.encode(prompt)) result.input_ids.push_back(id);
 
@@ -978,9 +988,11 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
   const Tensor encoder_embeds = Tensor::from_vector<float>({1, encoder_length, d_model}, joined);
   const Tensor encoder_mask = Tensor::from_vector<int64_t>(
       {1, encoder_length}, std::vector<int64_t>(static_cast<size_t>(encoder_length), 1));
+  result.stages.vision_ms = stage_ms();
   const Tensor encoder_hidden =
       m.encoder.run({{"inputs_embeds", encoder_embeds}, {"attention_mask", encoder_mask}})
           .at("last_hidden_state");
+  result.stages.encoder_ms = stage_ms();
 
   const DecoderSessions sessions{m.embed_tokens, m.decoder,    m.merged ? m.decoder : *m.decoder_with_past,
                                  m.merged,       m.past_names, m.heads,
@@ -994,6 +1006,7 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
   result.sequence_score = found.score;
   result.decode_steps = found.steps;
   result.logits_downloads = decoder.logits_downloads();
+  result.stages.decode_ms = stage_ms();
   const std::vector<int64_t>& ids = result.generated_ids;
 
   std::vector<int32_t> ids32(ids.begin(), ids.end());
@@ -1006,6 +1019,7 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
   result.parsed.labels = answer.labels;
   result.parsed.boxes = answer.boxes;
   result.parsed.quad_boxes = answer.quad_boxes;
+  result.stages.postprocess_ms = stage_ms();
   return result;
 }
 

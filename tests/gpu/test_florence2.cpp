@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -76,8 +77,18 @@ void expect_task(Florence2& model, const std::string& task, const std::string& f
   Florence2GenerateOptions options;
   options.max_new_tokens = static_cast<int>(want.find("max_new_tokens")->number);
   options.num_beams = 1;  // transformers.js 4.3 decodes greedily whatever num_beams says
+  const auto start = std::chrono::steady_clock::now();
   const Florence2Result r = model.generate(image, task, {}, options);
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.num_beams, 1);
+  // The stages' times: each measured, none negative, together within the call's wall time.
+  const Florence2Result::Stages& t = r.stages;
+  for (double ms : {t.preprocess_ms, t.vision_ms, t.encoder_ms, t.decode_ms, t.postprocess_ms})
+    EXPECT_GE(ms, 0);
+  EXPECT_GT(t.vision_ms, 0);
+  EXPECT_GT(t.decode_ms, 0);
+  EXPECT_LE(t.preprocess_ms + t.vision_ms + t.encoder_ms + t.decode_ms + t.postprocess_ms, wall_ms);
 
   EXPECT_EQ(r.input_ids, ids_of(*want.find("input_ids")));
   const std::vector<int64_t> want_ids = ids_of(*want.find("generated_ids"));

@@ -83,7 +83,7 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--runs", opts->runs,
                   "Run the task this many times (after loading) and print the wall time of each end to end "
-                  "(image decode -> parsed answer) and per decoder step on stderr")
+                  "(image decode -> parsed answer), per decoder step and per stage on stderr")
       ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--draw", opts->draw,
@@ -115,12 +115,14 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
     }
     Florence2Result r;
     std::vector<double> times;
+    std::vector<Florence2Result::Stages> stages;
     for (int run = 0; run < opts->runs; ++run) {
       // Each run decodes the image file again: the time is image file -> parsed answer.
       const auto start = std::chrono::steady_clock::now();
       if (run > 0) image = load_image(opts->image);
       r = model.generate(image, opts->task, opts->text, generate);
       times.push_back(ms_since(start));
+      stages.push_back(r.stages);
     }
     if (opts->runs > 1) {
       std::cerr << "load: " << load_ms << " ms (" << model.decoder_files() << ")\n";
@@ -134,6 +136,20 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
       const double median = later[later.size() / 2];
       std::cerr << "median of runs 2..: " << median << " ms end to end, "
                 << median / std::max(1, r.decode_steps) << " ms per decoder step (whole run / steps)\n";
+      // Each stage's median over runs 2.. (docs/pipelines.md says what each holds).
+      auto stage_median = [&](double Florence2Result::Stages::*field) {
+        std::vector<double> v;
+        for (size_t i = 1; i < stages.size(); ++i) v.push_back(stages[i].*field);
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      const double decode = stage_median(&Florence2Result::Stages::decode_ms);
+      std::cerr << "stages (median of runs 2..): preprocess "
+                << stage_median(&Florence2Result::Stages::preprocess_ms) << " ms, vision encoder "
+                << stage_median(&Florence2Result::Stages::vision_ms) << " ms, encoder "
+                << stage_median(&Florence2Result::Stages::encoder_ms) << " ms, decoding " << decode << " ms ("
+                << decode / std::max(1, r.decode_steps) << " ms a step), postprocess "
+                << stage_median(&Florence2Result::Stages::postprocess_ms) << " ms\n";
     }
     if (!opts->draw.empty()) {
       save_png(pipelines::draw_outlines(image, r.parsed.boxes, r.parsed.quad_boxes), opts->draw);
