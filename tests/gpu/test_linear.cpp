@@ -10,6 +10,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/gemm_launch.h"
 #include "ops/registry.h"
@@ -1592,19 +1593,23 @@ struct ColumnSplitCase {
   int64_t split_k = 0;          // wgi.gemm_split_k (0: none forced)
 };
 
-void expect_split(const ColumnSplitCase& c, bool bias, const char* activation, uint64_t seed) {
+// `half_weight`: B a float16 constant (a fp16 export's weight, read packed), the reference on its values.
+void expect_split(const ColumnSplitCase& c, bool bias, const char* activation, uint64_t seed,
+                  bool half_weight = false) {
   const int64_t k = c.a.back();
   int64_t n = 0;
   for (int64_t w : c.widths) n += w;
   Tensor x = test::random_tensor(c.a, seed);
   Tensor w = test::random_tensor({k, n}, seed + 1);  // [K, N], as exports store nn.Linear's weight
   Tensor b = test::random_tensor({n}, seed + 2);
+  Tensor w_half = ops::narrow_to_float16(w);
+  if (half_weight) w = ops::widen_float16(w_half);  // the values the kernels read
   ops::NodeInfo split_node = test::make_node("MatMul", 13, c.widths.size());
   split_node.attributes.set("wgi.split_columns", c.widths);
   if (*c.kernel) split_node.attributes.set("wgi.kernel", std::string(c.kernel));
   if (c.split_k) split_node.attributes.set("wgi.gemm_split_k", c.split_k);
   if (*activation) split_node.attributes.set("wgi.activation", std::string(activation));
-  Inputs in = {NodeInput{x}, NodeInput{w, true}};
+  Inputs in = {NodeInput{x}, NodeInput{half_weight ? w_half : w, true}};
   if (bias) in.push_back(NodeInput{b, true});
   test::Reference ref = test::matmul_reference(x, w);
   for (size_t i = 0; i < ref.values.size(); ++i) {
@@ -1613,7 +1618,8 @@ void expect_split(const ColumnSplitCase& c, bool bias, const char* activation, u
     if (std::string(activation) == "Relu") v = std::max(v, 0.0);
   }
   const std::string what = std::string("A ") + shape_to_string(c.a) + " kernel '" + c.kernel + "' split_k " +
-                           std::to_string(c.split_k) + (bias ? " bias " : " ") + activation;
+                           std::to_string(c.split_k) + (bias ? " bias " : " ") + activation +
+                           (half_weight ? " float16 B" : "");
   const std::vector<Tensor> out = runtime::run_node(test::device(), split_node, in);
   ASSERT_EQ(out.size(), c.widths.size()) << what;
   int64_t begin = 0;
@@ -1641,6 +1647,9 @@ TEST(SplitColumns, EveryKernelWritesEachBlockAsItsOwnProduct) {
       expect_split(c, bias, bias ? "Relu" : "", seed += 10);
     }
   }
+  // A float16 weight (merged siblings of an fp16 export), on the GEMV and on a GEMM.
+  expect_split({{2, 64}, {16, 32, 16}, "gemv"}, true, "", seed += 10, true);
+  expect_split({{9, 36}, {12, 12, 12}, "tiled"}, true, "", seed += 10, true);
 }
 
 // The GEMV writes the blocks itself (one launch); the other kernels add one copy after the product.
