@@ -75,9 +75,11 @@ struct Florence2Result {
   Florence2Parsed parsed;
   // Where the call's wall time went, in ms: the image resized and normalised, the prompt embedded and the
   // vision encoder run (its features downloaded), the encoder run, every decoder step with the host's
-  // search between them, and the answer decoded and parsed.
+  // search between them, and the answer decoded and parsed. Of decode_ms: the steps' embed_tokens runs, and
+  // their decoder runs up to the candidates' download (the rest is the search and the beams' reordering).
   struct Stages {
     double preprocess_ms = 0, vision_ms = 0, encoder_ms = 0, decode_ms = 0, postprocess_ms = 0;
+    double step_embed_ms = 0, step_decoder_ms = 0;
   };
   Stages stages;
 };

@@ -513,6 +513,7 @@ class BeamDecoder {
   // (embed_tokens shares the decoder's Environment), and so do the presents and the logits.
   StepScores step(std::span<const int64_t> last_tokens) {
     const bool first = steps_ == 0;
+    const auto embed_start = std::chrono::steady_clock::now();
     RunOptions embeds_on_device;
     embeds_on_device.device_outputs = {"inputs_embeds"};
     inputs_["inputs_embeds"] =
@@ -527,6 +528,8 @@ class BeamDecoder {
       use_cache.bytes()[0] = std::byte{first ? uint8_t{0} : uint8_t{1}};
       inputs_["use_cache_branch"] = use_cache;
     }
+    const auto decoder_start = std::chrono::steady_clock::now();
+    embed_ms_ += std::chrono::duration<double, std::milli>(decoder_start - embed_start).count();
     Session& session = first ? m_.decoder : with_past_;
     std::map<std::string, Value> step_inputs;
     for (const auto& [name, value] : inputs_) {
@@ -544,6 +547,8 @@ class BeamDecoder {
 
     StepScores scores(out.at(kCandidateValues).host(), out.at(kCandidateTokens).host(),
                       out.at(kLogSumExp).host(), out.at("logits").device(), logits_downloads_);
+    decoder_ms_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decoder_start).count();
     if (scores.rows() != batch_) {
       throw Error("Florence-2: the decoder gave logits for " + std::to_string(scores.rows()) + " rows; " +
                   std::to_string(batch_) + " were run");
@@ -564,6 +569,9 @@ class BeamDecoder {
 
   int steps() const { return steps_; }
   int logits_downloads() const { return logits_downloads_; }
+  // The steps' time in embed_tokens, and in the decoder up to its candidates' download, in ms.
+  double embed_ms() const { return embed_ms_; }
+  double decoder_ms() const { return decoder_ms_; }
 
  private:
   static Tensor repeat_rows(const Tensor& one, size_t rows) {
@@ -584,6 +592,7 @@ class BeamDecoder {
   RunOptions keep_first_, keep_;
   int steps_ = 0;
   int logits_downloads_ = 0;
+  double embed_ms_ = 0, decoder_ms_ = 0;
 };
 
 struct SearchSettings {
@@ -1007,6 +1016,8 @@ Florence2Result Florence2::generate(const Image& image, const std::string& task,
   result.decode_steps = found.steps;
   result.logits_downloads = decoder.logits_downloads();
   result.stages.decode_ms = stage_ms();
+  result.stages.step_embed_ms = decoder.embed_ms();
+  result.stages.step_decoder_ms = decoder.decoder_ms();
   const std::vector<int64_t>& ids = result.generated_ids;
 
   std::vector<int32_t> ids32(ids.begin(), ids.end());

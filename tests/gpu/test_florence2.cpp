@@ -89,6 +89,9 @@ void expect_task(Florence2& model, const std::string& task, const std::string& f
   EXPECT_GT(t.vision_ms, 0);
   EXPECT_GT(t.decode_ms, 0);
   EXPECT_LE(t.preprocess_ms + t.vision_ms + t.encoder_ms + t.decode_ms + t.postprocess_ms, wall_ms);
+  EXPECT_GT(t.step_embed_ms, 0);
+  EXPECT_GT(t.step_decoder_ms, 0);
+  EXPECT_LE(t.step_embed_ms + t.step_decoder_ms, t.decode_ms);
 
   EXPECT_EQ(r.input_ids, ids_of(*want.find("input_ids")));
   const std::vector<int64_t> want_ids = ids_of(*want.find("generated_ids"));

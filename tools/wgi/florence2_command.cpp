@@ -148,7 +148,10 @@ void add_florence2_command(CLI::App& app, int& exit_code) {
                 << stage_median(&Florence2Result::Stages::preprocess_ms) << " ms, vision encoder "
                 << stage_median(&Florence2Result::Stages::vision_ms) << " ms, encoder "
                 << stage_median(&Florence2Result::Stages::encoder_ms) << " ms, decoding " << decode << " ms ("
-                << decode / std::max(1, r.decode_steps) << " ms a step), postprocess "
+                << decode / std::max(1, r.decode_steps) << " ms a step; of the decoding, embed_tokens "
+                << stage_median(&Florence2Result::Stages::step_embed_ms)
+                << " ms and the decoder to its candidates "
+                << stage_median(&Florence2Result::Stages::step_decoder_ms) << " ms), postprocess "
                 << stage_median(&Florence2Result::Stages::postprocess_ms) << " ms\n";
     }
     if (!opts->draw.empty()) {
