@@ -274,6 +274,9 @@ class Session {
   // Throws wgi::Error for an index outside the rows, a released or foreign tensor, or rows that are not whole
   // 4-byte words (an odd float16 row).
   DeviceTensor gather_rows(const DeviceTensor& tensor, std::span<const int64_t> rows);
+  // The same rows of several tensors (a decoder's every past key and value), in one submission to the GPU;
+  // every tensor is checked before any is copied.
+  std::vector<DeviceTensor> gather_rows(std::span<const DeviceTensor> tensors, std::span<const int64_t> rows);
   // Waits until the GPU has finished every run submitted so far; throws the first data error a run recorded
   // that no download has reported yet (see run()).
   void synchronize();

@@ -561,10 +561,15 @@ class BeamDecoder {
     bool identity = true;
     for (size_t j = 0; j < parents.size(); ++j) identity = identity && parents[j] == static_cast<int64_t>(j);
     if (identity) return;
+    std::vector<std::string> names;
+    std::vector<DeviceTensor> pasts;
     for (const std::string& past : m_.past_names) {
       if (past.find(".decoder.") == std::string::npos) continue;
-      inputs_[past] = with_past_.gather_rows(inputs_.at(past).device(), parents);
+      names.push_back(past);
+      pasts.push_back(inputs_.at(past).device());
     }
+    std::vector<DeviceTensor> reordered = with_past_.gather_rows(pasts, parents);  // one submission
+    for (size_t i = 0; i < names.size(); ++i) inputs_[names[i]] = std::move(reordered[i]);
   }
 
   int steps() const { return steps_; }

@@ -188,40 +188,55 @@ DeviceTensor DeviceMemory::upload(const Tensor& tensor) {
 }
 
 DeviceTensor DeviceMemory::gather_rows(const DeviceTensor& source, std::span<const int64_t> rows) {
-  const auto& state = detail::DeviceTensorState::of(source);
-  if (!state) throw Error("gather_rows: empty DeviceTensor (default-constructed or moved from)");
-  const std::string what = "gather_rows of DeviceTensor " + shape_to_string(state->desc.shape);
-  if (!state->memory) throw Error(what + ": it was released");
-  if (&state->memory->device() != device_.get()) throw Error(what + ": it " + std::string(kOtherDevice));
-  if (state->desc.shape.empty()) throw Error(what + ": a scalar has no rows");
-  const int64_t count = state->desc.shape[0];
-  Shape shape = state->desc.shape;
-  shape[0] = static_cast<int64_t>(rows.size());
-  const ops::TensorDesc desc{state->desc.dtype, shape};
-  const uint64_t row_elements =
-      count == 0 ? 0 : static_cast<uint64_t>(element_count(state->desc.shape) / count);
-  const uint64_t row_bytes = row_elements * device_element_size(desc.dtype);
-  // Rows are copied with copyBufferToBuffer, which needs 4-byte multiples (a float16 row of odd length is
-  // not).
-  if (row_bytes % 4 != 0) {
-    throw Error(what + ": a row is " + std::to_string(row_bytes) + " bytes, not a multiple of 4");
+  return gather_rows(std::span<const DeviceTensor>(&source, 1), rows).at(0);
+}
+
+std::vector<DeviceTensor> DeviceMemory::gather_rows(std::span<const DeviceTensor> sources,
+                                                    std::span<const int64_t> rows) {
+  // Every source checked before anything is allocated or copied.
+  std::vector<uint64_t> row_bytes_of;
+  for (const DeviceTensor& source : sources) {
+    const auto& state = detail::DeviceTensorState::of(source);
+    if (!state) throw Error("gather_rows: empty DeviceTensor (default-constructed or moved from)");
+    const std::string what = "gather_rows of DeviceTensor " + shape_to_string(state->desc.shape);
+    if (!state->memory) throw Error(what + ": it was released");
+    if (&state->memory->device() != device_.get()) throw Error(what + ": it " + std::string(kOtherDevice));
+    if (state->desc.shape.empty()) throw Error(what + ": a scalar has no rows");
+    const int64_t count = state->desc.shape[0];
+    const uint64_t row_elements =
+        count == 0 ? 0 : static_cast<uint64_t>(element_count(state->desc.shape) / count);
+    const uint64_t row_bytes = row_elements * device_element_size(state->desc.dtype);
+    // Rows are copied with copyBufferToBuffer, which needs 4-byte multiples (a float16 row of odd length is
+    // not).
+    if (row_bytes % 4 != 0) {
+      throw Error(what + ": a row is " + std::to_string(row_bytes) + " bytes, not a multiple of 4");
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] < 0 || rows[i] >= count) {
+        throw Error(what + ": row index " + std::to_string(rows[i]) + " (at " + std::to_string(i) +
+                    ") is outside [0, " + std::to_string(count) + ")");
+      }
+    }
+    row_bytes_of.push_back(row_bytes);
   }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0 || rows[i] >= count) {
-      throw Error(what + ": row index " + std::to_string(rows[i]) + " (at " + std::to_string(i) +
-                  ") is outside [0, " + std::to_string(count) + ")");
+  std::vector<DeviceTensor> gathered;
+  gpu::CommandBatch batch(*device_);
+  bool copies = false;
+  for (size_t t = 0; t < sources.size(); ++t) {
+    const auto& state = detail::DeviceTensorState::of(sources[t]);
+    Shape shape = state->desc.shape;
+    shape[0] = static_cast<int64_t>(rows.size());
+    gathered.push_back(allocate(ops::TensorDesc{state->desc.dtype, shape}));
+    const uint64_t row_bytes = row_bytes_of[t];
+    const auto& target = detail::DeviceTensorState::of(gathered.back());
+    for (size_t i = 0; i < rows.size() && row_bytes != 0; ++i) {
+      batch.copy({&state->buffer, static_cast<uint64_t>(rows[i]) * row_bytes, row_bytes},
+                 {&target->buffer, i * row_bytes, row_bytes});
+      copies = true;
     }
   }
-  DeviceTensor out = allocate(desc);
-  if (row_bytes == 0 || rows.empty()) return out;
-  const auto& target = detail::DeviceTensorState::of(out);
-  gpu::CommandBatch batch(*device_);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    batch.copy({&state->buffer, static_cast<uint64_t>(rows[i]) * row_bytes, row_bytes},
-               {&target->buffer, i * row_bytes, row_bytes});
-  }
-  batch.submit();
-  return out;
+  if (copies) batch.submit();
+  return gathered;
 }
 
 }  // namespace wgi::runtime

@@ -66,6 +66,8 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
   // A new DeviceTensor whose row i along axis 0 is row rows[i] of `source` (which this memory holds),
   // copied on the GPU after the work already submitted: Session::gather_rows.
   DeviceTensor gather_rows(const DeviceTensor& source, std::span<const int64_t> rows);
+  // The same for several tensors with the same rows, in one submission.
+  std::vector<DeviceTensor> gather_rows(std::span<const DeviceTensor> sources, std::span<const int64_t> rows);
 
  private:
   friend struct wgi::detail::DeviceTensorState;

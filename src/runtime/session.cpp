@@ -1099,6 +1099,11 @@ DeviceTensor Session::gather_rows(const DeviceTensor& tensor, std::span<const in
   return impl_->memory->gather_rows(tensor, rows);
 }
 
+std::vector<DeviceTensor> Session::gather_rows(std::span<const DeviceTensor> tensors,
+                                               std::span<const int64_t> rows) {
+  return impl_->memory->gather_rows(tensors, rows);
+}
+
 void Session::synchronize() {
   impl_->device->wait_idle();
   const graph::Graph& graph = impl_->graph;

@@ -1,6 +1,6 @@
 // Session::gather_rows: rows along axis 0 copied on the GPU (a beam search's key/value reordering), checked
 // against the same gather done on the host copy of the source; repeated and dropped rows, an unaligned row
-// length, a kept run output as the source, int64; and the errors.
+// length, a kept run output as the source, int64, several tensors in one submission; and the errors.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -69,6 +69,24 @@ TEST(GatherRows, CopiesTheChosenRowsOnTheDevice) {
   // int64 (32-bit words on the device), a 1-D tensor (rows of one element).
   const Tensor ids = Tensor::from_vector<int64_t>({4}, {-3, 9, 2147483647, 5});
   expect_same(s.gather_rows(s.upload(ids), Rows{3, 0, 0}).download(), host_gather(ids, {3, 0, 0}));
+}
+
+// Several tensors with the same rows in one submission (a decoder's pasts): each equals its host gather; a
+// bad one among them (too few rows for the indices) fails before any is gathered.
+TEST(GatherRows, SeveralTensorsAtOnce) {
+  Session s = Session::from_file(kModels / "gemm_chain" / "model.onnx");
+  const std::vector<Tensor> sources = {random_tensor({3, 2, 5, 7}, 21), random_tensor({3, 4}, 22),
+                                       random_tensor({3, 1, 9}, 23)};
+  std::vector<DeviceTensor> on_device;
+  for (const Tensor& t : sources) on_device.push_back(s.upload(t));
+  const Rows rows = {2, 0, 2};
+  const std::vector<DeviceTensor> gathered = s.gather_rows(on_device, rows);
+  ASSERT_EQ(gathered.size(), sources.size());
+  for (size_t i = 0; i < sources.size(); ++i)
+    expect_same(gathered[i].download(), host_gather(sources[i], rows));
+  on_device.push_back(s.upload(random_tensor({2, 4}, 24)));
+  EXPECT_NE(error_of([&] { s.gather_rows(on_device, rows); }).find("DeviceTensor [2, 4]: row index 2 (at 0)"),
+            std::string::npos);
 }
 
 TEST(GatherRows, ReordersAKeptRunOutputAfterTheRun) {
