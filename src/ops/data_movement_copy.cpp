@@ -183,6 +183,7 @@ OpPlan plan_concat_pairs(const PlanContext& ctx) {
   std::vector<PlanContext> concats;
   for (size_t p = 0; p < 2; ++p) {
     ops::NodeInfo& half = halves[p];
+    half.name = ctx.node.name + (p == 0 ? ", its first Concat" : ", its second Concat");  // for messages
     half.op_type = "Concat";
     half.domain.clear();
     half.opset = 13;  // Concat as current opsets define it (negative axes)

@@ -302,6 +302,22 @@ TEST(DataMovementConcat, PairsOfOneShapeInOneLaunch) {
   }
 }
 
+// A ConcatPairs node written by hand (the domain is wgi's own): the wrong input count or halves that do not
+// concatenate fail naming the node and what is wrong.
+TEST(DataMovementConcat, PairsThatCannotRunAreErrors) {
+  const Tensor a = test::random_tensor({2, 3}, 1), b = test::random_tensor({2, 1}, 2),
+               c = test::random_tensor({3, 3}, 3);
+  ops::NodeInfo n{"pairs_under_test", "ConcatPairs", "wgi", 1, {}, {"p0", "n0", "p1", "n1"}, {"y0", "y1"}};
+  n.attributes.set("axis", int64_t{1});
+  const std::string three = test::node_error(n, {NodeInput{a}, NodeInput{b}, NodeInput{a}});
+  EXPECT_HAS(three, "pairs_under_test");
+  EXPECT_HAS(three, "takes 4 inputs (two Concats of two), not 3");
+  // The second half: [3, 3] with [2, 1] along axis 1 (their rows differ).
+  const std::string half = test::node_error(n, {NodeInput{a}, NodeInput{b}, NodeInput{c}, NodeInput{b}});
+  EXPECT_HAS(half, "node 'pairs_under_test, its second Concat' (Concat");
+  EXPECT_HAS(half, "input 1 ('n1') has shape [2, 1], which does not match input 0 [3, 3]");
+}
+
 TEST(DataMovementConcat, EmptyInputsAndShapeVectors) {
   Tensor a = test::random_tensor({2, 0, 3}, 1), b = test::random_tensor({2, 4, 3}, 2);
   ops::NodeInfo n = make_node("Concat");

@@ -1697,6 +1697,11 @@ TEST(SplitColumns, BadSplitsFailNamingTheNode) {
       << error({6, 6}, 2, true);
   EXPECT_NE(error({4, 4}, 2).find("dm_under_test"), std::string::npos);
   EXPECT_EQ(error({6, 6}, 2), "no error");
+  // Gemm has no split output (the pass makes MatMuls only).
+  ops::NodeInfo gemm = test::make_node("Gemm", 13, 2);
+  gemm.attributes.set("wgi.split_columns", std::vector<int64_t>{6, 6});
+  const std::string gemm_error = plan_error(gemm, {NodeInput{x}, NodeInput{w, true}});
+  EXPECT_NE(gemm_error.find("wgi.split_columns apply to MatMul only"), std::string::npos) << gemm_error;
 }
 
 }  // namespace
