@@ -110,7 +110,7 @@ std::optional<ConcatPairShape> concat_pair_shape(const PlanContext& ctx) {
       normalize_axis(ctx, ctx.node.attributes.get_int("axis", 0), static_cast<int64_t>(out.size()), "axis"));
   const int64_t first_len = ctx.input(0).shape[axis], second_len = ctx.input(1).shape[axis];
   const int64_t count = element_count(out);
-  if (first_len == 0 || second_len == 0 || count == 0 || 2 * count > int64_t{UINT32_MAX}) return std::nullopt;
+  if (first_len == 0 || second_len == 0 || count == 0 || count > int64_t{UINT32_MAX}) return std::nullopt;
   int64_t inner = 1;
   for (size_t d = axis + 1; d < out.size(); ++d) inner *= out[d];
   require_device_elements(ctx, 0);
@@ -204,7 +204,8 @@ OpPlan plan_concat_pairs(const PlanContext& ctx) {
   const std::optional<ConcatPairShape> first = concat_pair_shape(concats[0]);
   const std::optional<ConcatPairShape> second = concat_pair_shape(concats[1]);
   OpPlan plan;
-  if (first && second && *first == *second) {
+  // One launch indexes both outputs' elements in 32 bits.
+  if (first && second && *first == *second && uint64_t{first->units} * 2 <= UINT32_MAX) {
     plan.outputs = {first->output, second->output};
     plan.launches.push_back(concat_pair_launch(ctx, *first, 2));
     return plan;

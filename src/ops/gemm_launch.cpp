@@ -937,21 +937,19 @@ bool prepack_b_as_nk(const PlanContext& ctx, const GemmLaunchSpec& spec) {
   }
 }
 
-std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint32_t n) {
-  if (split.widths.size() < 2 || split.widths.size() > kMaxSplitOutputs)
-    return "a split output takes 2 to " + std::to_string(kMaxSplitOutputs) + " column blocks, not " +
-           std::to_string(split.widths.size());
+std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint64_t n) {
   if (split.outputs.size() != split.widths.size())
     return std::to_string(split.widths.size()) + " column blocks need as many outputs, not " +
            std::to_string(split.outputs.size());
   uint64_t sum = 0;
   for (uint32_t w : split.widths) {
-    if (w == 0) return "a column block of width 0";
+    if (w == 0) return "has a block of width 0";
     sum += w;
   }
-  if (sum != n)
-    return "the column blocks' widths sum to " + std::to_string(sum) +
-           ", not the product's N = " + std::to_string(n);
+  if (sum != n || split.widths.size() < 2 || split.widths.size() > kMaxSplitOutputs)
+    return "splits " + std::to_string(sum) + " columns into " + std::to_string(split.widths.size()) +
+           " blocks; the product has N = " + std::to_string(n) + " (2 to " +
+           std::to_string(kMaxSplitOutputs) + " blocks)";
   return "";
 }
 
@@ -969,11 +967,9 @@ std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& 
     ctx.fail(attribute + "has " + std::to_string(widths.size()) + " column blocks for the node's " +
              std::to_string(ctx.node.output_names.size()) + " outputs");
   GemmLaunchSpec::ColumnSplit split;
-  int64_t sum = 0;
   for (int64_t width : widths) {
     if (width <= 0 || width > int64_t{UINT32_MAX})
       ctx.fail(attribute + "has a block of width " + std::to_string(width));
-    sum += width;
     split.widths.push_back(static_cast<uint32_t>(width));
     split.outputs.push_back(TensorRef::output(static_cast<uint32_t>(split.outputs.size())));
     Shape shape = out_shape;
@@ -981,10 +977,9 @@ std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& 
     outputs.push_back({DType::Float32, shape});
   }
   const int64_t n = out_shape.empty() ? 0 : out_shape.back();
-  if (sum != n || widths.size() < 2 || widths.size() > kMaxSplitOutputs)
-    ctx.fail(attribute + "splits " + std::to_string(sum) + " columns into " + std::to_string(widths.size()) +
-             " blocks; the product has N = " + std::to_string(n) + " (2 to " +
-             std::to_string(kMaxSplitOutputs) + " blocks)");
+  if (std::string why = column_split_problem(split, static_cast<uint64_t>(std::max<int64_t>(0, n)));
+      !why.empty())
+    ctx.fail(attribute + why);
   return split;
 }
 

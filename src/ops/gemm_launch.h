@@ -264,8 +264,9 @@ std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& 
                                                              const std::vector<int64_t>& widths,
                                                              const Shape& out_shape, bool residual,
                                                              std::vector<TensorDesc>& outputs);
-// Why `split` cannot split an output of `n` columns ("" if it can): block count, widths summing to n.
-std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint32_t n);
+// Why `split` cannot split an output of `n` columns ("" if it can): an output per block, 2 to
+// kMaxSplitOutputs blocks none of width 0, widths summing to n. plan_column_split checks with it too.
+std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint64_t n);
 // One launch of linear/split_columns.wgsl: `product` ([rows][N], N the widths' sum) copied into the split's
 // outputs, each [rows][its width].
 KernelLaunch split_columns_launch(const PlanContext& ctx, const GemmLaunchSpec::ColumnSplit& split,

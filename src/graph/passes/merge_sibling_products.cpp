@@ -22,16 +22,16 @@ struct Sibling {
 // The grouping key of a product that can merge with others reading the same A (everything but N must
 // agree: the kind of op, K, the operands' types, which optional inputs it has, the epilogue), or nullopt.
 std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& columns) {
-  const bool product = (n.info.op_type == "MatMul" && n.info.domain.empty()) || is_matmul_nbits(n);
-  if (!product || n.outputs.size() != 1 || n.outer_reads != 0 || n.inputs.empty() ||
-      n.inputs[0] == kNoValue || g.value(n.inputs[0]).constant)
+  const bool nbits = is_matmul_nbits(n);
+  if (!(nbits || (n.info.op_type == "MatMul" && n.info.domain.empty())) || n.outputs.size() != 1 ||
+      n.outer_reads != 0 || n.inputs.empty() || n.inputs[0] == kNoValue || g.value(n.inputs[0]).constant)
     return std::nullopt;
   auto dtype_name = [](const Tensor* t) { return t ? std::to_string(static_cast<int>(t->dtype())) : "-"; };
   auto epilogue_key = [](const ops::EpilogueAttributes& e) {
     return e.activation + ":" + (e.activation_min ? std::to_string(*e.activation_min) : "") + ":" +
            (e.activation_max ? std::to_string(*e.activation_max) : "");
   };
-  if (n.info.op_type == "MatMul" && n.info.domain.empty()) {
+  if (!nbits) {  // MatMul
     if (n.inputs.size() != 2 && n.inputs.size() != 3) return std::nullopt;
     const ops::LinearAttributes linear = ops::read_linear_attributes(n.info);
     if (linear.windows_in || linear.windows_out || !linear.kernel.empty() ||
@@ -50,48 +50,45 @@ std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& c
     return "MatMul|" + std::to_string(linear.trans_b) + "|" + std::to_string(k) + "|" + dtype_name(b) + "|" +
            dtype_name(bias) + "|" + epilogue_key(linear.epilogue);
   }
-  if (is_matmul_nbits(n)) {
-    // A, B, scales, zero points (optional), no g_idx, bias (optional); every one a constant but A.
-    if (n.inputs.size() < 3 || n.inputs.size() > ops::kNBitsBiasInput + 1) return std::nullopt;
-    if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) return std::nullopt;
-    const ops::NBitsAttributes nbits = ops::read_nbits_attributes(n.info);
-    if (!nbits.kernel.empty() || nbits.tuning != ops::GemmTuningAttributes{} ||
-        nbits.gemv_thread_columns != 0 || !nbits.split_columns.empty() || nbits.epilogue.residual)
-      return std::nullopt;
-    const ops::Attributes& at = n.info.attributes;
-    const int64_t k = at.get_int("K", 0), bits = at.get_int("bits", 4), block = at.get_int("block_size", 0);
-    columns = at.get_int("N", 0);
-    if (k <= 0 || columns <= 0 || block <= 0 || (bits != 2 && bits != 4 && bits != 8) ||
-        at.get_int("weight_prepacked", 0) != 0)
-      return std::nullopt;
-    const Tensor* b = constant_of(g, n, 1);
-    const Tensor* scales = constant_of(g, n, 2);
-    const bool has_zp = n.inputs.size() > 3 && n.inputs[3] != kNoValue;
-    const bool has_bias =
-        n.inputs.size() > ops::kNBitsBiasInput && n.inputs[ops::kNBitsBiasInput] != kNoValue;
-    const Tensor* zp = has_zp ? constant_of(g, n, 3) : nullptr;
-    const Tensor* bias = has_bias ? constant_of(g, n, ops::kNBitsBiasInput) : nullptr;
-    if (!b || !scales || (has_zp && !zp) || (has_bias && !bias)) return std::nullopt;
-    // Every constant holds the same amount per column (what the planner checks; a mismatch stays unmerged
-    // for the planner to report on the node as the model wrote it).
-    const int64_t blocks = (k + block - 1) / block;
-    const int64_t zp_per_column = zp && zp->dtype() == DType::UInt8 ? (blocks * bits + 7) / 8 : blocks;
-    if (b->element_count() != columns * blocks * (block * bits / 8) || b->shape().empty() ||
-        b->shape()[0] != columns || scales->element_count() != columns * blocks || scales->shape().empty() ||
-        (zp && (zp->element_count() != columns * zp_per_column || zp->shape().empty())) ||
-        (bias && (bias->element_count() != columns || bias->rank() != 1)))
-      return std::nullopt;
-    // Leading dims of N (or flat): concatenated along axis 0.
-    if ((scales->rank() > 1 && scales->shape()[0] != columns) ||
-        (zp && zp->rank() > 1 && zp->shape()[0] != columns))
-      return std::nullopt;
-    return "MatMulNBits|" + std::to_string(k) + "|" + std::to_string(bits) + "|" + std::to_string(block) +
-           "|" + std::to_string(at.get_int("accuracy_level", 0)) + "|" + dtype_name(b) + "|" +
-           dtype_name(scales) + "|" + std::to_string(scales->rank()) + "|" + dtype_name(zp) + "|" +
-           (zp ? std::to_string(zp->rank()) : "") + "|" + dtype_name(bias) + "|" +
-           epilogue_key(nbits.epilogue);
-  }
-  return std::nullopt;
+  // MatMulNBits: A, B, scales, zero points (optional), no g_idx, bias (optional); every one a constant but A.
+  if (n.inputs.size() < 3 || n.inputs.size() > ops::kNBitsBiasInput + 1) return std::nullopt;
+  if (n.inputs.size() > 4 && n.inputs[4] != kNoValue) return std::nullopt;
+  const ops::NBitsAttributes attributes = ops::read_nbits_attributes(n.info);
+  if (!attributes.kernel.empty() || attributes.tuning != ops::GemmTuningAttributes{} ||
+      attributes.gemv_thread_columns != 0 || !attributes.split_columns.empty() ||
+      attributes.epilogue.residual)
+    return std::nullopt;
+  const ops::Attributes& at = n.info.attributes;
+  const int64_t k = at.get_int("K", 0), bits = at.get_int("bits", 4), block = at.get_int("block_size", 0);
+  columns = at.get_int("N", 0);
+  if (k <= 0 || columns <= 0 || block <= 0 || (bits != 2 && bits != 4 && bits != 8) ||
+      at.get_int("weight_prepacked", 0) != 0)
+    return std::nullopt;
+  const Tensor* b = constant_of(g, n, 1);
+  const Tensor* scales = constant_of(g, n, 2);
+  const bool has_zp = n.inputs.size() > 3 && n.inputs[3] != kNoValue;
+  const bool has_bias = n.inputs.size() > ops::kNBitsBiasInput && n.inputs[ops::kNBitsBiasInput] != kNoValue;
+  const Tensor* zp = has_zp ? constant_of(g, n, 3) : nullptr;
+  const Tensor* bias = has_bias ? constant_of(g, n, ops::kNBitsBiasInput) : nullptr;
+  if (!b || !scales || (has_zp && !zp) || (has_bias && !bias)) return std::nullopt;
+  // Every constant holds the same amount per column (what the planner checks; a mismatch stays unmerged
+  // for the planner to report on the node as the model wrote it).
+  const int64_t blocks = (k + block - 1) / block;
+  const int64_t zp_per_column = zp && zp->dtype() == DType::UInt8 ? (blocks * bits + 7) / 8 : blocks;
+  if (b->element_count() != columns * blocks * (block * bits / 8) || b->shape().empty() ||
+      b->shape()[0] != columns || scales->element_count() != columns * blocks || scales->shape().empty() ||
+      (zp && (zp->element_count() != columns * zp_per_column || zp->shape().empty())) ||
+      (bias && (bias->element_count() != columns || bias->rank() != 1)))
+    return std::nullopt;
+  // Leading dims of N (or flat): concatenated along axis 0.
+  if ((scales->rank() > 1 && scales->shape()[0] != columns) ||
+      (zp && zp->rank() > 1 && zp->shape()[0] != columns))
+    return std::nullopt;
+  return "MatMulNBits|" + std::to_string(k) + "|" + std::to_string(bits) + "|" + std::to_string(block) + "|" +
+         std::to_string(at.get_int("accuracy_level", 0)) + "|" + dtype_name(b) + "|" + dtype_name(scales) +
+         "|" + std::to_string(scales->rank()) + "|" + dtype_name(zp) + "|" +
+         (zp ? std::to_string(zp->rank()) : "") + "|" + dtype_name(bias) + "|" +
+         epilogue_key(attributes.epilogue);
 }
 
 // The tensors one after another along axis 0 (their other dims equal; rank 1: lengths added).
