@@ -16,11 +16,39 @@
 # on, as in Chrome), on SigLIP also with native wgi's toggles (robustness and workgroup zeroing off) and with
 # no toggles, and a table of the medians; then the subgroup-matrix GEMM probes (bench/sgm_gemm_probe.mjs).
 # Results: $OUT/node_campaign.txt, $OUT/table.md and $OUT/sgm_gemm_probe.txt.
+#   bench/node_campaign.sh pack_probe    # here: only node, dawn.node and the WebAssembly build (~35 MiB)
+#   source .device/env.sh; bash bench/node_campaign.sh probe   # there: the subgroup-matrix GEMM round:
+#       bench/sgm_gemm_probe.mjs's variants (WGI_PROBE_VARIANTS, space-separated, or its default list) with
+#       Dawn's robustness on (as Chrome) and off (native wgi's toggles; WGI_PROBE_TOGGLE_SETS="robust native"), wgi's own kernel (tests/web/node_f16.mjs
+#       --bench; WGI_PROBE_WGI=0 leaves it out), PyTorch's fp16 / fp32 4096^3 in the same call, and the GPU's clocks, power and throttle
+#       reasons sampled every 200 ms throughout (the 4096^3 spread between calls). Results: $OUT/probe.txt,
+#       $OUT/smi.csv
+#   source .device/env.sh; bash bench/node_campaign.sh f16ab   # there, packed as for `run` plus builds of
+#       other commits as .device/node/web_<name>/wgi.{js,wasm.xz}: the three vision models in f16 (and once in
+#       f32) at batch 1 and 8 with native wgi's toggles, each build in two alternating rounds (A/B of kernels
+#       in one call; the clocks move between calls). Results: $OUT/f16ab.txt, $OUT/f16ab_table.md
 set -uo pipefail
 mode=${1:?usage: bench/node_campaign.sh pack|run|tiny}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 toggles=${WGI_NODE_TOGGLES:-allow_unsafe_apis,vulkan_enable_f16_on_nvidia}
+
+if [[ $mode == pack_probe ]]; then
+  set -e
+  for f in build/web/wgi.js build/web/wgi.wasm third_party/dawn-node/dist/linux-x64/dawn.node; do
+    [[ -f $f ]] || { echo "node_campaign: $f missing (scripts/build-web, scripts/setup)" >&2; exit 1; }
+  done
+  rm -rf .device
+  ../shared/device/pack.sh >/dev/null
+  mkdir -p .device/peers .device/node/dawn-node/dist/linux-x64 .device/node/web
+  xz -T2 -6 -c "$(readlink -f "$(command -v node)")" >.device/peers/node.xz
+  cp third_party/dawn-node/index.js third_party/dawn-node/package.json .device/node/dawn-node/
+  xz -T2 -6 -c third_party/dawn-node/dist/linux-x64/dawn.node >.device/node/dawn-node/dist/linux-x64/dawn.node.xz
+  cp build/web/wgi.js .device/node/web/
+  xz -T2 -6 -c build/web/wgi.wasm >.device/node/web/wgi.wasm.xz
+  du -sh .device | awk '{print "travels: " $2 " " $1}'
+  exit 0
+fi
 
 if [[ $mode == pack ]]; then
   set -e
@@ -44,8 +72,9 @@ out=${OUT:-/tmp/wgi-node-campaign}
 mkdir -p "$out"
 start=$SECONDS
 stamp() { echo "## [$((SECONDS - start)) s] $*"; }
+median() { sed -n 's/^run: *median \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
 runs=30 warmup=3
-if [[ $mode == run || $mode == f16 ]]; then
+if [[ $mode == run || $mode == f16 || $mode == probe || $mode == f16ab ]]; then
   for f in .device/bin/*.xz; do [[ -f $f ]] && xz -d "$f" && chmod +x "${f%.xz}"; done
   x=.device/node/dawn-node/dist/linux-x64/dawn.node
   [[ -f $x.xz ]] && xz -d "$x.xz"
@@ -67,7 +96,115 @@ else
   exit 2
 fi
 
-median() { sed -n 's/^run: *median \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
+if [[ $mode == f16ab ]]; then
+  builds=()
+  for d in .device/node/web*/; do
+    d=${d%/}
+    [[ -f $d/wgi.wasm.xz ]] && xz -dc "$d/wgi.wasm.xz" >"$d/wgi.wasm"
+    builds+=("$d")
+  done
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks_throttle_reasons.active --format=csv -lms 500 >"$out/smi.csv" 2>&1 &
+  smi=$!
+  tg=$toggles,disable_robustness,disable_workgroup_init
+  declare -A ab
+  {
+    echo "# date: $(date -u +%F' '%T) UTC"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    stamp weights; timeout 120 python3 tests/models/fill_weights.py "$models" | tail -3
+    for name in "${names[@]}"; do
+      model=$models/$name/model.onnx
+      [[ -f $model ]] || { echo "## $name missing"; continue; }
+      for batch in 1 8; do
+        for round in 1 2 f32; do
+          for d in "${builds[@]}"; do
+            b=$(basename "$d")
+            precision=f16
+            if [[ $round == f32 ]]; then
+              [[ $d == "${builds[0]}" ]] || continue
+              precision=f32
+            fi
+            if ((SECONDS - start > ${WGI_NODE_BUDGET_S:-520})); then continue; fi
+            cp "$d/wgi.js" "$d/wgi.wasm" build/web/
+            log=$out/ab.$name.$batch.$b.$round.txt
+            timeout 120 node web/cli.mjs bench "$model" --random-inputs 1 --dim batch=$batch --runs 20 \
+              --warmup 3 --toggles "$tg" --precision $precision >"$log" 2>&1
+            ab[$name.$batch.$b.$round]=$(median "$log")
+            echo "$name b$batch $b $precision round $round: $(grep '^run:' "$log" | head -1)"
+          done
+        done
+      done
+    done
+    stamp done
+  } >"$out/f16ab.txt" 2>&1
+  kill $smi 2>/dev/null
+  {
+    printf '| model | batch | f32 (%s) |' "$(basename "${builds[0]}")"
+    for d in "${builds[@]}"; do printf ' f16 %s, rounds 1 / 2 |' "$(basename "$d")"; done
+    echo
+    printf '|---|---|---|'; for d in "${builds[@]}"; do printf -- '---|'; done; echo
+    for name in "${names[@]}"; do
+      for batch in 1 8; do
+        printf '| %s | %s | %s |' "$name" "$batch" "${ab[$name.$batch.$(basename "${builds[0]}").f32]:--}"
+        for d in "${builds[@]}"; do
+          b=$(basename "$d")
+          printf ' %s / %s |' "${ab[$name.$batch.$b.1]:--}" "${ab[$name.$batch.$b.2]:--}"
+        done
+        echo
+      done
+    done
+  } >"$out/f16ab_table.md"
+  cat "$out/f16ab.txt" "$out/f16ab_table.md"
+  exit 0
+fi
+if [[ $mode == probe ]]; then
+  nvidia-smi --query-gpu=timestamp,name,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 200 >"$out/smi.csv" 2>&1 &
+  smi=$!
+  default_variants="tile:ks=64,db=0,sgr=2 tile:ks=64,db=0,sgr=2,nostage=1 tile:ks=64,db=0,sgr=2,nostage=1,pad=0
+    tile:ks=64,db=0,sgr=2,nomma=1 tile:ks=64,db=0,sgr=2,halves=1 tile:ks=32,db=1,sgr=2 tile:ks=32,db=0,sgr=2
+    tile:ks=32,db=1 tile:sg=4,sgr=2,tm=128,tn=64,ks=64,db=0 tile:sg=4,sgr=2,tm=128,tn=64,ks=32,db=1
+    tile:sg=8,sgr=4,tm=128,tn=64,ks=64,db=0,nostage=1 tile:sg=4,sgr=2,tm=128,tn=128,ks=32,db=0,nostage=1
+    tile:sg=16,sgr=4,tm=256,tn=128,ks=32,db=0 tile:ks=64,db=0,sgr=2,edge=1,eguard=0,estore=1"
+  read -r -a variants <<<"$(echo ${WGI_PROBE_VARIANTS:-$default_variants})"
+  {
+    echo "# date: $(date -u +%F' '%T) UTC"
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    stamp PyTorch 4096^3
+    timeout 60 python3 - <<'PY'
+import torch, time
+torch.backends.cuda.matmul.allow_tf32 = False
+for dt in (torch.float16, torch.float32):
+    a = torch.randn(4096, 4096, device='cuda', dtype=dt); b = torch.randn(4096, 4096, device='cuda', dtype=dt)
+    for _ in range(5): a @ b
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(5):
+        s.record()
+        for _ in range(10): a @ b
+        e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e) / 10)
+    ms = sorted(times)[2]
+    print(f"torch {dt} 4096^3: {ms:.3f} ms, {2 * 4096**3 / ms / 1e9:.1f} TFLOP/s")
+PY
+    for t in ${WGI_PROBE_TOGGLE_SETS:-robust native}; do
+      tg=$toggles
+      [[ $t == native ]] && tg=$toggles,disable_robustness,disable_workgroup_init
+      stamp "probe variants, $t: $tg"
+      SGM_TOGGLES=$tg timeout 200 node bench/sgm_gemm_probe.mjs "$WGI_DAWN_NODE" "${variants[@]}" 2>&1 |
+        grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"
+    done
+    if [[ ${WGI_PROBE_WGI:-1} == 1 ]]; then
+      stamp "wgi's kernel (tests/web/node_f16.mjs --bench), native toggles"
+      WGI_PYTHON=python3 timeout 150 node tests/web/node_f16.mjs --backend vulkan \
+        --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16"
+    fi
+    stamp done
+  } >"$out/probe.txt" 2>&1
+  kill $smi 2>/dev/null
+  awk -F', ' 'NR > 1 { print $3, $8 }' "$out/smi.csv" | sort | uniq -c | sort -rn | head -12 >>"$out/probe.txt"
+  cat "$out/probe.txt"
+  exit 0
+fi
 if [[ $mode == f16 ]]; then
   export WGI_PYTHON=python3
   {

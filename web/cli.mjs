@@ -47,6 +47,7 @@ const COMMANDS = {
     options: {
       '--runs': {value: 'N', help: 'Timed runs (default 20)'},
       '--warmup': {value: 'N', help: 'Untimed runs after the first (default 3)'},
+      '--warmup-ms': {value: 'MS', help: 'Untimed runs go on until this much time has passed too (default 500)'},
       '--profile': {help: 'Per-node GPU time from timestamp queries (when the adapter has them)'},
       '--json': {help: 'Print the results as one JSON object'},
       ...INPUT_OPTIONS, ...DAWN_OPTIONS,
@@ -375,7 +376,9 @@ async function bench(args) {
     await session.run(feeds);
     const firstMs = performance.now() - t2;
     const planMs = session.stats().last_plan_ms;
-    for (let i = 0; i < warmup; ++i) await session.run(feeds);
+    // An idle GPU's clocks take a few hundred ms of load to come back up (docs/performance.md).
+    const warmEnd = performance.now() + integerOption(args.options, '--warmup-ms', 500, 0);
+    for (let i = 0; i < warmup || performance.now() < warmEnd; ++i) await session.run(feeds);
     const times = [];
     for (let i = 0; i < runs; ++i) {
       const a = performance.now();

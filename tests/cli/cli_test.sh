@@ -78,6 +78,8 @@ else  # no timestamps: --profile says so; --trace cannot be honoured and fails (
 fi
 check "bench bad --runs" 105 "--runs: must be an integer of at least 1, not '0'" -- "$wgi" bench \
   "$models/gemm_chain/model.onnx" --runs 0
+check "bench bad --warmup-ms" 105 "--warmup-ms: Value -5 not in range" -- "$wgi" bench \
+  "$models/gemm_chain/model.onnx" --warmup-ms -5
 check "bench --device-inputs" 0 "run: +median .*inputs already on the device" -- "$wgi" bench \
   "$models/gemm_chain/model.onnx" --runs 3 --warmup 1 --device-inputs
 decoder="$models/bart_decoder_cached_cross_tiny_opset17/model.onnx"

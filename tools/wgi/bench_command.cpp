@@ -304,6 +304,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   struct Options : ModelOptions {
     int runs = 20;
     int warmup = 3;
+    double warmup_ms = 500;
     bool profile = false;
     std::string trace;
     bool device_inputs = false;
@@ -321,6 +322,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   add_tuning_cache_options(*cmd, *opts);
   cmd->add_option("--runs", opts->runs, "Timed runs (default 20)")->check(at_least(1));
   cmd->add_option("--warmup", opts->warmup, "Untimed runs after the first (default 3)")->check(at_least(0));
+  cmd->add_option("--warmup-ms", opts->warmup_ms,
+                  "Untimed runs go on until this much time has passed too (default 500: an idle GPU's clocks "
+                  "take a few hundred ms of load to come back up)")
+      ->check(CLI::Range(0.0, 60000.0));
   cmd->add_flag("--profile", opts->profile,
                 "Per-node GPU time from timestamp queries (when the adapter has them)");
   cmd->add_option("--trace", opts->trace, "Write the profiled run as a Chrome/Perfetto trace JSON file");
@@ -407,10 +412,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       auto t2 = std::chrono::steady_clock::now();
       run_once();
       auto t3 = std::chrono::steady_clock::now();
-      for (int i = 0; i < opts->warmup; ++i) {
+      const auto warm_until =
+          std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(opts->warmup_ms);
+      for (int i = 0; i < opts->warmup || std::chrono::steady_clock::now() < warm_until; ++i) {
         run_once();
-        progress.update(static_cast<size_t>(i + 1), static_cast<size_t>(opts->warmup + opts->runs),
-                        "benchmark");
+        progress.update(static_cast<size_t>(std::min(i + 1, opts->warmup)),
+                        static_cast<size_t>(opts->warmup + opts->runs), "benchmark");
       }
       std::vector<double> times;
       for (int i = 0; i < opts->runs; ++i) {

@@ -9,10 +9,12 @@ enable chromium_experimental_subgroup_matrix;
 //      activation read directly (below).
 //   B  [Kp, Np] halves, a constant prepacked at load (src/ops/gemm_matrix_f16.cpp): Np a multiple of the tile
 //      (params.b_row_stride = Np), zeros past K and N.
-// B's padding means none of its loads is guarded (nor A's when it is cast). 256 invocations = 8 subgroups of 32 laid out 2 x 4 over the 128x128
-// workgroup tile; each subgroup owns 64x32 outputs in 4x2 accumulators of 16x16. Each K slab is staged in
-// workgroup memory with its rows padded by 8 halves (strides 72 and 136: 16-byte aligned, and not a multiple
-// of 128 bytes, which the matrix loads need to avoid bank conflicts); global loads are 16 bytes.
+// B's padding means none of its loads is guarded (nor A's when it is cast). 256 invocations = 8 subgroups of
+// 32 laid out 2 x 4 over the 128x128 workgroup tile; each subgroup owns 64x32 outputs in 4x2 accumulators of
+// 16x16. Each K slab is staged in workgroup memory with its rows padded by 8 halves (strides 72 and 136:
+// 16-byte aligned, and not a multiple of 128 bytes, which the matrix loads need to avoid bank conflicts);
+// global loads are 16 bytes, and the next slab's are issued before the current slab's products (WGSL has no
+// asynchronous copy: their latency would otherwise stall every slab, docs/devices.md).
 // Output: with DIRECT_STORE (an epilogue of at most a row-broadcast bias: the accumulators then start from
 // BIAS_ROWS' [16, Np] rows of bias) workgroups whose tile lies inside M x N store their accumulators
 // straight to the output; other workgroups, and every workgroup without DIRECT_STORE, copy each accumulator
@@ -78,6 +80,27 @@ fn b_word(c: u32, k0: u32, tile_col: u32) -> u32 {
 }
 
 #if A_F32
+struct AChunk {  // 8 values of A's row: lo = k .. k + 3, hi = k + 4 .. k + 7
+  lo: vec4<f32>,
+  hi: vec4<f32>,
+}
+#else
+alias AChunk = vec4<u32>;  // 8 halves
+#endif
+
+// One thread's share of a K slab, loaded from global memory: 4 chunks of A and 4 of B.
+struct SlabChunks {
+  a0: AChunk,
+  a1: AChunk,
+  a2: AChunk,
+  a3: AChunk,
+  b0: vec4<u32>,
+  b1: vec4<u32>,
+  b2: vec4<u32>,
+  b3: vec4<u32>,
+}
+
+#if A_F32
 // A_F32: A is the float32 activation itself (K a multiple of 8), rows params.a_row_stride apart or through A's
 // row map; each thread stages the same four rows in every slab (`rows`: where each starts, kNoRow past M),
 // 8 values a chunk, converted to f16 (saturating at +-65504) as they are stored; chunks past K are zeros.
@@ -94,23 +117,25 @@ fn a_row_start(m: u32) -> u32 {
 #endif
 }
 
-fn a_chunk(row: u32, k: u32) -> array<vec4<f32>, 2> {
+fn a_chunk(row: u32, k: u32) -> AChunk {
   if (row == kNoRow || k >= params.K) {
-    return array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
+    return AChunk(vec4<f32>(0.0), vec4<f32>(0.0));
   }
   let q = (row + k) / 4u;
-  return array<vec4<f32>, 2>(a[q], a[q + 1u]);
+  return AChunk(a[q], a[q + 1u]);
 }
 
-fn put_a_f32(d: u32, v: array<vec4<f32>, 2>) {
-  let lo = vec4<f16>(clamp(v[0], vec4<f32>(-65504.0), vec4<f32>(65504.0)));
-  let hi = vec4<f16>(clamp(v[1], vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+fn put_a_f32(d: u32, v: AChunk) {
+  let lo = vec4<f16>(clamp(v.lo, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+  let hi = vec4<f16>(clamp(v.hi, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
   put_a(d, vec4<u32>(bitcast<u32>(lo.xy), bitcast<u32>(lo.zw), bitcast<u32>(hi.xy), bitcast<u32>(hi.zw)));
 }
 #endif
 
-// The K slab at k0 of the tile at (tile_row, tile_col), all eight loads issued before any store.
-fn stage_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: vec4<u32>) {
+// The global loads of the K slab at k0 of the tile at (tile_row, tile_col), all eight issued together; they
+// are stored into workgroup memory by put_slab after the previous slab's products (so their latency is
+// hidden behind them).
+fn fetch_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: vec4<u32>) -> SlabChunks {
 #if A_F32
   let k = k0 + (lid % 8u) * 8u;
   let a0 = a_chunk(rows.x, k);
@@ -123,25 +148,26 @@ fn stage_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: vec4<u32>) 
   let a2 = a[a_word(lid + 512u, k0, tile_row)];
   let a3 = a[a_word(lid + 768u, k0, tile_row)];
 #endif
-  let b0 = b[b_word(lid, k0, tile_col)];
-  let b1 = b[b_word(lid + 256u, k0, tile_col)];
-  let b2 = b[b_word(lid + 512u, k0, tile_col)];
-  let b3 = b[b_word(lid + 768u, k0, tile_col)];
+  return SlabChunks(a0, a1, a2, a3, b[b_word(lid, k0, tile_col)], b[b_word(lid + 256u, k0, tile_col)],
+                    b[b_word(lid + 512u, k0, tile_col)], b[b_word(lid + 768u, k0, tile_col)]);
+}
+
+fn put_slab(s: SlabChunks, lid: u32) {
 #if A_F32
-  put_a_f32((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, a0);
-  put_a_f32(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a1);
-  put_a_f32(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a2);
-  put_a_f32(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a3);
+  put_a_f32((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a0);
+  put_a_f32(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a1);
+  put_a_f32(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a2);
+  put_a_f32(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a3);
 #else
-  put_a((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, a0);
-  put_a(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a1);
-  put_a(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a2);
-  put_a(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, a3);
+  put_a((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a0);
+  put_a(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a1);
+  put_a(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a2);
+  put_a(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a3);
 #endif
-  put_b((lid / 16u) * B_STRIDE + (lid % 16u) * 8u, b0);
-  put_b(((lid + 256u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b1);
-  put_b(((lid + 512u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b2);
-  put_b(((lid + 768u) / 16u) * B_STRIDE + (lid % 16u) * 8u, b3);
+  put_b((lid / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b0);
+  put_b(((lid + 256u) / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b1);
+  put_b(((lid + 512u) / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b2);
+  put_b(((lid + 768u) / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b3);
 }
 
 // One accumulator of the subgroup written to the output's [row, row + 16) x [col, col + 16), in bounds, by its
@@ -224,9 +250,17 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   var acc3_0 = subgroup_matrix_result<f32, 16, 16>();
   var acc3_1 = subgroup_matrix_result<f32, 16, 16>();
 #endif
+  // One slab in workgroup memory; the next one's global loads are in flight while it is multiplied.
+  if (k_begin < k_end) {
+    put_slab(fetch_slab(k_begin, lid, tile_row, tile_col, a_rows), lid);
+  }
+  workgroupBarrier();
   for (var k0 = k_begin; k0 < k_end; k0 += SLAB) {
-    stage_slab(k0, lid, tile_row, tile_col, a_rows);
-    workgroupBarrier();
+    let more = k0 + SLAB < k_end;
+    var next: SlabChunks;
+    if (more) {
+      next = fetch_slab(k0 + SLAB, lid, tile_row, tile_col, a_rows);
+    }
     for (var kk = 0u; kk < SLAB; kk += 16u) {
       let l0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&a_slab, srow * A_STRIDE + kk, false, A_STRIDE);
       let l1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&a_slab, (srow + 16u) * A_STRIDE + kk, false, A_STRIDE);
@@ -242,6 +276,10 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
       acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
       acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
       acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+    }
+    workgroupBarrier();
+    if (more) {
+      put_slab(next, lid);
     }
     workgroupBarrier();
   }
