@@ -27,6 +27,7 @@
 #       other commits as .device/node/web_<name>/wgi.{js,wasm.xz}: the three vision models in f16 (and once in
 #       f32) at batch 1 and 8 with native wgi's toggles, each build in two alternating rounds (A/B of kernels
 #       in one call; the clocks move between calls). Results: $OUT/f16ab.txt, $OUT/f16ab_table.md
+# WGI_NODE_MODELS (space-separated names under .device/models) narrows run, f16 and f16ab to those models.
 set -uo pipefail
 mode=${1:?usage: bench/node_campaign.sh pack|run|tiny}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -84,7 +85,7 @@ if [[ $mode == run || $mode == f16 || $mode == probe || $mode == f16ab ]]; then
   export WGI_DAWN_NODE=$root/.device/node/dawn-node WGI_BACKEND=vulkan
   wgi=wgi
   models=.device/models
-  names=(siglip_vision_base_opset17 florence2_vision_base_opset17 resnet50_opset17)
+  read -r -a names <<<"${WGI_NODE_MODELS:-siglip_vision_base_opset17 florence2_vision_base_opset17 resnet50_opset17}"
 elif [[ $mode == tiny ]]; then
   export WGI_BACKEND=swiftshader
   wgi=build/release/wgi
@@ -185,6 +186,20 @@ for dt in (torch.float16, torch.float32):
         e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e) / 10)
     ms = sorted(times)[2]
     print(f"torch {dt} 4096^3: {ms:.3f} ms, {2 * 4096**3 / ms / 1e9:.1f} TFLOP/s")
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+for dt in (torch.float16, torch.float32):
+    x = torch.randn(8, 256, 56, 56, device='cuda', dtype=dt); w = torch.randn(256, 256, 3, 3, device='cuda', dtype=dt)
+    for _ in range(10): torch.nn.functional.conv2d(x, w, padding=1)
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(5):
+        s.record()
+        for _ in range(20): torch.nn.functional.conv2d(x, w, padding=1)
+        e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e) / 20)
+    ms = sorted(times)[2]
+    print(f"torch {dt} conv 3x3 8x256x56x56 -> 256: {ms:.4f} ms, {2 * 8 * 56 * 56 * 256 * 2304 / ms / 1e9:.1f} TFLOP/s")
 PY
     for t in ${WGI_PROBE_TOGGLE_SETS:-robust native}; do
       tg=$toggles
@@ -196,7 +211,7 @@ PY
     if [[ ${WGI_PROBE_WGI:-1} == 1 ]]; then
       stamp "wgi's kernel (tests/web/node_f16.mjs --bench), native toggles"
       WGI_PYTHON=python3 timeout 150 node tests/web/node_f16.mjs --backend vulkan \
-        --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16"
+        --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16\|^PASS\|^FAIL"
     fi
     stamp done
   } >"$out/probe.txt" 2>&1

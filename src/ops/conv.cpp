@@ -4,8 +4,8 @@
 //   validate  resolve_conv_geometry (geometry.cpp): channels, bias, padding and output size (ONNX's rules)
 //   choose    choose_conv_algorithm (choose.cpp, with the routing rules): the algorithm, tile and split, a
 //             pure function of the geometry, wgi's kernel hints and the device
-//   build     the chosen algorithm's add_*_launch (pointwise_gemm.cpp, depthwise.cpp, implicit_gemm.cpp,
-//             direct.cpp, transposed.cpp)
+//   build     the chosen algorithm's add_*_launch (matrix_f16.cpp, pointwise_gemm.cpp, depthwise.cpp,
+//             implicit_gemm.cpp, direct.cpp, transposed.cpp)
 // A 1-D conv runs as a 2-D one of unit height. Every kernel applies the bias, a fused residual
 // (ops/fused_residual.h) and a fused activation (ops/fused_activation.h) in its epilogue.
 #include <cstdint>
@@ -56,6 +56,9 @@ ConvChoice choose_for(const PlanContext& ctx, ConvRequest request) {
 void build_conv(const PlanContext& ctx, const ConvGeometry& g, const ConvChoice& choice,
                 const ConvEpilogue& epilogue, OpPlan& plan) {
   switch (choice.algorithm) {
+    case ConvAlgorithm::MatrixF16:
+      add_matrix_f16_conv_launch(ctx, g, epilogue, plan);
+      return;
     case ConvAlgorithm::PointwiseGemm:
       add_pointwise_gemm_launch(ctx, g, epilogue, plan);
       return;

@@ -522,6 +522,11 @@ bool has_row_maps(const GemmLaunchSpec& spec) {
 std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const GemmLaunchSpec& spec,
                                          uint32_t tiles_m, uint32_t tiles_n, uint32_t splits,
                                          bool quantized) {
+  return gemm_params_values(iface, spec, tiles_m, tiles_n, splits, quantized).bytes();
+}
+
+UniformValues gemm_params_values(const KernelInterface& iface, const GemmLaunchSpec& spec, uint32_t tiles_m,
+                                 uint32_t tiles_n, uint32_t splits, bool quantized) {
   UniformValues params = iface.values();
   params.u32("M", spec.m)
       .u32("N", spec.n)
@@ -562,7 +567,7 @@ std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const Gem
         .f32("default_zero", q.default_zero);
   }
   if (spec.column_split) add_column_split_values(*spec.column_split, params);
-  return params.bytes();
+  return params;
 }
 
 namespace {
@@ -609,31 +614,12 @@ KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Define
 // preprocessor wants each one defined, in the branches not taken too).
 kernels::Defines gemm_defines_off() {
   kernels::Defines defines;
-  for (const char* name : {"A_KM",
-                           "A_ROW_MAP",
-                           "A_VEC4",
-                           "B_F16",
-                           "B_NK",
-                           "B_QUADS",
-                           "B_QUANT",
-                           "B_VEC4",
-                           "CODE_TABLE",
-                           "DOUBLE_BUFFER",
-                           "IN_PLACE_EPILOGUE",
-                           "NF4",
-                           "OUT_ROW_MAP",
-                           "OUT_VEC4",
-                           "OUT_VIEW",
-                           "RESIDUAL",
-                           "ROW_MAPS",
-                           "SCALES_F16",
-                           "SCALE_PER_CODE",
-                           "SPLIT_K",
-                           "SPLIT_OUTPUTS",
-                           "SPLIT_THIRD",
-                           "ZP_F16",
-                           "ZP_FLOAT",
-                           "ZP_PACKED"}) {
+  for (const char* name :
+       {"A_CONV",   "A_KM",           "A_ROW_MAP",      "A_VEC4",     "B_F16",         "B_NK",
+        "B_QUADS",  "B_QUANT",        "B_VEC4",         "CODE_TABLE", "DOUBLE_BUFFER", "IN_PLACE_EPILOGUE",
+        "NF4",      "OUT_COL_STRIDE", "OUT_ROW_MAP",    "OUT_VEC4",   "OUT_VIEW",      "RESIDUAL",
+        "ROW_MAPS", "SCALES_F16",     "SCALE_PER_CODE", "SPLIT_K",    "SPLIT_OUTPUTS", "SPLIT_THIRD",
+        "ZP_F16",   "ZP_FLOAT",       "ZP_PACKED"}) {
     defines[name] = "0";
   }
   return defines;

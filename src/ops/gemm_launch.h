@@ -241,7 +241,10 @@ Tensor prepack_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk, bool wan
 // GemmParams, the uniform block linear/gemm_common.wgsl and the GEMM kernels read. `row_maps`: the row maps'
 // fields (ROW_MAPS); `quantized`: a weight-only quantized B's (B_QUANT; linear/quantized_dequant.wgsl).
 std::vector<UniformMember> gemm_params_members(bool row_maps, bool quantized);
-// Its values for `spec` on a grid of tiles_m x tiles_n tiles per matrix and `splits` K chunks.
+// Its values for `spec` on a grid of tiles_m x tiles_n tiles per matrix and `splits` K chunks (the values,
+// for a launch whose block adds members of its own; the bytes otherwise).
+UniformValues gemm_params_values(const KernelInterface& iface, const GemmLaunchSpec& spec, uint32_t tiles_m,
+                                 uint32_t tiles_n, uint32_t splits, bool quantized);
 std::vector<std::byte> gemm_params_bytes(const KernelInterface& iface, const GemmLaunchSpec& spec,
                                          uint32_t tiles_m, uint32_t tiles_n, uint32_t splits, bool quantized);
 

@@ -41,9 +41,9 @@ std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capab
 }
 
 uint32_t matrix_f16_split_count(uint64_t tiles, uint32_t k) {
-  constexpr uint64_t kMaxTiles = 132, kMinChunk = 4 * kMatrixF16Slab;
-  if (tiles == 0 || tiles >= kMaxTiles || k < 2 * kMinChunk) return 1;
-  return static_cast<uint32_t>(std::min(ceil_div(2 * kMaxTiles, tiles), uint64_t{k} / kMinChunk));
+  constexpr uint64_t kMinChunk = 4 * kMatrixF16Slab;
+  if (tiles == 0 || tiles >= kMatrixF16WaveTiles || k < 2 * kMinChunk) return 1;
+  return static_cast<uint32_t>(std::min(ceil_div(2 * kMatrixF16WaveTiles, tiles), uint64_t{k} / kMinChunk));
 }
 
 Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk) {
@@ -80,14 +80,14 @@ Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n) {
 }
 
 void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
-                            const Tensor* bias, OpPlan& plan) {
+                            const Tensor* bias, OpPlan& plan, const MatrixF16Conv* conv) {
   const uint32_t rows = padded(spec.m, kMatrixF16Tile), kp = padded(spec.k, kMatrixF16Slab);
   const uint32_t np = padded(spec.n, kMatrixF16Tile);
   const uint32_t tiles_m = rows / kMatrixF16Tile, tiles_n = np / kMatrixF16Tile;
 
   // A read as float32 by the product itself (A_F32: converted as it is staged), where whole 8-value chunks
   // of its rows are 16-byte aligned; else cast to float16 [rows, kp], zero-padded, by a launch of its own.
-  bool a_f32 = spec.k % 8 == 0;
+  bool a_f32 = spec.k % 8 == 0 || conv;  // a convolution's A is gathered element by element
   if (spec.a_row_map) {
     for (uint32_t stride : spec.a_row_map->strides) a_f32 = a_f32 && stride % 4 == 0;
   }
@@ -123,9 +123,9 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   plan.constants.push_back(matrix_f16_b(b, spec.k, spec.n, b_nk));
   // A split writes raw partial sums ([split][M][N], stored directly where a tile is whole); the reduction
   // applies the whole epilogue.
-  const uint32_t splits = matrix_f16_split_count(uint64_t{tiles_m} * tiles_n, spec.k);
+  const uint32_t splits = conv ? 1 : matrix_f16_split_count(uint64_t{tiles_m} * tiles_n, spec.k);
   const bool split = splits > 1;
-  const bool direct = split || plain_epilogue(spec, bias);
+  const bool direct = !conv && (split || plain_epilogue(spec, bias));
   const bool bias_rows = !split && direct && spec.bias;
   TensorRef bias_rows_ref = TensorRef::zero();
   if (bias_rows) {
@@ -138,6 +138,8 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   const bool residual = !split && spec.residual.has_value();
   defines["SPLIT_K"] = split ? "1" : "0";
   defines["A_F32"] = a_f32 ? "1" : "0";
+  defines["A_CONV"] = conv ? "1" : "0";
+  defines["OUT_COL_STRIDE"] = conv ? "1" : "0";
   // A cast to f16 first is packed (no map to read); a split's partial sums are written packed.
   row_map_defines(spec, a_f32, !split, defines);
   const bool row_maps = spec.a_row_map || spec.out_row_map;
@@ -146,26 +148,45 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   defines["RESIDUAL"] = residual ? "1" : "0";
   defines["DIRECT_STORE"] = direct ? "1" : "0";
   defines["BIAS_ROWS"] = bias_rows ? "1" : "0";
+  std::vector<UniformMember> members = gemm_params_members(row_maps, false);
+  if (conv) {
+    for (const char* name : {"conv_input", "conv_kernel", "conv_step", "conv_output"})
+      members.push_back({name, UniformType::Vec4U});
+    members.push_back({"out_col_stride", UniformType::U32});
+  }
   KernelInterface iface;
-  iface.read("a", a_f32 ? "vec4<f32>" : "vec4<u32>", a16)
+  iface.read("a",
+             conv    ? "f32"
+             : a_f32 ? "vec4<f32>"
+                     : "vec4<u32>",
+             a16)
       .read("b", "vec4<u32>", b16)
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
       .read("bias_rows", "f32", bias_rows_ref)
       .read_write("output", "f32", out)
-      .uniforms(gemm_params_members(row_maps, false), "GemmParams");
+      .uniforms(std::move(members), "GemmParams");
   if (residual) add_residual_binding(iface, *spec.residual, "f32");
   KernelLaunch gemm;
   gemm.program.wgsl = iface.load_wgsl("linear/gemm_matrix_f16.wgsl", defines);
-  gemm.program.label = std::string("gemm_matrix_f16") + (a_f32 && spec.a_row_map ? "_rows" : "") +
-                       (split    ? "_split"
-                        : direct ? ""
-                                 : "_bounce") +
+  gemm.program.label = std::string("gemm_matrix_f16") + (conv ? "_conv" : "") +
+                       (a_f32 && spec.a_row_map ? "_rows" : "") +
+                       (split            ? "_split"
+                        : direct || conv ? ""
+                                         : "_bounce") +
                        residual_label_suffix(residual) + (split ? "" : spec.activation.label_suffix());
   iface.bind(gemm);
   GemmLaunchSpec padded_spec = spec;
   padded_spec.a_row_stride = a_f32 ? spec.k : kp;  // the operands' row strides as read
   padded_spec.b_row_stride = np;
-  gemm.uniform = gemm_params_bytes(iface, padded_spec, tiles_m, tiles_n, splits, false);
+  UniformValues values = gemm_params_values(iface, padded_spec, tiles_m, tiles_n, splits, false);
+  if (conv) {
+    values.vec4u("conv_input", conv->input)
+        .vec4u("conv_kernel", conv->kernel)
+        .vec4u("conv_step", conv->step)
+        .vec4u("conv_output", conv->output)
+        .u32("out_col_stride", conv->out_col_stride);
+  }
+  gemm.uniform = values.bytes();
   gemm.groups = gpu::fold_workgroups(uint64_t{tiles_m} * tiles_n * splits,
                                      ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(gemm));

@@ -6,6 +6,7 @@
 // accumulation, the GEMM epilogue (bias, alpha / beta, residual, activation) in f32.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -19,6 +20,8 @@ namespace wgi::ops {
 // whole slabs of K, B to whole slabs of K and whole tiles of columns.
 inline constexpr uint32_t kMatrixF16Tile = 128;
 inline constexpr uint32_t kMatrixF16Slab = 64;
+// Output tiles that fill one wave of a large GPU (the H100's and H200's 132 SMs): fewer leave SMs idle.
+inline constexpr uint64_t kMatrixF16WaveTiles = 132;
 
 // Why `spec` (a constant B given to the op, as gemm_launch_spec plans it) does not run on the matrix kernel
 // on `caps` ("" if it does): f16 compute off, a forced kernel, a quantized B, a batch of products, strided
@@ -38,10 +41,22 @@ Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk);
 // A bias of N values as the kernel's accumulators start: float32 [16, Np], every row the bias, zeros past N.
 Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n);
 
+// A 2-D convolution run as the product (the kernel's A_CONV, ops/conv/matrix_f16.cpp): rows are output
+// pixels, columns output channels, K the weight's (c, kh, kw); A is gathered from the NCHW input as the
+// product stages it, and the output is written through spec.out_row_map plus `out_col_stride` per column.
+struct MatrixF16Conv {
+  std::array<uint32_t, 4> input{};   // C, H, W, H * W
+  std::array<uint32_t, 4> kernel{};  // KH, KW, dilation along H, along W
+  std::array<uint32_t, 4> step{};    // stride along H, along W, leading pad along H, along W
+  std::array<uint32_t, 4> output{};  // OH, OW, OH * OW, KH * KW
+  uint32_t out_col_stride = 0;       // OH * OW: one output channel's plane
+};
+
 // Appends the launches for `spec` (the cast of A where needed, the product, the reduction of a K split) and
 // their scratch and constants to `plan`: `b` is the constant B (`b_nk`: stored [N, K]); `bias`, when not
-// null, the constant bias that spec.bias binds.
+// null, the constant bias that spec.bias binds. With `conv`, spec describes the convolution's product (A the
+// NCHW input, an output row map): no cast, no K split, every tile through the bounce and gemm_epilogue.
 void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
-                            const Tensor* bias, OpPlan& plan);
+                            const Tensor* bias, OpPlan& plan, const MatrixF16Conv* conv = nullptr);
 
 }  // namespace wgi::ops

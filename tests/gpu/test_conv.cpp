@@ -1335,5 +1335,57 @@ TEST(ConvRouting, BenchmarkShapesOnTheH200ACompatDeviceAndSwiftShader) {
   }
 }
 
+// A session computing in float16 (gpu::Capabilities::f16_compute: the H200 through dawn.node; no CPU adapter
+// here has it, so the kernel itself runs in tests/web/node_f16.mjs there) routes group-1 convs with a
+// constant weight and at least a wave of 128x128 output tiles to the subgroup-matrix product, 1x1 and the
+// stem included; smaller grids, depthwise convs, computed weights and forced kernels keep their routes.
+TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
+  gpu::Capabilities f16 = gpu::default_capabilities();
+  f16.limits.max_compute_invocations_per_workgroup = 1024;
+  f16.limits.max_compute_workgroup_size_x = 1024;
+  f16.limits.max_compute_workgroup_storage_size = 49152;
+  f16.limits.max_storage_buffer_binding_size = (1ull << 32) - 1;
+  f16.limits.max_buffer_size = 1ull << 36;
+  f16.f16_compute = true;
+  struct Case {
+    int64_t n, ic, oc, hw, k, s, g;
+    bool constant_weight;
+    const char* forced;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {8, 256, 256, 56, 3, 1, 1, true, "", "gemm_matrix_f16_conv"},  // 196 x 2 tiles
+      {8, 256, 64, 56, 1, 1, 1, true, "", "gemm_matrix_f16_conv"},   // 1x1, 196 tiles
+      {8, 3, 64, 224, 7, 2, 1, true, "", "gemm_matrix_f16_conv"},    // the stem, 784 tiles
+      {2, 16, 24, 190, 3, 1, 1, true, "", "gemm_matrix_f16_conv_relu"},
+      {1, 256, 64, 56, 1, 1, 1, true, "", "conv1x1_gemm"},  // 25 tiles: less than a wave, no K split
+      {8, 512, 512, 7, 3, 1, 1, true, "", "conv_igemm"},    // 4 x 4 tiles
+      {8, 256, 256, 56, 3, 1, 256, true, "", "conv_depthwise_rows"},
+      {8, 16, 32, 64, 3, 1, 1, false, "", "conv2d"},  // a computed weight
+      {8, 16, 32, 64, 3, 1, 1, true, "direct", "conv2d"},
+  };
+  for (const Case& c : cases) {
+    ops::NodeInfo node{"f16", "Conv", "", 17, {}, {}, {}};
+    const int64_t pad = c.k / 2;
+    node.attributes.set("pads", Ints{pad, pad, pad, pad});
+    node.attributes.set("strides", Ints{c.s, c.s});
+    node.attributes.set("group", c.g);
+    if (*c.forced) node.attributes.set("wgi.kernel", std::string(c.forced));
+    if (std::string(c.expected).find("relu") != std::string::npos)
+      node.attributes.set("wgi.activation", "Relu");
+    const Shape w_shape = {c.oc, c.ic / c.g, c.k, c.k};
+    std::vector<std::optional<ops::TensorDesc>> descs = {
+        ops::TensorDesc{DType::Float32, {c.n, c.ic, c.hw, c.hw}}, ops::TensorDesc{DType::Float32, w_shape},
+        ops::TensorDesc{DType::Float32, {c.oc}}};
+    const Tensor w(DType::Float32, w_shape), bias(DType::Float32, {c.oc});
+    ops::PlanContext ctx{node, descs, {nullptr, c.constant_weight ? &w : nullptr, &bias}, f16};
+    const ops::OpPlan plan = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
+    ASSERT_FALSE(plan.launches.empty());
+    EXPECT_EQ(plan.launches[0].program.label.rfind(c.expected, 0), 0u)
+        << "k" << c.k << " g" << c.g << " oc" << c.oc << ": " << plan.launches[0].program.label
+        << " (expected " << c.expected << "...)";
+  }
+}
+
 }  // namespace
 }  // namespace wgi

@@ -47,6 +47,26 @@ const CASES = [
   {name: 'matmul_bias_relu_1100x2100x96', a: [1100, 96], n: 2100, ops: 'br'},
   {name: 'matmul_gemv_4x300x200', a: [4, 200], n: 300, ops: 'b', gemv: true},
 ];
+// Convs on the matrix kernel (ops/conv/matrix_f16.cpp: A gathered from the NCHW input, the output written
+// NCHW through the bounce): `x` NCHW, `w` [OC, C, KH, KW], strides, pads (top, left, bottom, right),
+// dilations; ops as above (b bias, r Relu, res a residual Add before the Relu). Each has at least a wave
+// (132) of 128x128 output tiles, as the planner asks (ops/conv/choose.cpp); planes not a multiple of 16, K
+// not a multiple of 8 or of the 64-deep slab, output channels past a 128-wide tile, stride 2, dilation 2,
+// rectangular kernels and uneven pads, a batch of images.
+const CONV_CASES = [
+  {name: 'conv_3x3_bias_relu_2x16x97x89_to_24', x: [2, 16, 97, 89], w: [24, 16, 3, 3], strides: [1, 1],
+   pads: [1, 1, 1, 1], dilations: [1, 1], ops: 'br'},
+  {name: 'conv_1x1_bias_1x64x92x92_to_130', x: [1, 64, 92, 92], w: [130, 64, 1, 1], strides: [1, 1],
+   pads: [0, 0, 0, 0], dilations: [1, 1], ops: 'b'},
+  {name: 'conv_7x7_s2_stem_2x3x368x368_to_32', x: [2, 3, 368, 368], w: [32, 3, 7, 7], strides: [2, 2],
+   pads: [3, 3, 3, 3], dilations: [1, 1], ops: 'br'},
+  {name: 'conv_3x3_dilated_1x40x130x130_to_48', x: [1, 40, 130, 130], w: [48, 40, 3, 3], strides: [1, 1],
+   pads: [2, 2, 2, 2], dilations: [2, 2], ops: 'b'},
+  {name: 'conv_3x3_residual_relu_1x32x130x130_to_32', x: [1, 32, 130, 130], w: [32, 32, 3, 3], strides: [1, 1],
+   pads: [1, 1, 1, 1], dilations: [1, 1], ops: 'bresr'},
+  {name: 'conv_3x5_s1x2_uneven_1x24x131x260_to_40', x: [1, 24, 131, 260], w: [40, 24, 3, 5], strides: [1, 2],
+   pads: [1, 2, 0, 1], dilations: [1, 1], ops: ''},
+];
 // The small test models in f16 against their float64 references (expected_*.npy, PyTorch in float64): the
 // error every output shows is printed (the accuracy of f16 GEMMs through a whole model); the bound, 2e-2, is
 // far above the ~1e-3 that f16 operands give and far below a wrong layer's error (order 1).
@@ -63,6 +83,11 @@ const BENCH = [
   {name: 'bench_2304x1024x1024', a: [2304, 1024], n: 1024, ops: '', chain: 8},
   {name: 'bench_4096x4096x4096', a: [4096, 4096], n: 4096, ops: '', chain: 4},
 ];
+// Issue 21's conv: 3x3, 256 -> 256 channels, 8 images of 56x56, a chain of 4.
+const CONV_BENCH = [
+  {name: 'bench_conv3x3_8x256x56x56', x: [8, 256, 56, 56], w: [256, 256, 3, 3], strides: [1, 1], pads: [1, 1, 1, 1],
+   dilations: [1, 1], chain: 4},
+];
 
 // Writes each case's model.onnx, input_a.npy (and input_r.npy) and, unless `noReference`, expected.npy.
 const WRITER = String.raw`
@@ -71,9 +96,68 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 root, cases = sys.argv[1], json.loads(sys.argv[2])
+def conv_reference(x, w, strides, pads, dilations):
+    (n, _, h, wd), (oc, _, kh, kw) = x.shape, w.shape
+    (sh, sw), (dh, dw) = strides, dilations
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + pads[1] + pads[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j].astype(np.float64))
+    return out
 for i, c in enumerate(cases):
     d = os.path.join(root, c["name"]); os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(20261204 + i)
+    if c.get("w") and c.get("chain"):
+        x = rng.uniform(-1, 1, c["x"]).astype(np.float32)
+        inits, nodes, prev = [], [], "a"
+        for p in range(c["chain"]):
+            w = (rng.uniform(-1, 1, c["w"]) / np.sqrt(np.prod(c["w"][1:]))).astype(np.float32)
+            inits.append(numpy_helper.from_array(w, f"w{p}"))
+            nodes.append(helper.make_node("Conv", [prev, f"w{p}"], [f"c{p}"], strides=c["strides"], pads=c["pads"],
+                                          dilations=c["dilations"]))
+            prev = f"c{p}"
+        nodes.append(helper.make_node("Identity", [prev], ["y"]))
+        graph = helper.make_graph(nodes, c["name"], [helper.make_tensor_value_info("a", TensorProto.FLOAT, c["x"])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17)]),
+                  os.path.join(d, "model.onnx"))
+        np.save(os.path.join(d, "input_a.npy"), x)
+        continue
+    if c.get("w"):
+        x = rng.uniform(-1, 1, c["x"]).astype(np.float32)
+        fan_in = int(np.prod(c["w"][1:]))
+        w = (rng.uniform(-1, 1, c["w"]) / np.sqrt(fan_in)).astype(np.float32)
+        bias = rng.uniform(-0.5, 0.5, (c["w"][0],)).astype(np.float32)
+        ops = c["ops"]
+        ref = conv_reference(x, w, c["strides"], c["pads"], c["dilations"])
+        inits = [numpy_helper.from_array(w, "w")]
+        conv_inputs = ["a", "w"]
+        if "b" in ops:
+            inits.append(numpy_helper.from_array(bias, "bias")); conv_inputs.append("bias")
+            ref = ref + bias.astype(np.float64)[None, :, None, None]
+        nodes = [helper.make_node("Conv", conv_inputs, ["conv"], strides=c["strides"], pads=c["pads"],
+                                  dilations=c["dilations"])]
+        inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, c["x"])]
+        y = "conv"
+        if "res" in ops:
+            r = rng.uniform(-1, 1, ref.shape).astype(np.float32)
+            np.save(os.path.join(d, "input_r.npy"), r)
+            inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, list(ref.shape)))
+            nodes.append(helper.make_node("Add", [y, "r"], ["summed"])); y = "summed"; ref = ref + r
+        if "r" in ops.replace("res", ""):
+            nodes.append(helper.make_node("Relu", [y], ["relu"])); y = "relu"; ref = np.maximum(ref, 0)
+        nodes.append(helper.make_node("Identity", [y], ["y"]))
+        graph = helper.make_graph(nodes, c["name"], inputs,
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(ref.shape))], inits)
+        onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17)]),
+                  os.path.join(d, "model.onnx"))
+        np.save(os.path.join(d, "input_a.npy"), x)
+        np.save(os.path.join(d, "expected.npy"), ref.astype(np.float32))
+        continue
     a_shape, n, ops = c["a"], c["n"], c["ops"]
     k = a_shape[-1]
     a = rng.uniform(-1, 1, a_shape).astype(np.float32)
@@ -159,7 +243,7 @@ const f16Matrices = has('shader-f16') && has('chromium-experimental-subgroup-mat
                     adapter.subgroupMatrixConfigs.includes('f16->f32 16x16x16');
 console.log(`adapter: ${adapter.vendor} ${adapter.device} ${adapter.description}; f16 subgroup matrices: ` +
             (f16Matrices ? 'yes' : 'no'));
-write(CASES);
+write([...CASES, ...CONV_CASES]);
 
 if (!f16Matrices) {
   try {
@@ -188,6 +272,10 @@ if (!f16Matrices) {
     console.log(`SKIP f16/${c.name}: needs shader-f16 and chromium-experimental-subgroup-matrix (f16 -> f32 ` +
                 '16x16x16), which no CPU adapter here has; runs on the H200 through dawn.node ' +
                 '(bash bench/node_campaign.sh f16)');
+  }
+  for (const c of CONV_CASES) {
+    ++skipped;
+    console.log(`SKIP f16/${c.name}: needs shader-f16 and subgroup matrices (as above)`);
   }
   for (const name of MODELS) {
     ++skipped;
@@ -227,6 +315,30 @@ if (!f16Matrices) {
       report(false, `f16/${c.name}`, String(e && e.stack || e));
     }
   }
+  for (const c of CONV_CASES) {
+    const t0 = Date.now();
+    try {
+      const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')),
+                                               {precision: 'f16', profiling: true});
+      const want = decodeNpy(read(path.join(dir, c.name, 'expected.npy')));
+      const feeds = feedsOf(c.name);
+      let problem = '', detail = '';
+      for (const pass of ['first run', 'replay']) {
+        const got = await session.run(feeds);
+        const error = relativeL2(got.y, want);
+        detail += `${pass} ${error.toExponential(2)} `;
+        if (!(error <= 2e-3)) problem ||= `${pass}: relative L2 error ${error} > 2e-3 against float64`;
+      }
+      const kernels = session.stats().profile.filter((p) => /Conv/.test(p.op)).flatMap((p) => p.kernel.split('+'));
+      if (!kernels.length) problem ||= 'no Conv node in the profile (nothing checked)';
+      if (!kernels.every((k) => k.startsWith('gemm_matrix_f16_conv')))
+        problem ||= `Conv kernels ${kernels.join(', ')}: not the matrix kernel`;
+      await session.free();
+      report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);
+    } catch (e) {
+      report(false, `f16/${c.name}`, String(e && e.stack || e));
+    }
+  }
   const models = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/models');
   for (const name of MODELS) {
     const t0 = Date.now();
@@ -257,34 +369,35 @@ if (!f16Matrices) {
     }
   }
   if (bench) {
-    write(BENCH.map((c) => ({...c, noReference: true})));
-    console.log('| M x N x K | f32 kernel | f32 ms per GEMM | f16 ms per GEMM (cast + matrix kernel) | f32 / f16 | ' +
+    write([...BENCH.map((c) => ({...c, noReference: true})), ...CONV_BENCH]);
+    console.log('| M x N x K | f32 kernel | f32 ms per node | f16 ms per node (cast + matrix kernel) | f32 / f16 | ' +
                 'f16 TFLOP/s |');
     console.log('|---|---|---|---|---|---|');
-    for (const c of BENCH) {
+    for (const c of [...BENCH, ...CONV_BENCH]) {
       const per = {};
       let f32Kernel = '';
       for (const precision of ['f32', 'f16']) {
         const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')), {precision, profiling: true});
         const feeds = feedsOf(c.name);
         // At least 3 runs and half a second of them: the GPU's clocks fall within a second of idling and
-        // take a few hundred ms of load to come back (docs/performance.md, "The GPU's clocks").
+        // take a few hundred ms of load to come back (docs/performance.md, "The f16 GEMM taken apart").
         const warmEnd = performance.now() + 500;
         for (let i = 0; i < 3 || performance.now() < warmEnd; ++i) await session.run(feeds);
         let sum = 0, count = 0;
         for (let i = 0; i < 10; ++i) {
           await session.run(feeds);
-          const gemm = session.stats().profile.filter((p) => /MatMul/.test(p.op));
-          if (precision === 'f32') f32Kernel = gemm[0]?.kernel ?? '';
-          for (const p of gemm) sum += p.gpu_ms;
-          count += gemm.length;
+          const nodes = session.stats().profile.filter((p) => /MatMul|Conv/.test(p.op));
+          if (precision === 'f32') f32Kernel = nodes[0]?.kernel ?? '';
+          for (const p of nodes) sum += p.gpu_ms;
+          count += nodes.length;
         }
         per[precision] = sum / count;
         await session.free();
       }
-      const m = c.a[0], k = c.a[1];
-      console.log(`| ${m} x ${c.n} x ${k} | ${f32Kernel} | ${per.f32.toFixed(4)} | ${per.f16.toFixed(4)} | ` +
-                  `${(per.f32 / per.f16).toFixed(2)} | ${((2 * m * c.n * k) / per.f16 / 1e9).toFixed(1)} |`);
+      // A conv's product: M = output pixels, N = output channels, K = C * KH * KW (same-size outputs here).
+      const [m, n, k] = c.w ? [c.x[0] * c.x[2] * c.x[3], c.w[0], c.w[1] * c.w[2] * c.w[3]] : [c.a[0], c.n, c.a[1]];
+      console.log(`| ${c.w ? 'conv ' : ''}${m} x ${n} x ${k} | ${f32Kernel} | ${per.f32.toFixed(4)} | ` +
+                  `${per.f16.toFixed(4)} | ${(per.f32 / per.f16).toFixed(2)} | ${((2 * m * n * k) / per.f16 / 1e9).toFixed(1)} |`);
     }
   }
 }

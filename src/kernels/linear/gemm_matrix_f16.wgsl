@@ -21,6 +21,11 @@ enable chromium_experimental_subgroup_matrix;
 // out through workgroup memory, in bounds, through gemm_epilogue.
 // OUT_ROW_MAP (no DIRECT_STORE): output row m starts mixed_radix_offset(out_row_extents, out_row_strides, m)
 // elements in (DaViT's window reverse, written in place), where the epilogue also reads the residual.
+// A_CONV (with A_F32, OUT_ROW_MAP and OUT_COL_STRIDE): a 2-D convolution as this product (ops/conv/
+// matrix_f16.cpp): row m is output pixel (image, oh, ow), column n output channel, k = (c, kh, kw) in the
+// ONNX weight's order, so B is the weight [Cout, C*KH*KW] transposed; A[m, k] is gathered from the NCHW
+// float32 input `a` (zeros in the padding and past K), and element (m, n) is written to
+// mixed_radix_offset(out row map, m) + n * out_col_stride (NCHW: the pixel's offset, then channel planes).
 // SPLIT_K (with DIRECT_STORE, no bias rows): the grid covers params.k_splits chunks of whole slabs of K, chunk
 // by chunk; each workgroup writes its chunk's raw partial sums to `output` as [split][M][N] (directly or
 // through the bounce, no epilogue), and gemm_split_reduce.wgsl adds them and applies the epilogue.
@@ -86,6 +91,7 @@ struct AChunk {  // 8 values of A's row: lo = k .. k + 3, hi = k + 4 .. k + 7
 }
 #else
 alias AChunk = vec4<u32>;  // 8 halves
+alias ARows = vec4<u32>;   // unused: A's chunks come from a_word
 #endif
 
 // One thread's share of a K slab, loaded from global memory: 4 chunks of A and 4 of B.
@@ -106,6 +112,92 @@ struct SlabChunks {
 // 8 values a chunk, converted to f16 (saturating at +-65504) as they are stored; chunks past K are zeros.
 const kNoRow: u32 = 0xFFFFFFFFu;
 
+#if A_CONV
+// A row of the convolution's A: where its image starts in `a`, and its window's top-left corner (negative in
+// the padding); base kNoRow past M.
+struct ConvRow {
+  base: u32,
+  ih: i32,
+  iw: i32,
+}
+
+struct ARows {
+  x: ConvRow,
+  y: ConvRow,
+  z: ConvRow,
+  w: ConvRow,
+}
+
+// params.conv_input: C, H, W, H * W; conv_kernel: KH, KW, dilation h, w; conv_step: stride h, w, pad h, w;
+// conv_output: OH, OW, OH * OW, KH * KW.
+fn a_row_start(m: u32) -> ConvRow {
+  if (m >= params.M) {
+    return ConvRow(kNoRow, 0, 0);
+  }
+  let image = m / params.conv_output.z;
+  let p = m % params.conv_output.z;
+  let oh = p / params.conv_output.y;
+  let ow = p % params.conv_output.y;
+  return ConvRow(image * params.conv_input.x * params.conv_input.w,
+                 i32(oh * params.conv_step.x) - i32(params.conv_step.z),
+                 i32(ow * params.conv_step.y) - i32(params.conv_step.w));
+}
+
+// A kernel tap (channel, row, column), stepped along k.
+struct Tap {
+  c: u32,
+  kh: u32,
+  kw: u32,
+}
+
+fn next_tap(t: Tap) -> Tap {
+  var n = t;
+  n.kw += 1u;
+  if (n.kw == params.conv_kernel.y) {
+    n.kw = 0u;
+    n.kh += 1u;
+    if (n.kh == params.conv_kernel.x) {
+      n.kh = 0u;
+      n.c += 1u;
+    }
+  }
+  return n;
+}
+
+fn conv_value(r: ConvRow, t: Tap, k: u32) -> f32 {
+  let ih = r.ih + i32(t.kh * params.conv_kernel.z);
+  let iw = r.iw + i32(t.kw * params.conv_kernel.w);
+  if (r.base == kNoRow || k >= params.K || ih < 0 || iw < 0 || ih >= i32(params.conv_input.y) ||
+      iw >= i32(params.conv_input.z)) {
+    return 0.0;
+  }
+  return a[r.base + t.c * params.conv_input.w + u32(ih) * params.conv_input.z + u32(iw)];
+}
+
+// A[m, k .. k + 7] of row `r`: one division for the first tap, then steps.
+fn a_chunk(r: ConvRow, k: u32) -> AChunk {
+  let taps = params.conv_output.w;
+  var t = Tap(k / taps, (k % taps) / params.conv_kernel.y, k % params.conv_kernel.y);
+  let v0 = conv_value(r, t, k);
+  t = next_tap(t);
+  let v1 = conv_value(r, t, k + 1u);
+  t = next_tap(t);
+  let v2 = conv_value(r, t, k + 2u);
+  t = next_tap(t);
+  let v3 = conv_value(r, t, k + 3u);
+  t = next_tap(t);
+  let v4 = conv_value(r, t, k + 4u);
+  t = next_tap(t);
+  let v5 = conv_value(r, t, k + 5u);
+  t = next_tap(t);
+  let v6 = conv_value(r, t, k + 6u);
+  t = next_tap(t);
+  let v7 = conv_value(r, t, k + 7u);
+  return AChunk(vec4<f32>(v0, v1, v2, v3), vec4<f32>(v4, v5, v6, v7));
+}
+#else
+alias ARows = vec4<u32>;
+
 fn a_row_start(m: u32) -> u32 {
   if (m >= params.M) {
     return kNoRow;
@@ -124,6 +216,7 @@ fn a_chunk(row: u32, k: u32) -> AChunk {
   let q = (row + k) / 4u;
   return AChunk(a[q], a[q + 1u]);
 }
+#endif
 
 fn put_a_f32(d: u32, v: AChunk) {
   let lo = vec4<f16>(clamp(v.lo, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
@@ -135,7 +228,7 @@ fn put_a_f32(d: u32, v: AChunk) {
 // The global loads of the K slab at k0 of the tile at (tile_row, tile_col), all eight issued together; they
 // are stored into workgroup memory by put_slab after the previous slab's products (so their latency is
 // hidden behind them).
-fn fetch_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: vec4<u32>) -> SlabChunks {
+fn fetch_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: ARows) -> SlabChunks {
 #if A_F32
   let k = k0 + (lid % 8u) * 8u;
   let a0 = a_chunk(rows.x, k);
@@ -176,14 +269,27 @@ fn put_slab(s: SlabChunks, lid: u32) {
 fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lanes: u32, row: u32, col: u32,
               out_base: u32) {
   let base = sid * 256u;
+#if OUT_COL_STRIDE
+  // Consecutive lanes take consecutive rows: the output's columns are planes apart, its rows adjacent.
+  subgroupMatrixStore(&bounce, base, acc, true, 16u);
+  workgroupBarrier();
+  for (var e = lane; e < 256u; e += lanes) {
+    let m = row + e % 16u;
+    let n = col + e / 16u;
+#else
   subgroupMatrixStore(&bounce, base, acc, false, 16u);
   workgroupBarrier();
   for (var e = lane; e < 256u; e += lanes) {
     let m = row + e / 16u;
     let n = col + e % 16u;
+#endif
     if (m < params.M && n < params.N) {
 #if OUT_ROW_MAP
+#if OUT_COL_STRIDE
+      let i = mixed_radix_offset(params.out_row_extents, params.out_row_strides, m) + n * params.out_col_stride;
+#else
       let i = mixed_radix_offset(params.out_row_extents, params.out_row_strides, m) + n;
+#endif
 #else
       let i = m * params.N + n;
 #endif
@@ -225,8 +331,8 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   let scol = (sid % 4u) * 32u;
   let row0 = tile_row + srow;
 #if A_F32
-  let a_rows = vec4<u32>(a_row_start(tile_row + lid / 8u), a_row_start(tile_row + 32u + lid / 8u),
-                         a_row_start(tile_row + 64u + lid / 8u), a_row_start(tile_row + 96u + lid / 8u));
+  let a_rows = ARows(a_row_start(tile_row + lid / 8u), a_row_start(tile_row + 32u + lid / 8u),
+                     a_row_start(tile_row + 64u + lid / 8u), a_row_start(tile_row + 96u + lid / 8u));
 #else
   let a_rows = vec4<u32>(0u);
 #endif

@@ -1,6 +1,10 @@
 // Conv / ConvTranspose, the choose step (src/ops/conv.cpp's router calls it between validating and
 // building): which algorithm runs a conv, with which tile and K split, from the geometry, wgi's kernel hints
 // and the device alone. The rules, in order:
+//   matrix f16      a session computing in float16 (caps.f16_compute): Conv with group 1, a constant weight,
+//                   no kernel forced, and at least a wave of its 128x128 output tiles (pixels x channels):
+//                   it has no K split, so smaller grids idle most of a large GPU (ResNet-50's later stages
+//                   ran slower than on the f32 kernels, docs/performance.md)
 //   pointwise GEMM  1x1, stride 1, no padding, group 1 (or wgi.kernel = gemm)
 //   depthwise_rows  group == in channels, one input channel per group, strides <= 2, kernels <= 7x7; on every
 //                   device (it has no barrier)
@@ -19,6 +23,7 @@
 #include <string>
 
 #include "ops/conv/conv.h"
+#include "ops/gemm_matrix_f16.h"
 #include "ops/internal_ops.h"
 
 namespace wgi::ops {
@@ -185,11 +190,22 @@ std::optional<ConvChoice> choose_implicit_gemm(const ConvRequest& r, const ConvT
   return std::nullopt;
 }
 
+// Float16 compute: the subgroup-matrix GEMM for the convs whose 128x128 output tiles fill a large GPU.
+bool takes_matrix_f16(const ConvRequest& r, const gpu::Capabilities& caps) {
+  const ConvGeometry& g = r.geometry;
+  const uint64_t pixels = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
+  const uint64_t tiles = ceil_div(pixels, uint64_t{kMatrixF16Tile}) *
+                         ceil_div(static_cast<uint64_t>(g.out_channels), uint64_t{kMatrixF16Tile});
+  return caps.f16_compute && r.forced_kernel.empty() && !r.gemm_kernel_forced && !r.transposed &&
+         g.groups == 1 && r.weight_known && tiles >= kMatrixF16WaveTiles;
+}
+
 }  // namespace
 
 ConvChoice choose_conv_algorithm(const ConvRequest& r, const gpu::Capabilities& caps) {
   const ConvTraits t = conv_traits(r, caps);
   if (auto refused = check_forced_kernel(r, t)) return *refused;
+  if (takes_matrix_f16(r, caps)) return chosen(ConvAlgorithm::MatrixF16);
   if (takes_pointwise_gemm(r, t)) return chosen(ConvAlgorithm::PointwiseGemm);
   if (auto refused = check_depthwise_hints(r, t)) return *refused;
   if (auto c = choose_depthwise(r, t, caps)) return *c;

@@ -4,6 +4,7 @@
 //   pointwise_gemm.cpp  1x1, stride 1, no padding, group 1: the GEMM family (ops/gemm_launch.h)
 //   depthwise.cpp       conv/depthwise_rows.wgsl and conv/depthwise.wgsl
 //   implicit_gemm.cpp   conv/implicit_gemm.wgsl
+//   matrix_f16.cpp      float16 compute: the subgroup-matrix GEMM (linear/gemm_matrix_f16.wgsl, A_CONV)
 //   direct.cpp          conv/conv2d.wgsl and conv/conv2d_vec4.wgsl
 //   transposed.cpp      conv/conv_transpose2d.wgsl
 // Each algorithm's choose_* is a pure function of the geometry and the device limits that returns nullopt
@@ -143,6 +144,7 @@ std::optional<DepthwiseRowsConfig> choose_depthwise_rows_config(const ConvGeomet
 // ---- choose (choose.cpp) ----
 
 enum class ConvAlgorithm {
+  MatrixF16,
   PointwiseGemm,
   DepthwiseRows,
   Depthwise,
@@ -203,6 +205,11 @@ void add_depthwise_launch(const PlanContext& ctx, const ConvGeometry& g, const D
 // input 1.
 void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, const ImplicitGemmConfig& config,
                               const ConvEpilogue& epilogue, OpPlan& plan);
+
+// Float16 compute (gpu::Capabilities::f16_compute): the conv as the subgroup-matrix product, its weight
+// converted to float16 once (a plan constant); ctx's input 1 must be a constant.
+void add_matrix_f16_conv_launch(const PlanContext& ctx, const ConvGeometry& g, const ConvEpilogue& epilogue,
+                                OpPlan& plan);
 
 // The direct kernels: conv2d_vec4.wgsl (`vec4`: W prepacked, so a constant) or conv2d.wgsl (any W).
 void add_direct_launch(const PlanContext& ctx, const ConvGeometry& g, bool vec4, const ConvEpilogue& epilogue,
