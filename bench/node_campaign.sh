@@ -27,7 +27,8 @@
 #       other commits as .device/node/web_<name>/wgi.{js,wasm.xz}: the three vision models in f16 (and once in
 #       f32) at batch 1 and 8 with native wgi's toggles, each build in two alternating rounds (A/B of kernels
 #       in one call; the clocks move between calls). Results: $OUT/f16ab.txt, $OUT/f16ab_table.md
-# WGI_NODE_MODELS (space-separated names under .device/models) narrows run, f16 and f16ab to those models.
+# WGI_NODE_MODELS (space-separated names under .device/models) narrows run, f16 and f16ab to those models;
+# WGI_AB_PROFILE=1 adds --profile to f16ab's benches (GPU time per op type and node in each log).
 set -uo pipefail
 mode=${1:?usage: bench/node_campaign.sh pack|run|tiny}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -128,7 +129,7 @@ if [[ $mode == f16ab ]]; then
             cp "$d/wgi.js" "$d/wgi.wasm" build/web/
             log=$out/ab.$name.$batch.$b.$round.txt
             timeout 120 node web/cli.mjs bench "$model" --random-inputs 1 --dim batch=$batch --runs 20 \
-              --warmup 3 --toggles "$tg" --precision $precision >"$log" 2>&1
+              --warmup 3 --toggles "$tg" --precision $precision ${WGI_AB_PROFILE:+--profile} >"$log" 2>&1
             ab[$name.$batch.$b.$round]=$(median "$log")
             echo "$name b$batch $b $precision round $round: $(grep '^run:' "$log" | head -1)"
           done
