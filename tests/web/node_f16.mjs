@@ -282,7 +282,9 @@ if (!f16Matrices) {
     console.log(`SKIP f16/model/${name}: needs shader-f16 and subgroup matrices (as above)`);
   }
 } else {
-  for (const c of CASES) {
+  // Runs case `c` in f16 (first run and replay) against its float64 reference; the kernels of the profiled
+  // nodes whose op matches `ops` must exist and pass `kernelProblem` ('' when right).
+  const checkCase = async (c, ops, kernelProblem) => {
     const t0 = Date.now();
     try {
       const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')),
@@ -296,48 +298,34 @@ if (!f16Matrices) {
         detail += `${pass} ${error.toExponential(2)} `;
         if (!(error <= 2e-3)) problem ||= `${pass}: relative L2 error ${error} > 2e-3 against float64`;
       }
-      const kernels = session.stats().profile.filter((p) => /MatMul|Gemm/.test(p.op)).flatMap((p) => p.kernel.split('+'));
-      if (!kernels.length) problem ||= 'no GEMM node in the profile (nothing checked)';
+      const kernels = session.stats().profile.filter((p) => ops.test(p.op)).flatMap((p) => p.kernel.split('+'));
+      if (!kernels.length) problem ||= `no ${ops} node in the profile (nothing checked)`;
+      problem ||= kernelProblem(kernels);
+      await session.free();
+      report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);
+    } catch (e) {
+      report(false, `f16/${c.name}`, String(e && e.stack || e));
+    }
+  };
+  for (const c of CASES) {
+    await checkCase(c, /MatMul|Gemm/, (kernels) => {
       // The matrix path's launches (the cast of A, the product, with a K split the reduction), and nothing
       // else on those nodes.
       const matrix = kernels.some((k) => k.startsWith('gemm_matrix_f16')) &&
                      kernels.every((k) => k.startsWith('gemm_matrix_f16') || k === 'gemm_a_to_f16' ||
                                           k.startsWith('gemm_split_reduce'));
       const split = kernels.some((k) => k.startsWith('gemm_matrix_f16_split'));
-      if (!c.gemv && !matrix) problem ||= `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
-      if (!c.gemv && split !== Boolean(c.split)) problem ||= `expected ${c.split ? 'a' : 'no'} K split`;
       const cast = kernels.includes('gemm_a_to_f16');
-      if (!c.gemv && cast !== Boolean(c.cast)) problem ||= `expected ${c.cast ? 'a' : 'no'} cast of A`;
-      if (c.gemv && matrix) problem ||= 'M <= 8 ran on the matrix kernel, not the GEMV';
-      await session.free();
-      report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);
-    } catch (e) {
-      report(false, `f16/${c.name}`, String(e && e.stack || e));
-    }
+      if (c.gemv) return matrix ? 'M <= 8 ran on the matrix kernel, not the GEMV' : '';
+      if (!matrix) return `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
+      if (split !== Boolean(c.split)) return `expected ${c.split ? 'a' : 'no'} K split`;
+      if (cast !== Boolean(c.cast)) return `expected ${c.cast ? 'a' : 'no'} cast of A`;
+      return '';
+    });
   }
   for (const c of CONV_CASES) {
-    const t0 = Date.now();
-    try {
-      const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')),
-                                               {precision: 'f16', profiling: true});
-      const want = decodeNpy(read(path.join(dir, c.name, 'expected.npy')));
-      const feeds = feedsOf(c.name);
-      let problem = '', detail = '';
-      for (const pass of ['first run', 'replay']) {
-        const got = await session.run(feeds);
-        const error = relativeL2(got.y, want);
-        detail += `${pass} ${error.toExponential(2)} `;
-        if (!(error <= 2e-3)) problem ||= `${pass}: relative L2 error ${error} > 2e-3 against float64`;
-      }
-      const kernels = session.stats().profile.filter((p) => /Conv/.test(p.op)).flatMap((p) => p.kernel.split('+'));
-      if (!kernels.length) problem ||= 'no Conv node in the profile (nothing checked)';
-      if (!kernels.every((k) => k.startsWith('gemm_matrix_f16_conv')))
-        problem ||= `Conv kernels ${kernels.join(', ')}: not the matrix kernel`;
-      await session.free();
-      report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);
-    } catch (e) {
-      report(false, `f16/${c.name}`, String(e && e.stack || e));
-    }
+    await checkCase(c, /Conv/, (kernels) => kernels.every((k) => k.startsWith('gemm_matrix_f16_conv'))
+        ? '' : `Conv kernels ${kernels.join(', ')}: not the matrix kernel`);
   }
   const models = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/models');
   for (const name of MODELS) {
