@@ -1387,5 +1387,45 @@ TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
   }
 }
 
+// An fp16 file's conv (X and W float16) in a float16-compute session: X is cast to float32 as for every
+// float16 op, the weight reaches the matrix product as the file holds it (its halves copied into the padded
+// [Kp, Np] constant, never widened), and the product is the conv route's.
+TEST(ConvRouting, Float16FileConvTakesTheMatrixProductWithItsHalfWeight) {
+  gpu::Capabilities f16 = gpu::default_capabilities();
+  f16.limits.max_compute_invocations_per_workgroup = 1024;
+  f16.limits.max_compute_workgroup_size_x = 1024;
+  f16.limits.max_compute_workgroup_storage_size = 49152;
+  f16.limits.max_storage_buffer_binding_size = (1ull << 32) - 1;
+  f16.limits.max_buffer_size = 1ull << 36;
+  f16.f16_compute = true;
+  ops::NodeInfo node{"fp16_conv", "Conv", "", 17, {}, {}, {}};
+  node.attributes.set("pads", Ints{1, 1, 1, 1});
+  const Shape w_shape = {40, 24, 3, 3};
+  std::vector<std::optional<ops::TensorDesc>> descs = {ops::TensorDesc{DType::Float16, {2, 24, 96, 96}},
+                                                       ops::TensorDesc{DType::Float16, w_shape}};
+  Tensor w(DType::Float16, w_shape);
+  auto* halves = reinterpret_cast<uint16_t*>(w.bytes().data());
+  for (int64_t i = 0; i < w.element_count(); ++i) halves[i] = static_cast<uint16_t>(0x3000 + i % 1000);
+  ops::PlanContext ctx{node, descs, {nullptr, &w}, f16};
+  const ops::OpPlan plan = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
+  bool product = false;
+  for (const auto& launch : plan.launches)
+    product = product || launch.program.label == "gemm_matrix_f16_conv";
+  EXPECT_TRUE(product) << "no gemm_matrix_f16_conv launch among " << plan.launches.size();
+  // B: [Kp, Np] = [256, 128] halves (K = 24 * 9 = 216 padded to the slab, 40 channels to the tile), row k
+  // holding W[n, k] for n < 40; no float32 copy of the weight.
+  const Tensor* b = nullptr;
+  for (const Tensor& c : plan.constants) {
+    EXPECT_NE(c.dtype(), DType::Float32) << "a float32 constant: the weight widened?";
+    if (c.dtype() == DType::Float16 && c.shape() == Shape{256, 128}) b = &c;
+  }
+  ASSERT_NE(b, nullptr);
+  const auto* packed = reinterpret_cast<const uint16_t*>(b->bytes().data());
+  for (int64_t k : {0, 7, 215})
+    for (int64_t n : {0, 13, 39}) EXPECT_EQ(packed[k * 128 + n], halves[n * 216 + k]) << k << ", " << n;
+  EXPECT_EQ(packed[216 * 128], 0u);  // past K
+  EXPECT_EQ(packed[40], 0u);         // past N
+}
+
 }  // namespace
 }  // namespace wgi
