@@ -2,9 +2,9 @@
 // building): which algorithm runs a conv, with which tile and K split, from the geometry, wgi's kernel hints
 // and the device alone. The rules, in order:
 //   matrix f16      a session computing in float16 (caps.f16_compute): Conv with group 1, a constant weight,
-//                   no kernel forced, and at least a wave of its 128x128 output tiles (pixels x channels):
-//                   it has no K split, so smaller grids idle most of a large GPU (ResNet-50's later stages
-//                   ran slower than on the f32 kernels, docs/performance.md)
+//                   no kernel or hint forced, and at least a wave of its 128x128 output tiles (pixels x
+//                   channels): it has no K split, so smaller grids idle most of a large GPU (ResNet-50's
+//                   later stages ran slower than on the f32 kernels, docs/performance.md)
 //   pointwise GEMM  1x1, stride 1, no padding, group 1 (or wgi.kernel = gemm)
 //   depthwise_rows  group == in channels, one input channel per group, strides <= 2, kernels <= 7x7; on every
 //                   device (it has no barrier)
@@ -196,8 +196,8 @@ bool takes_matrix_f16(const ConvRequest& r, const gpu::Capabilities& caps) {
   const uint64_t pixels = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
   const uint64_t tiles = ceil_div(pixels, uint64_t{kMatrixF16Tile}) *
                          ceil_div(static_cast<uint64_t>(g.out_channels), uint64_t{kMatrixF16Tile});
-  return caps.f16_compute && r.forced_kernel.empty() && !r.gemm_kernel_forced && !r.transposed &&
-         g.groups == 1 && r.weight_known && tiles >= kMatrixF16WaveTiles;
+  return caps.f16_compute && r.forced_kernel.empty() && r.forced_rows == 0 && !r.gemm_kernel_forced &&
+         !r.transposed && g.groups == 1 && r.weight_known && tiles >= kMatrixF16WaveTiles;
 }
 
 }  // namespace
