@@ -384,15 +384,18 @@ function requireWebGpu() {
   }
 }
 
-const FLORENCE2_FOLDER = {
-  required: ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
-             'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'onnx/encoder_model.onnx'],
-  optional: ['tokenizer_config.json'],
-};
-const FLORENCE2_DECODERS = {
-  merged: [['onnx/decoder_model_merged.onnx']],
-  split: [['onnx/decoder_model.onnx', 'onnx/decoder_with_past_model.onnx']],
-};
+// The folder's files for a dtype (the C++ side names the model files: wgi_web_florence2_files).
+function florence2Folder(M, dtype) {
+  const text = M.ccall('wgi_web_florence2_files', 'string', ['string'], [dtype]);
+  if (!text) throw new Error(lastError(M));
+  const f = JSON.parse(text);
+  return {
+    required: ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
+               f.embed_tokens, f.vision_encoder, f.encoder_model],
+    optional: ['tokenizer_config.json'],
+    decoders: {merged: [[f.decoder_model_merged]], split: [[f.decoder_model, f.decoder_with_past_model]]},
+  };
+}
 
 // Florence-2 (include/wgi/florence2.h) on the page's GPU: the same C++ pipeline as `wgi florence2`.
 //   const model = await wgi.Florence2.create('models/Florence-2-base-ft/');   // or a FileList, or {path: bytes}
@@ -400,17 +403,23 @@ const FLORENCE2_DECODERS = {
 export class Florence2 {
   // source: see folderFiles (onnx-community's layout, float32 files). options.decoder: 'merged'
   // (decoder_model_merged.onnx), 'split' (decoder_model.onnx + decoder_with_past_model.onnx) or, by default,
-  // the merged one if the folder has it. options.onProgress(text): progress messages.
+  // the merged one if the folder has it. options.dtype: which files (transformers.js's suffixes, as `wgi
+  // florence2 --dtype`): 'q4', or per session 'vision_encoder=fp16,decoder_model_merged=q4' (default fp32).
+  // options.precision: 'f32' (default) or 'f16' for every session, as
+  // Session.create's (refused where the adapter lacks what f16 needs). options.onProgress(text): progress
+  // messages.
   static async create(source, options = {}) {
     const M = await init(options.moduleUrl);
     requireWebGpu();
     const decoder = options.decoder || 'auto';
-    const alternatives = decoder === 'auto' ? [...FLORENCE2_DECODERS.merged, ...FLORENCE2_DECODERS.split] :
-                                              FLORENCE2_DECODERS[decoder];
+    const dtype = options.dtype || 'fp32';
+    // Serialized: a call into the module while another pipeline's run is suspended (Asyncify) must wait.
+    const {required, optional, decoders} = await serialized(async () => florence2Folder(M, dtype));
+    const alternatives = decoder === 'auto' ? [...decoders.merged, ...decoders.split] : decoders[decoder];
     if (!alternatives) throw new Error(`wgi: Florence2 decoder '${decoder}': 'merged', 'split' or 'auto'`);
-    const files = await folderFiles(source, {...FLORENCE2_FOLDER, alternatives}, options.onProgress);
-    return createPipeline(M, files, 'wgi_web_florence2_create', [], [], options.onProgress,
-                          (handle) => new Florence2(M, handle));
+    const files = await folderFiles(source, {required, optional, alternatives}, options.onProgress);
+    return createPipeline(M, files, 'wgi_web_florence2_create', ['string', 'string'],
+                          [options.precision ?? 'f32', dtype], options.onProgress, (handle) => new Florence2(M, handle));
   }
 
   constructor(M, handle) {
@@ -459,7 +468,8 @@ export async function florence2(source, image, options = {}) {
 export class Siglip {
   // source: see folderFiles (Xenova's layout: config.json, preprocessor_config.json, tokenizer.json,
   // onnx/model.onnx; float32). options.modelFile: the joint model's file under onnx/ (default model.onnx).
-  // options.onProgress(text): progress messages.
+  // options.precision: 'f32' (default) or 'f16', as Session.create's. options.onProgress(text): progress
+  // messages.
   static async create(source, options = {}) {
     const M = await init(options.moduleUrl);
     requireWebGpu();
@@ -468,8 +478,8 @@ export class Siglip {
       required: ['config.json', 'preprocessor_config.json', 'tokenizer.json', `onnx/${modelFile}`],
       optional: ['tokenizer_config.json', 'special_tokens_map.json'],
     }, options.onProgress);
-    return createPipeline(M, files, 'wgi_web_siglip_create', ['string'], [modelFile], options.onProgress,
-                          (handle) => new Siglip(M, handle));
+    return createPipeline(M, files, 'wgi_web_siglip_create', ['string', 'string'],
+                          [modelFile, options.precision ?? 'f32'], options.onProgress, (handle) => new Siglip(M, handle));
   }
 
   constructor(M, handle) {

@@ -122,13 +122,39 @@ std::string string_option(const json::Value& options, std::string_view key) {
 extern "C" {
 
 // Loads the Florence-2 folder at `folder` (in MEMFS; include/wgi/florence2.h's layout) and its four sessions
-// (async). Returns null with wgi_web_last_error() set.
-EMSCRIPTEN_KEEPALIVE WebFlorence2* wgi_web_florence2_create(const char* folder) {
+// (async), each with SessionOptions::precision `precision` ("f32" if null or empty), the files of `dtype`
+// (wgi_web_florence2_files; fp32 if null or empty). Returns null with wgi_web_last_error() set.
+EMSCRIPTEN_KEEPALIVE WebFlorence2* wgi_web_florence2_create(const char* folder, const char* precision,
+                                                          const char* dtype) {
   return guarded(
       [&]() {
-        return new WebFlorence2{wgi::Florence2::from_folder(folder), {}};
+        wgi::SessionOptions options;
+        if (precision && *precision) options.precision = precision;
+        const wgi::Florence2Files files = wgi::Florence2Files::parse(dtype && *dtype ? dtype : "fp32");
+        return new WebFlorence2{wgi::Florence2::from_folder(folder, options, files), {}};
       },
       static_cast<WebFlorence2*>(nullptr));
+}
+
+// The folder's model files for `dtype` (`wgi florence2 --dtype`'s syntax: "q4", or
+// "vision_encoder=fp16,decoder_model_merged=q4"): {"embed_tokens": "onnx/embed_tokens.onnx", ...} for the
+// four sessions and both split decoders, so that wgi.mjs reads the files the pipeline will load. Returns
+// null with wgi_web_last_error() set for a bad dtype.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_files(const char* dtype) {
+  static std::string text;
+  return guarded(
+      [&]() -> const char* {
+        const wgi::Florence2Files files = wgi::Florence2Files::parse(dtype && *dtype ? dtype : "fp32");
+        text = "{";
+        for (const char* session : {"embed_tokens", "vision_encoder", "encoder_model", "decoder_model_merged",
+                                    "decoder_model", "decoder_with_past_model"}) {
+          if (text.size() > 1) text += ",";
+          text += json::quote(session) + ":" + json::quote("onnx/" + files.file_name(session));
+        }
+        text += "}";
+        return text.c_str();
+      },
+      static_cast<const char*>(nullptr));
 }
 
 // {"image_width", "image_height", "decoder_files"}: the processor's input size and which decoder runs.
@@ -173,13 +199,15 @@ EMSCRIPTEN_KEEPALIVE void wgi_web_florence2_free(WebFlorence2* web) {
 }
 
 // Loads the SigLIP folder at `folder` (in MEMFS; include/wgi/siglip.h's layout, tokenizer.json for the
-// tokenizer: the browser build has no libsentencepiece) and its session (async). Returns null with
-// wgi_web_last_error() set.
-EMSCRIPTEN_KEEPALIVE WebSiglip* wgi_web_siglip_create(const char* folder, const char* model_file) {
+// tokenizer: the browser build has no libsentencepiece) and its session (async), with `precision` as for
+// Florence-2. Returns null with wgi_web_last_error() set.
+EMSCRIPTEN_KEEPALIVE WebSiglip* wgi_web_siglip_create(const char* folder, const char* model_file,
+                                                    const char* precision) {
   return guarded(
       [&]() {
         wgi::SiglipOptions options;
         if (model_file && *model_file) options.model_file = model_file;
+        if (precision && *precision) options.session.precision = precision;
         return new WebSiglip{wgi::Siglip::from_folder(folder, options), {}};
       },
       static_cast<WebSiglip*>(nullptr));

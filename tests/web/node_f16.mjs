@@ -281,6 +281,9 @@ if (!f16Matrices) {
     ++skipped;
     console.log(`SKIP f16/model/${name}: needs shader-f16 and subgroup matrices (as above)`);
   }
+  ++skipped;
+  console.log('SKIP f16/florence2_tiny <OD> (every session in f16): needs shader-f16 and subgroup matrices ' +
+              '(tests/web/pipeline_tests.mjs checks the refusal here)');
 } else {
   // Runs case `c` in f16 (first run and replay) against its float64 reference; the kernels of the profiled
   // nodes whose op matches `ops` must exist and pass `kernelProblem` ('' when right).
@@ -354,6 +357,32 @@ if (!f16Matrices) {
       report(!problem, `f16/model/${name}`, problem || `${detail} (${Date.now() - t0} ms)`);
     } catch (e) {
       report(false, `f16/model/${name}`, String(e && e.stack || e));
+    }
+  }
+  // Florence-2's pipeline with every session in f16 (web/wgi.mjs Florence2, options.precision): the tiny
+  // folder's <OD> (greedy, as expected_od.json, transformers.js on onnxruntime) gives the reference's ids.
+  {
+    const t0 = Date.now();
+    const folder = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/pipelines/florence2_tiny');
+    try {
+      const files = {};
+      for (const name of ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
+                          'tokenizer_config.json', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx',
+                          'onnx/encoder_model.onnx', 'onnx/decoder_model_merged.onnx']) {
+        files[name] = read(path.join(folder, name));
+      }
+      const want = JSON.parse(fs.readFileSync(path.join(folder, 'expected_od.json'), 'utf8'));
+      const {Florence2} = await import('../../web/wgi.mjs');
+      const model = await Florence2.create(files, {precision: 'f16'});
+      const r = await model.generate(read(path.join(folder, 'image.png')),
+                                     {task: '<OD>', maxNewTokens: want.max_new_tokens, numBeams: 1});
+      await model.free();
+      const same = JSON.stringify(r.generated_ids) === JSON.stringify(want.generated_ids);
+      report(same, 'f16/florence2_tiny <OD> (every session in f16)',
+             same ? `${r.generated_ids.length} ids as the reference (${Date.now() - t0} ms)`
+                  : `ids ${JSON.stringify(r.generated_ids)} != ${JSON.stringify(want.generated_ids)}`);
+    } catch (e) {
+      report(false, 'f16/florence2_tiny <OD> (every session in f16)', String(e && e.stack || e));
     }
   }
   if (bench) {

@@ -91,6 +91,50 @@ async function florence2Tests(check, heavy) {
       await merged.free();
     }
   }
+  // options.precision reaches every session: a value wgi does not have is refused, and so is f16 on an adapter
+  // without shader-f16 (SwiftShader here; with it, tests/web/node_f16.mjs runs Florence-2 in f16 on the H200).
+  await check('florence2/precision is checked', async () => {
+    const adapter = await navigator.gpu.requestAdapter();
+    const cases = [['f8', "'f8' is not one wgi has"]];
+    if (!adapter.features.has('shader-f16')) cases.push(['f16', 'precision f16 needs']);
+    const problems = [];
+    for (const [precision, part] of cases) {
+      try {
+        const model = await wgi.Florence2.create(FLORENCE2_TINY, {precision});
+        await model.free();
+        problems.push(`precision ${precision} accepted`);
+      } catch (e) {
+        if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
+      }
+    }
+    return problems.join('; ');
+  });
+  // options.dtype picks transformers.js's suffixed files (the C++ names them, as for `wgi florence2 --dtype`):
+  // a folder whose only vision encoder and merged decoder are "_fp16" / "_q4" files (copies of the fp32 ones)
+  // loads with those dtypes, and without them (or with an unknown dtype) fails naming what is wrong.
+  await check('florence2/dtype picks the suffixed files', async () => {
+    const files = {};
+    for (const name of ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
+                        'tokenizer_config.json', 'onnx/embed_tokens.onnx', 'onnx/encoder_model.onnx']) {
+      files[name] = await fetchBytes(FLORENCE2_TINY + name);
+    }
+    files['onnx/vision_encoder_fp16.onnx'] = await fetchBytes(FLORENCE2_TINY + 'onnx/vision_encoder.onnx');
+    files['onnx/decoder_model_merged_q4.onnx'] = await fetchBytes(FLORENCE2_TINY + 'onnx/decoder_model_merged.onnx');
+    const problems = [];
+    const model = await wgi.Florence2.create(files, {dtype: 'embed_tokens=fp32,vision_encoder=fp16,decoder_model_merged=q4'});
+    if (model.decoderFiles !== 'decoder_model_merged_q4.onnx') problems.push(`decoder files ${model.decoderFiles}`);
+    await model.free();
+    for (const [dtype, part] of [['fp32', 'onnx/vision_encoder.onnx'], ['q3', "unknown dtype 'q3'"]]) {
+      try {
+        const other = await wgi.Florence2.create(files, {dtype});
+        await other.free();
+        problems.push(`dtype ${dtype} loaded`);
+      } catch (e) {
+        if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
+      }
+    }
+    return problems.join('; ');
+  });
   // The split decoder files from an in-memory folder (what a folder picker gives), on the page's own decoding
   // of the PNG (the demo's path: raw RGB; the same pixels as stb_image's). Short, to keep CI's time: 6 new
   // tokens at most, so the reference's first 6 ids, then the forced EOS at max_length - 1 (as the native
@@ -149,6 +193,13 @@ async function siglipTests(check) {
         } catch (e) {
           if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
         }
+      }
+      try {
+        const other = await wgi.Siglip.create(SIGLIP_TINY, {precision: 'f8'});
+        await other.free();
+        problems.push('precision f8 accepted');
+      } catch (e) {
+        if (!String(e.message).includes("'f8' is not one wgi has")) problems.push(`"${e.message}" for precision f8`);
       }
       return problems.join('; ');
     });
