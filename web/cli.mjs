@@ -5,6 +5,8 @@
 //   node web/cli.mjs run MODEL.onnx [--input NAME=FILE.npy]... [--random-inputs SEED] [--dim NAME=VALUE]...
 //                        [--output-dir DIR] [--precision f32|f16]
 //   node web/cli.mjs bench MODEL.onnx [--runs N] [--warmup N] [--profile] [--json] (and run's input options)
+//   node web/cli.mjs florence2 MODEL_DIR IMAGE --task TASK [--text T] [--max-new-tokens N] [--num-beams N]
+//                        [--dtype D|session=D,...] [--precision f32|f16] [--runs N] [--json]
 // Every command also takes the dawn.node options: --toggles, --disable-toggles, --backend, --adapter, --dawn-flag.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -53,13 +55,29 @@ const COMMANDS = {
       ...INPUT_OPTIONS, ...DAWN_OPTIONS,
     },
   },
+  florence2: {
+    summary: 'Florence-2 on a folder in onnx-community\'s layout: a task on an image (as the native `wgi florence2`)',
+    positional: ['MODEL_DIR', 'IMAGE'],
+    options: {
+      '--task': {value: 'TASK', help: "The task token, e.g. '<CAPTION>', '<OD>', '<OCR_WITH_REGION>' (required)"},
+      '--text': {value: 'TEXT', help: 'The text input of the tasks that take one (e.g. a caption to ground)'},
+      '--max-new-tokens': {value: 'N', help: "New tokens at most (default: generation_config.json's max_length)"},
+      '--num-beams': {value: 'N', help: "Beams (default: generation_config.json's num_beams; 1 = greedy)"},
+      '--dtype': {value: 'D|session=D,...',
+                  help: "Which file of each session (fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4), as wgi florence2's"},
+      '--precision': INPUT_OPTIONS['--precision'],
+      '--runs': {value: 'N', help: 'Run the task N times after loading; print each time and the stages (stderr)'},
+      '--json': {help: 'Print one JSON object (the native --json fields, with decode_steps and stages)'},
+      ...DAWN_OPTIONS,
+    },
+  },
 };
 
 function usage(command) {
   if (!command) {
     return 'wgi on Node.js (the WebAssembly build on dawn.node)\n' +
            'usage: node web/cli.mjs COMMAND [options]   (node web/cli.mjs COMMAND --help for its options)\n' +
-           Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(6)} ${c.summary}`).join('\n') + '\n';
+           Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`).join('\n') + '\n';
   }
   const c = COMMANDS[command];
   const lines = [`usage: node web/cli.mjs ${command} ${c.positional.join(' ')} [options]`, c.summary, 'options:'];
@@ -431,6 +449,63 @@ async function bench(args) {
   return 0;
 }
 
+async function florence2(args) {
+  const [folder, imageFile] = args.positional;
+  const task = args.options['--task'];
+  if (!task) throw new UsageError("florence2 needs --task, e.g. --task '<OD>'");
+  const runs = integerOption(args.options, '--runs', 1, 1);
+  const maxNewTokens = '--max-new-tokens' in args.options ? integerOption(args.options, '--max-new-tokens', 0, 1)
+                                                          : undefined;
+  const numBeams = '--num-beams' in args.options ? integerOption(args.options, '--num-beams', 0, 1) : undefined;
+  if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) {
+    throw new UsageError(`model folder '${folder}' not found`);
+  }
+  if (!fs.existsSync(imageFile) || !fs.statSync(imageFile).isFile()) throw new UsageError(`image '${imageFile}' not found`);
+  const image = new Uint8Array(fs.readFileSync(imageFile));
+  await wgi.setup(dawnOptions(args.options));
+  // Only the files the pipeline asks for are read (a folder may hold every dtype's files).
+  const readFile = (name) => {
+    const file = path.join(folder, name);
+    return fs.existsSync(file) ? new Uint8Array(fs.readFileSync(file)) : null;
+  };
+  const {Florence2} = await import('./wgi.mjs');
+  const t0 = performance.now();
+  const model = await Florence2.create(readFile, {dtype: args.options['--dtype'],
+                                                  precision: precisionOption(args.options)});
+  const loadMs = performance.now() - t0;
+  try {
+    const options = {task, text: args.options['--text'], maxNewTokens, numBeams};
+    let result = null;
+    const times = [];
+    for (let i = 0; i < runs; ++i) {
+      const start = performance.now();
+      result = await model.generate(image, options);
+      times.push(performance.now() - start);
+      if (runs > 1) {
+        const st = result.stages;
+        console.error(`run ${i + 1}: ${times[i].toFixed(1)} ms, ${result.decode_steps} decoder steps (preprocess ` +
+                      `${st.preprocess_ms.toFixed(1)}, vision ${st.vision_ms.toFixed(1)}, encoder ` +
+                      `${st.encoder_ms.toFixed(1)}, decode ${st.decode_ms.toFixed(1)}, postprocess ` +
+                      `${st.postprocess_ms.toFixed(1)} ms)`);
+      }
+    }
+    console.error(`load: ${loadMs.toFixed(1)} ms (${model.decoderFiles})`);
+    if (runs > 2) {
+      const later = times.slice(1).sort((a, b) => a - b);
+      console.error(`median of runs 2..: ${later[Math.floor(later.length / 2)].toFixed(1)} ms end to end`);
+    }
+    if (args.options['--json']) {
+      console.log(JSON.stringify(result));
+    } else {
+      console.log(result.generated_text);
+      console.log(JSON.stringify(result.parsed));
+    }
+  } finally {
+    await model.free();
+  }
+  return 0;
+}
+
 async function main(argv) {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
@@ -445,7 +520,7 @@ async function main(argv) {
     return 0;
   }
   const args = parseArgs(command, rest);
-  return {info, run, bench}[command](args);
+  return {info, run, bench, florence2}[command](args);
 }
 
 let code = 1;

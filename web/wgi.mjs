@@ -230,14 +230,23 @@ export class Session {
 
 // A model folder's files: `source` is a base URL (string or URL; the files are fetched relative to it), a
 // FileList / array of File from a folder picker (<input type=file webkitdirectory>: paths below the picked
-// folder), or an object {relative path: Uint8Array | ArrayBuffer | Blob}. `required` must all be there,
-// `optional` may be missing; `alternatives` is a list of file lists, the first complete one is taken.
-// Returns a Map of relative path -> Uint8Array.
+// folder), an object {relative path: Uint8Array | ArrayBuffer | Blob}, or a function (relative path) ->
+// bytes or null (Node.js reads a folder on disk so: only the files the pipeline needs). `required` must all
+// be there, `optional` may be missing; `alternatives` is a list of file lists, the first complete one is
+// taken. Returns a Map of relative path -> Uint8Array.
 async function folderFiles(source, {required, optional = [], alternatives = [[]]}, onProgress) {
   const files = new Map();
   const isUrl = typeof source === 'string' || source instanceof URL;
   let lookup;
-  if (isUrl) {
+  if (typeof source === 'function') {
+    lookup = async (name) => {
+      const value = await source(name);
+      if (value === null || value === undefined) return null;
+      if (value instanceof Uint8Array) return value;
+      if (value instanceof ArrayBuffer) return new Uint8Array(value);
+      throw new Error(`wgi: the folder function gave ${name} as neither a Uint8Array nor an ArrayBuffer`);
+    };
+  } else if (isUrl) {
     const base = new URL(source.toString().replace(/\/?$/, '/'), typeof location !== 'undefined' ? location.href : undefined);
     lookup = async (name) => {
       const response = await fetch(new URL(name, base));
@@ -434,8 +443,10 @@ export class Florence2 {
   // image: the bytes of an encoded file (Uint8Array / ArrayBuffer / Blob: PNG, JPEG, ...; decoded by stb_image
   // in the module, as natively) or {width, height, rgb: Uint8Array} (rgbImage() makes one, and scales).
   // options: {task: '<CAPTION>' | '<OD>' | '<OCR_WITH_REGION>' | ..., text (tasks that take one),
-  // maxNewTokens, numBeams (1: greedy, as transformers.js; unset: the folder's generation_config.json)}. Returns {task, input_ids, generated_ids, generated_text, parsed}, as
-  // `wgi florence2 --json`: parsed is {task: text} or {task: {labels, bboxes | quad_boxes}} in image pixels.
+  // maxNewTokens, numBeams (1: greedy, as transformers.js; unset: the folder's generation_config.json)}.
+  // Returns {task, input_ids, generated_ids, generated_text, parsed}, as `wgi florence2 --json` (parsed is
+  // {task: text} or {task: {labels, bboxes | quad_boxes}} in image pixels), with num_beams, decode_steps and
+  // stages (ms: preprocess, vision, encoder, decode, postprocess; of decode, the steps' embed and decoder runs).
   async generate(image, options = {}) {
     const request = JSON.stringify({task: options.task, text: options.text || '',
                                     max_new_tokens: options.maxNewTokens ?? null, num_beams: options.numBeams ?? null});

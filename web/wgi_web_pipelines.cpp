@@ -168,7 +168,8 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_info(WebFlorence2* web) {
 // Runs a task (async). The image: `rgb` (width x height x 3 bytes) if not null, else the encoded file at
 // `image_path` in MEMFS, decoded by wgi::load_image as natively. `options_json`: {"task", "text",
 // "max_new_tokens", "num_beams"}. Returns {"task", "input_ids", "generated_ids", "generated_text", "parsed"}
-// (the CLI's --json), or null with wgi_web_last_error() set.
+// (the CLI's --json) with "num_beams", "decode_steps" and "stages" (Florence2Result::Stages, ms), or null
+// with wgi_web_last_error() set.
 EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_generate(WebFlorence2* web, const char* image_path,
                                                             const uint8_t* rgb, int width, int height,
                                                             const char* options_json) {
@@ -185,10 +186,17 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_generate(WebFlorence2* web, c
         const wgi::Image image = image_of("Florence-2", image_path, rgb, width, height);
         const wgi::Florence2Result r =
             web->model.generate(image, task, string_option(options, "text"), generate);
+        const auto& st = r.stages;
+        const auto ms = [](double v) { return json::number(v); };
         web->text = "{\"task\":" + json::quote(r.task) + ",\"input_ids\":" + ids_json(r.input_ids) +
                     ",\"generated_ids\":" + ids_json(r.generated_ids) +
                     ",\"generated_text\":" + json::quote(r.generated_text) + ",\"parsed\":" + parsed_json(r) +
-                    "}";
+                    ",\"num_beams\":" + std::to_string(r.num_beams) +
+                    ",\"decode_steps\":" + std::to_string(r.decode_steps) + ",\"stages\":{\"preprocess_ms\":" +
+                    ms(st.preprocess_ms) + ",\"vision_ms\":" + ms(st.vision_ms) + ",\"encoder_ms\":" +
+                    ms(st.encoder_ms) + ",\"decode_ms\":" + ms(st.decode_ms) + ",\"postprocess_ms\":" +
+                    ms(st.postprocess_ms) + ",\"step_embed_ms\":" + ms(st.step_embed_ms) +
+                    ",\"step_decoder_ms\":" + ms(st.step_decoder_ms) + "}}";
         return web->text.c_str();
       },
       static_cast<const char*>(nullptr));

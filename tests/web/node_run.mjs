@@ -196,8 +196,34 @@ await check('cli/bad inputs are refused with a message', async () => {
   return '';
 });
 
+// Florence-2's pipeline through the Node CLI (web/wgi.mjs Florence2 reading only the files it needs from
+// disk): the tiny folder's <OD>, greedy, 6 new tokens: transformers.js's first 6 ids, then the forced EOS (as
+// the browser's split-decoder case and the native MaxNewTokensForcesEosAtTheLastPosition).
+await check('cli/florence2 <OD> on the tiny folder (--json)', async () => {
+  const folder = path.join(repo, 'tests/data/pipelines/florence2_tiny');
+  const want = JSON.parse(fs.readFileSync(path.join(folder, 'expected_od.json'), 'utf8'));
+  const r = runCli(['florence2', folder, path.join(folder, 'image.png'), '--task', '<OD>', '--num-beams', '1',
+                    '--max-new-tokens', '6', '--json']);
+  if (r.code !== 0) return `exit ${r.code}: ${r.err}`;
+  const got = JSON.parse(r.out);
+  const ids = [...want.generated_ids.slice(0, 6), 2];  // 2: forced_eos_token_id
+  if (JSON.stringify(got.input_ids) !== JSON.stringify(want.input_ids)) return `input_ids ${JSON.stringify(got.input_ids)}`;
+  if (JSON.stringify(got.generated_ids) !== JSON.stringify(ids)) return `generated_ids ${JSON.stringify(got.generated_ids)}`;
+  if (!(got.decode_steps > 0 && got.stages.decode_ms > 0)) return `no decode steps or stages in ${r.out}`;
+  const problems = [];
+  for (const [cliArgs, message] of [
+    [['florence2', folder, path.join(folder, 'image.png')], /florence2 needs --task/],
+    [['florence2', folder, path.join(tmp, 'missing.png'), '--task', '<OD>'], /image '.*missing\.png' not found/],
+    [['florence2', folder, path.join(folder, 'image.png'), '--task', '<OD>', '--dtype', 'q3'], /unknown dtype 'q3'/],
+  ]) {
+    const e = runCli(cliArgs);
+    if (e.code === 0 || !message.test(e.err)) problems.push(`${cliArgs.slice(3).join(' ')}: exit ${e.code}, ${JSON.stringify(e.err)}`);
+  }
+  return problems.join('; ');
+});
+
 await check('cli/--help lists every option the parser takes', async () => {
-  for (const command of ['run', 'bench', 'info']) {
+  for (const command of ['run', 'bench', 'info', 'florence2']) {
     const r = runCli([command, '--help']);
     if (r.code !== 0) return `${command} --help: exit ${r.code}`;
     for (const option of ['--toggles', '--backend', '--adapter']) {
