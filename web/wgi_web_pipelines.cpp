@@ -125,7 +125,7 @@ extern "C" {
 // (async), each with SessionOptions::precision `precision` ("f32" if null or empty), the files of `dtype`
 // (wgi_web_florence2_files; fp32 if null or empty). Returns null with wgi_web_last_error() set.
 EMSCRIPTEN_KEEPALIVE WebFlorence2* wgi_web_florence2_create(const char* folder, const char* precision,
-                                                          const char* dtype) {
+                                                            const char* dtype) {
   return guarded(
       [&]() {
         wgi::SessionOptions options;
@@ -192,10 +192,11 @@ EMSCRIPTEN_KEEPALIVE const char* wgi_web_florence2_generate(WebFlorence2* web, c
                     ",\"generated_ids\":" + ids_json(r.generated_ids) +
                     ",\"generated_text\":" + json::quote(r.generated_text) + ",\"parsed\":" + parsed_json(r) +
                     ",\"num_beams\":" + std::to_string(r.num_beams) +
-                    ",\"decode_steps\":" + std::to_string(r.decode_steps) + ",\"stages\":{\"preprocess_ms\":" +
-                    ms(st.preprocess_ms) + ",\"vision_ms\":" + ms(st.vision_ms) + ",\"encoder_ms\":" +
-                    ms(st.encoder_ms) + ",\"decode_ms\":" + ms(st.decode_ms) + ",\"postprocess_ms\":" +
-                    ms(st.postprocess_ms) + ",\"step_embed_ms\":" + ms(st.step_embed_ms) +
+                    ",\"decode_steps\":" + std::to_string(r.decode_steps) +
+                    ",\"stages\":{\"preprocess_ms\":" + ms(st.preprocess_ms) +
+                    ",\"vision_ms\":" + ms(st.vision_ms) + ",\"encoder_ms\":" + ms(st.encoder_ms) +
+                    ",\"decode_ms\":" + ms(st.decode_ms) + ",\"postprocess_ms\":" + ms(st.postprocess_ms) +
+                    ",\"step_embed_ms\":" + ms(st.step_embed_ms) +
                     ",\"step_decoder_ms\":" + ms(st.step_decoder_ms) + "}}";
         return web->text.c_str();
       },
@@ -210,7 +211,7 @@ EMSCRIPTEN_KEEPALIVE void wgi_web_florence2_free(WebFlorence2* web) {
 // tokenizer: the browser build has no libsentencepiece) and its session (async), with `precision` as for
 // Florence-2. Returns null with wgi_web_last_error() set.
 EMSCRIPTEN_KEEPALIVE WebSiglip* wgi_web_siglip_create(const char* folder, const char* model_file,
-                                                    const char* precision) {
+                                                      const char* precision) {
   return guarded(
       [&]() {
         wgi::SiglipOptions options;
