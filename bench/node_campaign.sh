@@ -27,6 +27,12 @@
 #       other commits as .device/node/web_<name>/wgi.{js,wasm.xz}: the three vision models in f16 (and once in
 #       f32) at batch 1 and 8 with native wgi's toggles, each build in two alternating rounds (A/B of kernels
 #       in one call; the clocks move between calls). Results: $OUT/f16ab.txt, $OUT/f16ab_table.md
+#   bench/node_campaign.sh pack_florence2    # here: as pack_probe, plus the Florence-2 base folder's tokenizer
+#                                            # files (made with node here: tests/pipelines/make_tokenizer.mjs)
+#   source .device/env.sh; bash bench/node_campaign.sh florence2   # there: the Florence-2 base folder made
+#       (bench/florence2_base.sh), then `node web/cli.mjs florence2` on it, greedy, 64 new tokens, 5 runs, for
+#       <CAPTION> and <OD>, fp32 and q4 (encoder and decoder) files, precision f32 and f16 (native wgi's
+#       toggles): each run's time and stages, and whether f16's ids equal f32's. Results: $OUT/florence2.txt
 # WGI_NODE_MODELS (space-separated names under .device/models) narrows run, f16 and f16ab to those models;
 # WGI_AB_PROFILE=1 adds --profile to f16ab's benches (GPU time per op type and node in each log).
 set -uo pipefail
@@ -48,6 +54,15 @@ if [[ $mode == pack_probe ]]; then
   xz -T2 -6 -c third_party/dawn-node/dist/linux-x64/dawn.node >.device/node/dawn-node/dist/linux-x64/dawn.node.xz
   cp build/web/wgi.js .device/node/web/
   xz -T2 -6 -c build/web/wgi.wasm >.device/node/web/wgi.wasm.xz
+  du -sh .device | awk '{print "travels: " $2 " " $1}'
+  exit 0
+fi
+
+if [[ $mode == pack_florence2 ]]; then
+  set -e
+  bash "$0" pack_probe
+  mkdir -p .device/florence2_tokenizer
+  WGI_PIPELINES_DIR=third_party/pipelines node tests/pipelines/make_tokenizer.mjs .device/florence2_tokenizer
   du -sh .device | awk '{print "travels: " $2 " " $1}'
   exit 0
 fi
@@ -76,7 +91,7 @@ start=$SECONDS
 stamp() { echo "## [$((SECONDS - start)) s] $*"; }
 median() { sed -n 's/^run: *median \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
 runs=30 warmup=3
-if [[ $mode == run || $mode == f16 || $mode == probe || $mode == f16ab ]]; then
+if [[ $mode == run || $mode == f16 || $mode == probe || $mode == f16ab || $mode == florence2 ]]; then
   for f in .device/bin/*.xz; do [[ -f $f ]] && xz -d "$f" && chmod +x "${f%.xz}"; done
   x=.device/node/dawn-node/dist/linux-x64/dawn.node
   [[ -f $x.xz ]] && xz -d "$x.xz"
@@ -98,6 +113,41 @@ else
   exit 2
 fi
 
+if [[ $mode == florence2 ]]; then
+  source "$root/bench/florence2_base.sh"
+  tg=$toggles,disable_robustness,disable_workgroup_init
+  {
+    echo "# date: $(date -u +%F' '%T) UTC"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
+    prepare_florence2_base  # sets $folder and $image
+    q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
+    for task in '<CAPTION>' '<OD>'; do
+      for dtype in fp32 "$q4"; do
+        for precision in f32 f16; do
+          if ((SECONDS - start > ${WGI_NODE_BUDGET_S:-480})); then continue; fi
+          stamp "node web/cli.mjs florence2 $task dtype $dtype precision $precision"
+          timeout 150 node web/cli.mjs florence2 "$folder" "$image" --task "$task" --num-beams 1 \
+            --max-new-tokens 64 --dtype "$dtype" --precision $precision --runs 5 --toggles "$tg" --json \
+            >"$out/florence2.$precision.json" 2>"$out/florence2.err"
+          grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated" \
+            "$out/florence2.err" | tail -8
+        done
+        python3 - "$out/florence2.f32.json" "$out/florence2.f16.json" <<'PY'
+import json, sys
+try:
+    a, b = (json.load(open(f))["generated_ids"] for f in sys.argv[1:3])
+except Exception as e:
+    print("no comparison:", e); sys.exit(0)
+same = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+print(f"f32 {len(a)} ids, f16 {len(b)} ids, equal prefix {same}:", "EQUAL" if a == b else "DIFFER")
+PY
+      done
+    done
+    stamp done
+  } >"$out/florence2.txt" 2>&1
+  cat "$out/florence2.txt"
+  exit 0
+fi
 if [[ $mode == f16ab ]]; then
   builds=()
   for d in .device/node/web*/; do
