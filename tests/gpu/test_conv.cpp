@@ -1335,11 +1335,8 @@ TEST(ConvRouting, BenchmarkShapesOnTheH200ACompatDeviceAndSwiftShader) {
   }
 }
 
-// A session computing in float16 (gpu::Capabilities::f16_compute: the H200 through dawn.node; no CPU adapter
-// here has it, so the kernel itself runs in tests/web/node_f16.mjs there) routes group-1 convs with a
-// constant weight and at least a wave of 128x128 output tiles to the subgroup-matrix product, 1x1 and the
-// stem included; smaller grids, depthwise convs, computed weights and forced kernels keep their routes.
-TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
+// An H200's limits through dawn.node, computing in float16 (planned from descriptions only: no GPU).
+gpu::Capabilities float16_compute_caps() {
   gpu::Capabilities f16 = gpu::default_capabilities();
   f16.limits.max_compute_invocations_per_workgroup = 1024;
   f16.limits.max_compute_workgroup_size_x = 1024;
@@ -1347,6 +1344,15 @@ TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
   f16.limits.max_storage_buffer_binding_size = (1ull << 32) - 1;
   f16.limits.max_buffer_size = 1ull << 36;
   f16.f16_compute = true;
+  return f16;
+}
+
+// A session computing in float16 (gpu::Capabilities::f16_compute: the H200 through dawn.node; no CPU adapter
+// here has it, so the kernel itself runs in tests/web/node_f16.mjs there) routes group-1 convs with a
+// constant weight and at least a wave of 128x128 output tiles to the subgroup-matrix product, 1x1 and the
+// stem included; smaller grids, depthwise convs, computed weights and forced kernels keep their routes.
+TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
+  const gpu::Capabilities f16 = float16_compute_caps();
   struct Case {
     int64_t n, ic, oc, hw, k, s, g;
     bool constant_weight;
@@ -1391,13 +1397,7 @@ TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
 // float16 op, the weight reaches the matrix product as the file holds it (its halves copied into the padded
 // [Kp, Np] constant, never widened), and the product is the conv route's.
 TEST(ConvRouting, Float16FileConvTakesTheMatrixProductWithItsHalfWeight) {
-  gpu::Capabilities f16 = gpu::default_capabilities();
-  f16.limits.max_compute_invocations_per_workgroup = 1024;
-  f16.limits.max_compute_workgroup_size_x = 1024;
-  f16.limits.max_compute_workgroup_storage_size = 49152;
-  f16.limits.max_storage_buffer_binding_size = (1ull << 32) - 1;
-  f16.limits.max_buffer_size = 1ull << 36;
-  f16.f16_compute = true;
+  const gpu::Capabilities f16 = float16_compute_caps();
   ops::NodeInfo node{"fp16_conv", "Conv", "", 17, {}, {}, {}};
   node.attributes.set("pads", Ints{1, 1, 1, 1});
   const Shape w_shape = {40, 24, 3, 3};
