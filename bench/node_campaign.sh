@@ -19,10 +19,10 @@
 #   bench/node_campaign.sh pack_probe    # here: only node, dawn.node and the WebAssembly build (~35 MiB)
 #   source .device/env.sh; bash bench/node_campaign.sh probe   # there: the subgroup-matrix GEMM round:
 #       bench/sgm_gemm_probe.mjs's variants (WGI_PROBE_VARIANTS, space-separated, or its default list) with
-#       Dawn's robustness on (as Chrome) and off (native wgi's toggles; WGI_PROBE_TOGGLE_SETS="robust native"), wgi's own kernel (tests/web/node_f16.mjs
-#       --bench; WGI_PROBE_WGI=0 leaves it out), PyTorch's fp16 / fp32 4096^3 in the same call, and the GPU's clocks, power and throttle
-#       reasons sampled every 200 ms throughout (the 4096^3 spread between calls). Results: $OUT/probe.txt,
-#       $OUT/smi.csv
+#       Dawn's robustness on (as Chrome) and off (native wgi's toggles; WGI_PROBE_TOGGLE_SETS="robust native"),
+#       wgi's own kernels (tests/web/node_f16.mjs --bench; WGI_PROBE_WGI=0 leaves it out), PyTorch's fp16 /
+#       fp32 4096^3 and 3x3 conv in the same call, and the GPU's clocks, power and throttle reasons sampled
+#       every 200 ms throughout. Results: $OUT/probe.txt, $OUT/smi.csv
 #   source .device/env.sh; bash bench/node_campaign.sh f16ab   # there, packed as for `run` plus builds of
 #       other commits as .device/node/web_<name>/wgi.{js,wasm.xz}: the three vision models in f16 (and once in
 #       f32) at batch 1 and 8 with native wgi's toggles, each build in two alternating rounds (A/B of kernels
@@ -123,6 +123,7 @@ if [[ $mode == florence2 ]]; then
     q4=embed_tokens=fp32,vision_encoder=fp32,encoder_model=q4,decoder_model_merged=q4
     for task in '<CAPTION>' '<OD>'; do
       for dtype in fp32 "$q4"; do
+        rm -f "$out/florence2.f32.json" "$out/florence2.f16.json"
         for precision in f32 f16; do
           if ((SECONDS - start > ${WGI_NODE_BUDGET_S:-480})); then continue; fi
           stamp "node web/cli.mjs florence2 $task dtype $dtype precision $precision"
