@@ -7,6 +7,7 @@
 //   node web/cli.mjs bench MODEL.onnx [--runs N] [--warmup N] [--profile] [--json] (and run's input options)
 //   node web/cli.mjs florence2 MODEL_DIR IMAGE --task TASK [--text T] [--max-new-tokens N] [--num-beams N]
 //                        [--dtype D|session=D,...] [--precision f32|f16] [--runs N] [--json]
+//   node web/cli.mjs siglip MODEL_DIR IMAGE --labels a,b,c [--template T] [--model-file F] [--precision P] [--json]
 // Every command also takes the dawn.node options: --toggles, --disable-toggles, --backend, --adapter, --dawn-flag.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -68,6 +69,18 @@ const COMMANDS = {
       '--precision': INPUT_OPTIONS['--precision'],
       '--runs': {value: 'N', help: 'Run the task N times after loading; print each time and the stages (stderr)'},
       '--json': {help: 'Print one JSON object (the native --json fields, with decode_steps and stages)'},
+      ...DAWN_OPTIONS,
+    },
+  },
+  siglip: {
+    summary: 'SigLIP zero-shot classification on a folder in Xenova\'s layout (as the native `wgi siglip`)',
+    positional: ['MODEL_DIR', 'IMAGE'],
+    options: {
+      '--labels': {value: 'A,B,...', help: 'The candidate labels, comma-separated (required)'},
+      '--template': {value: 'T', help: "The hypothesis template; its first {} becomes each label (default: 'This is a photo of {}.')"},
+      '--model-file': {value: 'F', help: "The joint model's file under onnx/ (default model.onnx)"},
+      '--precision': INPUT_OPTIONS['--precision'],
+      '--json': {help: "Print one JSON object (the native --json's: labels, texts, input_ids, logits, scores, output)"},
       ...DAWN_OPTIONS,
     },
   },
@@ -457,17 +470,9 @@ async function florence2(args) {
   const maxNewTokens = '--max-new-tokens' in args.options ? integerOption(args.options, '--max-new-tokens', 0, 1)
                                                           : undefined;
   const numBeams = '--num-beams' in args.options ? integerOption(args.options, '--num-beams', 0, 1) : undefined;
-  if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) {
-    throw new UsageError(`model folder '${folder}' not found`);
-  }
-  if (!fs.existsSync(imageFile) || !fs.statSync(imageFile).isFile()) throw new UsageError(`image '${imageFile}' not found`);
-  const image = new Uint8Array(fs.readFileSync(imageFile));
+  const readFile = folderReader(folder);  // only the files the pipeline asks for (a folder may hold every dtype's)
+  const image = readImage(imageFile);
   await wgi.setup(dawnOptions(args.options));
-  // Only the files the pipeline asks for are read (a folder may hold every dtype's files).
-  const readFile = (name) => {
-    const file = path.join(folder, name);
-    return fs.existsSync(file) ? new Uint8Array(fs.readFileSync(file)) : null;
-  };
   const {Florence2} = await import('./wgi.mjs');
   const t0 = performance.now();
   const model = await Florence2.create(readFile, {dtype: args.options['--dtype'],
@@ -506,6 +511,48 @@ async function florence2(args) {
   return 0;
 }
 
+// A folder on disk as web/wgi.mjs's pipelines read it: a function from a relative path to its bytes (null when
+// absent), so only the files a pipeline asks for are read.
+function folderReader(folder) {
+  if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) throw new UsageError(`model folder '${folder}' not found`);
+  return (name) => {
+    const file = path.join(folder, name);
+    return fs.existsSync(file) ? new Uint8Array(fs.readFileSync(file)) : null;
+  };
+}
+
+function readImage(file) {
+  if (!fs.existsSync(file) || !fs.statSync(file).isFile()) throw new UsageError(`image '${file}' not found`);
+  return new Uint8Array(fs.readFileSync(file));
+}
+
+async function siglip(args) {
+  const [folder, imageFile] = args.positional;
+  if (!args.options['--labels']) throw new UsageError('siglip needs --labels, e.g. --labels cat,dog');
+  const labels = args.options['--labels'].split(',');
+  const template = args.options['--template'];
+  if (template !== undefined && !template.includes('{}')) {
+    throw new UsageError(`--template '${template}' has no {} to put the label in`);
+  }
+  const files = folderReader(folder);
+  const image = readImage(imageFile);
+  await wgi.setup(dawnOptions(args.options));
+  const {Siglip} = await import('./wgi.mjs');
+  const model = await Siglip.create(files, {modelFile: args.options['--model-file'],
+                                            precision: precisionOption(args.options)});
+  try {
+    const r = await model.classify(image, labels, {hypothesisTemplate: template});
+    if (args.options['--json']) {
+      console.log(JSON.stringify(r));
+    } else {
+      for (const {score, label} of r.output) console.log(`${score.toFixed(6)}  ${label}`);
+    }
+  } finally {
+    await model.free();
+  }
+  return 0;
+}
+
 async function main(argv) {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
@@ -520,7 +567,7 @@ async function main(argv) {
     return 0;
   }
   const args = parseArgs(command, rest);
-  return {info, run, bench, florence2}[command](args);
+  return {info, run, bench, florence2, siglip}[command](args);
 }
 
 let code = 1;

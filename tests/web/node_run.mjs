@@ -222,8 +222,33 @@ await check('cli/florence2 <OD> on the tiny folder (--json)', async () => {
   return problems.join('; ');
 });
 
+// SigLIP through the Node CLI: the tiny folder's scores against transformers.js's (within 1e-4, as in the
+// browser), and its bad-input messages.
+await check('cli/siglip on the tiny folder (--json)', async () => {
+  const folder = path.join(repo, 'tests/data/pipelines/siglip_tiny');
+  const want = JSON.parse(fs.readFileSync(path.join(folder, 'expected_scores_a.json'), 'utf8'));
+  const r = runCli(['siglip', folder, path.join(folder, want.image), '--labels', want.labels.join(','),
+                    '--template', want.hypothesis_template, '--json']);
+  if (r.code !== 0) return `exit ${r.code}: ${r.err}`;
+  const got = JSON.parse(r.out);
+  if (!(want.scores.length > 0)) return 'the reference has no scores';
+  const problems = [];
+  want.scores.forEach((score, i) => {
+    if (!(Math.abs(got.scores[i] - score) <= 1e-4)) problems.push(`${want.labels[i]}: ${got.scores[i]} != ${score}`);
+  });
+  for (const [cliArgs, message] of [
+    [['siglip', folder, path.join(folder, want.image)], /siglip needs --labels/],
+    [['siglip', folder, path.join(folder, want.image), '--labels', 'cat', '--template', 'a photo'], /has no \{\}/],
+    [['siglip', path.join(tmp, 'nowhere'), path.join(folder, want.image), '--labels', 'cat'], /model folder .* not found/],
+  ]) {
+    const e = runCli(cliArgs);
+    if (e.code !== 2 || !message.test(e.err)) problems.push(`${cliArgs.slice(3).join(' ')}: exit ${e.code}, ${JSON.stringify(e.err)}`);
+  }
+  return problems.join('; ');
+});
+
 await check('cli/--help lists every option the parser takes', async () => {
-  for (const command of ['run', 'bench', 'info', 'florence2']) {
+  for (const command of ['run', 'bench', 'info', 'florence2', 'siglip']) {
     const r = runCli([command, '--help']);
     if (r.code !== 0) return `${command} --help: exit ${r.code}`;
     for (const option of ['--toggles', '--backend', '--adapter']) {
