@@ -75,6 +75,9 @@ if (!wgi.webgpuAvailable()) {
 } else {
   $('run').addEventListener('click', () => run(null));
   if (params.get('autorun')) {
+    // ?labels=a,b&template=...: the page's fields for the run (tests/web/run.mjs compares with a reference).
+    if (params.get('labels')) $('labels').value = params.get('labels');
+    if (params.get('template')) $('template').value = params.get('template');
     const url = new URL('image_a.png', new URL($('model-url').value, location.href));
     fetch(url).then((r) => r.blob()).then(run);
   } else {

@@ -72,6 +72,26 @@ async function checkFlorence2Demo(context) {
   return ok ? 0 : 1;
 }
 
+// The SigLIP demo page on the tiny folder's image_a.png with expected_scores_a.json's labels and template: its
+// scores must be transformers.js's (within 1e-4, as in pipeline_tests.mjs) and the page must list them all.
+async function checkSiglipDemo(context) {
+  const want = JSON.parse(fs.readFileSync(path.join(repo, 'tests/data/pipelines/siglip_tiny/expected_scores_a.json')));
+  const demo = await context.newPage();
+  demo.on('pageerror', (e) => console.log('siglip demo page error: ' + e.message));
+  await demo.goto(`${origin}/web/siglip.html?autorun=1&labels=${encodeURIComponent(want.labels.join(','))}` +
+                  `&template=${encodeURIComponent(want.hypothesis_template)}`);
+  await demo.waitForFunction(() => window.wgiSiglipDemo && window.wgiSiglipDemo.done, null, {timeout: timeoutMs});
+  const state = await demo.evaluate(() => window.wgiSiglipDemo);
+  const rows = await demo.locator('#scores tr').count();
+  const scores = state.result ? state.result.scores : [];
+  const worst = Math.max(...want.scores.map((score, i) => Math.abs((scores[i] ?? Infinity) - score)));
+  const ok = !state.error && want.scores.length > 0 && worst <= 1e-4 && rows === want.labels.length;
+  console.log(`${ok ? 'PASS' : 'FAIL'} siglip demo: ${state.error || `max score error ${worst.toExponential(1)}, ` +
+              `${rows} rows shown`}`);
+  await demo.close();
+  return ok ? 0 : 1;
+}
+
 const started = Date.now();
 const server = await startServer(0);
 const origin = `http://127.0.0.1:${server.address().port}`;
@@ -98,6 +118,7 @@ try {
   if (results.failed > 0 || results.passed === 0) exitCode = 1;
 
   if (withDemo) exitCode = Math.max(exitCode, await checkFlorence2Demo(context));
+  if (withDemo) exitCode = Math.max(exitCode, await checkSiglipDemo(context));
   if (withOcrDemo) {
     const demo = await context.newPage();
     demo.on('console', (m) => { if (m.type() === 'error') console.log('demo: ' + m.text()); });
