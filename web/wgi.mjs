@@ -117,9 +117,9 @@ export class Session {
   // bytes: Uint8Array/ArrayBuffer of an ONNX model.
   // options.environment: a wgi.Environment whose device the session shares (default: a device of its own).
   // options.profiling: per-node GPU times in stats().profile when the adapter has timestamp queries.
-  // options.precision: 'f32' (default) or 'f16': the GEMMs of constant weights on subgroup matrices (tensor
-  //   cores), f16 operands and f32 accumulation; refused on an adapter without shader-f16 and
-  //   chromium-experimental-subgroup-matrix (docs/float16.md, "Computing in float16").
+  // options.precision: 'f32' (default) or 'f16': the GEMMs of constant weights and the large group-1 convs on
+  //   subgroup matrices (tensor cores), f16 operands and f32 accumulation; refused on an adapter without
+  //   shader-f16 and chromium-experimental-subgroup-matrix (docs/float16.md, "Computing in float16").
   // options.externalData: {location: Uint8Array} — the model's external weight files, each under the location
   //   the model names (e.g. {'model.onnx.data': bytes}); they are read while the session is created.
   static async create(bytes, options = {}) {
