@@ -67,7 +67,7 @@ const COMMANDS = {
       '--dtype': {value: 'D|session=D,...',
                   help: "Which file of each session (fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4), as wgi florence2's"},
       '--precision': INPUT_OPTIONS['--precision'],
-      '--runs': {value: 'N', help: 'Run the task N times after loading; print each time and the stages (stderr)'},
+      '--runs': {value: 'N', help: 'Run the task N times after loading (default 1); each run\'s time and stages go to stderr'},
       '--json': {help: 'Print one JSON object (the native --json fields, with decode_steps and stages)'},
       ...DAWN_OPTIONS,
     },
@@ -486,13 +486,11 @@ async function florence2(args) {
       const start = performance.now();
       result = await model.generate(image, options);
       times.push(performance.now() - start);
-      if (runs > 1) {
-        const st = result.stages;
-        console.error(`run ${i + 1}: ${times[i].toFixed(1)} ms, ${result.decode_steps} decoder steps (preprocess ` +
-                      `${st.preprocess_ms.toFixed(1)}, vision ${st.vision_ms.toFixed(1)}, encoder ` +
-                      `${st.encoder_ms.toFixed(1)}, decode ${st.decode_ms.toFixed(1)}, postprocess ` +
-                      `${st.postprocess_ms.toFixed(1)} ms)`);
-      }
+      const st = result.stages;
+      console.error(`run ${i + 1}: ${times[i].toFixed(1)} ms, ${result.decode_steps} decoder steps (preprocess ` +
+                    `${st.preprocess_ms.toFixed(1)}, vision ${st.vision_ms.toFixed(1)}, encoder ` +
+                    `${st.encoder_ms.toFixed(1)}, decode ${st.decode_ms.toFixed(1)}, postprocess ` +
+                    `${st.postprocess_ms.toFixed(1)} ms)`);
     }
     console.error(`load: ${loadMs.toFixed(1)} ms (${model.decoderFiles})`);
     if (runs > 2) {
