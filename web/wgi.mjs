@@ -413,7 +413,8 @@ export class Florence2 {
   // source: see folderFiles (onnx-community's layout, float32 files). options.decoder: 'merged'
   // (decoder_model_merged.onnx), 'split' (decoder_model.onnx + decoder_with_past_model.onnx) or, by default,
   // the merged one if the folder has it. options.dtype: which files (transformers.js's suffixes, as `wgi
-  // florence2 --dtype`): 'q4', or per session 'vision_encoder=fp16,decoder_model_merged=q4' (default fp32).
+  // florence2 --dtype`): 'q4', or per session 'vision_encoder=fp16,decoder_model_merged=q4' or
+  // transformers.js's {vision_encoder: 'fp16', decoder_model_merged: 'q4'} (default fp32).
   // options.precision: 'f32' (default) or 'f16' for every session, as
   // Session.create's (refused where the adapter lacks what f16 needs). options.onProgress(text): progress
   // messages.
@@ -421,7 +422,10 @@ export class Florence2 {
     const M = await init(options.moduleUrl);
     requireWebGpu();
     const decoder = options.decoder || 'auto';
-    const dtype = options.dtype || 'fp32';
+    // transformers.js's per-session object ({vision_encoder: 'fp16', ...}) or wgi's string form.
+    const dtype = options.dtype && typeof options.dtype === 'object'
+        ? Object.entries(options.dtype).map(([session, d]) => `${session}=${d}`).join(',')
+        : options.dtype || 'fp32';
     // Serialized: a call into the module while another pipeline's run is suspended (Asyncify) must wait.
     const {required, optional, decoders} = await serialized(async () => florence2Folder(M, dtype));
     const alternatives = decoder === 'auto' ? [...decoders.merged, ...decoders.split] : decoders[decoder];

@@ -121,9 +121,13 @@ async function florence2Tests(check, heavy) {
     files['onnx/vision_encoder_fp16.onnx'] = await fetchBytes(FLORENCE2_TINY + 'onnx/vision_encoder.onnx');
     files['onnx/decoder_model_merged_q4.onnx'] = await fetchBytes(FLORENCE2_TINY + 'onnx/decoder_model_merged.onnx');
     const problems = [];
-    const model = await wgi.Florence2.create(files, {dtype: 'embed_tokens=fp32,vision_encoder=fp16,decoder_model_merged=q4'});
-    if (model.decoderFiles !== 'decoder_model_merged_q4.onnx') problems.push(`decoder files ${model.decoderFiles}`);
-    await model.free();
+    // wgi's string form and transformers.js's object form.
+    for (const dtype of ['embed_tokens=fp32,vision_encoder=fp16,decoder_model_merged=q4',
+                         {vision_encoder: 'fp16', decoder_model_merged: 'q4'}]) {
+      const model = await wgi.Florence2.create(files, {dtype});
+      if (model.decoderFiles !== 'decoder_model_merged_q4.onnx') problems.push(`decoder files ${model.decoderFiles}`);
+      await model.free();
+    }
     for (const [dtype, part] of [['fp32', 'onnx/vision_encoder.onnx'], ['q3', "unknown dtype 'q3'"]]) {
       try {
         const other = await wgi.Florence2.create(files, {dtype});
