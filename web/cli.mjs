@@ -7,7 +7,8 @@
 //   node web/cli.mjs bench MODEL.onnx [--runs N] [--warmup N] [--profile] [--json] (and run's input options)
 //   node web/cli.mjs florence2 MODEL_DIR IMAGE --task TASK [--text T] [--max-new-tokens N] [--num-beams N]
 //                        [--dtype D|session=D,...] [--precision f32|f16] [--runs N] [--json]
-//   node web/cli.mjs siglip MODEL_DIR IMAGE --labels a,b,c [--template T] [--model-file F] [--precision P] [--json]
+//   node web/cli.mjs siglip MODEL_DIR IMAGE --labels a,b,c [--template T] [--model-file F | --dtype D]
+//                        [--precision P] [--json]
 // Every command also takes the dawn.node options: --toggles, --disable-toggles, --backend, --adapter, --dawn-flag.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -79,6 +80,7 @@ const COMMANDS = {
       '--labels': {value: 'A,B,...', help: 'The candidate labels, comma-separated (required)'},
       '--template': {value: 'T', help: "The hypothesis template; its first {} becomes each label (default: 'This is a photo of {}.')"},
       '--model-file': {value: 'F', help: "The joint model's file under onnx/ (default model.onnx)"},
+      '--dtype': {value: 'D', help: "Or transformers.js's dtype, which names the file (fp16: onnx/model_fp16.onnx)"},
       '--precision': INPUT_OPTIONS['--precision'],
       '--json': {help: "Print one JSON object (the native --json's: labels, texts, input_ids, logits, scores, output)"},
       ...DAWN_OPTIONS,
@@ -536,7 +538,7 @@ async function siglip(args) {
   const image = readImage(imageFile);
   await wgi.setup(dawnOptions(args.options));
   const {Siglip} = await import('./wgi.mjs');
-  const model = await Siglip.create(files, {modelFile: args.options['--model-file'],
+  const model = await Siglip.create(files, {modelFile: args.options['--model-file'], dtype: args.options['--dtype'],
                                             precision: precisionOption(args.options)});
   try {
     const r = await model.classify(image, labels, {hypothesisTemplate: template});

@@ -482,13 +482,20 @@ export async function florence2(source, image, options = {}) {
 //   const r = await model.classify(pngBytes, ['cat', 'dog']);   // r.output: [{score, label}], best first
 export class Siglip {
   // source: see folderFiles (Xenova's layout: config.json, preprocessor_config.json, tokenizer.json,
-  // onnx/model.onnx; float32). options.modelFile: the joint model's file under onnx/ (default model.onnx).
+  // onnx/model.onnx). options.modelFile: the joint model's file under onnx/ (default model.onnx), or
+  // options.dtype: transformers.js's, which names it ('fp16' -> onnx/model_fp16.onnx; not both).
   // options.precision: 'f32' (default) or 'f16', as Session.create's. options.onProgress(text): progress
   // messages.
   static async create(source, options = {}) {
     const M = await init(options.moduleUrl);
     requireWebGpu();
-    const modelFile = options.modelFile || 'model.onnx';
+    // The C++ names the file (SiglipOptions::file): dtype 'fp16' -> model_fp16.onnx, else options.modelFile.
+    const modelFile = await serialized(async () => {
+      const file = M.ccall('wgi_web_siglip_model_file', 'string', ['string', 'string'],
+                           [options.dtype || '', options.modelFile || '']);
+      if (!file) throw new Error(lastError(M));
+      return file;
+    });
     const files = await folderFiles(source, {
       required: ['config.json', 'preprocessor_config.json', 'tokenizer.json', `onnx/${modelFile}`],
       optional: ['tokenizer_config.json', 'special_tokens_map.json'],

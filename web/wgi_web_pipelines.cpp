@@ -210,6 +210,21 @@ EMSCRIPTEN_KEEPALIVE void wgi_web_florence2_free(WebFlorence2* web) {
 // Loads the SigLIP folder at `folder` (in MEMFS; include/wgi/siglip.h's layout, tokenizer.json for the
 // tokenizer: the browser build has no libsentencepiece) and its session (async), with `precision` as for
 // Florence-2. Returns null with wgi_web_last_error() set.
+// The joint model's file under onnx/ for transformers.js's `dtype` ("fp16" -> "model_fp16.onnx") or, with no
+// dtype, `model_file` (SiglipOptions::file); null with wgi_web_last_error() set for an unknown dtype or both.
+EMSCRIPTEN_KEEPALIVE const char* wgi_web_siglip_model_file(const char* dtype, const char* model_file) {
+  static std::string text;
+  return guarded(
+      [&]() -> const char* {
+        wgi::SiglipOptions options;
+        if (dtype) options.dtype = dtype;
+        if (model_file && *model_file) options.model_file = model_file;
+        text = options.file();
+        return text.c_str();
+      },
+      static_cast<const char*>(nullptr));
+}
+
 EMSCRIPTEN_KEEPALIVE WebSiglip* wgi_web_siglip_create(const char* folder, const char* model_file,
                                                       const char* precision) {
   return guarded(

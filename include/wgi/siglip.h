@@ -31,8 +31,14 @@ inline constexpr const char* kSiglipDefaultTemplate = "This is a photo of {}.";
 
 struct SiglipOptions {
   SessionOptions session;
-  // The joint model's file under onnx/ (e.g. "model_fp16.onnx" once wgi loads those; float32 only now).
+  // The joint model's file under onnx/.
   std::string model_file = "model.onnx";
+  // Or transformers.js's dtype, which names it: "fp16" -> onnx/model_fp16.onnx (fp32, fp16, q8, int8, uint8,
+  // q4, q4f16, bnb4); "" keeps model_file. Giving both (model_file changed) is an error.
+  std::string dtype;
+
+  // The file under onnx/ these options load; wgi::Error for an unknown dtype or both given.
+  std::string file() const;
 };
 
 struct SiglipScore {

@@ -18,6 +18,7 @@
 #include "core/npy.h"
 #include "pipelines/florence2_text.h"
 #include "pipelines/image_resize.h"
+#include "pipelines/model_folder.h"
 #include "pipelines/token_candidates.h"
 #include "pipelines/tokenizer.h"
 #include "wgi/florence2.h"
@@ -801,32 +802,14 @@ SearchResult beam_search(BeamDecoder& decoder, const SearchSettings& s) {
 
 namespace {
 
-// transformers.js's dtype -> file suffix table (its DEFAULT_DTYPE_SUFFIX_MAPPING).
-const std::map<std::string, std::string>& dtype_suffixes() {
-  static const std::map<std::string, std::string> suffixes = {
-      {"fp32", ""},        {"fp16", "_fp16"}, {"q8", "_quantized"}, {"int8", "_int8"},
-      {"uint8", "_uint8"}, {"q4", "_q4"},     {"q4f16", "_q4f16"},  {"bnb4", "_bnb4"}};
-  return suffixes;
-}
-
 const char* const kFlorence2Sessions[] = {"embed_tokens", "vision_encoder", "encoder_model",
                                           "decoder_model_merged"};
-
-std::string known_dtypes() {
-  std::string names;
-  for (const auto& [name, suffix] : dtype_suffixes()) names += (names.empty() ? "" : ", ") + name;
-  return names;
-}
 
 }  // namespace
 
 Florence2Files Florence2Files::parse(const std::string& text) {
   Florence2Files files;
-  const auto check_dtype = [](const std::string& name) {
-    if (!dtype_suffixes().contains(name)) {
-      throw Error("Florence-2: unknown dtype '" + printable(name) + "' (one of " + known_dtypes() + ")");
-    }
-  };
+  const auto check_dtype = [](const std::string& name) { pipelines::dtype_suffix("Florence-2", name); };
   if (text.find('=') == std::string::npos) {
     check_dtype(text);
     files.dtype = text;
@@ -861,11 +844,7 @@ std::string Florence2Files::file_name(const std::string& session) const {
       session == "decoder_model" || session == "decoder_with_past_model" ? "decoder_model_merged" : session;
   const auto it = per_session.find(key);
   const std::string& d = it == per_session.end() ? dtype : it->second;
-  const auto suffix = dtype_suffixes().find(d);
-  if (suffix == dtype_suffixes().end()) {
-    throw Error("Florence-2: unknown dtype '" + printable(d) + "' (one of " + known_dtypes() + ")");
-  }
-  return session + suffix->second + ".onnx";
+  return session + pipelines::dtype_suffix("Florence-2", d) + ".onnx";
 }
 
 Florence2 Florence2::from_folder(const fs::path& folder, const SessionOptions& options,

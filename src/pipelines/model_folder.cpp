@@ -2,13 +2,34 @@
 #include "pipelines/model_folder.h"
 
 #include <cmath>
+#include <map>
 #include <span>
 #include <utility>
 
 #include "core/npy.h"
 #include "wgi/error.h"
+#include "wgi/printable.h"
 
 namespace wgi::pipelines {
+
+namespace {
+
+const std::map<std::string, std::string>& dtype_suffixes() {
+  static const std::map<std::string, std::string> suffixes = {
+      {"fp32", ""},        {"fp16", "_fp16"}, {"q8", "_quantized"}, {"int8", "_int8"},
+      {"uint8", "_uint8"}, {"q4", "_q4"},     {"q4f16", "_q4f16"},  {"bnb4", "_bnb4"}};
+  return suffixes;
+}
+
+}  // namespace
+
+std::string dtype_suffix(const std::string& pipeline, const std::string& dtype) {
+  const auto it = dtype_suffixes().find(dtype);
+  if (it != dtype_suffixes().end()) return it->second;
+  std::string names;
+  for (const auto& [name, suffix] : dtype_suffixes()) names += (names.empty() ? "" : ", ") + name;
+  throw Error(pipeline + ": unknown dtype '" + printable(dtype) + "' (one of " + names + ")");
+}
 
 namespace fs = std::filesystem;
 

@@ -21,6 +21,11 @@ namespace wgi::pipelines {
 
 json::Value read_json_file(const std::string& pipeline, const std::filesystem::path& file);
 
+// transformers.js's dtype -> file suffix ("fp32" -> "", "fp16" -> "_fp16", "q8" -> "_quantized", "int8",
+// "uint8", "q4", "q4f16", "bnb4": its DEFAULT_DTYPE_SUFFIX_MAPPING); wgi::Error naming the known ones for
+// another dtype, the message starting with `pipeline`.
+std::string dtype_suffix(const std::string& pipeline, const std::string& dtype);
+
 // The member `key` of `object`, nullptr when absent or null.
 const json::Value* json_member(const json::Value& object, std::string_view key);
 // An integer member; wgi::Error naming `file` if it is present but not an integer.

@@ -13,6 +13,7 @@
 
 #include "pipelines/model_folder.h"
 #include "pipelines/siglip_tokenizer.h"
+#include "wgi/printable.h"
 
 namespace wgi {
 
@@ -136,6 +137,15 @@ std::vector<float> Siglip::Impl::logits(const Tensor& pixels, const std::vector<
   return std::vector<float>(out.data<float>().begin(), out.data<float>().end());
 }
 
+std::string SiglipOptions::file() const {
+  if (dtype.empty()) return model_file;
+  if (model_file != SiglipOptions{}.model_file) {
+    throw Error(kPipeline + ": give a dtype or a model file, not both (dtype '" + printable(dtype) +
+                "', model file '" + printable(model_file) + "')");
+  }
+  return "model" + pipelines::dtype_suffix(kPipeline, dtype) + ".onnx";
+}
+
 Siglip Siglip::from_folder(const fs::path& folder, const SiglipOptions& options) {
   return Impl::load(folder, nullptr, options);
 }
@@ -148,7 +158,8 @@ Siglip Siglip::from_folder(const fs::path& folder, const Environment& environmen
 Siglip Siglip::Impl::load(const fs::path& folder, const Environment* given, const SiglipOptions& options) {
   if (!fs::is_directory(folder)) throw Error(kPipeline + ": '" + folder.string() + "' is not a folder");
   const fs::path onnx = folder / "onnx";
-  const fs::path model = onnx / options.model_file;
+  const std::string model_file = options.file();
+  const fs::path model = onnx / model_file;
   for (const fs::path& file : {folder / "config.json", folder / "preprocessor_config.json", model}) {
     if (fs::is_regular_file(file)) continue;
     std::string hint;
@@ -166,7 +177,7 @@ Siglip Siglip::Impl::load(const fs::path& folder, const Environment* given, cons
       kPipeline, preprocessor_config, folder / "preprocessor_config.json");
   pipelines::SiglipTokenizer tokenizer = pipelines::SiglipTokenizer::from_folder(folder);
   check_configs(config, folder, processor, tokenizer);
-  const std::string model_name = "onnx/" + options.model_file;
+  const std::string model_name = "onnx/" + model_file;
   Session session = [&] {
     try {
       return given ? Session::from_file(model, *given, options.session)

@@ -165,6 +165,27 @@ TEST(SiglipPipeline, MissingFilesAreNamed) {
   expect_error([&] { Siglip::from_folder(kTiny / "nothing"); }, "is not a folder");
 }
 
+// transformers.js's dtype names the joint model's file: a folder whose only model is "model_fp16.onnx" (a
+// copy of the fp32 one, so the scores stay transformers.js's fp32 ones) loads with dtype fp16 and fails,
+// naming the file, without it; an unknown dtype, or a dtype and a model file together, are refused.
+TEST(SiglipPipeline, DtypeNamesTheModelFile) {
+  const fs::path dir = copy_folder("dtype", {"onnx/model.onnx"});
+  fs::copy_file(kTiny / "onnx" / "model.onnx", dir / "onnx" / "model_fp16.onnx");
+  SiglipOptions options;
+  options.dtype = "fp16";
+  EXPECT_EQ(options.file(), "model_fp16.onnx");
+  Siglip model = Siglip::from_folder(dir, options);
+  expect_case(model, "expected_scores_c_one.json");
+  expect_error([&] { Siglip::from_folder(dir); }, "the folder lacks onnx/model.onnx");
+  options.dtype = "q3";
+  expect_error([&] { Siglip::from_folder(dir, options); }, "SigLIP: unknown dtype 'q3' (one of");
+  options.dtype = "q8";
+  EXPECT_EQ(options.file(), "model_quantized.onnx");
+  options.model_file = "model_fp16.onnx";
+  expect_error([&] { Siglip::from_folder(dir, options); }, "give a dtype or a model file, not both");
+  fs::remove_all(dir);
+}
+
 TEST(SiglipPipeline, ConfigsThatDoNotMatchTheModelAreNamed) {
   // preprocessor_config.json and config.json say 48x48; onnx/model.onnx's pixel_values are fixed at 40x40.
   const fs::path size48 = copy_folder("size48", {},

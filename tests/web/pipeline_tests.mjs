@@ -207,6 +207,40 @@ async function siglipTests(check) {
       }
       return problems.join('; ');
     });
+    // options.dtype names the joint model's file (the C++ does: SiglipOptions::file): a folder whose only model
+    // is model_fp16.onnx (a copy of the fp32 one) loads with dtype fp16 and scores as the reference; an unknown
+    // dtype, or a dtype and a model file together, are refused.
+    await check('siglip/dtype names the model file', async () => {
+      const want = await (await fetch(SIGLIP_TINY + 'expected_scores_a.json')).json();
+      const files = {};
+      for (const name of ['config.json', 'preprocessor_config.json', 'tokenizer.json', 'tokenizer_config.json',
+                          'special_tokens_map.json']) {
+        files[name] = await fetchBytes(SIGLIP_TINY + name);
+      }
+      files['onnx/model_fp16.onnx'] = await fetchBytes(SIGLIP_TINY + 'onnx/model.onnx');
+      const problems = [];
+      const fp16 = await wgi.Siglip.create(files, {dtype: 'fp16'});
+      try {
+        const got = await fp16.classify(await fetchBytes(SIGLIP_TINY + want.image), want.labels,
+                                        {hypothesisTemplate: want.hypothesis_template});
+        want.scores.forEach((score, i) => {
+          if (!(Math.abs(got.scores[i] - score) <= 1e-4)) problems.push(`${want.labels[i]}: ${got.scores[i]} != ${score}`);
+        });
+      } finally {
+        await fp16.free();
+      }
+      for (const [options, part] of [[{dtype: 'q3'}, "unknown dtype 'q3'"],
+                                     [{dtype: 'fp16', modelFile: 'model_fp16.onnx'}, 'not both']]) {
+        try {
+          const other = await wgi.Siglip.create(files, options);
+          await other.free();
+          problems.push(`${JSON.stringify(options)} accepted`);
+        } catch (e) {
+          if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
+        }
+      }
+      return problems.join('; ');
+    });
   } finally {
     await model.free();
   }

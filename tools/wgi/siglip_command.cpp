@@ -19,6 +19,7 @@ void add_siglip_command(CLI::App& app, int& exit_code) {
     std::string folder, image, labels, backend, adapter;
     std::string hypothesis_template = kSiglipDefaultTemplate;
     std::string model_file = "model.onnx";
+    std::string dtype;
     bool json = false;
   };
   auto opts = std::make_shared<Options>();
@@ -40,6 +41,9 @@ void add_siglip_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--model-file", opts->model_file, "The joint model's file under onnx/")
       ->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype,
+                  "Or transformers.js's dtype, which names the file: fp32, fp16, q8, int8, uint8, q4, q4f16, "
+                  "bnb4 (fp16: onnx/model_fp16.onnx)");
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object: labels, texts, input_ids, logits, scores (label order) and output "
                 "(transformers.js's answer: [{label, score}] by descending score)");
@@ -59,6 +63,8 @@ void add_siglip_command(CLI::App& app, int& exit_code) {
     options.session.backend = opts->backend;
     options.session.adapter = opts->adapter;
     options.model_file = opts->model_file;
+    options.dtype = opts->dtype;
+    options.file();  // an unknown dtype, or both given: before loading anything
     Siglip model = Siglip::from_folder(opts->folder, options);
     const SiglipResult r = model.classify(image, labels, opts->hypothesis_template);
     if (opts->json) {
