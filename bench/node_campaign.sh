@@ -90,6 +90,8 @@ mkdir -p "$out"
 start=$SECONDS
 stamp() { echo "## [$((SECONDS - start)) s] $*"; }
 median() { sed -n 's/^run: *median \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
+# Standard input without Tint's warnings (the deprecated subgroupMatrix spellings, their source lines).
+without_tint_warnings() { grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"; }
 runs=30 warmup=3
 if [[ $mode == run || $mode == f16 || $mode == probe || $mode == f16ab || $mode == florence2 ]]; then
   for f in .device/bin/*.xz; do [[ -f $f ]] && xz -d "$f" && chmod +x "${f%.xz}"; done
@@ -130,8 +132,7 @@ if [[ $mode == florence2 ]]; then
           timeout 150 node web/cli.mjs florence2 "$folder" "$image" --task "$task" --num-beams 1 \
             --max-new-tokens 64 --dtype "$dtype" --precision $precision --runs 5 --toggles "$tg" --json \
             >"$out/florence2.$precision.json" 2>"$out/florence2.err"
-          grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated" \
-            "$out/florence2.err" | tail -8
+          without_tint_warnings <"$out/florence2.err" | tail -8
         done
         python3 - "$out/florence2.f32.json" "$out/florence2.f16.json" <<'PY'
 import json, sys
@@ -258,7 +259,7 @@ PY
       [[ $t == native ]] && tg=$toggles,disable_robustness,disable_workgroup_init
       stamp "probe variants, $t: $tg"
       SGM_TOGGLES=$tg timeout 200 node bench/sgm_gemm_probe.mjs "$WGI_DAWN_NODE" "${variants[@]}" 2>&1 |
-        grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"
+        without_tint_warnings
     done
     if [[ ${WGI_PROBE_WGI:-1} == 1 ]]; then
       stamp "wgi's kernel (tests/web/node_f16.mjs --bench), native toggles"
@@ -277,7 +278,7 @@ if [[ $mode == f16 ]]; then
   {
     stamp weights; timeout 120 python3 tests/models/fill_weights.py "$models" | tail -3
     stamp tests/web/node_f16.mjs, NVIDIA toggles
-    timeout 200 node tests/web/node_f16.mjs --backend vulkan --toggles "$toggles" --bench 2>&1 | grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"
+    timeout 200 node tests/web/node_f16.mjs --backend vulkan --toggles "$toggles" --bench 2>&1 | without_tint_warnings
     stamp tests/web/node_f16.mjs, native wgi\'s toggles too
     timeout 120 node tests/web/node_f16.mjs --backend vulkan --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16"
   } >"$out/node_f16.txt" 2>&1
@@ -294,7 +295,7 @@ if [[ $mode == f16 ]]; then
           log=$out/$name.b$batch.$t.$precision.txt
           { stamp "$name batch $batch $t $precision"
             timeout 150 node web/cli.mjs bench "$model" --random-inputs 1 --dim batch=$batch --runs 20 --warmup 3 \
-              --toggles "$tg" --precision $precision 2>&1 | grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"
+              --toggles "$tg" --precision $precision 2>&1 | without_tint_warnings
           } >"$log" 2>&1
           tail -4 "$log" >>"$out/node_f16.txt"
           f16[$name.$batch.$t.$precision]=$(median "$log")

@@ -339,16 +339,20 @@ ${loads}${mma}    }\n`;
       mput += `    { let q = sid * ${nB}u + ${j}u; subgroupMatrixStore(&tb, (q / ${cbs}u) * ${16 * sb}u + (q % ${cbs}u) * 16u, mb${j}, false, ${sb}u); }\n`;
     }
   }
-  const loop = o.mstage
-    ? `${mdecl}${mfetch.replaceAll('KZ', '0u')}${mput}  workgroupBarrier();
+  // The next slab's global loads in flight during this slab's products (pf), the slab staged as subgroup
+  // matrices with mstage: one loop, the fetch and the store of either form.
+  const fetchAt = (k) => (o.mstage ? mfetch.replaceAll('KZ', k) : `    fetch_slab(${k}, lid, wg);\n`);
+  const putSlab = o.mstage ? mput : '    put_slab(0u, lid);\n';
+  const loop = o.mstage || o.pf
+    ? `${mdecl}${fetchAt('0u')}${putSlab}  workgroupBarrier();
   let cur = 0u;
   for (var k0 = 0u; k0 < p.k; k0 += ${o.ks}u) {
     let more = k0 + ${o.ks}u < p.k;
     if (more) {
-${mfetch.replaceAll('KZ', `(k0 + ${o.ks}u)`)}    }
+${fetchAt(`(k0 + ${o.ks}u)`)}    }
 ${compute}    workgroupBarrier();
     if (more) {
-${mput}    }
+${putSlab}    }
     workgroupBarrier();
   }\n`
     : o.nostage
@@ -364,18 +368,6 @@ ${compute}  }\n`
     put_slab(0u, lid);
     workgroupBarrier();
 ${mmaOnce}    workgroupBarrier();
-  }\n`
-    : o.pf
-    ? `  fetch_slab(0u, lid, wg);
-  put_slab(0u, lid);
-  workgroupBarrier();
-  let cur = 0u;
-  for (var k0 = 0u; k0 < p.k; k0 += ${o.ks}u) {
-    let more = k0 + ${o.ks}u < p.k;
-    if (more) { fetch_slab(k0 + ${o.ks}u, lid, wg); }
-${compute}    workgroupBarrier();
-    if (more) { put_slab(0u, lid); }
-    workgroupBarrier();
   }\n`
     : o.halves
     ? `  let cur = 0u;

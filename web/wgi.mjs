@@ -393,11 +393,19 @@ function requireWebGpu() {
   }
 }
 
+// A synchronous export that returns a string (null with wgi_web_last_error set), called after any run in flight:
+// no call may enter the module while another is suspended (Asyncify).
+function moduleString(M, name, argTypes, args) {
+  return serialized(async () => {
+    const text = M.ccall(name, 'string', argTypes, args);
+    if (!text) throw new Error(lastError(M));
+    return text;
+  });
+}
+
 // The folder's files for a dtype (the C++ side names the model files: wgi_web_florence2_files).
-function florence2Folder(M, dtype) {
-  const text = M.ccall('wgi_web_florence2_files', 'string', ['string'], [dtype]);
-  if (!text) throw new Error(lastError(M));
-  const f = JSON.parse(text);
+async function florence2Folder(M, dtype) {
+  const f = JSON.parse(await moduleString(M, 'wgi_web_florence2_files', ['string'], [dtype]));
   return {
     required: ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
                f.embed_tokens, f.vision_encoder, f.encoder_model],
@@ -426,8 +434,7 @@ export class Florence2 {
     const dtype = options.dtype && typeof options.dtype === 'object'
         ? Object.entries(options.dtype).map(([session, d]) => `${session}=${d}`).join(',')
         : options.dtype || 'fp32';
-    // Serialized: a call into the module while another pipeline's run is suspended (Asyncify) must wait.
-    const {required, optional, decoders} = await serialized(async () => florence2Folder(M, dtype));
+    const {required, optional, decoders} = await florence2Folder(M, dtype);
     const alternatives = decoder === 'auto' ? [...decoders.merged, ...decoders.split] : decoders[decoder];
     if (!alternatives) throw new Error(`wgi: Florence2 decoder '${decoder}': 'merged', 'split' or 'auto'`);
     const files = await folderFiles(source, {required, optional, alternatives}, options.onProgress);
@@ -490,12 +497,8 @@ export class Siglip {
     const M = await init(options.moduleUrl);
     requireWebGpu();
     // The C++ names the file (SiglipOptions::file): dtype 'fp16' -> model_fp16.onnx, else options.modelFile.
-    const modelFile = await serialized(async () => {
-      const file = M.ccall('wgi_web_siglip_model_file', 'string', ['string', 'string'],
-                           [options.dtype || '', options.modelFile || '']);
-      if (!file) throw new Error(lastError(M));
-      return file;
-    });
+    const modelFile = await moduleString(M, 'wgi_web_siglip_model_file', ['string', 'string'],
+                                         [options.dtype || '', options.modelFile || '']);
     const files = await folderFiles(source, {
       required: ['config.json', 'preprocessor_config.json', 'tokenizer.json', `onnx/${modelFile}`],
       optional: ['tokenizer_config.json', 'special_tokens_map.json'],

@@ -243,7 +243,8 @@ const f16Matrices = has('shader-f16') && has('chromium-experimental-subgroup-mat
                     adapter.subgroupMatrixConfigs.includes('f16->f32 16x16x16');
 console.log(`adapter: ${adapter.vendor} ${adapter.device} ${adapter.description}; f16 subgroup matrices: ` +
             (f16Matrices ? 'yes' : 'no'));
-write([...CASES, ...CONV_CASES]);
+// Without f16 only the first case's model is used (the refusals below): its float64 references are not made.
+write(f16Matrices ? [...CASES, ...CONV_CASES] : CASES.slice(0, 1));
 
 if (!f16Matrices) {
   try {

@@ -97,6 +97,13 @@ function runCli(cliArgs) {
   return {code: r.status, out: r.stdout || '', err: r.stderr || ''};
 }
 
+// '' when the CLI ends with exit code `code` (2: bad input; 1: an error inside wgi) and a stderr `message`
+// matches; else what it did.
+function cliRefusal(cliArgs, code, message) {
+  const r = runCli(cliArgs);
+  return r.code === code && message.test(r.err) ? '' : `${cliArgs.join(' ')}: exit ${r.code}, stderr ${JSON.stringify(r.err)}`;
+}
+
 await wgi.setup({backend: 'swiftshader'});
 const adapter = await wgi.adapterInfo();
 const adapterName = [adapter.vendor, adapter.device, adapter.description].join(' ');
@@ -187,13 +194,7 @@ await check('cli/bad inputs are refused with a message', async () => {
     [['run', model, '--frobnicate'], /unknown option '--frobnicate'/],
     [['run', model, '--random-inputs', '1', '--backend', 'gles'], /backend 'gles' is not available/],
   ];
-  for (const [cliArgs, message] of cases) {
-    const r = runCli(cliArgs);
-    if (r.code !== 2 || !message.test(r.err)) {
-      return `${cliArgs.join(' ')}: exit ${r.code}, stderr ${JSON.stringify(r.err)}`;
-    }
-  }
-  return '';
+  return cases.map(([cliArgs, message]) => cliRefusal(cliArgs, 2, message)).filter(Boolean).join('; ');
 });
 
 // Florence-2's pipeline through the Node CLI (web/wgi.mjs Florence2 reading only the files it needs from
@@ -211,15 +212,14 @@ await check('cli/florence2 <OD> on the tiny folder (--json)', async () => {
   if (JSON.stringify(got.generated_ids) !== JSON.stringify(ids)) return `generated_ids ${JSON.stringify(got.generated_ids)}`;
   if (!(got.decode_steps > 0 && got.stages.decode_ms > 0)) return `no decode steps or stages in ${r.out}`;
   const problems = [];
-  for (const [cliArgs, message] of [
-    [['florence2', folder, path.join(folder, 'image.png')], /florence2 needs --task/],
-    [['florence2', folder, path.join(tmp, 'missing.png'), '--task', '<OD>'], /image '.*missing\.png' not found/],
-    [['florence2', folder, path.join(folder, 'image.png'), '--task', '<OD>', '--dtype', 'q3'], /unknown dtype 'q3'/],
+  for (const [cliArgs, code, message] of [
+    [['florence2', folder, path.join(folder, 'image.png')], 2, /florence2 needs --task/],
+    [['florence2', folder, path.join(tmp, 'missing.png'), '--task', '<OD>'], 2, /image '.*missing\.png' not found/],
+    [['florence2', folder, path.join(folder, 'image.png'), '--task', '<OD>', '--dtype', 'q3'], 1, /unknown dtype 'q3'/],
   ]) {
-    const e = runCli(cliArgs);
-    if (e.code === 0 || !message.test(e.err)) problems.push(`${cliArgs.slice(3).join(' ')}: exit ${e.code}, ${JSON.stringify(e.err)}`);
+    problems.push(cliRefusal(cliArgs, code, message));
   }
-  return problems.join('; ');
+  return problems.filter(Boolean).join('; ');
 });
 
 // SigLIP through the Node CLI: the tiny folder's scores against transformers.js's (within 1e-4, as in the
@@ -241,10 +241,9 @@ await check('cli/siglip on the tiny folder (--json)', async () => {
     [['siglip', folder, path.join(folder, want.image), '--labels', 'cat', '--template', 'a photo'], /has no \{\}/],
     [['siglip', path.join(tmp, 'nowhere'), path.join(folder, want.image), '--labels', 'cat'], /model folder .* not found/],
   ]) {
-    const e = runCli(cliArgs);
-    if (e.code !== 2 || !message.test(e.err)) problems.push(`${cliArgs.slice(3).join(' ')}: exit ${e.code}, ${JSON.stringify(e.err)}`);
+    problems.push(cliRefusal(cliArgs, 2, message));
   }
-  return problems.join('; ');
+  return problems.filter(Boolean).join('; ');
 });
 
 await check('cli/--help lists every option the parser takes', async () => {

@@ -25,6 +25,20 @@ async function fetchBytes(url) {
 
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
+// '' when `attempt` throws an error whose message includes `part`; else what went wrong (`what` names the
+// attempt when it succeeded).
+async function refusal(what, attempt, part) {
+  try {
+    await attempt();
+  } catch (e) {
+    return String(e.message).includes(part) ? '' : `"${e.message}" lacks "${part}"`;
+  }
+  return `no error for ${what}`;
+}
+
+// A pipeline created, then freed: an attempt for refusal().
+const created = (Pipeline, source, options) => async () => (await Pipeline.create(source, options)).free();
+
 // Differences between a Florence2.generate result and transformers.js's expected_<task>.json, '' if none.
 function florence2Problems(got, want, task) {
   const problems = [];
@@ -78,14 +92,9 @@ async function florence2Tests(check, heavy) {
           [image, {task: '<OD>', maxNewTokens: 0}, 'max_new_tokens must be at least 1'],
           [new Uint8Array([1, 2, 3]), {task: '<OD>'}, 'cannot read image'],
         ]) {
-          try {
-            await merged.generate(image2, options);
-            problems.push(`no error for ${JSON.stringify(options)}`);
-          } catch (e) {
-            if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
-          }
+          problems.push(await refusal(JSON.stringify(options), () => merged.generate(image2, options), part));
         }
-        return problems.join('; ');
+        return problems.filter(Boolean).join('; ');
       });
     } finally {
       await merged.free();
@@ -99,15 +108,9 @@ async function florence2Tests(check, heavy) {
     if (!adapter.features.has('shader-f16')) cases.push(['f16', 'precision f16 needs']);
     const problems = [];
     for (const [precision, part] of cases) {
-      try {
-        const model = await wgi.Florence2.create(FLORENCE2_TINY, {precision});
-        await model.free();
-        problems.push(`precision ${precision} accepted`);
-      } catch (e) {
-        if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
-      }
+      problems.push(await refusal(`precision ${precision}`, created(wgi.Florence2, FLORENCE2_TINY, {precision}), part));
     }
-    return problems.join('; ');
+    return problems.filter(Boolean).join('; ');
   });
   // options.dtype picks transformers.js's suffixed files (the C++ names them, as for `wgi florence2 --dtype`):
   // a folder whose only vision encoder and merged decoder are "_fp16" / "_q4" files (copies of the fp32 ones)
@@ -129,15 +132,9 @@ async function florence2Tests(check, heavy) {
       await model.free();
     }
     for (const [dtype, part] of [['fp32', 'onnx/vision_encoder.onnx'], ['q3', "unknown dtype 'q3'"]]) {
-      try {
-        const other = await wgi.Florence2.create(files, {dtype});
-        await other.free();
-        problems.push(`dtype ${dtype} loaded`);
-      } catch (e) {
-        if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
-      }
+      problems.push(await refusal(`dtype ${dtype}`, created(wgi.Florence2, files, {dtype}), part));
     }
-    return problems.join('; ');
+    return problems.filter(Boolean).join('; ');
   });
   // The split decoder files from an in-memory folder (what a folder picker gives), on the page's own decoding
   // of the PNG (the demo's path: raw RGB; the same pixels as stb_image's). Short, to keep CI's time: 6 new
@@ -191,21 +188,12 @@ async function siglipTests(check) {
         [[], {}, 'no candidate labels'],
         [['cat'], {hypothesisTemplate: 'a photo'}, 'has no {} to put the label in'],
       ]) {
-        try {
-          await model.classify(image, labels, options);
-          problems.push(`no error for ${JSON.stringify([labels, options])}`);
-        } catch (e) {
-          if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
-        }
+        problems.push(await refusal(JSON.stringify([labels, options]), () => model.classify(image, labels, options),
+                                    part));
       }
-      try {
-        const other = await wgi.Siglip.create(SIGLIP_TINY, {precision: 'f8'});
-        await other.free();
-        problems.push('precision f8 accepted');
-      } catch (e) {
-        if (!String(e.message).includes("'f8' is not one wgi has")) problems.push(`"${e.message}" for precision f8`);
-      }
-      return problems.join('; ');
+      problems.push(await refusal('precision f8', created(wgi.Siglip, SIGLIP_TINY, {precision: 'f8'}),
+                                  "'f8' is not one wgi has"));
+      return problems.filter(Boolean).join('; ');
     });
     // options.dtype names the joint model's file (the C++ does: SiglipOptions::file): a folder whose only model
     // is model_fp16.onnx (a copy of the fp32 one) loads with dtype fp16 and scores as the reference; an unknown
@@ -231,15 +219,9 @@ async function siglipTests(check) {
       }
       for (const [options, part] of [[{dtype: 'q3'}, "unknown dtype 'q3'"],
                                      [{dtype: 'fp16', modelFile: 'model_fp16.onnx'}, 'not both']]) {
-        try {
-          const other = await wgi.Siglip.create(files, options);
-          await other.free();
-          problems.push(`${JSON.stringify(options)} accepted`);
-        } catch (e) {
-          if (!String(e.message).includes(part)) problems.push(`"${e.message}" lacks "${part}"`);
-        }
+        problems.push(await refusal(JSON.stringify(options), created(wgi.Siglip, files, options), part));
       }
-      return problems.join('; ');
+      return problems.filter(Boolean).join('; ');
     });
   } finally {
     await model.free();
