@@ -8,8 +8,10 @@
 // weight streamed per second (what bounds the M <= 8 GEMV). WGI_BENCH_SIZE=large: the Florence-2-base decoder
 // step (768x768, 768x3072, 3072x768 and the 51289x768 LM head at M = 1) and encoder-like products (M = 577,
 // 2304); default: small shapes for the CPU adapters. WGI_BENCH_KERNEL=gemv|tiled forces the quantized kernel,
-// WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's columns per thread, WGI_BENCH_GEMV_LANES=4..128 its lanes per
-// column.
+// WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's columns per thread, WGI_BENCH_GEMV_LANES=4..128 its lanes
+// per column, WGI_BENCH_GEMV_QUAD_BATCH=1..8 its quads per column loaded before any is used.
+// BM_DispatchFloor: one dispatch of a trivial kernel (Relu on 4 elements) encoded the same way, the
+// per-dispatch time that every product's includes.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -60,7 +62,9 @@ void run_form(benchmark::State& state, const std::string& form) {
     node.attributes.set("N", n);
     node.attributes.set("bits", bits);
     node.attributes.set("block_size", block);
-    node.attributes.set("accuracy_level", int64_t{4});
+    // The exports' level 4 (int8 activations in the GEMV); WGI_BENCH_ACCURACY_LEVEL=0 keeps A float32.
+    const char* level = std::getenv("WGI_BENCH_ACCURACY_LEVEL");
+    node.attributes.set("accuracy_level", int64_t{level ? std::atoi(level) : 4});
     inputs.push_back(NodeInput{wgi::test::random_bytes({n, blocks, block * bits / 8}, 2), true});
     inputs.push_back(NodeInput{wgi::test::random_scales({n, blocks}, 3, false), true});
     if (form == "q4_zp")
@@ -92,7 +96,23 @@ void run_form(benchmark::State& state, const std::string& form) {
   state.counters["runs_per_submit"] = repeats;
 }
 
+// The time per run of a node whose kernel does almost nothing: what each product's time above includes for
+// its dispatch alone (the bytes it reads over the rest give its streaming rate).
+void run_dispatch_floor(benchmark::State& state) {
+  const wgi::ops::NodeInfo node{"floor", "Relu", "", 14, {}, {}, {}};
+  wgi::runtime::PreparedNode prepared(device(), node, Inputs{NodeInput{wgi::test::random_tensor({1, 4}, 1)}},
+                                      wgi::runtime::NodeRunOptions{false, std::nullopt});
+  state.SetLabel(prepared.plan().launches.at(0).program.label);
+  prepared.run();
+  const int repeats = wgi::bench::time_runs_in_submissions(
+      state, device(), [&](wgi::gpu::CommandBatch& batch) { prepared.encode(batch); });
+  state.counters["runs_per_submit"] = repeats;
+}
+
 void register_benchmarks() {
+  benchmark::RegisterBenchmark("BM_DispatchFloor", run_dispatch_floor)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   const std::vector<std::array<int64_t, 3>> shapes =
       large() ? std::vector<std::array<int64_t, 3>>{{1, 768, 768},    {1, 3072, 768},    {1, 768, 3072},
                                                     {1, 51289, 768},  {4, 51289, 768},   {577, 768, 768},

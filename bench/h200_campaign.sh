@@ -70,6 +70,7 @@
 #         without planning ahead, and the steady step; plan_nodes per step (wgi_bench_planning if carried).
 # variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
 #         SigLIP fp16/q4, the q4 decoder step and the quantized products. Packed as `models` plus the variants.
+#         VARIANT_FILES=davit: DaViT's fp32 and fp16 files only; VARIANT_ROUNDS (2), VARIANT_BENCH_ARGS (--runs 30).
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
@@ -326,21 +327,26 @@ elif [[ $mode == variant_files ]]; then
     mkdir -p "$v"
     timeout 120 python3 tests/models/variants_fp16.py "$models/florence2_vision_base_opset17/model.onnx" \
       "$v/florence2_fp16.onnx" | tail -1
-    timeout 120 python3 tests/models/variants_fp16.py "$models/siglip_vision_base_opset17/model.onnx" \
-      "$v/siglip_fp16.onnx" | tail -1
-    timeout 120 python3 tests/models/variants_weight_only.py "$models/siglip_vision_base_opset17/model.onnx" \
-      "$v/siglip_q4.onnx" --recipe q4 | tail -1
-    timeout 120 python3 tests/models/variants_weight_only.py \
-      "$models/bart_decoder_cached_cross_base_opset17/model.onnx" "$v/decoder_q4.onnx" --recipe q4 | tail -1
-    files=("$models/florence2_vision_base_opset17/model.onnx" "$v/florence2_fp16.onnx"
-           "$models/siglip_vision_base_opset17/model.onnx" "$v/siglip_fp16.onnx" "$v/siglip_q4.onnx")
+    files=("$models/florence2_vision_base_opset17/model.onnx" "$v/florence2_fp16.onnx")
+    # VARIANT_FILES=davit: DaViT's two files only (a float16 weight kernel A/B; pack only its folder).
+    if [[ ${VARIANT_FILES:-} != davit ]]; then
+      timeout 120 python3 tests/models/variants_fp16.py "$models/siglip_vision_base_opset17/model.onnx" \
+        "$v/siglip_fp16.onnx" | tail -1
+      timeout 120 python3 tests/models/variants_weight_only.py "$models/siglip_vision_base_opset17/model.onnx" \
+        "$v/siglip_q4.onnx" --recipe q4 | tail -1
+      timeout 120 python3 tests/models/variants_weight_only.py \
+        "$models/bart_decoder_cached_cross_base_opset17/model.onnx" "$v/decoder_q4.onnx" --recipe q4 | tail -1
+      files+=("$models/siglip_vision_base_opset17/model.onnx" "$v/siglip_fp16.onnx" "$v/siglip_q4.onnx")
+    fi
     decoder_dims=(--dim batch=1 --dim new_tokens=1 --dim past_len=64 --dim src_len=590)
-    for round in 1 2; do
+    read -ra bench_args <<<"${VARIANT_BENCH_ARGS:---runs 30}"
+    for round in $(seq "${VARIANT_ROUNDS:-2}"); do
       for build in "${builds[@]}"; do
         for f in "${files[@]}"; do
           stamp "round $round $build $(basename "$f")"
-          timeout 60 "$build" bench "$f" --random-inputs 1 --dim batch=1 --runs 30 2>&1 | grep -E '^(run|graph)'
+          timeout 60 "$build" bench "$f" --random-inputs 1 --dim batch=1 "${bench_args[@]}" 2>&1 | grep -E '^(run|graph)'
         done
+        [[ -f $v/decoder_q4.onnx ]] || continue
         stamp "round $round $build decoder_q4.onnx step, inputs on the device"
         timeout 60 "$build" bench "$v/decoder_q4.onnx" --random-inputs 1 "${decoder_dims[@]}" --runs 30 \
           --device-inputs 2>&1 | grep -E '^run'
@@ -656,9 +662,9 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
   } >"$out/decode_rnn.txt" 2>&1
 elif [[ $mode == decode_q4 ]]; then
   # Issue 19's decoder target (the q4 step no slower than the fp32 one): the cached-cross BART-base decoder
-  # and its q4 variant (made here by tests/models/variants_weight_only.py), the steady step and the 32-step
-  # loop with inputs on the device, for `wgi` and each carried .device/bin/wgi_<variant>, two alternating
-  # rounds. Packed as for `decode`.
+  # and its q4 variants at accuracy_level 4 and 0 (made here by tests/models/variants_weight_only.py), the
+  # steady step and the 32-step loop with inputs on the device, for `wgi` and each carried
+  # .device/bin/wgi_<variant>, two alternating rounds. Packed as for `decode`.
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   mapfile -t builds < <(carried_builds)
   {
@@ -667,11 +673,14 @@ elif [[ $mode == decode_q4 ]]; then
     name=bart_decoder_cached_cross_base_opset17
     timeout 120 python3 tests/models/variants_weight_only.py "$models/$name/model.onnx" \
       "$models/$name/model_q4.onnx" --recipe q4 | tail -1
+    # The same codes at accuracy_level 0: A stays float32 in the GEMV (level 4 takes int8 products).
+    timeout 120 python3 tests/models/variants_weight_only.py "$models/$name/model.onnx" \
+      "$models/$name/model_q4_acc0.onnx" --recipe q4 --accuracy-level 0 | tail -1
     dims=()
     for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
     for round in 1 2; do
       for build in "${builds[@]}"; do
-        for f in model model_q4; do
+        for f in model model_q4 model_q4_acc0; do
           for m in "--device-inputs --runs 30" "--decode 32 --device-inputs"; do
             stamp "round $round $build $f $m"
             # shellcheck disable=SC2086

@@ -83,6 +83,7 @@ Capabilities large_gpu_capabilities() {
   l.max_compute_workgroup_size_y = 1024;
   c.features.subgroups = true;
   c.features.timestamp_query = true;
+  c.features.packed_int8_dot = true;
   return c;
 }
 
@@ -674,6 +675,8 @@ void DeviceFactory::create_device(Device& device, WGPUAdapter adapter) {
                                  features.shader_f16 && features.subgroups &&
                                  device.adapter_info_.subgroup_min_size == 32 &&
                                  device.adapter_info_.subgroup_max_size == 32;
+  features.packed_int8_dot =
+      wgpuInstanceHasWGSLLanguageFeature(device.instance_, abi::kPacked4x8IntegerDotProduct);
   device.capabilities_.compatibility_mode = device.adapter_info_.compatibility_mode;
   device.capabilities_.costly_barriers = has_costly_barriers(device.adapter_info_);
   device.pipelines_ = std::make_unique<PipelineCache>(device);

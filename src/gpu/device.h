@@ -70,6 +70,9 @@ struct Features {
   // whose subgroups are exactly 32 invocations (the layout of linear/gemm_matrix_f16.wgsl): the WebAssembly
   // build only (gpu/webgpu_abi.h).
   bool subgroup_matrix_f16 = false;
+  // WGSL's packed_4x8_integer_dot_product language feature (dot4I8Packed, pack4xI8): the int8 products of the
+  // quantized GEMV at accuracy_level 4 (linear/matmul_nbits_gemv.wgsl, A_INT8).
+  bool packed_int8_dot = false;
 };
 
 // Everything the planner needs to know about a device, without touching it.

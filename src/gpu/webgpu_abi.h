@@ -25,6 +25,12 @@ inline constexpr WGPUFeatureName kSubgroups = static_cast<WGPUFeatureName>(0x11)
 // uses); the pinned native Dawn never exposes it on the H200 (docs/devices.md).
 inline constexpr WGPUFeatureName kSubgroupMatrix = static_cast<WGPUFeatureName>(0x50037);
 
+// WGPUWGSLLanguageFeatureName_Packed4x8IntegerDotProduct, the same number in the library and the header
+// (checked by what it does: MatMulNBits.Int8Activations* in tests/gpu/test_matmul_nbits.cpp need the device
+// to report it and run dot4I8Packed).
+inline constexpr WGPUWGSLLanguageFeatureName kPacked4x8IntegerDotProduct =
+    static_cast<WGPUWGSLLanguageFeatureName>(0x2);
+
 // The WebGPU name of a feature value as the library numbers it ("0x5000c" for Dawn's own features).
 std::string feature_name(uint32_t library_value);
 

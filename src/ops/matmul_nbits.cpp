@@ -58,6 +58,7 @@ struct QuantizedWeight {
   std::optional<Tensor> packed_zero_points;  // int32 words (ZeroPointForm::Packed)
   TensorRef scales, zero_point_values = TensorRef::zero(), bias = TensorRef::zero();
   bool scales_f16 = false, zero_points_f16 = false, bias_f16 = false, has_bias = false;
+  bool accuracy_int8 = false;  // MatMulNBits' accuracy_level 4: A may be quantised to int8
 };
 
 bool is_float(DType d) {
@@ -125,6 +126,7 @@ QuantizedWeight read_matmul_nbits(const PlanContext& ctx) {
   QuantizedWeight w;
   const Attributes& at = ctx.node.attributes;
   w.bits = at.get_int("bits", 4);
+  w.accuracy_int8 = at.get_int("accuracy_level", 0) == 4;
   if (w.bits != 2 && w.bits != 4 && w.bits != 8)
     ctx.fail("attribute bits = " + str(w.bits) + " is unsupported: wgi takes 2, 4 or 8");
   if (int64_t prepacked = at.get_int("weight_prepacked", 0); prepacked != 0) {
@@ -277,10 +279,10 @@ enum class QuantizedKernel { Gemv, Fast, Tiled };
 QuantizedKernel choose_quantized_kernel(const PlanContext& ctx, const QuantizedWeight& w,
                                         const NBitsAttributes& internal, int64_t m) {
   const std::string forced = internal.kernel.empty() ? "auto" : internal.kernel;
-  if (forced != "auto" && forced != "gemv" && forced != "fast" && forced != "tiled")
+  if (forced != "auto" && forced != "gemv" && forced != "gemv_int8" && forced != "fast" && forced != "tiled")
     ctx.fail("attribute " + std::string(kForcedKernelAttribute) + " = '" + forced +
-             "' is unknown: auto, gemv, fast or tiled");
-  const bool gemv = forced == "gemv" || (forced == "auto" && m <= kGemvMaxRows);
+             "' is unknown: auto, gemv, gemv_int8, fast or tiled");
+  const bool gemv = forced.starts_with("gemv") || (forced == "auto" && m <= kGemvMaxRows);
   if (gemv && m > kGemvMaxRows)
     ctx.fail("the gemv kernel takes at most " + str(kGemvMaxRows) + " rows; A has " + str(m));
   // More rows: the fast GEMM tiles, where the device runs them (256 invocations and their workgroup memory)
@@ -367,6 +369,9 @@ int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& inter
   return c;
 }
 
+// The least quads of words a GEMV thread multiplies for its int8 activations to pay (A_INT8).
+constexpr int64_t kInt8GemvMinQuads = 8;
+
 // The GEMV or the 32x32 tiled kernel, which dequantise B's codes as they read them.
 // `split`: the output's column blocks, which the GEMV writes itself and the tiled kernel leaves to a copy.
 void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const NBitsAttributes& internal,
@@ -383,7 +388,8 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
                               {"NF4", w.code_table && std::string(w.code_table) == "NF4" ? "1" : "0"},
                               {"RESIDUAL", residual ? "1" : "0"},
                               {"SPLIT_OUTPUTS", split && gemv ? "1" : "0"},
-                              {"SPLIT_THIRD", split && gemv && split->widths.size() > 2 ? "1" : "0"}};
+                              {"SPLIT_THIRD", split && gemv && split->widths.size() > 2 ? "1" : "0"},
+                              {"A_INT8", "0"}};
   activation.add_defines(defines);
   KernelLaunch launch;
   uint32_t tiles_n = 0, tiles_m = 1;
@@ -423,10 +429,28 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     defines["A_VEC4"] = w.k % 4 == 0 ? "1" : "0";
     defines["LANES"] = str(lanes);
     defines["THREAD_COLS"] = str(columns);
+    // accuracy_level 4 lets A be int8 (ONNX Runtime quantises it so too): the GEMV's products of 4- and 8-bit
+    // codes then run as integer dot products of four bytes (docs/quantized_matmul.md). Each workgroup first
+    // quantises its chunk of A, which pays only where a thread has many codes to multiply: at least
+    // kInt8GemvMinQuads quads of words (rows x columns x its quads per column); the LM head has 12 a thread,
+    // a decoder step's 768-wide products 2 (they measured slower with it: docs/performance.md).
+    // wgi.kernel "gemv_int8" takes it wherever it applies (tests, benchmarks).
+    const bool int8_possible = w.accuracy_int8 && ctx.caps.features.packed_int8_dot &&
+                               (w.bits == 4 || w.bits == 8) && !w.code_table && !w.scale_per_code &&
+                               w.zero_points != ZeroPointForm::Float && w.block_size >= 16;
+    const bool int8_forced = internal.kernel == "gemv_int8";
+    if (int8_forced && !int8_possible)
+      ctx.fail(
+          "the gemv_int8 kernel takes accuracy_level 4, 4- or 8-bit codes, integer zero points and blocks "
+          "of 16 or more, on a device with WGSL's packed_4x8_integer_dot_product");
+    const int64_t thread_quads = rows * columns * ceil_div(loads_per_chunk, lanes);
+    const bool int8_a = int8_possible && (int8_forced || thread_quads >= kInt8GemvMinQuads);
+    defines["A_INT8"] = int8_a ? "1" : "0";
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kWorkgroupInvocations / lanes * columns));
     kernel_file = "linear/matmul_nbits_gemv.wgsl";
     label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) + "_c" + str(columns) +
-            (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "") + (prefetch ? "_prefetch" : "");
+            (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "") + (prefetch ? "_prefetch" : "") +
+            (int8_a ? "_i8a" : "");
   } else {
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));
     tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));

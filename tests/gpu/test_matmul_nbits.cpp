@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "core/npy.h"
+#include "gpu/large_gpu_capabilities.h"
 #include "onnxruntime_reference.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
@@ -50,7 +51,9 @@ ops::NodeInfo nbits_node(int64_t k, int64_t n, int64_t bits, int64_t block_size)
   node.attributes.set("N", n);
   node.attributes.set("bits", bits);
   node.attributes.set("block_size", block_size);
-  node.attributes.set("accuracy_level", int64_t{4});
+  // Level 0: A stays float32, so every kernel must match the float64 reference to f32 rounding. Level 4
+  // (the exports' own, int8 activations in the GEMV) has its tests below (Int8Activations*).
+  node.attributes.set("accuracy_level", int64_t{0});
   return node;
 }
 
@@ -161,6 +164,84 @@ TEST_P(MatMulNBitsTest, MatchesFloat64ReferenceOnBothKernels) {
       check_nbits(p, c.a, with_bias, ++seed);
     }
   }
+}
+
+// accuracy_level 4 (the exports' attribute): the GEMV quantises A to int8 per block of B and multiplies
+// codes and int8s in integer dot products (A_INT8). Against the float64 product of the int8 A that ONNX
+// Runtime's level 4 also computes (int8_block_quantized): relative L2 1e-4 (f32 scales and sums; the GPU's
+// 127 / max|a| may be an ulp off the CPU's and move a value on a rounding tie by one int8 step, seen ~1e-6
+// otherwise). Against the float32 A's product: 2e-2 (int8 rounding, ~3e-3 seen), where a wrong code, zero
+// point or block scale is 1e-1 or more. 4- and 8-bit codes, zero points default and packed (both ends of the
+// 8-bit range through random bytes), blocks 16 (two flushes a quad), 32 and 128, K unaligned and over two
+// chunks, one to eight rows, the lane and column counts; more than 8 rows keep float32 A (the fast GEMM).
+constexpr double kInt8ReferenceRelativeL2 = 1e-4;
+constexpr double kInt8AgainstFloatRelativeL2 = 2e-2;
+
+TEST(MatMulNBits, Int8ActivationsMatchTheInt8Reference) {
+  if (!test::device().features().packed_int8_dot)
+    GTEST_SKIP() << "the device lacks WGSL's packed_4x8_integer_dot_product (the int8 products need it)";
+  uint64_t seed = 1200;
+  for (int64_t bits : {4, 8}) {
+    for (Zp zp : {Zp::None, Zp::Packed}) {
+      for (int64_t block : {16, 32, 128}) {
+        for (const Shape& a_shape : {Shape{1, 64}, Shape{3, 100}, Shape{8, 45}, Shape{2, 3072}}) {
+          const int64_t k = a_shape.back();
+          NbitsProblem p(k, 37, bits, block, zp, false, ++seed);
+          const Tensor a = test::random_tensor(a_shape, ++seed);
+          const auto int8_ref = p.reference(test::int8_block_quantized(a, block), true);
+          const auto float_ref = p.reference(a, true);
+          for (const char* kernel : {"gemv", "gemv4", "gemv_columns"}) {
+            ops::NodeInfo node = nbits_node(k, p.n, bits, block);
+            node.attributes.set("accuracy_level", int64_t{4});
+            node.attributes.set("wgi.kernel", std::string("gemv_int8"));
+            if (std::string(kernel) == "gemv4") node.attributes.set("wgi.gemv_lanes", int64_t{4});
+            if (std::string(kernel) == "gemv_columns")
+              node.attributes.set("wgi.gemv_thread_columns", int64_t{a_shape[0] <= 2 ? 4 : 1});
+            const auto inputs = p.inputs(a, true);
+            const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
+            ASSERT_EQ(plan.launches.size(), 1u);
+            ASSERT_NE(plan.launches[0].program.label.find("_i8a"), std::string::npos)
+                << plan.launches[0].program.label;
+            auto out = runtime::run_node(test::device(), node, inputs);
+            const std::string what = describe(p, a_shape, kernel, true) + " int8 A";
+            EXPECT_TRUE(test::close_in_l2(out[0], as_array(int8_ref), kInt8ReferenceRelativeL2)) << what;
+            EXPECT_TRUE(test::close_in_l2(out[0], as_array(float_ref), kInt8AgainstFloatRelativeL2)) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Where the int8 path applies: accuracy_level 4, 4- or 8-bit codes, integer zero points, a GEMV whose threads
+// have at least 8 quads of words to multiply (the LM head's width; a 768-wide product has 2), and a device
+// with WGSL's packed int8 dot products; anything else keeps float32 A. wgi.kernel "gemv_int8" forces it where
+// it applies and is refused, with the reason, where it does not.
+TEST(MatMulNBits, Int8ActivationsOnlyWhereTheyApply) {
+  constexpr int64_t k = 768, wide = 51289;
+  auto label = [&](int64_t bits, Zp zp, int64_t level, int64_t rows, int64_t n, bool feature) {
+    NbitsProblem p(k, n, bits, 32, zp, false, 1300);
+    ops::NodeInfo node = nbits_node(k, n, bits, 32);
+    node.attributes.set("accuracy_level", level);
+    gpu::Capabilities caps = gpu::large_gpu_capabilities();
+    caps.features.packed_int8_dot = feature;
+    const ops::OpPlan plan =
+        runtime::plan_node(caps, node, p.inputs(test::random_tensor({rows, k}, 1301), false));
+    return plan.launches.at(0).program.label;
+  };
+  EXPECT_NE(label(4, Zp::None, 4, 1, wide, true).find("_i8a"), std::string::npos);
+  EXPECT_NE(label(8, Zp::Packed, 4, 4, wide, true).find("_i8a"), std::string::npos);
+  for (const std::string& l : {label(4, Zp::None, 4, 1, 768, true), label(4, Zp::None, 0, 1, wide, true),
+                               label(4, Zp::None, 4, 1, wide, false), label(2, Zp::None, 4, 1, wide, true),
+                               label(4, Zp::Float, 4, 1, wide, true), label(4, Zp::None, 4, 9, wide, true)}) {
+    EXPECT_EQ(l.find("_i8a"), std::string::npos) << l;
+  }
+  NbitsProblem p(64, 16, 4, 32, Zp::Float, false, 1302);
+  ops::NodeInfo forced = nbits_node(64, 16, 4, 32);
+  forced.attributes.set("accuracy_level", int64_t{4});
+  forced.attributes.set("wgi.kernel", std::string("gemv_int8"));
+  EXPECT_HAS(run_error(forced, p.inputs(test::random_tensor({1, 64}, 1303), false)),
+             "the gemv_int8 kernel takes accuracy_level 4, 4- or 8-bit codes, integer zero points");
 }
 
 // The GEMV over a long K (whole quads per column): more than one staged chunk of A (2048 elements for one

@@ -1,5 +1,7 @@
 #include "support/reference_quantized.h"
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <stdexcept>
 
@@ -101,6 +103,27 @@ Reference quantized_matmul_reference(const Tensor& a, const std::vector<double>&
     }
   }
   return r;
+}
+
+Tensor int8_block_quantized(const Tensor& a, int64_t block_size) {
+  const int64_t k = a.shape().back();
+  Tensor out(DType::Float32, a.shape());
+  auto in = a.data<float>();
+  auto q = out.data<float>();
+  for (int64_t row = 0; row < a.element_count() / k; ++row) {
+    for (int64_t first = 0; first < k; first += block_size) {
+      const int64_t end = std::min(k, first + block_size);
+      float largest = 0.0f;
+      for (int64_t i = first; i < end; ++i) largest = std::max(largest, std::abs(in[size_t(row * k + i)]));
+      const float to_int8 = largest > 0.0f ? 127.0f / largest : 0.0f;
+      const float scale = largest / 127.0f;
+      for (int64_t i = first; i < end; ++i) {
+        const size_t at = static_cast<size_t>(row * k + i);
+        q[at] = std::nearbyint(in[at] * to_int8) * scale;
+      }
+    }
+  }
+  return out;
 }
 
 Tensor random_bytes(const Shape& shape, uint64_t seed) {

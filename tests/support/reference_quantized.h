@@ -28,6 +28,12 @@ std::vector<double> dequantize_matmul_bnb4(const Tensor& b, const Tensor& absmax
 Reference quantized_matmul_reference(const Tensor& a, const std::vector<double>& w_nk, int64_t n,
                                      const Tensor* bias);
 
+// A [..., K] as MatMulNBits at accuracy_level 4 sees it (ONNX Runtime's int8 activations): each row's
+// blocks of `block_size` elements along K scaled to int8 by 127 / max|a| in float32, rounded to nearest even,
+// and scaled back by max|a| / 127 (float32). The kernel divides on the GPU, which may round 127 / max|a| an
+// ulp apart and so move a value on a rounding tie by one step.
+Tensor int8_block_quantized(const Tensor& a, int64_t block_size);
+
 // Seeded random bytes (every code value occurs) of `shape`.
 Tensor random_bytes(const Shape& shape, uint64_t seed);
 // Seeded random scales in [lo, hi) as float32, or as float16 when `half`.

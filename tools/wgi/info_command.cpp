@@ -59,7 +59,8 @@ nlohmann::json info_json(const gpu::Device& device) {
       {"wgiFeatures",
        {{"shader-f16", device.features().shader_f16},
         {"subgroups", device.features().subgroups},
-        {"timestamp-query", device.features().timestamp_query}}},
+        {"timestamp-query", device.features().timestamp_query},
+        {"packed_4x8_integer_dot_product", device.features().packed_int8_dot}}},
       {"shaderRobustness", device.shader_robustness()},
       {"limits", limits},
       {"selection", selection},
@@ -86,7 +87,8 @@ void print_text(const gpu::Device& device, std::ostream& out) {
   }
   const auto& f = device.features();
   out << "wgi features:   shader-f16 " << (f.shader_f16 ? "yes" : "no") << ", subgroups "
-      << (f.subgroups ? "yes" : "no") << ", timestamp-query " << (f.timestamp_query ? "yes" : "no") << "\n";
+      << (f.subgroups ? "yes" : "no") << ", timestamp-query " << (f.timestamp_query ? "yes" : "no")
+      << ", WGSL packed_4x8_integer_dot_product " << (f.packed_int8_dot ? "yes" : "no") << "\n";
   out << "robustness:     " << (device.shader_robustness() ? "on" : "off")
       << " (Dawn's index clamps and workgroup-memory zeroing in shaders; --shader-robustness)\n";
   out << "granted:        ";

@@ -379,6 +379,12 @@ var LibraryWgiWebGPU = {
     });
     return WGI.L('WGPUStatus_Success');
   },
+  // The one WGSL language feature wgi asks about (gpu/webgpu_abi.h), from navigator.gpu.wgslLanguageFeatures.
+  wgpuInstanceHasWGSLLanguageFeature: function(instance, feature) {
+    var known = navigator.gpu.wgslLanguageFeatures;
+    return feature === WGI.L('WGPUWGSLLanguageFeatureName_Packed4x8IntegerDotProduct') && known &&
+                   known.has('packed_4x8_integer_dot_product') ? 1 : 0;
+  },
   wgpuDeviceHasFeature: function(id, feature) {
     var name = WGI.featureName(feature);
     return name !== null && WGI.obj(id, 'device').features.has(name) ? 1 : 0;

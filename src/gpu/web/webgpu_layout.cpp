@@ -205,6 +205,7 @@ std::string build_table() {
   WGI_ENUM(WGPUAdapterType_CPU);
   WGI_ENUM(WGPUAdapterType_Unknown);
   WGI_ENUM(WGPUStatus_Success);
+  WGI_ENUM(WGPUWGSLLanguageFeatureName_Packed4x8IntegerDotProduct);
   WGI_ENUM(WGPUStatus_Error);
   WGI_ENUM(WGPURequestAdapterStatus_Success);
   WGI_ENUM(WGPURequestAdapterStatus_Unavailable);

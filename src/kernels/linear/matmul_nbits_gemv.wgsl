@@ -20,6 +20,10 @@
 // next step's quads first (the planner sets it for 8-bit codes, where it measured faster; 4-bit codes on
 // four rows measured slower: docs/performance.md). SPLIT_OUTPUTS: the columns are written to the blocks of
 // linear/column_split.wgsl.
+// A_INT8 (4- and 8-bit linear codes, integer zero points, accuracy_level 4; docs/quantized_matmul.md): A is
+// quantised to int8 per block of B (scale max|a| / 127, as ONNX Runtime does at that level) while it is
+// staged, and a word's codes meet it in integer dot products of four bytes (dot4I8Packed: one instruction
+// where the GPU has them) instead of being turned into floats one by one.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 128
 const THREAD_COLS: u32 = {{THREAD_COLS}}u;  // columns per thread: 1, 2 or 4, ROWS * THREAD_COLS <= 8
@@ -42,6 +46,16 @@ const CHUNK4: u32 = CHUNK / 4u;
 const STAGE_ALIGN: u32 = 4u * CODES_PER_WORD;
 
 var<workgroup> partial: array<f32, SUMS * WORKGROUP>;  // [row][thread column][column][lane]
+#if A_INT8
+// [row][k - k_base] as int8s, four a word: for 4-bit codes the even elements of each eight, then the odd
+// ones (a word of B splits into its even and odd nibbles), for 8-bit codes in order. Zero past K.
+var<workgroup> a_codes: array<u32, ROWS * CHUNK4>;
+// [row][block of the chunk]: the block's scale.
+const CHUNK_BLOCKS: u32 = CHUNK / 16u;  // block_size >= 16 on this path
+var<workgroup> a_scales: array<f32, ROWS * CHUNK_BLOCKS>;
+alias PartialSum = i32;
+#else
+alias PartialSum = f32;
 // [row][k - k_base], zero past K and M, with one vec4 of padding after every PAD_PERIOD vec4s (128 bytes or
 // a quad of words, whichever is longer): a column's lanes read A at the same time one quad of words apart,
 // a multiple of 128 bytes or half of it, so without the padding their vec4s fell in the same banks of
@@ -52,6 +66,7 @@ var<workgroup> a_tile: array<vec4<f32>, ROWS * CHUNK4 / PAD_PERIOD * (PAD_PERIOD
 fn a_tile_index(v: u32) -> u32 {
   return v + v / PAD_PERIOD;
 }
+#endif
 
 // A[r, k .. k + 3] for the tile, zero past K (rows past M are never read).
 fn load_a4(r: u32, k: u32) -> vec4<f32> {
@@ -127,11 +142,98 @@ fn code_plus_one(word: u32, i: u32) -> f32 {
   return bitcast<f32>((moved & CODE_MANTISSA) | ONE_BITS);
 }
 
+#if A_INT8
+// For the word of each of the thread's columns at offset `offset` of the chunk (a multiple of
+// CODES_PER_WORD): sums[r][c] += sum_i a_i * code_i and a_sums[r] += sum_i a_i in int8s, 8-bit codes shifted
+// to signed bytes (code - 128, the top bit flipped; flush_sums adds the 128 back). Codes past K meet zeros.
+const INT8_ONES: u32 = 0x01010101u;
+
+fn add_word_sums(sums: ptr<function, array<PartialSum, SUMS>>, a_sums: ptr<function, array<PartialSum, ROWS>>,
+                 offset: u32, words: array<u32, THREAD_COLS>) {
+  for (var r = 0u; r < ROWS; r++) {
+    if (r < params.M) {
+      let at = (r * CHUNK + offset) / 4u;
+      if (BITS == 4u) {
+        (*a_sums)[r] += dot4I8Packed(INT8_ONES, a_codes[at]) + dot4I8Packed(INT8_ONES, a_codes[at + 1u]);
+      } else {
+        (*a_sums)[r] += dot4I8Packed(INT8_ONES, a_codes[at]);
+      }
+      for (var c = 0u; c < THREAD_COLS; c++) {
+        var d: i32;
+        if (BITS == 4u) {
+          d = dot4I8Packed(words[c] & 0x0F0F0F0Fu, a_codes[at]) +
+              dot4I8Packed((words[c] >> 4u) & 0x0F0F0F0Fu, a_codes[at + 1u]);
+        } else {
+          d = dot4I8Packed(words[c] ^ 0x80808080u, a_codes[at]);
+        }
+        (*sums)[r * THREAD_COLS + c] += d;
+      }
+    }
+  }
+}
+
+const CODE_SIGN_OFFSET: f32 = select(0.0, 128.0, BITS == 8u);
+
+// acc[r][c] += scale * a_scale * (sums[r][c] + (CODE_SIGN_OFFSET - zero) * a_sums[r]) for the block holding
+// element k of each column, then the sums start again from zero. Both terms are integers below 2^24 (a block
+// of at most 256 codes), exact in f32.
+fn flush_sums(acc: ptr<function, array<f32, SUMS>>, sums: ptr<function, array<PartialSum, SUMS>>,
+              a_sums: ptr<function, array<PartialSum, ROWS>>, read_n: array<u32, THREAD_COLS>, k: u32) {
+  let block = (k % CHUNK) >> countTrailingZeros(params.block_size);
+  for (var c = 0u; c < THREAD_COLS; c++) {
+    let q = block_quant(read_n[c], k);
+    let code_offset = CODE_SIGN_OFFSET - block_zero(q);
+    for (var r = 0u; r < ROWS; r++) {
+      if (r < params.M) {
+        let s = r * THREAD_COLS + c;
+        let a_scale = a_scales[r * CHUNK_BLOCKS + block];
+        (*acc)[s] += q.scale * a_scale * (f32((*sums)[s]) + code_offset * f32((*a_sums)[r]));
+        (*sums)[s] = 0;
+      }
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    (*a_sums)[r] = 0;
+  }
+}
+
+// Stages A[:, k_base ..] for the chunk as int8s, `stage` elements of it (whole blocks): a thread per row and
+// block finds the block's largest magnitude, then writes its int8s (round to nearest even of a * 127 / max)
+// and its scale, both passes reading A from global memory (the second from cache). Staging a float32 tile
+// first and quantising it after a barrier measured slower (docs/performance.md). Rows past M are never read.
+fn stage_a_int8(k_base: u32, stage: u32, flat: u32) {
+  let block_size = params.block_size;
+  let blocks = stage / block_size;
+  for (var i = flat; i < params.M * blocks; i += WORKGROUP) {
+    let r = i / blocks;
+    let first = (i % blocks) * block_size;  // within the chunk
+    var largest = 0.0;
+    for (var e = 0u; e < block_size; e += 4u) {
+      let a = abs(load_a4(r, k_base + first + e));
+      largest = max(largest, max(max(a.x, a.y), max(a.z, a.w)));
+    }
+    let to_int8 = select(0.0, 127.0 / largest, largest > 0.0);
+    for (var e = 0u; e < block_size; e += 8u) {
+      let lo = vec4<i32>(round(load_a4(r, k_base + first + e) * to_int8));
+      let hi = vec4<i32>(round(load_a4(r, k_base + first + e + 4u) * to_int8));
+      let at = (r * CHUNK + first + e) / 4u;
+      if (BITS == 4u) {
+        a_codes[at] = pack4xI8(vec4<i32>(lo.x, lo.z, hi.x, hi.z));
+        a_codes[at + 1u] = pack4xI8(vec4<i32>(lo.y, lo.w, hi.y, hi.w));
+      } else {
+        a_codes[at] = pack4xI8(lo);
+        a_codes[at + 1u] = pack4xI8(hi);
+      }
+    }
+    a_scales[r * CHUNK_BLOCKS + first / block_size] = largest / 127.0;
+  }
+}
+#else
 // For the word of each of the thread's columns at tile offset `offset` (a multiple of CODES_PER_WORD):
 // sums[r][c] += sum_i a_i v_i, a_sums[r] += sum_i a_i. The tile is zero past K and M, so codes there add
 // nothing (v_i is finite whatever the padding holds).
-fn add_word_sums(sums: ptr<function, array<f32, SUMS>>, a_sums: ptr<function, array<f32, ROWS>>, offset: u32,
-                 words: array<u32, THREAD_COLS>) {
+fn add_word_sums(sums: ptr<function, array<PartialSum, SUMS>>, a_sums: ptr<function, array<PartialSum, ROWS>>,
+                 offset: u32, words: array<u32, THREAD_COLS>) {
   // The codes as floats once for all rows.
   var v: array<array<vec4<f32>, CODES_PER_WORD / 4u>, THREAD_COLS>;
   for (var c = 0u; c < THREAD_COLS; c++) {
@@ -155,8 +257,8 @@ fn add_word_sums(sums: ptr<function, array<f32, SUMS>>, a_sums: ptr<function, ar
 
 // acc[r][c] += scale * (2^BITS * sums[r][c] - (2^BITS + zero) * a_sums[r]) with the scale and zero point of
 // the block holding element k of each column, then the sums start again from zero.
-fn flush_sums(acc: ptr<function, array<f32, SUMS>>, sums: ptr<function, array<f32, SUMS>>,
-              a_sums: ptr<function, array<f32, ROWS>>, read_n: array<u32, THREAD_COLS>, k: u32) {
+fn flush_sums(acc: ptr<function, array<f32, SUMS>>, sums: ptr<function, array<PartialSum, SUMS>>,
+              a_sums: ptr<function, array<PartialSum, ROWS>>, read_n: array<u32, THREAD_COLS>, k: u32) {
   for (var c = 0u; c < THREAD_COLS; c++) {
     let q = block_quant(read_n[c], k);
     let code_offset = CODE_STEP + block_zero(q);
@@ -170,6 +272,7 @@ fn flush_sums(acc: ptr<function, array<f32, SUMS>>, sums: ptr<function, array<f3
     (*a_sums)[r] = 0.0;
   }
 }
+#endif
 #endif
 
 @compute @workgroup_size(128, 1, 1)
@@ -191,6 +294,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc: array<f32, SUMS>;
   for (var k_base = 0u; k_base < params.K; k_base += CHUNK) {  // uniform: the same steps for every thread
     workgroupBarrier();  // the previous chunk's reads are done
+#if A_INT8
+    // Whole blocks, as far as the columns' quads of words reach (words past K meet zeros).
+    let align = max(STAGE_ALIGN, params.block_size);
+    stage_a_int8(k_base, min(CHUNK, (params.K + align - 1u) / align * align - k_base), flat);
+#else
     // Only as much of the chunk as the columns' quads of words reach (K rounded up to a quad): a short K
     // (768 of a 2048-element chunk) stages a third of the tile, in fewer serial loads per thread.
     let stage4 = min(CHUNK, (params.K + STAGE_ALIGN - 1u) / STAGE_ALIGN * STAGE_ALIGN - k_base) / 4u;
@@ -199,12 +307,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let v = i % stage4;
       a_tile[a_tile_index(r * CHUNK4 + v)] = select(vec4<f32>(0.0), load_a4(r, k_base + 4u * v), r < params.M);
     }
+#endif
     workgroupBarrier();
 #if CODE_TABLE
     var weights: array<array<f32, CODES_PER_WORD>, THREAD_COLS>;
 #else
-    var sums: array<f32, SUMS>;
-    var a_sums: array<f32, ROWS>;
+    var sums: array<PartialSum, SUMS>;
+    var a_sums: array<PartialSum, ROWS>;
 #endif
 #if B_QUADS
     let per_quad = 4u * CODES_PER_WORD;
