@@ -40,29 +40,12 @@ using wgi::runtime::NodeInput;
 
 using wgi::bench::device;
 using wgi::bench::large;
-
-// The node prepared on the benchmark device, or null with the benchmark marked skipped and the planner's
-// reason (a forced kernel that cannot run the shape on this adapter).
-std::unique_ptr<wgi::runtime::PreparedNode> prepare_or_skip(
-    benchmark::State& state, const wgi::ops::NodeInfo& node,
-    const std::vector<std::optional<NodeInput>>& inputs) {
-  try {
-    return std::make_unique<wgi::runtime::PreparedNode>(device(), node, inputs,
-                                                        wgi::runtime::NodeRunOptions{false, std::nullopt});
-  } catch (const wgi::Error& e) {
-    state.SkipWithError(e.what());
-    return nullptr;
-  }
-}
+using wgi::bench::prepare_or_skip;
 
 void run_prepared(benchmark::State& state, wgi::runtime::PreparedNode& node, double flops) {
-  wgi::gpu::Device& d = device();
-  node.run();  // warm up: pipelines compiled, first dispatch done
-  const int repeats = wgi::bench::time_runs_in_submissions(
-      state, d, [&](wgi::gpu::CommandBatch& batch) { node.encode(batch); });
+  wgi::bench::time_prepared_node(state, node);
   // Shown with SI prefixes, e.g. FLOP=31.2T/s.
   state.counters["FLOP"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["runs_per_submit"] = repeats;
 }
 
 // Gemm with transB = 1 and a bias: the seeds' linear, out = x W^T + b, W prepacked. Node attributes (kernel
@@ -78,7 +61,6 @@ void run_linear(benchmark::State& state,
                                                   NodeInput{wgi::test::random_tensor({n}, 3), true}};
   std::unique_ptr<wgi::runtime::PreparedNode> prepared = prepare_or_skip(state, node, inputs);
   if (!prepared) return;
-  state.SetLabel(prepared->plan().launches.at(0).program.label);
   run_prepared(state, *prepared, 2.0 * m * n * k);
 }
 
@@ -98,7 +80,6 @@ void run_matmul_runtime_b(benchmark::State& state, const std::string& kernel) {
                                                   NodeInput{wgi::test::random_tensor({k, n}, 2)}};
   std::unique_ptr<wgi::runtime::PreparedNode> prepared = prepare_or_skip(state, node, inputs);
   if (!prepared) return;
-  state.SetLabel(prepared->plan().launches.at(0).program.label);
   run_prepared(state, *prepared, 2.0 * m * n * k);
 }
 
@@ -124,7 +105,6 @@ void run_conv(benchmark::State& state,
   const auto& out = prepared->plan().outputs.at(0).shape;
   double flops = 2.0 * static_cast<double>(wgi::element_count(out)) * static_cast<double>(ic / groups) *
                  static_cast<double>(kernel * kernel);
-  state.SetLabel(prepared->plan().launches.at(0).program.label);
   // Depthwise is bandwidth bound: report the bytes it must move at least (input and output once, weight).
   state.counters["bytes"] =
       benchmark::Counter(4.0 * static_cast<double>(batch * ic * size * size + wgi::element_count(out) +

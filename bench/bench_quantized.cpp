@@ -77,23 +77,12 @@ void run_form(benchmark::State& state, const std::string& form) {
     node.attributes.set("wgi.gemv_thread_columns", int64_t{std::atoi(columns)});
   if (const char* lanes = std::getenv("WGI_BENCH_GEMV_LANES"); lanes && form != "f32")
     node.attributes.set("wgi.gemv_lanes", int64_t{std::atoi(lanes)});
-  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
-  try {
-    prepared = std::make_unique<wgi::runtime::PreparedNode>(
-        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
-  } catch (const wgi::Error& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
-  state.SetLabel(prepared->plan().launches.at(0).program.label);
-  wgi::gpu::Device& d = device();
-  prepared->run();  // warm up: pipelines compiled, first dispatch done
-  const int repeats = wgi::bench::time_runs_in_submissions(
-      state, d, [&](wgi::gpu::CommandBatch& batch) { prepared->encode(batch); });
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared = wgi::bench::prepare_or_skip(state, node, inputs);
+  if (!prepared) return;
+  wgi::bench::time_prepared_node(state, *prepared);
   state.counters["FLOP"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_bytes"] =
       benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["runs_per_submit"] = repeats;
 }
 
 // The time per run of a node whose kernel does almost nothing: what each product's time above includes for
@@ -102,11 +91,7 @@ void run_dispatch_floor(benchmark::State& state) {
   const wgi::ops::NodeInfo node{"floor", "Relu", "", 14, {}, {}, {}};
   wgi::runtime::PreparedNode prepared(device(), node, Inputs{NodeInput{wgi::test::random_tensor({1, 4}, 1)}},
                                       wgi::runtime::NodeRunOptions{false, std::nullopt});
-  state.SetLabel(prepared.plan().launches.at(0).program.label);
-  prepared.run();
-  const int repeats = wgi::bench::time_runs_in_submissions(
-      state, device(), [&](wgi::gpu::CommandBatch& batch) { prepared.encode(batch); });
-  state.counters["runs_per_submit"] = repeats;
+  wgi::bench::time_prepared_node(state, prepared);
 }
 
 void register_benchmarks() {

@@ -44,14 +44,8 @@ void run_cell(benchmark::State& state, const std::string& cell) {
                    NodeInput{wgi::test::random_tensor({1, gates * hidden, input}, 2, -scale, scale), true},
                    NodeInput{wgi::test::random_tensor({1, gates * hidden, hidden}, 3, -scale, scale), true},
                    NodeInput{wgi::test::random_tensor({1, 2 * gates * hidden}, 4, -scale, scale), true}};
-  std::unique_ptr<wgi::runtime::PreparedNode> prepared;
-  try {
-    prepared = std::make_unique<wgi::runtime::PreparedNode>(
-        device(), node, inputs, wgi::runtime::NodeRunOptions{false, std::nullopt});
-  } catch (const wgi::Error& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  std::unique_ptr<wgi::runtime::PreparedNode> prepared = wgi::bench::prepare_or_skip(state, node, inputs);
+  if (!prepared) return;
   std::string step_kernel;
   for (const auto& launch : prepared->plan().launches) {
     if (launch.program.label.starts_with("recurrent_")) step_kernel = launch.program.label;

@@ -9,10 +9,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gpu/commands.h"
 #include "gpu/device.h"
+#include "runtime/node_runner.h"
 
 namespace wgi::bench {
 
@@ -58,6 +61,29 @@ int time_runs_in_submissions(benchmark::State& state, gpu::Device& device, Encod
   }
   while (state.KeepRunningBatch(repeats)) state.SetIterationTime(time_batch(repeats));
   return repeats;
+}
+
+// The node prepared on the benchmarks' device, or null with the benchmark marked skipped and the planner's
+// reason (a forced kernel that cannot run the shape on this adapter).
+inline std::unique_ptr<runtime::PreparedNode> prepare_or_skip(
+    benchmark::State& state, const ops::NodeInfo& node,
+    const std::vector<std::optional<runtime::NodeInput>>& inputs) {
+  try {
+    return std::make_unique<runtime::PreparedNode>(device(), node, inputs,
+                                                   runtime::NodeRunOptions{false, std::nullopt});
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+    return nullptr;
+  }
+}
+
+// Times a prepared node's runs as time_runs_in_submissions does, after one run (pipelines compiled, first
+// dispatch done); the benchmark is labelled with the node's first kernel and counts runs_per_submit.
+inline void time_prepared_node(benchmark::State& state, runtime::PreparedNode& node) {
+  state.SetLabel(node.plan().launches.at(0).program.label);
+  node.run();
+  state.counters["runs_per_submit"] =
+      time_runs_in_submissions(state, device(), [&](gpu::CommandBatch& batch) { node.encode(batch); });
 }
 
 }  // namespace wgi::bench

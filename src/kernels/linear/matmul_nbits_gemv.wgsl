@@ -121,27 +121,6 @@ fn column_quads(read_n: array<u32, THREAD_COLS>, q: u32) -> array<vec4<u32>, THR
 #endif
 
 #if !CODE_TABLE
-// W = (code - zero) * scale is linear in the code, so a word's part of row r's sum is scale * (sum_i a_i code_i
-// - zero * sum_i a_i), with a_i = A[r, k0 + i]: the thread sums a_i * code_i and a_i over the words of one
-// block, then applies the block's scale and zero point once (flush_sums), instead of dequantising every code
-// (a subtraction, a multiplication and a select each). A code becomes a float in two instructions, a shift
-// and an and-or, as the top BITS bits of the mantissa of 1.0: v_i = 1 + code_i / 2^BITS, so sum_i a_i code_i =
-// 2^BITS * (sum_i a_i v_i - sum_i a_i). The subtraction cancels a few bits of the f32 sums (relative error
-// ~1e-6 against float64, tests/gpu/test_matmul_nbits.cpp); an infinite A gives NaN where per-code
-// dequantisation would give an infinity.
-const MANTISSA_SHIFT: u32 = 23u - BITS;  // where a code's lowest bit goes in the mantissa
-const CODE_MANTISSA: u32 = CODE_MASK << MANTISSA_SHIFT;
-const ONE_BITS: u32 = 0x3F800000u;  // the bits of 1.0
-const CODE_STEP: f32 = f32(1u << BITS);
-
-// 1 + code_i / 2^BITS for the i-th code of the word. `i` is a constant once the callers' loops unroll, so
-// the select folds and one shift remains.
-fn code_plus_one(word: u32, i: u32) -> f32 {
-  let at = i * BITS;
-  let moved = select(word >> (at - MANTISSA_SHIFT), word << (MANTISSA_SHIFT - at), at <= MANTISSA_SHIFT);
-  return bitcast<f32>((moved & CODE_MANTISSA) | ONE_BITS);
-}
-
 #if A_INT8
 // For the word of each of the thread's columns at offset `offset` of the chunk (a multiple of
 // CODES_PER_WORD): sums[r][c] += sum_i a_i * code_i and a_sums[r] += sum_i a_i in int8s, 8-bit codes shifted
@@ -229,6 +208,27 @@ fn stage_a_int8(k_base: u32, stage: u32, flat: u32) {
   }
 }
 #else
+// W = (code - zero) * scale is linear in the code, so a word's part of row r's sum is scale * (sum_i a_i code_i
+// - zero * sum_i a_i), with a_i = A[r, k0 + i]: the thread sums a_i * code_i and a_i over the words of one
+// block, then applies the block's scale and zero point once (flush_sums), instead of dequantising every code
+// (a subtraction, a multiplication and a select each). A code becomes a float in two instructions, a shift
+// and an and-or, as the top BITS bits of the mantissa of 1.0: v_i = 1 + code_i / 2^BITS, so sum_i a_i code_i =
+// 2^BITS * (sum_i a_i v_i - sum_i a_i). The subtraction cancels a few bits of the f32 sums (relative error
+// ~1e-6 against float64, tests/gpu/test_matmul_nbits.cpp); an infinite A gives NaN where per-code
+// dequantisation would give an infinity.
+const MANTISSA_SHIFT: u32 = 23u - BITS;  // where a code's lowest bit goes in the mantissa
+const CODE_MANTISSA: u32 = CODE_MASK << MANTISSA_SHIFT;
+const ONE_BITS: u32 = 0x3F800000u;  // the bits of 1.0
+const CODE_STEP: f32 = f32(1u << BITS);
+
+// 1 + code_i / 2^BITS for the i-th code of the word. `i` is a constant once the callers' loops unroll, so
+// the select folds and one shift remains.
+fn code_plus_one(word: u32, i: u32) -> f32 {
+  let at = i * BITS;
+  let moved = select(word >> (at - MANTISSA_SHIFT), word << (MANTISSA_SHIFT - at), at <= MANTISSA_SHIFT);
+  return bitcast<f32>((moved & CODE_MANTISSA) | ONE_BITS);
+}
+
 // For the word of each of the thread's columns at tile offset `offset` (a multiple of CODES_PER_WORD):
 // sums[r][c] += sum_i a_i v_i, a_sums[r] += sum_i a_i. The tile is zero past K and M, so codes there add
 // nothing (v_i is finite whatever the padding holds).
