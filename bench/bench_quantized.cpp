@@ -4,16 +4,20 @@
 //
 // BM_QuantizedLinear/<form>/M/N/K with form q4 (symmetric, block 32), q4_zp (packed zero points), q8, nf4
 // (MatMulBnb4, block 64) or f32 (the Gemm). Each run is timed like bench_ops.cpp's: the node prepared once,
-// encoded `repeats` times per submission. Counters: FLOP (2 per multiply-add) and weight_bytes/s, the packed
-// weight streamed per second (what bounds the M <= 8 GEMV). WGI_BENCH_SIZE=large: the Florence-2-base decoder
-// step (768x768, 768x3072, 3072x768 and the 51289x768 LM head at M = 1) and encoder-like products (M = 577,
-// 2304); default: small shapes for the CPU adapters. WGI_BENCH_KERNEL=gemv|tiled forces the quantized kernel,
-// WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's columns per thread, WGI_BENCH_GEMV_LANES=4..128 its lanes
-// per column, WGI_BENCH_GEMV_QUAD_BATCH=1..8 its quads per column loaded before any is used.
-// BM_DispatchFloor: one dispatch of a trivial kernel (Relu on 4 elements) encoded the same way, the
-// per-dispatch time that every product's includes.
+// encoded `repeats` times per submission. Counters: FLOP (2
+// per multiply-add), weight_bytes/s, the packed weight streamed per second, and read_bytes/s, everything the
+// product reads (weight, scales, zero points, A and bias: what bounds the M <= 8 GEMV) per second.
+// WGI_BENCH_WEIGHT_COPIES=n: n copies of the product with their own weights, run in turn, so that a run does
+// not find its weights in the GPU's cache from the run before (the LM head's 25 MB fit an H100's 50 MB L2).
+// WGI_BENCH_SIZE=large: the Florence-2-base decoder step (768x768, 768x3072, 3072x768 and the 51289x768 LM
+// head at M = 1) and encoder-like products (M = 577, 2304); default: small shapes for the CPU adapters.
+// WGI_BENCH_KERNEL=gemv|tiled forces the quantized kernel, WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's
+// columns per thread, WGI_BENCH_GEMV_LANES=4..128 its lanes per column, WGI_BENCH_GEMV_QUAD_BATCH=1..8 its
+// quads per column loaded before any is used. BM_DispatchFloor: one dispatch of a trivial kernel (Relu on 4
+// elements) encoded the same way, the per-dispatch time that every product's includes.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -36,40 +40,57 @@ using wgi::bench::large;
 
 void run_form(benchmark::State& state, const std::string& form) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const char* copies_env = std::getenv("WGI_BENCH_WEIGHT_COPIES");
+  const int copies = std::max(1, copies_env ? std::atoi(copies_env) : 1);
   wgi::ops::NodeInfo node{"linear", "", "com.microsoft", 1, {}, {}, {}};
-  Inputs inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)}};
-  double weight_bytes = 0;
+  double weight_bytes = 0, read_bytes = 0;  // the packed weight; everything the product reads
+  // The product's inputs with copy c's own weights (seeds differ per copy).
+  auto make_inputs = [&](uint64_t c) {
+    const uint64_t seed = 10 * c;
+    Inputs inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)}};
+    read_bytes = 4.0 * m * k;
+    if (form == "f32") {
+      inputs.push_back(NodeInput{wgi::test::random_tensor({n, k}, seed + 2), true});
+      inputs.push_back(NodeInput{wgi::test::random_tensor({n}, seed + 3), true});
+      weight_bytes = 4.0 * n * k;
+      read_bytes += weight_bytes + 4.0 * n;
+    } else if (form == "nf4") {
+      const int64_t block = 64, blocks = (n * k + block - 1) / block;
+      inputs.push_back(NodeInput{wgi::test::random_bytes({(n * k + 1) / 2}, seed + 2), true});
+      inputs.push_back(NodeInput{wgi::test::random_scales({blocks}, seed + 3, false), true});
+      weight_bytes = 0.5 * n * k;
+      read_bytes += weight_bytes + 4.0 * blocks;
+    } else {
+      const int64_t bits = form == "q8" ? 8 : 4, block = 32, blocks = (k + block - 1) / block;
+      inputs.push_back(NodeInput{wgi::test::random_bytes({n, blocks, block * bits / 8}, seed + 2), true});
+      inputs.push_back(NodeInput{wgi::test::random_scales({n, blocks}, seed + 3, false), true});
+      weight_bytes = static_cast<double>(bits) / 8 * n * k;
+      read_bytes += static_cast<double>(n * blocks * block * bits / 8) + 4.0 * n * blocks;
+      if (form == "q4_zp") {
+        inputs.push_back(NodeInput{wgi::test::random_bytes({n, (blocks * bits + 7) / 8}, seed + 4), true});
+        read_bytes += static_cast<double>(n * ((blocks * bits + 7) / 8));
+      }
+    }
+    return inputs;
+  };
   if (form == "f32") {
     node = {"linear", "Gemm", "", 13, {}, {}, {}};
     node.attributes.set("transB", int64_t{1});
-    inputs.push_back(NodeInput{wgi::test::random_tensor({n, k}, 2), true});
-    inputs.push_back(NodeInput{wgi::test::random_tensor({n}, 3), true});
-    weight_bytes = 4.0 * n * k;
   } else if (form == "nf4") {
-    const int64_t block = 64;
     node.op_type = "MatMulBnb4";
     node.attributes.set("K", k);
     node.attributes.set("N", n);
-    node.attributes.set("block_size", block);
+    node.attributes.set("block_size", int64_t{64});
     node.attributes.set("quant_type", int64_t{1});
-    inputs.push_back(NodeInput{wgi::test::random_bytes({(n * k + 1) / 2}, 2), true});
-    inputs.push_back(NodeInput{wgi::test::random_scales({(n * k + block - 1) / block}, 3, false), true});
-    weight_bytes = 0.5 * n * k;
   } else {
-    const int64_t bits = form == "q8" ? 8 : 4, block = 32, blocks = (k + block - 1) / block;
     node.op_type = "MatMulNBits";
     node.attributes.set("K", k);
     node.attributes.set("N", n);
-    node.attributes.set("bits", bits);
-    node.attributes.set("block_size", block);
+    node.attributes.set("bits", int64_t{form == "q8" ? 8 : 4});
+    node.attributes.set("block_size", int64_t{32});
     // The exports' level 4 (int8 activations in the GEMV); WGI_BENCH_ACCURACY_LEVEL=0 keeps A float32.
     const char* level = std::getenv("WGI_BENCH_ACCURACY_LEVEL");
     node.attributes.set("accuracy_level", int64_t{level ? std::atoi(level) : 4});
-    inputs.push_back(NodeInput{wgi::test::random_bytes({n, blocks, block * bits / 8}, 2), true});
-    inputs.push_back(NodeInput{wgi::test::random_scales({n, blocks}, 3, false), true});
-    if (form == "q4_zp")
-      inputs.push_back(NodeInput{wgi::test::random_bytes({n, (blocks * bits + 7) / 8}, 4), true});
-    weight_bytes = static_cast<double>(bits) / 8 * n * k;
   }
   if (const char* kernel = std::getenv("WGI_BENCH_KERNEL"); kernel && form != "f32")
     node.attributes.set("wgi.kernel", std::string(kernel));
@@ -77,12 +98,20 @@ void run_form(benchmark::State& state, const std::string& form) {
     node.attributes.set("wgi.gemv_thread_columns", int64_t{std::atoi(columns)});
   if (const char* lanes = std::getenv("WGI_BENCH_GEMV_LANES"); lanes && form != "f32")
     node.attributes.set("wgi.gemv_lanes", int64_t{std::atoi(lanes)});
-  std::unique_ptr<wgi::runtime::PreparedNode> prepared = wgi::bench::prepare_or_skip(state, node, inputs);
-  if (!prepared) return;
-  wgi::bench::time_prepared_node(state, *prepared);
+  std::vector<std::unique_ptr<wgi::runtime::PreparedNode>> prepared;
+  std::vector<wgi::runtime::PreparedNode*> nodes;
+  for (int c = 0; c < copies; ++c) {
+    prepared.push_back(wgi::bench::prepare_or_skip(state, node, make_inputs(static_cast<uint64_t>(c))));
+    if (!prepared.back()) return;
+    nodes.push_back(prepared.back().get());
+  }
+  wgi::bench::time_prepared_nodes(state, nodes);
   state.counters["FLOP"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_bytes"] =
       benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["read_bytes"] =
+      benchmark::Counter(read_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_copies"] = copies;
 }
 
 // The time per run of a node whose kernel does almost nothing: what each product's time above includes for

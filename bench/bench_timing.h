@@ -77,13 +77,20 @@ inline std::unique_ptr<runtime::PreparedNode> prepare_or_skip(
   }
 }
 
-// Times a prepared node's runs as time_runs_in_submissions does, after one run (pipelines compiled, first
-// dispatch done); the benchmark is labelled with the node's first kernel and counts runs_per_submit.
+// Times runs of prepared nodes, taken in turn (copies of one product with their own weights, so that a run
+// does not find the last one's in the GPU's cache), as time_runs_in_submissions does, after one run of each
+// (pipelines compiled, first dispatches done). The benchmark is labelled with the first node's first kernel
+// and counts runs_per_submit.
+inline void time_prepared_nodes(benchmark::State& state, const std::vector<runtime::PreparedNode*>& nodes) {
+  state.SetLabel(nodes.at(0)->plan().launches.at(0).program.label);
+  for (runtime::PreparedNode* node : nodes) node->run();
+  size_t next = 0;
+  state.counters["runs_per_submit"] = time_runs_in_submissions(
+      state, device(), [&](gpu::CommandBatch& batch) { nodes[next++ % nodes.size()]->encode(batch); });
+}
+
 inline void time_prepared_node(benchmark::State& state, runtime::PreparedNode& node) {
-  state.SetLabel(node.plan().launches.at(0).program.label);
-  node.run();
-  state.counters["runs_per_submit"] =
-      time_runs_in_submissions(state, device(), [&](gpu::CommandBatch& batch) { node.encode(batch); });
+  time_prepared_nodes(state, {&node});
 }
 
 }  // namespace wgi::bench

@@ -71,6 +71,11 @@
 # variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
 #         SigLIP fp16/q4, the q4 decoder step and the quantized products. Packed as `models` plus the variants.
 #         VARIANT_FILES=davit: DaViT's fp32 and fp16 files only; VARIANT_ROUNDS (2), VARIANT_BENCH_ARGS (--runs 30).
+# throughput: issue 21's batch table: DaViT-base, SigLIP-B and ResNet-50 at batch 1 and 8 (wgi bench, inputs on
+#         the device, two alternating rounds) beside PyTorch eager fp32 at the same batches (WGI_PEER_BATCH),
+#         then wgi's per-op-type GPU times at batch 8, and DaViT's fp32 and fp16 files traced node by node at
+#         batch 1 (their per-node times side by side: bench/trace_diff.py). Packed as `models` (the three
+#         vision folders suffice).
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
@@ -582,6 +587,39 @@ for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
 PY
     stamp done
   } >"$out/files_models.txt" 2>&1
+elif [[ $mode == throughput ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  names=(florence2_vision_base_opset17 siglip_vision_base_opset17 resnet50_opset17)
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    for round in 1 2; do
+      for name in "${names[@]}"; do
+        for batch in 1 8; do
+          stamp "round $round wgi $name batch $batch"
+          timeout 90 wgi bench "$models/$name/model.onnx" --random-inputs 1 --dim batch=$batch --runs 30 \
+            --device-inputs 2>&1 | grep -E '^(run|graph)'
+        done
+      done
+      for batch in 1 8; do
+        stamp "round $round torch eager batch $batch"
+        WGI_PEER_BATCH=$batch timeout 150 python3 bench/model_torch_peer.py "${names[@]/#/$models/}" 2>&1
+      done
+    done
+    for name in "${names[@]}"; do
+      stamp "profile $name batch 8"
+      timeout 90 wgi bench "$models/$name/model.onnx" --random-inputs 1 --dim batch=8 --runs 5 --profile 2>&1 |
+        head -40
+    done
+    d=$models/florence2_vision_base_opset17
+    timeout 120 python3 tests/models/variants_fp16.py "$d/model.onnx" "$d/model_fp16.onnx" | tail -1
+    for f in model model_fp16; do
+      stamp "trace DaViT $f"
+      timeout 90 wgi bench "$d/$f.onnx" --random-inputs 1 --dim batch=1 --runs 10 --profile \
+        --trace "$out/trace_$f.json" 2>&1 | grep -E '^(run|graph)'
+    done
+    stamp done
+  } >"$out/throughput.txt" 2>&1
 elif [[ $mode == fp16_profile ]]; then
   # Where DaViT-base's fp16 file spends the time its fp32 file does not: per-node GPU times of both, side by
   # side (needs .device/models/florence2_vision_base_opset17, as `models` packs it).

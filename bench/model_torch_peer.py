@@ -6,7 +6,9 @@ those files' --large).
 Decoder steps are timed at one new token after 64, with 590 encoder tokens (the shapes the campaign gives
 `wgi bench` and ORT). Weights are random in both (wgi's come from fill_weights.py); timing does not depend
 on their values.
-Prints one JSON object per line: {"model": ..., "median_ms": ..., "p90_ms": ..., "runs": ...}.
+Prints one JSON object per line: {"model": ..., "batch": ..., "median_ms": ..., "p90_ms": ..., "runs": ...}.
+WGI_PEER_BATCH=n runs the vision models on n copies of their image (issue 21's batch-8 table); decoder steps
+stay at batch 1.
 
     python3 bench/model_torch_peer.py build/models-large/*_opset17
 """
@@ -66,13 +68,17 @@ def decoder_step_inputs(module, past_len=64, src_len=590):
     return [ids.to(device)] + [torch.from_numpy(r.astype(np.float32)).to(device) for r in rest]
 
 
+BATCH = int(os.environ.get("WGI_PEER_BATCH", "1"))
+
+
 def inputs_for(folder, module):
-    """Vision models: the folder's image input (input_pixel_values.npy, input_image.npy); decoder steps:
-    decoder_step_inputs."""
+    """Vision models: the folder's image input (input_pixel_values.npy, input_image.npy), BATCH copies of it;
+    decoder steps: decoder_step_inputs."""
     if hasattr(module, "io_names"):
         return decoder_step_inputs(module)
     (image,) = glob.glob(os.path.join(folder, "input_*.npy"))
-    return [torch.from_numpy(np.load(image)).to(device)]
+    pixels = np.load(image)
+    return [torch.from_numpy(np.ascontiguousarray(np.repeat(pixels, BATCH, axis=0))).to(device)]
 
 
 RUNS = 50
@@ -106,7 +112,9 @@ def main(folders):
         except Exception as e:  # one model's failure must not hide the others' numbers
             print(json.dumps({"model": name, "error": repr(e)}), flush=True)
             continue
-        print(json.dumps({"model": name, "peer": f"torch_eager_{device}_fp32", "median_ms": round(median, 3),
+        batch = 1 if hasattr(module, "io_names") else BATCH
+        print(json.dumps({"model": name, "peer": f"torch_eager_{device}_fp32", "batch": batch,
+                          "median_ms": round(median, 3),
                           "p90_ms": round(p90, 3), "runs": RUNS}), flush=True)
         del module, args
         if device == "cuda":
