@@ -6,7 +6,8 @@
 //
 // Sizes: WGI_BENCH_SIZE=small (default; fits CPU adapters) or large (the H200 campaign: 4096^3 GEMM, ...).
 // BM_Linear/M/N/K runs the planner's choice (WGI_BENCH_KERNEL=tiled|vec4|fast128|fast64|gemv forces one, as
-// the wgi.kernel attribute); its names match bench/torch_peer.py's. BM_LinearKernel/<kernel>/M/N/K runs
+// the wgi.kernel attribute; WGI_BENCH_WEIGHT_DTYPE=float16 gives it a float16 weight, read packed); its names
+// match bench/torch_peer.py's. BM_LinearKernel/<kernel>/M/N/K runs
 // every GEMM kernel forced on the shapes it is meant for, BM_LinearConfig/<config>/M/N/K the fast kernels'
 // workgroup memory configurations (K slab, buffers) and GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/
 // M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight.
@@ -29,6 +30,7 @@
 
 #include "bench_timing.h"
 #include "gpu/device.h"
+#include "ops/float16.h"
 #include "runtime/node_runner.h"
 #include "support/tensor_check.h"
 
@@ -56,8 +58,13 @@ void run_linear(benchmark::State& state,
   wgi::ops::NodeInfo node{"linear", "Gemm", "", 13, {}, {}, {}};
   node.attributes.set("transB", int64_t{1});
   for (const auto& [name, value] : attributes) node.attributes.set(name, value);
+  wgi::Tensor weight = wgi::test::random_tensor({n, k}, 2);
+  // WGI_BENCH_WEIGHT_DTYPE=float16: the weight as a float16 file's MatMul has it once its activations are
+  // computed in float32 (graph pass compute_float16_in_float32): read packed by the GEMM (B_F16).
+  if (const char* dtype = std::getenv("WGI_BENCH_WEIGHT_DTYPE"); dtype && std::string(dtype) == "float16")
+    weight = wgi::ops::narrow_to_float16(weight);
   std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
-                                                  NodeInput{wgi::test::random_tensor({n, k}, 2), true},
+                                                  NodeInput{weight, true},
                                                   NodeInput{wgi::test::random_tensor({n}, 3), true}};
   std::unique_ptr<wgi::runtime::PreparedNode> prepared = prepare_or_skip(state, node, inputs);
   if (!prepared) return;

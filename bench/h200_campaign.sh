@@ -73,9 +73,13 @@
 #         VARIANT_FILES=davit: DaViT's fp32 and fp16 files only; VARIANT_ROUNDS (2), VARIANT_BENCH_ARGS (--runs 30).
 # throughput: issue 21's batch table: DaViT-base, SigLIP-B and ResNet-50 at batch 1 and 8 (wgi bench, inputs on
 #         the device, two alternating rounds) beside PyTorch eager fp32 at the same batches (WGI_PEER_BATCH),
-#         then wgi's per-op-type GPU times at batch 8, and DaViT's fp32 and fp16 files traced node by node at
-#         batch 1 (their per-node times side by side: bench/trace_diff.py). Packed as `models` (the three
+#         then wgi's per-op-type GPU times at batch 8, the planner's products with a float32 and a float16
+#         weight (WGI_BENCH_WEIGHT_DTYPE), and DaViT's fp32 and fp16 files traced node by node at batch 1
+#         (their per-node times side by side: bench/trace_diff.py). Packed as `models` (the three
 #         vision folders suffice).
+# gemv_sweep: the q4 GEMV's lanes per column and columns per thread on the LM head (1 and 4 rows) with its
+#         weights out of the L2 cache (WGI_BENCH_WEIGHT_COPIES=4; the planner's rule was measured with them in
+#         it). Packed as `quantized` or `models`.
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
@@ -611,6 +615,13 @@ elif [[ $mode == throughput ]]; then
       timeout 90 wgi bench "$models/$name/model.onnx" --random-inputs 1 --dim batch=8 --runs 5 --profile 2>&1 |
         head -40
     done
+    for round in 1 2; do
+      for dtype in float32 float16; do
+        stamp "round $round products, weight $dtype"
+        WGI_BENCH_SIZE=large WGI_BENCH_WEIGHT_DTYPE=$dtype timeout 90 wgi_bench_ops --benchmark_min_time=0.1 \
+          --benchmark_filter='BM_Linear/' 2>&1 | grep -E '^BM_'
+      done
+    done
     d=$models/florence2_vision_base_opset17
     timeout 120 python3 tests/models/variants_fp16.py "$d/model.onnx" "$d/model_fp16.onnx" | tail -1
     for f in model model_fp16; do
@@ -620,6 +631,23 @@ elif [[ $mode == throughput ]]; then
     done
     stamp done
   } >"$out/throughput.txt" 2>&1
+elif [[ $mode == gemv_sweep ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
+  {
+    stamp_machine
+    stamp "the planner's choice"
+    WGI_BENCH_WEIGHT_COPIES=4 timeout 60 wgi_bench_quantized --benchmark_min_time=0.1 \
+      --benchmark_filter='BM_DispatchFloor|BM_QuantizedLinear/q4/(1|4)/51289/' 2>&1 | grep -E '^BM_'
+    for lanes in 4 8 16 32; do
+      for columns in 1 2 4; do
+        stamp "lanes $lanes, columns $columns"
+        WGI_BENCH_WEIGHT_COPIES=4 WGI_BENCH_KERNEL=gemv WGI_BENCH_GEMV_LANES=$lanes \
+          WGI_BENCH_GEMV_THREAD_COLUMNS=$columns timeout 60 wgi_bench_quantized --benchmark_min_time=0.1 \
+          --benchmark_filter='BM_QuantizedLinear/q4/(1|4)/51289/' 2>&1 | grep -E '^BM_'
+      done
+    done
+    stamp done
+  } >"$out/gemv_sweep.txt" 2>&1
 elif [[ $mode == fp16_profile ]]; then
   # Where DaViT-base's fp16 file spends the time its fp32 file does not: per-node GPU times of both, side by
   # side (needs .device/models/florence2_vision_base_opset17, as `models` packs it).
