@@ -77,9 +77,11 @@
 #         weight (WGI_BENCH_WEIGHT_DTYPE), and DaViT's fp32 and fp16 files traced node by node at batch 1
 #         (their per-node times side by side: bench/trace_diff.py). Packed as `models` (the three
 #         vision folders suffice).
-# gemv_sweep: the q4 GEMV's lanes per column and columns per thread on the LM head (1 and 4 rows) with its
-#         weights out of the L2 cache (WGI_BENCH_WEIGHT_COPIES=4; the planner's rule was measured with them in
-#         it). Packed as `quantized` or `models`.
+# gemv_sweep: the quantized LM head (q4, q4 with zero points, q8; 1 and 4 rows) with its weights out of the L2
+#         cache (WGI_BENCH_WEIGHT_COPIES=4) for wgi_bench_quantized and each carried
+#         .device/bin/wgi_<variant>_quantized in three alternating rounds, then the q4 GEMV's lanes per column
+#         and columns per thread swept (the planner's rule was measured with the weights in L2). Packed as
+#         `quantized` or `models`.
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
@@ -615,7 +617,7 @@ elif [[ $mode == throughput ]]; then
       timeout 90 wgi bench "$models/$name/model.onnx" --random-inputs 1 --dim batch=8 --runs 5 --profile 2>&1 |
         head -40
     done
-    for round in 1 2; do
+    for round in 1; do
       for dtype in float32 float16; do
         stamp "round $round products, weight $dtype"
         WGI_BENCH_SIZE=large WGI_BENCH_WEIGHT_DTYPE=$dtype timeout 90 wgi_bench_ops --benchmark_min_time=0.1 \
@@ -635,9 +637,17 @@ elif [[ $mode == gemv_sweep ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
   {
     stamp_machine
-    stamp "the planner's choice"
-    WGI_BENCH_WEIGHT_COPIES=4 timeout 60 wgi_bench_quantized --benchmark_min_time=0.1 \
-      --benchmark_filter='BM_DispatchFloor|BM_QuantizedLinear/q4/(1|4)/51289/' 2>&1 | grep -E '^BM_'
+    benches=(wgi_bench_quantized)
+    for b in .device/bin/wgi_*_quantized; do
+      [[ -x $b && $b != */wgi_bench_quantized ]] && benches+=("$(basename "$b")")
+    done
+    for round in 1 2 3; do
+      for bench in "${benches[@]}"; do
+        stamp "round $round, the planner's choice, $bench"
+        PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_COPIES=4 timeout 60 "$bench" --benchmark_min_time=0.1 \
+          --benchmark_filter='BM_DispatchFloor|BM_QuantizedLinear/(q4|q4_zp|q8)/(1|4)/51289/' 2>&1 | grep -E '^BM_'
+      done
+    done
     for lanes in 4 8 16 32; do
       for columns in 1 2 4; do
         stamp "lanes $lanes, columns $columns"
