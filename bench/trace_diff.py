@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Two `wgi bench --trace` files of plans with the same nodes (a model's fp32 file and its fp16 variant),
-side by side: GPU milliseconds per kernel (labels with their dtype suffixes _bf16 / _wf16 / _f16 folded, so
+side by side: GPU milliseconds per kernel (labels with their float16 weight suffixes _bf16 / _wf16 folded, so
 that the same kernel pairs up), then the nodes whose time grew most. Per-dispatch timestamps carry a fixed
 cost each, the same in both files, so differences are what to read.
 
@@ -18,7 +18,7 @@ def events(path):
 
 
 def kernel_class(event):
-    return re.sub(r"_(bf16|wf16|f16)\b", "", event["args"].get("kernel", event["cat"]))
+    return re.sub(r"_(bf16|wf16)(?=[_+]|$)", "", event["args"].get("kernel", event["cat"]))
 
 
 def main(a_path, b_path):
