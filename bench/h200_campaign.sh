@@ -82,6 +82,11 @@
 #         .device/bin/wgi_<variant>_quantized in three alternating rounds, then the q4 GEMV's lanes per column
 #         and columns per thread swept (the planner's rule was measured with the weights in L2). Packed as
 #         `quantized` or `models`.
+# f16_weights: the GEMM with a float16 weight against a float32 one (issue 19's fp16 files without shader-f16):
+#         the planner's products and the 128 tile's slab configurations with each weight dtype
+#         (WGI_BENCH_WEIGHT_DTYPE) for wgi_bench_ops and each carried .device/bin/wgi_<variant>_bench, two
+#         rounds, then what the driver compiled the 4096 x 1024 x 1024 product into for each (registers:
+#         bench/shader_stats.sh). Packed as `shaders` plus variants; ~2 min.
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
@@ -104,7 +109,9 @@
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-mode=${1:?usage: bench/h200_campaign.sh main|models|sweep|conv|tuned|defaults|profile|splits|variants|shaders}
+modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main models pipelines pipelines_equal profile quantized shaders splits sweep throughput tokens tokens_decode tokens_pipelines tuned variant_files variants"
+mode=${1:?usage: bench/h200_campaign.sh MODE (one of: $modes; each described above)}
+[[ " $modes " == *" $mode "* ]] || { echo "bench/h200_campaign.sh: unknown mode '$mode' (one of: $modes)" >&2; exit 2; }
 out=${OUT:-/tmp/wgi-campaign}
 mkdir -p "$out"
 root=$PWD
@@ -660,6 +667,34 @@ elif [[ $mode == gemv_sweep ]]; then
     done
     stamp done
   } >"$out/gemv_sweep.txt" 2>&1
+elif [[ $mode == f16_weights ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
+  benches=(wgi_bench_ops)
+  for b in .device/bin/wgi_*_bench; do [[ -x $b ]] && benches+=("$(basename "$b")"); done
+  filter=${F16_FILTER:-'BM_Linear/(2048|4096|9216)/|BM_LinearConfig/fast128_k(8s2|16s1|16s2)/(2048|4096)/'}
+  {
+    stamp_machine
+    for round in 1 2; do
+      for bench in "${benches[@]}"; do
+        for dtype in float32 float16; do
+          [[ $dtype == float32 && $bench != wgi_bench_ops ]] && continue  # variants change float16 only
+          stamp "round $round $bench weight $dtype"
+          PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_DTYPE=$dtype timeout 90 "$bench" --benchmark_min_time=0.1 \
+            --benchmark_filter="$filter" 2>&1 | grep manual_time
+        done
+      done
+    done
+    for bench in "${benches[@]}"; do
+      for dtype in float32 float16; do
+        [[ $dtype == float32 && $bench != wgi_bench_ops ]] && continue
+        stamp "shader statistics $bench weight $dtype"
+        PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_DTYPE=$dtype WGI_SHADER_STATS_BENCH=$bench timeout 60 \
+          bash bench/shader_stats.sh "$out/stats_${bench}_$dtype" 'BM_Linear/4096/1024/1024'
+      done
+    done
+    stamp done
+  } >"$out/f16_weights.txt" 2>&1
+  tar -C "$out" -czf "$out/stats.tgz" $(cd "$out" && ls -d stats_* 2>/dev/null) && rm -rf "$out"/stats_*
 elif [[ $mode == fp16_profile ]]; then
   # Where DaViT-base's fp16 file spends the time its fp32 file does not: per-node GPU times of both, side by
   # side (needs .device/models/florence2_vision_base_opset17, as `models` packs it).
@@ -945,7 +980,7 @@ elif [[ $mode == main ]]; then
   timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
   python3 bench/compare.py "$out/wgi_bench.json" "$out/torch.jsonl" >"$out/table.md" 2>&1
   stamp done
-else
+else  # models
   export WGI_BACKEND=vulkan
   {
     prepare_models
