@@ -6,11 +6,12 @@
 //
 // Sizes: WGI_BENCH_SIZE=small (default; fits CPU adapters) or large (the H200 campaign: 4096^3 GEMM, ...).
 // BM_Linear/M/N/K runs the planner's choice (WGI_BENCH_KERNEL=tiled|vec4|fast128|fast64|gemv forces one, as
-// the wgi.kernel attribute; WGI_BENCH_WEIGHT_DTYPE=float16 gives it a float16 weight, read packed); its names
-// match bench/torch_peer.py's. BM_LinearKernel/<kernel>/M/N/K runs
+// the wgi.kernel attribute); its names match bench/torch_peer.py's. BM_LinearKernel/<kernel>/M/N/K runs
 // every GEMM kernel forced on the shapes it is meant for, BM_LinearConfig/<config>/M/N/K the fast kernels'
 // workgroup memory configurations (K slab, buffers) and GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/
-// M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight.
+// M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight. The Gemms of
+// BM_Linear, BM_LinearKernel, BM_LinearModel, BM_LinearSplit and BM_LinearConfig get a float16 weight with
+// WGI_BENCH_WEIGHT_DTYPE=float16 (float32 by default).
 // BM_Conv/n:../ic:../oc:../hw:../k:../s:../g:.. runs the conv planner's choice (names as
 // bench/torch_peer.py's), BM_ConvKernel/<implicit_gemm128|implicit_gemm64|depthwise_rows|depthwise|direct|
 // gemm>/... each conv kernel forced, BM_ConvConfig/igemm<tile>_k<slab>s<buffers>/... the implicit GEMM's
@@ -61,8 +62,14 @@ void run_linear(benchmark::State& state,
   wgi::Tensor weight = wgi::test::random_tensor({n, k}, 2);
   // WGI_BENCH_WEIGHT_DTYPE=float16: the weight as a float16 file's MatMul has it once its activations are
   // computed in float32 (graph pass compute_float16_in_float32): read packed by the GEMM (B_F16).
-  if (const char* dtype = std::getenv("WGI_BENCH_WEIGHT_DTYPE"); dtype && std::string(dtype) == "float16")
-    weight = wgi::ops::narrow_to_float16(weight);
+  if (const char* dtype = std::getenv("WGI_BENCH_WEIGHT_DTYPE")) {
+    if (std::string(dtype) == "float16") {
+      weight = wgi::ops::narrow_to_float16(weight);
+    } else if (std::string(dtype) != "float32") {
+      state.SkipWithError("WGI_BENCH_WEIGHT_DTYPE must be float32 or float16");
+      return;
+    }
+  }
   std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
                                                   NodeInput{weight, true},
                                                   NodeInput{wgi::test::random_tensor({n}, 3), true}};

@@ -4,17 +4,17 @@
 //
 // BM_QuantizedLinear/<form>/M/N/K with form q4 (symmetric, block 32), q4_zp (packed zero points), q8, nf4
 // (MatMulBnb4, block 64) or f32 (the Gemm). Each run is timed like bench_ops.cpp's: the node prepared once,
-// encoded `repeats` times per submission. Counters: FLOP (2
-// per multiply-add), weight_bytes/s, the packed weight streamed per second, and read_bytes/s, everything the
-// product reads (weight, scales, zero points, A and bias: what bounds the M <= 8 GEMV) per second.
-// WGI_BENCH_WEIGHT_COPIES=n: n copies of the product with their own weights, run in turn, so that a run does
-// not find its weights in the GPU's cache from the run before (the LM head's 25 MB fit an H100's 50 MB L2).
-// WGI_BENCH_SIZE=large: the Florence-2-base decoder step (768x768, 768x3072, 3072x768 and the 51289x768 LM
-// head at M = 1) and encoder-like products (M = 577, 2304); default: small shapes for the CPU adapters.
-// WGI_BENCH_KERNEL=gemv|tiled forces the quantized kernel, WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's
-// columns per thread, WGI_BENCH_GEMV_LANES=4..128 its lanes per column, WGI_BENCH_GEMV_QUAD_BATCH=1..8 its
-// quads per column loaded before any is used. BM_DispatchFloor: one dispatch of a trivial kernel (Relu on 4
-// elements) encoded the same way, the per-dispatch time that every product's includes.
+// encoded `repeats` times per submission. Counters: FLOP (2 per multiply-add), weight_bytes/s (the packed
+// weight streamed per second) and read_bytes/s (everything the product reads: weight, scales, zero points, A
+// and bias; what bounds the M <= 8 GEMV). WGI_BENCH_WEIGHT_COPIES=n (n >= 1): n copies of the product with
+// their own weights, run in turn, so that a run does not find its weights in the GPU's cache from the run
+// before (the LM head's 25 MB fit an H100's 50 MB L2). WGI_BENCH_SIZE=large: the Florence-2-base decoder
+// step (768x768, 768x3072, 3072x768 and the 51289x768 LM head at M = 1) and encoder-like products (M = 577,
+// 2304); default: small shapes for the CPU adapters. WGI_BENCH_KERNEL=gemv|tiled forces the quantized kernel,
+// WGI_BENCH_GEMV_THREAD_COLUMNS=1|2|4 the GEMV's columns per thread, WGI_BENCH_GEMV_LANES=4..128 its lanes
+// per column, WGI_BENCH_ACCURACY_LEVEL=0 keeps A float32 (default 4, the exports' level). BM_DispatchFloor:
+// one dispatch of a trivial kernel (Relu on 4 elements) encoded the same way, the per-dispatch time that
+// every product's includes.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -41,7 +41,11 @@ using wgi::bench::large;
 void run_form(benchmark::State& state, const std::string& form) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const char* copies_env = std::getenv("WGI_BENCH_WEIGHT_COPIES");
-  const int copies = std::max(1, copies_env ? std::atoi(copies_env) : 1);
+  const int copies = copies_env ? std::atoi(copies_env) : 1;
+  if (copies < 1) {
+    state.SkipWithError("WGI_BENCH_WEIGHT_COPIES must be a whole number >= 1");
+    return;
+  }
   wgi::ops::NodeInfo node{"linear", "", "com.microsoft", 1, {}, {}, {}};
   double weight_bytes = 0, read_bytes = 0;  // the packed weight; everything the product reads
   // The product's inputs with copy c's own weights (seeds differ per copy).

@@ -109,7 +109,10 @@
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main models pipelines pipelines_equal profile quantized shaders splits sweep throughput tokens tokens_decode tokens_pipelines tuned variant_files variants"
+modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
+  models pipelines pipelines_equal profile quantized shaders splits sweep throughput tokens tokens_decode
+  tokens_pipelines tuned variant_files variants"
+modes=$(echo $modes)  # one line, single spaces
 mode=${1:?usage: bench/h200_campaign.sh MODE (one of: $modes; each described above)}
 [[ " $modes " == *" $mode "* ]] || { echo "bench/h200_campaign.sh: unknown mode '$mode' (one of: $modes)" >&2; exit 2; }
 out=${OUT:-/tmp/wgi-campaign}
@@ -626,12 +629,10 @@ elif [[ $mode == throughput ]]; then
       timeout 90 wgi bench "$models/$name/model.onnx" --random-inputs 1 --dim batch=8 --runs 5 --profile 2>&1 |
         head -40
     done
-    for round in 1; do
-      for dtype in float32 float16; do
-        stamp "round $round products, weight $dtype"
-        WGI_BENCH_SIZE=large WGI_BENCH_WEIGHT_DTYPE=$dtype timeout 90 wgi_bench_ops --benchmark_min_time=0.1 \
-          --benchmark_filter='BM_Linear/' 2>&1 | grep -E '^BM_'
-      done
+    for dtype in float32 float16; do
+      stamp "products, weight $dtype"
+      WGI_BENCH_SIZE=large WGI_BENCH_WEIGHT_DTYPE=$dtype timeout 90 wgi_bench_ops --benchmark_min_time=0.1 \
+        --benchmark_filter='BM_Linear/' 2>&1 | grep -E '^BM_'
     done
     d=$models/florence2_vision_base_opset17
     timeout 120 python3 tests/models/variants_fp16.py "$d/model.onnx" "$d/model_fp16.onnx" | tail -1

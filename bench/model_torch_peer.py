@@ -114,8 +114,7 @@ def main(folders):
             continue
         batch = 1 if hasattr(module, "io_names") else BATCH
         print(json.dumps({"model": name, "peer": f"torch_eager_{device}_fp32", "batch": batch,
-                          "median_ms": round(median, 3),
-                          "p90_ms": round(p90, 3), "runs": RUNS}), flush=True)
+                          "median_ms": round(median, 3), "p90_ms": round(p90, 3), "runs": RUNS}), flush=True)
         del module, args
         if device == "cuda":
             torch.cuda.empty_cache()
