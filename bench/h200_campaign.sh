@@ -134,6 +134,16 @@ carried_builds() {
     [[ -x $b && $b != *_bench* && $b != *_quantized && $b != */wgi_probe_* && $b != *_tests ]] && basename "$b"
   done
 }
+# The tree's benchmark program $1 and every carried variant of it (.device/bin/wgi_<variant>_$2 from
+# bench/wgsl_variant.sh: `bench` for wgi_bench_ops, `quantized` for wgi_bench_quantized), one a line.
+carried_benches() {
+  local b
+  echo "$1"
+  for b in .device/bin/wgi_*_"$2"; do
+    [[ -x $b && $b != */$1 ]] && basename "$b"
+  done
+  return 0
+}
 
 # The test programs hold their data paths as built here (/work/main/...).
 [[ -e /work/main ]] || { mkdir -p /work && ln -s "$root" /work/main; }
@@ -389,10 +399,7 @@ elif [[ $mode == quantized ]]; then
   # bench/wgsl_variant.sh) in three alternating rounds (QUANT_FILTER overrides the products), then what the
   # driver compiled the q4 LM-head GEMV into for each (bench/shader_stats.sh).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
-  benches=(wgi_bench_quantized)
-  for b in .device/bin/wgi_*_quantized; do
-    [[ -x $b && $b != */wgi_bench_quantized ]] && benches+=("$(basename "$b")")
-  done
+  mapfile -t benches < <(carried_benches wgi_bench_quantized quantized)
   {
     stamp_machine
     if command -v wgi_gpu_tests >/dev/null; then
@@ -427,8 +434,7 @@ elif [[ $mode == shaders ]]; then
   # wgi_bench_ops and each carried kernel variant (.device/bin/wgi_<variant>_bench from bench/wgsl_variant.sh)
   # in two alternating rounds, and cuBLAS on the same products.
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
-  benches=(wgi_bench_ops)
-  for b in .device/bin/wgi_*_bench; do [[ -x $b ]] && benches+=("$(basename "$b")"); done
+  mapfile -t benches < <(carried_benches wgi_bench_ops bench)
   {
     stamp_machine
     [[ ${SHADER_FILTERS:-} == none ]] || for bench in "${benches[@]}"; do
@@ -647,10 +653,7 @@ elif [[ $mode == gemv_sweep ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
   {
     stamp_machine
-    benches=(wgi_bench_quantized)
-    for b in .device/bin/wgi_*_quantized; do
-      [[ -x $b && $b != */wgi_bench_quantized ]] && benches+=("$(basename "$b")")
-    done
+    mapfile -t benches < <(carried_benches wgi_bench_quantized quantized)
     for round in 1 2 3; do
       for bench in "${benches[@]}"; do
         stamp "round $round, the planner's choice, $bench"
@@ -670,8 +673,7 @@ elif [[ $mode == gemv_sweep ]]; then
   } >"$out/gemv_sweep.txt" 2>&1
 elif [[ $mode == f16_weights ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
-  benches=(wgi_bench_ops)
-  for b in .device/bin/wgi_*_bench; do [[ -x $b ]] && benches+=("$(basename "$b")"); done
+  mapfile -t benches < <(carried_benches wgi_bench_ops bench)
   filter=${F16_FILTER:-'BM_Linear/(2048|4096|9216)/|BM_LinearConfig/fast128_k(8s2|16s1|16s2)/(2048|4096)/'}
   {
     stamp_machine
