@@ -209,16 +209,19 @@ void register_forced_kernels() {
         large() ? std::vector<std::array<int64_t, 3>>{{1, 768, 768}, {8, 3072, 768}, {1, 51289, 768}}
                 : gemv_shapes());
   }
-  // The products of the target models (DaViT-base at 768^2: its four stages; SigLIP-B/16 at 224) on the
-  // planner's choice, then each fast tile with K split into 1..8 chunks forced (the K slab and buffers as the
-  // planner picks them for that split): what the split and tile rules are fitted to.
+  // The products of the target models (DaViT-base at 768^2: its four stages; SigLIP-B/16 at 224, batch 1 and
+  // 8: 196 and 1576 rows) on the planner's choice, then each fast tile with K split into 1..8 chunks forced
+  // (the K slab and buffers as the planner picks them for that split): what the split and tile rules are
+  // fitted to.
   const std::vector<std::array<int64_t, 3>> model_products =
       large() ? std::vector<std::array<int64_t, 3>>{{36864, 384, 128}, {36864, 512, 128}, {36864, 128, 512},
                                                     {9216, 768, 256},  {9216, 1024, 256}, {9216, 256, 1024},
                                                     {2304, 1536, 512}, {2304, 512, 512},  {2304, 2048, 512},
                                                     {2304, 512, 2048}, {576, 3072, 1024}, {576, 1024, 1024},
                                                     {576, 4096, 1024}, {576, 1024, 4096}, {577, 768, 1024},
-                                                    {196, 768, 768},   {196, 3072, 768},  {196, 768, 3072}}
+                                                    {196, 768, 768},   {196, 3072, 768},  {196, 768, 3072},
+                                                    {1576, 2304, 768}, {1576, 768, 768},  {1576, 3072, 768},
+                                                    {1576, 768, 3072}}
               : std::vector<std::array<int64_t, 3>>{{100, 257, 300}};
   add(
       "BM_LinearModel/planner", [](benchmark::State& state) { run_linear(state, {}); }, model_products);
