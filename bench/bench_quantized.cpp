@@ -47,33 +47,25 @@ void run_form(benchmark::State& state, const std::string& form) {
     return;
   }
   wgi::ops::NodeInfo node{"linear", "", "com.microsoft", 1, {}, {}, {}};
-  double weight_bytes = 0, read_bytes = 0;  // the packed weight; everything the product reads
+  const int64_t bits = form == "f32" ? 32 : form == "q8" ? 8 : 4;
+  const double weight_bytes = static_cast<double>(bits) / 8 * n * k;  // the packed weight, nominally
   // The product's inputs with copy c's own weights (seeds differ per copy).
   auto make_inputs = [&](uint64_t c) {
     const uint64_t seed = 10 * c;
     Inputs inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)}};
-    read_bytes = 4.0 * m * k;
     if (form == "f32") {
       inputs.push_back(NodeInput{wgi::test::random_tensor({n, k}, seed + 2), true});
       inputs.push_back(NodeInput{wgi::test::random_tensor({n}, seed + 3), true});
-      weight_bytes = 4.0 * n * k;
-      read_bytes += weight_bytes + 4.0 * n;
     } else if (form == "nf4") {
       const int64_t block = 64, blocks = (n * k + block - 1) / block;
       inputs.push_back(NodeInput{wgi::test::random_bytes({(n * k + 1) / 2}, seed + 2), true});
       inputs.push_back(NodeInput{wgi::test::random_scales({blocks}, seed + 3, false), true});
-      weight_bytes = 0.5 * n * k;
-      read_bytes += weight_bytes + 4.0 * blocks;
     } else {
-      const int64_t bits = form == "q8" ? 8 : 4, block = 32, blocks = (k + block - 1) / block;
+      const int64_t block = 32, blocks = (k + block - 1) / block;
       inputs.push_back(NodeInput{wgi::test::random_bytes({n, blocks, block * bits / 8}, seed + 2), true});
       inputs.push_back(NodeInput{wgi::test::random_scales({n, blocks}, seed + 3, false), true});
-      weight_bytes = static_cast<double>(bits) / 8 * n * k;
-      read_bytes += static_cast<double>(n * blocks * block * bits / 8) + 4.0 * n * blocks;
-      if (form == "q4_zp") {
+      if (form == "q4_zp")
         inputs.push_back(NodeInput{wgi::test::random_bytes({n, (blocks * bits + 7) / 8}, seed + 4), true});
-        read_bytes += static_cast<double>(n * ((blocks * bits + 7) / 8));
-      }
     }
     return inputs;
   };
@@ -90,7 +82,7 @@ void run_form(benchmark::State& state, const std::string& form) {
     node.op_type = "MatMulNBits";
     node.attributes.set("K", k);
     node.attributes.set("N", n);
-    node.attributes.set("bits", int64_t{form == "q8" ? 8 : 4});
+    node.attributes.set("bits", bits);
     node.attributes.set("block_size", int64_t{32});
     // The exports' level 4 (int8 activations in the GEMV); WGI_BENCH_ACCURACY_LEVEL=0 keeps A float32.
     const char* level = std::getenv("WGI_BENCH_ACCURACY_LEVEL");
@@ -104,8 +96,12 @@ void run_form(benchmark::State& state, const std::string& form) {
     node.attributes.set("wgi.gemv_lanes", int64_t{std::atoi(lanes)});
   std::vector<std::unique_ptr<wgi::runtime::PreparedNode>> prepared;
   std::vector<wgi::runtime::PreparedNode*> nodes;
+  double read_bytes = 0;  // everything one run reads: A, the weight, scales, zero points, bias
   for (int c = 0; c < copies; ++c) {
-    prepared.push_back(wgi::bench::prepare_or_skip(state, node, make_inputs(static_cast<uint64_t>(c))));
+    const Inputs inputs = make_inputs(static_cast<uint64_t>(c));
+    if (c == 0)
+      for (const auto& input : inputs) read_bytes += static_cast<double>(input->value.byte_size());
+    prepared.push_back(wgi::bench::prepare_or_skip(state, node, inputs));
     if (!prepared.back()) return;
     nodes.push_back(prepared.back().get());
   }

@@ -87,7 +87,8 @@
 #         (WGI_BENCH_WEIGHT_DTYPE) for wgi_bench_ops and each carried .device/bin/wgi_<variant>_bench, two
 #         rounds, then what the driver compiled the 4096 x 1024 x 1024 product into for each (registers:
 #         bench/shader_stats.sh). Packed as `shaders` plus variants; ~2 min.
-# fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`).
+# fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`, and
+#         traces for bench/trace_diff.py).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
 #         SigLIP in fp32 and fp16, each checked against onnxruntime CPU once.
@@ -143,6 +144,34 @@ carried_benches() {
     [[ -x $b && $b != */$1 ]] && basename "$b"
   done
   return 0
+}
+# Three alternating rounds of each program in `benches` on the benchmarks matching $1, once per setting in
+# the other arguments ("A=1,B=2": assignments split at commas; "" for none).
+bench_rounds() {
+  local filter=$1 round bench setting
+  shift
+  for round in 1 2 3; do
+    for bench in "${benches[@]}"; do
+      for setting in "$@"; do
+        stamp "round $round $bench $setting"
+        # shellcheck disable=SC2086
+        env ${setting//,/ } PATH=".device/bin:$PATH" timeout 90 "$bench" --benchmark_min_time=0.1 \
+          --benchmark_filter="$filter" 2>&1 | grep -E '^BM_'
+      done
+    done
+  done
+}
+# DaViT-base's fp32 file and its fp16 variant (made here) at batch 1, each with its per-node GPU times:
+# $out/profile_<file>.txt and the trace $out/trace_<file>.json (bench/trace_diff.py sets them side by side).
+profile_davit_fp16() {
+  local d=$models/florence2_vision_base_opset17 f
+  timeout 120 python3 tests/models/variants_fp16.py "$d/model.onnx" "$d/model_fp16.onnx" | tail -1
+  for f in model model_fp16; do
+    stamp "profile DaViT $f"
+    timeout 90 wgi bench "$d/$f.onnx" --random-inputs 1 --dim batch=1 --runs 10 --profile \
+      --trace "$out/trace_$f.json" >"$out/profile_$f.txt" 2>&1
+    grep -E '^(run|graph)' "$out/profile_$f.txt"
+  done
 }
 
 # The test programs hold their data paths as built here (/work/main/...).
@@ -409,17 +438,7 @@ elif [[ $mode == quantized ]]; then
     fi
     # QUANT_ENV="A=1 A=2,B=4": each word a variant of every build too, its assignments split at commas.
     read -ra settings <<<"${QUANT_ENV:-}"
-    settings=("" "${settings[@]}")
-    for round in 1 2 3; do
-      for bench in "${benches[@]}"; do
-        for setting in "${settings[@]}"; do
-          stamp "round $round $bench $setting"
-          # shellcheck disable=SC2086
-          env ${setting//,/ } PATH=".device/bin:$PATH" timeout 90 "$bench" --benchmark_min_time=0.1 \
-            --benchmark_filter="${QUANT_FILTER:-BM_QuantizedLinear/(f32|q4|q4_zp|q8|nf4)/}" 2>&1 | grep -E '^BM_'
-        done
-      done
-    done
+    bench_rounds "${QUANT_FILTER:-BM_QuantizedLinear/(f32|q4|q4_zp|q8|nf4)/}" "" "${settings[@]}"
     for bench in "${benches[@]}"; do
       stamp "shader statistics $bench"
       PATH=".device/bin:$PATH" WGI_SHADER_STATS_BENCH=$bench timeout 60 bash bench/shader_stats.sh \
@@ -640,13 +659,7 @@ elif [[ $mode == throughput ]]; then
       WGI_BENCH_SIZE=large WGI_BENCH_WEIGHT_DTYPE=$dtype timeout 90 wgi_bench_ops --benchmark_min_time=0.1 \
         --benchmark_filter='BM_Linear/' 2>&1 | grep -E '^BM_'
     done
-    d=$models/florence2_vision_base_opset17
-    timeout 120 python3 tests/models/variants_fp16.py "$d/model.onnx" "$d/model_fp16.onnx" | tail -1
-    for f in model model_fp16; do
-      stamp "trace DaViT $f"
-      timeout 90 wgi bench "$d/$f.onnx" --random-inputs 1 --dim batch=1 --runs 10 --profile \
-        --trace "$out/trace_$f.json" 2>&1 | grep -E '^(run|graph)'
-    done
+    profile_davit_fp16
     stamp done
   } >"$out/throughput.txt" 2>&1
 elif [[ $mode == gemv_sweep ]]; then
@@ -654,13 +667,7 @@ elif [[ $mode == gemv_sweep ]]; then
   {
     stamp_machine
     mapfile -t benches < <(carried_benches wgi_bench_quantized quantized)
-    for round in 1 2 3; do
-      for bench in "${benches[@]}"; do
-        stamp "round $round, the planner's choice, $bench"
-        PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_COPIES=4 timeout 60 "$bench" --benchmark_min_time=0.1 \
-          --benchmark_filter='BM_DispatchFloor|BM_QuantizedLinear/(q4|q4_zp|q8)/(1|4)/51289/' 2>&1 | grep -E '^BM_'
-      done
-    done
+    bench_rounds 'BM_DispatchFloor|BM_QuantizedLinear/(q4|q4_zp|q8)/(1|4)/51289/' WGI_BENCH_WEIGHT_COPIES=4
     for lanes in 4 8 16 32; do
       for columns in 1 2 4; do
         stamp "lanes $lanes, columns $columns"
@@ -702,14 +709,8 @@ elif [[ $mode == fp16_profile ]]; then
   # Where DaViT-base's fp16 file spends the time its fp32 file does not: per-node GPU times of both, side by
   # side (needs .device/models/florence2_vision_base_opset17, as `models` packs it).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
-  d=$models/florence2_vision_base_opset17
   timeout 120 python3 tests/models/fill_weights.py "$models" | tail -1
-  timeout 120 python3 tests/models/variants_fp16.py "$d/model.onnx" "$d/model_fp16.onnx" | tail -1
-  for f in model model_fp16; do
-    stamp "profile $f"
-    timeout 90 wgi bench "$d/$f.onnx" --random-inputs 1 --dim batch=1 --runs 10 --profile >"$out/profile_$f.txt" 2>&1
-    grep -E '^(run|graph)' "$out/profile_$f.txt"
-  done
+  profile_davit_fp16
 elif [[ $mode == decode || $mode == decode_rnn ]]; then
   # Decoder loops (issue 21 item 4): the first step planned with room for the last step's past (the default),
   # without it (--no-growing-dims: plans grow by doubling), and every step planned in full; with decode_rnn
