@@ -171,6 +171,12 @@ void conv_shapes(benchmark::internal::Benchmark* b) {
     // DaViT-base's downsampling convs at 768^2 (3x3 s2, batch 1): 9216, 2304 and 576 output pixels over
     // K = 1152, 2304, 4608; 5.4 GFLOP each.
     b->Args({1, 128, 256, 192, 3, 2, 1})->Args({1, 256, 512, 96, 3, 2, 1})->Args({1, 512, 1024, 48, 3, 2, 1});
+    // ResNet-50's batch-8 convs that lost most to cuDNN (bench/layer_table.py): stage 2's 3x3 (and its
+    // stride-2 first), the stride-2 1x1 downsamples of stages 3 and 4, stage 3's and 4's 1x1 reductions;
+    // stage 4's at batch 1 too.
+    b->Args({8, 128, 128, 28, 3, 1, 1})->Args({8, 128, 128, 56, 3, 2, 1});
+    b->Args({8, 512, 1024, 28, 1, 2, 1})->Args({8, 1024, 2048, 14, 1, 2, 1});
+    b->Args({8, 1024, 256, 14, 1, 1, 1})->Args({8, 2048, 512, 7, 1, 1, 1})->Args({1, 2048, 512, 7, 1, 1, 1});
   } else {
     b->Args({1, 16, 32, 24, 3, 1, 1})->Args({1, 32, 64, 24, 1, 1, 1})->Args({1, 16, 16, 24, 3, 1, 16});
     b->Args({1, 3, 16, 32, 7, 2, 1});

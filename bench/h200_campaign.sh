@@ -35,7 +35,8 @@
 #         planner's GEMMs and the fast tiles again with Dawn's robustness off
 #         (WGI_DAWN_TOGGLES=disable_robustness); a ratio table for each.
 # conv:   the conv kernel round: the conv tests (heavy ones included); cuDNN on the conv shapes; every conv
-#         kernel and configuration forced on them; a ratio table.
+#         kernel and configuration forced on them; a ratio table. CONV_FILTER (a benchmark regex) narrows the
+#         shapes, e.g. 'BM_Conv.*/n:8/ic:2048/oc:512/'.
 # tuned:  the vision models and the decoder step without and with GEMM tuning (`wgi tune`, docs/tuning.md):
 #         cold start in three fresh processes; wgi bench on the rules; wgi tune; wgi bench
 #         and the float64 checks on the tuned configurations; PyTorch eager and ORT WebGPU on the same files;
@@ -48,12 +49,17 @@
 #         (`wgi tune`); PyTorch eager and ORT WebGPU on the same files; DaViT's per-node profile and trace;
 #         the planner's products with and without robustness against cuBLAS.
 # splits: the target models' GEMM products on the planner's choice and on each fast tile with K split into
-#         1..8 chunks (bench/split_table.py makes the table); ~2 min. Packed as `models`.
+#         1..8 chunks (bench/split_table.py makes the table); ~2 min. Packed as `models`. SPLITS_FILTER (a
+#         benchmark regex) narrows the products, e.g. 'BM_Linear(Model|Split)/.*/1576/'.
+# conv_layers: ResNet-50 at batch LAYERS_BATCH (8) conv by conv: wgi's per-node GPU times (`wgi bench --trace`)
+#         beside each conv alone in PyTorch (cuDNN, WGI_PEER_LAYERS=1), joined by bench/layer_table.py; ~1 min.
+#         Packed as `models` (resnet50_opset17 suffices).
 # profile: per-node GPU times and traces of the three vision models (rules, default device), then DaViT's
 #         downsampling convs against cuDNN with every implicit-GEMM split forced; ~2 min.
 # variants: A/B of builds: `wgi` and each carried `wgi_<variant>` (another commit, a change reverted) in
 #         alternating rounds on the three vision models, DaViT with shader robustness on, then DaViT's per-op
-#         GPU times and trace per build.
+#         GPU times and trace per build. VARIANTS_QUICK=1: the rounds only; VARIANT_BATCH (1) and
+#         VARIANT_BENCH_ARGS (--runs 30) are the rounds' batch and `wgi bench` options.
 # shaders: the GEMM kernel round: registers and workgroup memory of the hot kernels as the driver compiled
 #         them (bench/shader_stats.sh; SHADER_FILTERS overrides the benchmarks, "none" skips them), the fast
 #         GEMM configurations and the planner's products (GEMM_FILTER) for wgi_bench_ops and each carried
@@ -110,7 +116,7 @@
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
+modes="conv conv_layers decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
   models pipelines pipelines_equal profile quantized shaders splits sweep throughput tokens tokens_decode
   tokens_pipelines tuned variant_files variants"
 modes=$(echo $modes)  # one line, single spaces
@@ -267,7 +273,7 @@ elif [[ $mode == conv ]]; then
   timeout 90 python3 bench/torch_peer.py >"$out/torch.jsonl" 2>&1
   stamp op benchmarks
   WGI_BENCH_SIZE=large timeout 300 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/wgi_bench.json" \
-    --benchmark_min_time=0.1 --benchmark_filter='BM_Conv' >/dev/null 2>"$out/wgi_bench.err"
+    --benchmark_min_time=0.1 --benchmark_filter="${CONV_FILTER:-BM_Conv}" >/dev/null 2>"$out/wgi_bench.err"
   python3 bench/compare.py "$out/wgi_bench.json" "$out/torch.jsonl" >"$out/table.md" 2>&1
   stamp done
 elif [[ $mode == tuned ]]; then
@@ -332,7 +338,8 @@ elif [[ $mode == splits ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   stamp_machine >"$out/splits.txt"
   WGI_BENCH_SIZE=large timeout 400 wgi_bench_ops --benchmark_format=json --benchmark_out="$out/splits.json" \
-    --benchmark_min_time=0.05 --benchmark_filter='BM_Linear(Model|Split)/' >/dev/null 2>"$out/splits.err"
+    --benchmark_min_time=0.05 --benchmark_filter="${SPLITS_FILTER:-BM_Linear(Model|Split)/}" >/dev/null \
+    2>"$out/splits.err"
   python3 bench/split_table.py "$out/splits.json" >>"$out/splits.txt" 2>&1
   stamp done
 elif [[ $mode == variants ]]; then
@@ -354,7 +361,8 @@ elif [[ $mode == variants ]]; then
           for dir in "${vision[@]}"; do
             stamp "round $round $build $setting $(basename "$dir")"
             # shellcheck disable=SC2086
-            env $setting timeout 60 "$build" bench "$dir/model.onnx" --random-inputs 1 --dim batch=1 --runs 30 \
+            env $setting timeout 60 "$build" bench "$dir/model.onnx" --random-inputs 1 \
+              --dim batch="${VARIANT_BATCH:-1}" ${VARIANT_BENCH_ARGS:---runs 30} \
               2>&1 | grep -E '^(run|graph)'
           done
         done
@@ -662,6 +670,22 @@ elif [[ $mode == throughput ]]; then
     profile_davit_fp16
     stamp done
   } >"$out/throughput.txt" 2>&1
+elif [[ $mode == conv_layers ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  batch=${LAYERS_BATCH:-8} dir=$models/resnet50_opset17
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    stamp "wgi ResNet-50 batch $batch"
+    timeout 120 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch="$batch" --runs 10 --device-inputs \
+      --profile --trace "$out/resnet50_b${batch}_trace.json" 2>&1 | grep -E '^(run|graph)'
+    stamp "torch eager ResNet-50 batch $batch, conv by conv"
+    WGI_PEER_BATCH=$batch WGI_PEER_LAYERS=1 timeout 200 python3 bench/model_torch_peer.py "$dir" \
+      >"$out/resnet50_b${batch}_torch_layers.jsonl" 2>&1
+    grep -v '"layer"' "$out/resnet50_b${batch}_torch_layers.jsonl"
+    python3 bench/layer_table.py "$out/resnet50_b${batch}_trace.json" "$out/resnet50_b${batch}_torch_layers.jsonl"
+    stamp done
+  } >"$out/conv_layers.txt" 2>&1
 elif [[ $mode == gemv_sweep ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
   {

@@ -8,7 +8,9 @@ Decoder steps are timed at one new token after 64, with 590 encoder tokens (the 
 on their values.
 Prints one JSON object per line: {"model": ..., "batch": ..., "median_ms": ..., "p90_ms": ..., "runs": ...}.
 WGI_PEER_BATCH=n runs the vision models on n copies of their image (issue 21's batch-8 table); decoder steps
-stay at batch 1.
+stay at batch 1. WGI_PEER_LAYERS=1 also times each Conv2d module alone on the input it saw in the model
+({"model", "layer": "layer2.0.conv2", "shape": ..., "median_ms"}), to set beside `wgi bench --trace`'s node
+of the same name ('/layer2/layer2.0/conv2/Conv').
 
     python3 bench/model_torch_peer.py build/models-large/*_opset17
 """
@@ -98,6 +100,25 @@ def median_p90(fn, runs=RUNS, warmup=5):
     return times[len(times) // 2], times[int(0.9 * len(times))]
 
 
+def conv_layer_times(module, args):
+    """Each Conv2d of `module` timed alone (cuDNN, the same flags) on the input it received in one forward."""
+    seen = {}
+
+    def keep(name):
+        def hook(conv, inputs, output):
+            seen.setdefault(name, (conv, inputs[0]))  # returns None: the output stays the module's
+        return hook
+
+    hooks = [m.register_forward_hook(keep(name)) for name, m in module.named_modules()
+             if isinstance(m, torch.nn.Conv2d)]
+    module(*args)
+    for h in hooks:
+        h.remove()
+    for name, (conv, x) in seen.items():
+        median, _ = median_p90(lambda: conv(x))
+        yield name, list(x.shape), conv, median
+
+
 def main(folders):
     for folder in folders:
         name = os.path.basename(os.path.normpath(folder))
@@ -115,6 +136,12 @@ def main(folders):
         batch = 1 if hasattr(module, "io_names") else BATCH
         print(json.dumps({"model": name, "peer": f"torch_eager_{device}_fp32", "batch": batch,
                           "median_ms": round(median, 3), "p90_ms": round(p90, 3), "runs": RUNS}), flush=True)
+        if os.environ.get("WGI_PEER_LAYERS") == "1":
+            with torch.no_grad():
+                for layer, shape, conv, ms in conv_layer_times(module, args):
+                    print(json.dumps({"model": name, "layer": layer, "shape": shape,
+                                      "oc": conv.out_channels, "kernel": list(conv.kernel_size),
+                                      "stride": list(conv.stride), "median_ms": round(ms, 4)}), flush=True)
         del module, args
         if device == "cuda":
             torch.cuda.empty_cache()

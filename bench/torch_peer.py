@@ -64,7 +64,11 @@ CONV = [(8, 256, 256, 56, 3, 1, 1), (8, 256, 64, 56, 1, 1, 1), (8, 128, 256, 56,
         # depthwise: DaViT-base's position encoding at 768^2 (stage 1), a MobileNet-like stride-2 one
         (1, 128, 128, 192, 3, 1, 128), (8, 128, 128, 112, 3, 2, 128),
         # DaViT-base's downsampling convs at 768^2
-        (1, 128, 256, 192, 3, 2, 1), (1, 256, 512, 96, 3, 2, 1), (1, 512, 1024, 48, 3, 2, 1)]
+        (1, 128, 256, 192, 3, 2, 1), (1, 256, 512, 96, 3, 2, 1), (1, 512, 1024, 48, 3, 2, 1),
+        # ResNet-50's batch-8 convs that lost most to cuDNN (bench_ops.cpp's conv_shapes says which)
+        (8, 128, 128, 28, 3, 1, 1), (8, 128, 128, 56, 3, 2, 1), (8, 512, 1024, 28, 1, 2, 1),
+        (8, 1024, 2048, 14, 1, 2, 1), (8, 1024, 256, 14, 1, 1, 1), (8, 2048, 512, 7, 1, 1, 1),
+        (1, 2048, 512, 7, 1, 1, 1)]
 
 if __name__ == "__main__":
     print(json.dumps({"name": "device", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),

@@ -32,6 +32,10 @@ constexpr uint32_t kFast128TallMinColumns = 256;
 // the planner's rules").
 constexpr uint32_t kFast128MidRows = 512;
 constexpr uint64_t kFast128MidMinWorkgroups = 96;
+// Unsplit (K below kFast128SplitMinK), from 72: SigLIP-B's batch-8 attention output, 1576x768x768 (78
+// tiles), ran 0.090 ms on the 128 tile against 0.137 on the 64 (H100; docs/performance.md, "ResNet-50 at
+// batch 8 conv by conv; SigLIP's batch-8 products").
+constexpr uint64_t kFast128MidShortKMinWorkgroups = 72;
 // Fast64 down to 16 rows or columns: the same tuning run found it faster than the seeds' 32x32 tiles on
 // DaViT's channel attention products (32x32x36864 in 4 batches, split; 32x36864x32), although half of each
 // tile is padding there (docs/performance.md, "Measurements behind the planner's rules").
@@ -422,7 +426,9 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     // Fewer than 128 rows or columns leave most of a 128 tile padding: DaViT's 32x36864x32 (4 batches) ran
     // faster on the 64 tile (docs/performance.md, "Measurements behind the planner's rules").
     const bool fills_128 = spec.m >= 128 && spec.n >= 128;
-    const bool mid = spec.m >= kFast128MidRows && tiles128 >= kFast128MidMinWorkgroups;
+    const bool mid = spec.m >= kFast128MidRows &&
+                     (tiles128 >= kFast128MidMinWorkgroups ||
+                      (tiles128 >= kFast128MidShortKMinWorkgroups && spec.k < kFast128SplitMinK));
     if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall || mid)) return *c128;
     if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
     if (c128) return *c128;

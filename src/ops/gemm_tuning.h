@@ -33,8 +33,8 @@ struct GemmProblemKey {
   bool a_km = false;  // A stored [K, M]
   GemmBLayout b = GemmBLayout::KN;
   bool a_batched = false, b_batched = false;
-  // The call site can split K: append_gemm_launches (MatMul, Gemm, attention); not make_gemm_launch (1x1
-  // conv).
+  // The call site can split K: append_gemm_launches (MatMul, Gemm, attention, 1x1 conv); not
+  // make_gemm_launch.
   bool splittable = true;
   auto operator<=>(const GemmProblemKey&) const = default;
 };

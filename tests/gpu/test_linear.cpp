@@ -703,6 +703,10 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   EXPECT_EQ(ops::choose_gemm_config(problem(2304, 512, 512), h200).kernel, K::Fast128);
   EXPECT_EQ(ops::choose_gemm_config(problem(2304, 128, 512), h200).kernel, K::Fast64);   // too narrow
   EXPECT_EQ(ops::choose_gemm_config(problem(576, 1024, 1024), h200).kernel, K::Fast64);  // not tall enough
+  // From 512 rows, 72 tiles of 128 unsplit (SigLIP-B's batch-8 attention output: 78); over a K that the 128
+  // tile would split, the 64 tile's split stays.
+  EXPECT_EQ(ops::choose_gemm_config(problem(1576, 768, 768), h200).kernel, K::Fast128);
+  EXPECT_EQ(ops::choose_gemm_config(problem(1576, 768, 3072), h200).kernel, K::Fast64);
   // Fewer than 128 rows: the 64 tile however many 128 tiles there would be.
   EXPECT_EQ(ops::choose_gemm_config(problem(32, 36864, 32, false), h200).kernel, K::Fast64);
   c = ops::choose_gemm_config(problem(1, 51289, 768), h200);

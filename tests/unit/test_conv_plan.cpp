@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ops/conv/conv.h"
@@ -126,6 +127,8 @@ TEST(ConvPlan, ImplicitGemmTileAndSplitForDaViTAndResNetShapes) {
            Case{{8, 128, 56, 56}, {256, 128, 3, 3}, 2, "conv_igemm64", false},        // 392 tiles, K 1152
            Case{{8, 256, 56, 56}, {256, 256, 3, 3}, 1, "conv_igemm128x64", false},    // 784 tiles
            Case{{1, 512, 7, 7}, {512, 512, 3, 3}, 1, "conv_igemm64", true},           // ResNet-50 layer4
+           // ResNet-50's stage-2 3x3 at batch 8: 196 tiles over K 1152, two chunks of 576
+           Case{{8, 128, 28, 28}, {128, 128, 3, 3}, 1, "conv_igemm64", true},
        }) {
     ops::NodeInfo n =
         node("Conv", attrs({{"strides", Ints{c.stride, c.stride}}, {"pads", Ints{1, 1, 1, 1}}}));
@@ -141,6 +144,32 @@ TEST(ConvPlan, ImplicitGemmTileAndSplitForDaViTAndResNetShapes) {
     EXPECT_EQ(label.find("128x64") != std::string::npos, std::string(c.label_prefix) == "conv_igemm128x64")
         << what << ": " << label;
     EXPECT_EQ(p.launches.size(), c.split ? 2u : 1u) << what << ": " << label;
+  }
+}
+
+// A 1x1 conv's per-image product splits K like MatMul's: ResNet-50's stage-4 reduction at batch 8 (512 x 49
+// x 2048 per image: 8 tiles of 64 each) in chunks, the reduction applying bias and Relu; a 1x1 conv
+// with enough tiles stays one launch.
+TEST(ConvPlan, PointwiseProductSplitsKOnFewTiles) {
+  gpu::Capabilities big = caps();
+  big.limits.max_compute_workgroup_storage_size = 32768;
+  for (const auto& [x, w, split] : {std::tuple{Shape{8, 2048, 7, 7}, Shape{512, 2048, 1, 1}, true},
+                                    std::tuple{Shape{8, 256, 56, 56}, Shape{64, 256, 1, 1}, false}}) {
+    ops::NodeInfo n = node("Conv");
+    n.attributes.set(ops::kFusedActivationAttribute, std::string("Relu"));
+    const PlanInputs in = inputs(x, w, Shape{w[0]});
+    ops::PlanContext ctx{n, in.descs, {}, big};
+    for (size_t i = 0; i < in.descs.size(); ++i)
+      ctx.constant_inputs.push_back(i == 0 ? nullptr : &in.constants[i]);
+    const ops::OpPlan p = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
+    const std::string what = shape_to_string(x) + " * " + shape_to_string(w);
+    ASSERT_EQ(p.launches.size(), split ? 2u : 1u) << what;
+    const std::string& label = p.launches[0].program.label;
+    EXPECT_EQ(label.rfind("conv1x1_gemm_fast", 0), 0u) << what << ": " << label;
+    if (split) {
+      EXPECT_EQ(label.substr(label.size() - 7), "_splitk") << what << ": " << label;
+      EXPECT_EQ(p.launches[1].program.label, "gemm_split_reduce") << what;
+    }
   }
 }
 

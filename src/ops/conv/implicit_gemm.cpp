@@ -32,12 +32,17 @@ constexpr uint32_t kWideWorkgroup = 256;  // invocations of the implicit-GEMM ke
 constexpr uint64_t kTile128MinWorkgroups = 1024;
 constexpr uint64_t kTile128x64MinWorkgroups = 256;
 // Splitting K where the wave rule would not (wave_split_count: from 132 tiles on, never): DaViT's later
-// downsampling convs, deep in K on a few hundred tiles of 64, ran faster split, and 1x1-like K below 2048
-// gained less (docs/performance.md, "Measurements behind the planner's rules").
-// Up to this many workgroups in all, each chunk at least kConvSplitMinChunk long.
+// downsampling convs, deep in K on a few hundred tiles of 64, ran faster split, and so did ResNet-50's
+// batch-8 stage-2 3x3 convs (K = 1152 on 196 tiles) and stage-4 downsample (K = 1024 on 224 tiles) in two
+// chunks of about 512, not in three or more (docs/performance.md, "ResNet-50 at batch 8 conv by conv").
+// Up to this many workgroups in all, each chunk at least kConvSplitMinChunk long; K below
+// kConvSplitLongK only up to kConvSplitShortKMaxTiles tiles (DaViT's first downsampling conv, K = 1152 on
+// 288 tiles, was measured unsplit only, as the GEMM's short-K rule found splits losing from ~200 tiles).
 constexpr uint64_t kConvSplitTargetWorkgroups = 864;
-constexpr uint64_t kConvSplitMinK = 2048;
-constexpr uint64_t kConvSplitMinChunk = 768;
+constexpr uint64_t kConvSplitMinK = 1024;
+constexpr uint64_t kConvSplitLongK = 2048;
+constexpr uint64_t kConvSplitShortKMaxTiles = 256;
+constexpr uint64_t kConvSplitMinChunk = 512;
 
 // "128" for a square tile, "128x64" for a rectangle: labels and messages name tiles alike.
 std::string implicit_gemm_tile_name(uint32_t tile_m, uint32_t tile_n) {
@@ -57,7 +62,9 @@ uint32_t implicit_gemm_splits(const ConvGeometry& g, ImplicitGemmTile tile) {
   const uint64_t k = static_cast<uint64_t>(g.in_channels / g.groups * g.height.kernel * g.width.kernel);
   const uint64_t tiles = ceil_div(m, tile.m) * ceil_div(n, tile.n) * static_cast<uint64_t>(g.groups);
   const uint32_t splits = wave_split_count(tiles, k);
-  if (splits > 1 || k < kConvSplitMinK || tiles * 2 > kConvSplitTargetWorkgroups) return splits;
+  if (splits > 1 || k < kConvSplitMinK || tiles * 2 > kConvSplitTargetWorkgroups ||
+      (k < kConvSplitLongK && tiles > kConvSplitShortKMaxTiles))
+    return splits;
   return static_cast<uint32_t>(
       std::max<uint64_t>(1, std::min(ceil_div(kConvSplitTargetWorkgroups, tiles), k / kConvSplitMinChunk)));
 }
