@@ -231,7 +231,7 @@ void register_forced_kernels() {
               : std::vector<std::array<int64_t, 3>>{{100, 257, 300}};
   add(
       "BM_LinearModel/planner", [](benchmark::State& state) { run_linear(state, {}); }, model_products);
-  for (const char* kernel : {"fast128", "fast64"}) {
+  for (const char* kernel : {"fast128", "fast64", "fast128x64"}) {
     for (int64_t splits : {1, 2, 3, 4, 6, 8}) {
       const Attributes attributes = {{"wgi.kernel", std::string(kernel)}, {"wgi.gemm_split_k", splits}};
       add(
@@ -254,7 +254,10 @@ void register_forced_kernels() {
                                                               {"fast64", 16, 2},
                                                               {"fast64", 16, 1},
                                                               {"fast64", 32, 1},
-                                                              {"fast64", 32, 2}}) {
+                                                              {"fast64", 32, 2},
+                                                              {"fast128x64", 16, 2},
+                                                              {"fast128x64", 16, 1},
+                                                              {"fast128x64", 32, 1}}) {
     const Attributes attributes = {
         {"wgi.kernel", kernel}, {"wgi.gemm_tile_k", tile_k}, {"wgi.gemm_stages", stages}};
     add(

@@ -63,8 +63,13 @@ constexpr uint64_t kFast128SplitChunk = 768;
 // this many workgroups.
 constexpr uint64_t kGemvMinWorkgroups = 256;
 
-std::string fast_name(uint32_t tile) {
-  return tile == 128 ? "fast128" : "fast64";
+std::string fast_name(uint32_t tile_m, uint32_t tile_n) {
+  return "fast" + std::to_string(tile_m) + (tile_m == tile_n ? "" : "x" + std::to_string(tile_n));
+}
+
+GemmKernel fast_kernel_for(uint32_t tile_m, uint32_t tile_n) {
+  if (tile_m != tile_n) return GemmKernel::Fast128x64;
+  return tile_m == 128 ? GemmKernel::Fast128 : GemmKernel::Fast64;
 }
 
 bool strides_multiple_of_4(const std::array<uint32_t, 4>& strides) {
@@ -107,15 +112,17 @@ std::string wide_workgroup_problem(const gpu::Limits& limits, const std::string&
   return "";
 }
 
-uint32_t fast_storage_bytes(uint32_t tile, uint32_t tile_k, uint32_t stages) {
-  return stages * tile_k * 2 * (tile / 4 + 1) * 16;  // A and B slabs, vec4s, one vec4 of padding per k row
+uint32_t fast_storage_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t stages) {
+  // A and B slabs, vec4s, one vec4 of padding per k row
+  return stages * tile_k * ((tile_m / 4 + 1) + (tile_n / 4 + 1)) * 16;
 }
 
-// The fast kernel with a `tile` x `tile` output tile in the first (K slab, stages) configuration that the
+// The fast kernel with a `tile_m` x `tile_n` output tile in the first (K slab, stages) configuration that the
 // device holds, in order of preference (or the forced one); nullopt with `why` set if none fits.
-std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Limits& limits, uint32_t tile,
-                                      std::string& why) {
-  why = wide_workgroup_problem(limits, fast_name(tile));
+std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Limits& limits, uint32_t tile_m,
+                                      uint32_t tile_n, std::string& why) {
+  const std::string name = fast_name(tile_m, tile_n);
+  why = wide_workgroup_problem(limits, name);
   if (!why.empty()) return std::nullopt;
   // Double buffering removes a barrier per slab; a 16-deep slab halves the barriers again. Both cost
   // workgroup memory: 128x128 takes 33 KiB with both, 16.5 KiB with one, 8.3 KiB with neither. On the H200
@@ -124,21 +131,23 @@ std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Lim
   // planner's rules"). A 32-deep slab only when forced (tuning).
   const bool forced = spec.tile_k != 0 || spec.stages != 0;
   std::vector<std::pair<uint32_t, uint32_t>> candidates = {{16, 2}, {16, 1}, {8, 2}, {8, 1}};
-  if (tile == 128) candidates = {{16, 1}, {8, 1}};
+  if (tile_m == 128 && tile_n == 128) candidates = {{16, 1}, {8, 1}};
   if (forced) candidates = {{8, 1}, {8, 2}, {16, 1}, {16, 2}, {32, 1}, {32, 2}};
   uint32_t smallest = UINT32_MAX;
   for (const auto& [tile_k, stages] : candidates) {
     if (spec.tile_k != 0 && spec.tile_k != tile_k) continue;
     if (spec.stages != 0 && spec.stages != stages) continue;
-    if ((tile * tile_k) % 1024 != 0) continue;  // each of 256 threads loads whole vec4s of each operand
-    const uint32_t bytes = fast_storage_bytes(tile, tile_k, stages);
+    // Each of 256 threads loads whole vec4s of each operand.
+    if ((tile_m * tile_k) % 1024 != 0 || (tile_n * tile_k) % 1024 != 0) continue;
+    const uint32_t bytes = fast_storage_bytes(tile_m, tile_n, tile_k, stages);
     if (bytes > limits.max_compute_workgroup_storage_size) {
       smallest = std::min(smallest, bytes);
       continue;
     }
     GemmConfig c;
-    c.kernel = tile == 128 ? GemmKernel::Fast128 : GemmKernel::Fast64;
-    c.tile_m = c.tile_n = tile;
+    c.kernel = fast_kernel_for(tile_m, tile_n);
+    c.tile_m = tile_m;
+    c.tile_n = tile_n;
     c.tile_k = tile_k;
     c.stages = stages;
     c.a_vec4 = a_vec4_possible(spec);
@@ -151,10 +160,11 @@ std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Lim
   if (spec.stages != 0)
     knobs += (knobs.empty() ? " with " : " and ") + std::to_string(spec.stages) + " buffer(s)";
   if (smallest == UINT32_MAX) {
-    why = "the " + fast_name(tile) + " GEMM kernel has no configuration" + knobs + " (its K slab times " +
-          std::to_string(tile) + " must be a multiple of 1024; slabs 8, 16, 32; 1 or 2 buffers)";
+    why = "the " + name + " GEMM kernel has no configuration" + knobs + " (its K slab times " +
+          std::to_string(std::min(tile_m, tile_n)) +
+          " must be a multiple of 1024; slabs 8, 16, 32; 1 or 2 buffers)";
   } else {
-    why = "the " + fast_name(tile) + " GEMM kernel" + knobs + " needs " + std::to_string(smallest) +
+    why = "the " + name + " GEMM kernel" + knobs + " needs " + std::to_string(smallest) +
           " bytes of workgroup memory; the device allows " +
           std::to_string(limits.max_compute_workgroup_storage_size);
   }
@@ -233,7 +243,8 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
       break;
     case GemmKernel::Fast128:
     case GemmKernel::Fast64:
-      label = "gemm_" + fast_name(c.tile_m) + "_k" + std::to_string(c.tile_k) + "s" +
+    case GemmKernel::Fast128x64:
+      label = "gemm_" + fast_name(c.tile_m, c.tile_n) + "_k" + std::to_string(c.tile_k) + "s" +
               std::to_string(c.stages) + (spec.a_km ? "_akm" : "") + (spec.b_nk ? "_bnk" : "_bkn") +
               (spec.a_row_map ? "_amap" : "") + (spec.out_row_map ? "_outmap" : "");
       break;
@@ -241,7 +252,7 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
       label = "gemv_r" + std::to_string(c.gemv_rows) + "_l" + std::to_string(c.gemv_lanes);
       break;
   }
-  if (c.kernel == GemmKernel::Fast128 || c.kernel == GemmKernel::Fast64 || c.kernel == GemmKernel::Gemv) {
+  if (is_fast_gemm_kernel(c.kernel) || c.kernel == GemmKernel::Gemv) {
     if (!c.a_vec4) label += "_ascalar";
     if (!c.b_vec4) label += "_bscalar";
   }
@@ -255,9 +266,13 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
 
 }  // namespace
 
+bool is_fast_gemm_kernel(GemmKernel kernel) {
+  return kernel == GemmKernel::Fast128 || kernel == GemmKernel::Fast64 || kernel == GemmKernel::Fast128x64;
+}
+
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name) {
   for (GemmKernel k : {GemmKernel::Auto, GemmKernel::Tiled, GemmKernel::Vec4, GemmKernel::Fast128,
-                       GemmKernel::Fast64, GemmKernel::Gemv}) {
+                       GemmKernel::Fast64, GemmKernel::Fast128x64, GemmKernel::Gemv}) {
     if (name == gemm_kernel_name(k)) return k;
   }
   return std::nullopt;
@@ -275,6 +290,8 @@ const char* gemm_kernel_name(GemmKernel kernel) {
       return "fast128";
     case GemmKernel::Fast64:
       return "fast64";
+    case GemmKernel::Fast128x64:
+      return "fast128x64";
     case GemmKernel::Gemv:
       return "gemv";
   }
@@ -282,7 +299,7 @@ const char* gemm_kernel_name(GemmKernel kernel) {
 }
 
 std::string gemm_kernel_names() {
-  return "tiled, vec4, fast128, fast64 or gemv";
+  return "tiled, vec4, fast128, fast64, fast128x64 or gemv";
 }
 
 uint32_t gemm_a_row_stride(const GemmLaunchSpec& spec) {
@@ -358,7 +375,7 @@ bool gemm_views_supported(const gpu::Capabilities& caps) {
   GemmLaunchSpec probe;
   probe.m = probe.n = probe.k = 64;
   std::string why;
-  return fast_config(probe, caps.limits, 64, why).has_value();
+  return fast_config(probe, caps.limits, 64, 64, why).has_value();
 }
 
 GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps) {
@@ -375,8 +392,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
         "view (row stride " +
         std::to_string(gemm_out_row_stride(spec)) + ", N = " + std::to_string(spec.n) + ")");
   }
-  if (views && spec.kernel != GemmKernel::Auto && spec.kernel != GemmKernel::Fast128 &&
-      spec.kernel != GemmKernel::Fast64) {
+  if (views && spec.kernel != GemmKernel::Auto && !is_fast_gemm_kernel(spec.kernel)) {
     throw Error(views_problem(spec, spec.kernel));
   }
   switch (spec.kernel) {
@@ -390,8 +406,10 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
       }
       return seed_config(GemmKernel::Vec4);
     case GemmKernel::Fast128:
-    case GemmKernel::Fast64: {
-      auto c = fast_config(spec, limits, spec.kernel == GemmKernel::Fast128 ? 128 : 64, why);
+    case GemmKernel::Fast64:
+    case GemmKernel::Fast128x64: {
+      const uint32_t tile_m = spec.kernel == GemmKernel::Fast64 ? 64 : 128;
+      auto c = fast_config(spec, limits, tile_m, spec.kernel == GemmKernel::Fast128 ? 128 : 64, why);
       if (!c) throw Error(why);
       return *c;
     }
@@ -421,7 +439,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
   if (views || (spec.m >= kFastMinExtent && spec.n >= kFastMinExtent)) {
     const uint64_t tiles128 = uint64_t{ceil_div(spec.m, 128)} * ceil_div(spec.n, 128) * spec.batch;
     std::string why128, why64;
-    std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, why128);
+    std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, 128, why128);
     const bool tall = spec.m >= kFast128TallRows && spec.n >= kFast128TallMinColumns;
     // Fewer than 128 rows or columns leave most of a 128 tile padding: DaViT's 32x36864x32 (4 batches) ran
     // faster on the 64 tile (docs/performance.md, "Measurements behind the planner's rules").
@@ -430,7 +448,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
                      (tiles128 >= kFast128MidMinWorkgroups ||
                       (tiles128 >= kFast128MidShortKMinWorkgroups && spec.k < kFast128SplitMinK));
     if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall || mid)) return *c128;
-    if (auto c64 = fast_config(spec, limits, 64, why64)) return *c64;
+    if (auto c64 = fast_config(spec, limits, 64, 64, why64)) return *c64;
     if (c128) return *c128;
     if (knobs_forced || views)
       throw Error(views ? why64 + (spec.b_quantized ? " (a weight-only quantized B needs it)"
@@ -679,7 +697,8 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       kernel_file = config.kernel == GemmKernel::Vec4 ? "linear/gemm_vec4.wgsl" : "linear/gemm_tiled.wgsl";
       break;
     case GemmKernel::Fast128:
-    case GemmKernel::Fast64: {
+    case GemmKernel::Fast64:
+    case GemmKernel::Fast128x64: {
       tiles_m = ceil_div(spec.m, config.tile_m);
       tiles_n = ceil_div(spec.n, config.tile_n);
       const std::string per_thread = std::to_string(config.tile_m / 16);
@@ -796,7 +815,7 @@ GemmConfig choose_fast_buffers(const GemmLaunchSpec& spec, const GemmConfig& con
     return config;
   }
   std::string why;
-  std::optional<GemmConfig> c = fast_config(probe, limits, config.tile_m, why);
+  std::optional<GemmConfig> c = fast_config(probe, limits, config.tile_m, config.tile_n, why);
   return c ? *c : config;
 }
 
@@ -828,7 +847,7 @@ uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
 
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   const bool seed_kernel = config.kernel == GemmKernel::Tiled || config.kernel == GemmKernel::Vec4;
-  const bool fast_kernel = config.kernel == GemmKernel::Fast128 || config.kernel == GemmKernel::Fast64;
+  const bool fast_kernel = is_fast_gemm_kernel(config.kernel);
   if (spec.split_k > 1 && config.kernel != GemmKernel::Tiled && !fast_kernel) {
     throw Error("split-K (" + std::string(kGemmSplitKAttribute) + " = " + std::to_string(spec.split_k) +
                 ") runs on the tiled and fast kernels only; this product was planned on " +

@@ -10,6 +10,8 @@
 //   Fast128  gemm_fast.wgsl   128x128 tile, 256 invocations, 8x8 per thread; any layout, any K (vec4 loads
 //                             where the contiguous extent allows, scalar loads otherwise).
 //   Fast64   gemm_fast.wgsl   64x64 tile, 256 invocations, 4x4 per thread; same reach as Fast128.
+//   Fast128x64  gemm_fast.wgsl  128 rows x 64 columns, 8x4 per thread (K slabs of 16 or 32): twice the
+//                             128 tile's workgroups for a grid whose last wave of 128 tiles is mostly empty.
 //   Gemv     gemv.wgsl        M <= 8 with A [M,K] and B [N,K]: K split over the threads of a column, reduced
 //                             in workgroup memory; any K.
 // Split-K (append_gemm_launches only): when a product has few output tiles over a long K (a [32, 32] product
@@ -38,7 +40,10 @@
 
 namespace wgi::ops {
 
-enum class GemmKernel { Auto, Tiled, Vec4, Fast128, Fast64, Gemv };
+enum class GemmKernel { Auto, Tiled, Vec4, Fast128, Fast64, Fast128x64, Gemv };
+// The large-tile kernels of gemm_fast.wgsl (Fast128, Fast64, Fast128x64): their configurations have a K
+// slab and buffers, and they read strided views.
+bool is_fast_gemm_kernel(GemmKernel kernel);
 
 // Node attributes that steer the GEMM planner on any node whose plan ends in a GEMM launch (tests, tuning;
 // their names in internal_ops.h, read with read_gemm_tuning_attributes). A forced choice that cannot run the
@@ -65,10 +70,10 @@ enum class GemmKernel { Auto, Tiled, Vec4, Fast128, Fast64, Gemv };
 //                    in the epilogue). Set by graph::write_windows_in_place (the window reverse).
 // Inputs 2 (bias) and 3 (fused residual) keep their meaning and may be empty.
 
-// "tiled", "vec4", "fast128", "fast64", "gemv" (and "auto"); nullopt for any other name.
+// "tiled", "vec4", "fast128", "fast64", "fast128x64", "gemv" (and "auto"); nullopt for any other name.
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name);
 const char* gemm_kernel_name(GemmKernel kernel);
-// For error messages: "tiled, vec4, fast128, fast64 or gemv".
+// For error messages: "tiled, vec4, fast128, fast64, fast128x64 or gemv".
 std::string gemm_kernel_names();
 
 // Where a matrix's rows lie when they are not a constant stride apart: row m (< M) starts

@@ -9,10 +9,6 @@ namespace wgi::ops {
 
 namespace {
 
-bool fast_kernel(GemmKernel k) {
-  return k == GemmKernel::Fast128 || k == GemmKernel::Fast64;
-}
-
 bool any_nonzero(const std::array<uint32_t, 4>& strides) {
   return std::any_of(strides.begin(), strides.end(), [](uint32_t s) { return s != 0; });
 }
@@ -96,7 +92,7 @@ std::string to_string(const GemmProblemKey& key) {
 
 std::string to_string(const GemmChoice& c) {
   std::string s = gemm_kernel_name(c.kernel);
-  if (fast_kernel(c.kernel)) s += " k" + std::to_string(c.tile_k) + " s" + std::to_string(c.stages);
+  if (is_fast_gemm_kernel(c.kernel)) s += " k" + std::to_string(c.tile_k) + " s" + std::to_string(c.stages);
   if (c.kernel == GemmKernel::Gemv) s += " " + std::to_string(c.gemv_lanes) + " lanes";
   if (c.split_k > 1) s += " split " + std::to_string(c.split_k);
   return s;
@@ -104,7 +100,7 @@ std::string to_string(const GemmChoice& c) {
 
 std::string gemm_choice_problem(const GemmChoice& c) {
   if (c.kernel == GemmKernel::Auto) return "the kernel is 'auto'";
-  if (fast_kernel(c.kernel)) {
+  if (is_fast_gemm_kernel(c.kernel)) {
     if (!valid_gemm_tile_k(c.tile_k)) return "tile_k " + std::to_string(c.tile_k) + " (expected 8, 16 or 32)";
     if (!valid_gemm_stages(c.stages)) return "stages " + std::to_string(c.stages) + " (expected 1 or 2)";
   } else if (c.tile_k != 0 || c.stages != 0) {
@@ -125,7 +121,7 @@ std::string gemm_choice_problem(const GemmChoice& c) {
 GemmChoice gemm_choice_of(const GemmPlanned& planned) {
   GemmChoice c;
   c.kernel = planned.config.kernel;
-  if (fast_kernel(c.kernel)) {
+  if (is_fast_gemm_kernel(c.kernel)) {
     c.tile_k = planned.config.tile_k;
     c.stages = planned.config.stages;
   }

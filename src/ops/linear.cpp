@@ -10,9 +10,9 @@
 // layout (nn.Linear's [N, K] weight read in place) is bound as it is, without a copy. A runtime B is read as
 // it is ([K, N] or transposed).
 //
-// The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "gemv" forces a kernel
-// (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent fallback. The
-// GEMM family's tuning attributes (gemm_launch.h) apply too.
+// The internal attribute "wgi.kernel" = "tiled" | "vec4" | "fast128" | "fast64" | "fast128x64" | "gemv"
+// forces a kernel (tests, tuning); a forced kernel that cannot run the problem is an error, never a silent
+// fallback. The GEMM family's tuning attributes (gemm_launch.h) apply too.
 //
 // A residual fused by graph::fuse_residual_adds (input 3, ops/fused_residual.h) is added in the epilogue of
 // every kernel (the split-K reduction's for split products).

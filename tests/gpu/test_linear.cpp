@@ -597,6 +597,32 @@ TEST(Gemv, IsThePlannersChoiceForFewRowsAgainstAWeight) {
   }
 }
 
+// The 128x64 rectangle (8x4 per thread, K slabs of 16 or 32): both layouts of each operand, vec4 and scalar
+// loads, edges on every side (M and N not multiples of the tile, K not of the slab), a batch, an epilogue
+// with bias and Gelu, and a 1x1 conv (its split K: SplitK.ForcedSplitsOnTheFastKernels).
+TEST(FastGemm, Rectangle128x64MatchesFloat64Reference) {
+  for (const Layout& l :
+       {Layout{false, false, true}, Layout{false, true, false}, Layout{true, false, false}}) {
+    for (const GemmProblem& p :
+         {GemmProblem{131, 67, 45, {67}}, GemmProblem{257, 130, 19, {257, 1}, 0.75f, -1.5f},
+          GemmProblem{5, 3, 33, {}}}) {
+      expect_gemm(Forced{"fast128x64"}, l, p, "gemm_fast128x64_k16s2");
+    }
+  }
+  expect_gemm(Forced{"fast128x64", 32, 1, 0, "Gelu"}, {false, true, true}, {140, 72, 70, {72}},
+              "gemm_fast128x64_k32s1");
+  expect_matmul(Forced{"fast128x64"}, {2, 3, 130, 20}, {3, 20, 68}, false, "gemm_fast128x64");
+  expect_pointwise_conv({2, 20, 9, 15}, {70, 20, 1, 1}, Forced{"fast128x64", 0, 0, 0, "Relu"},
+                        "conv1x1_gemm_fast128x64");
+  // K slabs of 8 leave 64 columns at half a vec4 a thread: refused, naming the slab.
+  ops::NodeInfo mm = node("MatMul");
+  apply({"fast128x64", 8, 1}, mm);
+  const std::string msg = plan_error(
+      mm, {NodeInput{test::random_tensor({131, 45}, 1)}, NodeInput{test::random_tensor({45, 133}, 2), true}});
+  EXPECT_NE(msg.find("fast128x64 GEMM kernel has no configuration with a K slab of 8"), std::string::npos)
+      << msg;
+}
+
 // ---- Heavy: the full cross product (scripts/test --heavy) ----
 
 constexpr Layout kLayouts[] = {{false, false, true},
@@ -806,7 +832,7 @@ TEST(GemmPlanner, ForcedKernelsThatCannotRunAreErrorsNamingTheNode) {
   ops::NodeInfo unknown = node("Gemm");
   unknown.attributes.set("wgi.kernel", std::string("fast256"));
   msg = plan_error(unknown, Inputs{NodeInput{a}, NodeInput{b}});
-  EXPECT_NE(msg.find("expected tiled, vec4, fast128, fast64 or gemv"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected tiled, vec4, fast128, fast64, fast128x64 or gemv"), std::string::npos) << msg;
 }
 
 // ---- Split-K: the tiled kernel over K chunks, then gemm_split_reduce.wgsl ----
@@ -903,7 +929,9 @@ TEST(SplitK, ForcedSplitsOnTheFastKernels) {
                              SplitCase{"fast64", 65, 64, 40, 5, {false, true, true}, "Clip"},
                              SplitCase{"fast128", 130, 129, 515, 2, {true, false, false}, ""},
                              SplitCase{"fast128", 3, 200, 96, 3, {false, false, true}, "Relu"},
-                             SplitCase{"fast64", 20, 30, 600, 3, {false, true, true}, "GeluTanh"}}) {
+                             SplitCase{"fast64", 20, 30, 600, 3, {false, true, true}, "GeluTanh"},
+                             SplitCase{"fast128x64", 131, 66, 700, 3, {false, true, true}, "Relu"},
+                             SplitCase{"fast128x64", 9, 130, 260, 4, {true, false, false}, ""}}) {
     expect_forced_split(c);
   }
   Tensor a = test::random_tensor({2, 3, 66, 520}, 321);
