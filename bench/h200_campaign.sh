@@ -59,7 +59,8 @@
 # variants: A/B of builds: `wgi` and each carried `wgi_<variant>` (another commit, a change reverted) in
 #         alternating rounds on the three vision models, DaViT with shader robustness on, then DaViT's per-op
 #         GPU times and trace per build. VARIANTS_QUICK=1: the rounds only; VARIANT_BATCH (1) and
-#         VARIANT_BENCH_ARGS (--runs 30) are the rounds' batch and `wgi bench` options.
+#         VARIANT_BENCH_ARGS (--runs 30) are the rounds' batch and `wgi bench` options, VARIANT_MODELS their
+#         folders' names; VARIANT_TORCH=1 adds PyTorch eager on the same models and batch.
 # shaders: the GEMM kernel round: registers and workgroup memory of the hot kernels as the driver compiled
 #         them (bench/shader_stats.sh; SHADER_FILTERS overrides the benchmarks, "none" skips them), the fast
 #         GEMM configurations and the planner's products (GEMM_FILTER) for wgi_bench_ops and each carried
@@ -347,7 +348,8 @@ elif [[ $mode == variants ]]; then
   # commit or with a change reverted), alternating over two rounds on the vision models (rules, no tuning
   # cache), then a DaViT trace per variant (<variant>_davit_trace.json).
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
-  vision=("$models"/florence2_vision_base_opset17 "$models"/siglip_vision_base_opset17 "$models"/resnet50_opset17)
+  read -ra names <<<"${VARIANT_MODELS:-florence2_vision_base_opset17 siglip_vision_base_opset17 resnet50_opset17}"
+  vision=("${names[@]/#/$models/}")
   mapfile -t builds < <(carried_builds)
   # VARIANT_ENV="A=1 A=2": each assignment is a variant of every build too (e.g. WGI_DISPATCHES_PER_SUBMIT).
   read -ra settings <<<"${VARIANT_ENV:-}"
@@ -368,6 +370,10 @@ elif [[ $mode == variants ]]; then
         done
       done
     done
+    if [[ -n ${VARIANT_TORCH:-} ]]; then  # PyTorch eager on the same models and batch, in the same call
+      stamp "torch eager batch ${VARIANT_BATCH:-1}"
+      WGI_PEER_BATCH=${VARIANT_BATCH:-1} timeout 150 python3 bench/model_torch_peer.py "${vision[@]}" 2>&1
+    fi
     if [[ -n ${VARIANTS_QUICK:-} ]]; then stamp done; exit 0; fi  # the rounds only
     for build in "${builds[@]}"; do  # with Dawn's shader robustness, as browsers run it
       stamp "robust $build florence2_vision_base_opset17"
