@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <tuple>
 
 #include "core/integer_math.h"
 #include "gpu/commands.h"
@@ -173,10 +174,11 @@ double time_node(gpu::Device& device, const PreparedNode& node, bool timestamps,
   return median(samples);
 }
 
-// Chunk counts worth trying for a `tile` x `tile` output tile (see gemm_candidates).
-std::vector<uint32_t> split_candidates(const GemmProblemKey& p, uint32_t tile) {
+// Chunk counts worth trying for a `tile_m` x `tile_n` output tile (see gemm_candidates).
+std::vector<uint32_t> split_candidates(const GemmProblemKey& p, uint32_t tile_m, uint32_t tile_n) {
   if (!p.splittable) return {};
-  const uint64_t tiles = uint64_t{ceil_div(p.m, tile)} * ceil_div(p.n, tile) * std::max<uint32_t>(1, p.batch);
+  const uint64_t tiles =
+      uint64_t{ceil_div(p.m, tile_m)} * ceil_div(p.n, tile_n) * std::max<uint32_t>(1, p.batch);
   if (tiles >= 512) return {};
   std::vector<uint32_t> out;
   for (uint32_t s : {2u, 3u, 4u, 6u, 8u, 16u, 32u, 64u}) {
@@ -217,9 +219,13 @@ std::vector<GemmChoice> gemm_candidates(const GemmProblemKey& p, const gpu::Capa
   }
   // Below 16 rows or columns a fast tile is at least 75% idle: GEMV and the 32x32 tiles cover those.
   if (p.m >= 16 && p.n >= 16) {
-    for (uint32_t tile : {128u, 64u}) {
-      if (tile == 128 && std::max(p.m, p.n) <= 64) continue;  // the 64 tile holds it with less waste
-      const GemmKernel kernel = tile == 128 ? GemmKernel::Fast128 : GemmKernel::Fast64;
+    // The 128x64 rectangle: twice the 128 tile's workgroups where its last wave would be mostly empty.
+    for (const auto& [kernel, tile_m, tile_n] :
+         std::vector<std::tuple<GemmKernel, uint32_t, uint32_t>>{{GemmKernel::Fast128, 128, 128},
+                                                                 {GemmKernel::Fast64, 64, 64},
+                                                                 {GemmKernel::Fast128x64, 128, 64}}) {
+      if (tile_m == 128 && std::max(p.m, p.n) <= 64) continue;  // the 64 tile holds it with less waste
+      if (tile_m != tile_n && p.m <= 64) continue;              // as many rows: the 64 tile again
       std::vector<GemmChoice> unsplit;
       for (const auto& [tile_k, stages] :
            std::vector<std::pair<uint32_t, uint32_t>>{{16, 1}, {16, 2}, {8, 1}, {8, 2}, {32, 1}, {32, 2}}) {
@@ -228,8 +234,10 @@ std::vector<GemmChoice> gemm_candidates(const GemmProblemKey& p, const gpu::Capa
       }
       // Splits on the two configurations the planner prefers (16-deep slabs when they fit): crossing every
       // configuration with every split would multiply the count for little.
-      for (size_t i = 0; i < std::min<size_t>(2, unsplit.size()); ++i) {
-        for (uint32_t s : split_candidates(p, tile)) {
+      // The rectangle's splits on its preferred configuration only.
+      const size_t split_configs = tile_m == tile_n ? 2 : 1;
+      for (size_t i = 0; i < std::min(split_configs, unsplit.size()); ++i) {
+        for (uint32_t s : split_candidates(p, tile_m, tile_n)) {
           GemmChoice c = unsplit[i];
           c.split_k = s;
           add(c);
@@ -237,7 +245,7 @@ std::vector<GemmChoice> gemm_candidates(const GemmProblemKey& p, const gpu::Capa
       }
     }
   }
-  for (uint32_t s : split_candidates(p, 32)) add({GemmKernel::Tiled, 0, 0, s, 0});
+  for (uint32_t s : split_candidates(p, 32, 32)) add({GemmKernel::Tiled, 0, 0, s, 0});
   return out;
 }
 

@@ -19,11 +19,12 @@ ops::GemmChoice default_gemm_choice(const ops::GemmProblemKey& problem, const gp
 
 // The configurations tried for `problem`, all of which the device can run (validated as forced choices):
 // the default first; the seeds' tiled and vec4 kernels; GEMV with 4 to 256 lanes per column when M <= 8 (not
-// more lanes than K has vec4s to share); fast128 (when M or N exceeds 64) and fast64 (M, N >= 16) in every
-// workgroup-memory configuration (K slab 8/16/32, 1 or 2 buffers); and where the call site splits K and
-// the product has few output tiles (< 512), splits of 2 to 64 chunks at least 128 deep, for at most 2048
-// workgroups, on the tiled kernel and on the two preferred configurations of each fast tile. A few dozen at
-// most (196x768x3072 on the H200's limits: about 40).
+// more lanes than K has vec4s to share); fast128 (when M or N exceeds 64), fast64 (M, N >= 16) and the 128x64
+// rectangle (M > 64) in every workgroup-memory configuration (K slab 8/16/32, 1 or 2 buffers, as each tile
+// allows); and where the call site splits K and the product has few output tiles (< 512), splits of 2 to 64
+// chunks at least 128 deep, for at most 2048 workgroups, on the tiled kernel, on the two preferred
+// configurations of each square fast tile and on the rectangle's first. A few dozen at most (196x768x3072 on
+// the H200's limits: about 50).
 std::vector<ops::GemmChoice> gemm_candidates(const ops::GemmProblemKey& problem,
                                              const gpu::Capabilities& caps);
 
