@@ -635,7 +635,7 @@ class FastGemmHeavyTest : public ::testing::TestWithParam<Mnk> {};
 
 TEST_P(FastGemmHeavyTest, EveryLayoutMatchesFloat64Reference) {
   const auto [m, n, k] = GetParam();
-  for (const char* kernel : {"fast128", "fast64"}) {
+  for (const char* kernel : {"fast128", "fast64", "fast128x64"}) {
     for (const Layout& l : kLayouts) {
       expect_gemm(Forced{kernel}, l, {m, n, k, {n}, 0.5f, 2.0f}, std::string("gemm_") + kernel);
     }
@@ -665,7 +665,7 @@ TEST(FastGemmHeavy, EveryWorkgroupMemoryConfigurationTheDeviceHoldsRuns) {
 }
 
 TEST(FastGemmHeavy, ActivationsAndPointwiseConvolutionOnEveryTile) {
-  for (const char* kernel : {"fast128", "fast64"}) {
+  for (const char* kernel : {"fast128", "fast64", "fast128x64"}) {
     for (const char* act : {"Relu", "Clip"}) {
       const Forced f{kernel, 0, 0, 0, act};
       expect_gemm(f, {false, false, true}, {70, 66, 24, {66}}, std::string("gemm_") + kernel);
