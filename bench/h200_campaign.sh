@@ -77,7 +77,8 @@
 #         without planning ahead, and the steady step; plan_nodes per step (wgi_bench_planning if carried).
 # variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
 #         SigLIP fp16/q4, the q4 decoder step and the quantized products. Packed as `models` plus the variants.
-#         VARIANT_FILES=davit: DaViT's fp32 and fp16 files only; VARIANT_ROUNDS (2), VARIANT_BENCH_ARGS (--runs 30).
+#         VARIANT_FILES=davit: DaViT's fp32 and fp16 files only; VARIANT_ROUNDS (2), VARIANT_BENCH_ARGS (--runs 30);
+#         VARIANT_TRACES=1: each build's trace of each file (trace_<build>_<file>.json, for bench/trace_diff.py).
 # throughput: issue 21's batch table: DaViT-base, SigLIP-B and ResNet-50 at batch 1 and 8 (wgi bench, inputs on
 #         the device, two alternating rounds) beside PyTorch eager fp32 at the same batches (WGI_PEER_BATCH),
 #         then wgi's per-op-type GPU times at batch 8, the planner's products with a float32 and a float16
@@ -426,6 +427,15 @@ elif [[ $mode == variant_files ]]; then
           --device-inputs 2>&1 | grep -E '^run'
       done
     done
+    if [[ -n ${VARIANT_TRACES:-} ]]; then  # each build's per-node GPU times of each file (bench/trace_diff.py)
+      for build in "${builds[@]}"; do
+        for f in "${files[@]}"; do
+          stamp "trace $build $(basename "$f")"
+          timeout 60 "$build" bench "$f" --random-inputs 1 --dim batch=1 --runs 10 --profile \
+            --trace "$out/trace_${build}_$(basename "$f" .onnx).json" 2>&1 | grep -E '^run'
+        done
+      done
+    fi
     for build in "${builds[@]}"; do
       bench=.device/bin/${build}_quantized
       [[ $build == wgi ]] && bench=$(command -v wgi_bench_quantized)
