@@ -11,7 +11,9 @@
 // workgroup memory configurations (K slab, buffers) and GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/
 // M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight. The Gemms of
 // BM_Linear, BM_LinearKernel, BM_LinearModel, BM_LinearSplit and BM_LinearConfig get a float16 weight with
-// WGI_BENCH_WEIGHT_DTYPE=float16 (float32 by default).
+// WGI_BENCH_WEIGHT_DTYPE=float16 (float32 by default), and the epilogue of a model's forms with
+// WGI_BENCH_EPILOGUE=residual (a fused residual input, as graph::fuse_residual_adds makes), gelu (a fused
+// Gelu) or residual_gelu (both); plain by default.
 // BM_Conv/n:../ic:../oc:../hw:../k:../s:../g:.. runs the conv planner's choice (names as
 // bench/torch_peer.py's), BM_ConvKernel/<implicit_gemm128|implicit_gemm64|depthwise_rows|depthwise|direct|
 // gemm>/... each conv kernel forced, BM_ConvConfig/igemm<tile>_k<slab>s<buffers>/... the implicit GEMM's
@@ -32,6 +34,7 @@
 #include "bench_timing.h"
 #include "gpu/device.h"
 #include "ops/float16.h"
+#include "ops/internal_ops.h"
 #include "runtime/node_runner.h"
 #include "support/tensor_check.h"
 
@@ -73,6 +76,21 @@ void run_linear(benchmark::State& state,
   std::vector<std::optional<NodeInput>> inputs = {NodeInput{wgi::test::random_tensor({m, k}, 1)},
                                                   NodeInput{weight, true},
                                                   NodeInput{wgi::test::random_tensor({n}, 3), true}};
+  // WGI_BENCH_EPILOGUE: the residual and Gelu forms of a transformer's products, whose kernels run the
+  // epilogue in a second, in-place pass (linear/gemm_fast.wgsl's IN_PLACE_EPILOGUE).
+  if (const char* epilogue = std::getenv("WGI_BENCH_EPILOGUE")) {
+    const std::string e = epilogue;
+    if (e != "plain" && e != "residual" && e != "gelu" && e != "residual_gelu") {
+      state.SkipWithError("WGI_BENCH_EPILOGUE must be plain, residual, gelu or residual_gelu");
+      return;
+    }
+    if (e == "residual" || e == "residual_gelu") {
+      node.attributes.set(wgi::ops::kFusedResidualAttribute, int64_t{1});
+      inputs.push_back(NodeInput{wgi::test::random_tensor({m, n}, 4)});
+    }
+    if (e == "gelu" || e == "residual_gelu")
+      node.attributes.set(wgi::ops::kFusedActivationAttribute, std::string("Gelu"));
+  }
   std::unique_ptr<wgi::runtime::PreparedNode> prepared = prepare_or_skip(state, node, inputs);
   if (!prepared) return;
   run_prepared(state, *prepared, 2.0 * m * n * k);

@@ -94,7 +94,8 @@
 #         the planner's products and the 128 tile's slab configurations with each weight dtype
 #         (WGI_BENCH_WEIGHT_DTYPE) for wgi_bench_ops and each carried .device/bin/wgi_<variant>_bench, two
 #         rounds, then what the driver compiled the 4096 x 1024 x 1024 product into for each (registers:
-#         bench/shader_stats.sh). Packed as `shaders` plus variants; ~2 min.
+#         bench/shader_stats.sh). Packed as `shaders` plus variants; ~2 min. F16_EPILOGUES="plain residual
+#         gelu" also times the model's residual and Gelu forms (WGI_BENCH_EPILOGUE), each with its statistics.
 # fp16_profile: DaViT-base fp32 and its fp16 variant, per-node GPU times of each (`wgi bench --profile`, and
 #         traces for bench/trace_diff.py).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
@@ -724,22 +725,28 @@ elif [[ $mode == f16_weights ]]; then
   filter=${F16_FILTER:-'BM_Linear/(2048|4096|9216)/|BM_LinearConfig/fast128_k(8s2|16s1|16s2)/(2048|4096)/'}
   {
     stamp_machine
+    read -ra epilogues <<<"${F16_EPILOGUES:-plain}"
     for round in 1 2; do
       for bench in "${benches[@]}"; do
-        for dtype in float32 float16; do
-          [[ $dtype == float32 && $bench != wgi_bench_ops ]] && continue  # variants change float16 only
-          stamp "round $round $bench weight $dtype"
-          PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_DTYPE=$dtype timeout 90 "$bench" --benchmark_min_time=0.1 \
-            --benchmark_filter="$filter" 2>&1 | grep manual_time
+        for epilogue in "${epilogues[@]}"; do
+          for dtype in float32 float16; do
+            [[ $dtype == float32 && $bench != wgi_bench_ops ]] && continue  # variants change float16 only
+            stamp "round $round $bench weight $dtype epilogue $epilogue"
+            PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_DTYPE=$dtype WGI_BENCH_EPILOGUE=$epilogue timeout 90 \
+              "$bench" --benchmark_min_time=0.1 --benchmark_filter="$filter" 2>&1 | grep manual_time
+          done
         done
       done
     done
     for bench in "${benches[@]}"; do
-      for dtype in float32 float16; do
-        [[ $dtype == float32 && $bench != wgi_bench_ops ]] && continue
-        stamp "shader statistics $bench weight $dtype"
-        PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_DTYPE=$dtype WGI_SHADER_STATS_BENCH=$bench timeout 60 \
-          bash bench/shader_stats.sh "$out/stats_${bench}_$dtype" 'BM_Linear/4096/1024/1024'
+      for epilogue in "${epilogues[@]}"; do
+        for dtype in float32 float16; do
+          [[ $dtype == float32 && $bench != wgi_bench_ops ]] && continue
+          stamp "shader statistics $bench weight $dtype epilogue $epilogue"
+          PATH=".device/bin:$PATH" WGI_BENCH_WEIGHT_DTYPE=$dtype WGI_BENCH_EPILOGUE=$epilogue \
+            WGI_SHADER_STATS_BENCH=$bench timeout 60 \
+            bash bench/shader_stats.sh "$out/stats_${bench}_${dtype}_$epilogue" 'BM_Linear/4096/1024/1024'
+        done
       done
     done
     stamp done
