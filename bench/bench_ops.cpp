@@ -5,15 +5,15 @@
 // amortised. The FLOP rate counts 2 FLOP per multiply-add.
 //
 // Sizes: WGI_BENCH_SIZE=small (default; fits CPU adapters) or large (the H200 campaign: 4096^3 GEMM, ...).
-// BM_Linear/M/N/K runs the planner's choice (WGI_BENCH_KERNEL=tiled|vec4|fast128|fast64|gemv forces one, as
-// the wgi.kernel attribute); its names match bench/torch_peer.py's. BM_LinearKernel/<kernel>/M/N/K runs
-// every GEMM kernel forced on the shapes it is meant for, BM_LinearConfig/<config>/M/N/K the fast kernels'
-// workgroup memory configurations (K slab, buffers) and GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/
-// M/N/K a product with a runtime B [K, N] (attention, 1x1 conv) instead of the prepacked weight. The Gemms of
-// BM_Linear, BM_LinearKernel, BM_LinearModel, BM_LinearSplit and BM_LinearConfig get a float16 weight with
-// WGI_BENCH_WEIGHT_DTYPE=float16 (float32 by default), and the epilogue of a model's forms with
-// WGI_BENCH_EPILOGUE=residual (a fused residual input, as graph::fuse_residual_adds makes), gelu (a fused
-// Gelu) or residual_gelu (both); plain by default.
+// BM_Linear/M/N/K runs the planner's choice (WGI_BENCH_KERNEL=tiled|vec4|fast128|fast64|fast128x64|gemv
+// forces one, as the wgi.kernel attribute); its names match bench/torch_peer.py's.
+// BM_LinearKernel/<kernel>/M/N/K runs every GEMM kernel forced on the shapes it is meant for,
+// BM_LinearConfig/<config>/M/N/K the fast kernels' workgroup memory configurations (K slab, buffers) and
+// GEMV's lane counts, and BM_MatMulRuntimeB/<kernel>/M/N/K a product with a runtime B [K, N] (attention, 1x1
+// conv) instead of the prepacked weight. The Gemms of BM_Linear, BM_LinearKernel, BM_LinearModel,
+// BM_LinearSplit and BM_LinearConfig get a float16 weight with WGI_BENCH_WEIGHT_DTYPE=float16 (float32 by
+// default), and the epilogue of a model's forms with WGI_BENCH_EPILOGUE=residual (a fused residual input, as
+// graph::fuse_residual_adds makes), gelu (a fused Gelu) or residual_gelu (both); plain by default.
 // BM_Conv/n:../ic:../oc:../hw:../k:../s:../g:.. runs the conv planner's choice (names as
 // bench/torch_peer.py's), BM_ConvKernel/<implicit_gemm128|implicit_gemm64|depthwise_rows|depthwise|direct|
 // gemm>/... each conv kernel forced, BM_ConvConfig/igemm<tile>_k<slab>s<buffers>/... the implicit GEMM's
