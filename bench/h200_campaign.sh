@@ -51,9 +51,10 @@
 # splits: the target models' GEMM products on the planner's choice and on each fast tile with K split into
 #         1..8 chunks (bench/split_table.py makes the table); ~2 min. Packed as `models`. SPLITS_FILTER (a
 #         benchmark regex) narrows the products, e.g. 'BM_Linear(Model|Split)/.*/1576/'.
-# conv_layers: ResNet-50 at batch LAYERS_BATCH (8) conv by conv: wgi's per-node GPU times (`wgi bench --trace`)
-#         beside each conv alone in PyTorch (cuDNN, WGI_PEER_LAYERS=1), joined by bench/layer_table.py; ~1 min.
-#         Packed as `models` (resnet50_opset17 suffices).
+# layers: a model at batch LAYERS_BATCH (8) layer by layer: wgi's per-node GPU times (`wgi bench --trace`) of
+#         its Conv / MatMul / Gemm nodes beside each Conv2d / Linear alone in PyTorch (cuDNN, cuBLAS;
+#         WGI_PEER_LAYERS=1), joined by bench/layer_table.py; LAYERS_MODEL is the folder (resnet50_opset17;
+#         siglip_vision_base_opset17, florence2_vision_base_opset17); ~1 min. Packed as `models`.
 # profile: per-node GPU times and traces of the three vision models (rules, default device), then DaViT's
 #         downsampling convs against cuDNN with every implicit-GEMM split forced; ~2 min.
 # variants: A/B of builds: `wgi` and each carried `wgi_<variant>` (another commit, a change reverted) in
@@ -119,8 +120,8 @@
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
-modes="conv conv_layers decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
-  models pipelines pipelines_equal profile quantized shaders splits sweep throughput tokens tokens_decode
+modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
+  layers models pipelines pipelines_equal profile quantized shaders splits sweep throughput tokens tokens_decode
   tokens_pipelines tuned variant_files variants"
 modes=$(echo $modes)  # one line, single spaces
 mode=${1:?usage: bench/h200_campaign.sh MODE (one of: $modes; each described above)}
@@ -687,22 +688,23 @@ elif [[ $mode == throughput ]]; then
     profile_davit_fp16
     stamp done
   } >"$out/throughput.txt" 2>&1
-elif [[ $mode == conv_layers ]]; then
+elif [[ $mode == layers ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
-  batch=${LAYERS_BATCH:-8} dir=$models/resnet50_opset17
+  batch=${LAYERS_BATCH:-8} name=${LAYERS_MODEL:-resnet50_opset17}
+  dir=$models/$name
   {
     stamp_machine
     stamp prepare; prepare_models
-    stamp "wgi ResNet-50 batch $batch"
+    stamp "wgi $name batch $batch"
     timeout 120 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch="$batch" --runs 10 --device-inputs \
-      --profile --trace "$out/resnet50_b${batch}_trace.json" 2>&1 | grep -E '^(run|graph)'
-    stamp "torch eager ResNet-50 batch $batch, conv by conv"
+      --profile --trace "$out/${name}_b${batch}_trace.json" 2>&1 | grep -E '^(run|graph)'
+    stamp "torch eager $name batch $batch, layer by layer"
     WGI_PEER_BATCH=$batch WGI_PEER_LAYERS=1 timeout 200 python3 bench/model_torch_peer.py "$dir" \
-      >"$out/resnet50_b${batch}_torch_layers.jsonl" 2>&1
-    grep -v '"layer"' "$out/resnet50_b${batch}_torch_layers.jsonl"
-    python3 bench/layer_table.py "$out/resnet50_b${batch}_trace.json" "$out/resnet50_b${batch}_torch_layers.jsonl"
+      >"$out/${name}_b${batch}_torch_layers.jsonl" 2>&1
+    grep -v '"layer"' "$out/${name}_b${batch}_torch_layers.jsonl"
+    python3 bench/layer_table.py "$out/${name}_b${batch}_trace.json" "$out/${name}_b${batch}_torch_layers.jsonl"
     stamp done
-  } >"$out/conv_layers.txt" 2>&1
+  } >"$out/layers_${name}_b$batch.txt" 2>&1
 elif [[ $mode == gemv_sweep ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE="" WGI_BENCH_SIZE=large
   {

@@ -8,9 +8,9 @@ Decoder steps are timed at one new token after 64, with 590 encoder tokens (the 
 on their values.
 Prints one JSON object per line: {"model": ..., "batch": ..., "median_ms": ..., "p90_ms": ..., "runs": ...}.
 WGI_PEER_BATCH=n runs the vision models on n copies of their image (issue 21's batch-8 table); decoder steps
-stay at batch 1. WGI_PEER_LAYERS=1 also times each Conv2d module alone on the input it saw in the model
-({"model", "layer": "layer2.0.conv2", "shape": ..., "median_ms"}), to set beside `wgi bench --trace`'s node
-of the same name ('/layer2/layer2.0/conv2/Conv').
+stay at batch 1. WGI_PEER_LAYERS=1 also times each Conv2d and Linear module alone on the input it saw in the
+model ({"model", "layer": "layer2.0.conv2", "kind": "conv" or "linear", "shape": ..., "median_ms"}), to set
+beside `wgi bench --trace`'s node of the same name ('/layer2/layer2.0/conv2/Conv'; bench/layer_table.py).
 
     python3 bench/model_torch_peer.py build/models-large/*_opset17
 """
@@ -100,8 +100,10 @@ def median_p90(fn, runs=RUNS, warmup=5):
     return times[len(times) // 2], times[int(0.9 * len(times))]
 
 
-def conv_layer_times(module, args):
-    """Each Conv2d of `module` timed alone (cuDNN, the same flags) on the input it received in one forward."""
+def layer_times(module, args):
+    """Each Conv2d and Linear of `module` timed alone (cuDNN / cuBLAS, the same flags) on the input it
+    received in one forward. A module called inside another's functional code (nn.MultiheadAttention's
+    projections) is not seen."""
     seen = {}
 
     def keep(name):
@@ -110,13 +112,21 @@ def conv_layer_times(module, args):
         return hook
 
     hooks = [m.register_forward_hook(keep(name)) for name, m in module.named_modules()
-             if isinstance(m, torch.nn.Conv2d)]
+             if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
     module(*args)
     for h in hooks:
         h.remove()
-    for name, (conv, x) in seen.items():
-        median, _ = median_p90(lambda: conv(x))
-        yield name, list(x.shape), conv, median
+    for name, (layer, x) in seen.items():
+        median, _ = median_p90(lambda: layer(x))
+        yield name, list(x.shape), layer, median
+
+
+def layer_record(model, name, shape, layer, ms):
+    if isinstance(layer, torch.nn.Linear):
+        return {"model": model, "layer": name, "kind": "linear", "shape": shape, "out": layer.out_features,
+                "median_ms": round(ms, 4)}
+    return {"model": model, "layer": name, "kind": "conv", "shape": shape, "oc": layer.out_channels,
+            "kernel": list(layer.kernel_size), "stride": list(layer.stride), "median_ms": round(ms, 4)}
 
 
 def main(folders):
@@ -138,10 +148,8 @@ def main(folders):
                           "median_ms": round(median, 3), "p90_ms": round(p90, 3), "runs": RUNS}), flush=True)
         if os.environ.get("WGI_PEER_LAYERS") == "1":
             with torch.no_grad():
-                for layer, shape, conv, ms in conv_layer_times(module, args):
-                    print(json.dumps({"model": name, "layer": layer, "shape": shape,
-                                      "oc": conv.out_channels, "kernel": list(conv.kernel_size),
-                                      "stride": list(conv.stride), "median_ms": round(ms, 4)}), flush=True)
+                for layer_name, shape, layer, ms in layer_times(module, args):
+                    print(json.dumps(layer_record(name, layer_name, shape, layer, ms)), flush=True)
         del module, args
         if device == "cuda":
             torch.cuda.empty_cache()
