@@ -86,6 +86,12 @@
 #         weight (WGI_BENCH_WEIGHT_DTYPE), and DaViT's fp32 and fp16 files traced node by node at batch 1
 #         (their per-node times side by side: bench/trace_diff.py). Packed as `models` (the three
 #         vision folders suffice).
+# throughput_ab: issue 21's batch-8 models as an A/B of builds in one call (~5 min): `wgi` and each carried
+#         .device/bin/wgi_<variant> (e.g. the last session's build) on SigLIP-B and ResNet-50 at batch 8 and 1
+#         with PyTorch eager beside them (variants mode), the 1576-row products on every fast tile (the 128x64
+#         rectangle included: splits mode), then ResNet-50 and SigLIP-B at batch 8 layer by layer (layers
+#         mode); traces and JSON are deleted once their tables are written (at most 8 files come back).
+#         Packed as `models` (the SigLIP and ResNet-50 folders suffice).
 # gemv_sweep: the quantized LM head (q4, q4 with zero points, q8; 1 and 4 rows) with its weights out of the L2
 #         cache (WGI_BENCH_WEIGHT_COPIES=4) for wgi_bench_quantized and each carried
 #         .device/bin/wgi_<variant>_quantized in three alternating rounds, then the q4 GEMV's lanes per column
@@ -121,7 +127,8 @@
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
 modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
-  layers models pipelines pipelines_equal profile quantized shaders splits sweep throughput tokens tokens_decode
+  layers models pipelines pipelines_equal profile quantized shaders splits sweep throughput throughput_ab tokens
+  tokens_decode
   tokens_pipelines tuned variant_files variants"
 modes=$(echo $modes)  # one line, single spaces
 mode=${1:?usage: bench/h200_campaign.sh MODE (one of: $modes; each described above)}
@@ -196,8 +203,9 @@ import os, sys
 import numpy as np
 rng = np.random.default_rng(20261201)  # florence_siglip.SEED; build_cases draws florence's then siglip's input
 for name, size in (("florence2_vision_base_opset17", 768), ("siglip_vision_base_opset17", 224)):
-    x = rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)
-    np.save(os.path.join(sys.argv[1], name, "input_pixel_values.npy"), x)
+    x = rng.uniform(-1, 1, (1, 3, size, size)).astype(np.float32)  # drawn either way: SigLIP's is the second
+    if os.path.isdir(os.path.join(sys.argv[1], name)):  # a pack may carry only some of the folders
+        np.save(os.path.join(sys.argv[1], name, "input_pixel_values.npy"), x)
 EOF
   touch "$models/.prepared"
 }
@@ -688,6 +696,20 @@ elif [[ $mode == throughput ]]; then
     profile_davit_fp16
     stamp done
   } >"$out/throughput.txt" 2>&1
+elif [[ $mode == throughput_ab ]]; then
+  # Each part is this script's own mode, run again with its settings; their tables stay, their raw files go.
+  self=${BASH_SOURCE[0]}
+  models2="siglip_vision_base_opset17 resnet50_opset17"
+  VARIANT_MODELS=$models2 VARIANTS_QUICK=1 VARIANT_TORCH=1 VARIANT_BATCH=8 \
+    VARIANT_BENCH_ARGS="--runs 20 --device-inputs" OUT=$out/b8 timeout 200 bash "$self" variants
+  SPLITS_FILTER='BM_Linear(Model/planner|Split/fast128x64_s[1-4]|Split/fast128_s1|Split/fast64_s1)/.*1576/' \
+    timeout 100 bash "$self" splits
+  for name in resnet50_opset17 siglip_vision_base_opset17; do
+    LAYERS_MODEL=$name timeout 100 bash "$self" layers
+  done
+  VARIANT_MODELS=$models2 VARIANTS_QUICK=1 VARIANT_TORCH=1 VARIANT_BENCH_ARGS="--runs 20 --device-inputs" \
+    OUT=$out/b1 timeout 120 bash "$self" variants
+  rm -f "$out"/*.json "$out"/*.jsonl
 elif [[ $mode == layers ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   batch=${LAYERS_BATCH:-8} name=${LAYERS_MODEL:-resnet50_opset17}
