@@ -650,13 +650,16 @@ INSTANTIATE_TEST_SUITE_P(Sizes, FastGemmHeavyTest,
 
 TEST(FastGemmHeavy, EveryWorkgroupMemoryConfigurationTheDeviceHoldsRuns) {
   const uint32_t storage = test::device().capabilities().limits.max_compute_workgroup_storage_size;
-  for (int64_t tile : {128, 64}) {
+  for (const auto& [name, tile_m, tile_n] :
+       {std::tuple{"fast128", 128, 128}, std::tuple{"fast64", 64, 64}, std::tuple{"fast128x64", 128, 64}}) {
     for (int64_t tile_k : {8, 16, 32}) {
       for (int64_t stages : {1, 2}) {
-        if ((tile * tile_k) % 1024 != 0 || stages * tile_k * 2 * (tile / 4 + 1) * 16 > storage) continue;
-        const Forced f{tile == 128 ? "fast128" : "fast64", tile_k, stages};
+        if ((tile_n * tile_k) % 1024 != 0 ||
+            stages * tile_k * ((tile_m / 4 + 1) + (tile_n / 4 + 1)) * 16 > static_cast<int64_t>(storage))
+          continue;
+        const Forced f{name, tile_k, stages};
         std::ostringstream label;
-        label << "gemm_fast" << tile << "_k" << tile_k << "s" << stages;
+        label << "gemm_" << name << "_k" << tile_k << "s" << stages;
         expect_gemm(f, {false, false, true}, {131, 133, 45, {133}}, label.str());
         expect_gemm(f, {false, false, false}, {70, 68, 52, {70, 1}}, label.str());
       }
