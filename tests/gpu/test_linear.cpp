@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "ops/float16.h"
 #include "ops/fused_activation.h"
