@@ -128,8 +128,7 @@
 set -uo pipefail
 modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
   layers models pipelines pipelines_equal profile quantized shaders splits sweep throughput throughput_ab tokens
-  tokens_decode
-  tokens_pipelines tuned variant_files variants"
+  tokens_decode tokens_pipelines tuned variant_files variants"
 modes=$(echo $modes)  # one line, single spaces
 mode=${1:?usage: bench/h200_campaign.sh MODE (one of: $modes; each described above)}
 [[ " $modes " == *" $mode "* ]] || { echo "bench/h200_campaign.sh: unknown mode '$mode' (one of: $modes)" >&2; exit 2; }
@@ -713,18 +712,17 @@ elif [[ $mode == throughput_ab ]]; then
 elif [[ $mode == layers ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   batch=${LAYERS_BATCH:-8} name=${LAYERS_MODEL:-resnet50_opset17}
-  dir=$models/$name
+  dir=$models/$name trace=$out/${name}_b${batch}_trace.json layers=$out/${name}_b${batch}_torch_layers.jsonl
   {
     stamp_machine
     stamp prepare; prepare_models
     stamp "wgi $name batch $batch"
     timeout 120 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch="$batch" --runs 10 --device-inputs \
-      --profile --trace "$out/${name}_b${batch}_trace.json" 2>&1 | grep -E '^(run|graph)'
+      --profile --trace "$trace" 2>&1 | grep -E '^(run|graph)'
     stamp "torch eager $name batch $batch, layer by layer"
-    WGI_PEER_BATCH=$batch WGI_PEER_LAYERS=1 timeout 200 python3 bench/model_torch_peer.py "$dir" \
-      >"$out/${name}_b${batch}_torch_layers.jsonl" 2>&1
-    grep -v '"layer"' "$out/${name}_b${batch}_torch_layers.jsonl"
-    python3 bench/layer_table.py "$out/${name}_b${batch}_trace.json" "$out/${name}_b${batch}_torch_layers.jsonl"
+    WGI_PEER_BATCH=$batch WGI_PEER_LAYERS=1 timeout 200 python3 bench/model_torch_peer.py "$dir" >"$layers" 2>&1
+    grep -v '"layer"' "$layers"
+    python3 bench/layer_table.py "$trace" "$layers"
     stamp done
   } >"$out/layers_${name}_b$batch.txt" 2>&1
 elif [[ $mode == gemv_sweep ]]; then

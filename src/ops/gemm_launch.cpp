@@ -63,15 +63,6 @@ constexpr uint64_t kFast128SplitChunk = 768;
 // this many workgroups.
 constexpr uint64_t kGemvMinWorkgroups = 256;
 
-std::string fast_name(uint32_t tile_m, uint32_t tile_n) {
-  return "fast" + std::to_string(tile_m) + (tile_m == tile_n ? "" : "x" + std::to_string(tile_n));
-}
-
-GemmKernel fast_kernel_for(uint32_t tile_m, uint32_t tile_n) {
-  if (tile_m != tile_n) return GemmKernel::Fast128x64;
-  return tile_m == 128 ? GemmKernel::Fast128 : GemmKernel::Fast64;
-}
-
 bool strides_multiple_of_4(const std::array<uint32_t, 4>& strides) {
   return std::all_of(strides.begin(), strides.end(), [](uint32_t s) { return s % 4 == 0; });
 }
@@ -117,11 +108,12 @@ uint32_t fast_storage_bytes(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, u
   return stages * tile_k * ((tile_m / 4 + 1) + (tile_n / 4 + 1)) * 16;
 }
 
-// The fast kernel with a `tile_m` x `tile_n` output tile in the first (K slab, stages) configuration that the
+// The fast `kernel` (its output tile: fast_gemm_tile) in the first (K slab, stages) configuration that the
 // device holds, in order of preference (or the forced one); nullopt with `why` set if none fits.
-std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Limits& limits, uint32_t tile_m,
-                                      uint32_t tile_n, std::string& why) {
-  const std::string name = fast_name(tile_m, tile_n);
+std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Limits& limits,
+                                      GemmKernel kernel, std::string& why) {
+  const auto [tile_m, tile_n] = fast_gemm_tile(kernel);
+  const std::string name = gemm_kernel_name(kernel);
   why = wide_workgroup_problem(limits, name);
   if (!why.empty()) return std::nullopt;
   // Double buffering removes a barrier per slab; a 16-deep slab halves the barriers again. Both cost
@@ -145,7 +137,7 @@ std::optional<GemmConfig> fast_config(const GemmLaunchSpec& spec, const gpu::Lim
       continue;
     }
     GemmConfig c;
-    c.kernel = fast_kernel_for(tile_m, tile_n);
+    c.kernel = kernel;
     c.tile_m = tile_m;
     c.tile_n = tile_n;
     c.tile_k = tile_k;
@@ -244,7 +236,7 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
     case GemmKernel::Fast128:
     case GemmKernel::Fast64:
     case GemmKernel::Fast128x64:
-      label = "gemm_" + fast_name(c.tile_m, c.tile_n) + "_k" + std::to_string(c.tile_k) + "s" +
+      label = "gemm_" + std::string(gemm_kernel_name(c.kernel)) + "_k" + std::to_string(c.tile_k) + "s" +
               std::to_string(c.stages) + (spec.a_km ? "_akm" : "") + (spec.b_nk ? "_bnk" : "_bkn") +
               (spec.a_row_map ? "_amap" : "") + (spec.out_row_map ? "_outmap" : "");
       break;
@@ -268,6 +260,20 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
 
 bool is_fast_gemm_kernel(GemmKernel kernel) {
   return kernel == GemmKernel::Fast128 || kernel == GemmKernel::Fast64 || kernel == GemmKernel::Fast128x64;
+}
+
+std::pair<uint32_t, uint32_t> fast_gemm_tile(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::Fast128:
+      return {128, 128};
+    case GemmKernel::Fast64:
+      return {64, 64};
+    case GemmKernel::Fast128x64:
+      return {128, 64};
+    default:
+      throw Error(std::string("fast_gemm_tile: ") + gemm_kernel_name(kernel) +
+                  " is not a fast kernel (internal)");
+  }
 }
 
 std::optional<GemmKernel> gemm_kernel_from_name(std::string_view name) {
@@ -375,7 +381,7 @@ bool gemm_views_supported(const gpu::Capabilities& caps) {
   GemmLaunchSpec probe;
   probe.m = probe.n = probe.k = 64;
   std::string why;
-  return fast_config(probe, caps.limits, 64, 64, why).has_value();
+  return fast_config(probe, caps.limits, GemmKernel::Fast64, why).has_value();
 }
 
 GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps) {
@@ -408,8 +414,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     case GemmKernel::Fast128:
     case GemmKernel::Fast64:
     case GemmKernel::Fast128x64: {
-      const uint32_t tile_m = spec.kernel == GemmKernel::Fast64 ? 64 : 128;
-      auto c = fast_config(spec, limits, tile_m, spec.kernel == GemmKernel::Fast128 ? 128 : 64, why);
+      auto c = fast_config(spec, limits, spec.kernel, why);
       if (!c) throw Error(why);
       return *c;
     }
@@ -439,7 +444,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
   if (views || (spec.m >= kFastMinExtent && spec.n >= kFastMinExtent)) {
     const uint64_t tiles128 = uint64_t{ceil_div(spec.m, 128)} * ceil_div(spec.n, 128) * spec.batch;
     std::string why128, why64;
-    std::optional<GemmConfig> c128 = fast_config(spec, limits, 128, 128, why128);
+    std::optional<GemmConfig> c128 = fast_config(spec, limits, GemmKernel::Fast128, why128);
     const bool tall = spec.m >= kFast128TallRows && spec.n >= kFast128TallMinColumns;
     // Fewer than 128 rows or columns leave most of a 128 tile padding: DaViT's 32x36864x32 (4 batches) ran
     // faster on the 64 tile (docs/performance.md, "Measurements behind the planner's rules").
@@ -448,7 +453,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
                      (tiles128 >= kFast128MidMinWorkgroups ||
                       (tiles128 >= kFast128MidShortKMinWorkgroups && spec.k < kFast128SplitMinK));
     if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall || mid)) return *c128;
-    if (auto c64 = fast_config(spec, limits, 64, 64, why64)) return *c64;
+    if (auto c64 = fast_config(spec, limits, GemmKernel::Fast64, why64)) return *c64;
     if (c128) return *c128;
     if (knobs_forced || views)
       throw Error(views ? why64 + (spec.b_quantized ? " (a weight-only quantized B needs it)"
@@ -815,7 +820,7 @@ GemmConfig choose_fast_buffers(const GemmLaunchSpec& spec, const GemmConfig& con
     return config;
   }
   std::string why;
-  std::optional<GemmConfig> c = fast_config(probe, limits, config.tile_m, config.tile_n, why);
+  std::optional<GemmConfig> c = fast_config(probe, limits, config.kernel, why);
   return c ? *c : config;
 }
 

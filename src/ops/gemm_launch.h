@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ops/fused_activation.h"
@@ -44,6 +45,8 @@ enum class GemmKernel { Auto, Tiled, Vec4, Fast128, Fast64, Fast128x64, Gemv };
 // The large-tile kernels of gemm_fast.wgsl (Fast128, Fast64, Fast128x64): their configurations have a K
 // slab and buffers, and they read strided views.
 bool is_fast_gemm_kernel(GemmKernel kernel);
+// A fast kernel's output tile, (rows, columns); throws wgi::Error for any other kernel.
+std::pair<uint32_t, uint32_t> fast_gemm_tile(GemmKernel kernel);
 
 // Node attributes that steer the GEMM planner on any node whose plan ends in a GEMM launch (tests, tuning;
 // their names in internal_ops.h, read with read_gemm_tuning_attributes). A forced choice that cannot run the

@@ -6,7 +6,6 @@
 #include <iostream>
 #include <memory>
 #include <random>
-#include <tuple>
 
 #include "core/integer_math.h"
 #include "gpu/commands.h"
@@ -220,10 +219,8 @@ std::vector<GemmChoice> gemm_candidates(const GemmProblemKey& p, const gpu::Capa
   // Below 16 rows or columns a fast tile is at least 75% idle: GEMV and the 32x32 tiles cover those.
   if (p.m >= 16 && p.n >= 16) {
     // The 128x64 rectangle: twice the 128 tile's workgroups where its last wave would be mostly empty.
-    for (const auto& [kernel, tile_m, tile_n] :
-         std::vector<std::tuple<GemmKernel, uint32_t, uint32_t>>{{GemmKernel::Fast128, 128, 128},
-                                                                 {GemmKernel::Fast64, 64, 64},
-                                                                 {GemmKernel::Fast128x64, 128, 64}}) {
+    for (GemmKernel kernel : {GemmKernel::Fast128, GemmKernel::Fast64, GemmKernel::Fast128x64}) {
+      const auto [tile_m, tile_n] = ops::fast_gemm_tile(kernel);
       if (tile_m == 128 && std::max(p.m, p.n) <= 64) continue;  // the 64 tile holds it with less waste
       if (tile_m != tile_n && p.m <= 64) continue;              // as many rows: the 64 tile again
       std::vector<GemmChoice> unsplit;
