@@ -249,6 +249,11 @@ void register_forced_kernels() {
               : std::vector<std::array<int64_t, 3>>{{100, 257, 300}};
   add(
       "BM_LinearModel/planner", [](benchmark::State& state) { run_linear(state, {}); }, model_products);
+  // The planner's choice as one launch: what it is without the wave tail (gemm_launch.h).
+  const Attributes one_launch = {{"wgi.gemm_head_rows", int64_t{UINT32_MAX}}};
+  add(
+      "BM_LinearModel/one_launch", [one_launch](benchmark::State& state) { run_linear(state, one_launch); },
+      model_products);
   for (const char* kernel : {"fast128", "fast64", "fast128x64"}) {
     for (int64_t splits : {1, 2, 3, 4, 6, 8}) {
       const Attributes attributes = {{"wgi.kernel", std::string(kernel)}, {"wgi.gemm_split_k", splits}};

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The split sweep of wgi_bench_ops (BM_LinearModel/planner and BM_LinearSplit/<tile>_s<chunks> on the target
-models' products) as one Markdown row per product: the planner's kernel and time, then each forced tile and
-split, the fastest in bold. Usage: split_table.py wgi_bench.json"""
+models' products, and BM_LinearModel/one_launch: the planner's choice without its wave tail) as one Markdown
+row per product: the planner's kernel and time, then each forced tile and split, the fastest in bold. Usage: split_table.py wgi_bench.json"""
 import json
 import re
 import sys
@@ -12,7 +12,7 @@ def main(path):
     rows = defaultdict(dict)  # "M/N/K" -> {column: (ms, label)}
     columns = []
     for b in json.load(open(path))["benchmarks"]:
-        m = re.match(r"BM_Linear(Model/planner|Split/(\w+))/(\d+/\d+/\d+)/", b["name"])
+        m = re.match(r"BM_Linear(Model/planner|(?:Model|Split)/(\w+))/(\d+/\d+/\d+)/", b["name"])
         if not m or b.get("error_occurred"):
             continue
         column = "planner" if m.group(2) is None else m.group(2)

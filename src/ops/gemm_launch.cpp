@@ -59,6 +59,13 @@ constexpr uint64_t kFast64MaxSplits = 8;
 // K = 2048 chunks of ~700 pay (docs/performance.md, "Measurements behind the planner's rules").
 constexpr uint64_t kFast128SplitMinK = 2048;
 constexpr uint64_t kFast128SplitChunk = 768;
+// The wave tail: a wave of 128 tiles is two workgroups on each of the H200's 132 SMs. SigLIP-B's batch-8
+// MLP-up (1576x3072x768, 312 tiles) took 0.302-0.305 ms against 0.156 for its 234-tile attention input
+// (1576x2304x768): the 48 tiles past the first wave cost a second wave's time (H100, docs/performance.md,
+// "The wave tail"). Only a tail of at most a third of a wave after exactly one wave is peeled: the measured
+// case.
+constexpr uint64_t kWave128 = 2 * kFastSplitMaxTiles;
+constexpr uint64_t kWaveTailMaxTiles = kWave128 / 3;
 // GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
 // this many workgroups.
 constexpr uint64_t kGemvMinWorkgroups = 256;
@@ -472,6 +479,10 @@ bool valid_gemm_stages(int64_t v) {
 bool valid_gemm_split_k(int64_t v) {
   return v >= 1 && v <= 65535;
 }
+bool valid_gemm_head_rows(int64_t v) {
+  return v >= 1 && v <= int64_t{UINT32_MAX};
+}
+
 bool valid_gemv_lanes(int64_t v) {
   return v >= 4 && v <= 256 && (v & (v - 1)) == 0;
 }
@@ -497,6 +508,7 @@ void read_gemm_attributes(const PlanContext& ctx, GemmLaunchSpec& spec) {
   read_int(kGemmTileKAttribute, tuning.tile_k, spec.tile_k, valid_gemm_tile_k, "8, 16 or 32");
   read_int(kGemmStagesAttribute, tuning.stages, spec.stages, valid_gemm_stages, "1 or 2");
   read_int(kGemmSplitKAttribute, tuning.split_k, spec.split_k, valid_gemm_split_k, "1 to 65535");
+  read_int(kGemmHeadRowsAttribute, tuning.head_rows, spec.head_rows, valid_gemm_head_rows, "1 to 2^32 - 1");
   read_int(kGemvLanesAttribute, tuning.gemv_lanes, spec.gemv_lanes, valid_gemv_lanes,
            "a power of two from 4 to 256");
 }
@@ -757,7 +769,33 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
 
 bool nothing_forced(const GemmLaunchSpec& spec) {
   return spec.kernel == GemmKernel::Auto && spec.tile_k == 0 && spec.stages == 0 && spec.gemv_lanes == 0 &&
-         spec.split_k == 0;
+         spec.split_k == 0 && (spec.head_rows == 0 || spec.head_rows >= spec.m);
+}
+
+// Why `spec` cannot run its first `head_rows` rows as a launch of their own ("" if it can): the later rows
+// are bound further into A, the output, the residual and a per-row bias, so those must be packed float32
+// matrices of one batch entry, and the bytes skipped a multiple of the device's binding alignment.
+std::string wave_tail_problem(const GemmLaunchSpec& spec, const GemmConfig& config, uint32_t splits,
+                              uint32_t head_rows, const gpu::Limits& limits) {
+  const std::string what = "a product run as two launches (" + std::string(kGemmHeadRowsAttribute) + " = " +
+                           std::to_string(head_rows) + ") ";
+  if (!is_fast_gemm_kernel(config.kernel))
+    return what + "runs on the fast kernels only, not " + gemm_kernel_name(config.kernel);
+  if (head_rows % config.tile_m != 0)
+    return what + "needs a multiple of the " + gemm_kernel_name(config.kernel) + " kernel's " +
+           std::to_string(config.tile_m) + " rows";
+  if (splits > 1) return what + "is not also split into K chunks (" + std::to_string(splits) + ")";
+  if (spec.batch != 1 || spec.a_km || gemm_has_views(spec) || spec.column_split)
+    return what + "needs one packed A [M, K] and output (no batch, views, row maps or column blocks)";
+  const uint64_t align = std::max<uint32_t>(1, limits.min_storage_buffer_offset_alignment);
+  const uint64_t bias_rows_bytes = spec.bias ? uint64_t{spec.bias_stride_m} * sizeof(float) : 0;
+  for (uint64_t row_bytes :
+       {uint64_t{spec.k} * sizeof(float), uint64_t{spec.n} * sizeof(float), bias_rows_bytes}) {
+    if (row_bytes * head_rows % align != 0)
+      return what + "binds its later rows " + std::to_string(row_bytes * head_rows) +
+             " bytes in, not a multiple of the device's " + std::to_string(align);
+  }
+  return "";
 }
 
 // The GEMM of `requested` as it will run: node attributes first (forcing), else ctx's tuned entry for the
@@ -850,6 +888,14 @@ uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
   return static_cast<uint32_t>(std::max<uint64_t>({1, wave, capped}));
 }
 
+uint32_t wave_tail_head_rows(uint32_t m, uint32_t tiles_n) {
+  const uint64_t tiles = uint64_t{ceil_div(m, 128)} * tiles_n;
+  if (tiles <= kWave128 || tiles > kWave128 + kWaveTailMaxTiles) return 0;
+  const uint64_t head_tiles_m = kWave128 / tiles_n;
+  if (head_tiles_m == 0 || tiles - head_tiles_m * tiles_n > kWaveTailMaxTiles) return 0;
+  return static_cast<uint32_t>(head_tiles_m * 128);
+}
+
 uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config) {
   const bool seed_kernel = config.kernel == GemmKernel::Tiled || config.kernel == GemmKernel::Vec4;
   const bool fast_kernel = is_fast_gemm_kernel(config.kernel);
@@ -879,7 +925,9 @@ GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, 
     spec.kernel = GemmKernel::Tiled;
   GemmConfig config = choose_gemm_config(spec, caps);
   uint32_t splits = 1;
-  if (splittable) {
+  // A forced head runs unsplit (its tail plans its own split); only a forced split beside it is an error.
+  const bool forced_head = splittable && spec.head_rows != 0 && spec.head_rows < spec.m;
+  if (splittable && !(forced_head && spec.split_k == 0)) {
     splits = choose_split_k(spec, config);
     if (splits > 1 && config.kernel == GemmKernel::Vec4) {
       spec.kernel = GemmKernel::Tiled;  // the seeds' split runs on the tiled kernel
@@ -887,7 +935,17 @@ GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, 
     }
   }
   if (spec.tile_k == 0 && spec.stages == 0) config = choose_fast_buffers(spec, config, splits, caps.limits);
-  return {spec, config, splits};
+  uint32_t head_rows = 0;
+  if (forced_head) {
+    head_rows = spec.head_rows;  // it runs or it is an error
+    if (std::string why = wave_tail_problem(spec, config, splits, head_rows, caps.limits); !why.empty())
+      throw Error(why);
+  } else if (splittable && spec.head_rows == 0 && nothing_forced(spec) &&
+             config.kernel == GemmKernel::Fast128 && splits == 1) {
+    head_rows = wave_tail_head_rows(spec.m, ceil_div(spec.n, config.tile_n));
+    if (head_rows && !wave_tail_problem(spec, config, splits, head_rows, caps.limits).empty()) head_rows = 0;
+  }
+  return {spec, config, splits, head_rows};
 }
 
 namespace {
@@ -1065,6 +1123,24 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
   const GemmLaunchSpec& spec = planned.spec;
   const GemmConfig& config = planned.config;
   const uint32_t splits = planned.splits;
+  if (const uint32_t head_rows = planned.head_rows) {
+    // The wave tail: whole waves of tiles first, then the later rows planned as a product of their own.
+    GemmLaunchSpec head = spec;
+    head.m = head_rows;
+    KernelLaunch head_launch = gemm_launch(ctx, head, config, 1);
+    head_launch.program.label += "_head";
+    plan.launches.push_back(std::move(head_launch));
+    GemmLaunchSpec tail = spec;
+    tail.m = spec.m - head_rows;
+    tail.head_rows = UINT32_MAX;  // one launch
+    tail.a = spec.a.advanced(uint64_t{head_rows} * spec.k * sizeof(float));
+    tail.out = spec.out.advanced(uint64_t{head_rows} * spec.n * sizeof(float));
+    if (spec.residual) tail.residual = spec.residual->advanced(uint64_t{head_rows} * spec.n * sizeof(float));
+    if (spec.bias && spec.bias_stride_m != 0)
+      tail.bias = spec.bias->advanced(uint64_t{head_rows} * spec.bias_stride_m * sizeof(float));
+    append_gemm_launches(ctx, tail, plan);
+    return;
+  }
   if (splits <= 1) {
     plan.launches.push_back(gemm_launch(ctx, spec, config, 1));
     return;

@@ -18,6 +18,11 @@
 // of 36864-long rows: DaViT's channel attention on the seeds' tiles; SigLIP-B's 196x768x3072 on the fast
 // tiles), the tiled or fast kernel also splits K into chunks that write partial products to a scratch
 // buffer, and gemm_split_reduce.wgsl adds them and applies the epilogue: two launches.
+// Wave tail (append_gemm_launches only): a 128-tile product a little over one wave of the GPU (SigLIP-B's
+// batch-8 MLP-up, 1576x3072x768: 312 tiles where 264 run at once) spends its second wave on a few tiles
+// while most SMs idle. The planner then runs its first head_rows rows as one launch (whole waves) and plans
+// the remaining rows as a product of their own (a split K over the idle SMs), bound further into A, the
+// output and the residual: two or three launches.
 // Strided views (GemmLaunchSpec's row strides, offsets and output strides: the attention op's Q, K, V read in
 // a packed projection and its output written transposed) run on the fast kernels only.
 // The fast kernels and GEMV need 256 invocations per workgroup and their workgroup memory (which depends on
@@ -57,6 +62,8 @@ std::pair<uint32_t, uint32_t> fast_gemm_tile(GemmKernel kernel);
 //   1024) wgi.gemm_stages   int, 1 (one workgroup buffer, two barriers per slab) or 2 (double buffered)
 //   wgi.gemv_lanes    int, GEMV threads per column (4 to 256, a power of two)
 //   wgi.gemm_split_k  int >= 1, K chunks of a split-K product (1: none); the tiled and fast kernels
+//   wgi.gemm_head_rows  int >= 1, rows of the first launch of a product run in two (the wave tail: a
+//                     multiple of the kernel's tile rows below M, on a fast kernel); M or more: one launch
 // MatMul's internal attributes (LinearAttributes, internal_ops.h, with their input positions):
 //   wgi.trans_b      int, 1 = B is given as [..., N, K] (set by graph::read_transposed_weights).
 //   wgi.windows_in   int, 1 = input 0 is the image X [B, H, W, C] and A is
@@ -103,6 +110,9 @@ struct GemmLaunchSpec {
   uint32_t stages = 0;                   // fast kernels' workgroup buffers (1 or 2); 0: the planner's choice
   uint32_t gemv_lanes = 0;               // GEMV threads per column; 0: the planner's choice
   uint32_t split_k = 0;                  // K chunks (append_gemm_launches); 0: the planner's choice, 1: none
+  // Rows of the first of two launches (the wave tail; append_gemm_launches); 0: the planner's choice, M or
+  // more: one launch.
+  uint32_t head_rows = 0;
   // B is a constant that the op prepacks in the layout prepack_b_as_nk asks for (b_nk says which it was
   // given): one problem for tuning whichever layout the chosen kernel gets.
   bool b_prepacked = false;
@@ -202,10 +212,11 @@ struct GemmConfig {
 GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilities& caps);
 
 // The values the knobs above accept (attributes and tuned entries alike).
-bool valid_gemm_tile_k(int64_t v);   // 8, 16, 32
-bool valid_gemm_stages(int64_t v);   // 1, 2
-bool valid_gemm_split_k(int64_t v);  // 1 to 65535
-bool valid_gemv_lanes(int64_t v);    // a power of two from 4 to 256
+bool valid_gemm_tile_k(int64_t v);     // 8, 16, 32
+bool valid_gemm_stages(int64_t v);     // 1, 2
+bool valid_gemm_split_k(int64_t v);    // 1 to 65535
+bool valid_gemm_head_rows(int64_t v);  // 1 to 2^32 - 1
+bool valid_gemv_lanes(int64_t v);      // a power of two from 4 to 256
 
 // Reads the tuning attributes above from ctx.node into `spec` (those `spec` leaves at 0 / Auto); throws via
 // ctx.fail for an unknown kernel name or a malformed value.
@@ -225,15 +236,23 @@ uint32_t wave_split_count(uint64_t tiles, uint64_t k);
 // workgroups with chunks of 96..512 (over K < 2048 on at most 192 tiles), never fewer than wave_split_count
 // (the rules' measurements are in gemm_launch.cpp).
 uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k);
+// The wave tail's head rows for a product of `m` rows in `tiles_n` columns of 128 tiles, unsplit: the rows
+// of whole waves of 128 tiles (two workgroups on each of the H200's 132 SMs) when that leaves a tail of at
+// most a third of a wave after one such wave; 0 (one launch) otherwise.
+uint32_t wave_tail_head_rows(uint32_t m, uint32_t tiles_n);
 
 // What the planner's rules make of `spec` as given (its forced kernel and knobs honoured, nothing read from
 // attributes or a tuning table): the spec as launched (a split moves the seeds' kernels to the tiled one),
-// its configuration and K chunks. `splittable`: the caller can run a split (append_gemm_launches); otherwise
-// K is never split. Pure; throws wgi::Error like choose_gemm_config / choose_split_k.
+// its configuration, K chunks and wave tail. `splittable`: the caller can run a split and a wave tail
+// (append_gemm_launches); otherwise K is never split and the product runs as one launch. Pure; throws
+// wgi::Error like choose_gemm_config / choose_split_k.
 struct GemmPlanned {
   GemmLaunchSpec spec;
   GemmConfig config;
   uint32_t splits = 1;
+  // 0: one product. Else the first head_rows rows run on `config` unsplit and the rest as a product planned
+  // on its own (the wave tail).
+  uint32_t head_rows = 0;
 };
 GemmPlanned plan_gemm_rules(GemmLaunchSpec spec, const gpu::Capabilities& caps, bool splittable);
 

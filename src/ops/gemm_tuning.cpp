@@ -95,6 +95,7 @@ std::string to_string(const GemmChoice& c) {
   if (is_fast_gemm_kernel(c.kernel)) s += " k" + std::to_string(c.tile_k) + " s" + std::to_string(c.stages);
   if (c.kernel == GemmKernel::Gemv) s += " " + std::to_string(c.gemv_lanes) + " lanes";
   if (c.split_k > 1) s += " split " + std::to_string(c.split_k);
+  if (c.head_rows > 0) s += " head " + std::to_string(c.head_rows);
   return s;
 }
 
@@ -127,6 +128,7 @@ GemmChoice gemm_choice_of(const GemmPlanned& planned) {
   }
   if (c.kernel == GemmKernel::Gemv) c.gemv_lanes = planned.config.gemv_lanes;
   c.split_k = std::max<uint32_t>(1, planned.splits);
+  c.head_rows = planned.head_rows;
   return c;
 }
 
@@ -145,6 +147,7 @@ std::optional<GemmPlanned> plan_gemm_choice(const GemmLaunchSpec& spec, const Ge
   forced.stages = choice.stages;
   forced.gemv_lanes = choice.gemv_lanes;
   forced.split_k = splittable ? choice.split_k : 0;
+  forced.head_rows = choice.head_rows > 0 ? choice.head_rows : UINT32_MAX;  // 0: one launch
   try {
     GemmPlanned planned = plan_gemm_rules(forced, caps, splittable);
     // Every knob was forced, so the plan is the choice; anything else would mean the rules moved it.

@@ -55,9 +55,11 @@ struct GemmChoice {
   uint32_t stages = 0;
   uint32_t split_k = 1;
   uint32_t gemv_lanes = 0;
+  uint32_t head_rows = 0;  // the wave tail's first launch (GemmPlanned::head_rows); 0: one launch
   bool operator==(const GemmChoice&) const = default;
 };
-// "fast64 k16 s2", "fast64 k16 s1 split 3", "gemv 32 lanes", "vec4", "tiled split 64".
+// "fast64 k16 s2", "fast64 k16 s1 split 3", "gemv 32 lanes", "vec4", "tiled split 64", "fast128 k8 s2 head
+// 1408".
 std::string to_string(const GemmChoice& choice);
 // Empty if the knob values are ones forcing accepts (and the fields that do not apply are 0); else why not.
 std::string gemm_choice_problem(const GemmChoice& choice);

@@ -11,9 +11,9 @@ namespace wgi::ops {
 
 namespace {
 
-constexpr std::initializer_list<const char*> kGemmTuningNames = {kGemmKernelAttribute, kGemmTileKAttribute,
-                                                                 kGemmStagesAttribute, kGemvLanesAttribute,
-                                                                 kGemmSplitKAttribute};
+constexpr std::initializer_list<const char*> kGemmTuningNames = {
+    kGemmKernelAttribute, kGemmTileKAttribute,  kGemmStagesAttribute,
+    kGemvLanesAttribute,  kGemmSplitKAttribute, kGemmHeadRowsAttribute};
 constexpr std::initializer_list<const char*> kActivationNames = {
     kFusedActivationAttribute, kFusedActivationMinAttribute, kFusedActivationMaxAttribute};
 constexpr std::initializer_list<const char*> kResidualNames = {kFusedResidualAttribute};
@@ -136,6 +136,7 @@ void write_gemm_tuning(const GemmTuningAttributes& t, Attributes& into) {
   if (t.stages) into.set(kGemmStagesAttribute, *t.stages);
   if (t.split_k) into.set(kGemmSplitKAttribute, *t.split_k);
   if (t.gemv_lanes) into.set(kGemvLanesAttribute, *t.gemv_lanes);
+  if (t.head_rows) into.set(kGemmHeadRowsAttribute, *t.head_rows);
 }
 
 void set_activation(const EpilogueAttributes& e, Attributes& into) {
@@ -172,6 +173,7 @@ GemmTuningAttributes read_gemm_tuning_attributes(const NodeInfo& node) {
   t.stages = read_int(node, kGemmStagesAttribute);
   t.split_k = read_int(node, kGemmSplitKAttribute);
   t.gemv_lanes = read_int(node, kGemvLanesAttribute);
+  t.head_rows = read_int(node, kGemmHeadRowsAttribute);
   return t;
 }
 

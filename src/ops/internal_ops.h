@@ -43,6 +43,7 @@ inline constexpr const char* kGemmTileKAttribute = "wgi.gemm_tile_k";
 inline constexpr const char* kGemmStagesAttribute = "wgi.gemm_stages";
 inline constexpr const char* kGemvLanesAttribute = "wgi.gemv_lanes";
 inline constexpr const char* kGemmSplitKAttribute = "wgi.gemm_split_k";
+inline constexpr const char* kGemmHeadRowsAttribute = "wgi.gemm_head_rows";
 
 // The fused epilogue (fused_activation.h, fused_residual.h).
 inline constexpr const char* kFusedActivationAttribute = "wgi.activation";
@@ -131,7 +132,7 @@ struct AttentionInput {
 // The GEMM planner's knobs (absent: the planner's choice; values are checked where a GEMM is planned).
 struct GemmTuningAttributes {
   std::optional<std::string> kernel;  // wgi.gemm_kernel
-  std::optional<int64_t> tile_k, stages, split_k, gemv_lanes;
+  std::optional<int64_t> tile_k, stages, split_k, gemv_lanes, head_rows;
   friend bool operator==(const GemmTuningAttributes&, const GemmTuningAttributes&) = default;
 };
 // Reads only these names (any op may carry them); the write replaces them and keeps every other attribute.

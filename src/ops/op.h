@@ -77,6 +77,10 @@ struct TensorRef {
   enum class Kind { Input, Output, Scratch, Constant, Zero, RunStatus };
   Kind kind = Kind::Input;
   uint32_t index = 0;
+  // Bytes into the tensor's buffer where the binding starts (a product's later rows run as a launch of
+  // their own: gemm_launch.h, the wave tail). A multiple of the device's minStorageBufferOffsetAlignment
+  // (256 at most); only for Input, Output, Scratch and Constant.
+  uint64_t byte_offset = 0;
 
   static TensorRef input(uint32_t i) { return {Kind::Input, i}; }
   static TensorRef output(uint32_t i) { return {Kind::Output, i}; }
@@ -86,6 +90,12 @@ struct TensorRef {
   static TensorRef zero() { return {Kind::Zero, 0}; }
   // The run status (runtime/run_status.h, kernels/common/run_status.wgsl), a read_write storage binding.
   static TensorRef run_status() { return {Kind::RunStatus, 0}; }
+  // The same tensor bound `bytes` further in.
+  TensorRef advanced(uint64_t bytes) const {
+    TensorRef r = *this;
+    r.byte_offset += bytes;
+    return r;
+  }
 };
 
 struct KernelLaunch {

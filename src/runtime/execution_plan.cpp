@@ -631,7 +631,7 @@ bool same_program(const gpu::ProgramSource& a, const gpu::ProgramSource& b) {
 bool same_refs(const std::vector<ops::TensorRef>& a, const std::vector<ops::TensorRef>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const ops::TensorRef& x, const ops::TensorRef& y) {
-                      return x.kind == y.kind && x.index == y.index;
+                      return x.kind == y.kind && x.index == y.index && x.byte_offset == y.byte_offset;
                     });
 }
 

@@ -41,7 +41,17 @@ std::vector<gpu::BufferSlice> launch_slices(gpu::Device& device, const ops::Node
       throw Error(node.describe() + ": kernel '" + launch.program.label + "' binds " + kind + " " +
                   std::to_string(ref.index) + ", which has no buffer");
     }
-    slices.push_back(pool[ref.index]);
+    gpu::BufferSlice slice = pool[ref.index];
+    if (ref.byte_offset != 0) {
+      if (ref.byte_offset >= slice.resolved_size()) {
+        throw Error(node.describe() + ": internal: kernel '" + launch.program.label + "' binds " + kind +
+                    " " + std::to_string(ref.index) + " from byte " + std::to_string(ref.byte_offset) +
+                    " of " + std::to_string(slice.resolved_size()));
+      }
+      if (slice.size != gpu::kWholeBuffer) slice.size -= ref.byte_offset;
+      slice.offset += ref.byte_offset;
+    }
+    slices.push_back(slice);
   }
   return slices;
 }

@@ -76,6 +76,8 @@ class EntryReader {
     c.stages = u32(config, "stages", where);
     c.split_k = u32(config, "split_k", where);
     c.gemv_lanes = u32(config, "gemv_lanes", where);
+    // Written since the wave tail (2026-12-06); entries from before it ran as one launch.
+    if (config.find("head_rows")) c.head_rows = u32(config, "head_rows", where);
     const std::string why = ops::gemm_choice_problem(c);
     if (!why.empty()) fail(std::string("'") + where + "': " + why);
     return c;
@@ -136,7 +138,7 @@ std::string choice_json(const ops::GemmChoice& c) {
   return std::string("{\"kernel\": ") + json::quote(ops::gemm_kernel_name(c.kernel)) +
          ", \"tile_k\": " + std::to_string(c.tile_k) + ", \"stages\": " + std::to_string(c.stages) +
          ", \"split_k\": " + std::to_string(c.split_k) + ", \"gemv_lanes\": " + std::to_string(c.gemv_lanes) +
-         "}";
+         ", \"head_rows\": " + std::to_string(c.head_rows) + "}";
 }
 
 std::string entry_json(const TuningEntry& e) {

@@ -1008,6 +1008,128 @@ TEST(SplitK, ForcedSplitOnAnotherForcedKernelIsAnError) {
   EXPECT_NE(msg.find("'linear_under_test'"), std::string::npos) << msg;
 }
 
+// ---- The wave tail (wgi.gemm_head_rows): the first rows as one launch, the later ones planned as a product
+// of their own and bound further into A, the output, the residual and a per-row C ----
+
+struct HeadCase {
+  const char* kernel;  // forced (the CPU adapters' rules take the seeds' kernels, which have no head)
+  int64_t m, n, k, head_rows;
+  const char* activation;
+  bool residual, row_c, half_weight;
+};
+
+// Gemm (alpha 0.75, beta 1.5; C [N] or [M, N]; a fused residual R [M, N]) with B a constant (float32 or
+// float16), against the float64 reference; the plan must start with the head's launch.
+void expect_head_rows(const HeadCase& c) {
+  const uint64_t seed = static_cast<uint64_t>(c.m * 31 + c.n * 7 + c.k + c.head_rows);
+  Tensor a = test::random_tensor({c.m, c.k}, seed);
+  Tensor b = test::random_tensor({c.k, c.n}, seed + 1);
+  Tensor b_half = ops::narrow_to_float16(b);
+  if (c.half_weight) b = ops::widen_float16(b_half);  // the values the kernels read
+  Tensor bias = test::random_tensor(c.row_c ? Shape{c.m, c.n} : Shape{c.n}, seed + 2);
+  Tensor r = test::random_tensor({c.m, c.n}, seed + 3);
+  ops::NodeInfo g = node("Gemm");
+  g.attributes.set("alpha", 0.75f);
+  g.attributes.set("beta", 1.5f);
+  g.attributes.set(ops::kGemmHeadRowsAttribute, c.head_rows);
+  const Forced f{c.kernel, 0, 0, 0, c.activation};
+  apply(f, g);
+  Inputs in = {NodeInput{a}, NodeInput{c.half_weight ? b_half : b, true}, NodeInput{bias, true}};
+  if (c.residual) {
+    g.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+    in.push_back(NodeInput{r});
+  }
+  test::Reference ref = test::gemm_reference(a, b, &bias, false, false, 0.75, 1.5);
+  for (size_t i = 0; i < ref.values.size(); ++i) {
+    if (c.residual) ref.values[i] += r.data<float>()[i];
+    ref.values[i] = test::fused_activation_reference(f.activation, ref.values[i], act_lo(f), act_hi(f));
+  }
+  std::ostringstream what;
+  what << c.kernel << " " << mnk_name({c.m, c.n, c.k}) << " head " << c.head_rows << " " << c.activation
+       << (c.residual ? " residual" : "") << (c.row_c ? " C[M,N]" : " C[N]")
+       << (c.half_weight ? " f16 B" : "");
+  const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), g, in);
+  ASSERT_GE(plan.launches.size(), 2u) << what.str();
+  const std::string& head = plan.launches[0].program.label;
+  EXPECT_EQ(head.rfind(std::string("gemm_") + c.kernel, 0), 0u) << what.str() << ": " << head;
+  EXPECT_EQ(head.substr(head.size() - 5), "_head") << what.str() << ": " << head;
+  const std::vector<Tensor> out = runtime::run_node(test::device(), g, in);
+  EXPECT_TRUE(test::all_close(out[0], ref.shape, ref.values, test::fp32_tolerance(c.k))) << what.str();
+}
+
+// Heads of one and several tiles; tails shorter than a tile, of several tiles, and split into K chunks by
+// their own plan (the reduction writes the later rows); unaligned N and K; every epilogue part.
+TEST(WaveTail, ForcedHeadRowsMatchFloat64Reference) {
+  for (const HeadCase& c : {HeadCase{"fast128", 300, 70, 100, 128, "", false, false, false},
+                            HeadCase{"fast128", 300, 129, 37, 256, "GeluTanh", true, false, false},
+                            HeadCase{"fast64", 200, 66, 40, 64, "Relu", true, true, false},
+                            HeadCase{"fast64", 150, 68, 1000, 128, "", true, true, true},
+                            HeadCase{"fast128x64", 260, 40, 24, 128, "Gelu", false, true, true}}) {
+    expect_head_rows(c);
+  }
+}
+
+TEST(WaveTail, TheRuleTakesOnlyATailAfterOneWave) {
+  // SigLIP-B's batch-8 MLP-up: 13 x 24 tiles of 128, 264 at once: 11 rows of tiles, then 48 tiles.
+  EXPECT_EQ(ops::wave_tail_head_rows(1576, 24), 1408u);
+  EXPECT_EQ(ops::wave_tail_head_rows(1700, 24), 1408u);  // a tail of 72 tiles
+  EXPECT_EQ(ops::wave_tail_head_rows(1576, 18), 0u);     // 234 tiles: one wave
+  EXPECT_EQ(ops::wave_tail_head_rows(1800, 24), 0u);     // 360 tiles: a tail of 96, over a third of a wave
+  EXPECT_EQ(ops::wave_tail_head_rows(4096, 32), 0u);     // four waves
+  EXPECT_EQ(ops::wave_tail_head_rows(1024, 300), 0u);    // a row of tiles wider than a wave
+  EXPECT_EQ(ops::wave_tail_head_rows(2432, 14), 2304u);  // 266 tiles: 18 rows of 14 first, then 14 tiles
+  // Planned through the rules on the H200's limits: the head on the 128 tile, nothing when a knob is forced.
+  const gpu::Capabilities h200 = model_device(49152, 1024);
+  ops::GemmLaunchSpec mlp_up = problem(1576, 3072, 768);
+  mlp_up.b_prepacked = true;
+  const ops::GemmPlanned planned = ops::plan_gemm_rules(mlp_up, h200, true);
+  EXPECT_EQ(planned.config.kernel, ops::GemmKernel::Fast128);
+  EXPECT_EQ(planned.head_rows, 1408u);
+  EXPECT_EQ(ops::plan_gemm_rules(mlp_up, h200, false).head_rows, 0u);  // a call site that cannot split
+  ops::GemmLaunchSpec forced = mlp_up;
+  forced.kernel = ops::GemmKernel::Fast128;
+  EXPECT_EQ(ops::plan_gemm_rules(forced, h200, true).head_rows, 0u);
+  forced = mlp_up;
+  forced.head_rows = 1576;  // M or more: one launch
+  EXPECT_EQ(ops::plan_gemm_rules(forced, h200, true).head_rows, 0u);
+  forced.head_rows = 256;
+  EXPECT_EQ(ops::plan_gemm_rules(forced, h200, true).head_rows, 256u);
+  ops::GemmLaunchSpec batched = mlp_up;  // a product per batch entry cannot bind its later rows apart
+  batched.batch = 2;
+  batched.batch_dims = {1, 1, 1, 2};
+  EXPECT_EQ(ops::plan_gemm_rules(batched, h200, true).head_rows, 0u);
+}
+
+TEST(WaveTail, HeadsThatCannotRunAreErrorsNamingTheNode) {
+  Tensor a = test::random_tensor({300, 64}, 1), b = test::random_tensor({64, 40}, 2);
+  auto error = [&](const char* kernel, int64_t head_rows, int64_t split_k = 0) {
+    ops::NodeInfo mm = node("MatMul");
+    mm.attributes.set("wgi.kernel", std::string(kernel));
+    mm.attributes.set(ops::kGemmHeadRowsAttribute, head_rows);
+    if (split_k) mm.attributes.set(ops::kGemmSplitKAttribute, split_k);
+    return plan_error(mm, Inputs{NodeInput{a}, NodeInput{b, true}});
+  };
+  EXPECT_NE(error("fast128", 100).find("needs a multiple of the fast128 kernel's 128 rows"),
+            std::string::npos)
+      << error("fast128", 100);
+  EXPECT_NE(error("tiled", 128).find("runs on the fast kernels only, not tiled"), std::string::npos)
+      << error("tiled", 128);
+  EXPECT_NE(error("fast64", 128, 2).find("is not also split into K chunks (2)"), std::string::npos)
+      << error("fast64", 128, 2);
+  EXPECT_NE(error("fast128", 100).find("'linear_under_test'"), std::string::npos) << error("fast128", 100);
+  EXPECT_EQ(error("fast64", 128), "no error");
+  EXPECT_EQ(error("fast64", 300), "no error");  // M rows: one launch
+  EXPECT_NE(error("fast64", 0).find("wgi.gemm_head_rows = 0 (expected 1 to 2^32 - 1)"), std::string::npos)
+      << error("fast64", 0);
+  // A product per batch entry (runtime operands of a batched MatMul).
+  Tensor a3 = test::random_tensor({2, 150, 64}, 3), b3 = test::random_tensor({2, 64, 40}, 4);
+  ops::NodeInfo mm = node("MatMul");
+  mm.attributes.set("wgi.kernel", std::string("fast64"));
+  mm.attributes.set(ops::kGemmHeadRowsAttribute, int64_t{64});
+  const std::string batched = plan_error(mm, Inputs{NodeInput{a3}, NodeInput{b3}});
+  EXPECT_NE(batched.find("needs one packed A [M, K] and output"), std::string::npos) << batched;
+}
+
 // ---- Strided views: GemmLaunchSpec's row strides, offsets and output strides (attention's Q, K, V read in
 // the packed projection, its output written transposed) on the fast kernels, split and unsplit ----
 

@@ -134,12 +134,13 @@ TEST(TuningCache, RoundTripsEveryField) {
   runtime::TuningEntry gemv = entry(problem(1, 51289, 768), {GemmKernel::Gemv, 0, 0, 1, 16},
                                     {"gles", 0, 0xffffffff, "llvmpipe \"x\" \\ \xc3\xa9", "Mesa\n22"}, "k2");
   cache.set(gemv);
+  cache.set(entry(problem(1576, 3072, 768), {GemmKernel::Fast128, 8, 2, 1, 0, 1408}));  // a wave tail
   const std::string text = cache.serialize();
   // One entry per line, so that the file reads (and diffs) as a list.
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7) << text;
   const runtime::TuningCache back = runtime::TuningCache::parse(text);
-  ASSERT_EQ(back.entries().size(), 4u);
-  for (size_t i = 0; i < 4; ++i) {
+  ASSERT_EQ(back.entries().size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
     const runtime::TuningEntry& a = cache.entries()[i];
     const runtime::TuningEntry& b = back.entries()[i];
     EXPECT_EQ(a.adapter, b.adapter) << i;
@@ -222,7 +223,8 @@ TEST(TuningCache, MissingMalformedAndForeignFilesAreIgnoredNeverThrown) {
     EXPECT_TRUE(cache.entries().empty()) << c.why;
     EXPECT_NE(cache.problem().find(c.why), std::string::npos) << cache.problem();
   }
-  // A hand-written entry may leave out the measurements.
+  // A hand-written entry may leave out the measurements, and one written before the wave tail its head_rows
+  // (one launch).
   write(dir / "hand.json",
         "{\"format\": \"wgi-tuning\", \"version\": 1, \"entries\": [{\"op\": \"gemm\", \"adapter\": "
         "{\"backend\": \"vulkan\", \"vendor_id\": 4318, \"device_id\": 9013, \"device\": \"NVIDIA H200\", "
@@ -232,7 +234,9 @@ TEST(TuningCache, MissingMalformedAndForeignFilesAreIgnoredNeverThrown) {
         "\"split_k\": 2, \"gemv_lanes\": 0}}]}");
   runtime::TuningCache hand = runtime::TuningCache::load(dir / "hand.json");
   EXPECT_TRUE(hand.loaded()) << hand.problem();
-  ASSERT_NE(hand.table_for(h200(), "k1").find(problem(196, 3072, 768)), nullptr);
+  const GemmChoice* hand_choice = hand.table_for(h200(), "k1").find(problem(196, 3072, 768));
+  ASSERT_NE(hand_choice, nullptr);
+  EXPECT_EQ(*hand_choice, (GemmChoice{GemmKernel::Fast64, 16, 2, 2, 0, 0}));
   std::filesystem::remove_all(dir);
 }
 
@@ -452,6 +456,19 @@ TEST(GemmTuningPlanner, ChoicesAreCheckedLikeForcing) {
   EXPECT_TRUE(ops::plan_gemm_choice(spec, {GemmKernel::Fast64, 16, 1, 1, 0}, cpu, true, why)) << why;
   EXPECT_EQ(ops::to_string(GemmChoice{GemmKernel::Fast64, 16, 2, 6, 0}), "fast64 k16 s2 split 6");
   EXPECT_EQ(ops::to_string(GemmChoice{GemmKernel::Gemv, 0, 0, 1, 32}), "gemv 32 lanes");
+  // The wave tail is part of a choice: the rules' default keeps it when tuning finds nothing faster.
+  const ops::GemmLaunchSpec mlp_up = ops::gemm_problem_spec(problem(1576, 3072, 768));
+  const GemmChoice with_tail{GemmKernel::Fast128, 8, 2, 1, 0, 1408};
+  EXPECT_EQ(runtime::default_gemm_choice(problem(1576, 3072, 768), h200_caps), with_tail);
+  EXPECT_EQ(ops::to_string(with_tail), "fast128 k8 s2 head 1408");
+  auto tail = ops::plan_gemm_choice(mlp_up, with_tail, h200_caps, true, why);
+  ASSERT_TRUE(tail) << why;
+  EXPECT_EQ(tail->head_rows, 1408u);
+  auto one_launch = ops::plan_gemm_choice(mlp_up, {GemmKernel::Fast128, 8, 2, 1, 0}, h200_caps, true, why);
+  ASSERT_TRUE(one_launch) << why;
+  EXPECT_EQ(one_launch->head_rows, 0u);
+  EXPECT_FALSE(ops::plan_gemm_choice(mlp_up, {GemmKernel::Fast128, 8, 2, 1, 0, 100}, h200_caps, true, why));
+  EXPECT_NE(why.find("needs a multiple of the fast128 kernel's 128 rows"), std::string::npos) << why;
   GemmProblemKey attention = problem(32, 32, 36864, GemmBLayout::NK);
   attention.batch = 4;
   attention.a_batched = true;
