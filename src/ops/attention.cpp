@@ -78,6 +78,11 @@ constexpr int64_t kTiledMinQueries = 32;  // below, most of a 32-row workgroup w
 // workgroups) gained (docs/performance.md, "Measurements behind the planner's rules"): at least 256
 // workgroups' worth of 64 query rows.
 constexpr int64_t kTiledMinInvocations = 256 * 64;
+// The three launches (two GEMMs and a Softmax) for rows and keys of at least this many, over at least this
+// many query rows in all: SigLIP-B at batch 8 (96 x 197 rows of 197 keys), not at batch 1 (12 x 197), nor
+// DaViT's window attention (144 tokens a window).
+constexpr int64_t kGemmMinRows = 192;
+constexpr int64_t kGemmMinQueryRows = 256 * 64;
 // attention.wgsl's rows over split keys: a decoder step has a query row per head (12 rows for BART-base),
 // one workgroup each over its 65 past or 590 encoder keys, which leaves most of a large GPU idle; its keys
 // are split until about kSplitTargetWorkgroups workgroups run, each over at least kMinKeysPerSplit keys.
@@ -380,10 +385,11 @@ AttentionProblem attention_problem(const PlanContext& ctx) {
 // ---- choose ----
 
 AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limits& limits, bool gemm_views) {
-  // Which kernel: wgi.kernel = rows (attention.wgsl) | tiled (attention_tiled.wgsl) forces one.
+  // Which kernel: wgi.kernel = rows (attention.wgsl) | tiled (attention_tiled.wgsl) | gemm (the three
+  // launches) forces one.
   const std::string& forced = p.forced_kernel;
-  if (!forced.empty() && forced != "rows" && forced != "tiled")
-    throw Error("unknown wgi.kernel '" + forced + "' (expected rows or tiled)");
+  if (!forced.empty() && forced != "rows" && forced != "tiled" && forced != "gemm")
+    throw Error("unknown wgi.kernel '" + forced + "' (expected rows, tiled or gemm)");
   // Keys and values staged as whole vec4s (head dims padded).
   const uint64_t tiled_storage =
       static_cast<uint64_t>(kTiledKeysPerChunk * ((p.d + 3) / 4 + (p.dv + 3) / 4) * 4) * sizeof(float);
@@ -410,6 +416,11 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
   const bool tiled =
       forced == "tiled" || (forced.empty() && why_not_tiled.empty() && p.tq >= kTiledMinQueries &&
                             tiled_workgroups * tiled_queries >= kTiledMinInvocations);
+  // Many long rows (SigLIP-B at batch 8: 96 heads of 197 x 197) are products the fast GEMMs run near their
+  // rate, where the fused kernels compute each score once per query row at a few TFLOP/s.
+  const bool scores_as_gemm =
+      forced == "gemm" || (forced.empty() && gemm_views && p.tq >= kGemmMinRows && p.tk >= kGemmMinRows &&
+                           !p.has_mask && p.batch() * p.tq >= kGemmMinQueryRows);
 
   AttentionChoice c;
   c.k_transposed = p.k_transposed;
@@ -421,14 +432,17 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
     views[i] = contiguous_view(views[i].shape);
   };
 
-  if (p.dv > kMaxValueDim && !tiled) {
+  if ((p.dv > kMaxValueDim && !tiled) || scores_as_gemm) {
     // Scores S = scale * Q K^T (+ mask), P = softmax(S), out = P V: batch dims decoded by the GEMM.
     c.kernel = AttentionKernel::ThreeLaunch;
     if (p.has_mask &&
         std::any_of(p.mask_strides.begin(), p.mask_strides.end(), [](int64_t v) { return v != 0; })) {
-      throw Error(
-          "a mask that differs across batch or heads needs V's last dim <= " + std::to_string(kMaxValueDim) +
-          " (the fused kernel); V is " + shape_to_string(p.views[2].shape));
+      throw Error(forced == "gemm"
+                      ? std::string("wgi.kernel = gemm needs a mask shared by every batch entry and "
+                                    "head (the scores' bias); this one differs across them")
+                      : "a mask that differs across batch or heads needs V's last dim <= " +
+                            std::to_string(kMaxValueDim) + " (the fused kernel); V is " +
+                            shape_to_string(p.views[2].shape));
     }
     // The fast GEMMs read Q, K and V through their strides and write the output view in place (DaViT's
     // channel attention: the packed projection read as Q^T, K^T and V^T, the output written [B, N, heads, D];

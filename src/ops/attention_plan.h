@@ -36,7 +36,7 @@ struct AttentionProblem {
   bool has_mask = false;
   std::vector<int64_t> mask_strides;  // per output batch dim, 0 where the mask broadcasts
   int64_t mask_row = 0, mask_col = 0;
-  std::string forced_kernel;  // wgi.kernel: "", "rows" or "tiled"
+  std::string forced_kernel;  // wgi.kernel: "", "rows", "tiled" or "gemm"
   int64_t batch() const { return element_count(out_batch); }
 };
 

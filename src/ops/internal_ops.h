@@ -217,7 +217,7 @@ struct AttentionAttributes {
   std::optional<std::array<bool, 3>> heads_views;     // heads_views: operand i split into heads in place
   bool transpose_output = false;                      // transpose_output: written with perm [0, 2, 1, 3]
   std::optional<std::vector<int64_t>> output_perm;    // output_perm: written with this perm
-  std::string kernel;                                 // wgi.kernel: "rows" or "tiled"; "" for the choice
+  std::string kernel;                                 // wgi.kernel: "rows", "tiled" or "gemm"; "": the choice
   GemmTuningAttributes tuning;                        // the three-launch plan's GEMMs
   friend bool operator==(const AttentionAttributes&, const AttentionAttributes&) = default;
 };

@@ -101,6 +101,13 @@ ops::NodeInfo attention_node(float scale, bool k_transposed) {
   return n;
 }
 
+// Whether the three-launch plan (wgi.kernel = gemm) takes `mask`: none, or one shared by every batch entry
+// and head (the scores' bias).
+bool shared_mask(const std::optional<Shape>& mask) {
+  return !mask || std::all_of(mask->begin(), mask->end() - std::min<ptrdiff_t>(2, mask->size()),
+                              [](int64_t d) { return d == 1; });
+}
+
 struct AttentionCase {
   const char* name;
   Shape q, k, v;
@@ -112,8 +119,9 @@ struct AttentionCase {
 class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
 
 // Every case through the planner's choice and through each kernel that can run it: "rows"
-// (attention.wgsl, V's last dim <= 512) and "tiled" (attention_tiled.wgsl, head sizes <= 64). The label of
-// the first launch says which ran; the unfused plan (V's last dim > 512) starts with a GEMM.
+// (attention.wgsl, V's last dim <= 512), "tiled" (attention_tiled.wgsl, head sizes <= 64) and "gemm" (the
+// three launches: a mask shared by every batch entry and head). The label of the first launch says which
+// ran; the unfused plan starts with a GEMM.
 TEST_P(AttentionTest, MatchesFloat64Reference) {
   const AttentionCase& c = GetParam();
   Tensor q = test::random_tensor(c.q, 1, -2, 2), k = test::random_tensor(c.k, 2, -2, 2),
@@ -129,6 +137,7 @@ TEST_P(AttentionTest, MatchesFloat64Reference) {
   std::vector<std::string> kernels = {""};
   if (dv <= 512) kernels.push_back("rows");
   if (d <= 64 && dv <= 64) kernels.push_back("tiled");
+  if (shared_mask(c.mask)) kernels.push_back("gemm");
   for (const std::string& kernel : kernels) {
     ops::NodeInfo node = attention_node(scale, c.k_transposed);
     if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
@@ -140,6 +149,9 @@ TEST_P(AttentionTest, MatchesFloat64Reference) {
     }
     if (kernel == "tiled") {
       EXPECT_EQ(label.rfind("attention_tiled", 0), 0u) << label;
+    }
+    if (kernel == "gemm") {
+      EXPECT_EQ(label.rfind("gemm_", 0), 0u) << label;
     }
     auto out = runtime::run_node(test::device(), node, inputs);
     EXPECT_TRUE(test::all_close(out[0], shape, ref, test::fp32_tolerance(d * 4)))
@@ -165,6 +177,14 @@ TEST(AttentionKernels, PlannerTakesTheTiledKernelForManyQueriesAndSmallHeads) {
   EXPECT_EQ(label({256, 4, 144, 32}, {256, 4, 144, 32}), "attention_tiled");
   // SigLIP-B: 12 heads x 197 queries would give the tiled kernel only 48 workgroups.
   EXPECT_EQ(label({1, 12, 197, 64}, {1, 12, 197, 64}), "attention");
+  // At batch 8 (96 heads of 197 rows over 197 keys) the scores are a batched GEMM, then a Softmax and P V
+  // (the GEMMs the device's rules pick), no copy.
+  const std::vector<std::string> batch8 = planned_labels({8, 12, 197, 64}, {8, 12, 197, 64});
+  ASSERT_EQ(batch8.size(), 3u);
+  EXPECT_EQ(batch8[0].rfind("gemm_", 0), 0u) << batch8[0];
+  EXPECT_EQ(batch8[2].rfind("gemm_", 0), 0u) << batch8[2];
+  // DaViT's windows (144 tokens) stay on the tiled kernel at batch 8 too.
+  EXPECT_EQ(label({2048, 4, 144, 32}, {2048, 4, 144, 32}), "attention_tiled");
   // A decoder step: one query row, its keys spread over 64 invocations.
   EXPECT_EQ(label({256, 4, 1, 32}, {256, 4, 144, 32}), "attention");
 }
@@ -209,7 +229,9 @@ TEST(AttentionKernels, ForcedKernelsThatCannotRunAreErrors) {
   EXPECT_NE(error("tiled").find("head sizes up to 64; Q·K has 80 and V 600"), std::string::npos)
       << error("tiled");
   EXPECT_NE(error("rows").find("V's last dim <= 512"), std::string::npos) << error("rows");
-  EXPECT_NE(error("flash").find("unknown wgi.kernel 'flash'"), std::string::npos) << error("flash");
+  EXPECT_NE(error("flash").find("unknown wgi.kernel 'flash' (expected rows, tiled or gemm)"),
+            std::string::npos)
+      << error("flash");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -356,6 +378,7 @@ TEST_P(PackedAttentionTest, MatchesFloat64Reference) {
   std::vector<std::string> kernels = {""};
   if (d <= 512) kernels.push_back("rows");
   if (d <= 64) kernels.push_back("tiled");
+  if (shared_mask(c.mask)) kernels.push_back("gemm");  // the GEMMs read the views in place
   for (const std::string& kernel : kernels) {
     ops::NodeInfo node = attention_node(scale, c.k_transposed);
     node.attributes.set("qkv_packed", int64_t{1});
@@ -365,7 +388,7 @@ TEST_P(PackedAttentionTest, MatchesFloat64Reference) {
     const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
     std::string labels;
     for (const ops::KernelLaunch& l : plan.launches) labels += l.program.label + " ";
-    if (!kernel.empty()) {
+    if (kernel == "rows" || kernel == "tiled") {
       // The tiled kernel reads and writes the views in place; the row kernel copies strided K and V (and
       // reads Q in place) when there are several query rows.
       const size_t copies = kernel == "rows" && c.tokens > 1 ? 2 : 0;
@@ -435,13 +458,14 @@ TEST(Attention, SplitHeadsViewsOfSeparateProjections) {
     std::vector<std::string> kernels = {""};
     if (c.head <= 512) kernels.push_back("rows");
     if (c.head <= 64) kernels.push_back("tiled");
+    kernels.push_back("gemm");  // SigLIP's heads read in place by the GEMMs (its batch-8 plan)
     for (const std::string& kernel : kernels) {
       ops::NodeInfo node = attention_node(0.3f, false);
       node.attributes.set("heads_views", c.flags);
       if (c.transpose_output) node.attributes.set("transpose_output", int64_t{1});
       if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
       const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
-      if (!kernel.empty()) {
+      if (kernel == "rows" || kernel == "tiled") {
         // In place on the tiled kernel; the row kernel copies the strided ones of K and V first.
         const size_t copies = kernel == "rows" ? static_cast<size_t>(c.flags[1] + c.flags[2]) : 0;
         EXPECT_EQ(plan.launches.size(), 1u + copies) << kernel;
@@ -490,8 +514,8 @@ TEST(Attention, TransposedOutputOfContiguousOperands) {
     std::vector<double> ref = attention_reference(q, k, v, nullptr, false, 0.4, shape);
     ref = transpose_0213(ref, shape);
     const Inputs inputs = {NodeInput{q}, NodeInput{k}, NodeInput{v}};
-    std::vector<std::string> kernels = {""};
-    if (c.v.back() <= 64) kernels = {"", "rows", "tiled"};
+    std::vector<std::string> kernels = {"", "gemm"};
+    if (c.v.back() <= 64) kernels = {"", "rows", "tiled", "gemm"};
     for (const std::string& kernel : kernels) {
       ops::NodeInfo node = attention_node(0.4f, false);
       node.attributes.set("transpose_output", int64_t{1});

@@ -159,9 +159,10 @@ TEST(AttentionPlan, DavitChannelAttentionRunsThreeLaunchesOnViews) {
 
 // SigLIP-B/16 at 224 x 224: 196 tokens, 12 heads of 64, Q, K and V split into heads in place
 // (read_split_heads), the output written with perm [0, 2, 1, 3].
-Chosen siglip(int64_t batch) {
+Chosen siglip(int64_t batch, const std::string& kernel = "") {
   ops::AttentionAttributes a;
   a.scale = 0.125f;
+  a.kernel = kernel;
   a.heads_views = Flags{true, true, true};
   a.transpose_output = true;
   Inputs in;
@@ -173,7 +174,7 @@ Chosen siglip(int64_t batch) {
   return choose(a, in, h200());
 }
 
-TEST(AttentionPlan, SiglipRunsRowsAloneAndTiledInABatch) {
+TEST(AttentionPlan, SiglipRunsRowsAloneAndGemmsInABatch) {
   // One image: 12 tiled workgroups would leave the GPU idle; the row kernel with K copied as K^T.
   const Chosen one = siglip(1);
   ASSERT_TRUE(one.choice) << one.error;
@@ -182,14 +183,20 @@ TEST(AttentionPlan, SiglipRunsRowsAloneAndTiledInABatch) {
   EXPECT_TRUE(one.choice->k_transposed);
   EXPECT_EQ(one.choice->copied, (Flags{false, true, true}));
   EXPECT_FALSE(one.choice->output_copied);
-  // Eight images: 96 heads x 224 query rows fill it; the tiled kernel reads the views in place.
+  // Eight images: 96 heads x 196 query rows over 196 keys: the scores are a batched GEMM (then a Softmax
+  // and P V), which reads the views in place and writes the output in place.
   const Chosen eight = siglip(8);
   ASSERT_TRUE(eight.choice) << eight.error;
-  EXPECT_EQ(eight.choice->kernel, AttentionKernel::Tiled);
-  EXPECT_EQ(eight.choice->tiled_queries, 224);
-  EXPECT_EQ(eight.choice->workgroups, 96);
+  EXPECT_EQ(eight.choice->kernel, AttentionKernel::ThreeLaunch);
   EXPECT_FALSE(eight.choice->k_transposed);
   EXPECT_EQ(eight.choice->copied, (Flags{false, false, false}));
+  EXPECT_FALSE(eight.choice->output_copied);
+  // Forced, the tiled kernel still takes it: 96 heads x 224 query rows.
+  const Chosen tiled = siglip(8, "tiled");
+  ASSERT_TRUE(tiled.choice) << tiled.error;
+  EXPECT_EQ(tiled.choice->kernel, AttentionKernel::Tiled);
+  EXPECT_EQ(tiled.choice->tiled_queries, 224);
+  EXPECT_EQ(tiled.choice->workgroups, 96);
 }
 
 TEST(AttentionPlan, BartDecoderStepWithPastRunsRowsWithoutCopies) {
@@ -250,7 +257,7 @@ TEST(AttentionPlan, UnalignedHeadsAndForcedKernelsThatCannotRun) {
       std::string::npos)
       << choose(a, in, h200()).error;
   a.kernel = "flash";  // choose's own error; the planner prefixes the node
-  EXPECT_EQ(choose(a, in, h200()).error, "unknown wgi.kernel 'flash' (expected rows or tiled)");
+  EXPECT_EQ(choose(a, in, h200()).error, "unknown wgi.kernel 'flash' (expected rows, tiled or gemm)");
 
   // V's last dim 600 (past the row kernel's 512): three launches; forcing rows is an error, and so is a mask
   // that differs across the batch.
