@@ -27,15 +27,13 @@ constexpr uint32_t kGemvMaxRows = 8;
 constexpr uint64_t kFast128MinWorkgroups = 256;
 constexpr uint32_t kFast128TallRows = 2048;
 constexpr uint32_t kFast128TallMinColumns = 256;
-// From 512 rows, three quarters of a wave of 128 tiles do too: two later tuning rounds took the 128 tile for
-// DaViT's 576x3072x1024 and 576x4096x1024 (120 and 160 tiles; docs/performance.md, "Measurements behind
-// the planner's rules").
+// From 512 rows, 72 tiles of 128 do too: two later tuning rounds took the 128 tile for DaViT's 576x3072x1024
+// and 576x4096x1024 (120 and 160 tiles; docs/performance.md, "Measurements behind the planner's rules");
+// SigLIP-B's batch-8 attention output, 1576x768x768 (78 tiles), ran 0.090 ms on it against 0.137 on the 64
+// (H100; "ResNet-50 at batch 8 conv by conv; SigLIP's batch-8 products"), and its MLP-down, 1576x768x3072,
+// 0.272 split in 3 against 0.300-0.303 on the split 64 tile (twice; "The wave tail").
 constexpr uint32_t kFast128MidRows = 512;
-constexpr uint64_t kFast128MidMinWorkgroups = 96;
-// Unsplit (K below kFast128SplitMinK), from 72: SigLIP-B's batch-8 attention output, 1576x768x768 (78
-// tiles), ran 0.090 ms on the 128 tile against 0.137 on the 64 (H100; docs/performance.md, "ResNet-50 at
-// batch 8 conv by conv; SigLIP's batch-8 products").
-constexpr uint64_t kFast128MidShortKMinWorkgroups = 72;
+constexpr uint64_t kFast128MidMinWorkgroups = 72;
 // Fast64 down to 16 rows or columns: the same tuning run found it faster than the seeds' 32x32 tiles on
 // DaViT's channel attention products (32x32x36864 in 4 batches, split; 32x36864x32), although half of each
 // tile is padding there (docs/performance.md, "Measurements behind the planner's rules").
@@ -456,9 +454,7 @@ GemmConfig choose_gemm_config(const GemmLaunchSpec& spec, const gpu::Capabilitie
     // Fewer than 128 rows or columns leave most of a 128 tile padding: DaViT's 32x36864x32 (4 batches) ran
     // faster on the 64 tile (docs/performance.md, "Measurements behind the planner's rules").
     const bool fills_128 = spec.m >= 128 && spec.n >= 128;
-    const bool mid = spec.m >= kFast128MidRows &&
-                     (tiles128 >= kFast128MidMinWorkgroups ||
-                      (tiles128 >= kFast128MidShortKMinWorkgroups && spec.k < kFast128SplitMinK));
+    const bool mid = spec.m >= kFast128MidRows && tiles128 >= kFast128MidMinWorkgroups;
     if (c128 && fills_128 && (tiles128 >= kFast128MinWorkgroups || tall || mid)) return *c128;
     if (auto c64 = fast_config(spec, limits, GemmKernel::Fast64, why64)) return *c64;
     if (c128) return *c128;
@@ -873,10 +869,11 @@ uint32_t wave_split_count(uint64_t tiles, uint64_t k) {
 uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
   const uint64_t wave = wave_split_count(tiles, k);
   if (tile == 128) {
+    // At most one wave of workgroups: SigLIP-B's 78-tile MLP-down ran 0.272 ms in 3 chunks (234
+    // workgroups) and 0.37-0.39 in 4 (312: a second wave for 48 of them).
     if (tiles >= kFastSplitMaxTiles || k < kFast128SplitMinK) return 1;
-    return static_cast<uint32_t>(
-        std::max<uint64_t>(1, std::min(ceil_div<uint64_t>(2 * kFastSplitMaxTiles, tiles),
-                                       ceil_div<uint64_t>(k, kFast128SplitChunk))));
+    return static_cast<uint32_t>(std::max<uint64_t>(
+        1, std::min<uint64_t>(2 * kFastSplitMaxTiles / tiles, ceil_div<uint64_t>(k, kFast128SplitChunk))));
   }
   if (tiles >= kFast64SplitMaxTiles || k < kFast64OneBufferChunk ||
       (tiles > kFast64ShortKMaxTiles && k < kFast64ShortK))

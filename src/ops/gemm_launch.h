@@ -232,9 +232,9 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config);
 // at least 256.
 uint32_t wave_split_count(uint64_t tiles, uint64_t k);
 // K chunks of a product planned on the fast `tile` (128 or 64) with `tiles` output tiles over `k`: the 128
-// tile only from K = 2048 (chunks of ~768, about two workgroups per SM), the 64 tile up to about 864
-// workgroups with chunks of 96..512 (over K < 2048 on at most 192 tiles), never fewer than wave_split_count
-// (the rules' measurements are in gemm_launch.cpp).
+// tile only from K = 2048 (chunks of ~768, at most two workgroups per SM: one wave), the 64 tile up to about
+// 864 workgroups with chunks of 96..512 (over K < 2048 on at most 192 tiles), never fewer than
+// wave_split_count (the rules' measurements are in gemm_launch.cpp).
 uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k);
 // The wave tail's head rows for a product of `m` rows in `tiles_n` columns of 128 tiles, unsplit: the rows
 // of whole waves of 128 tiles (two workgroups on each of the H200's 132 SMs) when that leaves a tail of at

@@ -733,10 +733,10 @@ TEST(GemmPlanner, ChoosesByProblemSizeAndDeviceLimits) {
   EXPECT_EQ(ops::choose_gemm_config(problem(2304, 512, 512), h200).kernel, K::Fast128);
   EXPECT_EQ(ops::choose_gemm_config(problem(2304, 128, 512), h200).kernel, K::Fast64);   // too narrow
   EXPECT_EQ(ops::choose_gemm_config(problem(576, 1024, 1024), h200).kernel, K::Fast64);  // not tall enough
-  // From 512 rows, 72 tiles of 128 unsplit (SigLIP-B's batch-8 attention output: 78); over a K that the 128
-  // tile would split, the 64 tile's split stays.
+  // From 512 rows, 72 tiles of 128 (SigLIP-B's batch-8 attention output and MLP-down: 78; the latter split).
   EXPECT_EQ(ops::choose_gemm_config(problem(1576, 768, 768), h200).kernel, K::Fast128);
-  EXPECT_EQ(ops::choose_gemm_config(problem(1576, 768, 3072), h200).kernel, K::Fast64);
+  EXPECT_EQ(ops::choose_gemm_config(problem(1576, 768, 3072), h200).kernel, K::Fast128);
+  EXPECT_EQ(ops::choose_gemm_config(problem(512, 1792, 768), h200).kernel, K::Fast64);  // 56 tiles
   // Fewer than 128 rows: the 64 tile however many 128 tiles there would be.
   EXPECT_EQ(ops::choose_gemm_config(problem(32, 36864, 32, false), h200).kernel, K::Fast64);
   c = ops::choose_gemm_config(problem(1, 51289, 768), h200);
@@ -972,7 +972,9 @@ TEST(SplitK, PlannerSplitsFewTilesOverALongK) {
   fast.kernel = ops::GemmKernel::Fast128;
   fast.tile_m = fast.tile_n = 128;
   EXPECT_EQ(ops::choose_split_k(problem(4096, 4096, 4096), fast), 1u);
-  // The 128 tile splits only from K = 2048 (chunks of ~768) on fewer than 132 tiles.
+  // The 128 tile splits only from K = 2048 (chunks of ~768) on fewer than 132 tiles, in one wave of two
+  // workgroups per SM: SigLIP-B's batch-8 MLP-down, 78 tiles, in 3 (4 would need 312 workgroups).
+  EXPECT_EQ(ops::choose_split_k(problem(1576, 768, 3072), fast), 3u);
   EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 2048), fast), 3u);  // 72 tiles
   EXPECT_EQ(ops::choose_split_k(problem(576, 1024, 4096), fast), 6u);  // 40 tiles
   EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 512), fast), 1u);   // K 512: unsplit is faster
