@@ -651,13 +651,12 @@ KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Define
 // preprocessor wants each one defined, in the branches not taken too).
 kernels::Defines gemm_defines_off() {
   kernels::Defines defines;
-  for (const char* name : {"A_CONV",      "A_KM",           "A_ROW_MAP",       "A_VEC4",
-                           "B_F16",       "B_NK",           "B_QUADS",         "B_QUANT",
-                           "B_VEC4",      "CODE_TABLE",     "DOUBLE_BUFFER",   "IN_PLACE_EPILOGUE",
-                           "NF4",         "OUT_COL_STRIDE", "OUT_ROW_MAP",     "OUT_VEC4",
-                           "OUT_VIEW",    "RESIDUAL",       "RESIDUAL_IN_ACC", "ROW_MAPS",
-                           "SCALES_F16",  "SCALE_PER_CODE", "SPLIT_K",         "SPLIT_OUTPUTS",
-                           "SPLIT_THIRD", "ZP_F16",         "ZP_FLOAT",        "ZP_PACKED"}) {
+  for (const char* name :
+       {"A_CONV",   "A_KM",           "A_ROW_MAP",      "A_VEC4",     "B_F16",         "B_NK",
+        "B_QUADS",  "B_QUANT",        "B_VEC4",         "CODE_TABLE", "DOUBLE_BUFFER", "IN_PLACE_EPILOGUE",
+        "NF4",      "OUT_COL_STRIDE", "OUT_ROW_MAP",    "OUT_VEC4",   "OUT_VIEW",      "RESIDUAL",
+        "ROW_MAPS", "SCALES_F16",     "SCALE_PER_CODE", "SPLIT_K",    "SPLIT_OUTPUTS", "SPLIT_THIRD",
+        "ZP_F16",   "ZP_FLOAT",       "ZP_PACKED"}) {
     defines[name] = "0";
   }
   return defines;
@@ -724,12 +723,8 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["SPLIT_K"] = splits > 1 ? "1" : "0";
       defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
       defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
-      // A residual starts the sums where alpha is 1; a Gelu, or a residual scaled by no sum: the epilogue's
-      // second, in-place pass (gemm_fast.wgsl says why).
-      const bool residual_in_acc = residual && spec.alpha == 1.0f;
-      defines["RESIDUAL_IN_ACC"] = residual_in_acc ? "1" : "0";
-      defines["IN_PLACE_EPILOGUE"] =
-          splits <= 1 && ((residual && !residual_in_acc) || spec.activation.uses_math()) ? "1" : "0";
+      // A Gelu or a residual: the epilogue's second, in-place pass (gemm_fast.wgsl says why).
+      defines["IN_PLACE_EPILOGUE"] = splits <= 1 && (residual || spec.activation.uses_math()) ? "1" : "0";
       // The view's batch decoding only where the output is one (a split's partial sums are packed).
       defines["OUT_VIEW"] = splits <= 1 && output_view(spec) ? "1" : "0";
       // vec4 stores: N, and for a view (not the packed partial sums of a split) its row and batch strides,

@@ -31,9 +31,8 @@
 //   ([split][batch][M][N]); gemm_split_reduce.wgsl adds them and applies the epilogue.
 // - The epilogue runs on the register tile: each thread's runs of four columns are written as vec4s where
 //   N % 4 == 0 (OUT_VEC4: a warp then writes whole 128-byte lines, against four scalar stores per run
-//   spread over 32-byte pieces of them). A long activation (the Gelu forms), or a residual where alpha is not
-//   1, goes to an in-place second pass (IN_PLACE_EPILOGUE, see there); with alpha = 1 the residual is where
-//   the sums start (RESIDUAL_IN_ACC). Staging the tile through workgroup memory instead (coalesced
+//   spread over 32-byte pieces of them). A long activation (the Gelu forms) or a residual goes to an in-place
+//   second pass (IN_PLACE_EPILOGUE, see there). Staging the tile through workgroup memory instead (coalesced
 //   stores, the activation once per element in a loop without accumulators) ran DaViT's plain products
 //   27-43% slower on the H200 (its barriers and passes outweigh the saved traffic; 2026-11-30).
 const TM: u32 = {{TM}}u;  // rows per thread, 4 or 8
@@ -322,30 +321,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 #endif
 
   var acc: array<vec4<f32>, TM * GN>;  // row r, column group g at acc[r * GN + g]; zero-initialised
-#if RESIDUAL_IN_ACC
-  // With alpha = 1 the sums start from the residual (where each output element is written: rows and
-  // columns past the edges read the last ones, never stored), so neither the store loop reads it (which
-  // put acc in local memory) nor a second pass reads the output back for it.
-  let res_matrix = output_matrix(split, batch);
-  for (var r = 0u; r < TM; r++) {
-    let m = min(row0 + (r / 4u) * 64u + ty * 4u + r % 4u, params.M - 1u);
-#if OUT_ROW_MAP
-    let res_row = res_matrix.x + mixed_radix_offset(params.out_row_extents, params.out_row_strides, m);
-#else
-    let res_row = res_matrix.x + m * res_matrix.y;
-#endif
-    for (var g = 0u; g < GN; g++) {
-      let n = col0 + g * 64u + tx * 4u;
-#if OUT_VEC4
-      acc[r * GN + g] = residual[(res_row + min(n, params.N - 4u)) / 4u];
-#else
-      for (var j = 0u; j < 4u; j++) {
-        acc[r * GN + g][j] = residual[res_row + min(n + j, params.N - 1u)];
-      }
-#endif
-    }
-  }
-#endif
   var a_next: array<vec4<f32>, A_LOADS>;
   var b_next: array<vec4<f32>, B_LOADS>;
 
@@ -442,9 +417,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // A long activation (erf, exp: the Gelu forms) inlined TM * TN times made the loop above too big for the
   // driver to unroll on the H200; acc, indexed by loop counters then, went to local memory for the whole
   // kernel (docs/performance.md, "Measurements behind the planner's rules"). A residual read there did the
-  // same (DaViT's MLP-down on the 128 tile). So that loop stores plain values, and this one, which reads no
-  // accumulator, adds the residual and activates this thread's outputs in place (cache-hot: it wrote them
-  // just now). A row's loads are all issued before its first store: a load that follows a store to the same
+  // same (DaViT's MLP-down on the 128 tile), and loading it into acc before the K loop made DaViT-base 8%
+  // slower (docs/performance.md, "The wave tail; ..."). So that loop stores plain values, and this one, which
+  // reads no accumulator, adds the residual and activates this thread's outputs in place (cache-hot: it wrote
+  // them just now). A row's loads are all issued before its first store: a load that follows a store to the same
   // buffer waits for it, and one load-activate-store per run cost a memory latency per run.
   for (var r = 0u; r < TM; r++) {
     let m = row0 + (r / 4u) * 64u + ty * 4u + r % 4u;
@@ -460,9 +436,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let at = (out_row + min(col0 + g * 64u + tx * 4u, params.N - 4u)) / 4u;  // no branch
         vals[g] = output[at];
 #if RESIDUAL
-#if !RESIDUAL_IN_ACC
         vals[g] += residual[at];
-#endif
 #endif
       }
       for (var g = 0u; g < GN; g++) {
@@ -480,9 +454,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let at = out_row + min(col0 + (c / 4u) * 64u + tx * 4u + c % 4u, params.N - 1u);
         vals[c] = output[at];
 #if RESIDUAL
-#if !RESIDUAL_IN_ACC
         vals[c] += residual[at];
-#endif
 #endif
       }
       for (var c = 0u; c < TN; c++) {
