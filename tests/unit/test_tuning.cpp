@@ -234,7 +234,8 @@ TEST(TuningCache, MissingMalformedAndForeignFilesAreIgnoredNeverThrown) {
         "\"split_k\": 2, \"gemv_lanes\": 0}}]}");
   runtime::TuningCache hand = runtime::TuningCache::load(dir / "hand.json");
   EXPECT_TRUE(hand.loaded()) << hand.problem();
-  const GemmChoice* hand_choice = hand.table_for(h200(), "k1").find(problem(196, 3072, 768));
+  const ops::GemmTuningTable hand_table = hand.table_for(h200(), "k1");
+  const GemmChoice* hand_choice = hand_table.find(problem(196, 3072, 768));
   ASSERT_NE(hand_choice, nullptr);
   EXPECT_EQ(*hand_choice, (GemmChoice{GemmKernel::Fast64, 16, 2, 2, 0, 0}));
   std::filesystem::remove_all(dir);
