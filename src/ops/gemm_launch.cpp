@@ -53,10 +53,16 @@ constexpr uint64_t kFast64SplitWorkgroups = 864;
 constexpr uint64_t kFast64OneBufferChunk = 512;
 constexpr uint64_t kFast64MinChunk = 96;
 constexpr uint64_t kFast64MaxSplits = 8;
-// The 128 tile: unsplit K up to 1024 runs its K-slab-8, two-buffer configuration, which no split beat. From
-// K = 2048 chunks of ~700 pay (docs/performance.md, "Measurements behind the planner's rules").
+// The 128 tile: unsplit K up to 1024 runs its K-slab-8, two-buffer configuration, which no split beat on
+// DaViT's products (72-160 tiles). From K = 2048 chunks of ~700 pay (docs/performance.md, "Measurements
+// behind the planner's rules"). Below a third of a wave of tiles, chunks of 256 pay from K = 768: SigLIP-B's
+// batch-8 attention output (1576x768x768, 78 tiles, with its residual) 0.114 ms unsplit, 0.085 in 3 chunks
+// (H100, "The wave tail; ...").
 constexpr uint64_t kFast128SplitMinK = 2048;
 constexpr uint64_t kFast128SplitChunk = 768;
+constexpr uint64_t kFast128FewTiles = 96;
+constexpr uint64_t kFast128FewTilesMinK = 768;
+constexpr uint64_t kFast128FewTilesChunk = 256;
 // The wave tail: a wave of 128 tiles is two workgroups on each of the H200's 132 SMs. SigLIP-B's batch-8
 // MLP-up (1576x3072x768, 312 tiles) took 0.302-0.305 ms against 0.156 for its 234-tile attention input
 // (1576x2304x768): the 48 tiles past the first wave cost a second wave's time (H100, docs/performance.md,
@@ -871,6 +877,9 @@ uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
   if (tile == 128) {
     // At most one wave of workgroups: SigLIP-B's 78-tile MLP-down ran 0.272 ms in 3 chunks (234
     // workgroups) and 0.37-0.39 in 4 (312: a second wave for 48 of them).
+    if (tiles < kFast128FewTiles && k >= kFast128FewTilesMinK && k < kFast128SplitMinK)
+      return static_cast<uint32_t>(std::max<uint64_t>(
+          1, std::min<uint64_t>(2 * kFastSplitMaxTiles / tiles, k / kFast128FewTilesChunk)));
     if (tiles >= kFastSplitMaxTiles || k < kFast128SplitMinK) return 1;
     return static_cast<uint32_t>(std::max<uint64_t>(
         1, std::min<uint64_t>(2 * kFastSplitMaxTiles / tiles, ceil_div<uint64_t>(k, kFast128SplitChunk))));

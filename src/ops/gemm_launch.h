@@ -232,7 +232,8 @@ uint32_t choose_split_k(const GemmLaunchSpec& spec, const GemmConfig& config);
 // at least 256.
 uint32_t wave_split_count(uint64_t tiles, uint64_t k);
 // K chunks of a product planned on the fast `tile` (128 or 64) with `tiles` output tiles over `k`: the 128
-// tile only from K = 2048 (chunks of ~768, at most two workgroups per SM: one wave), the 64 tile up to about
+// tile from K = 2048 (chunks of ~768), or from K = 768 in chunks of 256 on fewer than 96 tiles, at most two
+// workgroups per SM (one wave); the 64 tile up to about
 // 864 workgroups with chunks of 96..512 (over K < 2048 on at most 192 tiles), never fewer than
 // wave_split_count (the rules' measurements are in gemm_launch.cpp).
 uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k);

@@ -979,6 +979,9 @@ TEST(SplitK, PlannerSplitsFewTilesOverALongK) {
   EXPECT_EQ(ops::choose_split_k(problem(576, 1024, 4096), fast), 6u);  // 40 tiles
   EXPECT_EQ(ops::choose_split_k(problem(2304, 512, 512), fast), 1u);   // K 512: unsplit is faster
   EXPECT_EQ(ops::choose_split_k(problem(576, 3072, 1024), fast), 1u);  // K 1024, 120 tiles
+  // Fewer than 96 tiles from K = 768, in chunks of 256 (SigLIP-B's batch-8 attention output: 78 tiles).
+  EXPECT_EQ(ops::choose_split_k(problem(1576, 768, 768), fast), 3u);
+  EXPECT_EQ(ops::choose_split_k(problem(1576, 768, 512), fast), 1u);  // K below 768
   // The 64 tile: up to about 864 workgroups on fewer than 432 tiles, chunks of 96..512, at most 8 of them.
   ops::GemmConfig fast64 = fast;
   fast64.kernel = ops::GemmKernel::Fast64;
