@@ -88,9 +88,10 @@
 #         vision folders suffice).
 # throughput_ab: issue 21's batch-8 models as an A/B of builds in one call (~5 min): `wgi` and each carried
 #         .device/bin/wgi_<variant> (e.g. the last session's build) on SigLIP-B and ResNet-50 at batch 8 and 1
-#         with PyTorch eager beside them (variants mode), the 1576-row products on every fast tile (the 128x64
-#         rectangle included: splits mode), then ResNet-50 and SigLIP-B at batch 8 layer by layer (layers
-#         mode); traces and JSON are deleted once their tables are written (at most 8 files come back).
+#         with PyTorch eager beside them (variants mode), the 1576-row products on the planner's choice, as one
+#         launch (no wave tail) and on the 128 tile split 1..4 (splits mode), then ResNet-50 and SigLIP-B at
+#         batch 8 layer by layer (layers mode); traces and JSON are deleted once their tables are written (at
+#         most 8 files come back).
 #         Packed as `models` (the SigLIP and ResNet-50 folders suffice).
 # gemv_sweep: the quantized LM head (q4, q4 with zero points, q8; 1 and 4 rows) with its weights out of the L2
 #         cache (WGI_BENCH_WEIGHT_COPIES=4) for wgi_bench_quantized and each carried
@@ -701,7 +702,7 @@ elif [[ $mode == throughput_ab ]]; then
   models2="siglip_vision_base_opset17 resnet50_opset17"
   VARIANT_MODELS=$models2 VARIANTS_QUICK=1 VARIANT_TORCH=1 VARIANT_BATCH=8 \
     VARIANT_BENCH_ARGS="--runs 20 --device-inputs" OUT=$out/b8 timeout 200 bash "$self" variants
-  SPLITS_FILTER='BM_Linear(Model/planner|Split/fast128x64_s[1-4]|Split/fast128_s1|Split/fast64_s1)/.*1576/' \
+  SPLITS_FILTER='BM_Linear(Model/(planner|one_launch)|Split/fast128_s[1-4]|Split/fast64_s1)/.*1576/' \
     timeout 100 bash "$self" splits
   for name in resnet50_opset17 siglip_vision_base_opset17; do
     LAYERS_MODEL=$name timeout 100 bash "$self" layers
