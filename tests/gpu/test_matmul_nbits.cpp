@@ -422,7 +422,8 @@ TEST(MatMulNBits, PlannerGivesWideGemvsSeveralColumnsPerThread) {
 }
 
 // The fast tiles' other paths with a quantized B: the 128 tile, a split K (partial sums, then the reduction
-// applies bias, residual and activation), a folded grid; K and N unaligned to the tiles and to 4, a partial
+// applies bias, residual and activation), a folded grid, a wave tail (the later rows a launch of their own,
+// bound further into A, the residual and the output); K and N unaligned to the tiles and to 4, a partial
 // last block; against the same float64 reference and 1e-5.
 TEST(MatMulNBits, FastTilesSplitKAndFoldedGrid) {
   NbitsProblem p(69, 133, 4, 32, Zp::Packed, false, 71);
@@ -436,13 +437,15 @@ TEST(MatMulNBits, FastTilesSplitKAndFoldedGrid) {
     const char* tile;
     int64_t splits;
     uint32_t max_groups;
+    int64_t head_rows = 0;  // wgi.gemm_head_rows, 0: not set
   };
-  for (const Variant& v :
-       {Variant{"fast128", 1, 65535}, Variant{"fast64", 3, 65535}, Variant{"fast64", 1, 3}}) {
+  for (const Variant& v : {Variant{"fast128", 1, 65535}, Variant{"fast64", 3, 65535}, Variant{"fast64", 1, 3},
+                           Variant{"fast64", 1, 65535, 64}}) {
     ops::NodeInfo node = nbits_node(p.k, p.n, p.bits, p.block_size);
     node.attributes.set("wgi.kernel", std::string("fast"));
     node.attributes.set("wgi.gemm_kernel", std::string(v.tile));
     if (v.splits > 1) node.attributes.set("wgi.gemm_split_k", v.splits);
+    if (v.head_rows) node.attributes.set("wgi.gemm_head_rows", v.head_rows);
     node.attributes.set("wgi.residual", int64_t{1});
     node.attributes.set("wgi.activation", std::string("Relu"));
     Inputs in = p.inputs(a, true);
@@ -452,11 +455,13 @@ TEST(MatMulNBits, FastTilesSplitKAndFoldedGrid) {
     options.capabilities->limits.max_compute_workgroups_per_dimension = v.max_groups;
     const auto out = runtime::run_node(test::device(), node, in, options);
     const auto result = test::close_in_l2(out[0], want, kRelativeL2);
-    EXPECT_TRUE(result) << v.tile << " split " << v.splits << " groups " << v.max_groups << ": "
-                        << result.message();
+    EXPECT_TRUE(result) << v.tile << " split " << v.splits << " groups " << v.max_groups << " head "
+                        << v.head_rows << ": " << result.message();
     const ops::OpPlan plan = runtime::plan_node(*options.capabilities, node, in);
-    ASSERT_EQ(plan.launches.size(), v.splits > 1 ? 2u : 1u);
+    ASSERT_EQ(plan.launches.size(), v.splits > 1 || v.head_rows ? 2u : 1u);
     EXPECT_NE(plan.launches[0].program.label.find(std::string("gemm_") + v.tile), std::string::npos)
+        << plan.launches[0].program.label;
+    EXPECT_EQ(plan.launches[0].program.label.find("_head") != std::string::npos, v.head_rows != 0)
         << plan.launches[0].program.label;
   }
 }
