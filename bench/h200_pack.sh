@@ -21,13 +21,16 @@
 #                              there, and no room for it with these); tokens_decode, tokens_pipelines; add
 #                              builds as .device/bin/wgi_<name>.xz; carry [".device"]
 # The two do not fit in one call: node and ORT are 40 MB, the OCR models 16 MB.
+# models, trimmed: WGI_PACK_MODELS="siglip_vision_base_opset17 resnet50_opset17 ..." packs only those folders
+# (without the fp16 file made there), and WGI_PACK_PEERS=0 leaves node and ORT out: the batch-8 A/B of
+# builds beside PyTorch (`h200_campaign.sh variants` / `throughput_ab`) then travels in ~20 MB with two builds.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 mode=${1:?usage: bench/h200_pack.sh main|models|conv|shaders|quantized|files_tests|pipelines|tokens}
 rm -rf .device
 args=()
-[[ $mode == models || $mode == pipelines ]] && args+=(--peers)
+[[ ($mode == models && ${WGI_PACK_PEERS:-1} != 0) || $mode == pipelines ]] && args+=(--peers)
 bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent build/release/wgi_bench_data_dependent
                               build/release/wgi_bench_quantized)
@@ -49,13 +52,14 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
 [[ $mode == models ]] && mkdir -p .device/models && cp tests/data/models/dynamic_shapes/nms_gather.onnx .device/
 [[ $mode == models ]] && for dir in build/models-large/*_opset17; do
   name=$(basename "$dir")
+  [[ -n ${WGI_PACK_MODELS:-} && " $WGI_PACK_MODELS " != *" $name "* ]] && continue
   mkdir -p ".device/models/$name"
   if [[ $name == bart_decoder_cached_cross_* ]]; then  # timed with random inputs only
     cp "$dir/model.onnx" "$dir/weights.json" ".device/models/$name/"
     continue
   fi
   find "$dir" -maxdepth 1 -type f ! -name model.onnx.data ! -path '*vision*input_pixel_values.npy' \
-    -exec cp {} ".device/models/$name/" \;
+    $([[ -n ${WGI_PACK_MODELS:-} ]] && echo "! -name model_fp16.onnx") -exec cp {} ".device/models/$name/" \;
 done
 # transformers.js and its dependencies; onnxruntime-node is the peers' one (the same 1.30.0), linked there;
 # sharp (libvips, 19 MB) stays here: the campaign gives transformers.js raw RGB and a stub of sharp.
