@@ -232,6 +232,21 @@ TEST(AttentionKernels, ForcedKernelsThatCannotRunAreErrors) {
   EXPECT_NE(error("flash").find("unknown wgi.kernel 'flash' (expected rows, tiled or gemm)"),
             std::string::npos)
       << error("flash");
+  // The three launches add a mask as the scores' bias: one mask for every batch entry and head.
+  ops::NodeInfo gemm = attention_node(0.2f, false);
+  gemm.attributes.set("wgi.kernel", std::string("gemm"));
+  const Tensor q2 = test::random_tensor({2, 2, 5, 4}, 12), kv2 = test::random_tensor({2, 2, 6, 4}, 13);
+  std::string msg = "no error";
+  try {
+    runtime::plan_node(test::device().capabilities(), gemm,
+                       Inputs{NodeInput{q2}, NodeInput{kv2}, NodeInput{kv2},
+                              NodeInput{test::random_tensor({2, 1, 1, 6}, 14)}});
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("wgi.kernel = gemm needs a mask shared by every batch entry and head"),
+            std::string::npos)
+      << msg;
 }
 
 INSTANTIATE_TEST_SUITE_P(
