@@ -24,6 +24,7 @@
 # models, trimmed: WGI_PACK_MODELS="siglip_vision_base_opset17 resnet50_opset17 ..." packs only those folders
 # (without the fp16 file made there), and WGI_PACK_PEERS=0 leaves node and ORT out: the batch-8 A/B of
 # builds beside PyTorch (`h200_campaign.sh variants` / `throughput_ab`) then travels in ~20 MB with two builds.
+# WGI_PACK_SHADER_TOOLS=1 adds wgi_probe_pipeline_stats and spirv-as, for `f16_weights` in the same call.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -34,6 +35,8 @@ args=()
 bins=(build/release/wgi build/release/wgi_bench_ops)
 [[ $mode == models ]] && bins+=(build/release/wgi_bench_recurrent build/release/wgi_bench_data_dependent
                               build/release/wgi_bench_quantized)
+[[ $mode == models && ${WGI_PACK_SHADER_TOOLS:-0} == 1 ]] &&
+  bins+=(build/release/wgi_probe_pipeline_stats "$(command -v spirv-as)")
 [[ $mode == pipelines ]] && bins=(build/release/wgi)
 [[ $mode == tokens ]] && bins=(build/release/wgi build/release/wgi_bench_data_dependent build/release/tests/wgi_gpu_tests)
 [[ $mode == main ]] && bins+=(build/release/wgi_bench_ops build/release/tests/wgi_gpu_tests build/release/tests/wgi_unit_tests
