@@ -34,6 +34,7 @@
 #include "bench_timing.h"
 #include "gpu/device.h"
 #include "ops/float16.h"
+#include "ops/gemm_launch.h"
 #include "ops/internal_ops.h"
 #include "runtime/node_runner.h"
 #include "support/tensor_check.h"
@@ -250,7 +251,7 @@ void register_forced_kernels() {
   add(
       "BM_LinearModel/planner", [](benchmark::State& state) { run_linear(state, {}); }, model_products);
   // The planner's choice as one launch: what it is without the wave tail (gemm_launch.h).
-  const Attributes one_launch = {{"wgi.gemm_head_rows", int64_t{UINT32_MAX}}};
+  const Attributes one_launch = {{"wgi.gemm_head_rows", int64_t{wgi::ops::kGemmOneLaunch}}};
   add(
       "BM_LinearModel/one_launch", [one_launch](benchmark::State& state) { run_linear(state, one_launch); },
       model_products);

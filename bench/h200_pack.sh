@@ -53,6 +53,8 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
 # The vision models' pixel inputs are numpy's first and second draws from the generator's seed
 # (florence_siglip.py's build_cases), regenerated there instead of carried (7 MB).
 [[ $mode == models ]] && mkdir -p .device/models && cp tests/data/models/dynamic_shapes/nms_gather.onnx .device/
+skip_fp16=()  # a trimmed pack leaves the fp16 files out (the campaign makes them there)
+[[ -n ${WGI_PACK_MODELS:-} ]] && skip_fp16=(! -name model_fp16.onnx)
 [[ $mode == models ]] && for dir in build/models-large/*_opset17; do
   name=$(basename "$dir")
   [[ -n ${WGI_PACK_MODELS:-} && " $WGI_PACK_MODELS " != *" $name "* ]] && continue
@@ -62,7 +64,7 @@ for b in .device/bin/*; do xz -T2 -6 "$b"; done  # bench/h200_campaign.sh unpack
     continue
   fi
   find "$dir" -maxdepth 1 -type f ! -name model.onnx.data ! -path '*vision*input_pixel_values.npy' \
-    $([[ -n ${WGI_PACK_MODELS:-} ]] && echo "! -name model_fp16.onnx") -exec cp {} ".device/models/$name/" \;
+    "${skip_fp16[@]}" -exec cp {} ".device/models/$name/" \;
 done
 # transformers.js and its dependencies; onnxruntime-node is the peers' one (the same 1.30.0), linked there;
 # sharp (libvips, 19 MB) stays here: the campaign gives transformers.js raw RGB and a stub of sharp.

@@ -40,6 +40,8 @@ constexpr uint64_t kFast128MidMinWorkgroups = 72;
 constexpr uint32_t kFastMinExtent = 16;
 // The fast kernels split K when a product has fewer output tiles than this (about one wave on the H200).
 constexpr uint64_t kFastSplitMaxTiles = 132;
+// A wave of 128 tiles: two workgroups (256 invocations of ~128 registers) on each of the H200's 132 SMs.
+constexpr uint64_t kWave128 = 2 * kFastSplitMaxTiles;
 // Split rules fitted to the target models' products on the H200 (docs/performance.md, "GEMM split rules from
 // the models' products", 2026-11-30: every product on both tiles with 1..8 chunks forced).
 // The 64 tile: several of its workgroups share an SM, so a split pays up to about 864 workgroups in all, with
@@ -63,12 +65,10 @@ constexpr uint64_t kFast128SplitChunk = 768;
 constexpr uint64_t kFast128FewTiles = 96;
 constexpr uint64_t kFast128FewTilesMinK = 768;
 constexpr uint64_t kFast128FewTilesChunk = 256;
-// The wave tail: a wave of 128 tiles is two workgroups on each of the H200's 132 SMs. SigLIP-B's batch-8
-// MLP-up (1576x3072x768, 312 tiles) took 0.302-0.305 ms against 0.156 for its 234-tile attention input
-// (1576x2304x768): the 48 tiles past the first wave cost a second wave's time (H100, docs/performance.md,
-// "The wave tail"). Only a tail of at most a third of a wave after exactly one wave is peeled: the measured
-// case.
-constexpr uint64_t kWave128 = 2 * kFastSplitMaxTiles;
+// The wave tail: SigLIP-B's batch-8 MLP-up (1576x3072x768, 312 tiles) took 0.302-0.305 ms against 0.156
+// for its 234-tile attention input (1576x2304x768): the 48 tiles past the first wave (kWave128) cost a
+// second wave's time (H100, docs/performance.md, "The wave tail"). Only a tail of at most a third of a wave
+// after exactly one wave is peeled: the measured case.
 constexpr uint64_t kWaveTailMaxTiles = kWave128 / 3;
 // GEMV: fewest threads per column (fewer reduction steps, longer contiguous runs per thread) that still give
 // this many workgroups.
@@ -877,12 +877,13 @@ uint32_t fast_split_count(uint32_t tile, uint64_t tiles, uint64_t k) {
   if (tile == 128) {
     // At most one wave of workgroups: SigLIP-B's 78-tile MLP-down ran 0.272 ms in 3 chunks (234
     // workgroups) and 0.37-0.39 in 4 (312: a second wave for 48 of them).
-    if (tiles < kFast128FewTiles && k >= kFast128FewTilesMinK && k < kFast128SplitMinK)
-      return static_cast<uint32_t>(std::max<uint64_t>(
-          1, std::min<uint64_t>(2 * kFastSplitMaxTiles / tiles, k / kFast128FewTilesChunk)));
-    if (tiles >= kFastSplitMaxTiles || k < kFast128SplitMinK) return 1;
-    return static_cast<uint32_t>(std::max<uint64_t>(
-        1, std::min<uint64_t>(2 * kFastSplitMaxTiles / tiles, ceil_div<uint64_t>(k, kFast128SplitChunk))));
+    uint64_t chunks = 1;
+    if (tiles < kFast128FewTiles && k >= kFast128FewTilesMinK && k < kFast128SplitMinK) {
+      chunks = k / kFast128FewTilesChunk;
+    } else if (tiles < kFastSplitMaxTiles && k >= kFast128SplitMinK) {
+      chunks = ceil_div<uint64_t>(k, kFast128SplitChunk);
+    }
+    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(kWave128 / tiles, chunks)));
   }
   if (tiles >= kFast64SplitMaxTiles || k < kFast64OneBufferChunk ||
       (tiles > kFast64ShortKMaxTiles && k < kFast64ShortK))
@@ -1138,7 +1139,7 @@ void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requeste
     plan.launches.push_back(std::move(head_launch));
     GemmLaunchSpec tail = spec;
     tail.m = spec.m - head_rows;
-    tail.head_rows = UINT32_MAX;  // one launch
+    tail.head_rows = kGemmOneLaunch;
     tail.a = spec.a.advanced(uint64_t{head_rows} * spec.k * sizeof(float));
     tail.out = spec.out.advanced(uint64_t{head_rows} * spec.n * sizeof(float));
     if (spec.residual) tail.residual = spec.residual->advanced(uint64_t{head_rows} * spec.n * sizeof(float));

@@ -97,6 +97,9 @@ struct GemmRowMap {
   std::array<uint32_t, 4> strides = {0, 0, 0, 0};
 };
 
+// GemmLaunchSpec::head_rows that runs any product as one launch.
+inline constexpr uint32_t kGemmOneLaunch = UINT32_MAX;
+
 struct GemmLaunchSpec {
   uint32_t m = 0, n = 0, k = 0;
   uint32_t batch = 1;                                 // output matrices, decoded from batch_dims
@@ -111,7 +114,7 @@ struct GemmLaunchSpec {
   uint32_t gemv_lanes = 0;               // GEMV threads per column; 0: the planner's choice
   uint32_t split_k = 0;                  // K chunks (append_gemm_launches); 0: the planner's choice, 1: none
   // Rows of the first of two launches (the wave tail; append_gemm_launches); 0: the planner's choice, M or
-  // more: one launch.
+  // more (kGemmOneLaunch): one launch.
   uint32_t head_rows = 0;
   // B is a constant that the op prepacks in the layout prepack_b_as_nk asks for (b_nk says which it was
   // given): one problem for tuning whichever layout the chosen kernel gets.

@@ -147,7 +147,7 @@ std::optional<GemmPlanned> plan_gemm_choice(const GemmLaunchSpec& spec, const Ge
   forced.stages = choice.stages;
   forced.gemv_lanes = choice.gemv_lanes;
   forced.split_k = splittable ? choice.split_k : 0;
-  forced.head_rows = choice.head_rows > 0 ? choice.head_rows : UINT32_MAX;  // 0: one launch
+  forced.head_rows = choice.head_rows > 0 ? choice.head_rows : kGemmOneLaunch;
   try {
     GemmPlanned planned = plan_gemm_rules(forced, caps, splittable);
     // Every knob was forced, so the plan is the choice; anything else would mean the rules moved it.
