@@ -31,7 +31,7 @@ const INPUT_OPTIONS = {
                       help: 'Fill inputs not given with --input from this seed (floats uniform in [-1, 1), integers 0)'},
   '--dim': {value: 'NAME=VALUE', repeat: true, help: 'A symbolic input dim, for --random-inputs (repeatable)'},
   '--precision': {value: 'f32|f16',
-                  help: 'f16: constant-weight GEMMs and large convs on subgroup matrices (needs shader-f16 and those)'},
+                  help: 'f16: constant-weight GEMMs, large convs and attention on subgroup matrices (needs shader-f16 and those)'},
 };
 const COMMANDS = {
   info: {

@@ -39,7 +39,8 @@
 // exporter's own sequence as three launches: the fast GEMM for scale * Q K^T (+ mask) into a scratch buffer
 // (split over the tokens), Softmax over its rows into another, and the GEMM with V. With the views above no
 // Transpose, Gather or copy runs around it (what they cost DaViT-base: docs/performance.md, "Measurements
-// behind the planner's rules").
+// behind the planner's rules"). A session computing in f16 (docs/float16.md) runs heads of at most 64 over
+// at least 16 queries on attention/attention_matrix_f16.wgsl instead: the fused kernel on subgroup matrices.
 //
 // The planning runs in steps (attention_plan.h): parse the node (its attributes through internal_ops.h, Q, K
 // and V as views), validate the shapes into an AttentionProblem, choose the plan and kernel (a pure function
@@ -47,6 +48,7 @@
 // launches.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <tuple>
 #include <utility>
 
@@ -88,6 +90,23 @@ constexpr int64_t kGemmMinQueryRows = 256 * 64;
 // are split until about kSplitTargetWorkgroups workgroups run, each over at least kMinKeysPerSplit keys.
 constexpr int64_t kSplitTargetWorkgroups = 256;
 constexpr int64_t kMinKeysPerSplit = 32;
+// attention_matrix_f16.wgsl (sessions computing in f16): 16 query rows per subgroup, at most 4 subgroups a
+// workgroup (its Q rows are staged where one chunk's keys and values go), head sizes compiled in and padded
+// to whole 16s, at most 64; keys in chunks of 32. Fewer than 16 queries (a decoder step) would leave most of
+// each 16-row product empty: the f32 kernels run those.
+constexpr int64_t kMatrixMaxHeadDim = 64;
+constexpr int64_t kMatrixMaxSubgroups = 4;
+constexpr int64_t kMatrixKeysPerChunk = 32;
+constexpr int64_t kMatrixMinQueries = 16;
+
+// attention_matrix_f16.wgsl's workgroup memory in bytes (its kv_s, p_s, s_s and o_s).
+uint64_t matrix_attention_storage(int64_t d, int64_t dv, int64_t subgroups) {
+  const int64_t d16 = (d + 15) / 16 * 16, dv16 = (dv + 15) / 16 * 16;
+  const int64_t rows = subgroups * 16;
+  const int64_t halves = 2 * kMatrixKeysPerChunk * (std::max(d16, dv16) + 8) + rows * (kMatrixKeysPerChunk + 8);
+  const int64_t floats = rows * (kMatrixKeysPerChunk + 4) + rows * (dv16 + 4);
+  return static_cast<uint64_t>(halves * 2 + floats * 4);
+}
 
 // Workgroups per query row of the row kernel for `rows` rows over `tk` keys (1: no split), and the keys
 // each takes: only the last one may take fewer, none takes none.
@@ -384,12 +403,41 @@ AttentionProblem attention_problem(const PlanContext& ctx) {
 
 // ---- choose ----
 
-AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limits& limits, bool gemm_views) {
+int64_t matrix_attention_subgroups(int64_t tq) {
+  const int64_t blocks = (std::max<int64_t>(tq, 1) + 15) / 16;
+  int64_t best = 1, best_cost = INT64_MAX;
+  for (int64_t sg = kMatrixMaxSubgroups; sg >= 1; --sg) {
+    const int64_t cost = (blocks + sg - 1) / sg * (sg + 2);
+    if (cost < best_cost) best = sg, best_cost = cost;
+  }
+  return best;
+}
+
+AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capabilities& caps) {
+  const gpu::Limits& limits = caps.limits;
+  const bool gemm_views = gemm_views_supported(caps);
   // Which kernel: wgi.kernel = rows (attention.wgsl) | tiled (attention_tiled.wgsl) | gemm (the three
-  // launches) forces one.
+  // launches) | matrix (attention_matrix_f16.wgsl) forces one.
   const std::string& forced = p.forced_kernel;
-  if (!forced.empty() && forced != "rows" && forced != "tiled" && forced != "gemm")
-    throw Error("unknown wgi.kernel '" + forced + "' (expected rows, tiled or gemm)");
+  if (!forced.empty() && forced != "rows" && forced != "tiled" && forced != "gemm" && forced != "matrix")
+    throw Error("unknown wgi.kernel '" + forced + "' (expected rows, tiled, gemm or matrix)");
+
+  // A session computing in f16 runs attention on subgroup matrices where the kernel can.
+  const int64_t subgroups = matrix_attention_subgroups(p.tq);
+  const uint64_t matrix_storage = matrix_attention_storage(p.d, p.dv, subgroups);
+  std::string why_not_matrix;
+  if (!caps.f16_compute) {
+    why_not_matrix = "a session computing in f16 (SessionOptions::precision f16, on subgroup matrices)";
+  } else if (p.d > kMatrixMaxHeadDim || p.dv > kMatrixMaxHeadDim) {
+    why_not_matrix = "head sizes up to " + std::to_string(kMatrixMaxHeadDim) + "; Q·K has " +
+                     std::to_string(p.d) + " and V " + std::to_string(p.dv);
+  } else if (matrix_storage > limits.max_compute_workgroup_storage_size) {
+    why_not_matrix = std::to_string(matrix_storage) + " bytes of workgroup memory; the device allows " +
+                     std::to_string(limits.max_compute_workgroup_storage_size);
+  }
+  if (forced == "matrix" && !why_not_matrix.empty()) throw Error("wgi.kernel = matrix needs " + why_not_matrix);
+  const bool matrix =
+      forced == "matrix" || (forced.empty() && why_not_matrix.empty() && p.tq >= kMatrixMinQueries);
   // Keys and values staged as whole vec4s (head dims padded).
   const uint64_t tiled_storage =
       static_cast<uint64_t>(kTiledKeysPerChunk * ((p.d + 3) / 4 + (p.dv + 3) / 4) * 4) * sizeof(float);
@@ -414,13 +462,13 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
   const int64_t tiled_workgroups =
       tiled_queries == 0 ? 0 : p.batch() * ((p.tq + tiled_queries - 1) / tiled_queries);
   const bool tiled =
-      forced == "tiled" || (forced.empty() && why_not_tiled.empty() && p.tq >= kTiledMinQueries &&
-                            tiled_workgroups * tiled_queries >= kTiledMinInvocations);
+      !matrix && (forced == "tiled" || (forced.empty() && why_not_tiled.empty() && p.tq >= kTiledMinQueries &&
+                                        tiled_workgroups * tiled_queries >= kTiledMinInvocations));
   // Many long rows (SigLIP-B at batch 8: 96 heads of 197 x 197) are products the fast GEMMs run near their
   // rate, where the fused kernels compute each score once per query row at a few TFLOP/s.
   const bool scores_as_gemm =
-      forced == "gemm" || (forced.empty() && gemm_views && p.tq >= kGemmMinRows && p.tk >= kGemmMinRows &&
-                           !p.has_mask && p.batch() * p.tq >= kGemmMinQueryRows);
+      forced == "gemm" || (forced.empty() && !matrix && gemm_views && p.tq >= kGemmMinRows &&
+                           p.tk >= kGemmMinRows && !p.has_mask && p.batch() * p.tq >= kGemmMinQueryRows);
 
   AttentionChoice c;
   c.k_transposed = p.k_transposed;
@@ -432,7 +480,7 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
     views[i] = contiguous_view(views[i].shape);
   };
 
-  if ((p.dv > kMaxValueDim && !tiled) || scores_as_gemm) {
+  if ((p.dv > kMaxValueDim && !tiled && !matrix) || scores_as_gemm) {
     // Scores S = scale * Q K^T (+ mask), P = softmax(S), out = P V: batch dims decoded by the GEMM.
     c.kernel = AttentionKernel::ThreeLaunch;
     if (p.has_mask &&
@@ -464,25 +512,31 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Limi
     return c;
   }
 
-  c.kernel = tiled ? AttentionKernel::Tiled : AttentionKernel::Rows;
+  c.kernel = matrix  ? AttentionKernel::MatrixF16
+             : tiled ? AttentionKernel::Tiled
+                     : AttentionKernel::Rows;
   c.tiled_queries = tiled ? tiled_queries : 0;
-  if (!tiled) std::tie(c.key_splits, c.keys_per_split) = key_splits(p.batch() * p.tq, p.tk);
-  c.workgroups = tiled ? tiled_workgroups : p.batch() * p.tq * c.key_splits;
+  c.matrix_subgroups = matrix ? subgroups : 0;
+  const bool staged = tiled || matrix;  // K and V staged in workgroup memory, their views read in place
+  if (!staged) std::tie(c.key_splits, c.keys_per_split) = key_splits(p.batch() * p.tq, p.tk);
+  c.workgroups = matrix  ? p.batch() * ((p.tq + 16 * subgroups - 1) / (16 * subgroups))
+                 : tiled ? tiled_workgroups
+                         : p.batch() * p.tq * c.key_splits;
   // The row kernel reads all of K and V once per query row, a key per invocation: it wants K^T (consecutive
   // invocations on consecutive keys). SigLIP-B exports K^T (a Transpose with perm [0, 2, 3, 1]); read as a
   // strided K view in place instead, its attention ran slower (docs/performance.md, "Measurements behind
   // the planner's rules"). With several query rows per head, a strided K is copied once as K^T and a strided
-  // V contiguously (what the exporter's Transposes made); the tiled kernel stages K and V in workgroup memory
-  // and reads the views in place.
-  if (!tiled && p.tq > 1 && !is_contiguous(views[1])) {
+  // V contiguously (what the exporter's Transposes made); the tiled and matrix kernels stage K and V in
+  // workgroup memory and read the views in place.
+  if (!staged && p.tq > 1 && !is_contiguous(views[1])) {
     if (!c.k_transposed) {  // copy the view of K^T: K's last two dims swapped
       swap_last_two(views[1]);
       c.k_transposed = true;
     }
     copy(1);
   }
-  if (!tiled && p.tq > 1) copy(2);
-  // Both fused kernels read rows whose last dim is contiguous and write such rows: a view transposed over its
+  if (!staged && p.tq > 1) copy(2);
+  // The fused kernels read rows whose last dim is contiguous and write such rows: a view transposed over its
   // last two dims (qkv_transposed) is copied first, and an output view whose Dv is not contiguous
   // (output_perm [0, 3, 1, 2]) is written to a scratch buffer copied into place last.
   for (size_t i = 0; i < 3; ++i) {
@@ -641,10 +695,12 @@ void build_three_launch_plan(const PlanContext& ctx, const AttentionProblem& p, 
   if (choice.output_copied) add_output_copy(ctx, p, product, plan);
 }
 
-// One fused kernel (attention.wgsl or attention_tiled.wgsl), with the copies the choice asks for.
+// One fused kernel (attention.wgsl, attention_tiled.wgsl or attention_matrix_f16.wgsl), with the copies the
+// choice asks for.
 void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const AttentionChoice& choice,
                       OpPlan& plan) {
   const bool tiled = choice.kernel == AttentionKernel::Tiled;
+  const bool matrix = choice.kernel == AttentionKernel::MatrixF16;
   const Operands operands = build_operands(ctx, p, choice, plan);
   const View written = contiguous_view(p.logical_out);
   TensorRef fused_out = TensorRef::output(0);
@@ -661,7 +717,9 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
       split ? plan.add_scratch(static_cast<uint64_t>(rows * choice.key_splits * (p.dv + 2)) * sizeof(float))
             : fused_out;
   KernelLaunch launch;
-  launch.program.label = std::string(tiled ? "attention_tiled" : "attention") +
+  launch.program.label = std::string(matrix ? "attention_matrix_f16"
+                                     : tiled ? "attention_tiled"
+                                             : "attention") +
                          (choice.k_transposed ? "_kt" : "") + (split ? "_split" : "");
   const std::vector<UniformMember> members = {
       {"rows", UniformType::U32},  // batch * Tq
@@ -695,7 +753,13 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
       .read("mask", "f32", p.has_mask ? TensorRef::input(AttentionInput::kMask) : TensorRef::zero())
       .read_write("output", "f32", partials)
       .uniforms(members);
-  if (tiled) {
+  if (matrix) {
+    launch.program.wgsl = iface.load_wgsl("attention/attention_matrix_f16.wgsl",
+                                          {{"K_TRANSPOSED", k_t},
+                                           {"HEAD_DIM", std::to_string(p.d)},
+                                           {"VALUE_DIM", std::to_string(p.dv)},
+                                           {"SUBGROUPS", std::to_string(choice.matrix_subgroups)}});
+  } else if (tiled) {
     launch.program.wgsl = iface.load_wgsl("attention/attention_tiled.wgsl",
                                           {{"K_TRANSPOSED", k_t},
                                            {"HEAD_DIM", std::to_string(p.d)},
@@ -764,7 +828,7 @@ OpPlan plan_attention(const PlanContext& ctx) {
   to_u32(ctx, element_count(p.out_shape), "a tensor's element count");
   AttentionChoice choice;
   try {
-    choice = choose_attention_plan(p, ctx.caps.limits, gemm_views_supported(ctx.caps));
+    choice = choose_attention_plan(p, ctx.caps);
   } catch (const Error& e) {
     ctx.fail(e.what());
   }

@@ -36,7 +36,7 @@ struct AttentionProblem {
   bool has_mask = false;
   std::vector<int64_t> mask_strides;  // per output batch dim, 0 where the mask broadcasts
   int64_t mask_row = 0, mask_col = 0;
-  std::string forced_kernel;  // wgi.kernel: "", "rows", "tiled" or "gemm"
+  std::string forced_kernel;  // wgi.kernel: "", "rows", "tiled", "gemm" or "matrix"
   int64_t batch() const { return element_count(out_batch); }
 };
 
@@ -47,12 +47,14 @@ enum class AttentionKernel {
   Rows,         // attention/attention.wgsl: one workgroup per query row
   Tiled,        // attention/attention_tiled.wgsl: one query row per invocation, K and V staged
   ThreeLaunch,  // GEMM (scores), Softmax, GEMM (P V): V's last dim beyond the fused kernels'
+  MatrixF16,    // attention/attention_matrix_f16.wgsl: 16 query rows per subgroup on subgroup matrices (f16)
 };
 
 struct AttentionChoice {
   AttentionKernel kernel = AttentionKernel::Rows;
   int64_t tiled_queries = 0;  // Tiled: query rows per workgroup
-  int64_t workgroups = 0;     // Rows and Tiled: the fused kernel's workgroups
+  int64_t matrix_subgroups = 0;  // MatrixF16: subgroups (of 16 query rows each) per workgroup
+  int64_t workgroups = 0;     // Rows, Tiled and MatrixF16: the fused kernel's workgroups
   // Rows: workgroups per query row, each over keys_per_split of the keys (the last over the rest), whose
   // partial softmaxes attention_combine.wgsl adds up; 1: the row's workgroup takes every key, one launch.
   int64_t key_splits = 1;
@@ -63,9 +65,14 @@ struct AttentionChoice {
   bool columns_out = false;    // ThreeLaunch: the product written by columns, out^T = V^T P^T
 };
 
-// `gemm_views`: the device runs the fast GEMM kernels, which read strided views (gemm_views_supported).
+// From `caps`: the limits, whether the device runs the fast GEMM kernels, which read strided views
+// (gemm_views_supported), and whether the session computes in f16 on subgroup matrices (f16_compute).
 // Throws wgi::Error (without the node's name) when the forced kernel cannot run the problem.
-AttentionChoice choose_attention_plan(const AttentionProblem& problem, const gpu::Limits& limits,
-                                      bool gemm_views);
+AttentionChoice choose_attention_plan(const AttentionProblem& problem, const gpu::Capabilities& caps);
+
+// Subgroups per workgroup of the f16 matrix kernel for `tq` query rows (16 per subgroup, 1 to 4): the count
+// with the fewest workgroups x (subgroups + 2), the 2 standing for a workgroup's staging of the keys and
+// values; DaViT's 144-query windows take 3 (no padded rows), SigLIP's 197 queries 4.
+int64_t matrix_attention_subgroups(int64_t tq);
 
 }  // namespace wgi::ops::attention

@@ -62,8 +62,7 @@ Chosen choose(const ops::AttentionAttributes& attributes, const Inputs& in, cons
   for (const std::optional<Tensor>& c : in.constants) ctx.constant_inputs.push_back(c ? &*c : nullptr);
   Chosen out;
   try {
-    out.choice = ops::attention::choose_attention_plan(ops::attention::attention_problem(ctx), caps.limits,
-                                                       ops::gemm_views_supported(caps));
+    out.choice = ops::attention::choose_attention_plan(ops::attention::attention_problem(ctx), caps);
   } catch (const Error& e) {
     out.error = e.what();
   }
@@ -257,7 +256,7 @@ TEST(AttentionPlan, UnalignedHeadsAndForcedKernelsThatCannotRun) {
       std::string::npos)
       << choose(a, in, h200()).error;
   a.kernel = "flash";  // choose's own error; the planner prefixes the node
-  EXPECT_EQ(choose(a, in, h200()).error, "unknown wgi.kernel 'flash' (expected rows, tiled or gemm)");
+  EXPECT_EQ(choose(a, in, h200()).error, "unknown wgi.kernel 'flash' (expected rows, tiled, gemm or matrix)");
 
   // V's last dim 600 (past the row kernel's 512): three launches; forcing rows is an error, and so is a mask
   // that differs across the batch.
@@ -279,6 +278,78 @@ TEST(AttentionPlan, UnalignedHeadsAndForcedKernelsThatCannotRun) {
   EXPECT_NE(choose(wide, wide_in, h200()).error.find("a mask that differs across batch or heads"),
             std::string::npos)
       << choose(wide, wide_in, h200()).error;
+}
+
+// A session computing in f16 (precision f16 on subgroup matrices): the H200's limits with f16_compute set.
+const gpu::Capabilities& h200_f16() {
+  static const gpu::Capabilities caps = [] {
+    gpu::Capabilities c = h200();
+    c.f16_compute = true;
+    return c;
+  }();
+  return caps;
+}
+
+TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
+  // DaViT's windows: 144 queries = 9 blocks of 16, three subgroups a workgroup (no padded rows), the views
+  // read in place; with few windows too (the f32 plan took the row kernel there).
+  for (int64_t windows : {256, 16}) {
+    const Chosen c = davit_window(windows, h200_f16());
+    ASSERT_TRUE(c.choice) << c.error;
+    EXPECT_EQ(c.choice->kernel, AttentionKernel::MatrixF16) << windows;
+    EXPECT_EQ(c.choice->matrix_subgroups, 3);
+    EXPECT_EQ(c.choice->workgroups, windows * 4 * 3);
+    EXPECT_EQ(c.choice->copied, (Flags{false, false, false}));
+    EXPECT_FALSE(c.choice->output_copied);
+    EXPECT_FALSE(c.choice->k_transposed);
+  }
+  // A forced kernel keeps its own plan in an f16 session.
+  const Chosen tiled = davit_window(256, h200_f16(), "tiled");
+  ASSERT_TRUE(tiled.choice) << tiled.error;
+  EXPECT_EQ(tiled.choice->kernel, AttentionKernel::Tiled);
+  // SigLIP's 196 queries = 13 blocks: four subgroups (4 workgroups a head, 3 padded blocks) cost less than
+  // three (5 workgroups) once each workgroup's staging of K and V counts.
+  EXPECT_EQ(ops::attention::matrix_attention_subgroups(196), 4);
+  EXPECT_EQ(ops::attention::matrix_attention_subgroups(144), 3);
+  EXPECT_EQ(ops::attention::matrix_attention_subgroups(16), 1);
+  EXPECT_EQ(ops::attention::matrix_attention_subgroups(17), 2);
+  EXPECT_EQ(ops::attention::matrix_attention_subgroups(590), 4);
+
+  // Heads of 80: past the kernel's 64, the f32 plan; forcing it names why.
+  ops::AttentionAttributes a;
+  Inputs in;
+  for (int i = 0; i < 3; ++i) in.add({3, 5, 77, 80});
+  const Chosen wide = choose(a, in, h200_f16());
+  ASSERT_TRUE(wide.choice) << wide.error;
+  EXPECT_EQ(wide.choice->kernel, AttentionKernel::Rows);
+  a.kernel = "matrix";
+  EXPECT_NE(choose(a, in, h200_f16()).error.find("wgi.kernel = matrix needs head sizes up to 64; Q·K has 80"),
+            std::string::npos)
+      << choose(a, in, h200_f16()).error;
+  // Heads of 40 over 77 tokens with a mask per batch entry: the matrix kernel reads the mask per element.
+  ops::AttentionAttributes masked;
+  Inputs masked_in;
+  for (int i = 0; i < 3; ++i) masked_in.add({3, 5, 77, 40});
+  masked_in.add({3, 1, 77, 77});
+  const Chosen m = choose(masked, masked_in, h200_f16());
+  ASSERT_TRUE(m.choice) << m.error;
+  EXPECT_EQ(m.choice->kernel, AttentionKernel::MatrixF16);
+  EXPECT_EQ(m.choice->matrix_subgroups, 3);  // 5 blocks: 2 workgroups of 3 cost 10, of 4 12, of 2 12
+  EXPECT_EQ(m.choice->workgroups, 15 * 2);
+  // Forced without f16 compute: the error names the session option.
+  masked.kernel = "matrix";
+  EXPECT_NE(choose(masked, masked_in, h200()).error.find("wgi.kernel = matrix needs a session computing in f16"),
+            std::string::npos)
+      << choose(masked, masked_in, h200()).error;
+  // A decoder step (one query a head) keeps the row kernel.
+  ops::AttentionAttributes step;
+  Inputs step_in;
+  step_in.add({1, 12, 1, 64});
+  step_in.add({1, 12, 65, 64});
+  step_in.add({1, 12, 65, 64});
+  const Chosen s = choose(step, step_in, h200_f16());
+  ASSERT_TRUE(s.choice) << s.error;
+  EXPECT_EQ(s.choice->kernel, AttentionKernel::Rows);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Computing in float16 (SessionOptions::precision 'f16', docs/float16.md "Computing in float16") in the
 // WebAssembly build on Node.js through dawn.node: constant-weight GEMMs on subgroup matrices
-// (linear/gemm_matrix_f16.wgsl). Small MatMul / Gemm models written by python3-onnx from seeded numpy values,
-// with their float64 products as the reference:
+// (linear/gemm_matrix_f16.wgsl), convs on the same kernel, attention on attention/attention_matrix_f16.wgsl.
+// Small MatMul / Gemm / Conv / attention models written by python3-onnx from seeded numpy values, with their
+// float64 results as the reference:
 //  - on an adapter with shader-f16, subgroups and chromium-experimental-subgroup-matrix (the H200 through
 //    dawn.node with the toggles allow_unsafe_apis,vulkan_enable_f16_on_nvidia): each case's output within a
 //    relative L2 error of 2e-3 of float64 (A and B rounded to f16: unit roundoff 4.9e-4 each, f32 accumulation;
@@ -46,6 +47,22 @@ const CASES = [
   {name: 'matmul_bias_1100x2100x96', a: [1100, 96], n: 2100, ops: 'b'},
   {name: 'matmul_bias_relu_1100x2100x96', a: [1100, 96], n: 2100, ops: 'br'},
   {name: 'matmul_gemv_4x300x200', a: [4, 200], n: 300, ops: 'b', gemv: true},
+];
+// Attention as exporters write it (MatMul(Q, K^T) -> Mul(scale) -> [Add(mask)] -> Softmax -> MatMul(., V),
+// fused into wgi's Attention node) on the f16 matrix kernel: q [b, h, tq, d], k [b, h, tk, d] (`kt`: given as
+// K^T [b, h, d, tk], read transposed), v [b, h, tk, dv], an additive mask [tq, tk] (`mask`: -1e4 on about a
+// quarter of the keys, broadcast over batch and heads). Q and K are uniform in [-2, 2], so the scores spread
+// over several units and the softmax's running max moves between key chunks. DaViT's windows (144 = 9 x 16
+// queries, heads of 32), SigLIP's heads (197 queries: a partial 16-row block, 7 chunks of 32 keys), cross
+// attention with head sizes not a multiple of 16 and Dv != D, K given transposed, one 16-row block. The
+// bound is 4e-3 relative L2 against float64: Q, K, V and P are each rounded to f16 (unit roundoff 4.9e-4),
+// the scores and the output accumulate in f32; a wrong block, chunk or rescale gives 1e-1 or more.
+const ATTENTION_CASES = [
+  {name: 'attention_davit_window_2x3x144x32', attn: {b: 2, h: 3, tq: 144, tk: 144, d: 32, dv: 32}},
+  {name: 'attention_siglip_1x4x197x64', attn: {b: 1, h: 4, tq: 197, tk: 197, d: 64, dv: 64}},
+  {name: 'attention_cross_mask_2x2x37x100_d24_dv40', attn: {b: 2, h: 2, tq: 37, tk: 100, d: 24, dv: 40, mask: true}},
+  {name: 'attention_kt_1x2x70x48', attn: {b: 1, h: 2, tq: 70, tk: 70, d: 48, dv: 48, kt: true}},
+  {name: 'attention_one_block_3x1x16x33_d8', attn: {b: 3, h: 1, tq: 16, tk: 33, d: 8, dv: 16}},
 ];
 // Convs on the matrix kernel (ops/conv/matrix_f16.cpp: A gathered from the NCHW input, the output written
 // NCHW through the bounce): `x` NCHW, `w` [OC, C, KH, KW], strides, pads (top, left, bottom, right),
@@ -111,6 +128,42 @@ def conv_reference(x, w, strides, pads, dilations):
 for i, c in enumerate(cases):
     d = os.path.join(root, c["name"]); os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(20261204 + i)
+    if c.get("attn"):
+        t = c["attn"]
+        b, h, tq, tk, dh, dv = t["b"], t["h"], t["tq"], t["tk"], t["d"], t["dv"]
+        q = rng.uniform(-2, 2, (b, h, tq, dh)).astype(np.float32)
+        k = rng.uniform(-2, 2, (b, h, tk, dh)).astype(np.float32)
+        v = rng.uniform(-1, 1, (b, h, tk, dv)).astype(np.float32)
+        scale = np.float32(dh ** -0.5)
+        scores = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) * float(scale)
+        f = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
+        inputs, feeds = [f("q", q.shape)], {"q": q}
+        if t.get("kt"):
+            kt = np.ascontiguousarray(k.transpose(0, 1, 3, 2))
+            inputs.append(f("kt", kt.shape)); feeds["kt"] = kt
+            nodes = [helper.make_node("MatMul", ["q", "kt"], ["s"])]
+        else:
+            inputs.append(f("k", k.shape)); feeds["k"] = k
+            nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+                     helper.make_node("MatMul", ["q", "kt"], ["s"])]
+        inputs.append(f("v", v.shape)); feeds["v"] = v
+        nodes.append(helper.make_node("Mul", ["s", "scale"], ["scaled"])); x = "scaled"
+        if t.get("mask"):
+            mask = np.where(rng.uniform(0, 1, (tq, tk)) < 0.25, -1e4, 0).astype(np.float32)
+            inputs.append(f("mask", mask.shape)); feeds["mask"] = mask
+            nodes.append(helper.make_node("Add", [x, "mask"], ["masked"])); x = "masked"
+            scores = scores + mask.astype(np.float64)
+        nodes += [helper.make_node("Softmax", [x], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+        p = np.exp(scores - scores.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
+        ref = np.einsum("bhqk,bhkv->bhqv", p, v.astype(np.float64))
+        graph = helper.make_graph(nodes, c["name"], inputs, [f("y", ref.shape)],
+                                  [numpy_helper.from_array(np.array(scale, np.float32), "scale")])
+        onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17)]),
+                  os.path.join(d, "model.onnx"))
+        for name, value in feeds.items():
+            np.save(os.path.join(d, f"input_{name}.npy"), value)
+        np.save(os.path.join(d, "expected.npy"), ref.astype(np.float32))
+        continue
     if c.get("w") and c.get("chain"):
         x = rng.uniform(-1, 1, c["x"]).astype(np.float32)
         inits, nodes, prev = [], [], "a"
@@ -229,10 +282,12 @@ const write = (cases) => {
   const r = spawnSync(python, ['-c', WRITER, dir, JSON.stringify(cases)], {encoding: 'utf8'});
   if (r.status !== 0) throw new Error('python3-onnx could not write the models: ' + r.stderr);
 };
+// Every input_<name>.npy of the case as the feed <name>.
 const feedsOf = (name) => {
-  const feeds = {a: decodeNpy(read(path.join(dir, name, 'input_a.npy')))};
-  const r = path.join(dir, name, 'input_r.npy');
-  if (fs.existsSync(r)) feeds.r = decodeNpy(read(r));
+  const feeds = {};
+  for (const f of fs.readdirSync(path.join(dir, name))) {
+    if (f.startsWith('input_')) feeds[f.slice(6, -4)] = decodeNpy(read(path.join(dir, name, f)));
+  }
   return feeds;
 };
 
@@ -244,7 +299,7 @@ const f16Matrices = has('shader-f16') && has('chromium-experimental-subgroup-mat
 console.log(`adapter: ${adapter.vendor} ${adapter.device} ${adapter.description}; f16 subgroup matrices: ` +
             (f16Matrices ? 'yes' : 'no'));
 // Without f16 only the first case's model is used (the refusals below): its float64 references are not made.
-write(f16Matrices ? [...CASES, ...CONV_CASES] : CASES.slice(0, 1));
+write(f16Matrices ? [...CASES, ...CONV_CASES, ...ATTENTION_CASES] : CASES.slice(0, 1));
 
 if (!f16Matrices) {
   try {
@@ -274,7 +329,7 @@ if (!f16Matrices) {
                 '16x16x16), which no CPU adapter here has; runs on the H200 through dawn.node ' +
                 '(bash bench/node_campaign.sh f16)');
   }
-  for (const c of CONV_CASES) {
+  for (const c of [...CONV_CASES, ...ATTENTION_CASES]) {
     ++skipped;
     console.log(`SKIP f16/${c.name}: needs shader-f16 and subgroup matrices (as above)`);
   }
@@ -288,7 +343,7 @@ if (!f16Matrices) {
 } else {
   // Runs case `c` in f16 (first run and replay) against its float64 reference; the kernels of the profiled
   // nodes whose op matches `ops` must exist and pass `kernelProblem` ('' when right).
-  const checkCase = async (c, ops, kernelProblem) => {
+  const checkCase = async (c, ops, kernelProblem, bound = 2e-3) => {
     const t0 = Date.now();
     try {
       const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')),
@@ -300,7 +355,7 @@ if (!f16Matrices) {
         const got = await session.run(feeds);
         const error = relativeL2(got.y, want);
         detail += `${pass} ${error.toExponential(2)} `;
-        if (!(error <= 2e-3)) problem ||= `${pass}: relative L2 error ${error} > 2e-3 against float64`;
+        if (!(error <= bound)) problem ||= `${pass}: relative L2 error ${error} > ${bound} against float64`;
       }
       const kernels = session.stats().profile.filter((p) => ops.test(p.op)).flatMap((p) => p.kernel.split('+'));
       if (!kernels.length) problem ||= `no ${ops} node in the profile (nothing checked)`;
@@ -331,6 +386,10 @@ if (!f16Matrices) {
     await checkCase(c, /Conv/, (kernels) => kernels.every((k) => k.startsWith('gemm_matrix_f16_conv'))
         ? '' : `Conv kernels ${kernels.join(', ')}: not the matrix kernel`);
   }
+  for (const c of ATTENTION_CASES) {
+    await checkCase(c, /Attention/, (kernels) => kernels.every((k) => k.startsWith('attention_matrix_f16'))
+        ? '' : `Attention kernels ${kernels.join(', ')}: not the matrix kernel`, 4e-3);
+  }
   const models = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/models');
   for (const name of MODELS) {
     const t0 = Date.now();
@@ -347,8 +406,10 @@ if (!f16Matrices) {
       const got = await session.run(feeds);
       const kernels = session.stats().profile.flatMap((p) => p.kernel.split('+'));
       const matrix = kernels.filter((k) => k.startsWith('gemm_matrix_f16')).length;
+      const attentions = kernels.filter((k) => k.startsWith('attention_matrix_f16')).length;
       await session.free();
-      let problem = matrix ? '' : 'no GEMM ran on the matrix kernel', detail = `${matrix} matrix GEMMs;`;
+      let problem = matrix ? '' : 'no GEMM ran on the matrix kernel';
+      let detail = `${matrix} matrix GEMMs, ${attentions} matrix attentions;`;
       if (!Object.keys(wants).length) problem ||= 'no expected_*.npy: nothing compared';
       for (const [output, want] of Object.entries(wants)) {
         const error = got[output] ? relativeL2(got[output], want) : Infinity;
