@@ -15,6 +15,8 @@
 # encoder) and ResNet-50: `wgi bench` and `node web/cli.mjs bench` with the toggles (Dawn's shader robustness
 # on, as in Chrome), on SigLIP also with native wgi's toggles (robustness and workgroup zeroing off) and with
 # no toggles, and a table of the medians; then the subgroup-matrix GEMM probes (bench/sgm_gemm_probe.mjs).
+# With ORT packed (`pack` puts it in .device_ort/: carry [".device_ort"] in a second call right after one that
+# carried .device/, while the machine is warm) each model also runs on ORT's WebGPU EP, a column of the table.
 # Results: $OUT/node_campaign.txt, $OUT/table.md and $OUT/sgm_gemm_probe.txt.
 #   bench/node_campaign.sh pack_probe    # here: only node, dawn.node and the WebAssembly build (~35 MiB)
 #   source .device/env.sh; bash bench/node_campaign.sh probe   # there: the subgroup-matrix GEMM round:
@@ -73,8 +75,15 @@ if [[ $mode == pack ]]; then
     [[ -f $f ]] || { echo "node_campaign: $f missing (scripts/build release, scripts/build-web, scripts/setup)" >&2; exit 1; }
   done
   bash bench/h200_pack.sh models  # wgi, the base-size models without their weights, node (+ ORT)
-  # Only what this campaign uses travels (64 MiB in all): not ORT, wgi_bench_ops or the decoder models.
-  rm -rf .device/peers/ort .device/bin/wgi_bench_ops* .device/models/bart_decoder_*
+  # Only what this campaign uses travels (64 MiB in all): not wgi_bench_ops or the decoder models, and ORT
+  # goes into .device_ort/ (with .device/ it does not fit one call): carried by a second call right after
+  # one that carried .device/, on the machine still warm (.device/ stays there), `run` adds ORT's column.
+  rm -rf .device_ort .device/bin/wgi_bench_ops* .device/models/bart_decoder_*
+  if [[ -d .device/peers/ort ]]; then
+    mkdir -p .device_ort/peers
+    mv .device/peers/ort .device_ort/peers/
+    cp .device/peers/ort_bench.js .device_ort/peers/
+  fi
   mkdir -p .device/node/dawn-node/dist/linux-x64 .device/node/web
   cp third_party/dawn-node/index.js third_party/dawn-node/package.json third_party/dawn-node/LICENSE.md \
     .device/node/dawn-node/
@@ -82,6 +91,7 @@ if [[ $mode == pack ]]; then
   cp build/web/wgi.js .device/node/web/
   xz -T2 -6 -c build/web/wgi.wasm >.device/node/web/wgi.wasm.xz
   du -sh .device | awk '{print "travels: " $2 " " $1}'
+  [[ -d .device_ort ]] && du -sh .device_ort | awk '{print "travels in a second call: " $2 " " $1}'
   exit 0
 fi
 
@@ -319,6 +329,24 @@ if [[ $mode == f16 ]]; then
   exit 0
 fi
 first() { sed -n 's/^first run: *\([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
+# ORT's WebGPU EP (onnxruntime-node, ../shared/device/ort_bench.js) where packed: in .device/peers or, carried
+# by a second call, .device_ort/peers. It prints one JSON line; its median and first run are read from there.
+ort_bench=
+for d in .device/peers .device_ort/peers; do
+  [[ -f $d/ort_bench.js && -d $d/ort ]] && ort_bench=$d/ort_bench.js
+done
+if [[ -n $ort_bench ]]; then
+  x=$(dirname "$ort_bench")/ort/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
+  [[ -f $x.xz ]] && xz -d "$x.xz"
+fi
+ort_shape() {
+  case $1 in
+    florence2*) echo pixel_values=1x3x768x768 ;;
+    resnet*) echo image=1x3x224x224 ;;
+    *) echo pixel_values=1x3x224x224 ;;
+  esac
+}
+json_ms() { sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p" "$1" | head -1; }
 {
   echo "# date: $(date -u +%F' '%T) UTC"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# gpu: /'
@@ -343,6 +371,7 @@ for name in "${names[@]}"; do
   # On one model: the shaders native wgi runs (Dawn's robustness and workgroup zeroing off, which no browser
   # allows), and no toggles at all.
   [[ $name == "${names[0]}" ]] && variants+=(node_as_native node_no_toggles)
+  [[ -n $ort_bench ]] && variants+=(ort)
   for variant in "${variants[@]}"; do
     log=$out/$name.$variant.txt
     # One device call has 600 s: later steps are skipped rather than cut off mid-way.
@@ -358,23 +387,29 @@ for name in "${names[@]}"; do
         node_as_native) timeout 120 node web/cli.mjs bench "$model" "${common[@]}" \
                           --toggles "$toggles,disable_robustness,disable_workgroup_init" ;;
         node_no_toggles) timeout 120 node web/cli.mjs bench "$model" "${common[@]}" ;;
+        ort) timeout 120 node "$ort_bench" "$model" webgpu "$runs" "$(ort_shape "$name")" ;;
       esac
       echo "exit $?"
     } >"$log" 2>&1
     grep -v '^\s*$' "$log" | tail -12 >>"$out/node_campaign.txt"
-    result[$name.$variant]="$(median "$log") $(first "$log")"
+    if [[ $variant == ort ]]; then
+      result[$name.$variant]="$(json_ms "$log" median_ms) $(json_ms "$log" first_ms)"
+    else
+      result[$name.$variant]="$(median "$log") $(first "$log")"
+    fi
   done
 done
 {
-  echo "| model | native wgi median ms | node (toggles) median ms | node / native | node, native's toggles too | node, no toggles | first run native / node ms |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| model | native wgi median ms | node (toggles) median ms | node / native | node, native's toggles too | node, no toggles | ORT WebGPU EP median ms | ORT / native | first run native / node / ORT ms |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for name in "${names[@]}"; do
     read -r n nf <<<"${result[$name.native]:-}"
     read -r w wf <<<"${result[$name.node]:-}"
     read -r wn _ <<<"${result[$name.node_as_native]:-}"
     read -r w0 _ <<<"${result[$name.node_no_toggles]:-}"
-    ratio=$(awk -v a="${n:-0}" -v b="${w:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else print "-" }')
-    echo "| $name | ${n:--} | ${w:--} | $ratio | ${wn:--} | ${w0:--} | ${nf:--} / ${wf:--} |"
+    read -r o of <<<"${result[$name.ort]:-}"
+    ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else print "-" }'; }
+    echo "| $name | ${n:--} | ${w:--} | $(ratio "$n" "$w") | ${wn:--} | ${w0:--} | ${o:--} | $(ratio "$n" "$o") | ${nf:--} / ${wf:--} / ${of:--} |"
   done
 } >"$out/table.md"
 # Subgroup-matrix GEMM probes on the same dawn.node (issue 21 item 3; bench/sgm_gemm_probe.mjs).
