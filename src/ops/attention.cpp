@@ -92,19 +92,19 @@ constexpr int64_t kSplitTargetWorkgroups = 256;
 constexpr int64_t kMinKeysPerSplit = 32;
 // attention_matrix_f16.wgsl (sessions computing in f16): 16 query rows per subgroup, at most 4 subgroups a
 // workgroup (its Q rows are staged where one chunk's keys and values go), head sizes compiled in and padded
-// to whole 16s, at most 64; keys in chunks of 32. Fewer than 16 queries (a decoder step) would leave most of
-// each 16-row product empty: the f32 kernels run those.
+// to whole 16s, at most 64; keys in chunks of 64 where workgroup memory allows (half the barriers and
+// accumulator round trips per key), else 32. Fewer than 16 queries (a decoder step) would leave most of each
+// 16-row product empty: the f32 kernels run those.
 constexpr int64_t kMatrixMaxHeadDim = 64;
 constexpr int64_t kMatrixMaxSubgroups = 4;
-constexpr int64_t kMatrixKeysPerChunk = 32;
 constexpr int64_t kMatrixMinQueries = 16;
 
 // attention_matrix_f16.wgsl's workgroup memory in bytes (its kv_s, p_s, s_s and o_s).
-uint64_t matrix_attention_storage(int64_t d, int64_t dv, int64_t subgroups) {
+uint64_t matrix_attention_storage(int64_t d, int64_t dv, int64_t subgroups, int64_t keys_per_chunk) {
   const int64_t d16 = (d + 15) / 16 * 16, dv16 = (dv + 15) / 16 * 16;
   const int64_t rows = subgroups * 16;
-  const int64_t halves = 2 * kMatrixKeysPerChunk * (std::max(d16, dv16) + 8) + rows * (kMatrixKeysPerChunk + 8);
-  const int64_t floats = rows * (kMatrixKeysPerChunk + 4) + rows * (dv16 + 4);
+  const int64_t halves = 2 * keys_per_chunk * (std::max(d16, dv16) + 8) + rows * (keys_per_chunk + 8);
+  const int64_t floats = rows * (keys_per_chunk + 4) + rows * (dv16 + 4);
   return static_cast<uint64_t>(halves * 2 + floats * 4);
 }
 
@@ -424,7 +424,9 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
 
   // A session computing in f16 runs attention on subgroup matrices where the kernel can.
   const int64_t subgroups = matrix_attention_subgroups(p.tq);
-  const uint64_t matrix_storage = matrix_attention_storage(p.d, p.dv, subgroups);
+  const int64_t keys_per_chunk =
+      matrix_attention_storage(p.d, p.dv, subgroups, 64) <= limits.max_compute_workgroup_storage_size ? 64 : 32;
+  const uint64_t matrix_storage = matrix_attention_storage(p.d, p.dv, subgroups, keys_per_chunk);
   std::string why_not_matrix;
   if (!caps.f16_compute) {
     why_not_matrix = "a session computing in f16 (SessionOptions::precision f16, on subgroup matrices)";
@@ -517,6 +519,7 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
                      : AttentionKernel::Rows;
   c.tiled_queries = tiled ? tiled_queries : 0;
   c.matrix_subgroups = matrix ? subgroups : 0;
+  c.matrix_keys_per_chunk = matrix ? keys_per_chunk : 0;
   const bool staged = tiled || matrix;  // K and V staged in workgroup memory, their views read in place
   if (!staged) std::tie(c.key_splits, c.keys_per_split) = key_splits(p.batch() * p.tq, p.tk);
   c.workgroups = matrix  ? p.batch() * ((p.tq + 16 * subgroups - 1) / (16 * subgroups))
@@ -543,6 +546,13 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
     if (views[i].strides.back() != 1) copy(i);
   }
   c.output_copied = p.out_view.strides.back() != 1;
+  // The matrix kernel reads Q, K and V 16 bytes at a time where every row, matrix and element it starts from
+  // is a multiple of 4 elements in.
+  auto quads = [](const View& v) {
+    return v.offset % 4 == 0 && std::all_of(v.strides.begin(), v.strides.end() - 1, [](int64_t s) { return s % 4 == 0; });
+  };
+  c.matrix_vec4 = matrix && !c.k_transposed && p.d % 4 == 0 && p.dv % 4 == 0 &&
+                  std::all_of(views.begin(), views.end(), quads);
   return c;
 }
 
@@ -747,9 +757,10 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
       {"key_splits", UniformType::U32},  // the row kernel's workgroups per row
       {"keys_per_split", UniformType::U32}};
   KernelInterface iface;
-  iface.read("q", "f32", operands.refs[0])
-      .read("k", "f32", operands.refs[1])
-      .read("v", "f32", operands.refs[2])
+  const char* operand_type = choice.matrix_vec4 ? "vec4<f32>" : "f32";
+  iface.read("q", operand_type, operands.refs[0])
+      .read("k", operand_type, operands.refs[1])
+      .read("v", operand_type, operands.refs[2])
       .read("mask", "f32", p.has_mask ? TensorRef::input(AttentionInput::kMask) : TensorRef::zero())
       .read_write("output", "f32", partials)
       .uniforms(members);
@@ -758,7 +769,9 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
                                           {{"K_TRANSPOSED", k_t},
                                            {"HEAD_DIM", std::to_string(p.d)},
                                            {"VALUE_DIM", std::to_string(p.dv)},
-                                           {"SUBGROUPS", std::to_string(choice.matrix_subgroups)}});
+                                           {"SUBGROUPS", std::to_string(choice.matrix_subgroups)},
+                                           {"KEYS_PER_CHUNK", std::to_string(choice.matrix_keys_per_chunk)},
+                                           {"VEC4", choice.matrix_vec4 ? "1" : "0"}});
   } else if (tiled) {
     launch.program.wgsl = iface.load_wgsl("attention/attention_tiled.wgsl",
                                           {{"K_TRANSPOSED", k_t},

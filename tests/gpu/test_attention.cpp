@@ -229,7 +229,7 @@ TEST(AttentionKernels, ForcedKernelsThatCannotRunAreErrors) {
   EXPECT_NE(error("tiled").find("head sizes up to 64; Q·K has 80 and V 600"), std::string::npos)
       << error("tiled");
   EXPECT_NE(error("rows").find("V's last dim <= 512"), std::string::npos) << error("rows");
-  EXPECT_NE(error("flash").find("unknown wgi.kernel 'flash' (expected rows, tiled or gemm)"),
+  EXPECT_NE(error("flash").find("unknown wgi.kernel 'flash' (expected rows, tiled, gemm or matrix)"),
             std::string::npos)
       << error("flash");
   // The three launches add a mask as the scores' bias: one mask for every batch entry and head.

@@ -158,19 +158,25 @@ TEST(AttentionPlan, DavitChannelAttentionRunsThreeLaunchesOnViews) {
 
 // SigLIP-B/16 at 224 x 224: 196 tokens, 12 heads of 64, Q, K and V split into heads in place
 // (read_split_heads), the output written with perm [0, 2, 1, 3].
-Chosen siglip(int64_t batch, const std::string& kernel = "") {
+ops::AttentionAttributes siglip_attributes(const std::string& kernel = "") {
   ops::AttentionAttributes a;
   a.scale = 0.125f;
   a.kernel = kernel;
   a.heads_views = Flags{true, true, true};
   a.transpose_output = true;
+  return a;
+}
+Inputs siglip_inputs(int64_t batch) {
   Inputs in;
   for (int i = 0; i < 3; ++i) in.add({batch, 196, 768});
   in.add_absent();
   in.add_absent();
   in.add_absent();
   for (size_t i = 0; i < 3; ++i) in.add_target(ops::AttentionInput::heads_target(i), {batch, 196, 12, 64});
-  return choose(a, in, h200());
+  return in;
+}
+Chosen siglip(int64_t batch, const std::string& kernel = "") {
+  return choose(siglip_attributes(kernel), siglip_inputs(batch), h200());
 }
 
 TEST(AttentionPlan, SiglipRunsRowsAloneAndGemmsInABatch) {
@@ -298,6 +304,8 @@ TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
     ASSERT_TRUE(c.choice) << c.error;
     EXPECT_EQ(c.choice->kernel, AttentionKernel::MatrixF16) << windows;
     EXPECT_EQ(c.choice->matrix_subgroups, 3);
+    EXPECT_EQ(c.choice->matrix_keys_per_chunk, 64);  // 37 KB of workgroup memory
+    EXPECT_TRUE(c.choice->matrix_vec4);              // the packed projection's rows: 384 floats apart
     EXPECT_EQ(c.choice->workgroups, windows * 4 * 3);
     EXPECT_EQ(c.choice->copied, (Flags{false, false, false}));
     EXPECT_FALSE(c.choice->output_copied);
@@ -310,6 +318,13 @@ TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
   // SigLIP's 196 queries = 13 blocks: four subgroups (4 workgroups a head, 3 padded blocks) cost less than
   // three (5 workgroups) once each workgroup's staging of K and V counts.
   EXPECT_EQ(ops::attention::matrix_attention_subgroups(196), 4);
+  // SigLIP-B's heads of 64 with four subgroups: chunks of 64 keys would take 61 KB, so 32 (40 KB).
+  const Chosen sig = choose(siglip_attributes(), siglip_inputs(1), h200_f16());
+  ASSERT_TRUE(sig.choice) << sig.error;
+  EXPECT_EQ(sig.choice->kernel, AttentionKernel::MatrixF16);
+  EXPECT_EQ(sig.choice->matrix_subgroups, 4);
+  EXPECT_EQ(sig.choice->matrix_keys_per_chunk, 32);
+  EXPECT_TRUE(sig.choice->matrix_vec4);
   EXPECT_EQ(ops::attention::matrix_attention_subgroups(144), 3);
   EXPECT_EQ(ops::attention::matrix_attention_subgroups(16), 1);
   EXPECT_EQ(ops::attention::matrix_attention_subgroups(17), 2);
@@ -336,6 +351,20 @@ TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
   EXPECT_EQ(m.choice->kernel, AttentionKernel::MatrixF16);
   EXPECT_EQ(m.choice->matrix_subgroups, 3);  // 5 blocks: 2 workgroups of 3 cost 10, of 4 12, of 2 12
   EXPECT_EQ(m.choice->workgroups, 15 * 2);
+  EXPECT_EQ(m.choice->matrix_keys_per_chunk, 64);
+  EXPECT_TRUE(m.choice->matrix_vec4);
+  // K given as K^T (keys contiguous): read element by element.
+  ops::AttentionAttributes kt;
+  kt.k_transposed = true;
+  Inputs kt_in;
+  kt_in.add({2, 4, 50, 32});
+  kt_in.add({2, 4, 32, 50});
+  kt_in.add({2, 4, 50, 32});
+  const Chosen t = choose(kt, kt_in, h200_f16());
+  ASSERT_TRUE(t.choice) << t.error;
+  EXPECT_EQ(t.choice->kernel, AttentionKernel::MatrixF16);
+  EXPECT_TRUE(t.choice->k_transposed);
+  EXPECT_FALSE(t.choice->matrix_vec4);
   // Forced without f16 compute: the error names the session option.
   masked.kernel = "matrix";
   EXPECT_NE(choose(masked, masked_in, h200()).error.find("wgi.kernel = matrix needs a session computing in f16"),

@@ -98,7 +98,8 @@ TEST(Float16Plans, AnF16SessionPlansConstantWeightGemmsOnSubgroupMatrices) {
 // DaViT's window attention reads its qkv MatMul's A through the window partition and writes its proj MatMul's
 // output through the window reverse (row maps): in f16 the product reads A's rows through the map
 // (gemm_matrix_f16_rows) and writes the reverse through the bounce, so those GEMMs run on the matrix kernel
-// too, with no window copies and no more dispatches than in f32.
+// too, with no window copies and no more dispatches than in f32 (fewer: the attention on its matrix kernel
+// reads K and V in place where f32's row kernel copies them).
 TEST(Float16Plans, AnF16SessionPlansDaVitsWindowGemmsOnSubgroupMatrices) {
   const fs::path model = kModels / "florence2_vision_tiny_opset17/model.onnx";
   gpu::Capabilities caps = gpu::large_gpu_capabilities();
@@ -114,7 +115,8 @@ TEST(Float16Plans, AnF16SessionPlansDaVitsWindowGemmsOnSubgroupMatrices) {
   EXPECT_GT(count(f16, "gemm_matrix_f16_rows"), 0);
   EXPECT_EQ(count(f16, "gemm_a_to_f16"), 0);
   EXPECT_LE(count(f16, "copy_strided"), count(f32, "copy_strided"));
-  EXPECT_EQ(dispatches(f16) - dispatches(f32),
+  EXPECT_GT(count(f16, "attention_matrix_f16"), 0);
+  EXPECT_LE(dispatches(f16) - dispatches(f32),
             count(f16, "gemm_split_reduce") - count(f32, "gemm_split_reduce"));
 }
 

@@ -5,17 +5,19 @@ enable chromium_experimental_subgroup_matrix;
 // out = softmax(scale * Q K^T + mask) V with Q, K, V rounded to f16 as they are staged, the scores and the
 // output accumulated in f32 (16x16x16 products), the softmax in f32 and its weights P rounded to f16 for P V.
 // Each subgroup owns 16 query rows, SUBGROUPS of them a workgroup (one head's rows; the planner picks the
-// count that wastes fewest padded rows per staged key). The keys are walked in chunks of KC, staged by the
-// whole workgroup (K and V, zeros past Tk and past the head dims, which are padded to whole 16s), with an
-// online softmax (running max and sum per row):
-//   S = Q K^T            two 16x16 results per subgroup (K staged [key][c] is K^T read column-major)
+// count that wastes fewest padded rows per staged key). The keys are walked in chunks of KC (32 or 64, what
+// workgroup memory allows), staged by the whole workgroup (K and V, zeros past Tk and past the head dims,
+// which are padded to whole 16s; with VEC4 read 16 bytes at a time), with an online softmax (running max and
+// sum per row):
+//   S = Q K^T            KC / 16 results of 16x16 per subgroup (K staged [key][c] is K^T read column-major)
 //   scores -> P          two lanes per row, each over every other key: mask, chunk max (a shuffle joins the
 //                        pair), P = exp(s - max) rounded to f16, and the row's accumulator rescaled in place
 //   O += P V             the accumulators loaded from workgroup memory, multiplied, stored back
 // O stays in workgroup memory between chunks so that the rescale is a lane's plain multiply (WGSL cannot
 // address a subgroup matrix's elements). Values beyond f16's range saturate at +-65504 when staged.
 // Operands, views, batch decoding and the mask's broadcast as in attention.wgsl (attention_common.wgsl);
-// HEAD_DIM and VALUE_DIM (at most 64) are compiled in.
+// HEAD_DIM and VALUE_DIM (at most 64) are compiled in. VEC4 (no K_TRANSPOSED; head dims, row strides,
+// offsets and batch strides multiples of 4): q, k and v are bound as vec4<f32>.
 #interface
 
 #include "attention/attention_common.wgsl"
@@ -27,7 +29,7 @@ const D: u32 = {{HEAD_DIM}}u;
 const DV: u32 = {{VALUE_DIM}}u;
 const D16: u32 = (D + 15u) / 16u * 16u;
 const DV16: u32 = (DV + 15u) / 16u * 16u;
-const KC: u32 = 32u;  // keys per chunk: two 16-key blocks
+const KC: u32 = {{KEYS_PER_CHUNK}}u;  // keys per chunk: 32 or 64
 // Row strides in workgroup memory: 16-byte aligned and not a multiple of 128 bytes (the matrix loads' bank
 // conflicts; linear/gemm_matrix_f16.wgsl).
 const KV_STRIDE: u32 = max(D16, DV16) + 8u;  // halves per staged key (and query) row
@@ -47,6 +49,39 @@ fn to_f16(v: f32) -> f16 {
   return f16(clamp(v, -65504.0, 65504.0));
 }
 
+// Four values rounded to f16 at kv_s[at ..].
+fn put4(at: u32, v: vec4<f32>) {
+  let h = vec4<f16>(clamp(v, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+  kv_s[at] = h.x;
+  kv_s[at + 1u] = h.y;
+  kv_s[at + 2u] = h.z;
+  kv_s[at + 3u] = h.w;
+}
+
+// The scores of the subgroup's 16 queries against the chunk's keys 16 jb .. 16 jb + 15: the sum over the
+// head dim's 16-wide blocks of Q (left) times K^T (K's staged rows read column-major).
+fn block_scores(jb: u32, ql0: subgroup_matrix_left<f16, 16, 16>, ql1: subgroup_matrix_left<f16, 16, 16>,
+                ql2: subgroup_matrix_left<f16, 16, 16>,
+                ql3: subgroup_matrix_left<f16, 16, 16>) -> subgroup_matrix_result<f32, 16, 16> {
+  let base = jb * 16u * KV_STRIDE;
+  var s = subgroupMatrixMultiplyAccumulate(
+      ql0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, base, true, KV_STRIDE),
+      subgroup_matrix_result<f32, 16, 16>());
+  if (D16 > 16u) {
+    s = subgroupMatrixMultiplyAccumulate(
+        ql1, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, base + 16u, true, KV_STRIDE), s);
+  }
+  if (D16 > 32u) {
+    s = subgroupMatrixMultiplyAccumulate(
+        ql2, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, base + 32u, true, KV_STRIDE), s);
+  }
+  if (D16 > 48u) {
+    s = subgroupMatrixMultiplyAccumulate(
+        ql3, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, base + 48u, true, KV_STRIDE), s);
+  }
+  return s;
+}
+
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sid: u32,
@@ -61,6 +96,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let bases = attention_bases(batch);
 
   // Q's rows, scaled, into kv_s (zeros past Tq and D); the accumulators zeroed.
+#if VEC4
+  for (var e = lid; e < ROWS * D16 / 4u; e += THREADS) {
+    let r = e / (D16 / 4u);
+    let c = (e % (D16 / 4u)) * 4u;
+    var value = vec4<f32>(0.0);
+    if (q0 + r < params.tq && c < D) {
+      value = q[(bases.q + (q0 + r) * params.q_row_stride + c) / 4u] * params.scale;
+    }
+    put4(r * KV_STRIDE + c, value);
+  }
+#else
   for (var e = lid; e < ROWS * D16; e += THREADS) {
     let r = e / D16;
     let c = e % D16;
@@ -70,6 +116,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     kv_s[r * KV_STRIDE + c] = to_f16(value);
   }
+#endif
   for (var e = lid; e < ROWS * O_STRIDE; e += THREADS) {
     o_s[e] = 0.0;
   }
@@ -102,6 +149,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   for (var start = 0u; start < params.tk; start += KC) {
     let n = min(KC, params.tk - start);
+#if VEC4
+    for (var e = lid; e < KC * D16 / 4u; e += THREADS) {
+      let j = e / (D16 / 4u);
+      let c = (e % (D16 / 4u)) * 4u;
+      var value = vec4<f32>(0.0);
+      if (j < n && c < D) {
+        value = k[(bases.k + (start + j) * params.k_row_stride + c) / 4u];
+      }
+      put4(j * KV_STRIDE + c, value);
+    }
+    for (var e = lid; e < KC * DV16 / 4u; e += THREADS) {
+      let j = e / (DV16 / 4u);
+      let c = (e % (DV16 / 4u)) * 4u;
+      var value = vec4<f32>(0.0);
+      if (j < n && c < DV) {
+        value = v[(bases.v + (start + j) * params.v_row_stride + c) / 4u];
+      }
+      put4(V_BASE + j * KV_STRIDE + c, value);
+    }
+#else
     for (var e = lid; e < KC * D16; e += THREADS) {
       let j = e / D16;
       let c = e % D16;
@@ -124,44 +191,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
       kv_s[V_BASE + j * KV_STRIDE + c] = to_f16(value);
     }
+#endif
     workgroupBarrier();
 
-    // S = Q K^T: keys 0..15 and 16..31 of the chunk.
-    var s0 = subgroup_matrix_result<f32, 16, 16>();
-    var s1 = subgroup_matrix_result<f32, 16, 16>();
-    s0 = subgroupMatrixMultiplyAccumulate(
-        ql0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 0u, true, KV_STRIDE), s0);
-    s1 = subgroupMatrixMultiplyAccumulate(
-        ql0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 16u * KV_STRIDE, true, KV_STRIDE), s1);
-    if (D16 > 16u) {
-      s0 = subgroupMatrixMultiplyAccumulate(
-          ql1, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 16u, true, KV_STRIDE), s0);
-      s1 = subgroupMatrixMultiplyAccumulate(
-          ql1, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 16u * KV_STRIDE + 16u, true, KV_STRIDE),
-          s1);
+    // S = Q K^T, 16 keys at a time.
+    subgroupMatrixStore(&s_s, sbase, block_scores(0u, ql0, ql1, ql2, ql3), false, S_STRIDE);
+    subgroupMatrixStore(&s_s, sbase + 16u, block_scores(1u, ql0, ql1, ql2, ql3), false, S_STRIDE);
+    if (KC > 32u) {
+      subgroupMatrixStore(&s_s, sbase + 32u, block_scores(2u, ql0, ql1, ql2, ql3), false, S_STRIDE);
+      subgroupMatrixStore(&s_s, sbase + 48u, block_scores(3u, ql0, ql1, ql2, ql3), false, S_STRIDE);
     }
-    if (D16 > 32u) {
-      s0 = subgroupMatrixMultiplyAccumulate(
-          ql2, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 32u, true, KV_STRIDE), s0);
-      s1 = subgroupMatrixMultiplyAccumulate(
-          ql2, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 16u * KV_STRIDE + 32u, true, KV_STRIDE),
-          s1);
-    }
-    if (D16 > 48u) {
-      s0 = subgroupMatrixMultiplyAccumulate(
-          ql3, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 48u, true, KV_STRIDE), s0);
-      s1 = subgroupMatrixMultiplyAccumulate(
-          ql3, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, 16u * KV_STRIDE + 48u, true, KV_STRIDE),
-          s1);
-    }
-    subgroupMatrixStore(&s_s, sbase, s0, false, S_STRIDE);
-    subgroupMatrixStore(&s_s, sbase + 16u, s1, false, S_STRIDE);
     workgroupBarrier();  // WGSL has no subgroup-scope barrier: the lanes read what the matrix store wrote
 
-    // The lane's 16 keys (2t + half): masked, the chunk's max joined across the row's two lanes.
-    var scores: array<f32, 16>;
+    // The lane's KC / 2 keys (2t + half): masked, the chunk's max joined across the row's two lanes.
+    var scores: array<f32, KC / 2u>;
     var chunk_max = NO_SCORE;
-    for (var t = 0u; t < 16u; t++) {
+    for (var t = 0u; t < KC / 2u; t++) {
       let key = 2u * t + half;
       var s = s_s[sbase + row * S_STRIDE + key];
       if (key >= n) {
@@ -176,7 +221,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let new_max = max(running_max, chunk_max);
     let correction = exp(running_max - new_max);
     var chunk_sum = 0.0;
-    for (var t = 0u; t < 16u; t++) {
+    for (var t = 0u; t < KC / 2u; t++) {
       let p = exp(scores[t] - new_max);  // 0 past the chunk's last key
       chunk_sum += p;
       p_s[pbase + row * P_STRIDE + 2u * t + half] = f16(p);
@@ -190,15 +235,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
 
     // O += P V, 16 value columns at a time.
-    let p0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&p_s, pbase, false, P_STRIDE);
-    let p1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&p_s, pbase + 16u, false, P_STRIDE);
     for (var c = 0u; c < DV16; c += 16u) {
       var o = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&o_s, obase + c, false, O_STRIDE);
-      o = subgroupMatrixMultiplyAccumulate(
-          p0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, V_BASE + c, false, KV_STRIDE), o);
-      o = subgroupMatrixMultiplyAccumulate(
-          p1, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, V_BASE + 16u * KV_STRIDE + c, false, KV_STRIDE),
-          o);
+      for (var jb = 0u; jb < KC / 16u; jb++) {
+        o = subgroupMatrixMultiplyAccumulate(
+            subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&p_s, pbase + jb * 16u, false, P_STRIDE),
+            subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kv_s, V_BASE + jb * 16u * KV_STRIDE + c, false,
+                                                                   KV_STRIDE),
+            o);
+      }
       subgroupMatrixStore(&o_s, obase + c, o, false, O_STRIDE);
     }
     workgroupBarrier();  // the next chunk overwrites kv_s; its lanes read o_s
