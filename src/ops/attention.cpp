@@ -422,24 +422,6 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   if (!forced.empty() && forced != "rows" && forced != "tiled" && forced != "gemm" && forced != "matrix")
     throw Error("unknown wgi.kernel '" + forced + "' (expected rows, tiled, gemm or matrix)");
 
-  // A session computing in f16 runs attention on subgroup matrices where the kernel can.
-  const int64_t subgroups = matrix_attention_subgroups(p.tq);
-  const int64_t keys_per_chunk =
-      matrix_attention_storage(p.d, p.dv, subgroups, 64) <= limits.max_compute_workgroup_storage_size ? 64 : 32;
-  const uint64_t matrix_storage = matrix_attention_storage(p.d, p.dv, subgroups, keys_per_chunk);
-  std::string why_not_matrix;
-  if (!caps.f16_compute) {
-    why_not_matrix = "a session computing in f16 (SessionOptions::precision f16, on subgroup matrices)";
-  } else if (p.d > kMatrixMaxHeadDim || p.dv > kMatrixMaxHeadDim) {
-    why_not_matrix = "head sizes up to " + std::to_string(kMatrixMaxHeadDim) + "; Q·K has " +
-                     std::to_string(p.d) + " and V " + std::to_string(p.dv);
-  } else if (matrix_storage > limits.max_compute_workgroup_storage_size) {
-    why_not_matrix = std::to_string(matrix_storage) + " bytes of workgroup memory; the device allows " +
-                     std::to_string(limits.max_compute_workgroup_storage_size);
-  }
-  if (forced == "matrix" && !why_not_matrix.empty()) throw Error("wgi.kernel = matrix needs " + why_not_matrix);
-  const bool matrix =
-      forced == "matrix" || (forced.empty() && why_not_matrix.empty() && p.tq >= kMatrixMinQueries);
   // Keys and values staged as whole vec4s (head dims padded).
   const uint64_t tiled_storage =
       static_cast<uint64_t>(kTiledKeysPerChunk * ((p.d + 3) / 4 + (p.dv + 3) / 4) * 4) * sizeof(float);
@@ -463,9 +445,29 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   }
   const int64_t tiled_workgroups =
       tiled_queries == 0 ? 0 : p.batch() * ((p.tq + tiled_queries - 1) / tiled_queries);
-  const bool tiled =
-      !matrix && (forced == "tiled" || (forced.empty() && why_not_tiled.empty() && p.tq >= kTiledMinQueries &&
-                                        tiled_workgroups * tiled_queries >= kTiledMinInvocations));
+  const bool tiled_by_rule = forced.empty() && why_not_tiled.empty() && p.tq >= kTiledMinQueries &&
+                             tiled_workgroups * tiled_queries >= kTiledMinInvocations;
+  // A session computing in f16 runs attention on subgroup matrices where the kernel can.
+  const int64_t subgroups = matrix_attention_subgroups(p.tq);
+  const int64_t keys_per_chunk =
+      matrix_attention_storage(p.d, p.dv, subgroups, 64) <= limits.max_compute_workgroup_storage_size ? 64 : 32;
+  const uint64_t matrix_storage = matrix_attention_storage(p.d, p.dv, subgroups, keys_per_chunk);
+  std::string why_not_matrix;
+  if (!caps.f16_compute) {
+    why_not_matrix = "a session computing in f16 (SessionOptions::precision f16, on subgroup matrices)";
+  } else if (p.d > kMatrixMaxHeadDim || p.dv > kMatrixMaxHeadDim) {
+    why_not_matrix = "head sizes up to " + std::to_string(kMatrixMaxHeadDim) + "; Q·K has " +
+                     std::to_string(p.d) + " and V " + std::to_string(p.dv);
+  } else if (matrix_storage > limits.max_compute_workgroup_storage_size) {
+    why_not_matrix = std::to_string(matrix_storage) + " bytes of workgroup memory; the device allows " +
+                     std::to_string(limits.max_compute_workgroup_storage_size);
+  }
+  if (forced == "matrix" && !why_not_matrix.empty()) throw Error("wgi.kernel = matrix needs " + why_not_matrix);
+  // Not where the f32 tiled kernel runs: DaViT's window attention (heads of 32 over 144 keys) ran slower on
+  // this kernel than tiled (docs/performance.md, "Attention on subgroup matrices in f16").
+  const bool matrix = forced == "matrix" || (forced.empty() && why_not_matrix.empty() &&
+                                             p.tq >= kMatrixMinQueries && !tiled_by_rule);
+  const bool tiled = forced == "tiled" || (!matrix && tiled_by_rule);
   // Many long rows (SigLIP-B at batch 8: 96 heads of 197 x 197) are products the fast GEMMs run near their
   // rate, where the fused kernels compute each score once per query row at a few TFLOP/s.
   const bool scores_as_gemm =
