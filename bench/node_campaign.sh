@@ -359,6 +359,7 @@ json_ms() { sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p" "$1" | head -1; }
   stamp dawn.node adapter, --toggles "$toggles"; timeout 60 node web/cli.mjs info --toggles "$toggles" 2>&1
 } >"$out/node_campaign.txt" 2>&1
 declare -A result
+logs=()
 for name in "${names[@]}"; do
   model=$models/$name/model.onnx
   if [[ ! -f $model ]]; then
@@ -374,6 +375,7 @@ for name in "${names[@]}"; do
   [[ -n $ort_bench ]] && variants+=(ort)
   for variant in "${variants[@]}"; do
     log=$out/$name.$variant.txt
+    logs+=("$(basename "$log")")
     # One device call has 600 s: later steps are skipped rather than cut off mid-way.
     if ((SECONDS - start > ${WGI_NODE_BUDGET_S:-480})); then
       echo "## $variant bench $name: skipped (time budget spent)" >>"$out/node_campaign.txt"
@@ -412,6 +414,8 @@ done
     echo "| $name | ${n:--} | ${w:--} | $(ratio "$n" "$w") | ${wn:--} | ${w0:--} | ${o:--} | $(ratio "$n" "$o") | ${nf:--} / ${wf:--} / ${of:--} |"
   done
 } >"$out/table.md"
+# At most 8 files come back from a device call: the per-run logs (their tails are in node_campaign.txt) as one.
+tar -C "$out" -czf "$out/run_logs.tgz" "${logs[@]}" 2>/dev/null && (cd "$out" && rm -f "${logs[@]}")
 # Subgroup-matrix GEMM probes on the same dawn.node (issue 21 item 3; bench/sgm_gemm_probe.mjs).
 if [[ $mode == run ]]; then
   {
