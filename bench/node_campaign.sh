@@ -375,12 +375,12 @@ for name in "${names[@]}"; do
   [[ -n $ort_bench ]] && variants+=(ort)
   for variant in "${variants[@]}"; do
     log=$out/$name.$variant.txt
-    logs+=("$(basename "$log")")
     # One device call has 600 s: later steps are skipped rather than cut off mid-way.
     if ((SECONDS - start > ${WGI_NODE_BUDGET_S:-480})); then
       echo "## $variant bench $name: skipped (time budget spent)" >>"$out/node_campaign.txt"
       continue
     fi
+    logs+=("$(basename "$log")")
     {
       stamp "$variant bench $name"
       case $variant in
