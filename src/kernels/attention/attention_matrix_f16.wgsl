@@ -7,8 +7,8 @@ enable chromium_experimental_subgroup_matrix;
 // Each subgroup owns 16 query rows, SUBGROUPS of them a workgroup (one head's rows; the planner picks the
 // count that wastes fewest padded rows per staged key). The keys are walked in chunks of KC (32 or 64, what
 // workgroup memory allows), staged by the whole workgroup (K and V, zeros past Tk and past the head dims,
-// which are padded to whole 16s; with VEC4 read 16 bytes at a time), with an online softmax (running max and
-// sum per row):
+// which are padded to whole 16s; with VEC4 read 16 bytes at a time, the next chunk's loads in flight during
+// this chunk's products), with an online softmax (running max and sum per row):
 //   S = Q K^T            KC / 16 results of 16x16 per subgroup (K staged [key][c] is K^T read column-major)
 //   scores -> P          two lanes per row, each over every other key: mask, chunk max (a shuffle joins the
 //                        pair), P = exp(s - max) rounded to f16, and the row's accumulator rescaled in place
@@ -82,6 +82,94 @@ fn block_scores(jb: u32, ql0: subgroup_matrix_left<f16, 16, 16>, ql1: subgroup_m
   return s;
 }
 
+// A chunk's K and V on their way into kv_s (zeros past Tk and in the head dims' padding). With VEC4 the
+// workgroup's loads of the next chunk are issued before this chunk's products and stored after them, so
+// their latency hides behind the products (WGSL has no asynchronous copy); otherwise put_chunk loads and
+// stores element by element when it is called.
+#if VEC4
+const K_QUADS: u32 = KC * D16 / 4u;
+const V_QUADS: u32 = KC * DV16 / 4u;
+const K_LOADS: u32 = (K_QUADS + THREADS - 1u) / THREADS;
+const V_LOADS: u32 = (V_QUADS + THREADS - 1u) / THREADS;
+
+struct Chunk {
+  k: array<vec4<f32>, K_LOADS>,
+  v: array<vec4<f32>, V_LOADS>,
+}
+
+fn fetch_chunk(start: u32, lid: u32, k_base: u32, v_base: u32) -> Chunk {
+  var chunk: Chunk;
+  let n = min(KC, params.tk - start);
+  for (var l = 0u; l < K_LOADS; l++) {
+    let e = lid + l * THREADS;
+    let j = e / (D16 / 4u);
+    let c = (e % (D16 / 4u)) * 4u;
+    if (e < K_QUADS && j < n && c < D) {
+      chunk.k[l] = k[(k_base + (start + j) * params.k_row_stride + c) / 4u];
+    }
+  }
+  for (var l = 0u; l < V_LOADS; l++) {
+    let e = lid + l * THREADS;
+    let j = e / (DV16 / 4u);
+    let c = (e % (DV16 / 4u)) * 4u;
+    if (e < V_QUADS && j < n && c < DV) {
+      chunk.v[l] = v[(v_base + (start + j) * params.v_row_stride + c) / 4u];
+    }
+  }
+  return chunk;
+}
+
+fn put_chunk(chunk: Chunk, lid: u32, k_base: u32, v_base: u32) {
+  for (var l = 0u; l < K_LOADS; l++) {
+    let e = lid + l * THREADS;
+    if (e < K_QUADS) {
+      put4((e / (D16 / 4u)) * KV_STRIDE + (e % (D16 / 4u)) * 4u, chunk.k[l]);
+    }
+  }
+  for (var l = 0u; l < V_LOADS; l++) {
+    let e = lid + l * THREADS;
+    if (e < V_QUADS) {
+      put4(V_BASE + (e / (DV16 / 4u)) * KV_STRIDE + (e % (DV16 / 4u)) * 4u, chunk.v[l]);
+    }
+  }
+}
+#else
+struct Chunk {
+  start: u32,
+}
+
+fn fetch_chunk(start: u32, lid: u32, k_base: u32, v_base: u32) -> Chunk {
+  return Chunk(start);
+}
+
+fn put_chunk(chunk: Chunk, lid: u32, k_base: u32, v_base: u32) {
+  let start = chunk.start;
+  let n = min(KC, params.tk - start);
+  for (var e = lid; e < KC * D16; e += THREADS) {
+    let j = e / D16;
+    let c = e % D16;
+    var value = 0.0;
+    if (j < n && c < D) {
+#if K_TRANSPOSED
+      value = k[k_base + c * params.k_row_stride + start + j];
+#else
+      value = k[k_base + (start + j) * params.k_row_stride + c];
+#endif
+    }
+    kv_s[j * KV_STRIDE + c] = to_f16(value);
+  }
+  for (var e = lid; e < KC * DV16; e += THREADS) {
+    let j = e / DV16;
+    let c = e % DV16;
+    var value = 0.0;
+    if (j < n && c < DV) {
+      value = v[v_base + (start + j) * params.v_row_stride + c];
+    }
+    kv_s[V_BASE + j * KV_STRIDE + c] = to_f16(value);
+  }
+}
+#endif
+
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sid: u32,
@@ -147,52 +235,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var running_max = NO_SCORE;  // the row's, the same in both of its lanes
   var running_sum = 0.0;
 
+  var chunk = fetch_chunk(0u, lid, bases.k, bases.v);
+  put_chunk(chunk, lid, bases.k, bases.v);
+  workgroupBarrier();
   for (var start = 0u; start < params.tk; start += KC) {
     let n = min(KC, params.tk - start);
-#if VEC4
-    for (var e = lid; e < KC * D16 / 4u; e += THREADS) {
-      let j = e / (D16 / 4u);
-      let c = (e % (D16 / 4u)) * 4u;
-      var value = vec4<f32>(0.0);
-      if (j < n && c < D) {
-        value = k[(bases.k + (start + j) * params.k_row_stride + c) / 4u];
-      }
-      put4(j * KV_STRIDE + c, value);
+    let more = start + KC < params.tk;
+    if (more) {
+      chunk = fetch_chunk(start + KC, lid, bases.k, bases.v);
     }
-    for (var e = lid; e < KC * DV16 / 4u; e += THREADS) {
-      let j = e / (DV16 / 4u);
-      let c = (e % (DV16 / 4u)) * 4u;
-      var value = vec4<f32>(0.0);
-      if (j < n && c < DV) {
-        value = v[(bases.v + (start + j) * params.v_row_stride + c) / 4u];
-      }
-      put4(V_BASE + j * KV_STRIDE + c, value);
-    }
-#else
-    for (var e = lid; e < KC * D16; e += THREADS) {
-      let j = e / D16;
-      let c = e % D16;
-      var value = 0.0;
-      if (j < n && c < D) {
-#if K_TRANSPOSED
-        value = k[bases.k + c * params.k_row_stride + start + j];
-#else
-        value = k[bases.k + (start + j) * params.k_row_stride + c];
-#endif
-      }
-      kv_s[j * KV_STRIDE + c] = to_f16(value);
-    }
-    for (var e = lid; e < KC * DV16; e += THREADS) {
-      let j = e / DV16;
-      let c = e % DV16;
-      var value = 0.0;
-      if (j < n && c < DV) {
-        value = v[bases.v + (start + j) * params.v_row_stride + c];
-      }
-      kv_s[V_BASE + j * KV_STRIDE + c] = to_f16(value);
-    }
-#endif
-    workgroupBarrier();
 
     // S = Q K^T, 16 keys at a time.
     subgroupMatrixStore(&s_s, sbase, block_scores(0u, ql0, ql1, ql2, ql3), false, S_STRIDE);
@@ -246,7 +297,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
       subgroupMatrixStore(&o_s, obase + c, o, false, O_STRIDE);
     }
-    workgroupBarrier();  // the next chunk overwrites kv_s; its lanes read o_s
+    workgroupBarrier();  // every subgroup is done with kv_s; the lanes see o_s
+    if (more) {
+      put_chunk(chunk, lid, bases.k, bases.v);
+    }
+    workgroupBarrier();
   }
 
   if (i < params.tq) {
