@@ -40,7 +40,8 @@
 // (split over the tokens), Softmax over its rows into another, and the GEMM with V. With the views above no
 // Transpose, Gather or copy runs around it (what they cost DaViT-base: docs/performance.md, "Measurements
 // behind the planner's rules"). A session computing in f16 (docs/float16.md) runs heads of at most 64 over
-// at least 16 queries on attention/attention_matrix_f16.wgsl instead: the fused kernel on subgroup matrices.
+// at least 16 queries on attention/attention_matrix_f16.wgsl, the fused kernel on subgroup matrices, except
+// where the tiled kernel runs (it was faster on DaViT's windows).
 //
 // The planning runs in steps (attention_plan.h): parse the node (its attributes through internal_ops.h, Q, K
 // and V as views), validate the shapes into an AttentionProblem, choose the plan and kernel (a pure function
