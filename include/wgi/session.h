@@ -91,9 +91,9 @@ struct SessionOptions {
   // work. Off: node plans are made when their run comes (for comparing).
   bool plan_ahead = true;
   // "f32" or "f16". f16: the GEMMs of constant weights (MatMul, Gemm), group-1 convs with many output tiles
-  // and fused attention (heads up to 64, at least 16 queries) compute on subgroup matrices (tensor cores), f16
-  // operands and f32 accumulation (docs/float16.md, "Computing in float16"); every other node, and one the
-  // matrix kernels cannot run, stays float32. Needs an adapter with shader-f16, subgroups and
+  // and fused attention (heads up to 64, at least 16 queries) compute on subgroup matrices (tensor cores),
+  // f16 operands and f32 accumulation (docs/float16.md, "Computing in float16"); every other node, and one
+  // the matrix kernels cannot run, stays float32. Needs an adapter with shader-f16, subgroups and
   // chromium-experimental-subgroup-matrix: elsewhere the session is refused, saying what the adapter lacks.
   std::string precision = "f32";
   // Next-token candidates computed on the GPU, for generation loops (docs/decoding.md, "Tokens on the GPU").

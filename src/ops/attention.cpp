@@ -451,7 +451,8 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   // A session computing in f16 runs attention on subgroup matrices where the kernel can.
   const int64_t subgroups = matrix_attention_subgroups(p.tq);
   const int64_t keys_per_chunk =
-      matrix_attention_storage(p.d, p.dv, subgroups, 64) <= limits.max_compute_workgroup_storage_size ? 64 : 32;
+      matrix_attention_storage(p.d, p.dv, subgroups, 64) <= limits.max_compute_workgroup_storage_size ? 64
+                                                                                                      : 32;
   const uint64_t matrix_storage = matrix_attention_storage(p.d, p.dv, subgroups, keys_per_chunk);
   std::string why_not_matrix;
   if (!caps.f16_compute) {
@@ -463,7 +464,8 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
     why_not_matrix = std::to_string(matrix_storage) + " bytes of workgroup memory; the device allows " +
                      std::to_string(limits.max_compute_workgroup_storage_size);
   }
-  if (forced == "matrix" && !why_not_matrix.empty()) throw Error("wgi.kernel = matrix needs " + why_not_matrix);
+  if (forced == "matrix" && !why_not_matrix.empty())
+    throw Error("wgi.kernel = matrix needs " + why_not_matrix);
   // Not where the f32 tiled kernel runs: DaViT's window attention (heads of 32 over 144 keys) ran slower on
   // this kernel than tiled (docs/performance.md, "Attention on subgroup matrices in f16").
   const bool matrix = forced == "matrix" || (forced.empty() && why_not_matrix.empty() &&
@@ -517,9 +519,7 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
     return c;
   }
 
-  c.kernel = matrix  ? AttentionKernel::MatrixF16
-             : tiled ? AttentionKernel::Tiled
-                     : AttentionKernel::Rows;
+  c.kernel = matrix ? AttentionKernel::MatrixF16 : tiled ? AttentionKernel::Tiled : AttentionKernel::Rows;
   c.tiled_queries = tiled ? tiled_queries : 0;
   c.matrix_subgroups = matrix ? subgroups : 0;
   c.matrix_keys_per_chunk = matrix ? keys_per_chunk : 0;
@@ -552,7 +552,8 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   // The matrix kernel reads Q, K and V 16 bytes at a time where every row, matrix and element it starts from
   // is a multiple of 4 elements in.
   auto quads = [](const View& v) {
-    return v.offset % 4 == 0 && std::all_of(v.strides.begin(), v.strides.end() - 1, [](int64_t s) { return s % 4 == 0; });
+    return v.offset % 4 == 0 &&
+           std::all_of(v.strides.begin(), v.strides.end() - 1, [](int64_t s) { return s % 4 == 0; });
   };
   c.matrix_vec4 = matrix && !c.k_transposed && p.d % 4 == 0 && p.dv % 4 == 0 &&
                   std::all_of(views.begin(), views.end(), quads);
@@ -730,7 +731,7 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
       split ? plan.add_scratch(static_cast<uint64_t>(rows * choice.key_splits * (p.dv + 2)) * sizeof(float))
             : fused_out;
   KernelLaunch launch;
-  launch.program.label = std::string(matrix ? "attention_matrix_f16"
+  launch.program.label = std::string(matrix  ? "attention_matrix_f16"
                                      : tiled ? "attention_tiled"
                                              : "attention") +
                          (choice.k_transposed ? "_kt" : "") + (split ? "_split" : "");

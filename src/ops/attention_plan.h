@@ -52,11 +52,11 @@ enum class AttentionKernel {
 
 struct AttentionChoice {
   AttentionKernel kernel = AttentionKernel::Rows;
-  int64_t tiled_queries = 0;  // Tiled: query rows per workgroup
-  int64_t matrix_subgroups = 0;  // MatrixF16: subgroups (of 16 query rows each) per workgroup
+  int64_t tiled_queries = 0;          // Tiled: query rows per workgroup
+  int64_t matrix_subgroups = 0;       // MatrixF16: subgroups (of 16 query rows each) per workgroup
   int64_t matrix_keys_per_chunk = 0;  // MatrixF16: keys staged at a time (32 or 64)
   bool matrix_vec4 = false;           // MatrixF16: Q, K and V read 16 bytes at a time
-  int64_t workgroups = 0;     // Rows, Tiled and MatrixF16: the fused kernel's workgroups
+  int64_t workgroups = 0;             // Rows, Tiled and MatrixF16: the fused kernel's workgroups
   // Rows: workgroups per query row, each over keys_per_split of the keys (the last over the rest), whose
   // partial softmaxes attention_combine.wgsl adds up; 1: the row's workgroup takes every key, one launch.
   int64_t key_splits = 1;

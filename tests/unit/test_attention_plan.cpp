@@ -372,8 +372,9 @@ TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
   EXPECT_FALSE(t.choice->matrix_vec4);
   // Forced without f16 compute: the error names the session option.
   masked.kernel = "matrix";
-  EXPECT_NE(choose(masked, masked_in, h200()).error.find("wgi.kernel = matrix needs a session computing in f16"),
-            std::string::npos)
+  EXPECT_NE(
+      choose(masked, masked_in, h200()).error.find("wgi.kernel = matrix needs a session computing in f16"),
+      std::string::npos)
       << choose(masked, masked_in, h200()).error;
   // A decoder step (one query a head) keeps the row kernel.
   ops::AttentionAttributes step;

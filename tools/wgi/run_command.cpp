@@ -103,7 +103,8 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option(
          "--precision", o.precision,
          "f32 (default) or f16: constant-weight GEMMs and convs, and attention, on subgroup matrices (f16 "
-         "operands, f32 accumulation); needs an adapter with shader-f16 and chromium-experimental-subgroup-matrix, which "
+         "operands, f32 accumulation); needs an adapter with shader-f16 and "
+         "chromium-experimental-subgroup-matrix, which "
          "the native build's Dawn never exposes: node web/cli.mjs on dawn.node has them on NVIDIA")
       ->check(CLI::IsMember({"f32", "f16"}));
   cmd.add_option("--disable-passes", o.disabled_passes,
