@@ -12,8 +12,9 @@
 //    is refused with a message naming what the adapter lacks (through the API and web/cli.mjs, which also
 //    refuses a bad --precision), and the f16 cases are skipped, saying so.
 //   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench]
-// --bench: also times the target models' GEMM shapes and 4096^3 in f16 and f32 in the same process (GPU ms of
-// each node from timestamp queries, the mean over chains of products) and prints a table (docs/performance.md).
+// --bench: also times the target models' GEMM shapes, 4096^3, a 3x3 conv and two attentions in f16 and f32 in
+// the same process (GPU ms of each node from timestamp queries, the mean over chains of products) and prints a
+// table (docs/performance.md).
 import {spawnSync} from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -101,6 +102,13 @@ const BENCH = [
   {name: 'bench_4096x4096x4096', a: [4096, 4096], n: 4096, ops: '', chain: 4},
 ];
 // Issue 21's conv: 3x3, 256 -> 256 channels, 8 images of 56x56, a chain of 4.
+// Attention at the vision models' shapes: DaViT-base's stage-1 windows at batch 4 (4 x 256 windows x 4 heads
+// of 32 over 144 tokens) and SigLIP-B's heads at batch 8 (8 x 12 heads of 64 over 197 tokens); FLOPs count
+// QK^T and PV.
+const ATTENTION_BENCH = [
+  {name: 'bench_attention_davit_4096x144x32', attn: {b: 1024, h: 4, tq: 144, tk: 144, d: 32, dv: 32}},
+  {name: 'bench_attention_siglip_96x197x64', attn: {b: 8, h: 12, tq: 197, tk: 197, d: 64, dv: 64}},
+];
 const CONV_BENCH = [
   {name: 'bench_conv3x3_8x256x56x56', x: [8, 256, 56, 56], w: [256, 256, 3, 3], strides: [1, 1], pads: [1, 1, 1, 1],
    dilations: [1, 1], chain: 4},
@@ -135,7 +143,9 @@ for i, c in enumerate(cases):
         k = rng.uniform(-2, 2, (b, h, tk, dh)).astype(np.float32)
         v = rng.uniform(-1, 1, (b, h, tk, dv)).astype(np.float32)
         scale = np.float32(dh ** -0.5)
-        scores = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) * float(scale)
+        reference = not c.get("noReference")
+        if reference:
+            scores = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) * float(scale)
         f = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
         inputs, feeds = [f("q", q.shape)], {"q": q}
         if t.get("kt"):
@@ -152,17 +162,19 @@ for i, c in enumerate(cases):
             mask = np.where(rng.uniform(0, 1, (tq, tk)) < 0.25, -1e4, 0).astype(np.float32)
             inputs.append(f("mask", mask.shape)); feeds["mask"] = mask
             nodes.append(helper.make_node("Add", [x, "mask"], ["masked"])); x = "masked"
-            scores = scores + mask.astype(np.float64)
+            if reference:
+                scores = scores + mask.astype(np.float64)
         nodes += [helper.make_node("Softmax", [x], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
-        p = np.exp(scores - scores.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
-        ref = np.einsum("bhqk,bhkv->bhqv", p, v.astype(np.float64))
-        graph = helper.make_graph(nodes, c["name"], inputs, [f("y", ref.shape)],
+        graph = helper.make_graph(nodes, c["name"], inputs, [f("y", (b, h, tq, dv))],
                                   [numpy_helper.from_array(np.array(scale, np.float32), "scale")])
         onnx.save(helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17)]),
                   os.path.join(d, "model.onnx"))
         for name, value in feeds.items():
             np.save(os.path.join(d, f"input_{name}.npy"), value)
-        np.save(os.path.join(d, "expected.npy"), ref.astype(np.float32))
+        if reference:
+            p = np.exp(scores - scores.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True)
+            ref = np.einsum("bhqk,bhkv->bhqv", p, v.astype(np.float64))
+            np.save(os.path.join(d, "expected.npy"), ref.astype(np.float32))
         continue
     if c.get("w") and c.get("chain"):
         x = rng.uniform(-1, 1, c["x"]).astype(np.float32)
@@ -448,11 +460,11 @@ if (!f16Matrices) {
     }
   }
   if (bench) {
-    write([...BENCH.map((c) => ({...c, noReference: true})), ...CONV_BENCH]);
+    write([...BENCH, ...ATTENTION_BENCH].map((c) => ({...c, noReference: true})).concat(CONV_BENCH));
     console.log('| M x N x K | f32 kernel | f32 ms per node | f16 ms per node (cast + matrix kernel) | f32 / f16 | ' +
                 'f16 TFLOP/s |');
     console.log('|---|---|---|---|---|---|');
-    for (const c of [...BENCH, ...CONV_BENCH]) {
+    for (const c of [...BENCH, ...CONV_BENCH, ...ATTENTION_BENCH]) {
       const per = {};
       let f32Kernel = '';
       for (const precision of ['f32', 'f16']) {
@@ -465,7 +477,7 @@ if (!f16Matrices) {
         let sum = 0, count = 0;
         for (let i = 0; i < 10; ++i) {
           await session.run(feeds);
-          const nodes = session.stats().profile.filter((p) => /MatMul|Conv/.test(p.op));
+          const nodes = session.stats().profile.filter((p) => /MatMul|Conv|Attention/.test(p.op));
           if (precision === 'f32') f32Kernel = nodes[0]?.kernel ?? '';
           for (const p of nodes) sum += p.gpu_ms;
           count += nodes.length;
@@ -474,9 +486,19 @@ if (!f16Matrices) {
         await session.free();
       }
       // A conv's product: M = output pixels, N = output channels, K = C * KH * KW (same-size outputs here).
-      const [m, n, k] = c.w ? [c.x[0] * c.x[2] * c.x[3], c.w[0], c.w[1] * c.w[2] * c.w[3]] : [c.a[0], c.n, c.a[1]];
-      console.log(`| ${c.w ? 'conv ' : ''}${m} x ${n} x ${k} | ${f32Kernel} | ${per.f32.toFixed(4)} | ` +
-                  `${per.f16.toFixed(4)} | ${(per.f32 / per.f16).toFixed(2)} | ${((2 * m * n * k) / per.f16 / 1e9).toFixed(1)} |`);
+      // Attention: heads x Tq x Tk x D, its two products' FLOPs.
+      let shape, flops;
+      if (c.attn) {
+        const t = c.attn;
+        shape = `attention ${t.b * t.h} x ${t.tq} x ${t.tk} x ${t.d}`;
+        flops = 2 * t.b * t.h * t.tq * t.tk * (t.d + t.dv);
+      } else {
+        const [m, n, k] = c.w ? [c.x[0] * c.x[2] * c.x[3], c.w[0], c.w[1] * c.w[2] * c.w[3]] : [c.a[0], c.n, c.a[1]];
+        shape = `${c.w ? 'conv ' : ''}${m} x ${n} x ${k}`;
+        flops = 2 * m * n * k;
+      }
+      console.log(`| ${shape} | ${f32Kernel} | ${per.f32.toFixed(4)} | ${per.f16.toFixed(4)} | ` +
+                  `${(per.f32 / per.f16).toFixed(2)} | ${(flops / per.f16 / 1e9).toFixed(1)} |`);
     }
   }
 }
