@@ -52,7 +52,7 @@ const COMMANDS = {
       '--runs': {value: 'N', help: 'Timed runs (default 20)'},
       '--warmup': {value: 'N', help: 'Untimed runs after the first (default 3)'},
       '--warmup-ms': {value: 'MS', help: 'Untimed runs go on until this much time has passed too (default 500)'},
-      '--profile': {help: 'Per-node GPU time from timestamp queries (when the adapter has them)'},
+      '--profile': {help: 'GPU time from timestamp queries (when the adapter has them), by op type, by kernel and the slowest nodes'},
       '--json': {help: 'Print the results as one JSON object'},
       ...INPUT_OPTIONS, ...DAWN_OPTIONS,
     },
@@ -455,6 +455,20 @@ async function bench(args) {
         console.log(`GPU time by op type (sum ${f(total)} ms):`);
         for (const [op, [ms, count]] of [...byOp].sort((a, b) => b[1][0] - a[1][0])) {
           console.log(`  ${op.padEnd(24)} ${f(ms).padStart(10)} ms  ${(100 * ms / total).toFixed(1).padStart(5)}%  x${count}`);
+        }
+        // As `wgi bench --profile`: by kernel (one op type can run on several), then the slowest nodes.
+        const byKernel = new Map();
+        for (const n of st.profile) {
+          const e = byKernel.get(n.kernel) || [0, 0];
+          byKernel.set(n.kernel, [e[0] + n.gpu_ms, e[1] + 1]);
+        }
+        console.log('GPU time by kernel (the 12 largest):');
+        for (const [kernel, [ms, count]] of [...byKernel].sort((a, b) => b[1][0] - a[1][0]).slice(0, 12)) {
+          console.log(`  ${f(ms).padStart(10)} ms  x${count}  ${kernel}`);
+        }
+        console.log('slowest nodes:');
+        for (const n of [...st.profile].sort((a, b) => b.gpu_ms - a.gpu_ms).slice(0, 10)) {
+          console.log(`  ${f(n.gpu_ms).padStart(10)} ms  ${n.op} '${n.node}' (${n.kernel})`);
         }
       }
     }

@@ -68,6 +68,9 @@ check "bench" 0 "run: +median .* ms, p90" -- "$wgi" bench "$models/gemm_chain/mo
 if "$wgi" info | grep -q "timestamp-query yes"; then
   check "bench --profile --trace" 0 "GPU time by op type" -- "$wgi" bench \
     "$models/conv_bn_relu/model.onnx" --dim N=1 --runs 2 --warmup 0 --profile --trace "$work/trace.json"
+  # Each node's time grouped by its kernel (rows "  <ms> ms  x<count>  <kernel>") and the slowest nodes.
+  check "bench --profile by kernel" 0 "^ +[0-9.]+ ms  x[0-9]+  [a-z]" -- "$wgi" bench \
+    "$models/conv_bn_relu/model.onnx" --dim N=1 --runs 2 --warmup 0 --profile
   json_ok "$work/trace.json" && grep -q '"ph":"X"' "$work/trace.json" && echo "ok   trace written" ||
     { echo "FAIL trace"; failures=$((failures + 1)); }
 else  # no timestamps: --profile says so; --trace cannot be honoured and fails (it wrote nothing, exit 0)

@@ -181,6 +181,18 @@ await check('cli/bench --json', async () => {
       ? '' : `inconsistent results ${r.out}`;
 });
 
+await check('cli/bench --profile', async () => {
+  const r = runCli(['bench', path.join(convBnRelu, 'model.onnx'), '--dim', 'N=1', '--runs', '2', '--warmup', '0',
+                    '--profile']);
+  if (r.code !== 0) return `exit ${r.code}: ${r.err}`;
+  // Without timestamp queries the profile says why; with them, by op type, by kernel, the slowest nodes.
+  if (/^profile: /m.test(r.out)) return '';
+  const sections = ['GPU time by op type', 'GPU time by kernel', 'slowest nodes:'];
+  const missing = sections.filter((t) => !r.out.includes(t));
+  if (missing.length) return `missing ${missing.join(', ')}: ${r.out}`;
+  return /^ +[0-9.]+ ms {2}x[0-9]+ {2}[a-z]/m.test(r.out) ? '' : `no kernel rows: ${r.out}`;
+});
+
 await check('cli/bad inputs are refused with a message', async () => {
   const bad = path.join(tmp, 'bad.npy');
   fs.writeFileSync(bad, 'not numpy');

@@ -58,6 +58,21 @@ void print_profile(const std::vector<NodeTiming>& profile) {
               << (total > 0 ? 100 * v.first / total : 0) << "%  x" << v.second << "\n"
               << std::setprecision(3);
   }
+  // By the nodes' kernels too: one op type can run on several kernels (Attention: tiled, matrix, the three
+  // launches), whose shares the op-type sums hide.
+  std::map<std::string, std::pair<double, int>> by_kernel;
+  for (const auto& n : profile) {
+    by_kernel[n.kernel].first += n.gpu_ms;
+    ++by_kernel[n.kernel].second;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> kernels(by_kernel.begin(), by_kernel.end());
+  std::sort(kernels.begin(), kernels.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::cout << "GPU time by kernel (the 12 largest):\n";
+  for (size_t i = 0; i < std::min<size_t>(12, kernels.size()); ++i) {
+    std::cout << "  " << std::setw(10) << kernels[i].second.first << " ms  x" << kernels[i].second.second
+              << "  " << kernels[i].first << "\n";
+  }
   std::vector<NodeTiming> top = profile;
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.gpu_ms > b.gpu_ms; });
   std::cout << "slowest nodes:\n";
@@ -326,8 +341,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "Untimed runs go on until this much time has passed too (default 500: an idle GPU's clocks "
                   "take a few hundred ms of load to come back up)")
       ->check(CLI::Range(0.0, 60000.0));
-  cmd->add_flag("--profile", opts->profile,
-                "Per-node GPU time from timestamp queries (when the adapter has them)");
+  cmd->add_flag(
+      "--profile", opts->profile,
+      "GPU time from timestamp queries (when the adapter has them), summed by op type and by kernel, "
+      "and the slowest nodes");
   cmd->add_option("--trace", opts->trace, "Write the profiled run as a Chrome/Perfetto trace JSON file");
   cmd->add_flag(
       "--device-inputs", opts->device_inputs,
