@@ -401,6 +401,7 @@ for name in "${names[@]}"; do
     fi
   done
 done
+times_of() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else print "-" }'; }
 {
   echo "| model | native wgi median ms | node (toggles) median ms | node / native | node, native's toggles too | node, no toggles | ORT WebGPU EP median ms | ORT / native | first run native / node / ORT ms |"
   echo "|---|---|---|---|---|---|---|---|---|"
@@ -410,8 +411,7 @@ done
     read -r wn _ <<<"${result[$name.node_as_native]:-}"
     read -r w0 _ <<<"${result[$name.node_no_toggles]:-}"
     read -r o of <<<"${result[$name.ort]:-}"
-    ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else print "-" }'; }
-    echo "| $name | ${n:--} | ${w:--} | $(ratio "$n" "$w") | ${wn:--} | ${w0:--} | ${o:--} | $(ratio "$n" "$o") | ${nf:--} / ${wf:--} / ${of:--} |"
+    echo "| $name | ${n:--} | ${w:--} | $(times_of "$n" "$w") | ${wn:--} | ${w0:--} | ${o:--} | $(times_of "$n" "$o") | ${nf:--} / ${wf:--} / ${of:--} |"
   done
 } >"$out/table.md"
 # At most 8 files come back from a device call: the per-run logs (their tails are in node_campaign.txt) as one.
