@@ -449,10 +449,18 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   const bool tiled_by_rule = forced.empty() && why_not_tiled.empty() && p.tq >= kTiledMinQueries &&
                              tiled_workgroups * tiled_queries >= kTiledMinInvocations;
   // A session computing in f16 runs attention on subgroup matrices where the kernel can.
-  const int64_t subgroups = matrix_attention_subgroups(p.tq);
-  const int64_t keys_per_chunk =
-      matrix_attention_storage(p.d, p.dv, subgroups, 64) <= limits.max_compute_workgroup_storage_size ? 64
-                                                                                                      : 32;
+  // The preferred subgroups per workgroup, fewer where a device's workgroup memory is smaller than the
+  // H100's 48 KB; chunks of 64 keys where they fit, else 32.
+  int64_t subgroups = matrix_attention_subgroups(p.tq), keys_per_chunk = 64;
+  const uint64_t storage_limit = limits.max_compute_workgroup_storage_size;
+  while (matrix_attention_storage(p.d, p.dv, subgroups, keys_per_chunk) > storage_limit &&
+         (keys_per_chunk > 32 || subgroups > 1)) {
+    if (keys_per_chunk > 32) {
+      keys_per_chunk = 32;
+    } else {
+      --subgroups, keys_per_chunk = 64;
+    }
+  }
   const uint64_t matrix_storage = matrix_attention_storage(p.d, p.dv, subgroups, keys_per_chunk);
   std::string why_not_matrix;
   if (!caps.f16_compute) {
@@ -460,9 +468,9 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   } else if (p.d > kMatrixMaxHeadDim || p.dv > kMatrixMaxHeadDim) {
     why_not_matrix = "head sizes up to " + std::to_string(kMatrixMaxHeadDim) + "; Q·K has " +
                      std::to_string(p.d) + " and V " + std::to_string(p.dv);
-  } else if (matrix_storage > limits.max_compute_workgroup_storage_size) {
+  } else if (matrix_storage > storage_limit) {
     why_not_matrix = std::to_string(matrix_storage) + " bytes of workgroup memory; the device allows " +
-                     std::to_string(limits.max_compute_workgroup_storage_size);
+                     std::to_string(storage_limit);
   }
   if (forced == "matrix" && !why_not_matrix.empty())
     throw Error("wgi.kernel = matrix needs " + why_not_matrix);

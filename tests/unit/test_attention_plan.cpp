@@ -376,6 +376,25 @@ TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
       choose(masked, masked_in, h200()).error.find("wgi.kernel = matrix needs a session computing in f16"),
       std::string::npos)
       << choose(masked, masked_in, h200()).error;
+  // A device with 32 KB of workgroup memory: SigLIP's heads of 64 take two subgroups in chunks of 32 keys
+  // (25 KB) instead of four (40 KB); with 8 KB none fits, and forcing the kernel says how much it needs.
+  gpu::Capabilities small = h200_f16();
+  small.limits.max_compute_workgroup_storage_size = 32 * 1024;
+  const Chosen fits = choose(siglip_attributes(), siglip_inputs(1), small);
+  ASSERT_TRUE(fits.choice) << fits.error;
+  EXPECT_EQ(fits.choice->kernel, AttentionKernel::MatrixF16);
+  EXPECT_EQ(fits.choice->matrix_subgroups, 2);
+  EXPECT_EQ(fits.choice->matrix_keys_per_chunk, 32);
+  EXPECT_EQ(fits.choice->workgroups, 12 * 7);  // 196 queries in workgroups of 32
+  small.limits.max_compute_workgroup_storage_size = 8 * 1024;
+  const Chosen none = choose(siglip_attributes(), siglip_inputs(1), small);
+  ASSERT_TRUE(none.choice) << none.error;
+  EXPECT_NE(none.choice->kernel, AttentionKernel::MatrixF16);
+  EXPECT_NE(
+      choose(siglip_attributes("matrix"), siglip_inputs(1), small)
+          .error.find("wgi.kernel = matrix needs 17152 bytes of workgroup memory; the device allows 8192"),
+      std::string::npos)
+      << choose(siglip_attributes("matrix"), siglip_inputs(1), small).error;
   // A decoder step (one query a head) keeps the row kernel.
   ops::AttentionAttributes step;
   Inputs step_in;
