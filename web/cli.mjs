@@ -445,25 +445,23 @@ async function bench(args) {
       if (!st.profile.length) {
         console.log(`profile:    ${st.profiling_note}`);
       } else {
-        const byOp = new Map();
-        let total = 0;
-        for (const n of st.profile) {
-          total += n.gpu_ms;
-          const e = byOp.get(n.op) || [0, 0];
-          byOp.set(n.op, [e[0] + n.gpu_ms, e[1] + 1]);
-        }
+        // GPU ms and node count per op type and per kernel (one op type can run on several), the largest first.
+        const sumBy = (key) => {
+          const sums = new Map();
+          for (const n of st.profile) {
+            const e = sums.get(n[key]) || [0, 0];
+            sums.set(n[key], [e[0] + n.gpu_ms, e[1] + 1]);
+          }
+          return [...sums].sort((a, b) => b[1][0] - a[1][0]);
+        };
+        const total = st.profile.reduce((sum, n) => sum + n.gpu_ms, 0);
         console.log(`GPU time by op type (sum ${f(total)} ms):`);
-        for (const [op, [ms, count]] of [...byOp].sort((a, b) => b[1][0] - a[1][0])) {
+        for (const [op, [ms, count]] of sumBy('op')) {
           console.log(`  ${op.padEnd(24)} ${f(ms).padStart(10)} ms  ${(100 * ms / total).toFixed(1).padStart(5)}%  x${count}`);
         }
-        // As `wgi bench --profile`: by kernel (one op type can run on several), then the slowest nodes.
-        const byKernel = new Map();
-        for (const n of st.profile) {
-          const e = byKernel.get(n.kernel) || [0, 0];
-          byKernel.set(n.kernel, [e[0] + n.gpu_ms, e[1] + 1]);
-        }
+        // As `wgi bench --profile`: by kernel, then the slowest nodes.
         console.log('GPU time by kernel (the 12 largest):');
-        for (const [kernel, [ms, count]] of [...byKernel].sort((a, b) => b[1][0] - a[1][0]).slice(0, 12)) {
+        for (const [kernel, [ms, count]] of sumBy('kernel').slice(0, 12)) {
           console.log(`  ${f(ms).padStart(10)} ms  x${count}  ${kernel}`);
         }
         console.log('slowest nodes:');

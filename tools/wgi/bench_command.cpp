@@ -38,17 +38,24 @@ void write_trace(const std::string& path, const std::vector<NodeTiming>& profile
   out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
 }
 
-void print_profile(const std::vector<NodeTiming>& profile) {
-  double total = 0;
-  std::map<std::string, std::pair<double, int>> by_op;
+// GPU milliseconds and node count per key (op type, kernel), the largest first.
+using TimeSums = std::vector<std::pair<std::string, std::pair<double, int>>>;
+TimeSums sum_by(const std::vector<NodeTiming>& profile, std::string NodeTiming::*key) {
+  std::map<std::string, std::pair<double, int>> sums;
   for (const auto& n : profile) {
-    total += n.gpu_ms;
-    by_op[n.op_type].first += n.gpu_ms;
-    ++by_op[n.op_type].second;
+    sums[n.*key].first += n.gpu_ms;
+    ++sums[n.*key].second;
   }
-  std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_op.begin(), by_op.end());
+  TimeSums rows(sums.begin(), sums.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  return rows;
+}
+
+void print_profile(const std::vector<NodeTiming>& profile) {
+  double total = 0;
+  for (const auto& n : profile) total += n.gpu_ms;
+  const TimeSums rows = sum_by(profile, &NodeTiming::op_type);
   std::cout << "GPU time by op type (sum " << std::fixed << std::setprecision(3) << total << " ms):\n";
   size_t name_width = 20;  // wider for long internal op names (DepthwiseConvChannelsLast)
   for (const auto& row : rows) name_width = std::max(name_width, row.first.size() + 1);
@@ -60,14 +67,7 @@ void print_profile(const std::vector<NodeTiming>& profile) {
   }
   // By the nodes' kernels too: one op type can run on several kernels (Attention: tiled, matrix, the three
   // launches), whose shares the op-type sums hide.
-  std::map<std::string, std::pair<double, int>> by_kernel;
-  for (const auto& n : profile) {
-    by_kernel[n.kernel].first += n.gpu_ms;
-    ++by_kernel[n.kernel].second;
-  }
-  std::vector<std::pair<std::string, std::pair<double, int>>> kernels(by_kernel.begin(), by_kernel.end());
-  std::sort(kernels.begin(), kernels.end(),
-            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  const TimeSums kernels = sum_by(profile, &NodeTiming::kernel);
   std::cout << "GPU time by kernel (the 12 largest):\n";
   for (size_t i = 0; i < std::min<size_t>(12, kernels.size()); ++i) {
     std::cout << "  " << std::setw(10) << kernels[i].second.first << " ms  x" << kernels[i].second.second

@@ -1,6 +1,6 @@
-// Shared by the attention kernels (attention.wgsl, attention_tiled.wgsl; their bindings and parameters are
-// declared by build_fused_plan in src/ops/attention.cpp): the decoding of an output matrix's batch index into
-// each operand's element offset.
+// Shared by the attention kernels (attention.wgsl, attention_tiled.wgsl, attention_matrix_f16.wgsl; their
+// bindings and parameters are declared by build_fused_plan in src/ops/attention.cpp): the decoding of an
+// output matrix's batch index into each operand's element offset, and of a block kernel's workgroup.
 //
 // Every operand is a strided view: its [rows, cols] matrices start at offset + sum(batch index * batch
 // stride) and their rows are row_stride elements apart (columns contiguous). Q's rows are its queries, K's
@@ -33,4 +33,13 @@ fn attention_bases(batch: u32) -> AttentionBases {
     b.out += index * params.out_strides[dim];
   }
   return b;
+}
+
+// The workgroup of a kernel that covers each output matrix's Tq query rows in blocks of `rows_per_block`
+// (attention_tiled.wgsl, attention_matrix_f16.wgsl): its output matrix (batch index; params.rows / params.tq
+// or more for a workgroup past the grid, which leaves) and its first query row.
+fn query_block(wid: vec3<u32>, nwg: vec3<u32>, rows_per_block: u32) -> vec2<u32> {
+  let blocks_per_matrix = (params.tq + rows_per_block - 1u) / rows_per_block;
+  let block = linear_workgroup_index(wid, nwg);
+  return vec2<u32>(block / blocks_per_matrix, (block % blocks_per_matrix) * rows_per_block);
 }

@@ -174,14 +174,12 @@ fn put_chunk(chunk: Chunk, lid: u32, k_base: u32, v_base: u32) {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sid: u32,
         @builtin(subgroup_invocation_id) lane: u32) {
-  let blocks_per_matrix = (params.tq + ROWS - 1u) / ROWS;
-  let block = linear_workgroup_index(wid, nwg);
-  if (block >= blocks_per_matrix * (params.rows / params.tq)) {
+  let qb = query_block(wid, nwg, ROWS);
+  if (qb.x >= params.rows / params.tq) {
     return;  // uniform: the whole workgroup leaves together
   }
-  let batch = block / blocks_per_matrix;
-  let q0 = (block % blocks_per_matrix) * ROWS;  // the workgroup's first query row
-  let bases = attention_bases(batch);
+  let q0 = qb.y;  // the workgroup's first query row
+  let bases = attention_bases(qb.x);
 
   // Q's rows, scaled, into kv_s (zeros past Tq and D); the accumulators zeroed.
 #if VEC4

@@ -29,15 +29,13 @@ var<workgroup> v_tile: array<array<vec4<f32>, DV4>, BKV>;
 @compute @workgroup_size(BQ)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let blocks_per_matrix = (params.tq + BQ - 1u) / BQ;
-  let block = linear_workgroup_index(wid, nwg);
-  if (block >= blocks_per_matrix * (params.rows / params.tq)) {
+  let qb = query_block(wid, nwg, BQ);
+  if (qb.x >= params.rows / params.tq) {
     return;  // uniform: the whole workgroup leaves together
   }
-  let batch = block / blocks_per_matrix;
-  let i = (block % blocks_per_matrix) * BQ + lid;  // this invocation's query row
+  let i = qb.y + lid;  // this invocation's query row
   let has_row = i < params.tq;
-  let bases = attention_bases(batch);
+  let bases = attention_bases(qb.x);
 
   var q_row: array<vec4<f32>, D4>;
   if (has_row) {
