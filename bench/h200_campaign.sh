@@ -124,12 +124,19 @@
 #         in the same pack).
 # tokens: tokens_decode's first round, its PyTorch and TopK peers, tokens_pipelines, then the second round,
 #         in one call, each step skipped once the call's time is spent.
+# table:  issue 21's table in one call: the vision models (those packed of DaViT-base, SigLIP-B, ResNet-50) at
+#         batch 1 and 8 and the BART-base decoder steps (cached cross and self-contained, --decode 32), all
+#         with inputs on the device, two rounds; PyTorch eager on the same models: fp32 at batch 1 and 8, TF32
+#         at batch 1, fp16 autocast at batch 8. Packed by `bench/node_campaign.sh pack` with
+#         WGI_PACK_DECODERS=1 (the Node f16 tests can run in the same call); ~5 min.
+# table_ort: ORT's WebGPU EP on the same models (batch 1), in a second call carrying [".device_ort"] right
+#         after the first, the machine still warm (.device/ with node and the prepared models stays there).
 # Results go to $OUT (at most 8 files come back); each step has its own time limit so that one slow step
 # cannot take the rest with it. Record them in docs/performance.md and docs/devices.md.
 set -uo pipefail
 modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
   layers models pipelines pipelines_equal profile quantized shaders splits sweep throughput throughput_ab tokens
-  tokens_decode tokens_pipelines tuned variant_files variants"
+  table table_ort tokens_decode tokens_pipelines tuned variant_files variants"
 modes=$(echo $modes)  # one line, single spaces
 mode=${1:?usage: bench/h200_campaign.sh MODE (one of: $modes; each described above)}
 [[ " $modes " == *" $mode "* ]] || { echo "bench/h200_campaign.sh: unknown mode '$mode' (one of: $modes)" >&2; exit 2; }
@@ -243,13 +250,37 @@ cold_start() {
     done
   done
 }
-# ORT's WebGPU EP on a vision model directory (onnxruntime-node, .device/peers/ort_bench.js).
+# ORT's WebGPU EP (onnxruntime-node, ort_bench.js) from .device/peers, or from .device_ort/peers where a
+# second call carried it (bench/node_campaign.sh pack): the node binary stays in .device/peers.
+ort_peers=.device/peers
+[[ -d .device_ort/peers/ort ]] && ort_peers=.device_ort/peers
+ort_lib=$ort_peers/ort/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
+[[ -f $ort_lib.xz ]] && xz -d "$ort_lib.xz"
+# ORT on a vision model directory.
 ort_vision() {
   local shape=pixel_values=1x3x224x224
   [[ $1 == *florence2* ]] && shape=pixel_values=1x3x768x768
   [[ $1 == *resnet* ]] && shape=image=1x3x224x224
   stamp ORT WebGPU "$(basename "$1")"
-  timeout 90 node .device/peers/ort_bench.js "$1/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
+  timeout 90 node "$ort_peers/ort_bench.js" "$1/model.onnx" webgpu 30 "$shape" 2>&1 | tail -3
+}
+# ORT on a model directory: the vision models' images, the decoders' step (ort_bench.js fills every input
+# with seeded random values).
+ort_model() {
+  [[ $1 != *bart_decoder* ]] && { ort_vision "$1"; return; }
+  stamp ORT WebGPU "$(basename "$1")"
+  # shellcheck disable=SC2046
+  timeout 150 node "$ort_peers/ort_bench.js" "$1/model.onnx" webgpu 30 $(ort_shapes "$1/model.onnx") 2>&1 | tail -3
+}
+# A model's input shapes for ort_bench.js (NAME=d0xd1x...), symbolic dims at the decoder step's bench_dims.
+ort_shapes() {
+  python3 - "$1" <<'PY'
+import sys, onnx
+dims = {"batch": 1, "new_tokens": 1, "past_len": 64, "src_len": 590}
+m = onnx.load(sys.argv[1], load_external_data=False)
+print(" ".join(i.name + "=" + "x".join(str(d.dim_value or dims.get(d.dim_param, 1))
+                                        for d in i.type.tensor_type.shape.dim) for i in m.graph.input))
+PY
 }
 
 # The pipelines' setup (unpack_transformers_js, prepare_florence2_base): bench/florence2_base.sh.
@@ -581,15 +612,6 @@ elif [[ $mode == files_tests ]]; then
 elif [[ $mode == files_models ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   # ORT's shape arguments for a model's inputs, from the symbolic dims of a decoder step.
-  ort_shapes() {
-    python3 - "$1" <<'PY'
-import sys, onnx
-dims = {"batch": 1, "new_tokens": 1, "past_len": 64, "src_len": 590}
-m = onnx.load(sys.argv[1], load_external_data=False)
-print(" ".join(i.name + "=" + "x".join(str(d.dim_value or dims.get(d.dim_param, 1))
-                                        for d in i.type.tensor_type.shape.dim) for i in m.graph.input))
-PY
-  }
   {
     stamp_machine
     stamp prepare; prepare_models
@@ -633,7 +655,7 @@ PY
       "$v/bart_decoder_base_opset17_q4.onnx"; do
       stamp "ORT WebGPU $(basename "$f")"
       # shellcheck disable=SC2046
-      timeout 90 node .device/peers/ort_bench.js "$f" webgpu 30 $(ort_shapes "$f") 2>&1 | tail -2
+      timeout 90 node "$ort_peers/ort_bench.js" "$f" webgpu 30 $(ort_shapes "$f") 2>&1 | tail -2
     done
     stamp correctness of the variants against onnxruntime CPU
     timeout 150 python3 - "$v" "$models" <<'PY'
@@ -943,6 +965,52 @@ elif [[ $mode == tokens_decode || $mode == tokens_pipelines || $mode == tokens ]
     [[ $mode == tokens_pipelines ]] || tokens_decoder_round 2
     stamp done
   } >"$out/$mode.txt" 2>&1
+elif [[ $mode == table || $mode == table_ort ]]; then
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  vision=() decoders=()
+  for name in florence2_vision_base_opset17 siglip_vision_base_opset17 resnet50_opset17; do
+    [[ -d $models/$name ]] && vision+=("$models/$name")
+  done
+  for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+    [[ -d $models/$name ]] && decoders+=("$models/$name")
+  done
+  if [[ $mode == table_ort ]]; then
+    { stamp_machine; for dir in "${vision[@]}" "${decoders[@]}"; do ort_model "$dir"; done; stamp done; } \
+      >"$out/table_ort.txt" 2>&1
+    cat "$out/table_ort.txt"
+    exit 0
+  fi
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    for round in 1 2; do
+      for batch in 1 8; do
+        for dir in "${vision[@]}"; do
+          stamp "round $round batch $batch $(basename "$dir")"
+          timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 --dim batch=$batch --runs 30 --device-inputs \
+            2>&1 | grep -E '^(run|graph|wgi: error)'
+        done
+      done
+      for dir in "${decoders[@]}"; do
+        dims=()
+        for d in ${bench_dims[$(basename "$dir")]}; do dims+=(--dim "$d"); done
+        stamp "round $round decode $(basename "$dir")"
+        timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 "${dims[@]}" --decode 32 --device-inputs 2>&1 |
+          grep -E '^(run|later|decode|plans|wgi: error)'
+      done
+    done
+    for precision in fp32 tf32; do
+      stamp "torch eager $precision batch 1"
+      WGI_PEER_PRECISION=$precision WGI_PEER_BATCH=1 timeout 150 python3 bench/model_torch_peer.py "${vision[@]}" \
+        $([[ $precision == fp32 ]] && echo "${decoders[@]}") 2>&1
+    done
+    for precision in fp32 fp16; do
+      stamp "torch eager $precision batch 8"
+      WGI_PEER_PRECISION=$precision WGI_PEER_BATCH=8 timeout 150 python3 bench/model_torch_peer.py "${vision[@]}" 2>&1
+    done
+    stamp done
+  } >"$out/table.txt" 2>&1
+  cat "$out/table.txt"
 elif [[ $mode == pipelines ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   {
@@ -1089,21 +1157,7 @@ else  # models
   {
     for dir in "$models"/*; do
       name=$(basename "$dir")
-      stamp ORT WebGPU "$name"
-      # ort_bench.js fills every input with seeded random values; shapes given as NAME=d0xd1x...
-      shapes=()
-      if [[ $name == bart_decoder_base_opset17 ]]; then
-        shapes=(input_ids=1x1 encoder_hidden_states=1x590x768)
-        for i in 0 1 2 3 4 5; do shapes+=(past_key_$i=1x12x64x64 past_value_$i=1x12x64x64); done
-      elif [[ $name == bart_decoder_cached_cross_base_opset17 ]]; then
-        shapes=(input_ids=1x1)
-        for i in 0 1 2 3 4 5; do
-          shapes+=(past_key_$i=1x12x64x64 past_value_$i=1x12x64x64 cross_key_$i=1x12x590x64 cross_value_$i=1x12x590x64)
-        done
-      elif [[ $name == florence2_vision_base_opset17 ]]; then shapes=(pixel_values=1x3x768x768)
-      else shapes=(pixel_values=1x3x224x224)
-      fi
-      timeout 150 node .device/peers/ort_bench.js "$dir/model.onnx" webgpu 30 "${shapes[@]}" 2>&1 | tail -3
+      ort_model "$dir"
     done
   } >"$out/peers.txt" 2>&1
   {

@@ -11,6 +11,8 @@ WGI_PEER_BATCH=n runs the vision models on n copies of their image (issue 21's b
 stay at batch 1. WGI_PEER_LAYERS=1 also times each Conv2d and Linear module alone on the input it saw in the
 model ({"model", "layer": "layer2.0.conv2", "kind": "conv" or "linear", "shape": ..., "median_ms"}), to set
 beside `wgi bench --trace`'s node of the same name ('/layer2/layer2.0/conv2/Conv'; bench/layer_table.py).
+WGI_PEER_PRECISION=tf32 lets cuBLAS and cuDNN use TF32 (issue 21's "PyTorch TF32" column); =fp16 runs under
+torch.autocast(float16) (the f16 target's "PyTorch fp16 autocast"); the default fp32 keeps TF32 off.
 
     python3 bench/model_torch_peer.py build/models-large/*_opset17
 """
@@ -27,8 +29,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import florence_siglip  # noqa: E402
 import resnet  # noqa: E402
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
+PRECISION = os.environ.get("WGI_PEER_PRECISION", "fp32")
+if PRECISION not in ("fp32", "tf32", "fp16"):
+    sys.exit(f"model_torch_peer.py: WGI_PEER_PRECISION={PRECISION!r}: expected fp32, tf32 or fp16")
+torch.backends.cuda.matmul.allow_tf32 = PRECISION == "tf32"
+torch.backends.cudnn.allow_tf32 = PRECISION == "tf32"
 torch.backends.cudnn.benchmark = True
 # cpu only to try the script on a machine without a GPU
 device = os.environ.get("WGI_PEER_DEVICE", "cuda")
@@ -138,13 +143,13 @@ def main(folders):
         try:
             module = module.eval().to(device)
             args = inputs_for(folder, module)
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast(device, torch.float16, enabled=PRECISION == "fp16"):
                 median, p90 = median_p90(lambda: module(*args))
         except Exception as e:  # one model's failure must not hide the others' numbers
             print(json.dumps({"model": name, "error": repr(e)}), flush=True)
             continue
         batch = 1 if hasattr(module, "io_names") else BATCH
-        print(json.dumps({"model": name, "peer": f"torch_eager_{device}_fp32", "batch": batch,
+        print(json.dumps({"model": name, "peer": f"torch_eager_{device}_{PRECISION}", "batch": batch,
                           "median_ms": round(median, 3), "p90_ms": round(p90, 3), "runs": RUNS}), flush=True)
         if os.environ.get("WGI_PEER_LAYERS") == "1":
             with torch.no_grad():

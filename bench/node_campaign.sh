@@ -35,6 +35,8 @@
 #       (bench/florence2_base.sh), then `node web/cli.mjs florence2` on it, greedy, 64 new tokens, 5 runs, for
 #       <CAPTION> and <OD>, fp32 and q4 (encoder and decoder) files, precision f32 and f16 (native wgi's
 #       toggles): each run's time and stages, and whether f16's ids equal f32's. Results: $OUT/florence2.txt
+# `pack` with WGI_PACK_DECODERS=1 also carries the BART-base decoders for bench/h200_campaign.sh's `table` (issue
+# 21's table: native wgi against PyTorch), which runs in the same call; `table_ort` in the second one.
 # WGI_NODE_MODELS (space-separated names under .device/models) narrows run, f16 and f16ab to those models;
 # WGI_AB_PROFILE=1 adds --profile to f16ab's benches (GPU time per op type and node in each log).
 set -uo pipefail
@@ -79,6 +81,14 @@ if [[ $mode == pack ]]; then
   # goes into .device_ort/ (with .device/ it does not fit one call): carried by a second call right after
   # one that carried .device/, on the machine still warm (.device/ stays there), `run` adds ORT's column.
   rm -rf .device_ort .device/bin/wgi_bench_ops* .device/models/bart_decoder_*
+  # WGI_PACK_DECODERS=1: the BART-base decoders too (graphs and weight recipes, ~1.2 MB), for
+  # `bench/h200_campaign.sh table` in the same call.
+  if [[ ${WGI_PACK_DECODERS:-0} == 1 ]]; then
+    for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
+      mkdir -p ".device/models/$name"
+      cp "build/models-large/$name/model.onnx" "build/models-large/$name/weights.json" ".device/models/$name/"
+    done
+  fi
   if [[ -d .device/peers/ort ]]; then
     mkdir -p .device_ort/peers
     mv .device/peers/ort .device_ort/peers/
