@@ -482,20 +482,26 @@ void set_window_row_maps(const PlanContext& ctx, const GemmSpec& spec, const Gem
 }
 
 // A constant B laid out as the chosen kernel reads it: [K, N] for the 128x128 kernel (file comment), else
-// [N, K].
+// [N, K]. A session computing in float16 (gpu::Capabilities::f16_compute) gives the kernels the matrix path
+// leaves (the GEMV of M <= 8: decoder steps' products, which stream their weights) a float32 weight as
+// float16, converted once here and read packed (B_F16): half the bytes, the rounding the matrix path's
+// weights get too.
 void prepack_constant_b(const PlanContext& ctx, const GemmSpec& spec, const GemmShapes& shapes,
                         GemmLaunchSpec& g, OpPlan& plan) {
   const Tensor* b_constant = ctx.constant(spec.b_input);
+  const bool to_half = ctx.caps.f16_compute && b_constant->dtype() == DType::Float32;
+  if (to_half) g.b_f16 = true;
   // Errors of a forced choice are left to append_gemm_launches, which reports them with the node.
   g.b_prepacked = true;
   const bool want_nk = prepack_b_as_nk(ctx, g);
-  if (want_nk == spec.trans_b) {
+  if (want_nk == spec.trans_b && !to_half) {
     // Stored as the kernel wants it (nn.Linear's [N, K] weight read in place,
     // graph::read_transposed_weights): bound as the weight itself, no prepacked copy on the host or on the
     // device.
     g.b = TensorRef::input(static_cast<uint32_t>(spec.b_input));
   } else {
-    plan.constants.push_back(prepack_b(*b_constant, shapes.k, shapes.n, spec.trans_b, want_nk));
+    Tensor packed = prepack_b(*b_constant, shapes.k, shapes.n, spec.trans_b, want_nk);
+    plan.constants.push_back(to_half ? narrow_to_float16(packed) : std::move(packed));
   }
   g.b_nk = want_nk;
 }

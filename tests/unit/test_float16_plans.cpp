@@ -23,9 +23,10 @@ namespace fs = std::filesystem;
 const fs::path kModels = fs::path(WGI_TEST_DATA_DIR) / "models";
 
 // Kernel label -> launches, over every GPU node of `model` planned for `caps` with the inputs beside it; the
-// float16-weight suffixes dropped, so that a GEMM or implicit-GEMM conv reading a float16 weight counts as
-// the float32 one it mirrors.
-std::map<std::string, int> planned_kernels(const fs::path& model, const gpu::Capabilities& caps) {
+// float16-weight suffixes dropped (unless `keep_half_suffixes`), so that a GEMM or implicit-GEMM conv
+// reading a float16 weight counts as the float32 one it mirrors.
+std::map<std::string, int> planned_kernels(const fs::path& model, const gpu::Capabilities& caps,
+                                           bool keep_half_suffixes = false) {
   graph::Graph g = onnx::import_model_file(model);
   graph::optimize(g, ops::builtin_registry());
   std::vector<runtime::PlanInput> inputs;
@@ -41,7 +42,8 @@ std::map<std::string, int> planned_kernels(const fs::path& model, const gpu::Cap
     for (const ops::KernelLaunch& launch : node.op_plan().launches) {
       std::string label = launch.program.label;
       for (const char* half_weight : {"_bf16", "_wf16"}) {
-        if (const size_t at = label.find(half_weight); at != std::string::npos) label.erase(at, 5);
+        const size_t at = label.find(half_weight);
+        if (at != std::string::npos && !keep_half_suffixes) label.erase(at, 5);
       }
       ++kernels[label];
     }
@@ -118,6 +120,30 @@ TEST(Float16Plans, AnF16SessionPlansDaVitsWindowGemmsOnSubgroupMatrices) {
   EXPECT_GT(count(f16, "attention_matrix_f16"), 0);
   EXPECT_LE(dispatches(f16) - dispatches(f32),
             count(f16, "gemm_split_reduce") - count(f32, "gemm_split_reduce"));
+}
+
+// The products an f16 session leaves off the matrix kernel read their float32 weights as float16: a decoder
+// step's projections and LM head (M = 6 rows here) run on the GEMV with B_F16 ("_bf16"), the weights
+// converted once at planning; the same device computing in float32 plans the same GEMVs on float32 weights.
+TEST(Float16Plans, AnF16SessionsGemvsReadTheirWeightsAsFloat16) {
+  const fs::path model = kModels / "bart_decoder_cached_cross_tiny_opset17/model.onnx";
+  gpu::Capabilities caps = gpu::large_gpu_capabilities();
+  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  const auto gemvs = [](const std::map<std::string, int>& kernels, bool half) {
+    int n = 0;
+    for (const auto& [label, launches] : kernels) {
+      if (label.rfind("gemv", 0) == 0 && (label.find("_bf16") != std::string::npos) == half) n += launches;
+    }
+    return n;
+  };
+  const auto f32 = planned_kernels(model, caps, true);
+  caps.f16_compute = true;
+  const auto f16 = planned_kernels(model, caps, true);
+  EXPECT_GT(gemvs(f32, false), 4);
+  EXPECT_EQ(gemvs(f32, true), 0);
+  EXPECT_EQ(gemvs(f16, true), gemvs(f32, false));
+  EXPECT_EQ(gemvs(f16, false), 0);
+  EXPECT_EQ(dispatches(f16), dispatches(f32));
 }
 
 }  // namespace

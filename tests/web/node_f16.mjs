@@ -89,8 +89,10 @@ const CONV_CASES = [
 // error every output shows is printed (the accuracy of f16 GEMMs through a whole model); the bound, 2e-2, is
 // far above the ~1e-3 that f16 operands give and far below a wrong layer's error (order 1).
 // An fp16 file (weights float16, used as they are) against its float32 model's reference too.
+// A decoder step (6 rows: every product on the GEMV) checks the GEMVs' float16 weights through a model.
 const MODELS = ['siglip_vision_tiny_opset17', 'florence2_vision_tiny_opset17', 'tiny_transformer_opset17',
-                'bart_decoder_tiny_opset17', 'siglip_vision_tiny_opset17/model_fp16.onnx'];
+                'bart_decoder_tiny_opset17', 'bart_decoder_cached_cross_tiny_opset17',
+                'siglip_vision_tiny_opset17/model_fp16.onnx'];
 
 // Chains of `chain` pairs of MatMuls (K -> N, then N -> K), timed by each node's timestamps: this Dawn gives
 // them in 65.5 us steps, so the bench takes the mean over every node of ten runs (the steps' phase varies, and
@@ -100,6 +102,9 @@ const BENCH = [
   {name: 'bench_1576x3072x768', a: [1576, 768], n: 3072, ops: '', chain: 8},
   {name: 'bench_2304x1024x1024', a: [2304, 1024], n: 1024, ops: '', chain: 8},
   {name: 'bench_4096x4096x4096', a: [4096, 4096], n: 4096, ops: '', chain: 4},
+  // A decoder step's MLP products (one row): the GEMV, bound by its weights' bytes (f16: half of f32's),
+  // 16 products of 9.4 MB in f32, more than the L2 holds.
+  {name: 'bench_gemv_1x3072x768', a: [1, 768], n: 3072, ops: '', chain: 8},
 ];
 // Issue 21's conv: 3x3, 256 -> 256 channels, 8 images of 56x56, a chain of 4.
 // Attention at the vision models' shapes: DaViT-base's stage-1 windows at batch 4 (4 x 256 windows x 4 heads
@@ -387,7 +392,12 @@ if (!f16Matrices) {
                                           k.startsWith('gemm_split_reduce'));
       const split = kernels.some((k) => k.startsWith('gemm_matrix_f16_split'));
       const cast = kernels.includes('gemm_a_to_f16');
-      if (c.gemv) return matrix ? 'M <= 8 ran on the matrix kernel, not the GEMV' : '';
+      // M <= 8: the GEMV, reading the float32 weight converted to float16 at planning (B_F16, "_bf16").
+      if (c.gemv) {
+        if (matrix) return 'M <= 8 ran on the matrix kernel, not the GEMV';
+        return kernels.some((k) => k.startsWith('gemv') && k.includes('_bf16'))
+          ? '' : `GEMM kernels ${kernels.join(', ')}: no GEMV reading its weight as float16`;
+      }
       if (!matrix) return `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
       if (split !== Boolean(c.split)) return `expected ${c.split ? 'a' : 'no'} K split`;
       if (cast !== Boolean(c.cast)) return `expected ${c.cast ? 'a' : 'no'} cast of A`;
@@ -419,9 +429,10 @@ if (!f16Matrices) {
       const kernels = session.stats().profile.flatMap((p) => p.kernel.split('+'));
       const matrix = kernels.filter((k) => k.startsWith('gemm_matrix_f16')).length;
       const attentions = kernels.filter((k) => k.startsWith('attention_matrix_f16')).length;
+      const halfGemvs = kernels.filter((k) => k.startsWith('gemv') && k.includes('_bf16')).length;
       await session.free();
-      let problem = matrix ? '' : 'no GEMM ran on the matrix kernel';
-      let detail = `${matrix} matrix GEMMs, ${attentions} matrix attentions;`;
+      let problem = matrix || halfGemvs ? '' : 'no GEMM ran on the matrix kernel or on a float16-weight GEMV';
+      let detail = `${matrix} matrix GEMMs, ${halfGemvs} float16-weight GEMVs, ${attentions} matrix attentions;`;
       if (!Object.keys(wants).length) problem ||= 'no expected_*.npy: nothing compared';
       for (const [output, want] of Object.entries(wants)) {
         const error = got[output] ? relativeL2(got[output], want) : Infinity;
@@ -461,8 +472,8 @@ if (!f16Matrices) {
   }
   if (bench) {
     write([...BENCH, ...ATTENTION_BENCH].map((c) => ({...c, noReference: true})).concat(CONV_BENCH));
-    console.log('| M x N x K | f32 kernel | f32 ms per node | f16 ms per node (cast + matrix kernel) | f32 / f16 | ' +
-                'f16 TFLOP/s |');
+    console.log('| M x N x K | f32 kernel | f32 ms per node | f16 ms per node (cast + matrix kernel; GEMV) | ' +
+                'f32 / f16 | f16 TFLOP/s (GEMV: weight GB/s) |');
     console.log('|---|---|---|---|---|---|');
     for (const c of [...BENCH, ...CONV_BENCH, ...ATTENTION_BENCH]) {
       const per = {};
@@ -497,8 +508,11 @@ if (!f16Matrices) {
         shape = `${c.w ? 'conv ' : ''}${m} x ${n} x ${k}`;
         flops = 2 * m * n * k;
       }
+      const gemv = !c.attn && !c.w && c.a[0] <= 8;
+      const rate = gemv ? `${(c.n * c.a[1] * 2 / per.f16 / 1e6).toFixed(0)} GB/s`
+                        : (flops / per.f16 / 1e9).toFixed(1);
       console.log(`| ${shape} | ${f32Kernel} | ${per.f32.toFixed(4)} | ${per.f16.toFixed(4)} | ` +
-                  `${(per.f32 / per.f16).toFixed(2)} | ${(flops / per.f16 / 1e9).toFixed(1)} |`);
+                  `${(per.f32 / per.f16).toFixed(2)} | ${rate} |`);
     }
   }
 }
