@@ -221,11 +221,16 @@ declare -A bench_dims=(
   [bart_decoder_base_opset17]="batch=1 new_tokens=1 past_len=64 src_len=590"
   [bart_decoder_cached_cross_base_opset17]="batch=1 new_tokens=1 past_len=64 src_len=590"
 )
+# The `wgi bench` options of a model folder's decoder step dims (none for other models), in the array `dims`.
+set_step_dims() {
+  local d
+  dims=()
+  for d in ${bench_dims[$1]:-}; do dims+=(--dim "$d"); done
+}
 wgi_bench_models() {
   for dir in "$models"/*; do
     name=$(basename "$dir")
-    dims=()
-    for d in ${bench_dims[$name]:-}; do dims+=(--dim "$d"); done
+    set_step_dims "$name"
     inputs=()
     [[ -z ${bench_dims[$name]:-} ]] && for f in "$dir"/input_*.npy; do
       n=$(basename "$f" .npy); inputs+=(--input "${n#input_}=$f")
@@ -629,8 +634,7 @@ elif [[ $mode == files_models ]]; then
     ls -la "$v"
     for round in 1 2; do
       for b in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
-        dims=()
-        for d in ${bench_dims[$b]}; do dims+=(--dim "$d"); done
+        set_step_dims "$b"
         for f in "$models/$b/model.onnx" "$v/${b}_q4.onnx" "$v/${b}_uint8.onnx"; do
           stamp "round $round wgi bench $(basename "$f") step, inputs on the device"
           timeout 60 wgi bench "$f" --random-inputs 1 "${dims[@]}" --runs 30 --device-inputs 2>&1 |
@@ -813,8 +817,7 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
     stamp prepare; prepare_models
     if [[ $mode == decode_rnn ]]; then
       for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
-        dims=()
-        for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+        set_step_dims "$name"
         for m in "--decode 32 --device-inputs" "--decode 32 --device-inputs --no-growing-dims" \
           "--decode 32 --device-inputs --no-respecialize"; do
           stamp "wgi bench $name $m"
@@ -832,8 +835,7 @@ elif [[ $mode == decode || $mode == decode_rnn ]]; then
       for round in 1 2; do
         for build in "${builds[@]}"; do
           for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
-            dims=()
-            for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+            set_step_dims "$name"
             modes=("--decode 32 --device-inputs" "--decode 32 --device-inputs --no-plan-ahead" \
               "--device-inputs --runs 30")
             # --ids-by-value: the token planned by value, as before RunOptions::inputs_as_data (this tree only).
@@ -885,8 +887,7 @@ elif [[ $mode == decode_q4 ]]; then
     # The same codes at accuracy_level 0: A stays float32 in the GEMV (level 4 takes int8 products).
     timeout 120 python3 tests/models/variants_weight_only.py "$models/$name/model.onnx" \
       "$models/$name/model_q4_acc0.onnx" --recipe q4 --accuracy-level 0 | tail -1
-    dims=()
-    for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+    set_step_dims "$name"
     for round in 1 2; do
       for build in "${builds[@]}"; do
         for f in model model_q4 model_q4_acc0; do
@@ -911,8 +912,7 @@ elif [[ $mode == tokens_decode || $mode == tokens_pipelines || $mode == tokens ]
     local f m build dims modes
     for build in "${builds[@]}"; do
       for f in "$cc/model" "$cc/model_q4" bart_decoder_base_opset17/model; do
-        dims=()
-        for d in ${bench_dims[${f%/*}]}; do dims+=(--dim "$d"); done
+        set_step_dims "${f%/*}"
         modes=("--decode 32 --device-inputs" "--device-inputs --runs 30")
         # The session's start has no token candidates: its loop is the host argmax's.
         [[ $build == wgi ]] && modes+=("--decode 32 --device-inputs --host-argmax")
@@ -992,8 +992,7 @@ elif [[ $mode == table || $mode == table_ort ]]; then
         done
       done
       for dir in "${decoders[@]}"; do
-        dims=()
-        for d in ${bench_dims[$(basename "$dir")]}; do dims+=(--dim "$d"); done
+        set_step_dims "$(basename "$dir")"
         stamp "round $round decode $(basename "$dir")"
         timeout 60 wgi bench "$dir/model.onnx" --random-inputs 1 "${dims[@]}" --decode 32 --device-inputs 2>&1 |
           grep -E '^(run|later|decode|plans|wgi: error)'
@@ -1136,8 +1135,7 @@ else  # models
     # steps from past_len 64 with the key/values through the host and kept on the device (docs/decoding.md);
     # the last mode plans every step in full (no respecialized plans), for the before/after of planning.
     for name in bart_decoder_cached_cross_base_opset17 bart_decoder_base_opset17; do
-      dims=()
-      for d in ${bench_dims[$name]}; do dims+=(--dim "$d"); done
+      set_step_dims "$name"
       for mode in "--runs 30 --device-inputs" "--decode 32" "--decode 32 --device-inputs" \
         "--decode 32 --device-inputs --no-respecialize"; do
         echo "### wgi bench $name $mode"
