@@ -29,6 +29,8 @@
 #       other commits as .device/node/web_<name>/wgi.{js,wasm.xz}: the three vision models in f16 (and once in
 #       f32) at batch 1 and 8 with native wgi's toggles, each build in two alternating rounds (A/B of kernels
 #       in one call; the clocks move between calls). Results: $OUT/f16ab.txt, $OUT/f16ab_table.md
+#   source .device/env.sh; bash bench/node_campaign.sh f16check   # there, packed as for f16ab: node_f16.mjs
+#       --bench, then f16ab with profiles (a kernel change's first call; described at the mode)
 #   bench/node_campaign.sh pack_florence2    # here: as pack_probe, plus the Florence-2 base folder's tokenizer
 #                                            # files (made with node here: tests/pipelines/make_tokenizer.mjs)
 #   source .device/env.sh; bash bench/node_campaign.sh florence2   # there: the Florence-2 base folder made
@@ -102,6 +104,32 @@ if [[ $mode == pack ]]; then
   xz -T2 -6 -c build/web/wgi.wasm >.device/node/web/wgi.wasm.xz
   du -sh .device | awk '{print "travels: " $2 " " $1}'
   [[ -d .device_ort ]] && du -sh .device_ort | awk '{print "travels in a second call: " $2 " " $1}'
+  exit 0
+fi
+
+# f16check: a change's first device call in one command (packed as for `run`, the change's build in
+# .device/node/web/ and the tree's before it in .device/node/web_base/): tests/web/node_f16.mjs --bench with
+# native wgi's toggles (correctness first: the f16 kernels compile nowhere else), then `f16ab` on
+# WGI_NODE_MODELS (default SigLIP-B and DaViT-base) with profiles. Results: $OUT/node_f16.txt,
+# $OUT/f16ab.txt, $OUT/f16ab_table.md and the per-run logs as $OUT/ab_logs.tgz (at most 8 files come back).
+if [[ $mode == f16check ]]; then
+  final=${OUT:-/tmp/wgi-node-campaign}
+  mkdir -p "$final"
+  (
+    # node_f16.mjs needs the unpacked dawn.node and build/web: the f16ab run below sets them up the same way.
+    x=.device/node/dawn-node/dist/linux-x64/dawn.node
+    [[ -f $x.xz ]] && xz -d "$x.xz"
+    mkdir -p build/web && cp .device/node/web/wgi.js build/web/ && xz -dc .device/node/web/wgi.wasm.xz >build/web/wgi.wasm
+    WGI_PYTHON=python3 WGI_DAWN_NODE=$root/.device/node/dawn-node WGI_BACKEND=vulkan timeout 240 \
+      node tests/web/node_f16.mjs --backend vulkan --toggles "$toggles,disable_robustness,disable_workgroup_init" \
+      --bench >"$final/node_f16.txt" 2>&1
+  )
+  grep -E '^(PASS|FAIL|\||node_f16)' "$final/node_f16.txt" | cut -c1-260
+  OUT=/tmp/wgi-node-f16check WGI_NODE_MODELS=${WGI_NODE_MODELS:-siglip_vision_base_opset17 florence2_vision_base_opset17} \
+    WGI_NODE_BUDGET_S=${WGI_NODE_BUDGET_S:-250} WGI_AB_PROFILE=1 bash "$0" f16ab >/dev/null 2>&1
+  cp /tmp/wgi-node-f16check/f16ab.txt /tmp/wgi-node-f16check/f16ab_table.md "$final/"
+  tar czf "$final/ab_logs.tgz" -C /tmp/wgi-node-f16check .
+  cat "$final/f16ab_table.md"
   exit 0
 fi
 
