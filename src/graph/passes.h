@@ -161,6 +161,13 @@ int fuse_depthwise_conv_channels_last(Graph& graph);
 // the fusions that match single products (biases, scales, activations, attention operands). Returns the
 // products merged.
 int merge_sibling_products(Graph& graph);
+// LayerNormalization over the last axis (constant scale and bias) whose output a MatMul with a constant
+// weight reads as A: the MatMul takes it in (wgi.layer_norm_epsilon, ops/internal_ops.h), normalising A
+// itself where it runs as the GEMV (a decoder step's products: one launch fewer a LayerNorm) and with a
+// launch before the product otherwise, and gives the normalised values to the LayerNormalization's other
+// readers as its last output. After merge_sibling_products, so that a merged q, k, v product takes it.
+// Returns the LayerNormalizations fused.
+int fuse_layer_norm_into_products(Graph& graph);
 // Concats of two inputs whose first is an input of the graph (a decoder's past keys and values, each with
 // the step's new ones), paired in node order where their axes agree and their inputs' shapes may match: one
 // wgi ConcatPairs node a pair (data_movement_copy.cpp), one launch where the two Concats took two. Returns

@@ -260,6 +260,7 @@ std::string label_for(const GemmLaunchSpec& spec, const GemmConfig& c) {
     if (!c.b_vec4) label += "_bscalar";
   }
   if (spec.b_f16) label += "_bf16";
+  if (spec.a_layer_norm) label += "_ln";
   if (spec.b_quantized) {
     label += spec.b_quantized->code_table ? std::string("_") + spec.b_quantized->code_table
                                           : "_q" + std::to_string(spec.b_quantized->bits);
@@ -610,6 +611,10 @@ UniformValues gemm_params_values(const KernelInterface& iface, const GemmLaunchS
         .f32("default_zero", q.default_zero);
   }
   if (spec.column_split) add_column_split_values(*spec.column_split, params);
+  if (const auto& ln = spec.a_layer_norm) {
+    params.f32("ln_epsilon", ln->epsilon)
+        .f32("ln_inv_k", static_cast<float>(1.0 / static_cast<double>(spec.k)));
+  }
   return params;
 }
 
@@ -642,6 +647,11 @@ KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Define
     const std::vector<UniformMember> ends = column_split_members();
     members.insert(members.end(), ends.begin(), ends.end());
   }
+  if (const auto& ln = spec.a_layer_norm) {
+    iface.read("ln_params", "f32", ln->params).read_write("normalized", "f32", ln->normalized);
+    members.push_back({"ln_epsilon", UniformType::F32});
+    members.push_back({"ln_inv_k", UniformType::F32});
+  }
   iface.uniforms(std::move(members), "GemmParams");
   if (residual) add_residual_binding(iface, *spec.residual, out_element);
   if (q) {
@@ -658,11 +668,12 @@ KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Define
 kernels::Defines gemm_defines_off() {
   kernels::Defines defines;
   for (const char* name :
-       {"A_CONV",   "A_KM",           "A_ROW_MAP",      "A_VEC4",     "B_F16",         "B_NK",
-        "B_QUADS",  "B_QUANT",        "B_VEC4",         "CODE_TABLE", "DOUBLE_BUFFER", "IN_PLACE_EPILOGUE",
-        "NF4",      "OUT_COL_STRIDE", "OUT_ROW_MAP",    "OUT_VEC4",   "OUT_VIEW",      "RESIDUAL",
-        "ROW_MAPS", "SCALES_F16",     "SCALE_PER_CODE", "SPLIT_K",    "SPLIT_OUTPUTS", "SPLIT_THIRD",
-        "ZP_F16",   "ZP_FLOAT",       "ZP_PACKED"}) {
+       {"A_CONV",      "A_KM",           "A_LAYER_NORM",      "A_ROW_MAP",     "A_VEC4",
+        "B_F16",       "B_NK",           "B_QUADS",           "B_QUANT",       "B_VEC4",
+        "CODE_TABLE",  "DOUBLE_BUFFER",  "IN_PLACE_EPILOGUE", "NF4",           "OUT_COL_STRIDE",
+        "OUT_ROW_MAP", "OUT_VEC4",       "OUT_VIEW",          "RESIDUAL",      "ROW_MAPS",
+        "SCALES_F16",  "SCALE_PER_CODE", "SPLIT_K",           "SPLIT_OUTPUTS", "SPLIT_THIRD",
+        "ZP_F16",      "ZP_FLOAT",       "ZP_PACKED"}) {
     defines[name] = "0";
   }
   return defines;
@@ -752,6 +763,7 @@ KernelLaunch gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& spec, con
       defines["LANES"] = std::to_string(config.gemv_lanes);
       defines["A_VEC4"] = config.a_vec4 ? "1" : "0";
       defines["B_VEC4"] = config.b_vec4 ? "1" : "0";
+      defines["A_LAYER_NORM"] = spec.a_layer_norm ? "1" : "0";
       if (spec.column_split) {
         defines["SPLIT_OUTPUTS"] = "1";
         defines["SPLIT_THIRD"] = spec.column_split->widths.size() > 2 ? "1" : "0";
@@ -1107,6 +1119,15 @@ KernelLaunch make_gemm_launch(const PlanContext& ctx, const GemmLaunchSpec& requ
   if (requested.column_split) ctx.fail("a split output needs append_gemm_launches (internal)");
   const GemmPlanned planned = resolve_gemm(ctx, requested, false, true);
   return gemm_launch(ctx, planned.spec, planned.config, 1);
+}
+
+bool gemv_normalizes_a(const PlanContext& ctx, const GemmLaunchSpec& spec) {
+  if (spec.batch != 1 || spec.a_km || gemm_has_views(spec) || spec.a_row_map) return false;
+  try {
+    return resolve_gemm(ctx, spec, true, false).config.kernel == GemmKernel::Gemv;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 void append_gemm_launches(const PlanContext& ctx, const GemmLaunchSpec& requested, OpPlan& plan) {

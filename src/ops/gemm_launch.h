@@ -122,6 +122,18 @@ struct GemmLaunchSpec {
   // B is float16, packed two per word as the device stores it (a constant float16 weight kept at half size,
   // docs/float16.md): every kernel reads it through B_F16 (linear/gemm_b_f16.wgsl), unpacking as it loads.
   bool b_f16 = false;
+  // A LayerNormalization taken in (graph::fuse_layer_norm_into_products): A is its X, each row normalised
+  // over K before the product. The GEMV does it as it reads A (A_LAYER_NORM, linear/gemv.wgsl) and writes the
+  // normalised rows to `normalized`; for every other kernel append_gemm_launches first launches the
+  // LayerNormalization into `normalized` and multiplies that.
+  struct LayerNormA {
+    TensorRef params;       // the K scales, then the K biases (zeros without one): the GEMV's
+    TensorRef scale, bias;  // the LayerNormalization's own inputs, for the launch
+    bool has_bias = false;
+    float epsilon = 1e-5f;
+    TensorRef normalized;
+  };
+  std::optional<LayerNormA> a_layer_norm;
   // B is a weight-only quantized [N, K] matrix (MatMulNBits / MatMulBnb4, matmul_nbits.cpp; b_nk must be
   // set, batch 1): the fast kernels dequantise its codes as they load B's slab into workgroup memory
   // (B_QUANT, linear/quantized_dequant.wgsl). Only the fast kernels read it: the planner never picks another
@@ -182,6 +194,9 @@ std::array<uint32_t, 4> gemm_out_batch_strides(const GemmLaunchSpec& spec);
 // Whether any operand or the output of `spec` is not in the packed layout (only the fast kernels run it);
 // row maps count.
 bool gemm_has_views(const GemmLaunchSpec& spec);
+// Whether the product runs as one GEMV over A's rows as stored, which can then normalise them itself
+// (a_layer_norm); false where a forced choice cannot run (append_gemm_launches reports it with the node).
+bool gemv_normalizes_a(const PlanContext& ctx, const GemmLaunchSpec& spec);
 // The same without the row maps: offsets, row strides and output views.
 bool gemm_has_strided_views(const GemmLaunchSpec& spec);
 // Every name the GEMM kernels' #if lines test, off (the preprocessor wants each defined); a launch turns on

@@ -18,8 +18,8 @@ constexpr std::initializer_list<const char*> kActivationNames = {
     kFusedActivationAttribute, kFusedActivationMinAttribute, kFusedActivationMaxAttribute};
 constexpr std::initializer_list<const char*> kResidualNames = {kFusedResidualAttribute};
 constexpr std::initializer_list<const char*> kLinearNames = {
-    kMatMulTransBAttribute, kMatMulWindowsInAttribute, kMatMulWindowsOutAttribute, kForcedKernelAttribute,
-    kSplitColumnsAttribute};
+    kMatMulTransBAttribute, kMatMulWindowsInAttribute, kMatMulWindowsOutAttribute,
+    kForcedKernelAttribute, kSplitColumnsAttribute,    kMatMulLayerNormEpsilonAttribute};
 constexpr std::initializer_list<const char*> kConvNames = {kForcedKernelAttribute, kDepthwiseRowsAttribute};
 constexpr std::initializer_list<const char*> kNBitsNames = {
     kForcedKernelAttribute, kGemvThreadColumnsAttribute, kSplitColumnsAttribute};
@@ -205,6 +205,7 @@ LinearAttributes read_linear_attributes(const NodeInfo& node) {
   a.windows_in = read_flag(node, kMatMulWindowsInAttribute);
   a.windows_out = read_flag(node, kMatMulWindowsOutAttribute);
   a.split_columns = read_ints(node, kSplitColumnsAttribute).value_or(std::vector<int64_t>{});
+  a.layer_norm_epsilon = read_float(node, kMatMulLayerNormEpsilonAttribute);
   read_epilogue_kernel_tuning(node, a);
   return a;
 }
@@ -215,6 +216,7 @@ void write_linear_attributes(const LinearAttributes& linear, Attributes& attribu
   if (linear.windows_in) attributes.set(kMatMulWindowsInAttribute, int64_t{1});
   if (linear.windows_out) attributes.set(kMatMulWindowsOutAttribute, int64_t{1});
   if (!linear.split_columns.empty()) attributes.set(kSplitColumnsAttribute, linear.split_columns);
+  if (linear.layer_norm_epsilon) attributes.set(kMatMulLayerNormEpsilonAttribute, *linear.layer_norm_epsilon);
   write_epilogue_kernel_tuning(linear, attributes);
 }
 

@@ -55,6 +55,11 @@ inline constexpr const char* kFusedResidualAttribute = "wgi.residual";
 inline constexpr const char* kMatMulTransBAttribute = "wgi.trans_b";
 inline constexpr const char* kMatMulWindowsInAttribute = "wgi.windows_in";
 inline constexpr const char* kMatMulWindowsOutAttribute = "wgi.windows_out";
+// MatMul with a LayerNormalization over A's last axis fused in front (graph::fuse_layer_norm_into_products):
+// input 0 is the LayerNormalization's X, its scale and bias (constants, one value per element of the axis)
+// are LayerNormInput's inputs, its epsilon this attribute, and the normalised X (its Y, which other nodes
+// read) the MatMul's last output.
+inline constexpr const char* kMatMulLayerNormEpsilonAttribute = "wgi.layer_norm_epsilon";
 
 // wgi's Attention (src/ops/attention.cpp says what each means).
 inline constexpr const char* kAttentionScaleAttribute = "scale";
@@ -111,6 +116,10 @@ struct ChannelsLastConvInput {
   static constexpr size_t kTokensTarget = 5;  // the second Reshape's target, [B, C, Ho * Wo] (optional)
   static constexpr size_t kCount = 6;
 };
+// A MatMul's fused LayerNormalization (wgi.layer_norm_epsilon): its scale and bias, after the residual slot.
+struct LayerNormInput {
+  static constexpr size_t kScale = 4, kBias = 5;
+};
 // The first input after a MatMul's residual: where the window inputs start.
 inline constexpr size_t kMatMulWindowInputs = WindowsInInput::kPartition;
 static_assert(WindowsInInput::kPartition == WindowsOutInput::kWindows);
@@ -156,7 +165,8 @@ struct LinearAttributes {
   bool trans_b = false;      // wgi.trans_b (MatMul): B is given as [..., N, K]
   bool windows_in = false;   // wgi.windows_in (MatMul): input 0 is the image, read as windows
   bool windows_out = false;  // wgi.windows_out (MatMul): the output is the windows reversed into the image
-  std::vector<int64_t> split_columns;  // wgi.split_columns: empty, or one width per output (sum N)
+  std::vector<int64_t> split_columns;       // wgi.split_columns: empty, or one width per output (sum N)
+  std::optional<float> layer_norm_epsilon;  // wgi.layer_norm_epsilon (MatMul): A is normalised first
   EpilogueAttributes epilogue;
   std::string kernel;  // wgi.kernel: a GEMM kernel name, "" for the planner's choice
   GemmTuningAttributes tuning;

@@ -23,6 +23,7 @@
 // through one, the Transposes of the export never run. The shapes come from the exports' Reshape targets and
 // the crop's ends, known only when planned; the plan checks that the windows tile the image exactly.
 #include <algorithm>
+#include <cstring>
 
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
@@ -34,6 +35,7 @@
 #include "ops/fused_residual.h"
 #include "ops/gemm_launch.h"
 #include "ops/gemm_matrix_f16.h"
+#include "ops/normalization.h"
 #include "ops/registry.h"
 #include "ops/reshape.h"
 
@@ -70,8 +72,9 @@ struct GemmSpec {
   std::optional<Shape> a_shape;
   std::optional<WindowGeometry> a_windows;
   bool out_windows = false;
-  GemmKernel kernel = GemmKernel::Auto;  // wgi.kernel forces one
-  std::vector<int64_t> split_columns;    // wgi.split_columns: the output's column blocks, one output each
+  GemmKernel kernel = GemmKernel::Auto;     // wgi.kernel forces one
+  std::vector<int64_t> split_columns;       // wgi.split_columns: the output's column blocks, one output each
+  std::optional<float> layer_norm_epsilon;  // wgi.layer_norm_epsilon: A is normalised first (plan_gemm)
 };
 
 uint32_t checked_u32(const PlanContext& ctx, int64_t v, const char* what) {
@@ -542,6 +545,40 @@ void append_reversed_windows(const PlanContext& ctx, const WindowOutput& windows
   }
 }
 
+// A fused LayerNormalization's scale and bias (wgi.layer_norm_epsilon; graph::fuse_layer_norm_into_products):
+// float32 constants of K values, the bias optional. Returns whether there is a bias.
+bool check_layer_norm_inputs(const PlanContext& ctx, int64_t k) {
+  const auto check = [&](size_t i, const char* what) {
+    const Tensor* t = ctx.constant(i);
+    if (!t || t->dtype() != DType::Float32 || t->shape() != Shape{k}) {
+      ctx.fail(std::string("the fused LayerNormalization's ") + what + " (input " + std::to_string(i) + ", " +
+               ctx.input_name(i) + ") must be a float32 constant of shape [" + std::to_string(k) + "]");
+    }
+  };
+  check(LayerNormInput::kScale, "scale");
+  const bool has_bias = ctx.has_input(LayerNormInput::kBias);
+  if (has_bias) check(LayerNormInput::kBias, "bias");
+  return has_bias;
+}
+
+// The fused LayerNormalization as a launch of its own into `ln.normalized`, which the product then reads as
+// A.
+void normalize_a_first(const PlanContext& ctx, GemmLaunchSpec& g, OpPlan& plan) {
+  const GemmLaunchSpec::LayerNormA& ln = *g.a_layer_norm;
+  append_layer_norm(ctx,
+                    {.rows = element_count(ctx.input(0).shape) / std::max<int64_t>(1, g.k),
+                     .length = g.k,
+                     .has_bias = ln.has_bias,
+                     .epsilon = ln.epsilon,
+                     .input = g.a,
+                     .scale = ln.scale,
+                     .bias = ln.bias,
+                     .output = ln.normalized},
+                    plan);
+  g.a = ln.normalized;
+  g.a_layer_norm.reset();
+}
+
 OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   GemmShapes shapes = gemm_shapes(ctx, spec);
   const Shape& out_shape = shapes.out_shape;
@@ -568,9 +605,24 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     sum_shape = residual_sum_shape(ctx, sum_shape);
     plan.outputs[0].shape = sum_shape;
   }
+  // A fused LayerNormalization's output (its other readers'): the last output.
+  std::optional<uint32_t> normalized_output;
+  if (spec.layer_norm_epsilon) {
+    normalized_output = static_cast<uint32_t>(plan.outputs.size());
+    plan.outputs.push_back({DType::Float32, ctx.input(spec.a_input).shape});
+  }
   if (element_count(out_shape) == 0 || element_count(sum_shape) == 0) return plan;
 
   GemmLaunchSpec g = gemm_launch_spec(ctx, spec, shapes, rows, residual);
+  if (normalized_output) {
+    GemmLaunchSpec::LayerNormA ln;
+    ln.has_bias = check_layer_norm_inputs(ctx, shapes.k);
+    ln.scale = TensorRef::input(LayerNormInput::kScale);
+    ln.bias = ln.has_bias ? TensorRef::input(LayerNormInput::kBias) : TensorRef::zero();
+    ln.epsilon = *spec.layer_norm_epsilon;
+    ln.normalized = TensorRef::output(*normalized_output);
+    g.a_layer_norm = ln;
+  }
   g.column_split = split;
   set_window_row_maps(ctx, spec, rows, windows_out, residual, g);
   // Computing in float16 (SessionOptions::precision): a constant B's product on subgroup matrices.
@@ -583,6 +635,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     whole.column_split.reset();
     const uint64_t rows_total = uint64_t{g.m} * g.batch;
     if (split) whole.out = plan.add_scratch(rows_total * g.n * sizeof(float));
+    if (whole.a_layer_norm) normalize_a_first(ctx, whole, plan);
     append_matrix_f16_gemm(ctx, whole, *b, spec.trans_b, spec.c_input ? ctx.constant(*spec.c_input) : nullptr,
                            plan);
     if (split)
@@ -591,6 +644,25 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     return plan;
   }
   if (ctx.constant(spec.b_input)) prepack_constant_b(ctx, spec, shapes, g, plan);
+  if (g.a_layer_norm) {
+    if (gemv_normalizes_a(ctx, g)) {
+      // The GEMV's scales and biases, one constant (a binding fewer: a merged q, k, v product with its bias
+      // and three outputs uses the eight a shader may have).
+      Tensor params(DType::Float32, {2 * shapes.k});
+      auto* values = reinterpret_cast<float*>(params.bytes().data());
+      const size_t k = static_cast<size_t>(shapes.k);
+      std::memcpy(values, ctx.constant(LayerNormInput::kScale)->bytes().data(), k * sizeof(float));
+      if (g.a_layer_norm->has_bias) {
+        std::memcpy(values + k, ctx.constant(LayerNormInput::kBias)->bytes().data(), k * sizeof(float));
+      } else {
+        std::fill(values + k, values + 2 * k, 0.0f);
+      }
+      g.a_layer_norm->params = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
+      plan.constants.push_back(std::move(params));
+    } else {
+      normalize_a_first(ctx, g, plan);
+    }
+  }
 
   if (spec.a_windows && !g.a_row_map) {
     // The partition copied packed (set_window_row_maps' fallback).
@@ -633,6 +705,10 @@ OpPlan plan_matmul(const PlanContext& ctx) {
   const bool windows_in = internal.windows_in;
   spec.out_windows = internal.windows_out;
   spec.split_columns = internal.split_columns;
+  spec.layer_norm_epsilon = internal.layer_norm_epsilon;
+  if (spec.layer_norm_epsilon && (windows_in || spec.out_windows)) {
+    ctx.fail(std::string(kMatMulLayerNormEpsilonAttribute) + " does not go with the window attributes");
+  }
   if (windows_in && spec.out_windows) {
     ctx.fail(std::string(kMatMulWindowsInAttribute) + " and " + kMatMulWindowsOutAttribute +
              " share their inputs; a MatMul takes one");

@@ -18,6 +18,7 @@
 #include "kernels/wgsl_library.h"
 #include "ops/families.h"
 #include "ops/kernel_interface.h"
+#include "ops/normalization.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -491,6 +492,10 @@ struct RowNorm {
   bool has_bias = false;
   float epsilon = 1e-5f;
   bool stats = false;  // write mean and inv_std (to outputs 1 and 2, or scratch where not requested)
+  // The tensors read and written: the node's X, scale, bias and Y, unless a fused product plans it
+  // (append_layer_norm).
+  TensorRef input = TensorRef::input(0), scale = TensorRef::input(1), bias = TensorRef::input(2),
+            output = TensorRef::output(0);
 };
 
 // The interface both row kernels share: X, scale, bias (the device's zero buffer when the node has none: the
@@ -499,10 +504,10 @@ struct RowNorm {
 KernelInterface row_norm_interface(const PlanContext& ctx, const RowNorm& r, OpPlan& plan,
                                    const std::string& element, std::vector<UniformMember> uniforms) {
   KernelInterface iface;
-  iface.read("input", element, TensorRef::input(0))
-      .read("scale", element, TensorRef::input(1))
-      .read("bias", element, r.has_bias ? TensorRef::input(2) : TensorRef::zero())
-      .read_write("output", element, TensorRef::output(0));
+  iface.read("input", element, r.input)
+      .read("scale", element, r.scale)
+      .read("bias", element, r.has_bias ? r.bias : TensorRef::zero())
+      .read_write("output", element, r.output);
   if (r.stats) {
     const auto statistic = [&](uint32_t k) {
       return output_requested(ctx, k) ? TensorRef::output(k)
@@ -642,6 +647,28 @@ int64_t suffix_broadcast_count(const PlanContext& ctx, size_t input, const char*
   }
   return product(p, first, p.size());
 }
+
+}  // namespace
+
+void append_layer_norm(const PlanContext& ctx, const LayerNormLaunch& ln, OpPlan& plan) {
+  RowNorm r;
+  r.rows = ln.rows;
+  r.length = ln.length;
+  r.scale_pos_mod = r.bias_pos_mod = ln.length;
+  r.has_bias = ln.has_bias;
+  r.epsilon = ln.epsilon;
+  r.input = ln.input;
+  r.scale = ln.scale;
+  r.bias = ln.bias;
+  r.output = ln.output;
+  if (layer_norm_rows_applies(ctx, r)) {
+    add_layer_norm_rows_launch(ctx, r, plan);
+  } else {
+    add_row_norm_launch(ctx, r, plan);
+  }
+}
+
+namespace {
 
 OpPlan plan_layer_norm(const PlanContext& ctx) {
   require_float32(ctx, 0, "X");

@@ -14,6 +14,7 @@
 #include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/gemm_launch.h"
+#include "ops/internal_ops.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/planner_devices.h"
@@ -1865,6 +1866,97 @@ TEST(SplitColumns, BadSplitsFailNamingTheNode) {
   gemm.attributes.set("wgi.split_columns", std::vector<int64_t>{6, 6});
   const std::string gemm_error = plan_error(gemm, {NodeInput{x}, NodeInput{w, true}});
   EXPECT_NE(gemm_error.find("wgi.split_columns apply to MatMul only"), std::string::npos) << gemm_error;
+}
+
+}  // namespace
+}  // namespace wgi
+
+namespace wgi {
+namespace {
+
+// A LayerNormalization taken into the MatMul that reads it (wgi.layer_norm_epsilon, as
+// graph::fuse_layer_norm_into_products makes it): input 0 is X, the scale and bias are inputs 4 and 5, and
+// the normalised X is the last output. The GEMV normalises A itself (one launch, "_ln"); every other kernel,
+// and the GEMV where it cannot, gets a LayerNormalization launch first. Both outputs against float64: Y = (X
+// - mean) / sqrt(var + eps) * scale + bias per row, then Y B + C.
+struct LayerNormCase {
+  const char* kernel;  // wgi.kernel, "" for the planner's choice
+  int64_t m, n, k;
+  bool product_bias, ln_bias;
+  std::vector<std::string> labels;  // the launches' label prefixes, in order
+  std::string last_contains;
+};
+
+TEST(LayerNormInProduct, GemvNormalisesAItselfOtherKernelsAfterALaunch) {
+  for (const LayerNormCase& c : {
+           LayerNormCase{"gemv", 1, 50, 64, true, true, {"gemv_r1_l"}, "_ln"},
+           LayerNormCase{"gemv", 3, 37, 30, false, false, {"gemv_r4_l"}, "_ln"},  // K % 4 != 0: scalar loads
+           LayerNormCase{"gemv", 8, 96, 768, true, true, {"gemv_r8_l"}, "_ln"},
+           LayerNormCase{"tiled", 12, 20, 64, true, true, {"layer_norm_rows", "gemm_tiled"}, ""},
+           LayerNormCase{"tiled", 2, 20, 30, false, true, {"row_norm_", "gemm_tiled"}, ""},
+       }) {
+    const std::string what = std::string(c.kernel) + " " + std::to_string(c.m) + "x" + std::to_string(c.n) +
+                             "x" + std::to_string(c.k);
+    SCOPED_TRACE(what);
+    ops::NodeInfo n = node("MatMul");
+    const float epsilon = 1e-5f;
+    n.attributes.set(ops::kMatMulLayerNormEpsilonAttribute, epsilon);
+    if (*c.kernel) n.attributes.set(ops::kForcedKernelAttribute, std::string(c.kernel));
+    // Rows with an offset and a spread of their own, so that the mean and the variance both matter.
+    Tensor x = test::random_tensor({c.m, c.k}, 11, -2.0f, 3.0f);
+    const Tensor b = test::random_tensor({c.k, c.n}, 12);
+    const Tensor bias = test::random_tensor({c.n}, 13);
+    const Tensor scale = test::random_tensor({c.k}, 14, 0.5f, 1.5f);
+    const Tensor ln_bias = test::random_tensor({c.k}, 15);
+    Inputs in{NodeInput{x}, NodeInput{b, true}};
+    in.push_back(c.product_bias ? std::optional<NodeInput>(NodeInput{bias, true}) : std::nullopt);
+    in.push_back(std::nullopt);  // no residual
+    in.push_back(NodeInput{scale, true});
+    in.push_back(c.ln_bias ? std::optional<NodeInput>(NodeInput{ln_bias, true}) : std::nullopt);
+
+    std::vector<double> y(static_cast<size_t>(c.m * c.k)), product(static_cast<size_t>(c.m * c.n));
+    for (int64_t r = 0; r < c.m; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < c.k; ++k) mean += x.data<float>()[r * c.k + k];
+      mean /= static_cast<double>(c.k);
+      for (int64_t k = 0; k < c.k; ++k) var += std::pow(x.data<float>()[r * c.k + k] - mean, 2);
+      const double inv_std = 1.0 / std::sqrt(var / static_cast<double>(c.k) + epsilon);
+      for (int64_t k = 0; k < c.k; ++k) {
+        y[r * c.k + k] = (x.data<float>()[r * c.k + k] - mean) * inv_std * scale.data<float>()[k] +
+                         (c.ln_bias ? ln_bias.data<float>()[k] : 0.0);
+      }
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = c.product_bias ? bias.data<float>()[j] : 0.0;
+        for (int64_t k = 0; k < c.k; ++k) sum += y[r * c.k + k] * b.data<float>()[k * c.n + j];
+        product[r * c.n + j] = sum;
+      }
+    }
+
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
+    ASSERT_EQ(plan.launches.size(), c.labels.size());
+    for (size_t i = 0; i < c.labels.size(); ++i) {
+      EXPECT_EQ(plan.launches[i].program.label.rfind(c.labels[i], 0), 0u)
+          << "launch " << i << " is " << plan.launches[i].program.label;
+    }
+    EXPECT_NE(plan.launches.back().program.label.find(c.last_contains), std::string::npos)
+        << plan.launches.back().program.label;
+    const std::vector<Tensor> out = runtime::run_node(test::device(), n, in);
+    ASSERT_EQ(out.size(), 2u);
+    // The normalised values: a mean and a variance over K terms, then one product and a sum.
+    EXPECT_TRUE(test::all_close(out[1], {c.m, c.k}, y, test::fp32_tolerance(2 * c.k))) << "normalised X";
+    EXPECT_TRUE(test::all_close(out[0], {c.m, c.n}, product, test::fp32_tolerance(3 * c.k + 2))) << "product";
+  }
+}
+
+// The fused LayerNormalization's scale and bias must be float32 constants of K values: an error naming them.
+TEST(LayerNormInProduct, ScaleOfTheWrongLengthIsAnError) {
+  ops::NodeInfo n = node("MatMul");
+  n.attributes.set(ops::kMatMulLayerNormEpsilonAttribute, 1e-5f);
+  Inputs in{NodeInput{test::random_tensor({1, 8}, 1)}, NodeInput{test::random_tensor({8, 4}, 2), true},
+            std::nullopt, std::nullopt, NodeInput{test::random_tensor({7}, 3), true}};
+  const std::string error = run_error(n, in);
+  EXPECT_NE(error.find("the fused LayerNormalization's scale (input 4"), std::string::npos) << error;
+  EXPECT_NE(error.find("float32 constant of shape [8]"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -110,7 +110,9 @@ TEST(Passes, FoldQueryScalesIntoTheProjectionsOfAnExportedDecoder) {
       EXPECT_NEAR(ratio, 0.25, 1e-12) << n.info.name;
       for (size_t e = 0; e < w.data<float>().size(); ++e)
         ASSERT_EQ(static_cast<double>(w.data<float>()[e]), 0.25 * w0.data<float>()[e]) << n.info.name;
-      ASSERT_EQ(n.inputs.size(), 3u) << n.info.name;  // the bias too
+      // The bias too (then, for the products that took a LayerNorm in, its inputs after the residual slot).
+      ASSERT_TRUE(n.inputs.size() == 3u || ops::read_linear_attributes(n.info).layer_norm_epsilon)
+          << n.info.name;
       const Tensor& b = *g.value(n.inputs[2]).constant;
       const Tensor& b0 = *before.value(it->inputs[2]).constant;
       for (size_t e = 0; e < b.data<float>().size(); ++e)
@@ -233,9 +235,12 @@ TEST(Passes, FoldScalesLeavesLookalikesAlone) {
 TEST(Passes, MergeSiblingProjectionsOfAnExportedDecoder) {
   const std::filesystem::path file = kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx";
   Graph before = onnx::import_model_file(file);
-  optimize(before, ops::builtin_registry(), DisabledPasses::of({"merge_sibling_products"}, "the test"));
+  // fuse_layer_norm_into_products off in both: it would take the LayerNorms into different products.
+  optimize(before, ops::builtin_registry(),
+           DisabledPasses::of({"merge_sibling_products", "fuse_layer_norm_into_products"}, "the test"));
   Graph g = onnx::import_model_file(file);
-  PassReport r = optimize(g, ops::builtin_registry());
+  PassReport r =
+      optimize(g, ops::builtin_registry(), DisabledPasses::of({"fuse_layer_norm_into_products"}, "the test"));
   EXPECT_EQ(r.count("merge_sibling_products"), 6) << r.summary();  // q, k, v of 2 layers
   EXPECT_EQ(before.nodes.size() - g.nodes.size(), 4u);
   auto original = [&](const std::string& name) -> const Node& {
@@ -363,6 +368,53 @@ TEST(Passes, MergeSiblingProductsLeavesLookalikesAlone) {
     EXPECT_EQ(merge(variant, 1), 0) << variant;
   EXPECT_EQ(merge("", 4), 3);  // three, and one left
   EXPECT_EQ(merge("", 5), 5);  // three and two
+}
+
+// A post-LN decoder's LayerNormalizations (the embedding's and three a layer) each taken into the product
+// that reads its output as A: the merged q, k, v product, the cross-attention's q, fc1, the LM head. The
+// product gives the normalised values to the LayerNormalization's other readers (the next residual) as its
+// last output; none is left.
+TEST(Passes, FuseLayerNormIntoProductsOfAnExportedDecoder) {
+  Graph g = onnx::import_model_file(kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx");
+  const int layer_norms = count_ops(g, "LayerNormalization");
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(layer_norms, 7);
+  EXPECT_EQ(r.count("fuse_layer_norm_into_products"), layer_norms) << r.summary();
+  EXPECT_EQ(count_ops(g, "LayerNormalization"), 0);
+  int fused = 0;
+  for (const Node& n : g.nodes) {
+    if (!ops::read_linear_attributes(n.info).layer_norm_epsilon) continue;
+    ++fused;
+    EXPECT_EQ(n.info.op_type, "MatMul");
+    ASSERT_EQ(n.inputs.size(), ops::LayerNormInput::kBias + 1);
+    EXPECT_TRUE(g.value(n.inputs[ops::LayerNormInput::kScale]).constant.has_value());
+    EXPECT_TRUE(g.value(n.inputs[ops::LayerNormInput::kBias]).constant.has_value());
+    EXPECT_GE(n.outputs.size(), 2u);
+  }
+  EXPECT_EQ(fused, layer_norms);
+}
+
+// Not taken in: a LayerNormalization over another axis, one whose Mean output is read, one read only by a
+// product with a runtime weight.
+TEST(Passes, FuseLayerNormIntoProductsOnlyItsForm) {
+  for (const std::string variant : {"", "axis", "mean", "runtime weight"}) {
+    SCOPED_TRACE(variant);
+    GraphBuilder b;
+    const ValueId x = b.input("x", {2, 3, 8});
+    const ValueId w = variant == "runtime weight" ? b.input("w", {8, 5}) : b.constant(0.5f, {8, 5});
+    const ValueId y = b.node("LayerNormalization", {x, b.constant(1.5f, {8}), b.constant(0.25f, {8})});
+    Node& ln = b.g.nodes.back();
+    if (variant == "axis") ln.info.attributes.set("axis", int64_t{1});
+    if (variant == "mean") {
+      Value mean;
+      mean.name = "mean";
+      ln.outputs.push_back(b.g.add_value(std::move(mean)));
+    }
+    const ValueId mean_output = b.g.nodes.back().outputs.back();
+    Graph& g = b.finish(b.node("MatMul", {y, w}));
+    if (variant == "mean") g.outputs.push_back(mean_output);
+    EXPECT_EQ(fuse_layer_norm_into_products(g), variant.empty() ? 1 : 0);
+  }
 }
 
 // A decoder's past keys and values, each concatenated with the step's new ones: paired per layer into wgi
@@ -1512,13 +1564,15 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
     for (const std::string& after : table[i].before) EXPECT_GT(last(after), i) << table[i].name;
     EXPECT_EQ(table[i].after.empty() && table[i].before.empty(), table[i].why.empty()) << table[i].name;
   }
-  EXPECT_EQ(pass_names(),
-            "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, "
-            "compute_float16_in_float32, fold_batch_norms, "
-            "fuse_bias_adds, fold_scales_into_weights, read_windows_in_place, write_windows_in_place, "
-            "fuse_residual_adds, fuse_gelu, "
-            "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
-            "read_split_heads, write_attention_transposed, merge_sibling_products, merge_past_concats");
+  EXPECT_EQ(
+      pass_names(),
+      "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, "
+      "compute_float16_in_float32, fold_batch_norms, "
+      "fuse_bias_adds, fold_scales_into_weights, read_windows_in_place, write_windows_in_place, "
+      "fuse_residual_adds, fuse_gelu, "
+      "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
+      "read_split_heads, write_attention_transposed, merge_sibling_products, fuse_layer_norm_into_products, "
+      "merge_past_concats");
 }
 
 TEST(PassTable, DisabledPassLeavesItsPatternAndTheOthersRun) {

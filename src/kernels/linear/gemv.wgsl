@@ -8,6 +8,12 @@
 // More LANES means fewer columns per workgroup: more workgroups for a narrow N, more reduction steps.
 // A_VEC4 / B_VEC4 = 0 (K % 4 != 0) reads the same elements as scalars. SPLIT_OUTPUTS: the columns are
 // written to the blocks of linear/column_split.wgsl.
+// A_LAYER_NORM (a LayerNormalization taken into the product: graph::fuse_layer_norm_into_products, one
+// matrix): `a` is the LayerNormalization's X. The workgroup first finds each row's mean and 1 / sqrt(var +
+// epsilon) (two passes over the row, the variance of the centred values, as normalization/
+// layer_norm_rows.wgsl), then reads A as (x - mean) * inv_std * scale[k] + bias[k] (ln_params: the K scales,
+// then the K biases); workgroup 0 also writes the normalised rows to `normalized`, the LayerNormalization's
+// output for its other readers.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 256
 const COLS: u32 = 256u / LANES;  // columns per workgroup
@@ -21,6 +27,35 @@ const COLS: u32 = 256u / LANES;  // columns per workgroup
 
 var<workgroup> partial: array<f32, ROWS * 256u>;  // [row][column][lane]
 
+#if A_LAYER_NORM
+var<private> ln_mean: array<f32, ROWS>;
+var<private> ln_inv_std: array<f32, ROWS>;
+
+// partial[r * 256] = the sum of partial[r * 256 ..][256] for every row (then a barrier).
+fn sum_partials(flat: u32) {
+  workgroupBarrier();
+  for (var stride = 128u; stride > 0u; stride /= 2u) {
+    if (flat < stride) {
+      for (var r = 0u; r < ROWS; r++) {
+        partial[r * 256u + flat] += partial[r * 256u + flat + stride];
+      }
+    }
+    workgroupBarrier();
+  }
+}
+
+// Scales (at 0) or biases (at params.K) of elements k .. k + 3, zero past K.
+fn ln_quad(at: u32, k: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (k + j < params.K) {
+      v[j] = ln_params[at + k + j];
+    }
+  }
+  return v;
+}
+#endif
+
 // Elements i .. i + 3 of A (one row's K run), zero past K; `k` is the first one's position in the row.
 fn fetch_a(i: u32, k: u32) -> vec4<f32> {
 #if A_VEC4
@@ -33,6 +68,15 @@ fn fetch_a(i: u32, k: u32) -> vec4<f32> {
     }
   }
   return v;
+#endif
+}
+
+// Elements k .. k + 3 of row r of A (at i), normalised with A_LAYER_NORM.
+fn row_a(r: u32, i: u32, k: u32) -> vec4<f32> {
+#if A_LAYER_NORM
+  return (fetch_a(i, k) - vec4<f32>(ln_mean[r])) * ln_inv_std[r] * ln_quad(0u, k) + ln_quad(params.K, k);
+#else
+  return fetch_a(i, k);
 #endif
 }
 
@@ -69,11 +113,55 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let lane = flat % LANES;
   let n = (block_index % params.tiles_n) * COLS + flat / LANES;
   let offsets = gemm_batch_offsets(batch);
+  let k_quads = (params.K + 3u) / 4u;
+
+#if A_LAYER_NORM
+  for (var r = 0u; r < ROWS; r++) {
+    var s = 0.0;
+    for (var q = flat; r < params.M && q < k_quads; q += 256u) {
+      let v = fetch_a(offsets.x + r * params.K + q * 4u, q * 4u);
+      s += (v.x + v.y) + (v.z + v.w);
+    }
+    partial[r * 256u + flat] = s;
+  }
+  sum_partials(flat);
+  for (var r = 0u; r < ROWS; r++) {
+    ln_mean[r] = partial[r * 256u] * params.ln_inv_k;
+  }
+  workgroupBarrier();  // every invocation has read the sums before they are overwritten
+  for (var r = 0u; r < ROWS; r++) {
+    var s = 0.0;
+    for (var q = flat; r < params.M && q < k_quads; q += 256u) {
+      let k = q * 4u;
+      let in_row = vec4<u32>(k, k + 1u, k + 2u, k + 3u) < vec4<u32>(params.K);
+      let d = select(vec4<f32>(0.0), fetch_a(offsets.x + r * params.K + k, k) - vec4<f32>(ln_mean[r]), in_row);
+      s += dot(d, d);
+    }
+    partial[r * 256u + flat] = s;
+  }
+  sum_partials(flat);
+  for (var r = 0u; r < ROWS; r++) {
+    ln_inv_std[r] = 1.0 / sqrt(partial[r * 256u] * params.ln_inv_k + params.ln_epsilon);
+  }
+  workgroupBarrier();  // partial is the products' again
+  if (block_index == 0u) {
+    for (var r = 0u; r < ROWS; r++) {
+      for (var q = flat; r < params.M && q < k_quads; q += 256u) {
+        let k = q * 4u;
+        let y = row_a(r, offsets.x + r * params.K + k, k);
+        for (var j = 0u; j < 4u; j++) {
+          if (k + j < params.K) {
+            normalized[r * params.K + k + j] = y[j];
+          }
+        }
+      }
+    }
+  }
+#endif
 
   var acc: array<f32, ROWS>;
   if (n < params.N) {
     let b_row = offsets.y + n * params.K;
-    let k_quads = (params.K + 3u) / 4u;
     var q = lane;
     // Four independent loads of B per step keep enough bytes in flight to stream the weight.
     for (; q + 3u * LANES < k_quads; q += 4u * LANES) {
@@ -87,7 +175,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           let a_row = offsets.x + r * params.K;
           for (var u = 0u; u < 4u; u++) {
             let k = (q + u * LANES) * 4u;
-            acc[r] += dot(fetch_a(a_row + k, k), bv[u]);
+            acc[r] += dot(row_a(r, a_row + k, k), bv[u]);
           }
         }
       }
@@ -97,7 +185,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let bv = fetch_b(b_row + k, k);
       for (var r = 0u; r < ROWS; r++) {
         if (r < params.M) {
-          acc[r] += dot(fetch_a(offsets.x + r * params.K + k, k), bv);
+          acc[r] += dot(row_a(r, offsets.x + r * params.K + k, k), bv);
         }
       }
     }

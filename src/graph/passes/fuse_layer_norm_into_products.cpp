@@ -1,0 +1,86 @@
+#include <algorithm>
+
+#include "graph/passes.h"
+#include "graph/passes/match.h"
+#include "ops/internal_ops.h"
+
+namespace wgi::graph {
+
+namespace {
+
+// LayerNormalization over the last axis of a float32 X with constant float32 scale and bias (optional) of one
+// value per element of that axis, and only its Y read: the form the fused product normalises (the length of
+// the axis is the scale's).
+bool fusable_layer_norm(const Graph& g, const Node& n) {
+  if (n.info.op_type != "LayerNormalization" || (!n.info.domain.empty() && n.info.domain != "ai.onnx"))
+    return false;
+  if (n.inputs.size() < 2 || n.inputs.size() > 3 || n.outputs.empty() || n.outputs[0] == kNoValue)
+    return false;
+  for (size_t o = 1; o < n.outputs.size(); ++o) {
+    if (n.outputs[o] != kNoValue) return false;  // Mean / InvStdDev requested
+  }
+  const Value& x = g.value(n.inputs[0]);
+  if (x.dtype != DType::Float32) return false;
+  const int64_t axis = n.info.attributes.get_int("axis", -1);
+  const bool rank_known = x.shape.rank_known && !x.shape.dims.empty();
+  if (axis != -1 && (!rank_known || axis != static_cast<int64_t>(x.shape.dims.size()) - 1)) return false;
+  if (n.info.attributes.get_int("stash_type", 1) != 1) return false;
+  const Tensor* scale = constant_of(g, n, 1);
+  if (!is_float(scale) || scale->shape().size() != 1) return false;
+  const int64_t k = scale->shape()[0];
+  if (rank_known && x.shape.dims.back().is_known() && x.shape.dims.back().value != k) return false;
+  if (n.inputs.size() == 3 && n.inputs[2] != kNoValue) {
+    const Tensor* bias = constant_of(g, n, 2);
+    if (!is_float(bias) || bias->shape() != Shape{k}) return false;
+  }
+  return true;
+}
+
+// A MatMul reading `y` as A (only there) with a constant B, no residual, no windows and one layer norm at
+// most: the product that takes the LayerNormalization in.
+bool fusable_product(const Graph& g, const Node& p, ValueId y) {
+  if (p.info.op_type != "MatMul" || !p.info.domain.empty()) return false;
+  if (p.inputs.size() < 2 || p.inputs[0] != y || p.inputs[1] == y) return false;
+  if (p.inputs.size() > ops::kFusedResidualInput) return false;  // a residual (or windows) in its inputs
+  if (!constant_of(g, p, 1)) return false;
+  if (p.inputs.size() > ops::LinearInput::kBias && p.inputs[ops::LinearInput::kBias] == y) return false;
+  const ops::LinearAttributes a = ops::read_linear_attributes(p.info);
+  return !a.windows_in && !a.windows_out && !a.layer_norm_epsilon && !a.epilogue.residual;
+}
+
+}  // namespace
+
+int fuse_layer_norm_into_products(Graph& g) {
+  NodeEditor editor(g);
+  Readers readers(g);
+  int count = 0;
+  for (NodeId i : node_ids(g)) {
+    const Node& ln = node_at(g, i);
+    if (!fusable_layer_norm(g, ln)) continue;
+    const ValueId y = ln.outputs[0];
+    if (is_graph_output(g, y)) continue;
+    NodeId product;
+    for (NodeId r : readers.of(y)) {
+      if (!editor.removed(r) && fusable_product(g, node_at(g, r), y)) {
+        product = r;
+        break;
+      }
+    }
+    if (!product) continue;
+    Node& p = node_at(g, product);
+    ops::LinearAttributes a = ops::read_linear_attributes(p.info);
+    a.layer_norm_epsilon = ln.info.attributes.get_float("epsilon", 1e-5f);
+    ops::write_linear_attributes(a, p.info.attributes);
+    p.inputs[0] = ln.inputs[0];
+    p.inputs.resize(ops::LayerNormInput::kScale, kNoValue);
+    p.inputs.push_back(ln.inputs[1]);
+    p.inputs.push_back(ln.inputs.size() == 3 ? ln.inputs[2] : kNoValue);
+    p.outputs.push_back(y);  // the other readers of Y read it from the product (sorted after it at commit)
+    editor.remove(i);
+    ++count;
+  }
+  editor.commit();
+  return count;
+}
+
+}  // namespace wgi::graph
