@@ -1885,6 +1885,7 @@ struct LayerNormCase {
   bool product_bias, ln_bias;
   std::vector<std::string> labels;  // the launches' label prefixes, in order
   std::string last_contains;
+  bool half_weight = false;  // B a float16 constant (an fp16 export's, or an f16 session's GEMV weight)
 };
 
 TEST(LayerNormInProduct, GemvNormalisesAItselfOtherKernelsAfterALaunch) {
@@ -1892,6 +1893,7 @@ TEST(LayerNormInProduct, GemvNormalisesAItselfOtherKernelsAfterALaunch) {
            LayerNormCase{"gemv", 1, 50, 64, true, true, {"gemv_r1_l"}, "_ln"},
            LayerNormCase{"gemv", 3, 37, 30, false, false, {"gemv_r4_l"}, "_ln"},  // K % 4 != 0: scalar loads
            LayerNormCase{"gemv", 8, 96, 768, true, true, {"gemv_r8_l"}, "_ln"},
+           LayerNormCase{"gemv", 2, 40, 64, true, true, {"gemv_r2_l"}, "_bf16_ln", true},
            LayerNormCase{"tiled", 12, 20, 64, true, true, {"layer_norm_rows", "gemm_tiled"}, ""},
            LayerNormCase{"tiled", 2, 20, 30, false, true, {"row_norm_", "gemm_tiled"}, ""},
        }) {
@@ -1904,7 +1906,9 @@ TEST(LayerNormInProduct, GemvNormalisesAItselfOtherKernelsAfterALaunch) {
     if (*c.kernel) n.attributes.set(ops::kForcedKernelAttribute, std::string(c.kernel));
     // Rows with an offset and a spread of their own, so that the mean and the variance both matter.
     Tensor x = test::random_tensor({c.m, c.k}, 11, -2.0f, 3.0f);
-    const Tensor b = test::random_tensor({c.k, c.n}, 12);
+    const Tensor b32 = test::random_tensor({c.k, c.n}, 12);
+    const Tensor b = c.half_weight ? ops::narrow_to_float16(b32) : b32;
+    const Tensor b_values = c.half_weight ? ops::widen_float16(b) : b32;  // what the product multiplies
     const Tensor bias = test::random_tensor({c.n}, 13);
     const Tensor scale = test::random_tensor({c.k}, 14, 0.5f, 1.5f);
     const Tensor ln_bias = test::random_tensor({c.k}, 15);
@@ -1927,7 +1931,7 @@ TEST(LayerNormInProduct, GemvNormalisesAItselfOtherKernelsAfterALaunch) {
       }
       for (int64_t j = 0; j < c.n; ++j) {
         double sum = c.product_bias ? bias.data<float>()[j] : 0.0;
-        for (int64_t k = 0; k < c.k; ++k) sum += y[r * c.k + k] * b.data<float>()[k * c.n + j];
+        for (int64_t k = 0; k < c.k; ++k) sum += y[r * c.k + k] * b_values.data<float>()[k * c.n + j];
         product[r * c.n + j] = sum;
       }
     }
