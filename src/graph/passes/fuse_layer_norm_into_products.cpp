@@ -43,7 +43,10 @@ bool fusable_product(const Graph& g, const Node& p, ValueId y) {
   if (p.inputs.size() < 2 || p.inputs[0] != y || p.inputs[1] == y) return false;
   if (p.inputs.size() > ops::kFusedResidualInput) return false;  // a residual (or windows) in its inputs
   if (!constant_of(g, p, 1)) return false;
-  if (p.inputs.size() > ops::LinearInput::kBias && p.inputs[ops::LinearInput::kBias] == y) return false;
+  // A bias must be a constant too: one computed from Y would make the product read its own output.
+  if (p.inputs.size() > ops::LinearInput::kBias && p.inputs[ops::LinearInput::kBias] != kNoValue &&
+      !constant_of(g, p, ops::LinearInput::kBias))
+    return false;
   const ops::LinearAttributes a = ops::read_linear_attributes(p.info);
   return !a.windows_in && !a.windows_out && !a.layer_norm_epsilon && !a.epilogue.residual;
 }
