@@ -36,8 +36,8 @@ bool fusable_layer_norm(const Graph& g, const Node& n) {
   return true;
 }
 
-// A MatMul reading `y` as A (only there) with a constant B, no residual, no windows and one layer norm at
-// most: the product that takes the LayerNormalization in.
+// A MatMul reading `y` as A with a constant B (and bias), no residual, no windows and no LayerNorm yet: the
+// product that takes the LayerNormalization in.
 bool fusable_product(const Graph& g, const Node& p, ValueId y) {
   if (p.info.op_type != "MatMul" || !p.info.domain.empty()) return false;
   if (p.inputs.size() < 2 || p.inputs[0] != y || p.inputs[1] == y) return false;
