@@ -160,7 +160,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
              : a_f32 ? "vec4<f32>"
                      : "vec4<u32>",
              a16)
-      .read("b", "vec4<u32>", b16)
+      .read("b", "vec2<u32>", b16)
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
       .read("bias_rows", "f32", bias_rows_ref)
       .read_write("output", "f32", out)

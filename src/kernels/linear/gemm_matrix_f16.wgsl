@@ -13,8 +13,10 @@ enable chromium_experimental_subgroup_matrix;
 // 32 laid out 2 x 4 over the 128x128 workgroup tile; each subgroup owns 64x32 outputs in 4x2 accumulators of
 // 16x16. Each K slab is staged in workgroup memory with its rows padded by 8 halves (strides 72 and 136:
 // 16-byte aligned, and not a multiple of 128 bytes, which the matrix loads need to avoid bank conflicts);
-// global loads are 16 bytes, and the next slab's are issued before the current slab's products (WGSL has no
-// asynchronous copy: their latency would otherwise stall every slab, docs/devices.md).
+// A's global loads are 16 bytes, B's 8 (four halves: consecutive invocations then store consecutive 8-byte
+// groups of the slab's row, with fewer workgroup-memory bank conflicts among the 16-bit stores than 16-byte
+// groups give), and the next slab's are issued before the current slab's products (WGSL has no asynchronous
+// copy: their latency would otherwise stall every slab, docs/devices.md).
 // Output: with DIRECT_STORE (an epilogue of at most a row-broadcast bias: the accumulators then start from
 // BIAS_ROWS' [16, Np] rows of bias) workgroups whose tile lies inside M x N store their accumulators
 // straight to the output; other workgroups, and every workgroup without DIRECT_STORE, copy each accumulator
@@ -42,9 +44,8 @@ var<workgroup> a_slab: array<f16, 9216>;  // 128 rows x A_STRIDE
 var<workgroup> b_slab: array<f16, 8704>;  // 64 rows x B_STRIDE
 var<workgroup> bounce: array<f32, 2048>;  // one 16x16 accumulator per subgroup
 
-// The eight halves of `w` at a_slab[d ..] / b_slab[d ..]: two functions, as the arrays differ in size (so in
-// type, and WGSL has no generic pointer). Written out, as the loads below: arrays indexed in loops may be kept
-// in local memory by the driver's compiler.
+// The eight halves of `w` at a_slab[d ..], the four of B's at b_slab[d ..]. Written out, as the loads below:
+// arrays indexed in loops may be kept in local memory by the driver's compiler.
 fn put_a(d: u32, w: vec4<u32>) {
   let h0 = bitcast<vec2<f16>>(w.x);
   let h1 = bitcast<vec2<f16>>(w.y);
@@ -60,28 +61,23 @@ fn put_a(d: u32, w: vec4<u32>) {
   a_slab[d + 7u] = h3.y;
 }
 
-fn put_b(d: u32, w: vec4<u32>) {
+fn put_b(d: u32, w: vec2<u32>) {
   let h0 = bitcast<vec2<f16>>(w.x);
   let h1 = bitcast<vec2<f16>>(w.y);
-  let h2 = bitcast<vec2<f16>>(w.z);
-  let h3 = bitcast<vec2<f16>>(w.w);
   b_slab[d] = h0.x;
   b_slab[d + 1u] = h0.y;
   b_slab[d + 2u] = h1.x;
   b_slab[d + 3u] = h1.y;
-  b_slab[d + 4u] = h2.x;
-  b_slab[d + 5u] = h2.y;
-  b_slab[d + 6u] = h3.x;
-  b_slab[d + 7u] = h3.y;
 }
 
-// Word index of A's chunk `c` (of 8 halves: 128 rows x 8 chunks per slab) and B's (64 rows x 16 chunks).
+// Index of A's chunk `c` (of 8 halves, a vec4<u32>: 128 rows x 8 chunks per slab) and B's (of 4 halves, a
+// vec2<u32>: 64 rows x 32 chunks).
 fn a_word(c: u32, k0: u32, tile_row: u32) -> u32 {
   return ((tile_row + c / 8u) * params.a_row_stride + k0 + (c % 8u) * 8u) / 8u;
 }
 
 fn b_word(c: u32, k0: u32, tile_col: u32) -> u32 {
-  return ((k0 + c / 16u) * params.b_row_stride + tile_col + (c % 16u) * 8u) / 8u;
+  return ((k0 + c / 32u) * params.b_row_stride + tile_col + (c % 32u) * 4u) / 4u;
 }
 
 #if A_F32
@@ -94,16 +90,20 @@ alias AChunk = vec4<u32>;  // 8 halves
 alias ARows = vec4<u32>;   // unused: A's chunks come from a_word
 #endif
 
-// One thread's share of a K slab, loaded from global memory: 4 chunks of A and 4 of B.
+// One thread's share of a K slab, loaded from global memory: 4 chunks of A and 8 of B.
 struct SlabChunks {
   a0: AChunk,
   a1: AChunk,
   a2: AChunk,
   a3: AChunk,
-  b0: vec4<u32>,
-  b1: vec4<u32>,
-  b2: vec4<u32>,
-  b3: vec4<u32>,
+  b0: vec2<u32>,
+  b1: vec2<u32>,
+  b2: vec2<u32>,
+  b3: vec2<u32>,
+  b4: vec2<u32>,
+  b5: vec2<u32>,
+  b6: vec2<u32>,
+  b7: vec2<u32>,
 }
 
 #if A_F32
@@ -144,7 +144,7 @@ fn put_a_f32(d: u32, v: AChunk) {
 }
 #endif
 
-// The global loads of the K slab at k0 of the tile at (tile_row, tile_col), all eight issued together; they
+// The global loads of the K slab at k0 of the tile at (tile_row, tile_col), all twelve issued together; they
 // are stored into workgroup memory by put_slab after the previous slab's products (so their latency is
 // hidden behind them).
 fn fetch_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: ARows) -> SlabChunks {
@@ -161,7 +161,9 @@ fn fetch_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: ARows) -> S
   let a3 = a[a_word(lid + 768u, k0, tile_row)];
 #endif
   return SlabChunks(a0, a1, a2, a3, b[b_word(lid, k0, tile_col)], b[b_word(lid + 256u, k0, tile_col)],
-                    b[b_word(lid + 512u, k0, tile_col)], b[b_word(lid + 768u, k0, tile_col)]);
+                    b[b_word(lid + 512u, k0, tile_col)], b[b_word(lid + 768u, k0, tile_col)],
+                    b[b_word(lid + 1024u, k0, tile_col)], b[b_word(lid + 1280u, k0, tile_col)],
+                    b[b_word(lid + 1536u, k0, tile_col)], b[b_word(lid + 1792u, k0, tile_col)]);
 }
 
 fn put_slab(s: SlabChunks, lid: u32) {
@@ -176,10 +178,14 @@ fn put_slab(s: SlabChunks, lid: u32) {
   put_a(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a2);
   put_a(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a3);
 #endif
-  put_b((lid / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b0);
-  put_b(((lid + 256u) / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b1);
-  put_b(((lid + 512u) / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b2);
-  put_b(((lid + 768u) / 16u) * B_STRIDE + (lid % 16u) * 8u, s.b3);
+  put_b((lid / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b0);
+  put_b(((lid + 256u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b1);
+  put_b(((lid + 512u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b2);
+  put_b(((lid + 768u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b3);
+  put_b(((lid + 1024u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b4);
+  put_b(((lid + 1280u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b5);
+  put_b(((lid + 1536u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b6);
+  put_b(((lid + 1792u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b7);
 }
 
 // One accumulator of the subgroup written to the output's [row, row + 16) x [col, col + 16), in bounds, by its
