@@ -27,15 +27,13 @@ const COLS: u32 = 256u / LANES;  // columns per workgroup
 
 var<workgroup> partial: array<f32, ROWS * 256u>;  // [row][column][lane]
 
-#if A_LAYER_NORM
-var<private> ln_mean: array<f32, ROWS>;
-var<private> ln_inv_std: array<f32, ROWS>;
-
-// partial[r * 256] = the sum of partial[r * 256 ..][256] for every row (then a barrier).
-fn sum_partials(flat: u32) {
+// After a barrier, each group of `width` invocations (a power of two; `lane` is the invocation's place in its
+// group) adds its partial sums of every row into the group's first slot, a tree with a barrier a level: a
+// column's lanes (width LANES), or the whole workgroup (width 256, lane = flat).
+fn sum_groups(flat: u32, lane: u32, width: u32) {
   workgroupBarrier();
-  for (var stride = 128u; stride > 0u; stride /= 2u) {
-    if (flat < stride) {
+  for (var stride = width / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
       for (var r = 0u; r < ROWS; r++) {
         partial[r * 256u + flat] += partial[r * 256u + flat + stride];
       }
@@ -43,6 +41,10 @@ fn sum_partials(flat: u32) {
     workgroupBarrier();
   }
 }
+
+#if A_LAYER_NORM
+var<private> ln_mean: array<f32, ROWS>;
+var<private> ln_inv_std: array<f32, ROWS>;
 
 // Scales (at 0) or biases (at params.K) of elements k .. k + 3, zero past K.
 fn ln_quad(at: u32, k: u32) -> vec4<f32> {
@@ -124,7 +126,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     partial[r * 256u + flat] = s;
   }
-  sum_partials(flat);
+  sum_groups(flat, flat, 256u);
   for (var r = 0u; r < ROWS; r++) {
     ln_mean[r] = partial[r * 256u] * params.ln_inv_k;
   }
@@ -139,7 +141,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     partial[r * 256u + flat] = s;
   }
-  sum_partials(flat);
+  sum_groups(flat, flat, 256u);
   for (var r = 0u; r < ROWS; r++) {
     ln_inv_std[r] = 1.0 / sqrt(partial[r * 256u] * params.ln_inv_k + params.ln_epsilon);
   }
@@ -194,15 +196,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = 0u; r < ROWS; r++) {
     partial[r * 256u + flat] = acc[r];
   }
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      for (var r = 0u; r < ROWS; r++) {
-        partial[r * 256u + flat] += partial[r * 256u + flat + stride];
-      }
-    }
-    workgroupBarrier();
-  }
+  sum_groups(flat, lane, LANES);
 
   if (lane == 0u && n < params.N) {
     let out_base = batch * params.M * params.N;
