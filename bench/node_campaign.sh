@@ -107,32 +107,6 @@ if [[ $mode == pack ]]; then
   exit 0
 fi
 
-# f16check: a change's first device call in one command (packed as for `run`, the change's build in
-# .device/node/web/ and the tree's before it in .device/node/web_base/): tests/web/node_f16.mjs --bench with
-# native wgi's toggles (correctness first: the f16 kernels compile nowhere else), then `f16ab` on
-# WGI_NODE_MODELS (default SigLIP-B and DaViT-base) with profiles. Results: $OUT/node_f16.txt,
-# $OUT/f16ab.txt, $OUT/f16ab_table.md and the per-run logs as $OUT/ab_logs.tgz (at most 8 files come back).
-if [[ $mode == f16check ]]; then
-  final=${OUT:-/tmp/wgi-node-campaign}
-  mkdir -p "$final"
-  (
-    # node_f16.mjs needs the unpacked dawn.node and build/web: the f16ab run below sets them up the same way.
-    x=.device/node/dawn-node/dist/linux-x64/dawn.node
-    [[ -f $x.xz ]] && xz -d "$x.xz"
-    mkdir -p build/web && cp .device/node/web/wgi.js build/web/ && xz -dc .device/node/web/wgi.wasm.xz >build/web/wgi.wasm
-    WGI_PYTHON=python3 WGI_DAWN_NODE=$root/.device/node/dawn-node WGI_BACKEND=vulkan timeout 240 \
-      node tests/web/node_f16.mjs --backend vulkan --toggles "$toggles,disable_robustness,disable_workgroup_init" \
-      --bench >"$final/node_f16.txt" 2>&1
-  )
-  grep -E '^(PASS|FAIL|\||node_f16)' "$final/node_f16.txt" | cut -c1-260
-  OUT=/tmp/wgi-node-f16check WGI_NODE_MODELS=${WGI_NODE_MODELS:-siglip_vision_base_opset17 florence2_vision_base_opset17} \
-    WGI_NODE_BUDGET_S=${WGI_NODE_BUDGET_S:-250} WGI_AB_PROFILE=1 bash "$0" f16ab >/dev/null 2>&1
-  cp /tmp/wgi-node-f16check/f16ab.txt /tmp/wgi-node-f16check/f16ab_table.md "$final/"
-  tar czf "$final/ab_logs.tgz" -C /tmp/wgi-node-f16check .
-  cat "$final/f16ab_table.md"
-  exit 0
-fi
-
 out=${OUT:-/tmp/wgi-node-campaign}
 mkdir -p "$out"
 start=$SECONDS
@@ -141,7 +115,7 @@ median() { sed -n 's/^run: *median \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
 # Standard input without Tint's warnings (the deprecated subgroupMatrix spellings, their source lines).
 without_tint_warnings() { grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"; }
 runs=30 warmup=3
-if [[ $mode == run || $mode == f16 || $mode == probe || $mode == f16ab || $mode == florence2 ]]; then
+if [[ $mode == run || $mode == f16 || $mode == probe || $mode == f16ab || $mode == florence2 || $mode == f16check ]]; then
   for f in .device/bin/*.xz; do [[ -f $f ]] && xz -d "$f" && chmod +x "${f%.xz}"; done
   x=.device/node/dawn-node/dist/linux-x64/dawn.node
   [[ -f $x.xz ]] && xz -d "$x.xz"
@@ -161,6 +135,24 @@ elif [[ $mode == tiny ]]; then
 else
   echo "node_campaign: unknown mode '$mode' (pack, run, f16 or tiny)" >&2
   exit 2
+fi
+
+# f16check: a change's first device call in one command (packed as for `run`, the change's build in
+# .device/node/web/ and the tree's before it in .device/node/web_base/): tests/web/node_f16.mjs --bench with
+# native wgi's toggles (correctness first: the f16 kernels compile nowhere else), then `f16ab` on
+# WGI_NODE_MODELS (default SigLIP-B and DaViT-base) with profiles. Results: $OUT/node_f16.txt,
+# $OUT/f16ab.txt, $OUT/f16ab_table.md and the per-run logs as $OUT/ab_logs.tgz (at most 8 files come back).
+if [[ $mode == f16check ]]; then
+  WGI_PYTHON=python3 timeout 240 node tests/web/node_f16.mjs --backend vulkan \
+    --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench >"$out/node_f16.txt" 2>&1
+  grep -E '^(PASS|FAIL|\||node_f16)' "$out/node_f16.txt" | cut -c1-260
+  ab=/tmp/wgi-node-f16check
+  OUT=$ab WGI_NODE_MODELS=${WGI_NODE_MODELS:-siglip_vision_base_opset17 florence2_vision_base_opset17} \
+    WGI_NODE_BUDGET_S=${WGI_NODE_BUDGET_S:-250} WGI_AB_PROFILE=1 bash "$0" f16ab >/dev/null 2>&1
+  cp "$ab/f16ab.txt" "$ab/f16ab_table.md" "$out/"
+  tar czf "$out/ab_logs.tgz" -C "$ab" .
+  cat "$out/f16ab_table.md"
+  exit 0
 fi
 
 if [[ $mode == florence2 ]]; then
