@@ -22,20 +22,20 @@ void register_quantized_matmul_ops(OpRegistry& registry);
 void register_quantize_ops(OpRegistry& registry);  // quantize.cpp: QuantizeLinear, DequantizeLinear, ...
 // integer_linear.cpp: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void register_integer_linear_ops(OpRegistry& registry);
-void register_mask_ops(OpRegistry& registry);     // masks.cpp: Trilu
-void register_scatter_ops(OpRegistry& registry);  // scatter.cpp: ScatterND, ScatterElements, Scatter
-void register_einsum_ops(OpRegistry& registry);   // einsum.cpp: Einsum
-void register_scan_ops(OpRegistry& registry);     // scan.cpp: CumSum
-void register_float_class_ops(OpRegistry& registry);  // float_class.cpp: IsNaN, IsInf
-void register_lrn_ops(OpRegistry& registry);          // lrn.cpp: LRN
+void register_mask_ops(OpRegistry& registry);          // masks.cpp: Trilu
+void register_scatter_ops(OpRegistry& registry);       // scatter.cpp: ScatterND, ScatterElements, Scatter
+void register_einsum_ops(OpRegistry& registry);        // einsum.cpp: Einsum
+void register_scan_ops(OpRegistry& registry);          // scan.cpp: CumSum
+void register_float_class_ops(OpRegistry& registry);   // float_class.cpp: IsNaN, IsInf
+void register_lrn_ops(OpRegistry& registry);           // lrn.cpp: LRN
 void register_control_flow_ops(OpRegistry& registry);  // control_flow.cpp: If (planned as its taken branch)
-void register_gather_nd_ops(OpRegistry& registry);    // gather_nd.cpp: GatherND
-void register_topk_ops(OpRegistry& registry);         // topk.cpp: TopK
-void register_mvn_ops(OpRegistry& registry);          // mvn.cpp: MeanVarianceNormalization
-void register_recurrent_ops(OpRegistry& registry);    // recurrent.cpp: LSTM, GRU, RNN
-void register_selection_ops(OpRegistry& registry);    // selection.cpp: NonZero, Compress
-void register_unique_ops(OpRegistry& registry);       // unique.cpp: Unique
-void register_detection_ops(OpRegistry& registry);    // non_max_suppression.cpp: NonMaxSuppression
+void register_gather_nd_ops(OpRegistry& registry);     // gather_nd.cpp: GatherND
+void register_topk_ops(OpRegistry& registry);          // topk.cpp: TopK
+void register_mvn_ops(OpRegistry& registry);           // mvn.cpp: MeanVarianceNormalization
+void register_recurrent_ops(OpRegistry& registry);     // recurrent.cpp: LSTM, GRU, RNN
+void register_selection_ops(OpRegistry& registry);     // selection.cpp: NonZero, Compress
+void register_unique_ops(OpRegistry& registry);        // unique.cpp: Unique
+void register_detection_ops(OpRegistry& registry);     // non_max_suppression.cpp: NonMaxSuppression
 
 // grid_sample.cpp: GridSample; roi_align.cpp: RoiAlign; max_unpool.cpp: MaxUnpool;
 // reverse_sequence.cpp: ReverseSequence; spectral.cpp: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow,

@@ -1049,16 +1049,18 @@ std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint6
 std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& ctx,
                                                              const std::vector<int64_t>& widths,
                                                              const Shape& out_shape, bool residual,
-                                                             std::vector<TensorDesc>& outputs) {
+                                                             std::vector<TensorDesc>& outputs,
+                                                             size_t later_outputs) {
   if (widths.empty()) {
     outputs.push_back({DType::Float32, out_shape});
     return std::nullopt;
   }
   const std::string attribute = std::string("attribute ") + kSplitColumnsAttribute + " ";
   if (residual) ctx.fail(attribute + "with a fused residual: a split product takes none");
-  if (!ctx.node.output_names.empty() && ctx.node.output_names.size() != widths.size())
+  if (!ctx.node.output_names.empty() && ctx.node.output_names.size() != widths.size() + later_outputs)
     ctx.fail(attribute + "has " + std::to_string(widths.size()) + " column blocks for the node's " +
-             std::to_string(ctx.node.output_names.size()) + " outputs");
+             std::to_string(ctx.node.output_names.size()) + " outputs" +
+             (later_outputs ? " (" + std::to_string(later_outputs) + " of them after the blocks)" : ""));
   GemmLaunchSpec::ColumnSplit split;
   for (int64_t width : widths) {
     if (width <= 0 || width > int64_t{UINT32_MAX})

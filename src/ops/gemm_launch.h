@@ -123,15 +123,13 @@ struct GemmLaunchSpec {
   // docs/float16.md): every kernel reads it through B_F16 (linear/gemm_b_f16.wgsl), unpacking as it loads.
   bool b_f16 = false;
   // A LayerNormalization taken in (graph::fuse_layer_norm_into_products): A is its X, each row normalised
-  // over K before the product. The GEMV does it as it reads A (A_LAYER_NORM, linear/gemv.wgsl) and writes the
-  // normalised rows to `normalized`; for every other kernel append_gemm_launches first launches the
-  // LayerNormalization into `normalized` and multiplies that.
+  // over K before the product. Only the GEMV takes it (A_LAYER_NORM, linear/gemv.wgsl: gemv_normalizes_a says
+  // where), normalising A as it reads it and writing the normalised rows to `normalized`; for every other
+  // kernel the op first launches the LayerNormalization into `normalized` and multiplies that.
   struct LayerNormA {
-    TensorRef params;       // the K scales, then the K biases (zeros without one): the GEMV's
-    TensorRef scale, bias;  // the LayerNormalization's own inputs, for the launch
-    bool has_bias = false;
     float epsilon = 1e-5f;
     TensorRef normalized;
+    TensorRef params;  // the K scales, then the K biases (zeros without one): ops::fused_layer_norm_params
   };
   std::optional<LayerNormA> a_layer_norm;
   // B is a weight-only quantized [N, K] matrix (MatMulNBits / MatMulBnb4, matmul_nbits.cpp; b_nk must be
@@ -308,11 +306,13 @@ KernelLaunch gemm_split_reduce_launch(const PlanContext& ctx, const GemmLaunchSp
 // The outputs of a product of `out_shape` (N its last dim) whose node carries wgi.split_columns `widths`,
 // appended to `outputs`: one per column block (their split returned), or the one output where `widths` is
 // empty (nullopt). Fails naming the node where the widths do not split N into 2 to kMaxSplitOutputs blocks,
-// their count is not the node's outputs', or the product has a fused residual.
+// their count is not the node's outputs' less `later_outputs` (outputs after the blocks: a fused
+// LayerNormalization's), or the product has a fused residual.
 std::optional<GemmLaunchSpec::ColumnSplit> plan_column_split(const PlanContext& ctx,
                                                              const std::vector<int64_t>& widths,
                                                              const Shape& out_shape, bool residual,
-                                                             std::vector<TensorDesc>& outputs);
+                                                             std::vector<TensorDesc>& outputs,
+                                                             size_t later_outputs = 0);
 // Why `split` cannot split an output of `n` columns ("" if it can): an output per block, 2 to
 // kMaxSplitOutputs blocks none of width 0, widths summing to n. plan_column_split checks with it too.
 std::string column_split_problem(const GemmLaunchSpec::ColumnSplit& split, uint64_t n);

@@ -22,7 +22,8 @@ constexpr std::initializer_list<const char*> kLinearNames = {
     kForcedKernelAttribute, kSplitColumnsAttribute,    kMatMulLayerNormEpsilonAttribute};
 constexpr std::initializer_list<const char*> kConvNames = {kForcedKernelAttribute, kDepthwiseRowsAttribute};
 constexpr std::initializer_list<const char*> kNBitsNames = {
-    kForcedKernelAttribute, kGemvThreadColumnsAttribute, kSplitColumnsAttribute};
+    kForcedKernelAttribute, kGemvThreadColumnsAttribute, kSplitColumnsAttribute,
+    kMatMulLayerNormEpsilonAttribute};
 constexpr std::initializer_list<const char*> kChannelsLastConvNames = {
     kChannelsLastKernelShapeAttribute, kChannelsLastPadsAttribute, kChannelsLastStridesAttribute,
     kChannelsLastHeightAttribute, kChannelsLastWidthAttribute};
@@ -240,6 +241,7 @@ NBitsAttributes read_nbits_attributes(const NodeInfo& node) {
   read_epilogue_kernel_tuning(node, a);
   a.gemv_thread_columns = read_int(node, kGemvThreadColumnsAttribute).value_or(0);
   a.split_columns = read_ints(node, kSplitColumnsAttribute).value_or(std::vector<int64_t>{});
+  a.layer_norm_epsilon = read_float(node, kMatMulLayerNormEpsilonAttribute);
   return a;
 }
 
@@ -248,6 +250,7 @@ void write_nbits_attributes(const NBitsAttributes& nbits, Attributes& attributes
   write_epilogue_kernel_tuning(nbits, attributes);
   if (nbits.gemv_thread_columns != 0) attributes.set(kGemvThreadColumnsAttribute, nbits.gemv_thread_columns);
   if (!nbits.split_columns.empty()) attributes.set(kSplitColumnsAttribute, nbits.split_columns);
+  if (nbits.layer_norm_epsilon) attributes.set(kMatMulLayerNormEpsilonAttribute, *nbits.layer_norm_epsilon);
 }
 
 ChannelsLastConvAttributes read_channels_last_conv_attributes(const NodeInfo& node) {

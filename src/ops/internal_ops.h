@@ -55,10 +55,10 @@ inline constexpr const char* kFusedResidualAttribute = "wgi.residual";
 inline constexpr const char* kMatMulTransBAttribute = "wgi.trans_b";
 inline constexpr const char* kMatMulWindowsInAttribute = "wgi.windows_in";
 inline constexpr const char* kMatMulWindowsOutAttribute = "wgi.windows_out";
-// MatMul with a LayerNormalization over A's last axis fused in front (graph::fuse_layer_norm_into_products):
-// input 0 is the LayerNormalization's X, its scale and bias (constants, one value per element of the axis)
-// are LayerNormInput's inputs, its epsilon this attribute, and the normalised X (its Y, which other nodes
-// read) the MatMul's last output.
+// MatMul, MatMulNBits or MatMulBnb4 with a LayerNormalization over A's last axis fused in front
+// (graph::fuse_layer_norm_into_products): input 0 is the LayerNormalization's X, its scale and bias
+// (constants, one value per element of the axis) are LayerNormInput's inputs (NBitsLayerNormInput's), its
+// epsilon this attribute, and the normalised X (its Y, which other nodes read) the product's last output.
 inline constexpr const char* kMatMulLayerNormEpsilonAttribute = "wgi.layer_norm_epsilon";
 
 // wgi's Attention (src/ops/attention.cpp says what each means).
@@ -119,6 +119,10 @@ struct ChannelsLastConvInput {
 // A MatMul's fused LayerNormalization (wgi.layer_norm_epsilon): its scale and bias, after the residual slot.
 struct LayerNormInput {
   static constexpr size_t kScale = 4, kBias = 5;
+};
+// The quantized matmuls' fused LayerNormalization: its scale and bias, after the residual slot.
+struct NBitsLayerNormInput {
+  static constexpr size_t kScale = kNBitsResidualInput + 1, kBias = kNBitsResidualInput + 2;
 };
 // The first input after a MatMul's residual: where the window inputs start.
 inline constexpr size_t kMatMulWindowInputs = WindowsInInput::kPartition;
@@ -196,6 +200,7 @@ struct NBitsAttributes {
   GemmTuningAttributes tuning;         // gemv_lanes: the GEMV's lanes per column; the others the fast GEMM's
   int64_t gemv_thread_columns = 0;     // wgi.gemv_thread_columns; 0: the planner's choice
   std::vector<int64_t> split_columns;  // wgi.split_columns: empty, or one width per output (sum N)
+  std::optional<float> layer_norm_epsilon;  // wgi.layer_norm_epsilon: A is normalised first
   friend bool operator==(const NBitsAttributes&, const NBitsAttributes&) = default;
 };
 // Strict over "wgi." names; the write replaces every "wgi." name and keeps the op's own attributes.

@@ -545,37 +545,12 @@ void append_reversed_windows(const PlanContext& ctx, const WindowOutput& windows
   }
 }
 
-// A fused LayerNormalization's scale and bias (wgi.layer_norm_epsilon; graph::fuse_layer_norm_into_products):
-// float32 constants of K values, the bias optional. Returns whether there is a bias.
-bool check_layer_norm_inputs(const PlanContext& ctx, int64_t k) {
-  const auto check = [&](size_t i, const char* what) {
-    const Tensor* t = ctx.constant(i);
-    if (!t || t->dtype() != DType::Float32 || t->shape() != Shape{k}) {
-      ctx.fail(std::string("the fused LayerNormalization's ") + what + " (input " + std::to_string(i) + ", " +
-               ctx.input_name(i) + ") must be a float32 constant of shape [" + std::to_string(k) + "]");
-    }
-  };
-  check(LayerNormInput::kScale, "scale");
-  const bool has_bias = ctx.has_input(LayerNormInput::kBias);
-  if (has_bias) check(LayerNormInput::kBias, "bias");
-  return has_bias;
-}
-
-// The fused LayerNormalization as a launch of its own into `ln.normalized`, which the product then reads as
-// A.
-void normalize_a_first(const PlanContext& ctx, GemmLaunchSpec& g, OpPlan& plan) {
-  const GemmLaunchSpec::LayerNormA& ln = *g.a_layer_norm;
-  append_layer_norm(ctx,
-                    {.rows = element_count(ctx.input(0).shape) / std::max<int64_t>(1, g.k),
-                     .length = g.k,
-                     .has_bias = ln.has_bias,
-                     .epsilon = ln.epsilon,
-                     .input = g.a,
-                     .scale = ln.scale,
-                     .bias = ln.bias,
-                     .output = ln.normalized},
-                    plan);
-  g.a = ln.normalized;
+// The fused LayerNormalization as a launch of its own into `normalized`, which the product then reads as A.
+void normalize_a_first(const PlanContext& ctx, const FusedLayerNorm& ln, TensorRef normalized,
+                       GemmLaunchSpec& g, OpPlan& plan) {
+  append_fused_layer_norm(ctx, ln, element_count(ctx.input(0).shape) / std::max<int64_t>(1, g.k), g.k, g.a,
+                          normalized, plan);
+  g.a = normalized;
   g.a_layer_norm.reset();
 }
 
@@ -597,8 +572,9 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   OpPlan plan;
   if (!spec.split_columns.empty() && (windows_out || spec.a_windows))
     ctx.fail(std::string(kSplitColumnsAttribute) + " does not go with the window attributes");
-  const std::optional<GemmLaunchSpec::ColumnSplit> split = plan_column_split(
-      ctx, spec.split_columns, windows_out ? windows_out->shape : out_shape, residual, plan.outputs);
+  const std::optional<GemmLaunchSpec::ColumnSplit> split =
+      plan_column_split(ctx, spec.split_columns, windows_out ? windows_out->shape : out_shape, residual,
+                        plan.outputs, spec.layer_norm_epsilon ? 1 : 0);
   // With a residual, the window reverse's output is the Add's: R may broadcast to a larger shape.
   Shape sum_shape = split ? out_shape : plan.outputs[0].shape;
   if (windows_out && residual) {
@@ -614,14 +590,14 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
   if (element_count(out_shape) == 0 || element_count(sum_shape) == 0) return plan;
 
   GemmLaunchSpec g = gemm_launch_spec(ctx, spec, shapes, rows, residual);
+  std::optional<FusedLayerNorm> layer_norm;
+  TensorRef normalized;
   if (normalized_output) {
-    GemmLaunchSpec::LayerNormA ln;
-    ln.has_bias = check_layer_norm_inputs(ctx, shapes.k);
-    ln.scale = TensorRef::input(LayerNormInput::kScale);
-    ln.bias = ln.has_bias ? TensorRef::input(LayerNormInput::kBias) : TensorRef::zero();
-    ln.epsilon = *spec.layer_norm_epsilon;
-    ln.normalized = TensorRef::output(*normalized_output);
-    g.a_layer_norm = ln;
+    layer_norm = read_fused_layer_norm(ctx, shapes.k, *spec.layer_norm_epsilon, LayerNormInput::kScale,
+                                       LayerNormInput::kBias);
+    normalized = TensorRef::output(*normalized_output);
+    g.a_layer_norm =
+        GemmLaunchSpec::LayerNormA{.epsilon = layer_norm->epsilon, .normalized = normalized, .params = {}};
   }
   g.column_split = split;
   set_window_row_maps(ctx, spec, rows, windows_out, residual, g);
@@ -635,7 +611,7 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     whole.column_split.reset();
     const uint64_t rows_total = uint64_t{g.m} * g.batch;
     if (split) whole.out = plan.add_scratch(rows_total * g.n * sizeof(float));
-    if (whole.a_layer_norm) normalize_a_first(ctx, whole, plan);
+    if (layer_norm) normalize_a_first(ctx, *layer_norm, normalized, whole, plan);
     append_matrix_f16_gemm(ctx, whole, *b, spec.trans_b, spec.c_input ? ctx.constant(*spec.c_input) : nullptr,
                            plan);
     if (split)
@@ -644,23 +620,14 @@ OpPlan plan_gemm(const PlanContext& ctx, const GemmSpec& spec) {
     return plan;
   }
   if (ctx.constant(spec.b_input)) prepack_constant_b(ctx, spec, shapes, g, plan);
-  if (g.a_layer_norm) {
+  if (layer_norm) {
     if (gemv_normalizes_a(ctx, g)) {
-      // The GEMV's scales and biases, one constant (a binding fewer: a merged q, k, v product with its bias
-      // and three outputs uses the eight a shader may have).
-      Tensor params(DType::Float32, {2 * shapes.k});
-      auto* values = reinterpret_cast<float*>(params.bytes().data());
-      const size_t k = static_cast<size_t>(shapes.k);
-      std::memcpy(values, ctx.constant(LayerNormInput::kScale)->bytes().data(), k * sizeof(float));
-      if (g.a_layer_norm->has_bias) {
-        std::memcpy(values + k, ctx.constant(LayerNormInput::kBias)->bytes().data(), k * sizeof(float));
-      } else {
-        std::fill(values + k, values + 2 * k, 0.0f);
-      }
+      // Scales and biases as one constant: a binding fewer (a merged q, k, v product with its bias and three
+      // outputs uses the eight a shader may have).
       g.a_layer_norm->params = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
-      plan.constants.push_back(std::move(params));
+      plan.constants.push_back(fused_layer_norm_params(ctx, *layer_norm, shapes.k));
     } else {
-      normalize_a_first(ctx, g, plan);
+      normalize_a_first(ctx, *layer_norm, normalized, g, plan);
     }
   }
 

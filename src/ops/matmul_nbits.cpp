@@ -9,7 +9,9 @@
 // GPU, so a 4-bit weight takes an eighth of its float32 bytes plus its scales. Batch dims of A fold into M.
 // docs/quantized_matmul.md says what is supported and what is not. The graph passes fuse a bias Add (into
 // input 5), a residual Add (input 6, kNBitsResidualInput) and an activation into MatMulNBits; the kernels
-// apply them in the GEMMs' epilogue order.
+// apply them in the GEMMs' epilogue order. A LayerNormalization before MatMulNBits is taken in too
+// (graph::fuse_layer_norm_into_products): the GEMV normalises A as it stages it, the other kernels read the
+// rows a LayerNormalization launch of their own wrote.
 #include <bit>
 #include <cstring>
 #include <string>
@@ -23,6 +25,7 @@
 #include "ops/gemm_launch.h"
 #include "ops/internal_ops.h"
 #include "ops/kernel_interface.h"
+#include "ops/normalization.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -230,7 +233,7 @@ QuantizedWeight read_matmul_bnb4(const PlanContext& ctx) {
 // The product on the fast GEMM tiles (gemm_fast.wgsl with B_QUANT: B's codes dequantised as its slab is
 // loaded into workgroup memory), with the GEMMs' epilogue, split-K and tile rules. `plan` holds the packed
 // codes as constant 0 and packed zero points as constant 1.
-void append_fast_quantized_launches(const PlanContext& ctx, const QuantizedWeight& w, int64_t m,
+void append_fast_quantized_launches(const PlanContext& ctx, const QuantizedWeight& w, int64_t m, TensorRef a,
                                     bool residual, const std::optional<GemmLaunchSpec::ColumnSplit>& split,
                                     OpPlan& plan) {
   GemmLaunchSpec spec;
@@ -238,7 +241,7 @@ void append_fast_quantized_launches(const PlanContext& ctx, const QuantizedWeigh
   spec.n = static_cast<uint32_t>(w.n);
   spec.k = static_cast<uint32_t>(w.k);
   spec.b_nk = true;
-  spec.a = TensorRef::input(0);
+  spec.a = a;
   spec.b = TensorRef::constant(0);
   spec.out = TensorRef::output(0);
   spec.column_split = split;
@@ -307,20 +310,41 @@ QuantizedKernel choose_quantized_kernel(const PlanContext& ctx, const QuantizedW
   return fast ? QuantizedKernel::Fast : gemv ? QuantizedKernel::Gemv : QuantizedKernel::Tiled;
 }
 
-// The kernels' interface (linear/quantized_common.wgsl): A, the packed B, scales, zero points, bias (each in
-// the element type the defines select), the output, QuantizedMatMulParams, then the fused residual.
-// `split`: the GEMV writes the output's column blocks itself (their outputs, then their uniform members);
-// otherwise the output is `out`.
-KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Defines& defines,
+// A LayerNormalization the GEMV applies to A as it stages it (A_LAYER_NORM, linear/layer_norm_a.wgsl).
+struct GemvLayerNorm {
+  FusedLayerNorm inputs;
+  TensorRef normalized;  // the normalised rows, the LayerNormalization's output
+  TensorRef params;      // the K scales, then the K biases (fused_layer_norm_params)
+};
+
+// The storage buffers a GEMV launch binds (quantized_interface): A, B, scales, zero points where given, bias
+// and the output, each further block of a split output, the residual, and a LayerNormalization's parameters
+// and normalised rows.
+uint32_t gemv_storage_buffers(const QuantizedWeight& w,
+                              const std::optional<GemmLaunchSpec::ColumnSplit>& split, bool residual,
+                              bool layer_norm) {
+  return 5 + (w.zero_points != ZeroPointForm::Default ? 1 : 0) +
+         (split ? static_cast<uint32_t>(split->outputs.size()) - 1 : 0) + (residual ? 1 : 0) +
+         (layer_norm ? 2 : 0);
+}
+
+// The kernels' interface (linear/quantized_common.wgsl): A, the packed B, scales, zero points (where given),
+// bias (each in the element type the defines select), the output, QuantizedMatMulParams, then the fused
+// residual. `split`: the GEMV writes the output's column blocks itself (their outputs, then their uniform
+// members); otherwise the output is `out`. `ln`: the GEMV's LayerNormalization (its bindings after the
+// outputs).
+KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Defines& defines, TensorRef a,
                                     TensorRef zero_points, bool residual, TensorRef out,
-                                    const GemmLaunchSpec::ColumnSplit* split) {
+                                    const GemmLaunchSpec::ColumnSplit* split, const GemvLayerNorm* ln) {
   const auto on = [&](const char* name) { return defines.at(name) == "1"; };
   KernelInterface iface;
-  iface.read("a", on("A_VEC4") ? "vec4<f32>" : "f32", TensorRef::input(0))
+  iface.read("a", on("A_VEC4") ? "vec4<f32>" : "f32", a)
       .read("b", on("B_QUADS") ? "vec4<u32>" : "u32", TensorRef::constant(0))
-      .read("scales", on("SCALES_F16") ? "u32" : "f32", w.scales)
-      .read("zero_points", !on("ZP_F16") && on("ZP_FLOAT") ? "f32" : "u32", zero_points)
-      .read("bias", on("BIAS_F16") ? "u32" : "f32", w.bias)
+      .read("scales", on("SCALES_F16") ? "u32" : "f32", w.scales);
+  // Zero points are read only where given (linear/quantized_dequant.wgsl): a binding fewer without them.
+  if (on("ZP_PACKED") || on("ZP_FLOAT"))
+    iface.read("zero_points", !on("ZP_F16") && on("ZP_FLOAT") ? "f32" : "u32", zero_points);
+  iface.read("bias", on("BIAS_F16") ? "u32" : "f32", w.bias)
       .read_write("output", "f32", split ? split->outputs[0] : out);
   std::vector<UniformMember> members = {
       {"M", UniformType::U32},
@@ -342,6 +366,11 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
       iface.read_write("output_" + std::to_string(i), "f32", split->outputs[i]);
     const std::vector<UniformMember> ends = column_split_members();
     members.insert(members.end(), ends.begin(), ends.end());
+  }
+  if (ln) {
+    iface.read("ln_params", "f32", ln->params).read_write("normalized", "f32", ln->normalized);
+    members.push_back({"ln_epsilon", UniformType::F32});
+    members.push_back({"ln_inv_k", UniformType::F32});
   }
   iface.uniforms(std::move(members), "QuantizedMatMulParams");
   if (residual) add_residual_binding(iface, TensorRef::input(kNBitsResidualInput));
@@ -372,11 +401,14 @@ int64_t gemv_thread_columns(const PlanContext& ctx, const NBitsAttributes& inter
 // The least quads of words a GEMV thread multiplies for its int8 activations to pay (A_INT8).
 constexpr int64_t kInt8GemvMinQuads = 8;
 
-// The GEMV or the 32x32 tiled kernel, which dequantise B's codes as they read them.
+// The GEMV or the 32x32 tiled kernel, which dequantise B's codes as they read them, A from `a`.
 // `split`: the output's column blocks, which the GEMV writes itself and the tiled kernel leaves to a copy.
+// `ln` (GEMV only): the LayerNormalization it applies to A, its parameters' constant still to be made.
 void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const NBitsAttributes& internal,
-                             int64_t m, bool gemv, bool residual, const FusedActivation& activation,
-                             const std::optional<GemmLaunchSpec::ColumnSplit>& split, OpPlan& plan) {
+                             int64_t m, TensorRef a, bool gemv, bool residual,
+                             const FusedActivation& activation,
+                             const std::optional<GemmLaunchSpec::ColumnSplit>& split,
+                             std::optional<GemvLayerNorm> ln, OpPlan& plan) {
   kernels::Defines defines = {{"BITS", str(w.bits)},
                               {"SCALES_F16", w.scales_f16 ? "1" : "0"},
                               {"ZP_PACKED", w.zero_points == ZeroPointForm::Packed ? "1" : "0"},
@@ -389,7 +421,8 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
                               {"RESIDUAL", residual ? "1" : "0"},
                               {"SPLIT_OUTPUTS", split && gemv ? "1" : "0"},
                               {"SPLIT_THIRD", split && gemv && split->widths.size() > 2 ? "1" : "0"},
-                              {"A_INT8", "0"}};
+                              {"A_INT8", "0"},
+                              {"A_LAYER_NORM", ln ? "1" : "0"}};
   activation.add_defines(defines);
   KernelLaunch launch;
   uint32_t tiles_n = 0, tiles_m = 1;
@@ -450,7 +483,7 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     kernel_file = "linear/matmul_nbits_gemv.wgsl";
     label = "matmul_nbits_gemv_" + label + "_m" + defines["ROWS"] + "_l" + str(lanes) + "_c" + str(columns) +
             (w.k % 4 == 0 ? "_vec4" : "") + (quads ? "_quads" : "") + (prefetch ? "_prefetch" : "") +
-            (int8_a ? "_i8a" : "");
+            (int8_a ? "_i8a" : "") + (ln ? "_ln" : "");
   } else {
     tiles_n = static_cast<uint32_t>(ceil_div(w.n, kTile));
     tiles_m = static_cast<uint32_t>(ceil_div(m, kTile));
@@ -467,11 +500,16 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
     plan.constants.push_back(std::move(*w.packed_zero_points));
     zero_points = TensorRef::constant(1);
   }
+  if (ln) {
+    ln->params = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
+    plan.constants.push_back(fused_layer_norm_params(ctx, ln->inputs, w.k));
+  }
   // The tiled kernel writes a split product whole, to be copied into its blocks below.
   const TensorRef whole = split && !gemv ? plan.add_scratch(static_cast<uint64_t>(m * w.n) * sizeof(float))
                                          : TensorRef::output(0);
   const GemmLaunchSpec::ColumnSplit* gemv_split = split && gemv ? &*split : nullptr;
-  const KernelInterface iface = quantized_interface(w, defines, zero_points, residual, whole, gemv_split);
+  const KernelInterface iface =
+      quantized_interface(w, defines, a, zero_points, residual, whole, gemv_split, ln ? &*ln : nullptr);
   launch.program.wgsl = iface.load_wgsl(kernel_file, defines);
   iface.bind(launch);
   UniformValues values = iface.values();
@@ -490,6 +528,9 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
       .f32("act_lo", activation.min)
       .f32("act_hi", activation.max);
   if (gemv_split) add_column_split_values(*gemv_split, values);
+  if (ln)
+    values.f32("ln_epsilon", ln->inputs.epsilon)
+        .f32("ln_inv_k", static_cast<float>(1.0 / static_cast<double>(w.k)));
   launch.uniform = values.bytes();
   launch.groups =
       gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);
@@ -517,20 +558,42 @@ OpPlan plan_quantized_matmul(const PlanContext& ctx, QuantizedWeight w,
     ctx.fail("the weight's " + str(w.n) + " x " + str(w.k) + " codes exceed the kernels' 32-bit indices");
 
   OpPlan plan;
-  const std::optional<GemmLaunchSpec::ColumnSplit> split =
-      plan_column_split(ctx, internal.split_columns, out_shape, residual, plan.outputs);
+  const std::optional<GemmLaunchSpec::ColumnSplit> split = plan_column_split(
+      ctx, internal.split_columns, out_shape, residual, plan.outputs, internal.layer_norm_epsilon ? 1 : 0);
+  // A fused LayerNormalization's output (its other readers'): the last output.
+  std::optional<FusedLayerNorm> layer_norm;
+  TensorRef normalized;
+  if (internal.layer_norm_epsilon) {
+    layer_norm = read_fused_layer_norm(ctx, w.k, *internal.layer_norm_epsilon, NBitsLayerNormInput::kScale,
+                                       NBitsLayerNormInput::kBias);
+    normalized = TensorRef::output(static_cast<uint32_t>(plan.outputs.size()));
+    plan.outputs.push_back({DType::Float32, a_shape});
+  }
   if (m == 0) return plan;
 
   const QuantizedKernel kernel = choose_quantized_kernel(ctx, w, internal, m);
+  // The GEMV normalises A itself where its bindings fit the device; otherwise the LayerNormalization runs
+  // first and the product reads its output.
+  std::optional<GemvLayerNorm> gemv_layer_norm;
+  TensorRef a = TensorRef::input(0);
+  if (layer_norm) {
+    if (kernel == QuantizedKernel::Gemv && gemv_storage_buffers(w, split, residual, true) <=
+                                               ctx.caps.limits.max_storage_buffers_per_shader_stage) {
+      gemv_layer_norm = GemvLayerNorm{.inputs = *layer_norm, .normalized = normalized, .params = {}};
+    } else {
+      append_fused_layer_norm(ctx, *layer_norm, m, w.k, a, normalized, plan);
+      a = normalized;
+    }
+  }
   if (kernel == QuantizedKernel::Fast) {
     plan.constants.push_back(std::move(w.packed_b));
     if (w.packed_zero_points) plan.constants.push_back(std::move(*w.packed_zero_points));
-    append_fast_quantized_launches(ctx, w, m, residual, split, plan);
+    append_fast_quantized_launches(ctx, w, m, a, residual, split, plan);
     return plan;
   }
 
-  append_quantized_launch(ctx, w, internal, m, kernel == QuantizedKernel::Gemv, residual, activation, split,
-                          plan);
+  append_quantized_launch(ctx, w, internal, m, a, kernel == QuantizedKernel::Gemv, residual, activation,
+                          split, gemv_layer_norm, plan);
   return plan;
 }
 

@@ -668,6 +668,53 @@ void append_layer_norm(const PlanContext& ctx, const LayerNormLaunch& ln, OpPlan
   }
 }
 
+FusedLayerNorm read_fused_layer_norm(const PlanContext& ctx, int64_t k, float epsilon, size_t scale_input,
+                                     size_t bias_input) {
+  const auto check = [&](size_t i, const char* what) {
+    const Tensor* t = ctx.constant(i);
+    if (!t || t->dtype() != DType::Float32 || t->shape() != Shape{k}) {
+      ctx.fail(std::string("the fused LayerNormalization's ") + what + " (input " + std::to_string(i) + ", " +
+               ctx.input_name(i) + ") must be a float32 constant of shape [" + std::to_string(k) + "]");
+    }
+  };
+  FusedLayerNorm ln;
+  ln.epsilon = epsilon;
+  ln.scale_input = scale_input;
+  ln.bias_input = bias_input;
+  check(scale_input, "scale");
+  ln.has_bias = ctx.has_input(bias_input);
+  if (ln.has_bias) check(bias_input, "bias");
+  return ln;
+}
+
+Tensor fused_layer_norm_params(const PlanContext& ctx, const FusedLayerNorm& ln, int64_t k) {
+  Tensor params(DType::Float32, {2 * k});
+  auto* values = reinterpret_cast<float*>(params.bytes().data());
+  const size_t count = static_cast<size_t>(k);
+  std::memcpy(values, ctx.constant(ln.scale_input)->bytes().data(), count * sizeof(float));
+  if (ln.has_bias) {
+    std::memcpy(values + count, ctx.constant(ln.bias_input)->bytes().data(), count * sizeof(float));
+  } else {
+    std::fill(values + count, values + 2 * count, 0.0f);
+  }
+  return params;
+}
+
+void append_fused_layer_norm(const PlanContext& ctx, const FusedLayerNorm& ln, int64_t rows, int64_t k,
+                             TensorRef input, TensorRef output, OpPlan& plan) {
+  append_layer_norm(
+      ctx,
+      {.rows = rows,
+       .length = k,
+       .has_bias = ln.has_bias,
+       .epsilon = ln.epsilon,
+       .input = input,
+       .scale = TensorRef::input(static_cast<uint32_t>(ln.scale_input)),
+       .bias = ln.has_bias ? TensorRef::input(static_cast<uint32_t>(ln.bias_input)) : TensorRef::zero(),
+       .output = output},
+      plan);
+}
+
 namespace {
 
 OpPlan plan_layer_norm(const PlanContext& ctx) {

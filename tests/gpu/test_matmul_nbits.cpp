@@ -25,6 +25,7 @@
 #include "core/npy.h"
 #include "gpu/large_gpu_capabilities.h"
 #include "onnxruntime_reference.h"
+#include "ops/internal_ops.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
 #include "support/expect_text.h"
@@ -823,6 +824,119 @@ TEST(MatMulNBits, SplitColumnsOnEveryKernel) {
       }
     }
   }
+}
+
+// A LayerNormalization taken into MatMulNBits (wgi.layer_norm_epsilon, as
+// graph::fuse_layer_norm_into_products makes it): input 0 is X, the scale and bias inputs 7 and 8, the
+// normalised X the last output. The GEMV normalises A as it stages it (one launch, "_ln"; int8 activations
+// quantise the normalised values), over K in one chunk and in several, K % 4 != 0, with a split output where
+// its bindings fit the device; every other kernel gets a LayerNormalization launch first. Both outputs
+// against float64: Y = (X - mean) / sqrt(var + eps) * scale + bias per row, then the quantized product of Y
+// rounded to f32 (what the kernels multiply, to within f32 rounding: the same 1e-5).
+TEST(MatMulNBits, LayerNormInProductOnEveryKernel) {
+  struct LayerNormCase {
+    Shape a;
+    const char* kernel;
+    std::vector<int64_t> split;  // wgi.split_columns, empty for one output
+    bool ln_bias = true;
+    Zp zp = Zp::Packed;
+  };
+  const float epsilon = 1e-5f;
+  uint64_t seed = 3300;
+  for (const LayerNormCase& c :
+       {LayerNormCase{{1, 96}, "gemv", {}}, LayerNormCase{{3, 70}, "gemv", {}, false},
+        LayerNormCase{{1, 2100}, "gemv", {}}, LayerNormCase{{2, 1100}, "gemv", {}},
+        LayerNormCase{{2, 96}, "gemv_int8", {}}, LayerNormCase{{1, 96}, "gemv", {8, 16, 8}, true, Zp::None},
+        LayerNormCase{{3, 96}, "tiled", {}}, LayerNormCase{{12, 96}, "fast", {}, false}}) {
+    const int64_t k = c.a.back(), m = element_count(c.a) / k;
+    int64_t n = 37;
+    if (!c.split.empty()) n = c.split[0] + c.split[1] + c.split[2];
+    const std::string kernel = c.kernel;
+    const std::string what = kernel + " A " + shape_to_string(c.a) + (c.split.empty() ? "" : " split");
+    SCOPED_TRACE(what);
+    if (kernel == "gemv_int8" && !test::device().features().packed_int8_dot) {
+      std::cerr << "[ skipped " << what << ": the device lacks packed_4x8_integer_dot_product ]\n";
+      continue;
+    }
+    NbitsProblem p(k, n, 4, 32, c.zp, false, seed += 10);
+    // Rows with an offset and a spread of their own, so that the mean and the variance both matter.
+    const Tensor x = test::random_tensor(c.a, seed + 1, -2.0f, 3.0f);
+    const Tensor scale = test::random_tensor({k}, seed + 2, 0.5f, 1.5f);
+    const Tensor ln_bias = test::random_tensor({k}, seed + 3);
+    test::Float64Array y{c.a, {}};
+    Tensor y32(DType::Float32, c.a);
+    for (int64_t r = 0; r < m; ++r) {
+      const float* row = x.data<float>().data() + r * k;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < k; ++i) mean += row[i];
+      mean /= static_cast<double>(k);
+      for (int64_t i = 0; i < k; ++i) var += (row[i] - mean) * (row[i] - mean);
+      const double inv_std = 1.0 / std::sqrt(var / static_cast<double>(k) + epsilon);
+      for (int64_t i = 0; i < k; ++i) {
+        y.values.push_back((row[i] - mean) * inv_std * scale.data<float>()[i] +
+                           (c.ln_bias ? ln_bias.data<float>()[i] : 0.0));
+        y32.data<float>()[r * k + i] = static_cast<float>(y.values.back());
+      }
+    }
+    ops::NodeInfo node = nbits_node(k, n, 4, 32);
+    node.attributes.set(ops::kMatMulLayerNormEpsilonAttribute, epsilon);
+    node.attributes.set("wgi.kernel", kernel);
+    if (kernel == "gemv_int8") node.attributes.set("accuracy_level", int64_t{4});
+    if (!c.split.empty()) node.attributes.set("wgi.split_columns", c.split);
+    const size_t products = c.split.empty() ? 1 : c.split.size();
+    node.output_names.assign(products + 1, "");
+    Inputs in = p.inputs(x, true);
+    in.resize(ops::NBitsLayerNormInput::kScale);  // no residual
+    in.push_back(NodeInput{scale, true});
+    in.push_back(c.ln_bias ? std::optional(NodeInput{ln_bias, true}) : std::nullopt);
+
+    // One launch where the GEMV normalises A: on the GEMV, unless its bindings (A, B, scales, zero points
+    // where given, bias, the outputs, the LayerNorm's parameters and rows) exceed the device's.
+    const gpu::Capabilities& caps = test::device().capabilities();
+    const size_t bindings = 5 + (c.zp != Zp::None ? 1 : 0) + products + 2;
+    const bool in_gemv =
+        kernel.starts_with("gemv") && bindings <= caps.limits.max_storage_buffers_per_shader_stage;
+    const ops::OpPlan plan = runtime::plan_node(caps, node, in);
+    ASSERT_EQ(plan.launches.size(), in_gemv ? 1u : 2u);
+    EXPECT_EQ(plan.launches.back().program.label.find("_ln") != std::string::npos, in_gemv)
+        << plan.launches.back().program.label;
+    if (!in_gemv) {
+      EXPECT_TRUE(plan.launches[0].program.label.starts_with("layer_norm_rows") ||
+                  plan.launches[0].program.label.starts_with("row_norm"))
+          << plan.launches[0].program.label;
+    }
+
+    const auto out = runtime::run_node(test::device(), node, in);
+    ASSERT_EQ(out.size(), products + 1);
+    EXPECT_TRUE(test::close_in_l2(out.back(), y, kRelativeL2)) << "normalised X";
+    const Tensor multiplied = kernel == "gemv_int8" ? test::int8_block_quantized(y32, 32) : y32;
+    const test::Reference ref = p.reference(multiplied, true);
+    const double tolerance = kernel == "gemv_int8" ? kInt8ReferenceRelativeL2 : kRelativeL2;
+    int64_t begin = 0;
+    for (size_t i = 0; i < products; ++i) {
+      const int64_t width = c.split.empty() ? n : c.split[i];
+      test::Float64Array block{c.a, {}};
+      block.shape.back() = width;
+      for (int64_t row = 0; row < m; ++row)
+        for (int64_t col = begin; col < begin + width; ++col)
+          block.values.push_back(ref.values[row * n + col]);
+      const auto result = test::close_in_l2(out[i], block, tolerance);
+      EXPECT_TRUE(result) << "product " << i << ": " << result.message();
+      begin += width;
+    }
+  }
+}
+
+// The fused LayerNormalization's scale and bias must be float32 constants of K values: an error naming them.
+TEST(MatMulNBits, LayerNormScaleOfTheWrongLengthIsAnError) {
+  NbitsProblem p(64, 16, 4, 32, Zp::None, false, 3400);
+  ops::NodeInfo node = nbits_node(64, 16, 4, 32);
+  node.attributes.set(ops::kMatMulLayerNormEpsilonAttribute, 1e-5f);
+  node.output_names.assign(2, "");
+  Inputs in = p.inputs(test::random_tensor({1, 64}, 3401), false);
+  in.resize(ops::NBitsLayerNormInput::kScale);
+  in.push_back(NodeInput{test::random_tensor({63}, 3402), true});
+  EXPECT_HAS(run_error(node, in), "the fused LayerNormalization's scale (input 7");
 }
 
 }  // namespace

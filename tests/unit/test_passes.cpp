@@ -291,9 +291,12 @@ TEST(Passes, MergeSiblingProjectionsOfAnExportedDecoder) {
 TEST(Passes, MergeSiblingMatMulNBitsOfAQ4Decoder) {
   const std::filesystem::path file = kModels / "variants" / "bart_decoder_tiny_opset17_q4" / "model.onnx";
   Graph before = onnx::import_model_file(file);
-  optimize(before, ops::builtin_registry(), DisabledPasses::of({"merge_sibling_products"}, "the test"));
+  // fuse_layer_norm_into_products off in both: it would take the LayerNorms into different products.
+  optimize(before, ops::builtin_registry(),
+           DisabledPasses::of({"merge_sibling_products", "fuse_layer_norm_into_products"}, "the test"));
   Graph g = onnx::import_model_file(file);
-  PassReport r = optimize(g, ops::builtin_registry());
+  PassReport r =
+      optimize(g, ops::builtin_registry(), DisabledPasses::of({"fuse_layer_norm_into_products"}, "the test"));
   EXPECT_EQ(r.count("merge_sibling_products"), 9) << r.summary();
   int merged = 0;
   for (const Node& n : g.nodes) {
@@ -389,6 +392,29 @@ TEST(Passes, FuseLayerNormIntoProductsOfAnExportedDecoder) {
     ASSERT_EQ(n.inputs.size(), ops::LayerNormInput::kBias + 1);
     EXPECT_TRUE(g.value(n.inputs[ops::LayerNormInput::kScale]).constant.has_value());
     EXPECT_TRUE(g.value(n.inputs[ops::LayerNormInput::kBias]).constant.has_value());
+    EXPECT_GE(n.outputs.size(), 2u);
+  }
+  EXPECT_EQ(fused, layer_norms);
+}
+
+// The q4 export of the self-contained decoder: every LayerNormalization taken into the MatMulNBits that
+// reads it (the merged q, k, v, the cross-attention's q, fc1, the LM head), its scale and bias as inputs 7
+// and 8 after the empty residual slot.
+TEST(Passes, FuseLayerNormIntoMatMulNBitsOfAQ4Decoder) {
+  Graph g = onnx::import_model_file(kModels / "variants" / "bart_decoder_tiny_opset17_q4" / "model.onnx");
+  const int layer_norms = count_ops(g, "LayerNormalization");
+  PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(layer_norms, 7);
+  EXPECT_EQ(r.count("fuse_layer_norm_into_products"), layer_norms) << r.summary();
+  EXPECT_EQ(count_ops(g, "LayerNormalization"), 0);
+  int fused = 0;
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type != "MatMulNBits" || !ops::read_nbits_attributes(n.info).layer_norm_epsilon) continue;
+    ++fused;
+    ASSERT_EQ(n.inputs.size(), ops::NBitsLayerNormInput::kBias + 1);
+    EXPECT_EQ(n.inputs[ops::kNBitsResidualInput], kNoValue);
+    EXPECT_TRUE(g.value(n.inputs[ops::NBitsLayerNormInput::kScale]).constant.has_value());
+    EXPECT_TRUE(g.value(n.inputs[ops::NBitsLayerNormInput::kBias]).constant.has_value());
     EXPECT_GE(n.outputs.size(), 2u);
   }
   EXPECT_EQ(fused, layer_norms);

@@ -38,7 +38,7 @@ bool fusable_layer_norm(const Graph& g, const Node& n) {
 
 // A MatMul reading `y` as A with a constant B (and bias), no residual, no windows and no LayerNorm yet: the
 // product that takes the LayerNormalization in.
-bool fusable_product(const Graph& g, const Node& p, ValueId y) {
+bool fusable_matmul(const Graph& g, const Node& p, ValueId y) {
   if (p.info.op_type != "MatMul" || !p.info.domain.empty()) return false;
   if (p.inputs.size() < 2 || p.inputs[0] != y || p.inputs[1] == y) return false;
   if (p.inputs.size() > ops::kFusedResidualInput) return false;  // a residual (or windows) in its inputs
@@ -49,6 +49,30 @@ bool fusable_product(const Graph& g, const Node& p, ValueId y) {
     return false;
   const ops::LinearAttributes a = ops::read_linear_attributes(p.info);
   return !a.windows_in && !a.windows_out && !a.layer_norm_epsilon && !a.epilogue.residual;
+}
+
+// A com.microsoft MatMulNBits reading `y` as A (B, scales and zero points are constants, as its planner
+// requires of B), with no residual and no LayerNorm yet: y read nowhere else among its inputs.
+bool fusable_matmul_nbits(const Node& p, ValueId y) {
+  if (!is_matmul_nbits(p) || p.inputs.size() < 3 || p.inputs[0] != y) return false;
+  if (p.inputs.size() > ops::kNBitsResidualInput) return false;  // a residual in its inputs
+  if (std::find(p.inputs.begin() + 1, p.inputs.end(), y) != p.inputs.end()) return false;
+  const ops::NBitsAttributes a = ops::read_nbits_attributes(p.info);
+  return !a.layer_norm_epsilon && !a.epilogue.residual;
+}
+
+// The LayerNormalization `ln` taken into product `p`: X becomes its A, scale and bias its inputs at
+// `scale_input` and the next, epsilon its attribute, and Y its last output (the other readers of Y read it
+// from the product, sorted after it at commit).
+void take_layer_norm(const Graph& g, const Node& ln, size_t scale_input, Node& p) {
+  p.inputs[0] = ln.inputs[0];
+  p.inputs.resize(scale_input, kNoValue);
+  p.inputs.push_back(ln.inputs[1]);
+  p.inputs.push_back(ln.inputs.size() == 3 ? ln.inputs[2] : kNoValue);
+  p.outputs.push_back(ln.outputs[0]);
+  // The names the planner's messages and checks count the outputs by.
+  if (p.info.output_names.size() + 1 == p.outputs.size())
+    p.info.output_names.push_back(g.value(ln.outputs[0]).name);
 }
 
 }  // namespace
@@ -64,21 +88,26 @@ int fuse_layer_norm_into_products(Graph& g) {
     if (is_graph_output(g, y)) continue;
     NodeId product;
     for (NodeId r : readers.of(y)) {
-      if (!editor.removed(r) && fusable_product(g, node_at(g, r), y)) {
+      const Node& reader = node_at(g, r);
+      if (!editor.removed(r) && (fusable_matmul(g, reader, y) || fusable_matmul_nbits(reader, y))) {
         product = r;
         break;
       }
     }
     if (!product) continue;
     Node& p = node_at(g, product);
-    ops::LinearAttributes a = ops::read_linear_attributes(p.info);
-    a.layer_norm_epsilon = ln.info.attributes.get_float("epsilon", 1e-5f);
-    ops::write_linear_attributes(a, p.info.attributes);
-    p.inputs[0] = ln.inputs[0];
-    p.inputs.resize(ops::LayerNormInput::kScale, kNoValue);
-    p.inputs.push_back(ln.inputs[1]);
-    p.inputs.push_back(ln.inputs.size() == 3 ? ln.inputs[2] : kNoValue);
-    p.outputs.push_back(y);  // the other readers of Y read it from the product (sorted after it at commit)
+    const float epsilon = ln.info.attributes.get_float("epsilon", 1e-5f);
+    if (is_matmul_nbits(p)) {
+      ops::NBitsAttributes a = ops::read_nbits_attributes(p.info);
+      a.layer_norm_epsilon = epsilon;
+      ops::write_nbits_attributes(a, p.info.attributes);
+      take_layer_norm(g, ln, ops::NBitsLayerNormInput::kScale, p);
+    } else {
+      ops::LinearAttributes a = ops::read_linear_attributes(p.info);
+      a.layer_norm_epsilon = epsilon;
+      ops::write_linear_attributes(a, p.info.attributes);
+      take_layer_norm(g, ln, ops::LayerNormInput::kScale, p);
+    }
     editor.remove(i);
     ++count;
   }

@@ -9,11 +9,8 @@
 // A_VEC4 / B_VEC4 = 0 (K % 4 != 0) reads the same elements as scalars. SPLIT_OUTPUTS: the columns are
 // written to the blocks of linear/column_split.wgsl.
 // A_LAYER_NORM (a LayerNormalization taken into the product: graph::fuse_layer_norm_into_products, one
-// matrix): `a` is the LayerNormalization's X. The workgroup first finds each row's mean and 1 / sqrt(var +
-// epsilon) (two passes over the row, the variance of the centred values, as normalization/
-// layer_norm_rows.wgsl), then reads A as (x - mean) * inv_std * scale[k] + bias[k] (ln_params: the K scales,
-// then the K biases); workgroup 0 also writes the normalised rows to `normalized`, the LayerNormalization's
-// output for its other readers.
+// matrix, batch 1): `a` is the LayerNormalization's X, normalised as linear/layer_norm_a.wgsl says; workgroup 0
+// writes the normalised rows to `normalized`.
 const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
 const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 256
 const COLS: u32 = 256u / LANES;  // columns per workgroup
@@ -27,12 +24,11 @@ const COLS: u32 = 256u / LANES;  // columns per workgroup
 
 var<workgroup> partial: array<f32, ROWS * 256u>;  // [row][column][lane]
 
-// After a barrier, each group of `width` invocations (a power of two; `lane` is the invocation's place in its
-// group) adds its partial sums of every row into the group's first slot, a tree with a barrier a level: a
-// column's lanes (width LANES), or the whole workgroup (width 256, lane = flat).
-fn sum_groups(flat: u32, lane: u32, width: u32) {
+// After a barrier, the LANES invocations of each column add their partial sums of every row into the column's
+// first slot (`lane` is the invocation's place among them), a tree with a barrier a level.
+fn sum_column_lanes(flat: u32, lane: u32) {
   workgroupBarrier();
-  for (var stride = width / 2u; stride > 0u; stride /= 2u) {
+  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
     if (lane < stride) {
       for (var r = 0u; r < ROWS; r++) {
         partial[r * 256u + flat] += partial[r * 256u + flat + stride];
@@ -43,19 +39,13 @@ fn sum_groups(flat: u32, lane: u32, width: u32) {
 }
 
 #if A_LAYER_NORM
-var<private> ln_mean: array<f32, ROWS>;
-var<private> ln_inv_std: array<f32, ROWS>;
+const LN_THREADS: u32 = 256u;
 
-// Scales (at 0) or biases (at params.K) of elements k .. k + 3, zero past K.
-fn ln_quad(at: u32, k: u32) -> vec4<f32> {
-  var v = vec4<f32>(0.0);
-  for (var j = 0u; j < 4u; j++) {
-    if (k + j < params.K) {
-      v[j] = ln_params[at + k + j];
-    }
-  }
-  return v;
+// Batch 1 only (gemv_normalizes_a): row r of A starts at a_offset + r * K.
+fn ln_x4(r: u32, k: u32) -> vec4<f32> {
+  return fetch_a(params.a_offset + r * params.K + k, k);
 }
+#include "linear/layer_norm_a.wgsl"
 #endif
 
 // Elements i .. i + 3 of A (one row's K run), zero past K; `k` is the first one's position in the row.
@@ -76,7 +66,7 @@ fn fetch_a(i: u32, k: u32) -> vec4<f32> {
 // Elements k .. k + 3 of row r of A (at i), normalised with A_LAYER_NORM.
 fn row_a(r: u32, i: u32, k: u32) -> vec4<f32> {
 #if A_LAYER_NORM
-  return (fetch_a(i, k) - vec4<f32>(ln_mean[r])) * ln_inv_std[r] * ln_quad(0u, k) + ln_quad(params.K, k);
+  return layer_norm4(r, fetch_a(i, k), k);
 #else
   return fetch_a(i, k);
 #endif
@@ -118,47 +108,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let k_quads = (params.K + 3u) / 4u;
 
 #if A_LAYER_NORM
-  for (var r = 0u; r < ROWS; r++) {
-    var s = 0.0;
-    for (var q = flat; r < params.M && q < k_quads; q += 256u) {
-      let v = fetch_a(offsets.x + r * params.K + q * 4u, q * 4u);
-      s += (v.x + v.y) + (v.z + v.w);
-    }
-    partial[r * 256u + flat] = s;
-  }
-  sum_groups(flat, flat, 256u);
-  for (var r = 0u; r < ROWS; r++) {
-    ln_mean[r] = partial[r * 256u] * params.ln_inv_k;
-  }
-  workgroupBarrier();  // every invocation has read the sums before they are overwritten
-  for (var r = 0u; r < ROWS; r++) {
-    var s = 0.0;
-    for (var q = flat; r < params.M && q < k_quads; q += 256u) {
-      let k = q * 4u;
-      let in_row = vec4<u32>(k, k + 1u, k + 2u, k + 3u) < vec4<u32>(params.K);
-      let d = select(vec4<f32>(0.0), fetch_a(offsets.x + r * params.K + k, k) - vec4<f32>(ln_mean[r]), in_row);
-      s += dot(d, d);
-    }
-    partial[r * 256u + flat] = s;
-  }
-  sum_groups(flat, flat, 256u);
-  for (var r = 0u; r < ROWS; r++) {
-    ln_inv_std[r] = 1.0 / sqrt(partial[r * 256u] * params.ln_inv_k + params.ln_epsilon);
-  }
-  workgroupBarrier();  // partial is the products' again
-  if (block_index == 0u) {
-    for (var r = 0u; r < ROWS; r++) {
-      for (var q = flat; r < params.M && q < k_quads; q += 256u) {
-        let k = q * 4u;
-        let y = row_a(r, offsets.x + r * params.K + k, k);
-        for (var j = 0u; j < 4u; j++) {
-          if (k + j < params.K) {
-            normalized[r * params.K + k + j] = y[j];
-          }
-        }
-      }
-    }
-  }
+  layer_norm_statistics(flat, block_index == 0u);
 #endif
 
   var acc: array<f32, ROWS>;
@@ -196,7 +146,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = 0u; r < ROWS; r++) {
     partial[r * 256u + flat] = acc[r];
   }
-  sum_groups(flat, lane, LANES);
+  sum_column_lanes(flat, lane);
 
   if (lane == 0u && n < params.N) {
     let out_base = batch * params.M * params.N;

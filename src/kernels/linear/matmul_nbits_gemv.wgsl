@@ -20,6 +20,9 @@
 // next step's quads first (the planner sets it for 8-bit codes, where it measured faster; 4-bit codes on
 // four rows measured slower: docs/performance.md). SPLIT_OUTPUTS: the columns are written to the blocks of
 // linear/column_split.wgsl.
+// A_LAYER_NORM (a LayerNormalization taken into the product: graph::fuse_layer_norm_into_products): `a` is its
+// X, normalised as it is staged (linear/layer_norm_a.wgsl), and workgroup 0 writes the normalised rows to
+// `normalized`.
 // A_INT8 (4- and 8-bit linear codes, integer zero points, accuracy_level 4; docs/quantized_matmul.md): A is
 // quantised to int8 per block of B (scale max|a| / 127, as ONNX Runtime does at that level) while it is
 // staged, and a word's codes meet it in integer dot products of four bytes (dot4I8Packed: one instruction
@@ -68,8 +71,8 @@ fn a_tile_index(v: u32) -> u32 {
 }
 #endif
 
-// A[r, k .. k + 3] for the tile, zero past K (rows past M are never read).
-fn load_a4(r: u32, k: u32) -> vec4<f32> {
+// A[r, k .. k + 3] as given, zero past K (rows past M are never read).
+fn load_x4(r: u32, k: u32) -> vec4<f32> {
   let row = r * params.K;
 #if A_VEC4
   // K % 4 == 0: k < K means the whole vec4 is inside the row.
@@ -82,6 +85,24 @@ fn load_a4(r: u32, k: u32) -> vec4<f32> {
     }
   }
   return v;
+#endif
+}
+
+#if A_LAYER_NORM
+const LN_THREADS: u32 = WORKGROUP;
+
+fn ln_x4(r: u32, k: u32) -> vec4<f32> {
+  return load_x4(r, k);
+}
+#include "linear/layer_norm_a.wgsl"
+#endif
+
+// A[r, k .. k + 3] for the tile (normalised with A_LAYER_NORM), zero past K.
+fn load_a4(r: u32, k: u32) -> vec4<f32> {
+#if A_LAYER_NORM
+  return layer_norm4(r, load_x4(r, k), k);
+#else
+  return load_x4(r, k);
 #endif
 }
 
@@ -291,6 +312,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     read_n[c] = min(first_n + c * COLS, params.N - 1u);
   }
 
+#if A_LAYER_NORM
+  layer_norm_statistics(flat, group == 0u);
+#endif
   var acc: array<f32, SUMS>;
   for (var k_base = 0u; k_base < params.K; k_base += CHUNK) {  // uniform: the same steps for every thread
     workgroupBarrier();  // the previous chunk's reads are done
