@@ -73,7 +73,8 @@
 #         Gemm of the same shapes.
 # decode_rnn: decoder loops (32 steps) with and without growing dims and respecialized plans; the recurrent
 #         layers against cuDNN; the data-dependent ops (NMS, TopK) against torch / torchvision on CUDA.
-# decode_q4: the cached-cross decoder's step and loop in fp32 and q4 (made there), each carried build.
+# decode_q4: the cached-cross decoder's step and loop in fp32 and q4 (made there), each carried build;
+#         DECODE_Q4_FILES names the files (model, model_q4, model_q4_acc0, model_uint8).
 # decode: A/B of builds (`wgi` and each carried .device/bin/wgi_<variant>) on the decoder loops, with and
 #         without planning ahead, and the steady step; plan_nodes per step (wgi_bench_planning if carried).
 # variant_files: A/B of builds (wgi and each .device/bin/wgi_<variant>, bench/wgsl_variant.sh) on DaViT fp32/fp16,
@@ -884,13 +885,20 @@ elif [[ $mode == decode_q4 ]]; then
     name=bart_decoder_cached_cross_base_opset17
     timeout 120 python3 tests/models/variants_weight_only.py "$models/$name/model.onnx" \
       "$models/$name/model_q4.onnx" --recipe q4 | tail -1
-    # The same codes at accuracy_level 0: A stays float32 in the GEMV (level 4 takes int8 products).
-    timeout 120 python3 tests/models/variants_weight_only.py "$models/$name/model.onnx" \
-      "$models/$name/model_q4_acc0.onnx" --recipe q4 --accuracy-level 0 | tail -1
+    # DECODE_Q4_FILES (default "model model_q4 model_q4_acc0"): model_q4_acc0 is the same codes at
+    # accuracy_level 0 (A stays float32 in the GEMV; level 4 takes int8 products), model_uint8 the dynamic
+    # uint8 file (tests/models/variants_dynamic.py), each made only when named.
+    files=${DECODE_Q4_FILES:-model model_q4 model_q4_acc0}
+    [[ " $files " == *" model_q4_acc0 "* ]] &&
+      timeout 120 python3 tests/models/variants_weight_only.py "$models/$name/model.onnx" \
+        "$models/$name/model_q4_acc0.onnx" --recipe q4 --accuracy-level 0 | tail -1
+    [[ " $files " == *" model_uint8 "* ]] &&
+      timeout 180 python3 tests/models/variants_dynamic.py "$models/$name/model.onnx" \
+        "$models/$name/model_uint8.onnx" --recipe uint8 | tail -1
     set_step_dims "$name"
     for round in 1 2; do
       for build in "${builds[@]}"; do
-        for f in model model_q4 model_q4_acc0; do
+        for f in $files; do
           for m in "--device-inputs --runs 30" "--decode 32 --device-inputs"; do
             stamp "round $round $build $f $m"
             # shellcheck disable=SC2086

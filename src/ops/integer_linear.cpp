@@ -18,11 +18,17 @@
 // write them): the kernel multiplies the exact int32 sum by the float32 multiplier
 // a_scale * b_scale / y_scale per output column / channel, rounds half to even, adds the zero point and
 // saturates, as ONNX Runtime's CPU kernels do.
+//
+// MatMulInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_matmuls; internal_ops.h): dynamic
+// quantization's Cast to float, its Mul by a_scale * b_scale and the bias Add after it, in the kernel's
+// epilogue: f32(sum) * (a_scale * b_scale[n]) (+ bias[n]), the float32 operations of those nodes in their
+// order, so the output equals theirs bit for bit.
 #include <algorithm>
 #include <cstring>
 
 #include "ops/conv/conv.h"
 #include "ops/families.h"
+#include "ops/internal_ops.h"
 #include "ops/kernel_interface.h"
 #include "ops/registry.h"
 
@@ -237,10 +243,51 @@ std::vector<uint32_t> batch_offsets(const IntegerMatMulShapes& s, int64_t b_matr
   return offsets;
 }
 
-// The zero points' strides and QLinearMatMul's requantization.
+// wgi.scaled_output's constants: B's scale per column, then the bias per column (zeros without one).
+struct IntegerRescale {
+  Tensor column_params;
+  bool has_bias = false;
+};
+
+// A float32 constant of 1 or `columns` values (`per_column_only`: exactly `columns`), named by its role.
+const Tensor& rescale_constant(const PlanContext& ctx, size_t i, const char* role, int64_t columns,
+                               bool per_column_only) {
+  const Tensor* t = ctx.has_input(i) ? ctx.constant(i) : nullptr;
+  const bool count_ok = t && (t->element_count() == columns || (!per_column_only && t->element_count() == 1));
+  if (!t || t->dtype() != DType::Float32 || !count_ok) {
+    ctx.fail(std::string(kMatMulIntegerScaledAttribute) + ": input " + std::to_string(i) + " (" + role +
+             ") must be a float32 constant of " + (per_column_only ? "" : "1 or ") + std::to_string(columns) +
+             " values");
+  }
+  return *t;
+}
+
+IntegerRescale resolve_rescale(const PlanContext& ctx, int64_t columns) {
+  if (!ctx.has_input(ScaledIntegerInput::kAScale) ||
+      ctx.input(ScaledIntegerInput::kAScale).dtype != DType::Float32 ||
+      element_count(ctx.input(ScaledIntegerInput::kAScale).shape) != 1) {
+    ctx.fail(std::string(kMatMulIntegerScaledAttribute) + ": input " +
+             std::to_string(ScaledIntegerInput::kAScale) + " (A's scale) must be one float32 value");
+  }
+  const Tensor& b_scale = rescale_constant(ctx, ScaledIntegerInput::kBScale, "B's scale", columns, false);
+  IntegerRescale r;
+  r.has_bias = ctx.has_input(ScaledIntegerInput::kBias);
+  std::vector<float> params(static_cast<size_t>(2 * columns), 0.0f);
+  for (int64_t c = 0; c < columns; ++c)
+    params[static_cast<size_t>(c)] = b_scale.data<float>()[b_scale.element_count() == 1 ? 0 : c];
+  if (r.has_bias) {
+    const Tensor& bias = rescale_constant(ctx, ScaledIntegerInput::kBias, "bias", columns, true);
+    std::copy(bias.data<float>().begin(), bias.data<float>().end(), params.begin() + columns);
+  }
+  r.column_params = float_tensor(params);
+  return r;
+}
+
+// The zero points' strides, QLinearMatMul's requantization or wgi.scaled_output's rescale.
 struct IntegerMatMulQuantization {
   uint32_t a_zp_stride = 0, b_zp_stride = 0;
   std::optional<Requantization> requant;
+  std::optional<IntegerRescale> rescale;
 };
 
 void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
@@ -248,14 +295,15 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   const int64_t m = s.m, n = s.n, k = s.k, batches = s.batches;
   const uint32_t a_zp_stride = quant.a_zp_stride, b_zp_stride = quant.b_zp_stride;
   const std::optional<Requantization>& requant = quant.requant;
+  const std::optional<IntegerRescale>& rescale = quant.rescale;
   const Tensor* b_const = ctx.constant(in.b);
   const int64_t k_words = std::max<int64_t>(1, (k + 3) / 4);
   const int64_t b_matrix = b_const ? n * k_words : k * n;
   const std::vector<uint32_t> offsets = batch_offsets(s, b_matrix);
 
   KernelLaunch launch;
-  launch.program.label =
-      std::string(in.qlinear ? "qlinear_matmul" : "matmul_integer") + (b_const ? "_packed" : "");
+  launch.program.label = std::string(in.qlinear ? "qlinear_matmul" : "matmul_integer") +
+                         (b_const ? "_packed" : "") + (rescale ? "_scaled" : "");
   if (b_const) {
     const int64_t b_batches = element_count(s.b_batch);
     const uint8_t* bytes = raw_bytes(*b_const);
@@ -279,7 +327,12 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
     // a_scale * b_scale / y_scale per column
     iface.read("multipliers", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
   }
-  iface.read_write("out", "i32", TensorRef::output(0))
+  if (rescale) {
+    plan.constants.push_back(rescale->column_params);
+    iface.read("a_scale", "f32", TensorRef::input(ScaledIntegerInput::kAScale))
+        .read("column_params", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+  }
+  iface.read_write("out", rescale ? "f32" : "i32", TensorRef::output(0))
       .uniforms({{"m", UniformType::U32},
                  {"n", UniformType::U32},
                  {"k", UniformType::U32},
@@ -295,7 +348,9 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl",
                                         {{"B_PACKED", b_const ? "1" : "0"},
                                          {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"},
-                                         {"QLINEAR", in.qlinear ? "1" : "0"}});
+                                         {"QLINEAR", in.qlinear ? "1" : "0"},
+                                         {"SCALED", rescale ? "1" : "0"},
+                                         {"SCALED_BIAS", rescale && rescale->has_bias ? "1" : "0"}});
   iface.bind(launch);
   launch.uniform = iface.values()
                        .u32("m", static_cast<uint32_t>(m))
@@ -325,9 +380,14 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   quant.b_zp_stride = zero_point_stride(ctx, in.b_zp, in.b, "B's zero point", s.n, "column of B");
   if (in.qlinear)
     quant.requant = resolve_requantization(ctx, in.a_scale, in.b_scale, in.y_scale, in.y_zp, s.n);
+  if (!in.qlinear && ctx.node.attributes.get_int(kMatMulIntegerScaledAttribute, 0) != 0)
+    quant.rescale = resolve_rescale(ctx, s.n);
 
   OpPlan plan;
-  plan.outputs.push_back({quant.requant ? quant.requant->out_type : DType::Int32, s.out_shape});
+  plan.outputs.push_back({quant.requant   ? quant.requant->out_type
+                          : quant.rescale ? DType::Float32
+                                          : DType::Int32,
+                          s.out_shape});
   if (s.m == 0 || s.n == 0 || s.batches == 0) return plan;
   add_integer_matmul_launch(ctx, in, s, quant, plan);
   return plan;

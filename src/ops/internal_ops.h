@@ -61,6 +61,11 @@ inline constexpr const char* kMatMulWindowsOutAttribute = "wgi.windows_out";
 // epsilon this attribute, and the normalised X (its Y, which other nodes read) the product's last output.
 inline constexpr const char* kMatMulLayerNormEpsilonAttribute = "wgi.layer_norm_epsilon";
 
+// MatMulInteger with dynamic quantization's rescale taken in (graph::fuse_dynamically_quantized_matmuls):
+// = 1 when its output is float32 f32(sum) * (a_scale * b_scale[n]) (+ bias[n]), ScaledIntegerInput's inputs
+// (integer_linear.cpp).
+inline constexpr const char* kMatMulIntegerScaledAttribute = "wgi.scaled_output";
+
 // wgi's Attention (src/ops/attention.cpp says what each means).
 inline constexpr const char* kAttentionScaleAttribute = "scale";
 inline constexpr const char* kAttentionScaleDividesAttribute = "scale_divides";
@@ -115,6 +120,12 @@ struct ChannelsLastConvInput {
   static constexpr size_t kImageTarget = 4;   // the first Reshape's target, [B, C, H, W] (optional)
   static constexpr size_t kTokensTarget = 5;  // the second Reshape's target, [B, C, Ho * Wo] (optional)
   static constexpr size_t kCount = 6;
+};
+// MatMulInteger with wgi.scaled_output: after its own four, A's scale (a float32 scalar,
+// DynamicQuantizeLinear's second output, computed on the GPU), B's scale (a float32 constant, one value or
+// one per column) and the bias (a float32 constant [N], optional).
+struct ScaledIntegerInput {
+  static constexpr size_t kAScale = 4, kBScale = 5, kBias = 6;
 };
 // A MatMul's fused LayerNormalization (wgi.layer_norm_epsilon): its scale and bias, after the residual slot.
 struct LayerNormInput {

@@ -19,6 +19,7 @@
 #include "gpu/uniform.h"
 #include "kernels/wgsl_library.h"
 #include "onnxruntime_reference.h"
+#include "ops/internal_ops.h"
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
 #include "support/reference_integer.h"
@@ -352,6 +353,71 @@ TEST(Quantize, MatMulIntegerIsExact) {
   }
 }
 
+// MatMulInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_matmuls): the exact int32 product,
+// then f32(sum) * (a_scale * b_scale[n]) (+ bias[n]) in float32, the operations of the Cast, Mul and Add it
+// replaces; against those computed on the host in float32 from the exact sums (|sum| < 2^24 here, so the
+// conversion is exact). The GPU may contract the multiply and the bias add into one FMA (one rounding instead
+// of two): half an ULP of the result's magnitude apart at most, so one ULP is allowed; anything else (a wrong
+// scale, column or zero point) is off by far more.
+TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
+  struct ScaledCase {
+    Shape a;
+    int64_t n;
+    DType b_type;
+    bool b_scale_per_column, bias;
+  };
+  uint64_t seed = 80;
+  for (const ScaledCase& c : {ScaledCase{{1, 40}, 24, DType::UInt8, false, true},
+                              ScaledCase{{2, 3, 37}, 33, DType::Int8, true, true},
+                              ScaledCase{{5, 64}, 7, DType::UInt8, true, false}}) {
+    const int64_t k = c.a.back(), m = element_count(c.a) / k;
+    SCOPED_TRACE(shape_to_string(c.a) + " N " + std::to_string(c.n));
+    const Tensor a = random_8bit(DType::UInt8, c.a, seed++);
+    const Tensor b = random_8bit(c.b_type, {k, c.n}, seed++);
+    const Tensor a_zp = random_8bit(DType::UInt8, {}, seed++);
+    const Tensor b_zp = random_8bit(c.b_type, {c.n}, seed++);
+    const Tensor a_scale = Tensor::from_vector<float>({}, {0.0173f});
+    const Tensor b_scale = test::random_tensor({c.b_scale_per_column ? c.n : 1}, seed++, 1e-3f, 2e-2f);
+    const Tensor bias = test::random_tensor({c.n}, seed++);
+    ops::NodeInfo n = node("MatMulInteger", 10);
+    n.attributes.set(ops::kMatMulIntegerScaledAttribute, int64_t{1});
+    Inputs in = {NodeInput{a},          NodeInput{b, true}, NodeInput{a_zp},
+                 NodeInput{b_zp, true}, NodeInput{a_scale}, NodeInput{b_scale, true}};
+    if (c.bias) in.push_back(NodeInput{bias, true});
+    const Tensor sums = test::matmul_integer_reference(Tensor(DType::UInt8, {m, k}, a.bytes()), b,
+                                                       zp_values(in[2]), zp_values(in[3]));
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_EQ(plan.launches[0].program.label, "matmul_integer_packed_scaled");
+    const auto y = run(n, in);
+    ASSERT_EQ(y.at(0).dtype(), DType::Float32);
+    Shape out_shape = c.a;
+    out_shape.back() = c.n;
+    ASSERT_EQ(y.at(0).shape(), out_shape);
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < m * c.n; ++i) {
+      const int64_t col = i % c.n;
+      const float scale = a_scale.data<float>()[0] * b_scale.data<float>()[c.b_scale_per_column ? col : 0];
+      float want = static_cast<float>(sums.data<int32_t>()[i]) * scale;
+      if (c.bias) want = want + bias.data<float>()[col];
+      const float got = y[0].data<float>()[i];
+      nonzero += want != 0.0f;
+      ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-23f)
+          << "element " << i << ": " << got << ", want " << want;
+    }
+    EXPECT_GT(nonzero, 0);
+  }
+  // B's scale must be a constant (it goes into the kernel's column constants).
+  ops::NodeInfo n = node("MatMulInteger", 10);
+  n.attributes.set(ops::kMatMulIntegerScaledAttribute, int64_t{1});
+  const Tensor a = random_8bit(DType::UInt8, {2, 8}, 90), b = random_8bit(DType::UInt8, {8, 4}, 91);
+  EXPECT_NE(run_error(n, {NodeInput{a}, NodeInput{b, true}, std::nullopt, std::nullopt,
+                          NodeInput{Tensor::from_vector<float>({}, {0.5f})},
+                          NodeInput{Tensor::from_vector<float>({}, {0.5f})}})
+                .find("input 5 (B's scale) must be a float32 constant of 1 or 4 values"),
+            std::string::npos);
+}
+
 TEST(Quantize, MatMulIntegerWrapsLikeInt32) {
   // 255 * 255 * 40000 > 2^31: ONNX Runtime's int32 accumulator wraps, and so does wgi's (no float, no clamp).
   const int64_t k = 40000;
@@ -558,6 +624,41 @@ TEST_P(QuantizedModelTest, AgreesWithOnnxRuntime) {
   auto result = test::close_in_l2(got.at(y), ref64, GetParam().max_relative_l2);
   EXPECT_TRUE(result) << GetParam().file;
   std::cerr << "[ " << GetParam().file << ": " << result.message() << " ]\n";
+}
+
+// The rescale taken into the products (graph::fuse_dynamically_quantized_matmuls): each fused product loses
+// its Cast, its Mul and its scale product's Mul (and its bias Add where it has one), so the fused session
+// plans at least 3 dispatches fewer per fused product; its outputs against the session with the pass off
+// within the model's tolerance against onnxruntime (the same float32 operations; a contracted FMA can move
+// a later activation's quantization by one step, as in AgreesWithOnnxRuntime).
+TEST(QuantizedModel, RescaleInsideTheProductsSavesTheirLaunches) {
+  namespace fs = std::filesystem;
+  const fs::path data = WGI_TEST_DATA_DIR;
+  // Every product but the first, which the files expose as an output (tests/models/variants_dynamic.py).
+  struct Fused {
+    QuantizedModel model;
+    int products;
+  };
+  for (const Fused& f : {Fused{{"tiny_transformer_uint8.onnx", "tiny_transformer_opset17"}, 3},
+                         Fused{{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2}, 20}}) {
+    const QuantizedModel& c = f.model;
+    SCOPED_TRACE(c.file);
+    SessionOptions unfused_options;
+    unfused_options.disabled_passes = {"fuse_dynamically_quantized_matmuls"};
+    Session fused = Session::from_file(data / "quantized" / c.file);
+    Session unfused = Session::from_file(data / "quantized" / c.file, unfused_options);
+    std::map<std::string, Tensor> inputs;
+    for (const TensorInfo& info : fused.inputs())
+      inputs[info.name] = npy::load(data / "models" / c.input_folder / ("input_" + info.name + ".npy"));
+    const std::string y = fused.outputs().front().name;
+    const Tensor got = fused.run(inputs).at(y), want = unfused.run(inputs).at(y);
+    test::Float64Array want64{want.shape(),
+                              std::vector<double>(want.data<float>().begin(), want.data<float>().end())};
+    EXPECT_TRUE(test::close_in_l2(got, want64, c.max_relative_l2));
+    EXPECT_GE(unfused.stats().plans.dispatches, fused.stats().plans.dispatches + 3 * f.products);
+    std::cerr << "[ " << c.file << ": " << fused.stats().plans.dispatches << " dispatches fused ("
+              << f.products << " products), " << unfused.stats().plans.dispatches << " unfused ]\n";
+  }
 }
 
 TEST(QuantizedModel, WeightsTakeAQuarterOfTheirFloatSize) {

@@ -2,6 +2,7 @@
 // checked end to end by the model tests on the GPU.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -418,6 +419,51 @@ TEST(Passes, FuseLayerNormIntoMatMulNBitsOfAQ4Decoder) {
     EXPECT_GE(n.outputs.size(), 2u);
   }
   EXPECT_EQ(fused, layer_norms);
+}
+
+// A uint8 export of the decoder (tests/models/variants_dynamic.py, as ONNX Runtime's quantize_dynamic writes
+// it): each MatMulInteger whose product is not exposed takes its Cast, its Mul by a_scale * b_scale and its
+// bias Add in (wgi.scaled_output, ScaledIntegerInput's inputs); the scale products' Muls go dead with them.
+// The first product, a graph output (--expose-integers), stays as it is; so does one whose Cast output is
+// read elsewhere.
+TEST(Passes, FuseDynamicallyQuantizedMatMulsOfAUint8Decoder) {
+  const std::filesystem::path file =
+      std::filesystem::path(WGI_TEST_DATA_DIR) / "quantized" / "bart_decoder_tiny_uint8.onnx";
+  const auto producer_op = [](const Graph& g, ValueId v) {
+    for (const Node& n : g.nodes)
+      if (std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end()) return n.info.op_type;
+    return std::string();
+  };
+  const auto fuse = [&](bool expose_a_cast) {
+    Graph g = onnx::import_model_file(file);
+    const int products = count_ops(g, "MatMulInteger");
+    const int casts = count_ops(g, "Cast");
+    if (expose_a_cast) {
+      for (const Node& n : g.nodes) {
+        if (n.info.op_type == "Cast" && producer_op(g, n.inputs[0]) == "MatMulInteger" &&
+            std::find(g.outputs.begin(), g.outputs.end(), n.inputs[0]) == g.outputs.end()) {
+          g.outputs.push_back(n.outputs[0]);
+          break;
+        }
+      }
+    }
+    PassReport r = optimize(g, ops::builtin_registry());
+    const int fused = r.count("fuse_dynamically_quantized_matmuls");
+    EXPECT_EQ(count_ops(g, "MatMulInteger"), products);
+    EXPECT_EQ(casts - count_ops(g, "Cast"), fused) << r.summary();
+    for (const Node& n : g.nodes) {
+      if (n.info.op_type != "MatMulInteger" || !n.info.attributes.has(ops::kMatMulIntegerScaledAttribute))
+        continue;
+      EXPECT_GE(n.inputs.size(), ops::ScaledIntegerInput::kBScale + 1);
+      EXPECT_EQ(producer_op(g, n.inputs[ops::ScaledIntegerInput::kAScale]), "DynamicQuantizeLinear");
+      EXPECT_TRUE(g.value(n.inputs[ops::ScaledIntegerInput::kBScale]).constant.has_value());
+    }
+    return std::pair{products, fused};
+  };
+  const auto [products, fused] = fuse(false);
+  EXPECT_EQ(products, 21);
+  EXPECT_EQ(fused, products - 1);  // all but the exposed product
+  EXPECT_EQ(fuse(true).second, fused - 1);
 }
 
 // Not taken in: a LayerNormalization over another axis, one whose Mean output is read, one read only by a
@@ -1594,7 +1640,8 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
       pass_names(),
       "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, "
       "compute_float16_in_float32, fold_batch_norms, "
-      "fuse_bias_adds, fold_scales_into_weights, read_windows_in_place, write_windows_in_place, "
+      "fuse_bias_adds, fuse_dynamically_quantized_matmuls, fold_scales_into_weights, read_windows_in_place, "
+      "write_windows_in_place, "
       "fuse_residual_adds, fuse_gelu, "
       "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
       "read_split_heads, write_attention_transposed, merge_sibling_products, fuse_layer_norm_into_products, "

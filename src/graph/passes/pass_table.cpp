@@ -61,6 +61,12 @@ const std::vector<PassInfo>& pass_table() {
        "the bias must be a constant; the window MatMuls keep their bias, and the residual fusion takes input "
        "3 "
        "after it"},
+      {"fuse_dynamically_quantized_matmuls",
+       "dynamically quantized products rescaled in place",
+       without_registry<fuse_dynamically_quantized_matmuls>,
+       {"fold_constants"},
+       {},
+       "the weight's scale and the bias must be constants (a Transpose of a weight folded first)"},
       {"fold_scales_into_weights",
        "scalar Muls folded into weights",
        without_registry<fold_scales_into_weights>,
