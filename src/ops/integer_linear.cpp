@@ -290,6 +290,28 @@ struct IntegerMatMulQuantization {
   std::optional<IntegerRescale> rescale;
 };
 
+// The bindings and uniforms both matrix kernels' epilogues read (quantize/integer_epilogue.wgsl): QLINEAR's
+// multipliers, SCALED's A scale and column constants; and their defines.
+void bind_integer_epilogue(const IntegerMatMulQuantization& quant, KernelInterface& iface, OpPlan& plan) {
+  if (quant.requant) {
+    plan.constants.push_back(float_tensor(quant.requant->multipliers));
+    // a_scale * b_scale / y_scale per column
+    iface.read("multipliers", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+  }
+  if (quant.rescale) {
+    plan.constants.push_back(quant.rescale->column_params);
+    iface.read("a_scale", "f32", TensorRef::input(ScaledIntegerInput::kAScale))
+        .read("column_params", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+  }
+}
+
+void add_integer_epilogue_defines(const MatMulInputs& in, const IntegerMatMulQuantization& quant,
+                                  kernels::Defines& defines) {
+  defines["QLINEAR"] = in.qlinear ? "1" : "0";
+  defines["SCALED"] = quant.rescale ? "1" : "0";
+  defines["SCALED_BIAS"] = quant.rescale && quant.rescale->has_bias ? "1" : "0";
+}
+
 void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
                                const IntegerMatMulQuantization& quant, OpPlan& plan) {
   const int64_t m = s.m, n = s.n, k = s.k, batches = s.batches;
@@ -322,16 +344,7 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
       .read("a_zero_point", "i32", zero_point_ref(ctx, in.a_zp))
       .read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
       .read("batch_offsets", "u32", offsets_ref);  // per batch: A's, B's element offset
-  if (requant) {
-    plan.constants.push_back(float_tensor(requant->multipliers));
-    // a_scale * b_scale / y_scale per column
-    iface.read("multipliers", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
-  }
-  if (rescale) {
-    plan.constants.push_back(rescale->column_params);
-    iface.read("a_scale", "f32", TensorRef::input(ScaledIntegerInput::kAScale))
-        .read("column_params", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
-  }
+  bind_integer_epilogue(quant, iface, plan);
   iface.read_write("out", rescale ? "f32" : "i32", TensorRef::output(0))
       .uniforms({{"m", UniformType::U32},
                  {"n", UniformType::U32},
@@ -345,12 +358,10 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
                  {"qmax", UniformType::I32},
                  {"_pad0", UniformType::Pad},
                  {"_pad1", UniformType::Pad}});
-  launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl",
-                                        {{"B_PACKED", b_const ? "1" : "0"},
-                                         {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"},
-                                         {"QLINEAR", in.qlinear ? "1" : "0"},
-                                         {"SCALED", rescale ? "1" : "0"},
-                                         {"SCALED_BIAS", rescale && rescale->has_bias ? "1" : "0"}});
+  kernels::Defines defines = {{"B_PACKED", b_const ? "1" : "0"},
+                              {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"}};
+  add_integer_epilogue_defines(in, quant, defines);
+  launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl", defines);
   iface.bind(launch);
   launch.uniform = iface.values()
                        .u32("m", static_cast<uint32_t>(m))
@@ -373,6 +384,117 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   plan.launches.push_back(std::move(launch));
 }
 
+constexpr int64_t kIntegerGemvMaxRows = 8;
+constexpr uint32_t kIntegerGemvWorkgroup = 128;  // integer_gemv.wgsl's
+// Grids below this many workgroups give a column more lanes (as the quantized GEMV's rule, matmul_nbits.cpp).
+constexpr int64_t kIntegerGemvMinWorkgroups = 256;
+
+// integer_gemv.wgsl over `rows` rows of A (its batch dims folded in) against the constant B [K, N], its bytes
+// packed per column four a word, flipped to unsigned where B is int8, with their column sums.
+void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
+                             int64_t rows, const IntegerMatMulQuantization& quant, OpPlan& plan) {
+  const int64_t n = s.n, k = s.k, k_words = std::max<int64_t>(1, (k + 3) / 4);
+  const bool a_signed = ctx.input(in.a).dtype == DType::Int8, b_signed = ctx.input(in.b).dtype == DType::Int8;
+  const uint8_t flip = b_signed ? 0x80 : 0x00;
+  const uint8_t* bytes = raw_bytes(*ctx.constant(in.b));
+  plan.constants.push_back(pack_rows(1, n, k, [&](int64_t, int64_t col, int64_t i) {
+    return static_cast<uint8_t>(bytes[i * n + col] ^ flip);
+  }));
+  std::vector<int32_t> column_sums(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t col = 0; col < n; ++col) {
+      column_sums[static_cast<size_t>(col)] += static_cast<uint8_t>(bytes[i * n + col] ^ flip);
+    }
+  }
+  plan.constants.push_back(Tensor::from_vector<int32_t>({n}, column_sums));
+
+  // Lanes per column: 4, doubled while the grid has fewer than kIntegerGemvMinWorkgroups workgroups and each
+  // lane keeps two or more words.
+  int64_t lanes = 4;
+  while (lanes < 64 &&
+         ceil_div(n, static_cast<int64_t>(kIntegerGemvWorkgroup) / lanes) < kIntegerGemvMinWorkgroups &&
+         2 * lanes * 2 <= k_words)
+    lanes *= 2;
+  const uint32_t tiles =
+      static_cast<uint32_t>(ceil_div(n, static_cast<int64_t>(kIntegerGemvWorkgroup) / lanes));
+  const int64_t bound = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(rows)));
+
+  KernelLaunch launch;
+  launch.program.label = std::string(in.qlinear ? "qlinear_gemv" : "matmul_integer_gemv") + "_r" +
+                         std::to_string(bound) + "_l" + std::to_string(lanes) +
+                         (quant.rescale ? "_scaled" : "") +
+                         (ctx.caps.features.packed_int8_dot ? "_dot4" : "");
+  KernelInterface iface;
+  iface.read("a", "i32", TensorRef::input(static_cast<uint32_t>(in.a)))
+      .read("b", "u32", TensorRef::constant(0))
+      .read("a_zero_point", "i32", zero_point_ref(ctx, in.a_zp))
+      .read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
+      .read("column_sums", "u32", TensorRef::constant(1));  // sum over K of B's unsigned bytes per column
+  bind_integer_epilogue(quant, iface, plan);
+  iface.read_write("out",
+                   quant.requant   ? "i32"
+                   : quant.rescale ? "f32"
+                                   : "i32",
+                   TensorRef::output(0))
+      .uniforms({{"m", UniformType::U32},
+                 {"n", UniformType::U32},
+                 {"k", UniformType::U32},
+                 {"k_words", UniformType::U32},
+                 {"a_zp_stride", UniformType::U32},
+                 {"b_zp_stride", UniformType::U32},
+                 {"a_offset", UniformType::U32},  // 128 where A is int8: its zero point on unsigned bytes
+                 {"b_offset", UniformType::U32},
+                 {"tiles", UniformType::U32},
+                 {"multiplier_stride", UniformType::U32},
+                 {"y_zero_point", UniformType::I32},
+                 {"qmin", UniformType::I32},
+                 {"qmax", UniformType::I32}});
+  kernels::Defines defines = {{"ROWS", std::to_string(bound)},
+                              {"LANES", std::to_string(lanes)},
+                              {"A_FLIP", a_signed ? "1" : "0"},
+                              {"B_SIGNED", b_signed ? "1" : "0"},
+                              {"PACKED_DOT", ctx.caps.features.packed_int8_dot ? "1" : "0"}};
+  add_integer_epilogue_defines(in, quant, defines);
+  launch.program.wgsl = iface.load_wgsl("quantize/integer_gemv.wgsl", defines);
+  iface.bind(launch);
+  const std::optional<Requantization>& requant = quant.requant;
+  launch.uniform = iface.values()
+                       .u32("m", static_cast<uint32_t>(rows))
+                       .u32("n", static_cast<uint32_t>(n))
+                       .u32("k", static_cast<uint32_t>(k))
+                       .u32("k_words", static_cast<uint32_t>(k_words))
+                       .u32("a_zp_stride", quant.a_zp_stride)
+                       .u32("b_zp_stride", quant.b_zp_stride)
+                       .u32("a_offset", a_signed ? 128 : 0)
+                       .u32("b_offset", b_signed ? 128 : 0)
+                       .u32("tiles", tiles)
+                       .u32("multiplier_stride", 1)
+                       .i32("y_zero_point", requant ? requant->zero_point : 0)
+                       .i32("qmin", requant ? requant->qmin : 0)
+                       .i32("qmax", requant ? requant->qmax : 0)
+                       .bytes();
+  launch.groups = gpu::fold_workgroups(tiles, ctx.caps.limits.max_compute_workgroups_per_dimension);
+  plan.launches.push_back(std::move(launch));
+}
+
+// The GEMV for a constant 2-D B and at most kIntegerGemvMaxRows rows of A (its batch dims folded in; a zero
+// point per row of A only without batch dims), else the 32x32 tile kernel; wgi.kernel "gemv" or "tiled"
+// forces one (an error where the GEMV cannot run the product).
+bool integer_gemv_applies(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
+                          const IntegerMatMulQuantization& quant, int64_t rows) {
+  const std::string forced = ctx.node.attributes.get_string(kForcedKernelAttribute, "");
+  if (!forced.empty() && forced != "gemv" && forced != "tiled")
+    ctx.fail("attribute " + std::string(kForcedKernelAttribute) + " = '" + forced +
+             "' is unknown: gemv or tiled");
+  const bool possible = ctx.constant(in.b) && s.b_batch.empty() && rows <= kIntegerGemvMaxRows &&
+                        (quant.a_zp_stride == 0 || s.batches == 1);
+  if (forced == "gemv" && !possible)
+    ctx.fail("the gemv kernel takes a constant 2-D B and at most " + std::to_string(kIntegerGemvMaxRows) +
+             " rows of A (a zero point per row only without batch dims); this product has " +
+             std::to_string(rows) + " rows");
+  return possible && forced != "tiled";
+}
+
 OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   const IntegerMatMulShapes s = integer_matmul_shapes(ctx, in);
   IntegerMatMulQuantization quant;
@@ -389,7 +511,11 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
                                           : DType::Int32,
                           s.out_shape});
   if (s.m == 0 || s.n == 0 || s.batches == 0) return plan;
-  add_integer_matmul_launch(ctx, in, s, quant, plan);
+  if (const int64_t rows = s.batches * s.m; integer_gemv_applies(ctx, in, s, quant, rows)) {
+    add_integer_gemv_launch(ctx, in, s, rows, quant, plan);
+  } else {
+    add_integer_matmul_launch(ctx, in, s, quant, plan);
+  }
   return plan;
 }
 

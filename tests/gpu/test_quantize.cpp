@@ -353,6 +353,62 @@ TEST(Quantize, MatMulIntegerIsExact) {
   }
 }
 
+// The GEMV for a few rows (integer_gemv.wgsl: bytes taken unsigned, the zero points' terms added from A's and
+// B's sums; with and without packed dot products) against the exact reference, as the tile kernel forced on
+// the same product: every mix of
+// uint8 and int8, zero points none / per tensor / per row / per column at both ends of the range, one to
+// eight rows, A's batch dims folded in, K not a multiple of 4 and K over several staged chunks, N unaligned.
+TEST(Quantize, MatMulIntegerGemvIsExact) {
+  const MatMulCase cases[] = {
+      {{1, 37}, {37, 23}, DType::UInt8, DType::UInt8, 1, 1, true},
+      {{3, 64}, {64, 70}, DType::UInt8, DType::Int8, 2, 2, true},
+      {{2, 3, 45}, {45, 33}, DType::Int8, DType::Int8, 1, 2, true},
+      {{8, 30}, {30, 129}, DType::Int8, DType::UInt8, 2, 0, true},
+      {{5, 1}, {1, 7}, DType::UInt8, DType::UInt8, 0, 1, true},
+      {{1, 4500}, {4500, 9}, DType::UInt8, DType::Int8, 1, 2, true},
+      {{2, 2100}, {2100, 5}, DType::Int8, DType::UInt8, 2, 1, true},
+  };
+  uint64_t seed = 150;
+  for (const MatMulCase& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.a) + " x " + shape_to_string(c.b));
+    const Tensor a = random_8bit(c.a_type, c.a, seed++);
+    const Tensor b = random_8bit(c.b_type, c.b, seed++);
+    const int64_t m = c.a[c.a.size() - 2], n = c.b.back();
+    Inputs in = {NodeInput{a}, NodeInput{b, true}, std::nullopt, std::nullopt};
+    if (c.a_zp) in[2] = NodeInput{random_8bit(c.a_type, c.a_zp == 1 ? Shape{} : Shape{m}, seed++)};
+    if (c.b_zp) in[3] = NodeInput{random_8bit(c.b_type, c.b_zp == 1 ? Shape{} : Shape{n}, seed++), true};
+    const Tensor want = test::matmul_integer_reference(a, b, zp_values(in[2]), zp_values(in[3]));
+    // "gemv_bytes": the GEMV planned as for a device without WGSL's packed 4x8 dot products (byte by byte).
+    for (const std::string kernel : {"gemv", "gemv_bytes", "tiled"}) {
+      ops::NodeInfo n_node = node("MatMulInteger", 10);
+      n_node.attributes.set(ops::kForcedKernelAttribute, kernel == "tiled" ? kernel : std::string("gemv"));
+      runtime::NodeRunOptions options;
+      options.capabilities = test::device().capabilities();
+      if (kernel == "gemv_bytes") options.capabilities->features.packed_int8_dot = false;
+      const ops::OpPlan plan = runtime::plan_node(*options.capabilities, n_node, in);
+      ASSERT_EQ(plan.launches.size(), 1u);
+      const std::string& label = plan.launches[0].program.label;
+      EXPECT_EQ(label.find("gemv") != std::string::npos, kernel != "tiled") << label;
+      EXPECT_EQ(label.find("_dot4") != std::string::npos,
+                kernel == "gemv" && test::device().features().packed_int8_dot)
+          << label;
+      EXPECT_TRUE(identical(runtime::run_node(test::device(), n_node, in, options).at(0), want)) << kernel;
+    }
+  }
+  // Where it cannot run: a per-row zero point of A with batch dims, a runtime B, more than 8 rows.
+  const Tensor a = random_8bit(DType::UInt8, {2, 3, 8}, 170), b = random_8bit(DType::UInt8, {8, 4}, 171);
+  ops::NodeInfo forced = node("MatMulInteger", 10);
+  forced.attributes.set(ops::kForcedKernelAttribute, std::string("gemv"));
+  EXPECT_NE(
+      run_error(forced, {NodeInput{a}, NodeInput{b, true}, NodeInput{random_8bit(DType::UInt8, {3}, 172)}})
+          .find("the gemv kernel takes a constant 2-D B and at most 8 rows of A"),
+      std::string::npos);
+  EXPECT_NE(run_error(forced, {NodeInput{a}, NodeInput{b}}).find("the gemv kernel takes"), std::string::npos);
+  EXPECT_NE(run_error(forced, {NodeInput{random_8bit(DType::UInt8, {9, 8}, 173)}, NodeInput{b, true}})
+                .find("this product has 9 rows"),
+            std::string::npos);
+}
+
 // MatMulInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_matmuls): the exact int32 product,
 // then f32(sum) * (a_scale * b_scale[n]) (+ bias[n]) in float32, the operations of the Cast, Mul and Add it
 // replaces; against those computed on the host in float32 from the exact sums (|sum| < 2^24 here, so the
@@ -369,7 +425,7 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
   uint64_t seed = 80;
   for (const ScaledCase& c : {ScaledCase{{1, 40}, 24, DType::UInt8, false, true},
                               ScaledCase{{2, 3, 37}, 33, DType::Int8, true, true},
-                              ScaledCase{{5, 64}, 7, DType::UInt8, true, false}}) {
+                              ScaledCase{{5, 64}, 7, DType::UInt8, true, false}}) {  // all on both kernels
     const int64_t k = c.a.back(), m = element_count(c.a) / k;
     SCOPED_TRACE(shape_to_string(c.a) + " N " + std::to_string(c.n));
     const Tensor a = random_8bit(DType::UInt8, c.a, seed++);
@@ -386,26 +442,32 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
     if (c.bias) in.push_back(NodeInput{bias, true});
     const Tensor sums = test::matmul_integer_reference(Tensor(DType::UInt8, {m, k}, a.bytes()), b,
                                                        zp_values(in[2]), zp_values(in[3]));
-    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
-    ASSERT_EQ(plan.launches.size(), 1u);
-    EXPECT_EQ(plan.launches[0].program.label, "matmul_integer_packed_scaled");
-    const auto y = run(n, in);
-    ASSERT_EQ(y.at(0).dtype(), DType::Float32);
-    Shape out_shape = c.a;
-    out_shape.back() = c.n;
-    ASSERT_EQ(y.at(0).shape(), out_shape);
-    int64_t nonzero = 0;
-    for (int64_t i = 0; i < m * c.n; ++i) {
-      const int64_t col = i % c.n;
-      const float scale = a_scale.data<float>()[0] * b_scale.data<float>()[c.b_scale_per_column ? col : 0];
-      float want = static_cast<float>(sums.data<int32_t>()[i]) * scale;
-      if (c.bias) want = want + bias.data<float>()[col];
-      const float got = y[0].data<float>()[i];
-      nonzero += want != 0.0f;
-      ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-23f)
-          << "element " << i << ": " << got << ", want " << want;
+    for (const char* kernel : {"gemv", "tiled"}) {
+      SCOPED_TRACE(kernel);
+      n.attributes.set(ops::kForcedKernelAttribute, std::string(kernel));
+      const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
+      ASSERT_EQ(plan.launches.size(), 1u);
+      EXPECT_TRUE(plan.launches[0].program.label.starts_with(
+          std::string(kernel) == "gemv" ? "matmul_integer_gemv" : "matmul_integer_packed_scaled"))
+          << plan.launches[0].program.label;
+      const auto y = run(n, in);
+      ASSERT_EQ(y.at(0).dtype(), DType::Float32);
+      Shape out_shape = c.a;
+      out_shape.back() = c.n;
+      ASSERT_EQ(y.at(0).shape(), out_shape);
+      int64_t nonzero = 0;
+      for (int64_t i = 0; i < m * c.n; ++i) {
+        const int64_t col = i % c.n;
+        const float scale = a_scale.data<float>()[0] * b_scale.data<float>()[c.b_scale_per_column ? col : 0];
+        float want = static_cast<float>(sums.data<int32_t>()[i]) * scale;
+        if (c.bias) want = want + bias.data<float>()[col];
+        const float got = y[0].data<float>()[i];
+        nonzero += want != 0.0f;
+        ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-23f)
+            << "element " << i << ": " << got << ", want " << want;
+      }
+      EXPECT_GT(nonzero, 0);
     }
-    EXPECT_GT(nonzero, 0);
   }
   // B's scale must be a constant (it goes into the kernel's column constants).
   ops::NodeInfo n = node("MatMulInteger", 10);

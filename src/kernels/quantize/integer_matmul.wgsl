@@ -1,8 +1,7 @@
 // MatMulInteger and QLinearMatMul (src/ops/integer_linear.cpp): out[b] = (A[b] - a_zp) (B[b] - b_zp) with exact
 // int32 accumulation (wrapping like ONNX Runtime's int32 on overflow), written as int32 or, with QLINEAR,
-// requantized to 8 bits, or with SCALED rescaled to float32 as dynamic quantization's Cast, Mul and bias Add
-// do: f32(sum) * (a_scale * b_scale[n]) (+ bias[n] with SCALED_BIAS; column_params holds the N scales, then
-// the N biases). A is [M, K] per batch, widened to 32 bits per element as the device stores 8-bit
+// requantized to 8 bits, or with SCALED rescaled to float32 (quantize/integer_epilogue.wgsl). A is [M, K] per
+// batch, widened to 32 bits per element as the device stores 8-bit
 // tensors; B is a constant prepacked [N, ceil(K / 4)] words of four K-consecutive bytes (B_PACKED) or a
 // runtime [K, N] widened tensor. a_zp is per tensor (stride 0) or per row of A, b_zp per tensor or per column.
 // Each batch's element offsets into A and B come from a small table (numpy broadcasting resolved when
@@ -10,6 +9,8 @@
 #include "quantize/unpack.wgsl"
 
 #interface
+
+#include "quantize/integer_epilogue.wgsl"
 
 const TM: u32 = 32u;
 const TN: u32 = 32u;
@@ -87,20 +88,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var j = 0u; j < 4u; j++) {
       let c = col0 + 4u * lid.x + j;
       if (r < params.m && c < params.n) {
-#if QLINEAR
-        out[out_base + r * params.n + c] = requantize(acc[i][j], multipliers[c * params.multiplier_stride],
-                                                      params.y_zero_point, params.qmin, params.qmax);
-#else
-#if SCALED
-        var y = f32(acc[i][j]) * (a_scale[0] * column_params[c]);
-#if SCALED_BIAS
-        y += column_params[params.n + c];
-#endif
-        out[out_base + r * params.n + c] = y;
-#else
-        out[out_base + r * params.n + c] = acc[i][j];
-#endif
-#endif
+        store_integer_result(out_base + r * params.n + c, acc[i][j], c);
       }
     }
   }

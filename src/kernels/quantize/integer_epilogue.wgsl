@@ -1,0 +1,22 @@
+// The output of an exact int32 product (MatMulInteger, QLinearMatMul; integer_matmul.wgsl and
+// integer_gemv.wgsl): `acc` for column c written at out[at] as int32, or with QLINEAR requantized to 8 bits,
+// or with SCALED rescaled to float32 as dynamic quantization's Cast, Mul and bias Add do: f32(acc) * (a_scale
+// * b_scale[c]) (+ bias[c] with SCALED_BIAS; column_params holds the N scales, then the N biases).
+// The includer declares `out`, params.n, and the bindings its defines read (multipliers; a_scale and
+// column_params).
+fn store_integer_result(at: u32, acc: i32, c: u32) {
+#if QLINEAR
+  out[at] = requantize(acc, multipliers[c * params.multiplier_stride], params.y_zero_point, params.qmin,
+                       params.qmax);
+#else
+#if SCALED
+  var y = f32(acc) * (a_scale[0] * column_params[c]);
+#if SCALED_BIAS
+  y += column_params[params.n + c];
+#endif
+  out[at] = y;
+#else
+  out[at] = acc;
+#endif
+#endif
+}

@@ -1,0 +1,119 @@
+// MatMulInteger and QLinearMatMul for a handful of rows (a decoder step's products: M <= 8, A's batch dims
+// folded into M) against a constant B prepacked [N, ceil(K / 4)] words of four K-consecutive bytes
+// (src/ops/integer_linear.cpp): the exact int32 sums of (a - a_zp)(b - b_zp), written through
+// quantize/integer_epilogue.wgsl. Bandwidth bound on B, which is read once.
+//
+// The bytes are taken as unsigned: an int8 operand's byte with its top bit flipped is a' = a + 128 (A_FLIP /
+// B_FLIP: the host flips B's bytes when it packs them, the kernel A's as it stages them), its zero point
+// raised by the same 128 (params.a_offset, params.b_offset). With za, zb those zero points and K the reduction
+// length,
+//   sum_k (a'_k - za)(b'_k - zb) = sum_k a'_k b'_k - zb sum_k a'_k - za sum_k b'_k + K za zb,
+// where sum_k b'_k is B's column sum (column_sums, from the host) and the other two sums come four bytes at a
+// time (dot4U8Packed with PACKED_DOT, else byte by byte). All of it in u32 arithmetic modulo 2^32, so the
+// result wraps exactly as the direct int32 sum does. Bytes past K are zero in A's staged words, so they add
+// nothing whatever B's padding holds.
+//
+// A 128-invocation workgroup covers 128 / LANES columns, the LANES threads of a column striding through its
+// words; A's rows are staged in workgroup memory CHUNK words at a time (every column of the workgroup reads
+// them), packed four bytes a word. A column's partial sums meet in a tree in workgroup memory, and its first
+// thread adds the zero-point terms and writes the M results.
+#include "common/dispatch_grid.wgsl"
+#include "quantize/unpack.wgsl"
+
+#interface
+
+#include "quantize/integer_epilogue.wgsl"
+
+const ROWS: u32 = {{ROWS}}u;    // compile-time bound on M: 1, 2, 4 or 8
+const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 64
+const WORKGROUP: u32 = 128u;
+const COLS: u32 = WORKGROUP / LANES;
+const CHUNK: u32 = 1024u / ROWS;  // words of each row staged per step: 4 KiB of A
+const ONES: u32 = 0x01010101u;
+
+var<workgroup> a_words: array<u32, ROWS * CHUNK>;
+var<workgroup> partial: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
+
+// The sum of the four byte products of two words, as unsigned bytes.
+fn byte_dot(a: u32, b: u32) -> u32 {
+#if PACKED_DOT
+  return dot4U8Packed(a, b);
+#else
+  var s = 0u;
+  for (var j = 0u; j < 4u; j++) {
+    s += extractBits(a, 8u * j, 8u) * extractBits(b, 8u * j, 8u);
+  }
+  return s;
+#endif
+}
+
+// Word w of row r of A: elements 4 w .. 4 w + 3 (zero past K) as bytes, flipped to unsigned with A_FLIP.
+fn a_word(r: u32, w: u32) -> u32 {
+  var word = 0u;
+  for (var j = 0u; j < 4u; j++) {
+    let k = 4u * w + j;
+    if (k < params.k) {
+      var byte = u32(a[r * params.k + k]) & 0xFFu;
+#if A_FLIP
+      byte ^= 0x80u;
+#endif
+      word |= byte << (8u * j);
+    }
+  }
+  return word;
+}
+
+@compute @workgroup_size(128, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) flat: u32) {
+  let group = linear_workgroup_index(wid, nwg);
+  if (group >= params.tiles) {
+    return;  // uniform: the whole workgroup leaves together
+  }
+  let lane = flat % LANES;
+  let n = group * COLS + flat / LANES;
+  let read_n = min(n, params.n - 1u);  // columns past N (the last workgroup's) write nothing
+  let zb = u32(b_zero_point[read_n * params.b_zp_stride]) + params.b_offset;
+
+  var sums: array<u32, ROWS>;  // sum a' b' - zb sum a', per row
+  for (var w_base = 0u; w_base < params.k_words; w_base += CHUNK) {  // uniform: the same steps everywhere
+    workgroupBarrier();  // the previous chunk's reads are done
+    let stage = min(CHUNK, params.k_words - w_base);
+    for (var i = flat; i < ROWS * stage; i += WORKGROUP) {
+      let r = i / stage;
+      let w = i % stage;
+      a_words[r * CHUNK + w] = select(0u, a_word(r, w_base + w), r < params.m);
+    }
+    workgroupBarrier();
+    for (var w = lane; w < stage; w += LANES) {
+      let bw = b[read_n * params.k_words + w_base + w];
+      for (var r = 0u; r < ROWS; r++) {
+        let aw = a_words[r * CHUNK + w];
+        sums[r] += byte_dot(aw, bw) - zb * byte_dot(aw, ONES);
+      }
+    }
+  }
+
+  for (var r = 0u; r < ROWS; r++) {
+    partial[r * WORKGROUP + flat] = sums[r];
+  }
+  workgroupBarrier();
+  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
+      for (var r = 0u; r < ROWS; r++) {
+        partial[r * WORKGROUP + flat] += partial[r * WORKGROUP + flat + stride];
+      }
+    }
+    workgroupBarrier();
+  }
+
+  if (lane == 0u && n < params.n) {
+    for (var r = 0u; r < ROWS; r++) {
+      if (r < params.m) {
+        let za = u32(a_zero_point[r * params.a_zp_stride]) + params.a_offset;
+        let acc = partial[r * WORKGROUP + flat] - za * column_sums[n] + params.k * za * zb;
+        store_integer_result(r * params.n + n, i32(acc), n);
+      }
+    }
+  }
+}
