@@ -305,6 +305,38 @@ void bind_integer_epilogue(const IntegerMatMulQuantization& quant, KernelInterfa
   }
 }
 
+// The uniform members both matrix kernels read, then the kernel's own `members`.
+std::vector<UniformMember> integer_product_members(std::vector<UniformMember> members) {
+  std::vector<UniformMember> all = {{"m", UniformType::U32},
+                                    {"n", UniformType::U32},
+                                    {"k", UniformType::U32},
+                                    {"k_words", UniformType::U32},
+                                    {"a_zp_stride", UniformType::U32},
+                                    {"b_zp_stride", UniformType::U32},
+                                    {"multiplier_stride", UniformType::U32},
+                                    {"y_zero_point", UniformType::I32},
+                                    {"qmin", UniformType::I32},
+                                    {"qmax", UniformType::I32}};
+  all.insert(all.end(), members.begin(), members.end());
+  return all;
+}
+
+// Their values for a product of `rows` rows.
+UniformValues& set_integer_product_values(UniformValues& values, int64_t rows, const IntegerMatMulShapes& s,
+                                          const IntegerMatMulQuantization& quant) {
+  const std::optional<Requantization>& requant = quant.requant;
+  return values.u32("m", static_cast<uint32_t>(rows))
+      .u32("n", static_cast<uint32_t>(s.n))
+      .u32("k", static_cast<uint32_t>(s.k))
+      .u32("k_words", static_cast<uint32_t>(std::max<int64_t>(1, (s.k + 3) / 4)))
+      .u32("a_zp_stride", quant.a_zp_stride)
+      .u32("b_zp_stride", quant.b_zp_stride)
+      .u32("multiplier_stride", 1)
+      .i32("y_zero_point", requant ? requant->zero_point : 0)
+      .i32("qmin", requant ? requant->qmin : 0)
+      .i32("qmax", requant ? requant->qmax : 0);
+}
+
 void add_integer_epilogue_defines(const MatMulInputs& in, const IntegerMatMulQuantization& quant,
                                   kernels::Defines& defines) {
   defines["QLINEAR"] = in.qlinear ? "1" : "0";
@@ -315,8 +347,6 @@ void add_integer_epilogue_defines(const MatMulInputs& in, const IntegerMatMulQua
 void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
                                const IntegerMatMulQuantization& quant, OpPlan& plan) {
   const int64_t m = s.m, n = s.n, k = s.k, batches = s.batches;
-  const uint32_t a_zp_stride = quant.a_zp_stride, b_zp_stride = quant.b_zp_stride;
-  const std::optional<Requantization>& requant = quant.requant;
   const std::optional<IntegerRescale>& rescale = quant.rescale;
   const Tensor* b_const = ctx.constant(in.b);
   const int64_t k_words = std::max<int64_t>(1, (k + 3) / 4);
@@ -346,35 +376,14 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
       .read("batch_offsets", "u32", offsets_ref);  // per batch: A's, B's element offset
   bind_integer_epilogue(quant, iface, plan);
   iface.read_write("out", rescale ? "f32" : "i32", TensorRef::output(0))
-      .uniforms({{"m", UniformType::U32},
-                 {"n", UniformType::U32},
-                 {"k", UniformType::U32},
-                 {"k_words", UniformType::U32},
-                 {"a_zp_stride", UniformType::U32},
-                 {"b_zp_stride", UniformType::U32},
-                 {"multiplier_stride", UniformType::U32},
-                 {"y_zero_point", UniformType::I32},
-                 {"qmin", UniformType::I32},
-                 {"qmax", UniformType::I32},
-                 {"_pad0", UniformType::Pad},
-                 {"_pad1", UniformType::Pad}});
+      .uniforms(integer_product_members({{"_pad0", UniformType::Pad}, {"_pad1", UniformType::Pad}}));
   kernels::Defines defines = {{"B_PACKED", b_const ? "1" : "0"},
                               {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"}};
   add_integer_epilogue_defines(in, quant, defines);
   launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl", defines);
   iface.bind(launch);
-  launch.uniform = iface.values()
-                       .u32("m", static_cast<uint32_t>(m))
-                       .u32("n", static_cast<uint32_t>(n))
-                       .u32("k", static_cast<uint32_t>(k))
-                       .u32("k_words", static_cast<uint32_t>(k_words))
-                       .u32("a_zp_stride", a_zp_stride)
-                       .u32("b_zp_stride", b_zp_stride)
-                       .u32("multiplier_stride", 1)
-                       .i32("y_zero_point", requant ? requant->zero_point : 0)
-                       .i32("qmin", requant ? requant->qmin : 0)
-                       .i32("qmax", requant ? requant->qmax : 0)
-                       .bytes();
+  UniformValues values = iface.values();
+  launch.uniform = set_integer_product_values(values, m, s, quant).bytes();
   const auto tiles = [](int64_t v) { return static_cast<uint32_t>((v + 31) / 32); };
   if (tiles(m) > ctx.caps.limits.max_compute_workgroups_per_dimension) {
     ctx.fail("A has " + std::to_string(m) + " rows; wgi's integer kernel takes at most " +
@@ -431,24 +440,10 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
       .read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
       .read("column_sums", "u32", TensorRef::constant(1));  // sum over K of B's unsigned bytes per column
   bind_integer_epilogue(quant, iface, plan);
-  iface.read_write("out",
-                   quant.requant   ? "i32"
-                   : quant.rescale ? "f32"
-                                   : "i32",
-                   TensorRef::output(0))
-      .uniforms({{"m", UniformType::U32},
-                 {"n", UniformType::U32},
-                 {"k", UniformType::U32},
-                 {"k_words", UniformType::U32},
-                 {"a_zp_stride", UniformType::U32},
-                 {"b_zp_stride", UniformType::U32},
-                 {"a_offset", UniformType::U32},  // 128 where A is int8: its zero point on unsigned bytes
-                 {"b_offset", UniformType::U32},
-                 {"tiles", UniformType::U32},
-                 {"multiplier_stride", UniformType::U32},
-                 {"y_zero_point", UniformType::I32},
-                 {"qmin", UniformType::I32},
-                 {"qmax", UniformType::I32}});
+  iface.read_write("out", quant.rescale ? "f32" : "i32", TensorRef::output(0))
+      .uniforms(integer_product_members({{"a_offset", UniformType::U32},  // 128 where A is int8: its zero
+                                         {"b_offset", UniformType::U32},  // point on unsigned bytes
+                                         {"tiles", UniformType::U32}}));
   kernels::Defines defines = {{"ROWS", std::to_string(bound)},
                               {"LANES", std::to_string(lanes)},
                               {"A_FLIP", a_signed ? "1" : "0"},
@@ -457,21 +452,11 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   add_integer_epilogue_defines(in, quant, defines);
   launch.program.wgsl = iface.load_wgsl("quantize/integer_gemv.wgsl", defines);
   iface.bind(launch);
-  const std::optional<Requantization>& requant = quant.requant;
-  launch.uniform = iface.values()
-                       .u32("m", static_cast<uint32_t>(rows))
-                       .u32("n", static_cast<uint32_t>(n))
-                       .u32("k", static_cast<uint32_t>(k))
-                       .u32("k_words", static_cast<uint32_t>(k_words))
-                       .u32("a_zp_stride", quant.a_zp_stride)
-                       .u32("b_zp_stride", quant.b_zp_stride)
+  UniformValues values = iface.values();
+  launch.uniform = set_integer_product_values(values, rows, s, quant)
                        .u32("a_offset", a_signed ? 128 : 0)
                        .u32("b_offset", b_signed ? 128 : 0)
                        .u32("tiles", tiles)
-                       .u32("multiplier_stride", 1)
-                       .i32("y_zero_point", requant ? requant->zero_point : 0)
-                       .i32("qmin", requant ? requant->qmin : 0)
-                       .i32("qmax", requant ? requant->qmax : 0)
                        .bytes();
   launch.groups = gpu::fold_workgroups(tiles, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));

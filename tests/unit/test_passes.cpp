@@ -374,51 +374,40 @@ TEST(Passes, MergeSiblingProductsLeavesLookalikesAlone) {
   EXPECT_EQ(merge("", 5), 5);  // three and two
 }
 
-// A post-LN decoder's LayerNormalizations (the embedding's and three a layer) each taken into the product
-// that reads its output as A: the merged q, k, v product, the cross-attention's q, fc1, the LM head. The
-// product gives the normalised values to the LayerNormalization's other readers (the next residual) as its
-// last output; none is left.
-TEST(Passes, FuseLayerNormIntoProductsOfAnExportedDecoder) {
-  Graph g = onnx::import_model_file(kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx");
+// Every LayerNormalization of a decoder taken into the product that reads its output as A, of type `op`,
+// its scale and bias as inputs `scale_input` and the next (constants), the normalised values as the product's
+// last output for the LayerNormalization's other readers (the next residual).
+void expect_layer_norms_in_products(const std::filesystem::path& file, const std::string& op,
+                                    size_t scale_input) {
+  Graph g = onnx::import_model_file(file);
   const int layer_norms = count_ops(g, "LayerNormalization");
   PassReport r = optimize(g, ops::builtin_registry());
-  EXPECT_EQ(layer_norms, 7);
+  EXPECT_EQ(layer_norms, 7);  // the embedding's and three a layer
   EXPECT_EQ(r.count("fuse_layer_norm_into_products"), layer_norms) << r.summary();
   EXPECT_EQ(count_ops(g, "LayerNormalization"), 0);
   int fused = 0;
   for (const Node& n : g.nodes) {
-    if (!ops::read_linear_attributes(n.info).layer_norm_epsilon) continue;
+    if (!n.info.attributes.has(ops::kMatMulLayerNormEpsilonAttribute)) continue;
     ++fused;
-    EXPECT_EQ(n.info.op_type, "MatMul");
-    ASSERT_EQ(n.inputs.size(), ops::LayerNormInput::kBias + 1);
-    EXPECT_TRUE(g.value(n.inputs[ops::LayerNormInput::kScale]).constant.has_value());
-    EXPECT_TRUE(g.value(n.inputs[ops::LayerNormInput::kBias]).constant.has_value());
+    EXPECT_EQ(n.info.op_type, op);
+    ASSERT_EQ(n.inputs.size(), scale_input + 2);
+    EXPECT_TRUE(g.value(n.inputs[scale_input]).constant.has_value());
+    EXPECT_TRUE(g.value(n.inputs[scale_input + 1]).constant.has_value());
     EXPECT_GE(n.outputs.size(), 2u);
   }
   EXPECT_EQ(fused, layer_norms);
 }
 
-// The q4 export of the self-contained decoder: every LayerNormalization taken into the MatMulNBits that
-// reads it (the merged q, k, v, the cross-attention's q, fc1, the LM head), its scale and bias as inputs 7
-// and 8 after the empty residual slot.
+// A post-LN decoder: the products are the merged q, k, v, the cross-attention's q, fc1 and the LM head.
+TEST(Passes, FuseLayerNormIntoProductsOfAnExportedDecoder) {
+  expect_layer_norms_in_products(kModels / "bart_decoder_cached_cross_tiny_opset17" / "model.onnx", "MatMul",
+                                 ops::LayerNormInput::kScale);
+}
+
+// Its q4 export: MatMulNBits, the scale and bias after the empty residual slot.
 TEST(Passes, FuseLayerNormIntoMatMulNBitsOfAQ4Decoder) {
-  Graph g = onnx::import_model_file(kModels / "variants" / "bart_decoder_tiny_opset17_q4" / "model.onnx");
-  const int layer_norms = count_ops(g, "LayerNormalization");
-  PassReport r = optimize(g, ops::builtin_registry());
-  EXPECT_EQ(layer_norms, 7);
-  EXPECT_EQ(r.count("fuse_layer_norm_into_products"), layer_norms) << r.summary();
-  EXPECT_EQ(count_ops(g, "LayerNormalization"), 0);
-  int fused = 0;
-  for (const Node& n : g.nodes) {
-    if (n.info.op_type != "MatMulNBits" || !ops::read_nbits_attributes(n.info).layer_norm_epsilon) continue;
-    ++fused;
-    ASSERT_EQ(n.inputs.size(), ops::NBitsLayerNormInput::kBias + 1);
-    EXPECT_EQ(n.inputs[ops::kNBitsResidualInput], kNoValue);
-    EXPECT_TRUE(g.value(n.inputs[ops::NBitsLayerNormInput::kScale]).constant.has_value());
-    EXPECT_TRUE(g.value(n.inputs[ops::NBitsLayerNormInput::kBias]).constant.has_value());
-    EXPECT_GE(n.outputs.size(), 2u);
-  }
-  EXPECT_EQ(fused, layer_norms);
+  expect_layer_norms_in_products(kModels / "variants" / "bart_decoder_tiny_opset17_q4" / "model.onnx",
+                                 "MatMulNBits", ops::NBitsLayerNormInput::kScale);
 }
 
 // A uint8 export of the decoder (tests/models/variants_dynamic.py, as ONNX Runtime's quantize_dynamic writes
