@@ -24,6 +24,7 @@
 // epilogue: f32(sum) * (a_scale * b_scale[n]) (+ bias[n]), the float32 operations of those nodes in their
 // order, so the output equals theirs bit for bit.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "ops/conv/conv.h"
