@@ -234,13 +234,23 @@ OpPlan plan_dynamic_quantize_linear(const PlanContext& ctx) {
   const uint64_t chunk = std::max<uint64_t>(kRangeChunk, (n + kMaxRangeWorkgroups - 1) / kMaxRangeWorkgroups);
   const uint64_t groups = std::max<uint64_t>(1, (n + chunk - 1) / chunk);
   const uint32_t wg = pow2_workgroup_size(256, ctx.caps.limits);
-  const TensorRef partials = plan.add_scratch(groups * 2 * sizeof(float));
+  // An x of one chunk (a decoder step's activations): the whole op in one launch (SINGLE).
+  const bool single = n > 0 && groups == 1;
+  const TensorRef partials = single ? TensorRef::zero() : plan.add_scratch(groups * 2 * sizeof(float));
 
   for (bool final_step : {false, true}) {
+    if (single && final_step) break;
     KernelLaunch launch;
-    launch.program.label = final_step ? "dynamic_quantize_range_final" : "dynamic_quantize_range";
+    launch.program.label = single       ? "dynamic_quantize_single"
+                           : final_step ? "dynamic_quantize_range_final"
+                                        : "dynamic_quantize_range";
     KernelInterface iface;
-    if (final_step) {
+    if (single) {
+      iface.read("values", "f32", TensorRef::input(0))
+          .read_write("scale_out", "f32", TensorRef::output(1))
+          .read_write("zero_point_out", "u32", TensorRef::output(2))
+          .read_write("y", "i32", TensorRef::output(0));
+    } else if (final_step) {
       iface.read("values", "f32", partials)
           .read_write("scale_out", "f32", TensorRef::output(1))
           .read_write("zero_point_out", "u32", TensorRef::output(2));
@@ -253,7 +263,8 @@ OpPlan plan_dynamic_quantize_linear(const PlanContext& ctx) {
                     // compiler to fold)
                     {"levels", UniformType::F32},
                     {"_pad1", UniformType::Pad}});
-    launch.program.wgsl = iface.load_wgsl("quantize/dynamic_range.wgsl", {{"FINAL", final_step ? "1" : "0"}});
+    launch.program.wgsl = iface.load_wgsl(
+        "quantize/dynamic_range.wgsl", {{"FINAL", final_step ? "1" : "0"}, {"SINGLE", single ? "1" : "0"}});
     launch.program.constants = {{"WG_SIZE", wg}};
     iface.bind(launch);
     launch.uniform = iface.values()
@@ -264,7 +275,7 @@ OpPlan plan_dynamic_quantize_linear(const PlanContext& ctx) {
     launch.groups = {final_step ? 1u : static_cast<uint32_t>(groups), 1, 1};
     plan.launches.push_back(std::move(launch));
   }
-  if (n > 0) {
+  if (n > 0 && !single) {
     plan.launches.push_back(make_quantize_launch(ctx, true, n, ScaleLayout{}, DType::UInt8,
                                                  TensorRef::input(0), TensorRef::output(1),
                                                  TensorRef::output(2), TensorRef::output(0)));

@@ -5,9 +5,12 @@
 //             lo = min(0, min(x)), hi = max(0, max(x))
 //             scale = (hi == lo ? 1 : hi - lo) / 255
 //             zero_point = round_half_even(clamp(0 - lo / scale, 0, 255))
+// or, for an x of one chunk (a decoder step's activations), in one launch:
+//   SINGLE: one workgroup reduces x, writes the scale and zero point as FINAL does, then quantizes x into y
+//           as QuantizeLinear does (quantize/quantize_step.wgsl): the whole op, where it took three.
 // NaN elements are skipped (min / max of WGSL may return either operand for NaN; an explicit test keeps the
 // range finite).
-#include "quantize/divide.wgsl"
+#include "quantize/quantize_step.wgsl"
 
 #interface
 
@@ -16,6 +19,19 @@ const MAX_WG: u32 = 1024u;
 
 var<workgroup> lo_shared: array<f32, MAX_WG>;
 var<workgroup> hi_shared: array<f32, MAX_WG>;
+
+// The scale and zero point of the range [x_lo, x_hi] (0 inside it).
+fn scale_and_zero_point(x_lo: f32, x_hi: f32) -> vec2<f32> {
+  var range = x_hi - x_lo;
+  if (x_hi == x_lo) {
+    range = 1.0;
+  }
+  let s = wgi_div_rn(range, params.levels);
+  return vec2<f32>(s, round(clamp(0.0 - wgi_div_rn(x_lo, s), 0.0, params.levels)));
+}
+#if SINGLE
+var<workgroup> quantization: vec2<f32>;
+#endif
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -48,21 +64,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
   }
+#if SINGLE
+  if (lid == 0u) {
+    quantization = scale_and_zero_point(lo_shared[0], hi_shared[0]);
+    scale_out[0] = quantization.x;
+    zero_point_out[0] = u32(quantization.y);
+  }
+  workgroupBarrier();
+  let q = quantization;
+  for (var j = lid; j < params.count; j += WG_SIZE) {
+    y[j] = quantize_step(values[j], q.x, q.y, 0.0, params.levels);
+  }
+#else
   if (lid != 0u) {
     return;
   }
 #if FINAL
-  let x_lo = lo_shared[0];
-  let x_hi = hi_shared[0];
-  var range = x_hi - x_lo;
-  if (x_hi == x_lo) {
-    range = 1.0;
-  }
-  let s = wgi_div_rn(range, params.levels);
-  scale_out[0] = s;
-  zero_point_out[0] = u32(round(clamp(0.0 - wgi_div_rn(x_lo, s), 0.0, params.levels)));
+  let q = scale_and_zero_point(lo_shared[0], hi_shared[0]);
+  scale_out[0] = q.x;
+  zero_point_out[0] = u32(q.y);
 #else
   partials[2u * wid.x] = lo_shared[0];
   partials[2u * wid.x + 1u] = hi_shared[0];
+#endif
 #endif
 }

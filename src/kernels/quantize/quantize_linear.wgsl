@@ -11,7 +11,7 @@
 // DynamicQuantizeLinear's last step is the per-tensor quantize with its scale and zero point computed on the
 // GPU (quantize/dynamic_range.wgsl).
 #include "common/dispatch_grid.wgsl"
-#include "quantize/divide.wgsl"
+#include "quantize/quantize_step.wgsl"
 
 #interface
 
@@ -32,9 +32,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let s = scale[p];
   let zp = zero_point[p];
 #if QUANTIZE
-  // Clamped in f32, before the conversion, to the quantized type's range (ONNX's saturation).
-  let q = round(wgi_div_rn(x[i], s)) + f32(zp);
-  y[i] = i32(clamp(q, f32(params.qmin), f32(params.qmax)));
+  y[i] = quantize_step(x[i], s, f32(zp), f32(params.qmin), f32(params.qmax));
 #else
   y[i] = f32(x[i] - zp) * s;
 #endif
