@@ -29,6 +29,8 @@
 
 #include "ops/conv/conv.h"
 #include "ops/families.h"
+#include "ops/fused_activation.h"
+#include "ops/fused_residual.h"
 #include "ops/internal_ops.h"
 #include "ops/kernel_interface.h"
 #include "ops/registry.h"
@@ -289,6 +291,9 @@ struct IntegerMatMulQuantization {
   uint32_t a_zp_stride = 0, b_zp_stride = 0;
   std::optional<Requantization> requant;
   std::optional<IntegerRescale> rescale;
+  // With the rescale (a float output): the fused residual (ScaledIntegerInput::kResidual) and activation.
+  bool residual = false;
+  FusedActivation activation;
 };
 
 // The bindings and uniforms both matrix kernels' epilogues read (quantize/integer_epilogue.wgsl): QLINEAR's
@@ -306,6 +311,11 @@ void bind_integer_epilogue(const IntegerMatMulQuantization& quant, KernelInterfa
   }
 }
 
+// The fused residual's binding, after the uniform block (quantize/integer_epilogue.wgsl).
+void bind_integer_residual(const IntegerMatMulQuantization& quant, KernelInterface& iface) {
+  if (quant.residual) add_residual_binding(iface, TensorRef::input(ScaledIntegerInput::kResidual));
+}
+
 // The uniform members both matrix kernels read, then the kernel's own `members`.
 std::vector<UniformMember> integer_product_members(std::vector<UniformMember> members) {
   std::vector<UniformMember> all = {{"m", UniformType::U32},
@@ -317,7 +327,9 @@ std::vector<UniformMember> integer_product_members(std::vector<UniformMember> me
                                     {"multiplier_stride", UniformType::U32},
                                     {"y_zero_point", UniformType::I32},
                                     {"qmin", UniformType::I32},
-                                    {"qmax", UniformType::I32}};
+                                    {"qmax", UniformType::I32},
+                                    {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
+                                    {"act_hi", UniformType::F32}};
   all.insert(all.end(), members.begin(), members.end());
   return all;
 }
@@ -335,7 +347,9 @@ UniformValues& set_integer_product_values(UniformValues& values, int64_t rows, c
       .u32("multiplier_stride", 1)
       .i32("y_zero_point", requant ? requant->zero_point : 0)
       .i32("qmin", requant ? requant->qmin : 0)
-      .i32("qmax", requant ? requant->qmax : 0);
+      .i32("qmax", requant ? requant->qmax : 0)
+      .f32("act_lo", quant.activation.min)
+      .f32("act_hi", quant.activation.max);
 }
 
 void add_integer_epilogue_defines(const MatMulInputs& in, const IntegerMatMulQuantization& quant,
@@ -343,6 +357,8 @@ void add_integer_epilogue_defines(const MatMulInputs& in, const IntegerMatMulQua
   defines["QLINEAR"] = in.qlinear ? "1" : "0";
   defines["SCALED"] = quant.rescale ? "1" : "0";
   defines["SCALED_BIAS"] = quant.rescale && quant.rescale->has_bias ? "1" : "0";
+  defines["RESIDUAL"] = quant.residual ? "1" : "0";
+  quant.activation.add_defines(defines);
 }
 
 void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
@@ -356,7 +372,8 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
 
   KernelLaunch launch;
   launch.program.label = std::string(in.qlinear ? "qlinear_matmul" : "matmul_integer") +
-                         (b_const ? "_packed" : "") + (rescale ? "_scaled" : "");
+                         (b_const ? "_packed" : "") + (rescale ? "_scaled" : "") +
+                         quant.activation.label_suffix() + residual_label_suffix(quant.residual);
   if (b_const) {
     const int64_t b_batches = element_count(s.b_batch);
     const uint8_t* bytes = raw_bytes(*b_const);
@@ -377,7 +394,8 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
       .read("batch_offsets", "u32", offsets_ref);  // per batch: A's, B's element offset
   bind_integer_epilogue(quant, iface, plan);
   iface.read_write("out", rescale ? "f32" : "i32", TensorRef::output(0))
-      .uniforms(integer_product_members({{"_pad0", UniformType::Pad}, {"_pad1", UniformType::Pad}}));
+      .uniforms(integer_product_members({}));
+  bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"B_PACKED", b_const ? "1" : "0"},
                               {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"}};
   add_integer_epilogue_defines(in, quant, defines);
@@ -430,10 +448,10 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   const int64_t bound = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(rows)));
 
   KernelLaunch launch;
-  launch.program.label = std::string(in.qlinear ? "qlinear_gemv" : "matmul_integer_gemv") + "_r" +
-                         std::to_string(bound) + "_l" + std::to_string(lanes) +
-                         (quant.rescale ? "_scaled" : "") +
-                         (ctx.caps.features.packed_int8_dot ? "_dot4" : "");
+  launch.program.label =
+      std::string(in.qlinear ? "qlinear_gemv" : "matmul_integer_gemv") + "_r" + std::to_string(bound) + "_l" +
+      std::to_string(lanes) + (quant.rescale ? "_scaled" : "") + quant.activation.label_suffix() +
+      residual_label_suffix(quant.residual) + (ctx.caps.features.packed_int8_dot ? "_dot4" : "");
   KernelInterface iface;
   iface.read("a", "i32", TensorRef::input(static_cast<uint32_t>(in.a)))
       .read("b", "u32", TensorRef::constant(0))
@@ -444,7 +462,9 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   iface.read_write("out", quant.rescale ? "f32" : "i32", TensorRef::output(0))
       .uniforms(integer_product_members({{"a_offset", UniformType::U32},  // 128 where A is int8: its zero
                                          {"b_offset", UniformType::U32},  // point on unsigned bytes
-                                         {"tiles", UniformType::U32}}));
+                                         {"tiles", UniformType::U32},
+                                         {"_pad0", UniformType::Pad}}));
+  bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"ROWS", std::to_string(bound)},
                               {"LANES", std::to_string(lanes)},
                               {"A_FLIP", a_signed ? "1" : "0"},
@@ -490,6 +510,19 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
     quant.requant = resolve_requantization(ctx, in.a_scale, in.b_scale, in.y_scale, in.y_zp, s.n);
   if (!in.qlinear && ctx.node.attributes.get_int(kMatMulIntegerScaledAttribute, 0) != 0)
     quant.rescale = resolve_rescale(ctx, s.n);
+  const EpilogueAttributes epilogue = read_epilogue_attributes(ctx.node);
+  if (quant.rescale) {
+    quant.activation = FusedActivation::from_node(ctx.node);
+    quant.residual = has_fused_residual(ctx, ScaledIntegerInput::kResidual);
+    if (quant.residual && ctx.input(ScaledIntegerInput::kResidual).shape != s.out_shape) {
+      return plan_residual_fallback(
+          ctx, s.out_shape, [in](const PlanContext& c) { return plan_integer_matmul(c, in); },
+          ScaledIntegerInput::kResidual);
+    }
+  } else if (epilogue.residual || !epilogue.activation.empty()) {
+    ctx.fail(std::string("a fused residual or activation needs ") + kMatMulIntegerScaledAttribute +
+             " (a float32 output)");
+  }
 
   OpPlan plan;
   plan.outputs.push_back({quant.requant   ? quant.requant->out_type

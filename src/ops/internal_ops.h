@@ -123,9 +123,10 @@ struct ChannelsLastConvInput {
 };
 // MatMulInteger with wgi.scaled_output: after its own four, A's scale (a float32 scalar,
 // DynamicQuantizeLinear's second output, computed on the GPU), B's scale (a float32 constant, one value or
-// one per column) and the bias (a float32 constant [N], optional).
+// one per column), the bias (a float32 constant [N], optional) and a fused residual (with the epilogue's
+// wgi.residual; its float output also takes wgi.activation).
 struct ScaledIntegerInput {
-  static constexpr size_t kAScale = 4, kBScale = 5, kBias = 6;
+  static constexpr size_t kAScale = 4, kBScale = 5, kBias = 6, kResidual = 7;
 };
 // A MatMul's fused LayerNormalization (wgi.layer_norm_epsilon): its scale and bias, after the residual slot.
 struct LayerNormInput {
@@ -164,7 +165,8 @@ GemmTuningAttributes read_gemm_tuning_attributes(const NodeInfo& node);
 void write_gemm_tuning_attributes(const GemmTuningAttributes& tuning, Attributes& attributes);
 
 // An activation and a residual applied in a GEMM or conv kernel's epilogue (graph::fuse_activations,
-// graph::fuse_residual_adds), on MatMul, Gemm, Conv, ConvTranspose and MatMulNBits.
+// graph::fuse_residual_adds), on MatMul, Gemm, Conv, ConvTranspose, MatMulNBits and MatMulInteger with
+// wgi.scaled_output.
 struct EpilogueAttributes {
   bool residual = false;   // wgi.residual: R is input kFusedResidualInput (MatMulNBits kNBitsResidualInput)
   std::string activation;  // wgi.activation: "" (none), "Relu", "Clip", "Gelu" or "GeluTanh"

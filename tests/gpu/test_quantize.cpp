@@ -425,11 +425,19 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
     int64_t n;
     DType b_type;
     bool b_scale_per_column, bias;
+    // The epilogue graph::fuse_residual_adds / fuse_activations add: a residual R of the output's shape, or
+    // one of [N] (broadcast: the product, then one Add), and Relu, after the bias.
+    enum class Residual { None, Same, Broadcast } residual = Residual::None;
+    bool relu = false;
   };
   uint64_t seed = 80;
-  for (const ScaledCase& c : {ScaledCase{{1, 40}, 24, DType::UInt8, false, true},
-                              ScaledCase{{2, 3, 37}, 33, DType::Int8, true, true},
-                              ScaledCase{{5, 64}, 7, DType::UInt8, true, false}}) {  // all on both kernels
+  for (const ScaledCase& c :
+       {ScaledCase{{1, 40}, 24, DType::UInt8, false, true},
+        ScaledCase{{2, 3, 37}, 33, DType::Int8, true, true},
+        ScaledCase{{5, 64}, 7, DType::UInt8, true, false},
+        ScaledCase{{3, 40}, 24, DType::UInt8, true, true, ScaledCase::Residual::Same, true},
+        ScaledCase{{2, 40}, 9, DType::Int8, false, true, ScaledCase::Residual::Broadcast, true}}) {
+    // all on both kernels
     const int64_t k = c.a.back(), m = element_count(c.a) / k;
     SCOPED_TRACE(shape_to_string(c.a) + " N " + std::to_string(c.n));
     const Tensor a = random_8bit(DType::UInt8, c.a, seed++);
@@ -444,20 +452,32 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
     Inputs in = {NodeInput{a},          NodeInput{b, true}, NodeInput{a_zp},
                  NodeInput{b_zp, true}, NodeInput{a_scale}, NodeInput{b_scale, true}};
     if (c.bias) in.push_back(NodeInput{bias, true});
+    Shape out_shape = c.a;
+    out_shape.back() = c.n;
+    const Tensor residual =
+        test::random_tensor(c.residual == ScaledCase::Residual::Broadcast ? Shape{c.n} : out_shape, seed++);
+    if (c.residual != ScaledCase::Residual::None) {
+      in.resize(ops::ScaledIntegerInput::kResidual);
+      in.push_back(NodeInput{residual});
+      n.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+    }
+    if (c.relu) n.attributes.set(ops::kFusedActivationAttribute, std::string("Relu"));
     const Tensor sums = test::matmul_integer_reference(Tensor(DType::UInt8, {m, k}, a.bytes()), b,
                                                        zp_values(in[2]), zp_values(in[3]));
     for (const char* kernel : {"gemv", "tiled"}) {
       SCOPED_TRACE(kernel);
       n.attributes.set(ops::kForcedKernelAttribute, std::string(kernel));
       const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
-      ASSERT_EQ(plan.launches.size(), 1u);
-      EXPECT_TRUE(plan.launches[0].program.label.starts_with(
-          std::string(kernel) == "gemv" ? "matmul_integer_gemv" : "matmul_integer_packed_scaled"))
-          << plan.launches[0].program.label;
+      ASSERT_EQ(plan.launches.size(), c.residual == ScaledCase::Residual::Broadcast ? 2u : 1u);
+      const std::string& label = plan.launches[0].program.label;
+      EXPECT_TRUE(label.starts_with(std::string(kernel) == "gemv" ? "matmul_integer_gemv"
+                                                                  : "matmul_integer_packed_scaled"))
+          << label;
+      if (c.residual == ScaledCase::Residual::Same) {
+        EXPECT_NE(label.find("_relu_res"), std::string::npos) << label;
+      }
       const auto y = run(n, in);
       ASSERT_EQ(y.at(0).dtype(), DType::Float32);
-      Shape out_shape = c.a;
-      out_shape.back() = c.n;
       ASSERT_EQ(y.at(0).shape(), out_shape);
       int64_t nonzero = 0;
       for (int64_t i = 0; i < m * c.n; ++i) {
@@ -465,9 +485,14 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
         const float scale = a_scale.data<float>()[0] * b_scale.data<float>()[c.b_scale_per_column ? col : 0];
         float want = static_cast<float>(sums.data<int32_t>()[i]) * scale;
         if (c.bias) want = want + bias.data<float>()[col];
+        if (c.residual != ScaledCase::Residual::None)
+          want = want + residual.data<float>()[c.residual == ScaledCase::Residual::Same ? i : col];
+        if (c.relu) want = std::max(want, 0.0f);
         const float got = y[0].data<float>()[i];
         nonzero += want != 0.0f;
-        ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-23f)
+        // One ULP, or two with the residual (a second add the GPU may contract).
+        const float ulps = c.residual == ScaledCase::Residual::None ? 1.0f : 2.0f;
+        ASSERT_LE(std::abs(got - want), ulps * std::abs(want) * 0x1p-23f)
             << "element " << i << ": " << got << ", want " << want;
       }
       EXPECT_GT(nonzero, 0);

@@ -412,7 +412,8 @@ TEST(Passes, FuseLayerNormIntoMatMulNBitsOfAQ4Decoder) {
 
 // A uint8 export of the decoder (tests/models/variants_dynamic.py, as ONNX Runtime's quantize_dynamic writes
 // it): each MatMulInteger whose product is not exposed takes its Cast, its Mul by a_scale * b_scale and its
-// bias Add in (wgi.scaled_output, ScaledIntegerInput's inputs); the scale products' Muls go dead with them.
+// bias Add in (wgi.scaled_output, ScaledIntegerInput's inputs); the scale products' Muls go dead with them,
+// and the residual Adds after them move into their epilogue.
 // The first product, a graph output (--expose-integers), stays as it is; so does one whose Cast output is
 // read elsewhere.
 TEST(Passes, FuseDynamicallyQuantizedMatMulsOfAUint8Decoder) {
@@ -440,13 +441,20 @@ TEST(Passes, FuseDynamicallyQuantizedMatMulsOfAUint8Decoder) {
     const int fused = r.count("fuse_dynamically_quantized_matmuls");
     EXPECT_EQ(count_ops(g, "MatMulInteger"), products);
     EXPECT_EQ(casts - count_ops(g, "Cast"), fused) << r.summary();
+    int with_residual = 0;
     for (const Node& n : g.nodes) {
       if (n.info.op_type != "MatMulInteger" || !n.info.attributes.has(ops::kMatMulIntegerScaledAttribute))
         continue;
+      // The residual fusion then takes the Add after the float output (input 7).
+      if (ops::read_epilogue_attributes(n.info).residual) {
+        ++with_residual;
+        EXPECT_EQ(n.inputs.size(), ops::ScaledIntegerInput::kResidual + 1);
+      }
       EXPECT_GE(n.inputs.size(), ops::ScaledIntegerInput::kBScale + 1);
       EXPECT_EQ(producer_op(g, n.inputs[ops::ScaledIntegerInput::kAScale]), "DynamicQuantizeLinear");
       EXPECT_TRUE(g.value(n.inputs[ops::ScaledIntegerInput::kBScale]).constant.has_value());
     }
+    EXPECT_EQ(with_residual, 6) << "the out_proj of each attention and fc2, of 2 layers";
     return std::pair{products, fused};
   };
   const auto [products, fused] = fuse(false);

@@ -25,8 +25,12 @@ int fuse_residual_adds(Graph& g) {
       if (!p || editor.removed(p)) continue;
       Node& producer = node_at(g, p);
       const std::string& op = producer.info.op_type;
-      const bool nbits = is_matmul_nbits(producer);  // R as its input 6, after its own
-      if ((op != "MatMul" && op != "Gemm" && op != "Conv" && !nbits) ||
+      const bool nbits = is_matmul_nbits(producer);                    // R as its input 6, after its own
+      const bool scaled_integer = is_scaled_matmul_integer(producer);  // R as its input 7
+      const size_t residual_input = nbits            ? ops::kNBitsResidualInput
+                                    : scaled_integer ? ops::ScaledIntegerInput::kResidual
+                                                     : ops::kFusedResidualInput;
+      if ((op != "MatMul" && op != "Gemm" && op != "Conv" && !nbits && !scaled_integer) ||
           (!nbits && !producer.info.domain.empty()))
         continue;
       // A window reverse written in place (write_windows_in_place) keeps an empty residual input before its
@@ -35,8 +39,7 @@ int fuse_residual_adds(Graph& g) {
                                producer.inputs.size() > ops::kMatMulWindowInputs &&
                                producer.inputs[ops::kFusedResidualInput] == kNoValue;
       if (producer.outputs.size() != 1 || producer.inputs.size() < 2 ||
-          (producer.inputs.size() > (nbits ? ops::kNBitsResidualInput : ops::kFusedResidualInput) &&
-           !windows_out))
+          (producer.inputs.size() > residual_input && !windows_out))
         continue;
       ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(producer.info);
       if (!epilogue.activation.empty() || epilogue.residual) continue;
@@ -51,11 +54,8 @@ int fuse_residual_adds(Graph& g) {
         continue;
       if (windows_out) {
         producer.inputs[ops::kFusedResidualInput] = residual;
-      } else if (nbits) {
-        producer.inputs.resize(ops::kNBitsResidualInput, kNoValue);
-        producer.inputs.push_back(residual);
       } else {
-        producer.inputs.resize(ops::kFusedResidualInput, kNoValue);
+        producer.inputs.resize(residual_input, kNoValue);
         producer.inputs.push_back(residual);
       }
       epilogue.residual = true;

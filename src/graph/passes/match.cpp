@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ops/float16.h"
+#include "ops/internal_ops.h"
 
 namespace wgi::graph {
 
@@ -229,6 +230,11 @@ bool is_plain_reshape(const Node& n) {
 
 bool is_matmul_nbits(const Node& n) {
   return n.info.op_type == "MatMulNBits" && n.info.domain == "com.microsoft";
+}
+
+bool is_scaled_matmul_integer(const Node& n) {
+  return n.info.op_type == "MatMulInteger" && n.info.domain.empty() &&
+         n.info.attributes.get_int(ops::kMatMulIntegerScaledAttribute, 0) != 0;
 }
 
 ValueId other_operand(const Node& n, ValueId v) {

@@ -65,8 +65,9 @@ const std::vector<PassInfo>& pass_table() {
        "dynamically quantized products rescaled in place",
        without_registry<fuse_dynamically_quantized_matmuls>,
        {"fold_constants"},
-       {},
-       "the weight's scale and the bias must be constants (a Transpose of a weight folded first)"},
+       {"fuse_residual_adds", "fuse_activations"},
+       "the weight's scale and the bias must be constants (a Transpose of a weight folded first); the "
+       "residual and activation fusions then take the Add and the activation after its float output"},
       {"fold_scales_into_weights",
        "scalar Muls folded into weights",
        without_registry<fold_scales_into_weights>,

@@ -1,9 +1,13 @@
 // The output of an exact int32 product (MatMulInteger, QLinearMatMul; integer_matmul.wgsl and
 // integer_gemv.wgsl): `acc` for column c written at out[at] as int32, or with QLINEAR requantized to 8 bits,
 // or with SCALED rescaled to float32 as dynamic quantization's Cast, Mul and bias Add do: f32(acc) * (a_scale
-// * b_scale[c]) (+ bias[c] with SCALED_BIAS; column_params holds the N scales, then the N biases).
-// The includer declares `out`, params.n, and the bindings its defines read (multipliers; a_scale and
-// column_params).
+// * b_scale[c]) (+ bias[c] with SCALED_BIAS; column_params holds the N scales, then the N biases), then the
+// fused residual (RESIDUAL: R of the output's shape, read at the same index) and activation, as the float
+// GEMMs' epilogue adds them.
+// The includer declares `out`, params.n, params.act_lo / act_hi, and the bindings its defines read
+// (multipliers; a_scale and column_params; residual).
+#include "common/activation.wgsl"
+
 fn store_integer_result(at: u32, acc: i32, c: u32) {
 #if QLINEAR
   out[at] = requantize(acc, multipliers[c * params.multiplier_stride], params.y_zero_point, params.qmin,
@@ -14,7 +18,10 @@ fn store_integer_result(at: u32, acc: i32, c: u32) {
 #if SCALED_BIAS
   y += column_params[params.n + c];
 #endif
-  out[at] = y;
+#if RESIDUAL
+  y += residual[at];
+#endif
+  out[at] = fused_activation(y, params.act_lo, params.act_hi);
 #else
   out[at] = acc;
 #endif
