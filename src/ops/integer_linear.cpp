@@ -425,15 +425,12 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   const bool a_signed = ctx.input(in.a).dtype == DType::Int8, b_signed = ctx.input(in.b).dtype == DType::Int8;
   const uint8_t flip = b_signed ? 0x80 : 0x00;
   const uint8_t* bytes = raw_bytes(*ctx.constant(in.b));
+  std::vector<int32_t> column_sums(static_cast<size_t>(n), 0);  // summed as the bytes are packed
   plan.constants.push_back(pack_rows(1, n, k, [&](int64_t, int64_t col, int64_t i) {
-    return static_cast<uint8_t>(bytes[i * n + col] ^ flip);
+    const auto byte = static_cast<uint8_t>(bytes[i * n + col] ^ flip);
+    column_sums[static_cast<size_t>(col)] += byte;
+    return byte;
   }));
-  std::vector<int32_t> column_sums(static_cast<size_t>(n), 0);
-  for (int64_t i = 0; i < k; ++i) {
-    for (int64_t col = 0; col < n; ++col) {
-      column_sums[static_cast<size_t>(col)] += static_cast<uint8_t>(bytes[i * n + col] ^ flip);
-    }
-  }
   plan.constants.push_back(Tensor::from_vector<int32_t>({n}, column_sums));
 
   // Lanes per column: 4, doubled while the grid has fewer than kIntegerGemvMinWorkgroups workgroups and each

@@ -24,19 +24,8 @@ const COLS: u32 = 256u / LANES;  // columns per workgroup
 
 var<workgroup> partial: array<f32, ROWS * 256u>;  // [row][column][lane]
 
-// After a barrier, the LANES invocations of each column add their partial sums of every row into the column's
-// first slot (`lane` is the invocation's place among them), a tree with a barrier a level.
-fn sum_column_lanes(flat: u32, lane: u32) {
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      for (var r = 0u; r < ROWS; r++) {
-        partial[r * 256u + flat] += partial[r * 256u + flat + stride];
-      }
-    }
-    workgroupBarrier();
-  }
-}
+// A column's LANES lanes add their partial sums of every row (sum_column_lanes(flat, lane, LANES)).
+#include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=partial VALUES=ROWS STRIDE=256u
 
 #if A_LAYER_NORM
 const LN_THREADS: u32 = 256u;
@@ -146,7 +135,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = 0u; r < ROWS; r++) {
     partial[r * 256u + flat] = acc[r];
   }
-  sum_column_lanes(flat, lane);
+  sum_column_lanes(flat, lane, LANES);
 
   if (lane == 0u && n < params.N) {
     let out_base = batch * params.M * params.N;

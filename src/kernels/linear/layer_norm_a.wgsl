@@ -28,19 +28,9 @@ fn layer_norm4(r: u32, x: vec4<f32>, k: u32) -> vec4<f32> {
   return (x - vec4<f32>(ln_mean[r])) * ln_inv_std[r] * ln_quad(0u, k) + ln_quad(params.K, k);
 }
 
-// After a barrier, partial[r * LN_THREADS] holds the sum of row r's LN_THREADS partial sums: a tree with a
-// barrier a level, all rows at once.
-fn ln_sum_rows(flat: u32) {
-  workgroupBarrier();
-  for (var stride = LN_THREADS / 2u; stride > 0u; stride /= 2u) {
-    if (flat < stride) {
-      for (var r = 0u; r < ROWS; r++) {
-        partial[r * LN_THREADS + flat] += partial[r * LN_THREADS + flat + stride];
-      }
-    }
-    workgroupBarrier();
-  }
-}
+// ln_sum_rows(flat, flat, LN_THREADS): partial[r * LN_THREADS] becomes the sum of row r's LN_THREADS partial
+// sums, all rows at once.
+#include "common/group_sums.wgsl" NAME=ln_sum_rows SLOTS=partial VALUES=ROWS STRIDE=LN_THREADS
 
 // Every invocation of the workgroup calls it (uniform control flow); `write_rows` (the same for the whole
 // workgroup): also write the normalised rows.
@@ -54,7 +44,7 @@ fn layer_norm_statistics(flat: u32, write_rows: bool) {
     }
     partial[r * LN_THREADS + flat] = s;
   }
-  ln_sum_rows(flat);
+  ln_sum_rows(flat, flat, LN_THREADS);
   for (var r = 0u; r < ROWS; r++) {
     ln_mean[r] = partial[r * LN_THREADS] * params.ln_inv_k;
   }
@@ -69,7 +59,7 @@ fn layer_norm_statistics(flat: u32, write_rows: bool) {
     }
     partial[r * LN_THREADS + flat] = s;
   }
-  ln_sum_rows(flat);
+  ln_sum_rows(flat, flat, LN_THREADS);
   for (var r = 0u; r < ROWS; r++) {
     ln_inv_std[r] = 1.0 / sqrt(partial[r * LN_THREADS] * params.ln_inv_k + params.ln_epsilon);
   }

@@ -49,6 +49,7 @@ const CHUNK4: u32 = CHUNK / 4u;
 const STAGE_ALIGN: u32 = 4u * CODES_PER_WORD;
 
 var<workgroup> partial: array<f32, SUMS * WORKGROUP>;  // [row][thread column][column][lane]
+#include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=partial VALUES=SUMS STRIDE=WORKGROUP
 #if A_INT8
 // [row][k - k_base] as int8s, four a word: for 4-bit codes the even elements of each eight, then the odd
 // ones (a word of B splits into its even and odd nibbles), for 8-bit codes in order. Zero past K.
@@ -411,15 +412,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var s = 0u; s < SUMS; s++) {
     partial[s * WORKGROUP + flat] = acc[s];
   }
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      for (var s = 0u; s < SUMS; s++) {
-        partial[s * WORKGROUP + flat] += partial[s * WORKGROUP + flat + stride];
-      }
-    }
-    workgroupBarrier();
-  }
+  sum_column_lanes(flat, lane, LANES);
 
   if (lane == 0u) {
     for (var c = 0u; c < THREAD_COLS; c++) {

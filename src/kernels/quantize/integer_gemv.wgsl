@@ -33,6 +33,7 @@ const ONES: u32 = 0x01010101u;
 
 var<workgroup> a_words: array<u32, ROWS * CHUNK>;
 var<workgroup> partial: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
+#include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=partial VALUES=ROWS STRIDE=WORKGROUP
 
 // The sum of the four byte products of two words, as unsigned bytes.
 fn byte_dot(a: u32, b: u32) -> u32 {
@@ -97,15 +98,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = 0u; r < ROWS; r++) {
     partial[r * WORKGROUP + flat] = sums[r];
   }
-  workgroupBarrier();
-  for (var stride = LANES / 2u; stride > 0u; stride /= 2u) {
-    if (lane < stride) {
-      for (var r = 0u; r < ROWS; r++) {
-        partial[r * WORKGROUP + flat] += partial[r * WORKGROUP + flat + stride];
-      }
-    }
-    workgroupBarrier();
-  }
+  sum_column_lanes(flat, lane, LANES);
 
   if (lane == 0u && n < params.n) {
     for (var r = 0u; r < ROWS; r++) {
