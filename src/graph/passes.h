@@ -168,10 +168,11 @@ int merge_sibling_products(Graph& graph);
 // readers as its last output. After merge_sibling_products, so that a merged q, k, v product takes it.
 // Returns the LayerNormalizations fused.
 int fuse_layer_norm_into_products(Graph& graph);
-// Dynamic quantization's rescale after a MatMulInteger (DynamicQuantizeLinear's A, a constant B, then Cast to
-// float, Mul by a_scale * b_scale and an optional bias Add): the MatMulInteger writes the float32 result
-// itself (wgi.scaled_output, ops/internal_ops.h), four launches fewer a product. Returns the products fused.
-int fuse_dynamically_quantized_matmuls(Graph& graph);
+// Dynamic quantization's rescale after a MatMulInteger or ConvInteger (DynamicQuantizeLinear's A, a constant
+// weight, then Cast to float, Mul by a_scale * b_scale and an optional bias Add): the product writes the
+// float32 result itself (wgi.scaled_output, ops/internal_ops.h), four launches fewer a product. Returns the
+// products fused.
+int fuse_dynamically_quantized_products(Graph& graph);
 // Concats of two inputs whose first is an input of the graph (a decoder's past keys and values, each with
 // the step's new ones), paired in node order where their axes agree and their inputs' shapes may match: one
 // wgi ConcatPairs node a pair (data_movement_copy.cpp), one launch where the two Concats took two. Returns

@@ -19,7 +19,7 @@
 // a_scale * b_scale / y_scale per output column / channel, rounds half to even, adds the zero point and
 // saturates, as ONNX Runtime's CPU kernels do.
 //
-// MatMulInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_matmuls; internal_ops.h): dynamic
+// MatMulInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_products; internal_ops.h): dynamic
 // quantization's Cast to float, its Mul by a_scale * b_scale and the bias Add after it, in the kernel's
 // epilogue: f32(sum) * (a_scale * b_scale[n]) (+ bias[n]), the float32 operations of those nodes in their
 // order, so the output equals theirs bit for bit.
@@ -246,7 +246,7 @@ std::vector<uint32_t> batch_offsets(const IntegerMatMulShapes& s, int64_t b_matr
   return offsets;
 }
 
-// wgi.scaled_output's constants: B's scale per column, then the bias per column (zeros without one).
+// wgi.scaled_output's constants: (B's scale, bias) per output column / channel (a zero bias without one).
 struct IntegerRescale {
   Tensor column_params;
   bool has_bias = false;
@@ -258,7 +258,7 @@ const Tensor& rescale_constant(const PlanContext& ctx, size_t i, const char* rol
   const Tensor* t = ctx.has_input(i) ? ctx.constant(i) : nullptr;
   const bool count_ok = t && (t->element_count() == columns || (!per_column_only && t->element_count() == 1));
   if (!t || t->dtype() != DType::Float32 || !count_ok) {
-    ctx.fail(std::string(kMatMulIntegerScaledAttribute) + ": input " + std::to_string(i) + " (" + role +
+    ctx.fail(std::string(kIntegerScaledOutputAttribute) + ": input " + std::to_string(i) + " (" + role +
              ") must be a float32 constant of " + (per_column_only ? "" : "1 or ") + std::to_string(columns) +
              " values");
   }
@@ -269,36 +269,65 @@ IntegerRescale resolve_rescale(const PlanContext& ctx, int64_t columns) {
   if (!ctx.has_input(ScaledIntegerInput::kAScale) ||
       ctx.input(ScaledIntegerInput::kAScale).dtype != DType::Float32 ||
       element_count(ctx.input(ScaledIntegerInput::kAScale).shape) != 1) {
-    ctx.fail(std::string(kMatMulIntegerScaledAttribute) + ": input " +
+    ctx.fail(std::string(kIntegerScaledOutputAttribute) + ": input " +
              std::to_string(ScaledIntegerInput::kAScale) + " (A's scale) must be one float32 value");
   }
   const Tensor& b_scale = rescale_constant(ctx, ScaledIntegerInput::kBScale, "B's scale", columns, false);
   IntegerRescale r;
   r.has_bias = ctx.has_input(ScaledIntegerInput::kBias);
   std::vector<float> params(static_cast<size_t>(2 * columns), 0.0f);
-  for (int64_t c = 0; c < columns; ++c)
-    params[static_cast<size_t>(c)] = b_scale.data<float>()[b_scale.element_count() == 1 ? 0 : c];
-  if (r.has_bias) {
-    const Tensor& bias = rescale_constant(ctx, ScaledIntegerInput::kBias, "bias", columns, true);
-    std::copy(bias.data<float>().begin(), bias.data<float>().end(), params.begin() + columns);
+  const Tensor* bias =
+      r.has_bias ? &rescale_constant(ctx, ScaledIntegerInput::kBias, "bias", columns, true) : nullptr;
+  for (int64_t c = 0; c < columns; ++c) {
+    params[static_cast<size_t>(2 * c)] = b_scale.data<float>()[b_scale.element_count() == 1 ? 0 : c];
+    if (bias) params[static_cast<size_t>(2 * c + 1)] = bias->data<float>()[c];
   }
   r.column_params = float_tensor(params);
   return r;
 }
 
-// The zero points' strides, QLinearMatMul's requantization or wgi.scaled_output's rescale.
-struct IntegerMatMulQuantization {
-  uint32_t a_zp_stride = 0, b_zp_stride = 0;
+// What an integer product writes (quantize/integer_epilogue.wgsl): int32 sums, QLinear*'s requantization or
+// wgi.scaled_output's rescale, and with the rescale (a float output) the fused residual
+// (ScaledIntegerInput::kResidual) and activation.
+struct IntegerEpilogue {
   std::optional<Requantization> requant;
   std::optional<IntegerRescale> rescale;
-  // With the rescale (a float output): the fused residual (ScaledIntegerInput::kResidual) and activation.
   bool residual = false;
   FusedActivation activation;
 };
 
-// The bindings and uniforms both matrix kernels' epilogues read (quantize/integer_epilogue.wgsl): QLINEAR's
-// multipliers, SCALED's A scale and column constants; and their defines.
-void bind_integer_epilogue(const IntegerMatMulQuantization& quant, KernelInterface& iface, OpPlan& plan) {
+// wgi.scaled_output's rescale of `channels` output columns / channels, with the fused residual and activation
+// graph::fuse_residual_adds / fuse_activations give it; an error for those on an int32 or 8-bit output.
+// Returns false where the residual does not have the output's shape: the caller then plans the product and
+// one Add (plan_residual_fallback).
+bool resolve_scaled_epilogue(const PlanContext& ctx, bool qlinear, int64_t channels, const Shape& out_shape,
+                             IntegerEpilogue& e) {
+  if (!qlinear && ctx.node.attributes.get_int(kIntegerScaledOutputAttribute, 0) != 0)
+    e.rescale = resolve_rescale(ctx, channels);
+  if (!e.rescale) {
+    const EpilogueAttributes epilogue = read_epilogue_attributes(ctx.node);
+    if (epilogue.residual || !epilogue.activation.empty())
+      ctx.fail(std::string("a fused residual or activation needs ") + kIntegerScaledOutputAttribute +
+               " (a float32 output)");
+    return true;
+  }
+  e.activation = FusedActivation::from_node(ctx.node);
+  e.residual = has_fused_residual(ctx, ScaledIntegerInput::kResidual);
+  return !e.residual || ctx.input(ScaledIntegerInput::kResidual).shape == out_shape;
+}
+
+DType integer_output_type(const IntegerEpilogue& e) {
+  return e.requant ? e.requant->out_type : e.rescale ? DType::Float32 : DType::Int32;
+}
+
+// The zero points' strides and the epilogue.
+struct IntegerMatMulQuantization : IntegerEpilogue {
+  uint32_t a_zp_stride = 0, b_zp_stride = 0;
+};
+
+// The bindings the epilogue reads (quantize/integer_epilogue.wgsl): QLINEAR's multipliers, SCALED's A scale
+// and column constants.
+void bind_integer_epilogue(const IntegerEpilogue& quant, KernelInterface& iface, OpPlan& plan) {
   if (quant.requant) {
     plan.constants.push_back(float_tensor(quant.requant->multipliers));
     // a_scale * b_scale / y_scale per column
@@ -312,7 +341,7 @@ void bind_integer_epilogue(const IntegerMatMulQuantization& quant, KernelInterfa
 }
 
 // The fused residual's binding, after the uniform block (quantize/integer_epilogue.wgsl).
-void bind_integer_residual(const IntegerMatMulQuantization& quant, KernelInterface& iface) {
+void bind_integer_residual(const IntegerEpilogue& quant, KernelInterface& iface) {
   if (quant.residual) add_residual_binding(iface, TensorRef::input(ScaledIntegerInput::kResidual));
 }
 
@@ -324,7 +353,6 @@ std::vector<UniformMember> integer_product_members(std::vector<UniformMember> me
                                     {"k_words", UniformType::U32},
                                     {"a_zp_stride", UniformType::U32},
                                     {"b_zp_stride", UniformType::U32},
-                                    {"multiplier_stride", UniformType::U32},
                                     {"y_zero_point", UniformType::I32},
                                     {"qmin", UniformType::I32},
                                     {"qmax", UniformType::I32},
@@ -344,7 +372,6 @@ UniformValues& set_integer_product_values(UniformValues& values, int64_t rows, c
       .u32("k_words", static_cast<uint32_t>(std::max<int64_t>(1, (s.k + 3) / 4)))
       .u32("a_zp_stride", quant.a_zp_stride)
       .u32("b_zp_stride", quant.b_zp_stride)
-      .u32("multiplier_stride", 1)
       .i32("y_zero_point", requant ? requant->zero_point : 0)
       .i32("qmin", requant ? requant->qmin : 0)
       .i32("qmax", requant ? requant->qmax : 0)
@@ -352,9 +379,8 @@ UniformValues& set_integer_product_values(UniformValues& values, int64_t rows, c
       .f32("act_hi", quant.activation.max);
 }
 
-void add_integer_epilogue_defines(const MatMulInputs& in, const IntegerMatMulQuantization& quant,
-                                  kernels::Defines& defines) {
-  defines["QLINEAR"] = in.qlinear ? "1" : "0";
+void add_integer_epilogue_defines(bool qlinear, const IntegerEpilogue& quant, kernels::Defines& defines) {
+  defines["QLINEAR"] = qlinear ? "1" : "0";
   defines["SCALED"] = quant.rescale ? "1" : "0";
   defines["SCALED_BIAS"] = quant.rescale && quant.rescale->has_bias ? "1" : "0";
   defines["RESIDUAL"] = quant.residual ? "1" : "0";
@@ -398,7 +424,7 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"B_PACKED", b_const ? "1" : "0"},
                               {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"}};
-  add_integer_epilogue_defines(in, quant, defines);
+  add_integer_epilogue_defines(in.qlinear, quant, defines);
   launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl", defines);
   iface.bind(launch);
   UniformValues values = iface.values();
@@ -467,7 +493,7 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
                               {"A_FLIP", a_signed ? "1" : "0"},
                               {"B_SIGNED", b_signed ? "1" : "0"},
                               {"PACKED_DOT", ctx.caps.features.packed_int8_dot ? "1" : "0"}};
-  add_integer_epilogue_defines(in, quant, defines);
+  add_integer_epilogue_defines(in.qlinear, quant, defines);
   launch.program.wgsl = iface.load_wgsl("quantize/integer_gemv.wgsl", defines);
   iface.bind(launch);
   UniformValues values = iface.values();
@@ -505,27 +531,14 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   quant.b_zp_stride = zero_point_stride(ctx, in.b_zp, in.b, "B's zero point", s.n, "column of B");
   if (in.qlinear)
     quant.requant = resolve_requantization(ctx, in.a_scale, in.b_scale, in.y_scale, in.y_zp, s.n);
-  if (!in.qlinear && ctx.node.attributes.get_int(kMatMulIntegerScaledAttribute, 0) != 0)
-    quant.rescale = resolve_rescale(ctx, s.n);
-  const EpilogueAttributes epilogue = read_epilogue_attributes(ctx.node);
-  if (quant.rescale) {
-    quant.activation = FusedActivation::from_node(ctx.node);
-    quant.residual = has_fused_residual(ctx, ScaledIntegerInput::kResidual);
-    if (quant.residual && ctx.input(ScaledIntegerInput::kResidual).shape != s.out_shape) {
-      return plan_residual_fallback(
-          ctx, s.out_shape, [in](const PlanContext& c) { return plan_integer_matmul(c, in); },
-          ScaledIntegerInput::kResidual);
-    }
-  } else if (epilogue.residual || !epilogue.activation.empty()) {
-    ctx.fail(std::string("a fused residual or activation needs ") + kMatMulIntegerScaledAttribute +
-             " (a float32 output)");
+  if (!resolve_scaled_epilogue(ctx, in.qlinear, s.n, s.out_shape, quant)) {
+    return plan_residual_fallback(
+        ctx, s.out_shape, [in](const PlanContext& c) { return plan_integer_matmul(c, in); },
+        ScaledIntegerInput::kResidual);
   }
 
   OpPlan plan;
-  plan.outputs.push_back({quant.requant   ? quant.requant->out_type
-                          : quant.rescale ? DType::Float32
-                                          : DType::Int32,
-                          s.out_shape});
+  plan.outputs.push_back({integer_output_type(quant), s.out_shape});
   if (s.m == 0 || s.n == 0 || s.batches == 0) return plan;
   if (const int64_t rows = s.batches * s.m; integer_gemv_applies(ctx, in, s, quant, rows)) {
     add_integer_gemv_launch(ctx, in, s, rows, quant, plan);
@@ -606,10 +619,9 @@ IntegerConvGeometry integer_conv_geometry(const PlanContext& ctx, const ConvInpu
                              .w = axes[1]};
 }
 
-// The zero points (x's one value, w's per output channel or one) and QLinearConv's requantization and bias.
-struct IntegerConvQuantization {
+// The zero points (x's one value, w's per output channel or one), QLinearConv's int32 bias, and the epilogue.
+struct IntegerConvQuantization : IntegerEpilogue {
   uint32_t w_zp_stride = 0;
-  std::optional<Requantization> requant;
   bool has_bias = false;
 };
 
@@ -640,7 +652,6 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
   const ConvAxis& w = geo.w;
   const uint32_t w_zp_stride = quant.w_zp_stride;
   const std::optional<Requantization>& requant = quant.requant;
-  const bool has_bias = quant.has_bias;
   const Tensor* w_const = ctx.constant(in.w);
   const int64_t reduce = w_shape[1] * h.kernel * w.kernel;  // ONNX's [M, C / group, KH, KW] order
   const int64_t reduce_words = std::max<int64_t>(1, (reduce + 3) / 4);
@@ -653,8 +664,9 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
   const gpu::DispatchGrid grid =
       gpu::compute_dispatch_grid(static_cast<uint64_t>(count), 64, ctx.caps.limits);
   KernelLaunch launch;
-  launch.program.label =
-      std::string(in.qlinear ? "qlinear_conv" : "conv_integer") + (w_const ? "_packed" : "");
+  launch.program.label = std::string(in.qlinear ? "qlinear_conv" : "conv_integer") +
+                         (w_const ? "_packed" : "") + (quant.rescale ? "_scaled" : "") +
+                         quant.activation.label_suffix() + residual_label_suffix(quant.residual);
   KernelInterface iface;
   iface
       .read("x", "i32", TensorRef::input(static_cast<uint32_t>(in.x)))
@@ -665,12 +677,10 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
       .read("w_zero_point", "i32", zero_point_ref(ctx, in.w_zp));
   if (requant) {
     iface.read("bias", "i32",
-               has_bias ? TensorRef::input(static_cast<uint32_t>(in.bias)) : TensorRef::zero());
-    plan.constants.push_back(float_tensor(requant->multipliers));
-    // x_scale * w_scale / y_scale per channel
-    iface.read("multipliers", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+               quant.has_bias ? TensorRef::input(static_cast<uint32_t>(in.bias)) : TensorRef::zero());
   }
-  iface.read_write("out", "i32", TensorRef::output(0))
+  bind_integer_epilogue(quant, iface, plan);
+  iface.read_write("out", quant.rescale ? "f32" : "i32", TensorRef::output(0))
       .uniforms({{"count", UniformType::U32},
                  {"channels", UniformType::U32},
                  {"height", UniformType::U32},
@@ -694,11 +704,14 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
                  {"y_zero_point", UniformType::I32},
                  {"qmin", UniformType::I32},
                  {"qmax", UniformType::I32},
-                 {"has_bias", UniformType::U32}});
-  launch.program.wgsl = iface.load_wgsl("quantize/conv_integer.wgsl",
-                                        {{"B_SIGNED", ctx.input(in.w).dtype == DType::Int8 ? "1" : "0"},
-                                         {"W_PACKED", w_const ? "1" : "0"},
-                                         {"QLINEAR", in.qlinear ? "1" : "0"}});
+                 {"has_bias", UniformType::U32},
+                 {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
+                 {"act_hi", UniformType::F32}});
+  bind_integer_residual(quant, iface);
+  kernels::Defines defines = {{"B_SIGNED", ctx.input(in.w).dtype == DType::Int8 ? "1" : "0"},
+                              {"W_PACKED", w_const ? "1" : "0"}};
+  add_integer_epilogue_defines(in.qlinear, quant, defines);
+  launch.program.wgsl = iface.load_wgsl("quantize/conv_integer.wgsl", defines);
   launch.program.constants = {{"WG_SIZE", grid.workgroup_size}};
   iface.bind(launch);
   auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
@@ -726,7 +739,9 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
                        .i32("y_zero_point", requant ? requant->zero_point : 0)
                        .i32("qmin", requant ? requant->qmin : 0)
                        .i32("qmax", requant ? requant->qmax : 0)
-                       .u32("has_bias", has_bias ? 1 : 0)
+                       .u32("has_bias", quant.has_bias ? 1 : 0)
+                       .f32("act_lo", quant.activation.min)
+                       .f32("act_hi", quant.activation.max)
                        .bytes();
   launch.groups = grid.groups;
   plan.launches.push_back(std::move(launch));
@@ -734,14 +749,19 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
 
 OpPlan plan_integer_conv(const PlanContext& ctx, const ConvInputs& in) {
   const IntegerConvGeometry geo = integer_conv_geometry(ctx, in);
-  const IntegerConvQuantization quant = integer_conv_quantization(ctx, in, geo.out_channels);
+  IntegerConvQuantization quant = integer_conv_quantization(ctx, in, geo.out_channels);
 
   Shape out_shape = {geo.x_shape[0], geo.out_channels};
   if (geo.spatial == 2) out_shape.push_back(geo.h.output);
   out_shape.push_back(geo.w.output);
   require_fits_u32(ctx, "the output", out_shape);
+  if (!resolve_scaled_epilogue(ctx, in.qlinear, geo.out_channels, out_shape, quant)) {
+    return plan_residual_fallback(
+        ctx, out_shape, [in](const PlanContext& c) { return plan_integer_conv(c, in); },
+        ScaledIntegerInput::kResidual);
+  }
   OpPlan plan;
-  plan.outputs.push_back({quant.requant ? quant.requant->out_type : DType::Int32, out_shape});
+  plan.outputs.push_back({integer_output_type(quant), out_shape});
   const int64_t count = element_count(out_shape);
   if (count == 0) return plan;
   add_integer_conv_launch(ctx, in, geo, quant, count, plan);

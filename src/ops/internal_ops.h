@@ -61,10 +61,10 @@ inline constexpr const char* kMatMulWindowsOutAttribute = "wgi.windows_out";
 // epsilon this attribute, and the normalised X (its Y, which other nodes read) the product's last output.
 inline constexpr const char* kMatMulLayerNormEpsilonAttribute = "wgi.layer_norm_epsilon";
 
-// MatMulInteger with dynamic quantization's rescale taken in (graph::fuse_dynamically_quantized_matmuls):
-// = 1 when its output is float32 f32(sum) * (a_scale * b_scale[n]) (+ bias[n]), ScaledIntegerInput's inputs
-// (integer_linear.cpp).
-inline constexpr const char* kMatMulIntegerScaledAttribute = "wgi.scaled_output";
+// MatMulInteger or ConvInteger with dynamic quantization's rescale taken in
+// (graph::fuse_dynamically_quantized_products): = 1 when its output is float32 f32(sum) * (a_scale *
+// b_scale[c]) (+ bias[c]) for output column / channel c, ScaledIntegerInput's inputs (integer_linear.cpp).
+inline constexpr const char* kIntegerScaledOutputAttribute = "wgi.scaled_output";
 
 // wgi's Attention (src/ops/attention.cpp says what each means).
 inline constexpr const char* kAttentionScaleAttribute = "scale";
@@ -121,10 +121,11 @@ struct ChannelsLastConvInput {
   static constexpr size_t kTokensTarget = 5;  // the second Reshape's target, [B, C, Ho * Wo] (optional)
   static constexpr size_t kCount = 6;
 };
-// MatMulInteger with wgi.scaled_output: after its own four, A's scale (a float32 scalar,
-// DynamicQuantizeLinear's second output, computed on the GPU), B's scale (a float32 constant, one value or
-// one per column), the bias (a float32 constant [N], optional) and a fused residual (with the epilogue's
-// wgi.residual; its float output also takes wgi.activation).
+// MatMulInteger and ConvInteger with wgi.scaled_output: after their own four, A's (x's) scale (a float32
+// scalar, DynamicQuantizeLinear's second output, computed on the GPU), B's (w's) scale (a float32 constant,
+// one value or one per output column / channel), the bias (a float32 constant of one value per column /
+// channel, optional) and a fused residual (with the epilogue's wgi.residual; its float output also takes
+// wgi.activation).
 struct ScaledIntegerInput {
   static constexpr size_t kAScale = 4, kBScale = 5, kBias = 6, kResidual = 7;
 };
@@ -165,8 +166,8 @@ GemmTuningAttributes read_gemm_tuning_attributes(const NodeInfo& node);
 void write_gemm_tuning_attributes(const GemmTuningAttributes& tuning, Attributes& attributes);
 
 // An activation and a residual applied in a GEMM or conv kernel's epilogue (graph::fuse_activations,
-// graph::fuse_residual_adds), on MatMul, Gemm, Conv, ConvTranspose, MatMulNBits and MatMulInteger with
-// wgi.scaled_output.
+// graph::fuse_residual_adds), on MatMul, Gemm, Conv, ConvTranspose, MatMulNBits, and MatMulInteger and
+// ConvInteger with wgi.scaled_output.
 struct EpilogueAttributes {
   bool residual = false;   // wgi.residual: R is input kFusedResidualInput (MatMulNBits kNBitsResidualInput)
   std::string activation;  // wgi.activation: "" (none), "Relu", "Clip", "Gelu" or "GeluTanh"

@@ -413,7 +413,7 @@ TEST(Quantize, MatMulIntegerGemvIsExact) {
             std::string::npos);
 }
 
-// MatMulInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_matmuls): the exact int32 product,
+// MatMulInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_products): the exact int32 product,
 // then f32(sum) * (a_scale * b_scale[n]) (+ bias[n]) in float32, the operations of the Cast, Mul and Add it
 // replaces; against those computed on the host in float32 from the exact sums (|sum| < 2^24 here, so the
 // conversion is exact). The GPU may contract the multiply and the bias add into one FMA (one rounding instead
@@ -448,7 +448,7 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
     const Tensor b_scale = test::random_tensor({c.b_scale_per_column ? c.n : 1}, seed++, 1e-3f, 2e-2f);
     const Tensor bias = test::random_tensor({c.n}, seed++);
     ops::NodeInfo n = node("MatMulInteger", 10);
-    n.attributes.set(ops::kMatMulIntegerScaledAttribute, int64_t{1});
+    n.attributes.set(ops::kIntegerScaledOutputAttribute, int64_t{1});
     Inputs in = {NodeInput{a},          NodeInput{b, true}, NodeInput{a_zp},
                  NodeInput{b_zp, true}, NodeInput{a_scale}, NodeInput{b_scale, true}};
     if (c.bias) in.push_back(NodeInput{bias, true});
@@ -500,7 +500,7 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
   }
   // B's scale must be a constant (it goes into the kernel's column constants).
   ops::NodeInfo n = node("MatMulInteger", 10);
-  n.attributes.set(ops::kMatMulIntegerScaledAttribute, int64_t{1});
+  n.attributes.set(ops::kIntegerScaledOutputAttribute, int64_t{1});
   const Tensor a = random_8bit(DType::UInt8, {2, 8}, 90), b = random_8bit(DType::UInt8, {8, 4}, 91);
   EXPECT_NE(run_error(n, {NodeInput{a}, NodeInput{b, true}, std::nullopt, std::nullopt,
                           NodeInput{Tensor::from_vector<float>({}, {0.5f})},
@@ -551,6 +551,106 @@ TEST(Quantize, ConvIntegerIsExact) {
       EXPECT_TRUE(identical(y.at(0), want)) << (constant ? "packed" : "runtime") << " weight";
     }
   }
+}
+
+// ConvInteger with wgi.scaled_output (graph::fuse_dynamically_quantized_products on a conv): the exact int32
+// sums, then f32(sum) * (x_scale * w_scale[m]) (+ bias[m]) (+ R) and the activation, per output channel m,
+// as the Cast, Muls and Adds it replaces compute them in float32; against those on the host from the exact
+// sums (< 2^24 here). One ULP for the contraction the GPU may make, two with a residual (a second add).
+TEST(Quantize, ScaledConvIntegerIsItsCastMulAndAdd) {
+  struct ScaledConvCase {
+    Shape x, w;
+    DType w_type;
+    test::ConvIntegerParams p;
+    bool per_channel_scale, bias;
+    enum class Residual { None, Same, Broadcast } residual = Residual::None;  // Broadcast: [M, 1, 1]
+    bool relu = false;
+  };
+  const ScaledConvCase cases[] = {
+      {{1, 3, 9, 7}, {5, 3, 3, 3}, DType::UInt8, {1, {1, 1}, {1, 1}, {1, 1, 1, 1}}, false, true},
+      {{2, 4, 10, 9}, {6, 2, 3, 2}, DType::Int8, {2, {2, 1}, {1, 2}, {0, 1, 2, 0}}, true, false},
+      {{2, 8, 5, 5},
+       {8, 1, 3, 3},
+       DType::UInt8,
+       {8, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+       true,
+       true,
+       ScaledConvCase::Residual::Same,
+       true},  // depthwise, with ConvPosEnc's residual
+      {{1, 6, 6, 6},
+       {4, 6, 1, 1},
+       DType::Int8,
+       {1, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+       true,
+       true,
+       ScaledConvCase::Residual::Broadcast,
+       true},
+  };
+  uint64_t seed = 300;
+  for (const ScaledConvCase& c : cases) {
+    SCOPED_TRACE(shape_to_string(c.x) + " * " + shape_to_string(c.w));
+    const int64_t channels = c.w[0];
+    const Tensor x = random_8bit(DType::UInt8, c.x, seed++);
+    const Tensor w = random_8bit(c.w_type, c.w, seed++);
+    const Tensor x_zp = random_8bit(DType::UInt8, {}, seed++);
+    const Tensor w_zp = random_8bit(c.w_type, {channels}, seed++);
+    const Tensor x_scale = Tensor::from_vector<float>({}, {0.0219f});
+    const Tensor w_scale = test::random_tensor({c.per_channel_scale ? channels : 1}, seed++, 1e-3f, 2e-2f);
+    const Tensor bias = test::random_tensor({channels}, seed++);
+    ops::Attributes attrs;
+    attrs.set("group", int64_t{c.p.group});
+    attrs.set("strides", c.p.strides);
+    attrs.set("dilations", c.p.dilations);
+    attrs.set("pads", c.p.pads);
+    ops::NodeInfo n = node("ConvInteger", 10, attrs);
+    n.attributes.set(ops::kIntegerScaledOutputAttribute, int64_t{1});
+    Inputs in = {NodeInput{x},          NodeInput{w, true}, NodeInput{x_zp},
+                 NodeInput{w_zp, true}, NodeInput{x_scale}, NodeInput{w_scale, true}};
+    if (c.bias) in.push_back(NodeInput{bias, true});
+    const Tensor sums =
+        test::conv_integer_reference(x, w, test::integer_values(x_zp)[0], test::integer_values(w_zp), c.p);
+    const Shape& out_shape = sums.shape();
+    const int64_t plane = out_shape[2] * out_shape[3];
+    const Tensor residual = test::random_tensor(
+        c.residual == ScaledConvCase::Residual::Broadcast ? Shape{channels, 1, 1} : out_shape, seed++);
+    if (c.residual != ScaledConvCase::Residual::None) {
+      in.resize(ops::ScaledIntegerInput::kResidual);
+      in.push_back(NodeInput{residual});
+      n.attributes.set(ops::kFusedResidualAttribute, int64_t{1});
+    }
+    if (c.relu) n.attributes.set(ops::kFusedActivationAttribute, std::string("Relu"));
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
+    // A broadcast residual: the conv, then one Add.
+    ASSERT_EQ(plan.launches.size(), c.residual == ScaledConvCase::Residual::Broadcast ? 2u : 1u);
+    EXPECT_TRUE(plan.launches[0].program.label.starts_with("conv_integer_packed_scaled"))
+        << plan.launches[0].program.label;
+    const auto y = run(n, in);
+    ASSERT_EQ(y.at(0).dtype(), DType::Float32);
+    ASSERT_EQ(y.at(0).shape(), out_shape);
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < element_count(out_shape); ++i) {
+      const int64_t m = (i / plane) % channels;
+      const float scale = x_scale.data<float>()[0] * w_scale.data<float>()[c.per_channel_scale ? m : 0];
+      float want = static_cast<float>(sums.data<int32_t>()[i]) * scale;
+      if (c.bias) want = want + bias.data<float>()[m];
+      if (c.residual != ScaledConvCase::Residual::None)
+        want = want + residual.data<float>()[c.residual == ScaledConvCase::Residual::Same ? i : m];
+      if (c.relu) want = std::max(want, 0.0f);
+      const float got = y[0].data<float>()[i];
+      nonzero += want != 0.0f;
+      const float ulps = c.residual == ScaledConvCase::Residual::None ? 1.0f : 2.0f;
+      ASSERT_LE(std::abs(got - want), ulps * std::abs(want) * 0x1p-23f)
+          << "element " << i << ": " << got << ", want " << want;
+    }
+    EXPECT_GT(nonzero, element_count(out_shape) / 4);
+  }
+  // A fused activation on the int32 output is an error, not a silently dropped Relu.
+  ops::NodeInfo relu_only = node("ConvInteger", 10);
+  relu_only.attributes.set(ops::kFusedActivationAttribute, std::string("Relu"));
+  EXPECT_NE(run_error(relu_only, {NodeInput{random_8bit(DType::UInt8, {1, 2, 4, 4}, 320)},
+                                  NodeInput{random_8bit(DType::UInt8, {3, 2, 1, 1}, 321), true}})
+                .find("a fused residual or activation needs wgi.scaled_output"),
+            std::string::npos);
 }
 
 TEST(Quantize, ConvInteger1DWithAutoPad) {
@@ -717,7 +817,7 @@ TEST_P(QuantizedModelTest, AgreesWithOnnxRuntime) {
   std::cerr << "[ " << GetParam().file << ": " << result.message() << " ]\n";
 }
 
-// The rescale taken into the products (graph::fuse_dynamically_quantized_matmuls): each fused product loses
+// The rescale taken into the products (graph::fuse_dynamically_quantized_products): each fused product loses
 // its Cast, its Mul and its scale product's Mul (and its bias Add where it has one), so the fused session
 // plans at least 3 dispatches fewer per fused product; its outputs against the session with the pass off
 // within the model's tolerance against onnxruntime (the same float32 operations; a contracted FMA can move
@@ -735,7 +835,7 @@ TEST(QuantizedModel, RescaleInsideTheProductsSavesTheirLaunches) {
     const QuantizedModel& c = f.model;
     SCOPED_TRACE(c.file);
     SessionOptions unfused_options;
-    unfused_options.disabled_passes = {"fuse_dynamically_quantized_matmuls"};
+    unfused_options.disabled_passes = {"fuse_dynamically_quantized_products"};
     Session fused = Session::from_file(data / "quantized" / c.file);
     Session unfused = Session::from_file(data / "quantized" / c.file, unfused_options);
     std::map<std::string, Tensor> inputs;

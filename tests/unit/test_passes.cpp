@@ -438,12 +438,12 @@ TEST(Passes, FuseDynamicallyQuantizedMatMulsOfAUint8Decoder) {
       }
     }
     PassReport r = optimize(g, ops::builtin_registry());
-    const int fused = r.count("fuse_dynamically_quantized_matmuls");
+    const int fused = r.count("fuse_dynamically_quantized_products");
     EXPECT_EQ(count_ops(g, "MatMulInteger"), products);
     EXPECT_EQ(casts - count_ops(g, "Cast"), fused) << r.summary();
     int with_residual = 0;
     for (const Node& n : g.nodes) {
-      if (n.info.op_type != "MatMulInteger" || !n.info.attributes.has(ops::kMatMulIntegerScaledAttribute))
+      if (n.info.op_type != "MatMulInteger" || !n.info.attributes.has(ops::kIntegerScaledOutputAttribute))
         continue;
       // The residual fusion then takes the Add after the float output (input 7).
       if (ops::read_epilogue_attributes(n.info).residual) {
@@ -461,6 +461,73 @@ TEST(Passes, FuseDynamicallyQuantizedMatMulsOfAUint8Decoder) {
   EXPECT_EQ(products, 21);
   EXPECT_EQ(fused, products - 1);  // all but the exposed product
   EXPECT_EQ(fuse(true).second, fused - 1);
+}
+
+// The uint8 export of the small CNN: its convs (ConvInteger) take their rescale and bias [M, 1, 1] in, then
+// their Relu / Clip; the first, a graph output, stays.
+TEST(Passes, FuseDynamicallyQuantizedConvsOfAUint8Cnn) {
+  Graph g = onnx::import_model_file(std::filesystem::path(WGI_TEST_DATA_DIR) / "quantized" /
+                                    "small_cnn_uint8.onnx");
+  ASSERT_EQ(count_ops(g, "ConvInteger"), 3);
+  const PassReport r = optimize(g, ops::builtin_registry());
+  EXPECT_EQ(r.count("fuse_dynamically_quantized_products"), 2) << r.summary();
+  EXPECT_EQ(count_ops(g, "Cast"), 1);  // the exposed conv's
+  std::set<std::string> activations;
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type != "ConvInteger" || !n.info.attributes.has(ops::kIntegerScaledOutputAttribute))
+      continue;
+    ASSERT_EQ(n.inputs.size(), ops::ScaledIntegerInput::kBias + 1);
+    EXPECT_EQ(g.value(n.inputs[ops::ScaledIntegerInput::kBias]).constant->shape().size(), 3u);
+    activations.insert(ops::read_epilogue_attributes(n.info).activation);
+  }
+  EXPECT_EQ(activations, (std::set<std::string>{"Clip", "Relu"}));
+}
+
+// The conv's constants must broadcast per output channel without widening the output: a scale or bias of
+// shape [M] (numpy would put it on the width axis) or of a higher rank is not taken in.
+TEST(Passes, FuseDynamicallyQuantizedConvsOnlyWithChannelShapedConstants) {
+  struct Case {
+    Shape w_scale, bias;
+    int fused;
+    bool bias_taken;
+  };
+  const int64_t m = 5;
+  for (const Case& c : {Case{{}, {m, 1, 1}, 1, true}, Case{{m, 1, 1}, {1, m, 1, 1}, 1, true},
+                        Case{{m}, {m, 1, 1}, 0, false}, Case{{1, 1, 1, 1, 1}, {m, 1, 1}, 0, false},
+                        Case{{}, {m}, 1, false}, Case{{1, m, 1, 1}, {1, 1, m, 1, 1}, 1, false}}) {
+    SCOPED_TRACE(shape_to_string(c.w_scale) + " " + shape_to_string(c.bias));
+    GraphBuilder b;
+    const ValueId x = b.input("x", {1, 4, 6, m});  // width m: a [M] constant would broadcast there
+    Graph& g = b.g;
+    const auto value = [&](const std::string& name, std::optional<Tensor> constant) {
+      Value v;
+      v.name = name;
+      v.constant = std::move(constant);
+      return g.add_value(std::move(v));
+    };
+    Node dq;
+    dq.info.op_type = "DynamicQuantizeLinear";
+    dq.info.opset = 17;
+    dq.inputs = {x};
+    dq.outputs = {value("xq", std::nullopt), value("x_scale", std::nullopt), value("x_zp", std::nullopt)};
+    g.nodes.push_back(dq);
+    const ValueId w = value("w", Tensor(DType::UInt8, {m, 4, 3, 3}));
+    const ValueId w_zp = value("w_zp", Tensor(DType::UInt8, {}));
+    const ValueId sums = b.node("ConvInteger", {dq.outputs[0], w, dq.outputs[2], w_zp});
+    const ValueId s = b.node("Mul", {dq.outputs[1], b.constant(0.01f, c.w_scale)});
+    const ValueId f = b.node("Cast", {sums});
+    g.nodes.back().info.attributes.set("to", int64_t{1});
+    const ValueId y = b.node("Add", {b.node("Mul", {f, s}), b.constant(0.5f, c.bias)});
+    b.finish(y);
+    EXPECT_EQ(fuse_dynamically_quantized_products(g), c.fused);
+    EXPECT_EQ(count_ops(g, "Add"), c.bias_taken ? 0 : 1);
+    for (const Node& n : g.nodes) {
+      if (n.info.op_type != "ConvInteger") continue;
+      EXPECT_EQ(n.inputs.size(), c.fused == 0   ? 4u
+                                 : c.bias_taken ? ops::ScaledIntegerInput::kBias + 1
+                                                : ops::ScaledIntegerInput::kBScale + 1);
+    }
+  }
 }
 
 // Not taken in: a LayerNormalization over another axis, one whose Mean output is read, one read only by a
@@ -1637,7 +1704,7 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
       pass_names(),
       "eliminate_identities, read_transposed_weights, remove_dead_nodes, fold_constants, "
       "compute_float16_in_float32, fold_batch_norms, "
-      "fuse_bias_adds, fuse_dynamically_quantized_matmuls, fold_scales_into_weights, read_windows_in_place, "
+      "fuse_bias_adds, fuse_dynamically_quantized_products, fold_scales_into_weights, read_windows_in_place, "
       "write_windows_in_place, "
       "fuse_residual_adds, fuse_gelu, "
       "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "

@@ -45,7 +45,7 @@ int fuse_activations(Graph& g) {
     Node& producer = node_at(g, p);
     const std::string& pop = producer.info.op_type;
     if (pop != "Conv" && pop != "ConvTranspose" && pop != "Gemm" && pop != "MatMul" &&
-        !is_matmul_nbits(producer) && !is_scaled_matmul_integer(producer))
+        !is_matmul_nbits(producer) && !is_scaled_integer_product(producer))
       continue;
     ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(producer.info);
     if (!epilogue.activation.empty()) continue;

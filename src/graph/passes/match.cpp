@@ -232,9 +232,9 @@ bool is_matmul_nbits(const Node& n) {
   return n.info.op_type == "MatMulNBits" && n.info.domain == "com.microsoft";
 }
 
-bool is_scaled_matmul_integer(const Node& n) {
-  return n.info.op_type == "MatMulInteger" && n.info.domain.empty() &&
-         n.info.attributes.get_int(ops::kMatMulIntegerScaledAttribute, 0) != 0;
+bool is_scaled_integer_product(const Node& n) {
+  return (n.info.op_type == "MatMulInteger" || n.info.op_type == "ConvInteger") && n.info.domain.empty() &&
+         n.info.attributes.get_int(ops::kIntegerScaledOutputAttribute, 0) != 0;
 }
 
 ValueId other_operand(const Node& n, ValueId v) {

@@ -147,9 +147,10 @@ inline const std::vector<int64_t> kSwapWindowAxes = {0, 1, 3, 2, 4, 5};
 // com.microsoft MatMulNBits (src/ops/matmul_nbits.cpp): its epilogue takes a bias (input 5), a residual
 // (input 6) and an activation as MatMul's does.
 bool is_matmul_nbits(const Node& n);
-// MatMulInteger with dynamic quantization's rescale taken in (wgi.scaled_output, integer_linear.cpp): its
+// MatMulInteger or ConvInteger with dynamic quantization's rescale taken in (wgi.scaled_output,
+// integer_linear.cpp): its
 // float output takes a residual (input 7) and an activation as MatMul's does.
-bool is_scaled_matmul_integer(const Node& n);
+bool is_scaled_integer_product(const Node& n);
 // The other operand of a binary node reading `v` once; kNoValue when it is not binary or reads v twice.
 ValueId other_operand(const Node& n, ValueId v);
 // Mul(v, c) or Mul(c, v) with a scalar constant c close to `factor`: returns v; else kNoValue.

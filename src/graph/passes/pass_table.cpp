@@ -61,9 +61,9 @@ const std::vector<PassInfo>& pass_table() {
        "the bias must be a constant; the window MatMuls keep their bias, and the residual fusion takes input "
        "3 "
        "after it"},
-      {"fuse_dynamically_quantized_matmuls",
+      {"fuse_dynamically_quantized_products",
        "dynamically quantized products rescaled in place",
-       without_registry<fuse_dynamically_quantized_matmuls>,
+       without_registry<fuse_dynamically_quantized_products>,
        {"fold_constants"},
        {"fuse_residual_adds", "fuse_activations"},
        "the weight's scale and the bias must be constants (a Transpose of a weight folded first); the "

@@ -1,13 +1,17 @@
 // ConvInteger and QLinearConv (src/ops/integer_linear.cpp), 1-D and 2-D NCHW with groups, strides,
 // dilations and pads: out = sum (x - x_zp) (w - w_zp) over a group's input channels and the kernel window,
 // exact int32 accumulation; padding contributes 0 (the spec subtracts the zero point before padding). With
-// QLINEAR the int32 bias is added and the sum requantized to 8 bits. x is widened to 32 bits per element;
-// the weight is a constant prepacked [M, ceil(R / 4)] words (R = C / group * KH * KW, ONNX's order), four
-// consecutive bytes per word (W_PACKED), or a runtime one read widened. One invocation per output element.
+// QLINEAR the int32 bias is added and the sum requantized to 8 bits; with SCALED (ConvInteger with
+// wgi.scaled_output) it is rescaled to float32 (quantize/integer_epilogue.wgsl). x is widened to 32 bits per
+// element; the weight is a constant prepacked [M, ceil(R / 4)] words (R = C / group * KH * KW, ONNX's
+// order), four consecutive bytes per word (W_PACKED), or a runtime one read widened. One invocation per
+// output element.
 #include "common/dispatch_grid.wgsl"
 #include "quantize/unpack.wgsl"
 
 #interface
+
+#include "quantize/integer_epilogue.wgsl"
 
 override WG_SIZE: u32 = 64;
 
@@ -59,8 +63,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (params.has_bias != 0u) {
     acc += bias[m];
   }
-  out[idx] = requantize(acc, multipliers[m], params.y_zero_point, params.qmin, params.qmax);
-#else
-  out[idx] = acc;
 #endif
+  store_integer_result(idx, acc, m);
 }

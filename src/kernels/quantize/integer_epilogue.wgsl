@@ -1,22 +1,21 @@
-// The output of an exact int32 product (MatMulInteger, QLinearMatMul; integer_matmul.wgsl and
-// integer_gemv.wgsl): `acc` for column c written at out[at] as int32, or with QLINEAR requantized to 8 bits,
-// or with SCALED rescaled to float32 as dynamic quantization's Cast, Mul and bias Add do: f32(acc) * (a_scale
-// * b_scale[c]) (+ bias[c] with SCALED_BIAS; column_params holds the N scales, then the N biases), then the
-// fused residual (RESIDUAL: R of the output's shape, read at the same index) and activation, as the float
-// GEMMs' epilogue adds them.
-// The includer declares `out`, params.n, params.act_lo / act_hi, and the bindings its defines read
-// (multipliers; a_scale and column_params; residual).
+// The output of an exact int32 product (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv;
+// integer_matmul.wgsl, integer_gemv.wgsl, conv_integer.wgsl): `acc` for output column (channel) c written at
+// out[at] as int32, or with QLINEAR requantized to 8 bits, or with SCALED rescaled to float32 as dynamic
+// quantization's Cast, Mul and bias Add do: f32(acc) * (a_scale * b_scale[c]) (+ bias[c] with SCALED_BIAS;
+// column_params holds (b_scale[c], bias[c]) pairs), then the fused residual (RESIDUAL: R of the output's
+// shape, read at the same index) and activation, as the float GEMMs' epilogue adds them.
+// The includer declares `out`, params.y_zero_point / qmin / qmax / act_lo / act_hi, and the bindings its
+// defines read (multipliers; a_scale and column_params; residual).
 #include "common/activation.wgsl"
 
 fn store_integer_result(at: u32, acc: i32, c: u32) {
 #if QLINEAR
-  out[at] = requantize(acc, multipliers[c * params.multiplier_stride], params.y_zero_point, params.qmin,
-                       params.qmax);
+  out[at] = requantize(acc, multipliers[c], params.y_zero_point, params.qmin, params.qmax);
 #else
 #if SCALED
-  var y = f32(acc) * (a_scale[0] * column_params[c]);
+  var y = f32(acc) * (a_scale[0] * column_params[2u * c]);
 #if SCALED_BIAS
-  y += column_params[params.n + c];
+  y += column_params[2u * c + 1u];
 #endif
 #if RESIDUAL
   y += residual[at];
