@@ -817,11 +817,11 @@ TEST_P(QuantizedModelTest, AgreesWithOnnxRuntime) {
   std::cerr << "[ " << GetParam().file << ": " << result.message() << " ]\n";
 }
 
-// The rescale taken into the products (graph::fuse_dynamically_quantized_products): each fused product loses
-// its Cast, its Mul and its scale product's Mul (and its bias Add where it has one), so the fused session
-// plans at least 3 dispatches fewer per fused product; its outputs against the session with the pass off
-// within the model's tolerance against onnxruntime (the same float32 operations; a contracted FMA can move
-// a later activation's quantization by one step, as in AgreesWithOnnxRuntime).
+// The rescale taken into the products and convs (graph::fuse_dynamically_quantized_products): each fused one
+// loses its Cast, its Mul and its scale product's Mul (and its bias Add where it has one), so the fused
+// session plans at least 3 dispatches fewer per fused product; its outputs against the session with the pass
+// off within the model's tolerance against onnxruntime (the same float32 operations; a contracted FMA can
+// move a later activation's quantization by one step, as in AgreesWithOnnxRuntime).
 TEST(QuantizedModel, RescaleInsideTheProductsSavesTheirLaunches) {
   namespace fs = std::filesystem;
   const fs::path data = WGI_TEST_DATA_DIR;
@@ -831,7 +831,8 @@ TEST(QuantizedModel, RescaleInsideTheProductsSavesTheirLaunches) {
     int products;
   };
   for (const Fused& f : {Fused{{"tiny_transformer_uint8.onnx", "tiny_transformer_opset17"}, 3},
-                         Fused{{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2}, 20}}) {
+                         Fused{{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2}, 20},
+                         Fused{{"small_cnn_uint8.onnx", "small_cnn_opset17"}, 2}}) {  // ConvIntegers
     const QuantizedModel& c = f.model;
     SCOPED_TRACE(c.file);
     SessionOptions unfused_options;

@@ -16,7 +16,9 @@ symmetrically to int8 in [-127, 127] (scale = max|w| / 127, zero point 0), Quant
 with reduce_range ([-64, 64], scale = max|w| / 64), which ONNX Runtime advises on x86-64: its uint8 x int8
 kernels on AVX2 without VNNI add pairs of products in saturating int16 (VPMADDUBSW), so with full-range int8
 weights its MatMulInteger sums can differ from the exact ones (wgi's are exact; docs/integer_ops.md).
-Activations are always uint8 (DynamicQuantizeLinear).
+Activations are always uint8 (DynamicQuantizeLinear), each tensor quantized once however many products read it
+(quantize_dynamic keeps a map of the values it quantized: a layer's q, k and v projections, or a ResNet
+block's first conv and its downsample, share one DynamicQuantizeLinear).
 A B (or W, table) that is a Transpose of an initializer is folded first, as ORT's optimizer would before
 quantizing (torch exports nn.Linear weights so).
 
@@ -61,6 +63,7 @@ class Rewriter:
         self.inits = {t.name: t for t in self.graph.initializer}
         self.counter = 0
         self.integer_outputs = []  # names of MatMulInteger / ConvInteger outputs, in graph order
+        self.quantized = {}  # float tensor name -> its DynamicQuantizeLinear's (q, scale, zero point)
 
     def fresh(self, base):
         self.counter += 1
@@ -89,8 +92,11 @@ class Rewriter:
         return name
 
     def dynamic_quantize(self, x, nodes):
+        if x in self.quantized:
+            return self.quantized[x]
         q, s, z = self.fresh(x + "_quantized"), self.fresh(x + "_scale"), self.fresh(x + "_zero_point")
         nodes.append(helper.make_node("DynamicQuantizeLinear", [x], [q, s, z], name=self.fresh("DynamicQuantizeLinear")))
+        self.quantized[x] = (q, s, z)
         return q, s, z
 
     def rescale(self, integer, x_scale, w_scale_name, out, nodes):
@@ -157,10 +163,11 @@ class Rewriter:
         nodes = []
         for node in self.graph.node:
             rewrite = rewrites.get(node.op_type)
-            before = len(nodes)
+            before, quantized = len(nodes), dict(self.quantized)
             if rewrite and rewrite(node, nodes):
                 continue
-            del nodes[before:]
+            del nodes[before:]  # a rewrite that gave up: its nodes go, and a quantization it added
+            self.quantized = quantized
             nodes.append(node)
         # Nodes nothing reads any more (the folded Transposes of weights) go.
         graph_outputs = {o.name for o in self.graph.output}
