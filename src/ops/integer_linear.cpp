@@ -33,6 +33,7 @@
 #include "ops/fused_residual.h"
 #include "ops/internal_ops.h"
 #include "ops/kernel_interface.h"
+#include "ops/quantize.h"
 #include "ops/registry.h"
 
 namespace wgi::ops {
@@ -179,8 +180,14 @@ struct IntegerMatMulShapes {
   Shape out_shape;
 };
 
-IntegerMatMulShapes integer_matmul_shapes(const PlanContext& ctx, const MatMulInputs& in) {
-  require_8bit(ctx, in.a, "A");
+// `quantize_a`: A is the float32 tensor the product quantizes itself (wgi.quantize_a).
+IntegerMatMulShapes integer_matmul_shapes(const PlanContext& ctx, const MatMulInputs& in, bool quantize_a) {
+  if (!quantize_a) {
+    require_8bit(ctx, in.a, "A");
+  } else if (ctx.input(in.a).dtype != DType::Float32) {
+    ctx.fail(ctx.input_name(in.a) + " (A) has type " + std::string(dtype_name(ctx.input(in.a).dtype)) + "; " +
+             kIntegerQuantizeAAttribute + " quantizes a float32 A");
+  }
   require_8bit(ctx, in.b, "B");
   Shape a_shape = ctx.input(in.a).shape, b_shape = ctx.input(in.b).shape;
   if (a_shape.empty() || b_shape.empty()) ctx.fail("A and B must have rank 1 or more (numpy matmul)");
@@ -265,10 +272,15 @@ const Tensor& rescale_constant(const PlanContext& ctx, size_t i, const char* rol
   return *t;
 }
 
-IntegerRescale resolve_rescale(const PlanContext& ctx, int64_t columns) {
-  if (!ctx.has_input(ScaledIntegerInput::kAScale) ||
-      ctx.input(ScaledIntegerInput::kAScale).dtype != DType::Float32 ||
-      element_count(ctx.input(ScaledIntegerInput::kAScale).shape) != 1) {
+// `quantize_a`: the product computes A's scale itself, so input 4 must be absent.
+IntegerRescale resolve_rescale(const PlanContext& ctx, int64_t columns, bool quantize_a) {
+  if (quantize_a) {
+    if (ctx.has_input(ScaledIntegerInput::kAScale) || ctx.has_input(2))
+      ctx.fail(std::string(kIntegerQuantizeAAttribute) +
+               ": the product computes A's scale and zero point itself, so inputs 2 and 4 must be empty");
+  } else if (!ctx.has_input(ScaledIntegerInput::kAScale) ||
+             ctx.input(ScaledIntegerInput::kAScale).dtype != DType::Float32 ||
+             element_count(ctx.input(ScaledIntegerInput::kAScale).shape) != 1) {
     ctx.fail(std::string(kIntegerScaledOutputAttribute) + ": input " +
              std::to_string(ScaledIntegerInput::kAScale) + " (A's scale) must be one float32 value");
   }
@@ -294,6 +306,8 @@ struct IntegerEpilogue {
   std::optional<IntegerRescale> rescale;
   bool residual = false;
   FusedActivation activation;
+  // With the rescale: where A's scale lies, or none where the kernel quantizes A itself (QUANTIZE_A).
+  std::optional<TensorRef> a_scale = TensorRef::input(ScaledIntegerInput::kAScale);
 };
 
 // wgi.scaled_output's rescale of `channels` output columns / channels, with the fused residual and activation
@@ -301,9 +315,11 @@ struct IntegerEpilogue {
 // Returns false where the residual does not have the output's shape: the caller then plans the product and
 // one Add (plan_residual_fallback).
 bool resolve_scaled_epilogue(const PlanContext& ctx, bool qlinear, int64_t channels, const Shape& out_shape,
-                             IntegerEpilogue& e) {
+                             IntegerEpilogue& e, bool quantize_a = false) {
   if (!qlinear && ctx.node.attributes.get_int(kIntegerScaledOutputAttribute, 0) != 0)
-    e.rescale = resolve_rescale(ctx, channels);
+    e.rescale = resolve_rescale(ctx, channels, quantize_a);
+  if (quantize_a && !e.rescale)
+    ctx.fail(std::string(kIntegerQuantizeAAttribute) + " needs " + kIntegerScaledOutputAttribute);
   if (!e.rescale) {
     const EpilogueAttributes epilogue = read_epilogue_attributes(ctx.node);
     if (epilogue.residual || !epilogue.activation.empty())
@@ -323,6 +339,9 @@ DType integer_output_type(const IntegerEpilogue& e) {
 // The zero points' strides and the epilogue.
 struct IntegerMatMulQuantization : IntegerEpilogue {
   uint32_t a_zp_stride = 0, b_zp_stride = 0;
+  // The 8-bit A and its zero point: the node's inputs, or where the DynamicQuantizeLinear launches for
+  // wgi.quantize_a wrote them (kernels that do not quantize A themselves).
+  TensorRef a, a_zero_point;
 };
 
 // The bindings the epilogue reads (quantize/integer_epilogue.wgsl): QLINEAR's multipliers, SCALED's A scale
@@ -335,8 +354,8 @@ void bind_integer_epilogue(const IntegerEpilogue& quant, KernelInterface& iface,
   }
   if (quant.rescale) {
     plan.constants.push_back(quant.rescale->column_params);
-    iface.read("a_scale", "f32", TensorRef::input(ScaledIntegerInput::kAScale))
-        .read("column_params", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
+    if (quant.a_scale) iface.read("a_scale", "f32", *quant.a_scale);
+    iface.read("column_params", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)));
   }
 }
 
@@ -383,6 +402,7 @@ void add_integer_epilogue_defines(bool qlinear, const IntegerEpilogue& quant, ke
   defines["QLINEAR"] = qlinear ? "1" : "0";
   defines["SCALED"] = quant.rescale ? "1" : "0";
   defines["SCALED_BIAS"] = quant.rescale && quant.rescale->has_bias ? "1" : "0";
+  defines["QUANTIZE_A"] = quant.rescale && !quant.a_scale ? "1" : "0";
   defines["RESIDUAL"] = quant.residual ? "1" : "0";
   quant.activation.add_defines(defines);
 }
@@ -412,10 +432,10 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
       {static_cast<int64_t>(offsets.size())}, std::vector<int32_t>(offsets.begin(), offsets.end())));
   const TensorRef offsets_ref = TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1));
   KernelInterface iface;
-  iface.read("a", "i32", TensorRef::input(static_cast<uint32_t>(in.a)))
+  iface.read("a", "i32", quant.a)
       .read("b", b_const ? "u32" : "i32",
             b_const ? TensorRef::constant(0) : TensorRef::input(static_cast<uint32_t>(in.b)))
-      .read("a_zero_point", "i32", zero_point_ref(ctx, in.a_zp))
+      .read("a_zero_point", "i32", quant.a_zero_point)
       .read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
       .read("batch_offsets", "u32", offsets_ref);  // per batch: A's, B's element offset
   bind_integer_epilogue(quant, iface, plan);
@@ -448,6 +468,7 @@ constexpr int64_t kIntegerGemvMinWorkgroups = 256;
 void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
                              int64_t rows, const IntegerMatMulQuantization& quant, OpPlan& plan) {
   const int64_t n = s.n, k = s.k, k_words = std::max<int64_t>(1, (k + 3) / 4);
+  const bool quantize_a = quant.rescale && !quant.a_scale;  // A float32, quantized as it is staged
   const bool a_signed = ctx.input(in.a).dtype == DType::Int8, b_signed = ctx.input(in.b).dtype == DType::Int8;
   const uint8_t flip = b_signed ? 0x80 : 0x00;
   const uint8_t* bytes = raw_bytes(*ctx.constant(in.b));
@@ -471,22 +492,24 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   const int64_t bound = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(rows)));
 
   KernelLaunch launch;
-  launch.program.label =
-      std::string(in.qlinear ? "qlinear_gemv" : "matmul_integer_gemv") + "_r" + std::to_string(bound) + "_l" +
-      std::to_string(lanes) + (quant.rescale ? "_scaled" : "") + quant.activation.label_suffix() +
-      residual_label_suffix(quant.residual) + (ctx.caps.features.packed_int8_dot ? "_dot4" : "");
+  launch.program.label = std::string(in.qlinear ? "qlinear_gemv" : "matmul_integer_gemv") + "_r" +
+                         std::to_string(bound) + "_l" + std::to_string(lanes) +
+                         (quant.rescale ? "_scaled" : "") + quant.activation.label_suffix() +
+                         residual_label_suffix(quant.residual) + (quantize_a ? "_quantize_a" : "") +
+                         (ctx.caps.features.packed_int8_dot ? "_dot4" : "");
   KernelInterface iface;
-  iface.read("a", "i32", TensorRef::input(static_cast<uint32_t>(in.a)))
-      .read("b", "u32", TensorRef::constant(0))
-      .read("a_zero_point", "i32", zero_point_ref(ctx, in.a_zp))
-      .read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
+  iface.read("a", quantize_a ? "f32" : "i32", quant.a).read("b", "u32", TensorRef::constant(0));
+  if (!quantize_a) iface.read("a_zero_point", "i32", quant.a_zero_point);
+  iface.read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
       .read("column_sums", "u32", TensorRef::constant(1));  // sum over K of B's unsigned bytes per column
   bind_integer_epilogue(quant, iface, plan);
   iface.read_write("out", quant.rescale ? "f32" : "i32", TensorRef::output(0))
       .uniforms(integer_product_members({{"a_offset", UniformType::U32},  // 128 where A is int8: its zero
                                          {"b_offset", UniformType::U32},  // point on unsigned bytes
                                          {"tiles", UniformType::U32},
-                                         {"_pad0", UniformType::Pad}}));
+                                         // 255 (QUANTIZE_A's divisor, from the uniform as in
+                                         // dynamic_range.wgsl)
+                                         {"levels", UniformType::F32}}));
   bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"ROWS", std::to_string(bound)},
                               {"LANES", std::to_string(lanes)},
@@ -501,6 +524,7 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
                        .u32("a_offset", a_signed ? 128 : 0)
                        .u32("b_offset", b_signed ? 128 : 0)
                        .u32("tiles", tiles)
+                       .f32("levels", 255.0f)
                        .bytes();
   launch.groups = gpu::fold_workgroups(tiles, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
@@ -525,13 +549,17 @@ bool integer_gemv_applies(const PlanContext& ctx, const MatMulInputs& in, const 
 }
 
 OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
-  const IntegerMatMulShapes s = integer_matmul_shapes(ctx, in);
+  const bool quantize_a = !in.qlinear && ctx.node.attributes.get_int(kIntegerQuantizeAAttribute, 0) != 0;
+  const IntegerMatMulShapes s = integer_matmul_shapes(ctx, in, quantize_a);
   IntegerMatMulQuantization quant;
-  quant.a_zp_stride = zero_point_stride(ctx, in.a_zp, in.a, "A's zero point", s.m, "row of A");
+  quant.a = TensorRef::input(static_cast<uint32_t>(in.a));
+  quant.a_zero_point = zero_point_ref(ctx, in.a_zp);
+  if (!quantize_a)
+    quant.a_zp_stride = zero_point_stride(ctx, in.a_zp, in.a, "A's zero point", s.m, "row of A");
   quant.b_zp_stride = zero_point_stride(ctx, in.b_zp, in.b, "B's zero point", s.n, "column of B");
   if (in.qlinear)
     quant.requant = resolve_requantization(ctx, in.a_scale, in.b_scale, in.y_scale, in.y_zp, s.n);
-  if (!resolve_scaled_epilogue(ctx, in.qlinear, s.n, s.out_shape, quant)) {
+  if (!resolve_scaled_epilogue(ctx, in.qlinear, s.n, s.out_shape, quant, quantize_a)) {
     return plan_residual_fallback(
         ctx, s.out_shape, [in](const PlanContext& c) { return plan_integer_matmul(c, in); },
         ScaledIntegerInput::kResidual);
@@ -540,11 +568,22 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   OpPlan plan;
   plan.outputs.push_back({integer_output_type(quant), s.out_shape});
   if (s.m == 0 || s.n == 0 || s.batches == 0) return plan;
-  if (const int64_t rows = s.batches * s.m; integer_gemv_applies(ctx, in, s, quant, rows)) {
+  const int64_t rows = s.batches * s.m;
+  if (integer_gemv_applies(ctx, in, s, quant, rows)) {
+    if (quantize_a) quant.a_scale.reset();  // the GEMV quantizes A as it stages it
     add_integer_gemv_launch(ctx, in, s, rows, quant, plan);
-  } else {
-    add_integer_matmul_launch(ctx, in, s, quant, plan);
+    return plan;
   }
+  if (quantize_a) {
+    // The tile kernel reads 8-bit A: DynamicQuantizeLinear's launches first, into scratch.
+    const uint64_t count = static_cast<uint64_t>(element_count(ctx.input(in.a).shape));
+    quant.a = plan.add_scratch(count * sizeof(int32_t));
+    quant.a_scale = plan.add_scratch(sizeof(float));
+    quant.a_zero_point = plan.add_scratch(sizeof(uint32_t));
+    append_dynamic_quantize_linear(ctx, count, TensorRef::input(static_cast<uint32_t>(in.a)), quant.a,
+                                   *quant.a_scale, quant.a_zero_point, plan);
+  }
+  add_integer_matmul_launch(ctx, in, s, quant, plan);
   return plan;
 }
 

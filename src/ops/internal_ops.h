@@ -65,6 +65,10 @@ inline constexpr const char* kMatMulLayerNormEpsilonAttribute = "wgi.layer_norm_
 // (graph::fuse_dynamically_quantized_products): = 1 when its output is float32 f32(sum) * (a_scale *
 // b_scale[c]) (+ bias[c]) for output column / channel c, ScaledIntegerInput's inputs (integer_linear.cpp).
 inline constexpr const char* kIntegerScaledOutputAttribute = "wgi.scaled_output";
+// A MatMulInteger with wgi.scaled_output that quantizes its own A (graph::fuse_dynamic_quantization_into_
+// products): = 1 when input 0 is the float32 tensor a DynamicQuantizeLinear quantized for it, A's zero point
+// (input 2) and scale (input 4) absent; the product computes them as that op does (integer_linear.cpp).
+inline constexpr const char* kIntegerQuantizeAAttribute = "wgi.quantize_a";
 
 // wgi's Attention (src/ops/attention.cpp says what each means).
 inline constexpr const char* kAttentionScaleAttribute = "scale";

@@ -18,6 +18,7 @@
 #include "ops/data_movement_internal.h"
 #include "ops/families.h"
 #include "ops/kernel_interface.h"
+#include "ops/quantize.h"
 #include "ops/reduction.h"
 #include "ops/registry.h"
 
@@ -228,9 +229,17 @@ OpPlan plan_dynamic_quantize_linear(const PlanContext& ctx) {
   require_type(ctx, 0, "x", {DType::Float32});
   const TensorDesc& x = ctx.input(0);
   require_addressable(ctx, ctx.input_name(0) + " (x)", x.shape);
-  const uint64_t n = static_cast<uint64_t>(element_count(x.shape));
   OpPlan plan;
   plan.outputs = {{DType::UInt8, x.shape}, {DType::Float32, {}}, {DType::UInt8, {}}};
+  append_dynamic_quantize_linear(ctx, static_cast<uint64_t>(element_count(x.shape)), TensorRef::input(0),
+                                 TensorRef::output(0), TensorRef::output(1), TensorRef::output(2), plan);
+  return plan;
+}
+
+}  // namespace
+
+void append_dynamic_quantize_linear(const PlanContext& ctx, uint64_t n, TensorRef x, TensorRef y,
+                                    TensorRef scale, TensorRef zero_point, OpPlan& plan) {
   const uint64_t chunk = std::max<uint64_t>(kRangeChunk, (n + kMaxRangeWorkgroups - 1) / kMaxRangeWorkgroups);
   const uint64_t groups = std::max<uint64_t>(1, (n + chunk - 1) / chunk);
   const uint32_t wg = pow2_workgroup_size(256, ctx.caps.limits);
@@ -246,16 +255,16 @@ OpPlan plan_dynamic_quantize_linear(const PlanContext& ctx) {
                                         : "dynamic_quantize_range";
     KernelInterface iface;
     if (single) {
-      iface.read("values", "f32", TensorRef::input(0))
-          .read_write("scale_out", "f32", TensorRef::output(1))
-          .read_write("zero_point_out", "u32", TensorRef::output(2))
-          .read_write("y", "i32", TensorRef::output(0));
+      iface.read("values", "f32", x)
+          .read_write("scale_out", "f32", scale)
+          .read_write("zero_point_out", "u32", zero_point)
+          .read_write("y", "i32", y);
     } else if (final_step) {
       iface.read("values", "f32", partials)
-          .read_write("scale_out", "f32", TensorRef::output(1))
-          .read_write("zero_point_out", "u32", TensorRef::output(2));
+          .read_write("scale_out", "f32", scale)
+          .read_write("zero_point_out", "u32", zero_point);
     } else {
-      iface.read("values", "f32", TensorRef::input(0)).read_write("partials", "f32", partials);
+      iface.read("values", "f32", x).read_write("partials", "f32", partials);
     }
     iface.uniforms({{"count", UniformType::U32},  // elements of x (!FINAL) or partial pairs (FINAL)
                     {"chunk", UniformType::U32},  // elements per workgroup (!FINAL)
@@ -275,15 +284,10 @@ OpPlan plan_dynamic_quantize_linear(const PlanContext& ctx) {
     launch.groups = {final_step ? 1u : static_cast<uint32_t>(groups), 1, 1};
     plan.launches.push_back(std::move(launch));
   }
-  if (n > 0 && !single) {
-    plan.launches.push_back(make_quantize_launch(ctx, true, n, ScaleLayout{}, DType::UInt8,
-                                                 TensorRef::input(0), TensorRef::output(1),
-                                                 TensorRef::output(2), TensorRef::output(0)));
-  }
-  return plan;
+  if (n > 0 && !single)
+    plan.launches.push_back(
+        make_quantize_launch(ctx, true, n, ScaleLayout{}, DType::UInt8, x, scale, zero_point, y));
 }
-
-}  // namespace
 
 void register_quantize_ops(OpRegistry& registry) {
   registry.add("", "QuantizeLinear", 10, kLastLinearQuantizeOpset, {plan_quantize_linear, nullptr});

@@ -509,6 +509,87 @@ TEST(Quantize, ScaledMatMulIntegerIsItsCastMulAndAdd) {
             std::string::npos);
 }
 
+// A MatMulInteger that quantizes its own A (wgi.quantize_a, graph::fuse_dynamic_quantization_into_products):
+// DynamicQuantizeLinear of the float A on the host (ONNX's reference, float32), the exact int32 product, the
+// rescale in float32 (one ULP for a contracted multiply-add, as above). Up to 8 rows on the GEMV, which
+// quantizes A as it stages it (one launch; A over one and several staging chunks), more on the tile kernel
+// after DynamicQuantizeLinear's launches; A with mixed signs, all positive, and all zero (scale 1 / 255).
+TEST(Quantize, MatMulIntegerQuantizingItsOwnAIsDynamicQuantizeLinearThenTheProduct) {
+  struct Case {
+    Shape a;
+    int64_t n;
+    DType b_type;
+    float lo, hi;
+    bool gemv;
+  };
+  uint64_t seed = 400;
+  for (const Case& c : {Case{{1, 40}, 24, DType::UInt8, -2.0f, 3.5f, true},
+                        Case{{2, 3, 37}, 33, DType::Int8, 0.25f, 4.0f, true},
+                        Case{{1, 4400}, 9, DType::UInt8, -1.0f, 1.0f, true},  // K over two chunks
+                        Case{{4, 16}, 5, DType::Int8, 0.0f, 0.0f, true},
+                        Case{{3, 5, 29}, 17, DType::UInt8, -6.0f, 0.5f, false}}) {
+    const int64_t k = c.a.back(), m = element_count(c.a) / k;
+    SCOPED_TRACE(shape_to_string(c.a) + " N " + std::to_string(c.n));
+    const Tensor a =
+        c.lo == c.hi ? Tensor(DType::Float32, c.a) : test::random_tensor(c.a, seed++, c.lo, c.hi);
+    const Tensor b = random_8bit(c.b_type, {k, c.n}, seed++);
+    const Tensor b_zp = random_8bit(c.b_type, {c.n}, seed++);
+    const Tensor b_scale = test::random_tensor({c.n}, seed++, 1e-3f, 2e-2f);
+    const Tensor bias = test::random_tensor({c.n}, seed++);
+    ops::NodeInfo n = node("MatMulInteger", 10);
+    n.attributes.set(ops::kIntegerScaledOutputAttribute, int64_t{1});
+    n.attributes.set(ops::kIntegerQuantizeAAttribute, int64_t{1});
+    const Inputs in = {NodeInput{a}, NodeInput{b, true},       std::nullopt,         NodeInput{b_zp, true},
+                       std::nullopt, NodeInput{b_scale, true}, NodeInput{bias, true}};
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), n, in);
+    if (c.gemv) {
+      ASSERT_EQ(plan.launches.size(), 1u);
+      EXPECT_NE(plan.launches[0].program.label.find("_quantize_a"), std::string::npos)
+          << plan.launches[0].program.label;
+    } else {
+      ASSERT_EQ(plan.launches.size(), 2u);  // DynamicQuantizeLinear in one launch, then the tile kernel
+      EXPECT_EQ(plan.launches[0].program.label, "dynamic_quantize_single");
+    }
+    const test::DynamicQuantized q = test::dynamic_quantize_reference(a);
+    const Tensor sums = test::matmul_integer_reference(Tensor(DType::UInt8, {m, k}, q.y.bytes()), b,
+                                                       {q.zero_point}, zp_values(in[3]));
+    const auto y = run(n, in);
+    ASSERT_EQ(y.at(0).dtype(), DType::Float32);
+    Shape out_shape = c.a;
+    out_shape.back() = c.n;
+    ASSERT_EQ(y.at(0).shape(), out_shape);
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < m * c.n; ++i) {
+      const int64_t col = i % c.n;
+      const float want =
+          static_cast<float>(sums.data<int32_t>()[i]) * (q.scale * b_scale.data<float>()[col]) +
+          bias.data<float>()[col];
+      const float got = y[0].data<float>()[i];
+      nonzero += sums.data<int32_t>()[i] != 0;
+      ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-23f)
+          << "element " << i << ": " << got << ", want " << want;
+    }
+    if (c.lo != c.hi) {
+      EXPECT_GT(nonzero, m * c.n / 2);
+    }
+  }
+  // The product computes A's zero point and scale: inputs 2 and 4 must be empty, and A float32.
+  ops::NodeInfo n = node("MatMulInteger", 10);
+  n.attributes.set(ops::kIntegerScaledOutputAttribute, int64_t{1});
+  n.attributes.set(ops::kIntegerQuantizeAAttribute, int64_t{1});
+  const Tensor b = random_8bit(DType::UInt8, {8, 4}, 430);
+  const NodeInput b_scale{Tensor::from_vector<float>({}, {0.5f}), true};
+  EXPECT_NE(
+      run_error(n, {NodeInput{test::random_tensor({2, 8}, 431)}, NodeInput{b, true},
+                    NodeInput{Tensor::from_vector<uint8_t>({}, {3})}, std::nullopt, std::nullopt, b_scale})
+          .find("inputs 2 and 4 must be empty"),
+      std::string::npos);
+  EXPECT_NE(run_error(n, {NodeInput{random_8bit(DType::UInt8, {2, 8}, 432)}, NodeInput{b, true}, std::nullopt,
+                          std::nullopt, std::nullopt, b_scale})
+                .find("quantizes a float32 A"),
+            std::string::npos);
+}
+
 TEST(Quantize, MatMulIntegerWrapsLikeInt32) {
   // 255 * 255 * 40000 > 2^31: ONNX Runtime's int32 accumulator wraps, and so does wgi's (no float, no clamp).
   const int64_t k = 40000;

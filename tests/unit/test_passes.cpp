@@ -451,7 +451,10 @@ TEST(Passes, FuseDynamicallyQuantizedMatMulsOfAUint8Decoder) {
         EXPECT_EQ(n.inputs.size(), ops::ScaledIntegerInput::kResidual + 1);
       }
       EXPECT_GE(n.inputs.size(), ops::ScaledIntegerInput::kBScale + 1);
-      EXPECT_EQ(producer_op(g, n.inputs[ops::ScaledIntegerInput::kAScale]), "DynamicQuantizeLinear");
+      // (or none where the product then took the quantization in: the next test)
+      if (!n.info.attributes.has(ops::kIntegerQuantizeAAttribute)) {
+        EXPECT_EQ(producer_op(g, n.inputs[ops::ScaledIntegerInput::kAScale]), "DynamicQuantizeLinear");
+      }
       EXPECT_TRUE(g.value(n.inputs[ops::ScaledIntegerInput::kBScale]).constant.has_value());
     }
     EXPECT_EQ(with_residual, 6) << "the out_proj of each attention and fc2, of 2 layers";
@@ -461,6 +464,35 @@ TEST(Passes, FuseDynamicallyQuantizedMatMulsOfAUint8Decoder) {
   EXPECT_EQ(products, 21);
   EXPECT_EQ(fused, products - 1);  // all but the exposed product
   EXPECT_EQ(fuse(true).second, fused - 1);
+}
+
+// Then each DynamicQuantizeLinear read by one rescaled product goes into it (wgi.quantize_a: the float A as
+// input 0, inputs 2 and 4 empty); one shared by a layer's q, k and v projections stays, as does the one of
+// the exposed (unrescaled) first product.
+TEST(Passes, FuseDynamicQuantizationIntoProductsOfAUint8Decoder) {
+  Graph g = onnx::import_model_file(std::filesystem::path(WGI_TEST_DATA_DIR) / "quantized" /
+                                    "bart_decoder_tiny_uint8.onnx");
+  const int quantizations = count_ops(g, "DynamicQuantizeLinear");
+  const PassReport r = optimize(g, ops::builtin_registry());
+  const int taken = r.count("fuse_dynamic_quantization_into_products");
+  EXPECT_EQ(count_ops(g, "DynamicQuantizeLinear"), quantizations - taken);
+  EXPECT_EQ(taken, 11) << r.summary();
+  int quantizing = 0;
+  for (const Node& n : g.nodes) {
+    if (n.info.op_type == "DynamicQuantizeLinear") {
+      int products = 0;
+      for (const Node& reader : g.nodes)
+        products += reader.info.op_type == "MatMulInteger" && reader.inputs[0] == n.outputs[0];
+      EXPECT_GE(products, 2) << n.info.name << ": a quantization read by one product stayed";
+    }
+    if (n.info.op_type != "MatMulInteger" || !n.info.attributes.has(ops::kIntegerQuantizeAAttribute))
+      continue;
+    ++quantizing;
+    EXPECT_EQ(g.value(n.inputs[0]).dtype, DType::Float32);
+    EXPECT_EQ(n.inputs[2], kNoValue);
+    EXPECT_EQ(n.inputs[ops::ScaledIntegerInput::kAScale], kNoValue);
+  }
+  EXPECT_EQ(quantizing, taken);
 }
 
 // The uint8 export of the small CNN: its convs (ConvInteger) take their rescale and bias [M, 1, 1] in, then
@@ -1709,7 +1741,7 @@ TEST(PassTable, OrderSatisfiesItsConstraints) {
       "fuse_residual_adds, fuse_gelu, "
       "fuse_activations, fuse_depthwise_conv_channels_last, fuse_attention, read_packed_qkv, "
       "read_split_heads, write_attention_transposed, merge_sibling_products, fuse_layer_norm_into_products, "
-      "merge_past_concats");
+      "fuse_dynamic_quantization_into_products, merge_past_concats");
 }
 
 TEST(PassTable, DisabledPassLeavesItsPatternAndTheOthersRun) {

@@ -1,16 +1,14 @@
 // DynamicQuantizeLinear's range (src/ops/quantize.cpp), in two launches of this file:
 //   !FINAL: each workgroup reduces a contiguous chunk of x to (min, max), written to partials[2 g], [2 g + 1];
-//   FINAL:  one workgroup reduces the partials and writes the uint8 scale and zero point exactly as ONNX's
-//           reference computes them in float32:
-//             lo = min(0, min(x)), hi = max(0, max(x))
-//             scale = (hi == lo ? 1 : hi - lo) / 255
-//             zero_point = round_half_even(clamp(0 - lo / scale, 0, 255))
+//   FINAL:  one workgroup reduces the partials and writes the uint8 scale and zero point of
+//           [min(0, min(x)), max(0, max(x))] exactly as ONNX's reference computes them in float32
+//           (quantize/dynamic_scale.wgsl)
 // or, for an x of one chunk (a decoder step's activations), in one launch:
 //   SINGLE: one workgroup reduces x, writes the scale and zero point as FINAL does, then quantizes x into y
 //           as QuantizeLinear does (quantize/quantize_step.wgsl): the whole op, where it took three.
 // NaN elements are skipped (min / max of WGSL may return either operand for NaN; an explicit test keeps the
 // range finite).
-#include "quantize/quantize_step.wgsl"
+#include "quantize/dynamic_scale.wgsl"
 
 #interface
 
@@ -20,15 +18,6 @@ const MAX_WG: u32 = 1024u;
 var<workgroup> lo_shared: array<f32, MAX_WG>;
 var<workgroup> hi_shared: array<f32, MAX_WG>;
 
-// The scale and zero point of the range [x_lo, x_hi] (0 inside it).
-fn scale_and_zero_point(x_lo: f32, x_hi: f32) -> vec2<f32> {
-  var range = x_hi - x_lo;
-  if (x_hi == x_lo) {
-    range = 1.0;
-  }
-  let s = wgi_div_rn(range, params.levels);
-  return vec2<f32>(s, round(clamp(0.0 - wgi_div_rn(x_lo, s), 0.0, params.levels)));
-}
 #if SINGLE
 var<workgroup> quantization: vec2<f32>;
 #endif
@@ -66,7 +55,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 #if SINGLE
   if (lid == 0u) {
-    quantization = scale_and_zero_point(lo_shared[0], hi_shared[0]);
+    quantization = dynamic_scale_and_zero_point(lo_shared[0], hi_shared[0], params.levels);
     scale_out[0] = quantization.x;
     zero_point_out[0] = u32(quantization.y);
   }
@@ -80,7 +69,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     return;
   }
 #if FINAL
-  let q = scale_and_zero_point(lo_shared[0], hi_shared[0]);
+  let q = dynamic_scale_and_zero_point(lo_shared[0], hi_shared[0], params.levels);
   scale_out[0] = q.x;
   zero_point_out[0] = u32(q.y);
 #else

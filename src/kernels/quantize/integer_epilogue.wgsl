@@ -13,7 +13,12 @@ fn store_integer_result(at: u32, acc: i32, c: u32) {
   out[at] = requantize(acc, multipliers[c], params.y_zero_point, params.qmin, params.qmax);
 #else
 #if SCALED
-  var y = f32(acc) * (a_scale[0] * column_params[2u * c]);
+#if QUANTIZE_A
+  let sa = a_quantization.x;  // the includer's own quantization of A (integer_gemv.wgsl)
+#else
+  let sa = a_scale[0];
+#endif
+  var y = f32(acc) * (sa * column_params[2u * c]);
 #if SCALED_BIAS
   y += column_params[2u * c + 1u];
 #endif

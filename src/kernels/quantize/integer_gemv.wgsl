@@ -13,12 +13,21 @@
 // result wraps exactly as the direct int32 sum does. Bytes past K are zero in A's staged words, so they add
 // nothing whatever B's padding holds.
 //
+// QUANTIZE_A (MatMulInteger with wgi.quantize_a, graph::fuse_dynamic_quantization_into_products): A is the
+// float32 tensor a DynamicQuantizeLinear would quantize. Each workgroup reduces its range (all M rows: one
+// scale for the tensor), computes the scale and zero point as that op does (quantize/dynamic_scale.wgsl) and
+// quantizes A's elements as it stages them (quantize/quantize_step.wgsl): the same bytes, scale and zero
+// point, so the same sums, without the op's launch.
+//
 // A 128-invocation workgroup covers 128 / LANES columns, the LANES threads of a column striding through its
 // words; A's rows are staged in workgroup memory CHUNK words at a time (every column of the workgroup reads
 // them), packed four bytes a word. A column's partial sums meet in a tree in workgroup memory, and its first
 // thread adds the zero-point terms and writes the M results.
 #include "common/dispatch_grid.wgsl"
 #include "quantize/unpack.wgsl"
+#if QUANTIZE_A
+#include "quantize/dynamic_scale.wgsl"
+#endif
 
 #interface
 
@@ -32,6 +41,11 @@ const CHUNK: u32 = 1024u / ROWS;  // words of each row staged per step: 4 KiB of
 const ONES: u32 = 0x01010101u;
 
 var<workgroup> a_words: array<u32, ROWS * CHUNK>;
+#if QUANTIZE_A
+var<workgroup> range_lo: array<f32, WORKGROUP>;
+var<workgroup> range_hi: array<f32, WORKGROUP>;
+var<workgroup> a_quantization: vec2<f32>;  // A's scale and zero point
+#endif
 var<workgroup> partial: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
 #include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=partial VALUES=ROWS STRIDE=WORKGROUP
 
@@ -54,7 +68,11 @@ fn a_word(r: u32, w: u32) -> u32 {
   for (var j = 0u; j < 4u; j++) {
     let k = 4u * w + j;
     if (k < params.k) {
+#if QUANTIZE_A
+      var byte = u32(quantize_step(a[r * params.k + k], a_quantization.x, a_quantization.y, 0.0, params.levels));
+#else
       var byte = u32(a[r * params.k + k]) & 0xFFu;
+#endif
 #if A_FLIP
       byte ^= 0x80u;
 #endif
@@ -75,6 +93,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let n = group * COLS + flat / LANES;
   let read_n = min(n, params.n - 1u);  // columns past N (the last workgroup's) write nothing
   let zb = u32(b_zero_point[read_n * params.b_zp_stride]) + params.b_offset;
+
+#if QUANTIZE_A
+  // A's range, 0 included (DynamicQuantizeLinear's), NaNs skipped; the chunk loop's first barrier publishes
+  // the scale and zero point.
+  var lo = 0.0;
+  var hi = 0.0;
+  for (var i = flat; i < params.m * params.k; i += WORKGROUP) {
+    let v = a[i];
+    if (v == v) {
+      lo = min(lo, v);
+      hi = max(hi, v);
+    }
+  }
+  range_lo[flat] = lo;
+  range_hi[flat] = hi;
+  for (var stride = WORKGROUP / 2u; stride > 0u; stride /= 2u) {
+    workgroupBarrier();
+    if (flat < stride) {
+      range_lo[flat] = min(range_lo[flat], range_lo[flat + stride]);
+      range_hi[flat] = max(range_hi[flat], range_hi[flat + stride]);
+    }
+  }
+  if (flat == 0u) {
+    a_quantization = dynamic_scale_and_zero_point(range_lo[0], range_hi[0], params.levels);
+  }
+#endif
 
   var sums: array<u32, ROWS>;  // sum a' b' - zb sum a', per row
   for (var w_base = 0u; w_base < params.k_words; w_base += CHUNK) {  // uniform: the same steps everywhere
@@ -103,7 +147,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   if (lane == 0u && n < params.n) {
     for (var r = 0u; r < ROWS; r++) {
       if (r < params.m) {
+#if QUANTIZE_A
+        let za = u32(a_quantization.y);
+#else
         let za = u32(a_zero_point[r * params.a_zp_stride]) + params.a_offset;
+#endif
         let acc = partial[r * WORKGROUP + flat] - za * column_sums[n] + params.k * za * zb;
         store_integer_result(r * params.n + n, i32(acc), n);
       }
