@@ -84,8 +84,9 @@ int read_transposed_weights(Graph& graph);
 int fuse_bias_adds(Graph& graph);
 // Mul(MatMul(A, B [, bias]), s) with a constant float32 B read by that MatMul alone, a float32 scalar s and
 // nothing fused after the product -> MatMul(A, B * s [, bias * s]); likewise MatMulNBits with float32 scales
-// (the scales times s): BART's query projections scaled by head_size^-0.5, one dispatch fewer each (a power
-// of two there, so exact; otherwise a rounding per weight or scale).
+// (the scales times s), and a rescaled MatMulInteger / ConvInteger (wgi.scaled_output: its weight's scale
+// and bias times s): BART's query projections scaled by head_size^-0.5, one dispatch fewer each (a power of
+// two there, so exact; otherwise a rounding per weight or scale).
 int fold_scales_into_weights(Graph& graph);
 // Window attention's partition and reverse as timm / DaViT / Swin export them, around the qkv and proj
 // MatMuls (ops/gemm_launch.h, kMatMulWindowsInAttribute / kMatMulWindowsOutAttribute; the GEMM reads and

@@ -477,6 +477,9 @@ TEST(Passes, FuseDynamicQuantizationIntoProductsOfAUint8Decoder) {
   const int taken = r.count("fuse_dynamic_quantization_into_products");
   EXPECT_EQ(count_ops(g, "DynamicQuantizeLinear"), quantizations - taken);
   EXPECT_EQ(taken, 11) << r.summary();
+  // The attentions' query scaling folds into the rescaled q projections' weight scales and biases (all but the
+  // exposed first product's: 2 layers, self and cross attention).
+  EXPECT_EQ(r.count("fold_scales_into_weights"), 3) << r.summary();
   int quantizing = 0;
   for (const Node& n : g.nodes) {
     if (n.info.op_type == "DynamicQuantizeLinear") {

@@ -35,21 +35,24 @@ int fold_scales_into_weights(Graph& g) {
       if (!p || editor.removed(p)) continue;
       Node& mm = node_at(g, p);
       // A MatMul with a constant float32 B, or a MatMulNBits with float32 scales (the dequantised weight is
-      // (code - zero point) * scale), read by it alone, and at most its fused bias: nothing after the product
-      // yet (a residual or activation would come before the scale).
-      const bool nbits = is_matmul_nbits(mm);
-      if (!nbits && (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.inputs.size() < 2 ||
-                     mm.inputs.size() > 3))
+      // (code - zero point) * scale), read by it alone, or a rescaled MatMulInteger / ConvInteger (its weight's
+      // scale, one value or one per column; a copy where it is shared, which is small), and at most its
+      // fused bias: nothing after the product yet (a residual or activation would come before the scale).
+      const bool nbits = is_matmul_nbits(mm), integer = is_scaled_integer_product(mm);
+      if (!nbits && !integer &&
+          (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.inputs.size() < 2 ||
+           mm.inputs.size() > 3))
         continue;
       const ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(mm.info);
       if (epilogue.residual || !epilogue.activation.empty()) continue;
-      const size_t weight = nbits ? 2 : 1, bias_input = nbits ? ops::kNBitsBiasInput : 2;
+      const size_t weight = nbits ? 2 : integer ? ops::ScaledIntegerInput::kBScale : 1;
+      const size_t bias_input = nbits ? ops::kNBitsBiasInput : integer ? ops::ScaledIntegerInput::kBias : 2;
       const Tensor* b = mm.inputs.size() > weight ? constant_of(g, mm, weight) : nullptr;
-      if (!b || b->dtype() != DType::Float32 || (!nbits && b->rank() != 2) ||
-          !read_only_by(g, readers, mm.inputs[weight], p))
+      if (!b || b->dtype() != DType::Float32 || (!nbits && !integer && b->rank() != 2) ||
+          (!integer && !read_only_by(g, readers, mm.inputs[weight], p)))
         continue;
       const bool has_bias = mm.inputs.size() > bias_input && mm.inputs[bias_input] != kNoValue;
-      if (nbits && mm.inputs.size() > bias_input + 1) continue;
+      if ((nbits || integer) && mm.inputs.size() > bias_input + 1) continue;
       const Tensor* bias = has_bias ? constant_of(g, mm, bias_input) : nullptr;
       if (has_bias && (!bias || bias->dtype() != DType::Float32)) continue;
       mm.inputs[weight] = add_constant(g, g.value(mm.inputs[weight]).name + "_scaled", scaled(*b, *s));
