@@ -31,6 +31,7 @@
 #include "ops/families.h"
 #include "ops/fused_activation.h"
 #include "ops/fused_residual.h"
+#include "ops/gemm_launch.h"
 #include "ops/internal_ops.h"
 #include "ops/kernel_interface.h"
 #include "ops/quantize.h"
@@ -342,6 +343,9 @@ struct IntegerMatMulQuantization : IntegerEpilogue {
   // The 8-bit A and its zero point: the node's inputs, or where the DynamicQuantizeLinear launches for
   // wgi.quantize_a wrote them (kernels that do not quantize A themselves).
   TensorRef a, a_zero_point;
+  // Merged sibling products (wgi.split_columns, with the rescale): the output's column blocks, which the GEMV
+  // writes itself and the tile kernel leaves to a copy.
+  std::optional<GemmLaunchSpec::ColumnSplit> split;
 };
 
 // The bindings the epilogue reads (quantize/integer_epilogue.wgsl): QLINEAR's multipliers, SCALED's A scale
@@ -403,6 +407,8 @@ void add_integer_epilogue_defines(bool qlinear, const IntegerEpilogue& quant, ke
   defines["SCALED"] = quant.rescale ? "1" : "0";
   defines["SCALED_BIAS"] = quant.rescale && quant.rescale->has_bias ? "1" : "0";
   defines["QUANTIZE_A"] = quant.rescale && !quant.a_scale ? "1" : "0";
+  defines["SPLIT_OUTPUTS"] = "0";  // the GEMV's own (add_integer_gemv_launch)
+  defines["SPLIT_THIRD"] = "0";
   defines["RESIDUAL"] = quant.residual ? "1" : "0";
   quant.activation.add_defines(defines);
 }
@@ -439,8 +445,11 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
       .read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
       .read("batch_offsets", "u32", offsets_ref);  // per batch: A's, B's element offset
   bind_integer_epilogue(quant, iface, plan);
-  iface.read_write("out", rescale ? "f32" : "i32", TensorRef::output(0))
-      .uniforms(integer_product_members({}));
+  // A split output: the whole product first, then a copy into the blocks.
+  const TensorRef whole = quant.split
+                              ? plan.add_scratch(static_cast<uint64_t>(batches * m * n) * sizeof(float))
+                              : TensorRef::output(0);
+  iface.read_write("output", rescale ? "f32" : "i32", whole).uniforms(integer_product_members({}));
   bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"B_PACKED", b_const ? "1" : "0"},
                               {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"}};
@@ -456,6 +465,9 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   }
   launch.groups = {tiles(n), tiles(m), static_cast<uint32_t>(batches)};
   plan.launches.push_back(std::move(launch));
+  if (quant.split)
+    plan.launches.push_back(
+        split_columns_launch(ctx, *quant.split, static_cast<uint32_t>(batches * m), whole));
 }
 
 constexpr int64_t kIntegerGemvMaxRows = 8;
@@ -503,13 +515,21 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   iface.read("b_zero_point", "i32", zero_point_ref(ctx, in.b_zp))
       .read("column_sums", "u32", TensorRef::constant(1));  // sum over K of B's unsigned bytes per column
   bind_integer_epilogue(quant, iface, plan);
-  iface.read_write("out", quant.rescale ? "f32" : "i32", TensorRef::output(0))
-      .uniforms(integer_product_members({{"a_offset", UniformType::U32},  // 128 where A is int8: its zero
-                                         {"b_offset", UniformType::U32},  // point on unsigned bytes
-                                         {"tiles", UniformType::U32},
-                                         // 255 (QUANTIZE_A's divisor, from the uniform as in
-                                         // dynamic_range.wgsl)
-                                         {"levels", UniformType::F32}}));
+  iface.read_write("output", quant.rescale ? "f32" : "i32",
+                   quant.split ? quant.split->outputs[0] : TensorRef::output(0));
+  std::vector<UniformMember> members = {
+      {"a_offset", UniformType::U32},  // 128 where A is int8: its zero
+      {"b_offset", UniformType::U32},  // point on unsigned bytes
+      {"tiles", UniformType::U32},
+      // 255 (QUANTIZE_A's divisor, from the uniform as in dynamic_range.wgsl)
+      {"levels", UniformType::F32}};
+  if (quant.split) {
+    for (size_t i = 1; i < quant.split->outputs.size(); ++i)
+      iface.read_write("output_" + std::to_string(i), "f32", quant.split->outputs[i]);
+    const std::vector<UniformMember> ends = column_split_members();
+    members.insert(members.end(), ends.begin(), ends.end());
+  }
+  iface.uniforms(integer_product_members(std::move(members)));
   bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"ROWS", std::to_string(bound)},
                               {"LANES", std::to_string(lanes)},
@@ -517,15 +537,20 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
                               {"B_SIGNED", b_signed ? "1" : "0"},
                               {"PACKED_DOT", ctx.caps.features.packed_int8_dot ? "1" : "0"}};
   add_integer_epilogue_defines(in.qlinear, quant, defines);
+  if (quant.split) {
+    defines["SPLIT_OUTPUTS"] = "1";
+    defines["SPLIT_THIRD"] = quant.split->widths.size() > 2 ? "1" : "0";
+  }
   launch.program.wgsl = iface.load_wgsl("quantize/integer_gemv.wgsl", defines);
   iface.bind(launch);
   UniformValues values = iface.values();
-  launch.uniform = set_integer_product_values(values, rows, s, quant)
-                       .u32("a_offset", a_signed ? 128 : 0)
-                       .u32("b_offset", b_signed ? 128 : 0)
-                       .u32("tiles", tiles)
-                       .f32("levels", 255.0f)
-                       .bytes();
+  set_integer_product_values(values, rows, s, quant)
+      .u32("a_offset", a_signed ? 128 : 0)
+      .u32("b_offset", b_signed ? 128 : 0)
+      .u32("tiles", tiles)
+      .f32("levels", 255.0f);
+  if (quant.split) add_column_split_values(*quant.split, values);
+  launch.uniform = values.bytes();
   launch.groups = gpu::fold_workgroups(tiles, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
 }
@@ -566,7 +591,14 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   }
 
   OpPlan plan;
-  plan.outputs.push_back({integer_output_type(quant), s.out_shape});
+  const std::vector<int64_t> widths = ctx.node.attributes.get_ints(kSplitColumnsAttribute, {});
+  if (!widths.empty() && !quant.rescale)
+    ctx.fail(std::string("attribute ") + kSplitColumnsAttribute + " needs " + kIntegerScaledOutputAttribute);
+  if (quant.rescale) {
+    quant.split = plan_column_split(ctx, widths, s.out_shape, quant.residual, plan.outputs);
+  } else {
+    plan.outputs.push_back({integer_output_type(quant), s.out_shape});
+  }
   if (s.m == 0 || s.n == 0 || s.batches == 0) return plan;
   const int64_t rows = s.batches * s.m;
   if (integer_gemv_applies(ctx, in, s, quant, rows)) {
@@ -719,7 +751,7 @@ void add_integer_conv_launch(const PlanContext& ctx, const ConvInputs& in, const
                quant.has_bias ? TensorRef::input(static_cast<uint32_t>(in.bias)) : TensorRef::zero());
   }
   bind_integer_epilogue(quant, iface, plan);
-  iface.read_write("out", quant.rescale ? "f32" : "i32", TensorRef::output(0))
+  iface.read_write("output", quant.rescale ? "f32" : "i32", TensorRef::output(0))
       .uniforms({{"count", UniformType::U32},
                  {"channels", UniformType::U32},
                  {"height", UniformType::U32},

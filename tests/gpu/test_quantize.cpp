@@ -590,6 +590,60 @@ TEST(Quantize, MatMulIntegerQuantizingItsOwnAIsDynamicQuantizeLinearThenTheProdu
             std::string::npos);
 }
 
+// Sibling products merged (graph::merge_sibling_products: wgi.split_columns on a rescaled MatMulInteger):
+// each output block holds its columns of the whole product, bit for bit, on the GEMV (which writes the blocks
+// itself, here also quantizing A) and on the tile kernel (the product, then one copy into the blocks); two
+// and three blocks, widths not multiples of four.
+TEST(Quantize, MergedScaledMatMulIntegerWritesEachBlock) {
+  struct Case {
+    int64_t rows;
+    std::vector<int64_t> widths;
+    const char* kernel;
+  };
+  uint64_t seed = 500;
+  for (const Case& c : {Case{2, {5, 7, 4}, "gemv"}, Case{1, {9, 8}, "gemv"}, Case{12, {5, 7, 4}, "tiled"},
+                        Case{11, {6, 3}, "tiled"}}) {
+    SCOPED_TRACE(std::to_string(c.rows) + " rows, " + c.kernel);
+    const int64_t k = 37;
+    int64_t n = 0;
+    for (int64_t w : c.widths) n += w;
+    const Tensor a = test::random_tensor({c.rows, k}, seed++, -2.0f, 3.0f);
+    const Tensor b = random_8bit(DType::Int8, {k, n}, seed++);
+    const Tensor b_zp = random_8bit(DType::Int8, {n}, seed++);
+    const Tensor b_scale = test::random_tensor({n}, seed++, 1e-3f, 2e-2f);
+    const Tensor bias = test::random_tensor({n}, seed++);
+    const Inputs in = {NodeInput{a}, NodeInput{b, true},       std::nullopt,         NodeInput{b_zp, true},
+                       std::nullopt, NodeInput{b_scale, true}, NodeInput{bias, true}};
+    ops::NodeInfo whole = node("MatMulInteger", 10);
+    whole.attributes.set(ops::kIntegerScaledOutputAttribute, int64_t{1});
+    whole.attributes.set(ops::kIntegerQuantizeAAttribute, int64_t{1});
+    whole.attributes.set(ops::kForcedKernelAttribute, std::string(c.kernel));
+    ops::NodeInfo split = whole;
+    split.attributes.set(ops::kSplitColumnsAttribute, c.widths);
+    const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), split, in);
+    const bool gemv = std::string(c.kernel) == "gemv";
+    // GEMV: one launch; tile: DynamicQuantizeLinear, the product, the copy into the blocks.
+    EXPECT_EQ(plan.launches.size(), gemv ? 1u : 3u);
+    const Tensor want = run(whole, in).at(0);
+    const auto got = run(split, in);
+    ASSERT_EQ(got.size(), c.widths.size());
+    int64_t start = 0, compared = 0;
+    for (size_t block = 0; block < c.widths.size(); ++block) {
+      const int64_t w = c.widths[block];
+      ASSERT_EQ(got[block].shape(), (Shape{c.rows, w}));
+      for (int64_t r = 0; r < c.rows; ++r) {
+        for (int64_t j = 0; j < w; ++j) {
+          ASSERT_EQ(got[block].data<float>()[r * w + j], want.data<float>()[r * n + start + j])
+              << "block " << block << " row " << r << " column " << j;
+          compared += want.data<float>()[r * n + start + j] != 0.0f;
+        }
+      }
+      start += w;
+    }
+    EXPECT_GT(compared, c.rows * n / 2);
+  }
+}
+
 TEST(Quantize, MatMulIntegerWrapsLikeInt32) {
   // 255 * 255 * 40000 > 2^31: ONNX Runtime's int32 accumulator wraps, and so does wgi's (no float, no clamp).
   const int64_t k = 40000;

@@ -21,7 +21,11 @@ struct Sibling {
 
 // The grouping key of a product that can merge with others reading the same A (everything but N must
 // agree: the kind of op, K, the operands' types, which optional inputs it has, the epilogue), or nullopt.
+std::optional<std::string> integer_sibling_key(const Graph& g, const Node& n, int64_t& columns);
+
 std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& columns) {
+  if (is_scaled_integer_product(n) && n.info.op_type == "MatMulInteger")
+    return integer_sibling_key(g, n, columns);
   const bool nbits = is_matmul_nbits(n);
   if (!(nbits || (n.info.op_type == "MatMul" && n.info.domain.empty())) || n.outputs.size() != 1 ||
       n.outer_reads != 0 || n.inputs.empty() || n.inputs[0] == kNoValue || g.value(n.inputs[0]).constant)
@@ -91,6 +95,49 @@ std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& c
          epilogue_key(attributes.epilogue);
 }
 
+// A rescaled MatMulInteger (wgi.scaled_output): A, a constant 2-D 8-bit B, A's zero point and scale (the same
+// values for every sibling: one DynamicQuantizeLinear's), B's zero point (optional) and scale and the bias
+// (optional), constants of one value or one per column; no residual, no forced kernel.
+std::optional<std::string> integer_sibling_key(const Graph& g, const Node& n, int64_t& columns) {
+  using In = ops::ScaledIntegerInput;
+  if (n.outputs.size() != 1 || n.outer_reads != 0 || n.inputs.size() <= In::kBScale ||
+      n.inputs.size() > In::kBias + 1 || g.value(n.inputs[0]).constant ||
+      n.info.attributes.has(ops::kIntegerQuantizeAAttribute) ||
+      n.info.attributes.has(ops::kSplitColumnsAttribute) ||
+      n.info.attributes.has(ops::kForcedKernelAttribute))
+    return std::nullopt;
+  const ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(n.info);
+  if (epilogue.residual) return std::nullopt;
+  const Tensor* b = constant_of(g, n, 1);
+  if (!b || b->rank() != 2 || (b->dtype() != DType::UInt8 && b->dtype() != DType::Int8)) return std::nullopt;
+  columns = b->shape()[1];
+  const auto per_column_or_one = [&](size_t i, DType dtype) {
+    const Tensor* t = constant_of(g, n, i);
+    return t && t->dtype() == dtype && (t->element_count() == 1 || t->element_count() == columns);
+  };
+  const bool has_b_zp = n.inputs.size() > 3 && n.inputs[3] != kNoValue;
+  const bool has_bias = n.inputs.size() > In::kBias && n.inputs[In::kBias] != kNoValue;
+  if ((has_b_zp && !per_column_or_one(3, b->dtype())) || !per_column_or_one(In::kBScale, DType::Float32) ||
+      (has_bias && !per_column_or_one(In::kBias, DType::Float32)))
+    return std::nullopt;
+  return "MatMulInteger|" + std::to_string(b->shape()[0]) + "|" +
+         std::to_string(static_cast<int>(b->dtype())) + "|" + std::to_string(n.inputs[2]) + "|" +
+         std::to_string(n.inputs[In::kAScale]) + "|" + std::to_string(has_b_zp) + "|" +
+         std::to_string(has_bias) + "|" + epilogue.activation + ":" +
+         (epilogue.activation_min ? std::to_string(*epilogue.activation_min) : "") + ":" +
+         (epilogue.activation_max ? std::to_string(*epilogue.activation_max) : "");
+}
+
+// A constant of one value or `n` values as `n` values [n] (one repeated).
+Tensor per_column(const Tensor& t, int64_t n) {
+  Tensor out(t.dtype(), {n});
+  const size_t size = dtype_size(t.dtype());
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out.bytes().data() + static_cast<size_t>(i) * size,
+                t.bytes().data() + (t.element_count() == 1 ? 0 : static_cast<size_t>(i) * size), size);
+  return out;
+}
+
 // The tensors one after another along axis 0 (their other dims equal; rank 1: lengths added).
 Tensor concat_rows(const std::vector<const Tensor*>& parts) {
   Shape shape = parts[0]->shape();
@@ -149,7 +196,27 @@ Node merged_node(Graph& g, const std::vector<Sibling>& group) {
     const std::string name = g.value(first.inputs[i]).name + "_merged";
     return add_constant(g, name, join(parts));
   };
-  if (is_matmul_nbits(first)) {
+  if (is_scaled_integer_product(first)) {
+    // B side by side; B's zero points and scales per column; A's zero point and scale as they are.
+    using In = ops::ScaledIntegerInput;
+    auto per_columns = [&](size_t i) {
+      std::vector<Tensor> expanded;
+      for (const Sibling& s : group)
+        expanded.push_back(per_column(*constant_of(g, node_at(g, s.node), i), s.n));
+      std::vector<const Tensor*> parts;
+      for (const Tensor& t : expanded) parts.push_back(&t);
+      return add_constant(g, g.value(first.inputs[i]).name + "_merged", concat_rows(parts));
+    };
+    merged.inputs.push_back(joined(1, concat_columns));
+    merged.inputs.push_back(first.inputs[2]);
+    merged.inputs.push_back(first.inputs.size() > 3 && first.inputs[3] != kNoValue ? per_columns(3)
+                                                                                   : kNoValue);
+    merged.inputs.push_back(first.inputs[In::kAScale]);
+    merged.inputs.push_back(per_columns(In::kBScale));
+    if (first.inputs.size() > In::kBias && first.inputs[In::kBias] != kNoValue)
+      merged.inputs.push_back(per_columns(In::kBias));
+    merged.info.attributes.set(ops::kSplitColumnsAttribute, widths);
+  } else if (is_matmul_nbits(first)) {
     for (size_t i = 1; i < first.inputs.size(); ++i)
       merged.inputs.push_back(first.inputs[i] == kNoValue ? kNoValue : joined(i, concat_rows));
     merged.info.attributes.set("N", total);

@@ -1,5 +1,5 @@
-// MatMulInteger and QLinearMatMul (src/ops/integer_linear.cpp): out[b] = (A[b] - a_zp) (B[b] - b_zp) with exact
-// int32 accumulation (wrapping like ONNX Runtime's int32 on overflow), written as int32 or, with QLINEAR,
+// MatMulInteger and QLinearMatMul (src/ops/integer_linear.cpp): output[b] = (A[b] - a_zp) (B[b] - b_zp) with
+// exact int32 accumulation (wrapping like ONNX Runtime's int32 on overflow), written as int32 or, with QLINEAR,
 // requantized to 8 bits, or with SCALED rescaled to float32 (quantize/integer_epilogue.wgsl). A is [M, K] per
 // batch, widened to 32 bits per element as the device stores 8-bit
 // tensors; B is a constant prepacked [N, ceil(K / 4)] words of four K-consecutive bytes (B_PACKED) or a
