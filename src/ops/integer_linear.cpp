@@ -34,6 +34,7 @@
 #include "ops/gemm_launch.h"
 #include "ops/internal_ops.h"
 #include "ops/kernel_interface.h"
+#include "ops/normalization.h"
 #include "ops/quantize.h"
 #include "ops/registry.h"
 
@@ -205,7 +206,15 @@ IntegerMatMulShapes integer_matmul_shapes(const PlanContext& ctx, const MatMulIn
              " do not chain: A's last dim must equal B's second to last");
   }
   require_fits_u32(ctx, ctx.input_name(in.a) + " (A)", ctx.input(in.a).shape);
-  require_fits_u32(ctx, ctx.input_name(in.b) + " (B)", ctx.input(in.b).shape);
+  if (ctx.constant(in.b)) {
+    // Bound only as its packed copy, four bytes a word along K (the widened initializer never is): a uint8 LM
+    // head of 768 x 51289 takes 39 MB, not the 158 MB of its widened form.
+    const int64_t columns = s.k == 0 ? 0 : element_count(b_shape) / s.k;  // over B's batch
+    require_fits_u32(ctx, ctx.input_name(in.b) + " (B, packed four bytes a word)",
+                     {columns * std::max<int64_t>(1, (s.k + 3) / 4)});
+  } else {
+    require_fits_u32(ctx, ctx.input_name(in.b) + " (B)", ctx.input(in.b).shape);
+  }
 
   // Batch dims broadcast numpy-style.
   s.a_batch = Shape(a_shape.begin(), a_shape.end() - 2);
@@ -346,6 +355,10 @@ struct IntegerMatMulQuantization : IntegerEpilogue {
   // Merged sibling products (wgi.split_columns, with the rescale): the output's column blocks, which the GEMV
   // writes itself and the tile kernel leaves to a copy.
   std::optional<GemmLaunchSpec::ColumnSplit> split;
+  // A LayerNormalization the GEMV applies to A before quantizing it (A_LAYER_NORM), writing the normalised
+  // rows to `normalized`, its parameters `ln_params` (fused_layer_norm_params).
+  std::optional<FusedLayerNorm> gemv_layer_norm;
+  TensorRef normalized;
 };
 
 // The bindings the epilogue reads (quantize/integer_epilogue.wgsl): QLINEAR's multipliers, SCALED's A scale
@@ -370,9 +383,9 @@ void bind_integer_residual(const IntegerEpilogue& quant, KernelInterface& iface)
 
 // The uniform members both matrix kernels read, then the kernel's own `members`.
 std::vector<UniformMember> integer_product_members(std::vector<UniformMember> members) {
-  std::vector<UniformMember> all = {{"m", UniformType::U32},
-                                    {"n", UniformType::U32},
-                                    {"k", UniformType::U32},
+  std::vector<UniformMember> all = {{"M", UniformType::U32},
+                                    {"N", UniformType::U32},
+                                    {"K", UniformType::U32},
                                     {"k_words", UniformType::U32},
                                     {"a_zp_stride", UniformType::U32},
                                     {"b_zp_stride", UniformType::U32},
@@ -389,9 +402,9 @@ std::vector<UniformMember> integer_product_members(std::vector<UniformMember> me
 UniformValues& set_integer_product_values(UniformValues& values, int64_t rows, const IntegerMatMulShapes& s,
                                           const IntegerMatMulQuantization& quant) {
   const std::optional<Requantization>& requant = quant.requant;
-  return values.u32("m", static_cast<uint32_t>(rows))
-      .u32("n", static_cast<uint32_t>(s.n))
-      .u32("k", static_cast<uint32_t>(s.k))
+  return values.u32("M", static_cast<uint32_t>(rows))
+      .u32("N", static_cast<uint32_t>(s.n))
+      .u32("K", static_cast<uint32_t>(s.k))
       .u32("k_words", static_cast<uint32_t>(std::max<int64_t>(1, (s.k + 3) / 4)))
       .u32("a_zp_stride", quant.a_zp_stride)
       .u32("b_zp_stride", quant.b_zp_stride)
@@ -475,6 +488,14 @@ constexpr uint32_t kIntegerGemvWorkgroup = 128;  // integer_gemv.wgsl's
 // Grids below this many workgroups give a column more lanes (as the quantized GEMV's rule, matmul_nbits.cpp).
 constexpr int64_t kIntegerGemvMinWorkgroups = 256;
 
+// The storage buffers the integer GEMV binds for a rescaled product that quantizes A
+// (add_integer_gemv_launch): a, b, b_zero_point, column_sums, column_params, the output or its blocks, the
+// residual, and with `layer_norm` ln_params and normalized.
+uint32_t integer_gemv_storage_buffers(const IntegerMatMulQuantization& quant, bool layer_norm) {
+  const uint32_t outputs = quant.split ? static_cast<uint32_t>(quant.split->outputs.size()) : 1u;
+  return 5u + outputs + (quant.residual ? 1u : 0u) + (layer_norm ? 2u : 0u);
+}
+
 // integer_gemv.wgsl over `rows` rows of A (its batch dims folded in) against the constant B [K, N], its bytes
 // packed per column four a word, flipped to unsigned where B is int8, with their column sums.
 void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
@@ -504,11 +525,11 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   const int64_t bound = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(rows)));
 
   KernelLaunch launch;
-  launch.program.label = std::string(in.qlinear ? "qlinear_gemv" : "matmul_integer_gemv") + "_r" +
-                         std::to_string(bound) + "_l" + std::to_string(lanes) +
-                         (quant.rescale ? "_scaled" : "") + quant.activation.label_suffix() +
-                         residual_label_suffix(quant.residual) + (quantize_a ? "_quantize_a" : "") +
-                         (ctx.caps.features.packed_int8_dot ? "_dot4" : "");
+  launch.program.label =
+      std::string(in.qlinear ? "qlinear_gemv" : "matmul_integer_gemv") + "_r" + std::to_string(bound) + "_l" +
+      std::to_string(lanes) + (quant.rescale ? "_scaled" : "") + quant.activation.label_suffix() +
+      residual_label_suffix(quant.residual) + (quantize_a ? "_quantize_a" : "") +
+      (quant.gemv_layer_norm ? "_ln" : "") + (ctx.caps.features.packed_int8_dot ? "_dot4" : "");
   KernelInterface iface;
   iface.read("a", quantize_a ? "f32" : "i32", quant.a).read("b", "u32", TensorRef::constant(0));
   if (!quantize_a) iface.read("a_zero_point", "i32", quant.a_zero_point);
@@ -529,6 +550,13 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
     const std::vector<UniformMember> ends = column_split_members();
     members.insert(members.end(), ends.begin(), ends.end());
   }
+  if (quant.gemv_layer_norm) {
+    plan.constants.push_back(fused_layer_norm_params(ctx, *quant.gemv_layer_norm, k));
+    iface.read("ln_params", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)))
+        .read_write("normalized", "f32", quant.normalized);
+    members.push_back({"ln_epsilon", UniformType::F32});
+    members.push_back({"ln_inv_k", UniformType::F32});
+  }
   iface.uniforms(integer_product_members(std::move(members)));
   bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"ROWS", std::to_string(bound)},
@@ -541,6 +569,7 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
     defines["SPLIT_OUTPUTS"] = "1";
     defines["SPLIT_THIRD"] = quant.split->widths.size() > 2 ? "1" : "0";
   }
+  defines["A_LAYER_NORM"] = quant.gemv_layer_norm ? "1" : "0";
   launch.program.wgsl = iface.load_wgsl("quantize/integer_gemv.wgsl", defines);
   iface.bind(launch);
   UniformValues values = iface.values();
@@ -550,6 +579,9 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
       .u32("tiles", tiles)
       .f32("levels", 255.0f);
   if (quant.split) add_column_split_values(*quant.split, values);
+  if (quant.gemv_layer_norm)
+    values.f32("ln_epsilon", quant.gemv_layer_norm->epsilon)
+        .f32("ln_inv_k", static_cast<float>(1.0 / static_cast<double>(k)));
   launch.uniform = values.bytes();
   launch.groups = gpu::fold_workgroups(tiles, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
@@ -594,14 +626,41 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   const std::vector<int64_t> widths = ctx.node.attributes.get_ints(kSplitColumnsAttribute, {});
   if (!widths.empty() && !quant.rescale)
     ctx.fail(std::string("attribute ") + kSplitColumnsAttribute + " needs " + kIntegerScaledOutputAttribute);
+  // A LayerNormalization before the quantization (graph::fuse_layer_norm_into_products): its output, which
+  // other nodes read, is the last.
+  std::optional<FusedLayerNorm> layer_norm;
+  if (ctx.node.attributes.has(kMatMulLayerNormEpsilonAttribute)) {
+    if (!quantize_a)
+      ctx.fail(std::string(kMatMulLayerNormEpsilonAttribute) + " on " + ctx.node.op_type + " needs " +
+               kIntegerQuantizeAAttribute + " (a float A to normalise)");
+    layer_norm =
+        read_fused_layer_norm(ctx, s.k, ctx.node.attributes.get_float(kMatMulLayerNormEpsilonAttribute, 0),
+                              IntegerLayerNormInput::kScale, IntegerLayerNormInput::kBias);
+  }
   if (quant.rescale) {
-    quant.split = plan_column_split(ctx, widths, s.out_shape, quant.residual, plan.outputs);
+    quant.split =
+        plan_column_split(ctx, widths, s.out_shape, quant.residual, plan.outputs, layer_norm ? 1 : 0);
   } else {
     plan.outputs.push_back({integer_output_type(quant), s.out_shape});
   }
+  if (layer_norm) {
+    quant.normalized = TensorRef::output(static_cast<uint32_t>(plan.outputs.size()));
+    plan.outputs.push_back({DType::Float32, ctx.input(in.a).shape});
+  }
   if (s.m == 0 || s.n == 0 || s.batches == 0) return plan;
   const int64_t rows = s.batches * s.m;
-  if (integer_gemv_applies(ctx, in, s, quant, rows)) {
+  const bool gemv = integer_gemv_applies(ctx, in, s, quant, rows);
+  // The GEMV normalises A itself where its bindings fit the device (batch dims folded: the LayerNorm's rows
+  // are the product's); otherwise the LayerNormalization runs first and the product quantizes its output.
+  if (layer_norm && gemv &&
+      integer_gemv_storage_buffers(quant, true) <= ctx.caps.limits.max_storage_buffers_per_shader_stage) {
+    quant.gemv_layer_norm = layer_norm;
+  } else if (layer_norm) {
+    append_fused_layer_norm(ctx, *layer_norm, element_count(ctx.input(in.a).shape) / s.k, s.k,
+                            TensorRef::input(static_cast<uint32_t>(in.a)), quant.normalized, plan);
+    quant.a = quant.normalized;
+  }
+  if (gemv) {
     if (quantize_a) quant.a_scale.reset();  // the GEMV quantizes A as it stages it
     add_integer_gemv_launch(ctx, in, s, rows, quant, plan);
     return plan;
@@ -609,11 +668,11 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   if (quantize_a) {
     // The tile kernel reads 8-bit A: DynamicQuantizeLinear's launches first, into scratch.
     const uint64_t count = static_cast<uint64_t>(element_count(ctx.input(in.a).shape));
+    const TensorRef source = quant.a;
     quant.a = plan.add_scratch(count * sizeof(int32_t));
     quant.a_scale = plan.add_scratch(sizeof(float));
     quant.a_zero_point = plan.add_scratch(sizeof(uint32_t));
-    append_dynamic_quantize_linear(ctx, count, TensorRef::input(static_cast<uint32_t>(in.a)), quant.a,
-                                   *quant.a_scale, quant.a_zero_point, plan);
+    append_dynamic_quantize_linear(ctx, count, source, quant.a, *quant.a_scale, quant.a_zero_point, plan);
   }
   add_integer_matmul_launch(ctx, in, s, quant, plan);
   return plan;

@@ -133,6 +133,12 @@ struct ChannelsLastConvInput {
 struct ScaledIntegerInput {
   static constexpr size_t kAScale = 4, kBScale = 5, kBias = 6, kResidual = 7;
 };
+// A quantizing MatMulInteger's fused LayerNormalization (wgi.layer_norm_epsilon with wgi.quantize_a): its
+// scale and bias, after the residual slot.
+struct IntegerLayerNormInput {
+  static constexpr size_t kScale = ScaledIntegerInput::kResidual + 1,
+                          kBias = ScaledIntegerInput::kResidual + 2;
+};
 // A MatMul's fused LayerNormalization (wgi.layer_norm_epsilon): its scale and bias, after the residual slot.
 struct LayerNormInput {
   static constexpr size_t kScale = 4, kBias = 5;

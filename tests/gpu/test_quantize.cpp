@@ -590,6 +590,94 @@ TEST(Quantize, MatMulIntegerQuantizingItsOwnAIsDynamicQuantizeLinearThenTheProdu
             std::string::npos);
 }
 
+// A LayerNormalization taken into a product that quantizes its own A (graph::fuse_layer_norm_into_products on
+// wgi.quantize_a): the normalised rows, its last output, against float64 (relative L2 1e-6: float32
+// statistics); the products against the host's ONNX quantization of those same rows (the values the kernel
+// quantized: it writes the rows it normalised), their exact sums and the rescale, one ULP. On the GEMV (one
+// launch; with one output and three blocks, where the device has the bindings) and after a LayerNorm launch
+// (the tile kernel: LayerNorm, DynamicQuantizeLinear, the product).
+TEST(Quantize, MatMulIntegerNormalizingAndQuantizingItsOwnA) {
+  struct Case {
+    Shape a;
+    std::vector<int64_t> split;
+    const char* kernel;
+  };
+  const float epsilon = 1e-5f;
+  uint64_t seed = 600;
+  for (const Case& c : {Case{{1, 96}, {}, "gemv"}, Case{{3, 70}, {}, "gemv"},
+                        Case{{1, 768}, {8, 16, 9}, "gemv"}, Case{{10, 40}, {}, "tiled"}}) {
+    const int64_t k = c.a.back(), m = element_count(c.a) / k;
+    int64_t n = 21;
+    if (!c.split.empty()) n = c.split[0] + c.split[1] + c.split[2];
+    SCOPED_TRACE(shape_to_string(c.a) + " " + c.kernel + (c.split.empty() ? "" : " split"));
+    const Tensor x = test::random_tensor(c.a, seed++, -2.0f, 3.0f);
+    const Tensor scale = test::random_tensor({k}, seed++, 0.5f, 1.5f);
+    const Tensor ln_bias = test::random_tensor({k}, seed++);
+    const Tensor b = random_8bit(DType::UInt8, {k, n}, seed++);
+    const Tensor b_zp = random_8bit(DType::UInt8, {n}, seed++);
+    const Tensor b_scale = test::random_tensor({n}, seed++, 1e-3f, 2e-2f);
+    const Tensor bias = test::random_tensor({n}, seed++);
+    ops::NodeInfo n_info = node("MatMulInteger", 10);
+    n_info.attributes.set(ops::kIntegerScaledOutputAttribute, int64_t{1});
+    n_info.attributes.set(ops::kIntegerQuantizeAAttribute, int64_t{1});
+    n_info.attributes.set(ops::kMatMulLayerNormEpsilonAttribute, epsilon);
+    n_info.attributes.set(ops::kForcedKernelAttribute, std::string(c.kernel));
+    if (!c.split.empty()) n_info.attributes.set(ops::kSplitColumnsAttribute, c.split);
+    const size_t products = c.split.empty() ? 1 : c.split.size();
+    n_info.output_names.assign(products + 1, "");
+    Inputs in = {
+        NodeInput{x},           NodeInput{b, true},       std::nullopt,          NodeInput{b_zp, true},
+        std::nullopt,           NodeInput{b_scale, true}, NodeInput{bias, true}, std::nullopt,
+        NodeInput{scale, true}, NodeInput{ln_bias, true}};
+    const gpu::Capabilities& caps = test::device().capabilities();
+    const bool in_gemv = std::string(c.kernel) == "gemv" &&
+                         5 + products + 2 <= caps.limits.max_storage_buffers_per_shader_stage;
+    const ops::OpPlan plan = runtime::plan_node(caps, n_info, in);
+    EXPECT_EQ(plan.launches.back().program.label.find("_ln") != std::string::npos, in_gemv)
+        << plan.launches.back().program.label;
+    if (in_gemv) {
+      EXPECT_EQ(plan.launches.size(), 1u);
+    }
+
+    const auto out = run(n_info, in);
+    ASSERT_EQ(out.size(), products + 1);
+    const Tensor& normalized = out.back();
+    test::Float64Array y{c.a, {}};
+    for (int64_t r = 0; r < m; ++r) {
+      const float* row = x.data<float>().data() + r * k;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < k; ++i) mean += row[i];
+      mean /= static_cast<double>(k);
+      for (int64_t i = 0; i < k; ++i) var += (row[i] - mean) * (row[i] - mean);
+      const double inv_std = 1.0 / std::sqrt(var / static_cast<double>(k) + epsilon);
+      for (int64_t i = 0; i < k; ++i)
+        y.values.push_back((row[i] - mean) * inv_std * scale.data<float>()[i] + ln_bias.data<float>()[i]);
+    }
+    EXPECT_TRUE(test::close_in_l2(normalized, y, 1e-6)) << "normalised X";
+    const test::DynamicQuantized q = test::dynamic_quantize_reference(normalized);
+    const Tensor sums = test::matmul_integer_reference(Tensor(DType::UInt8, {m, k}, q.y.bytes()), b,
+                                                       {q.zero_point}, zp_values(in[3]));
+    int64_t begin = 0, compared = 0;
+    for (size_t block = 0; block < products; ++block) {
+      const int64_t width = c.split.empty() ? n : c.split[block];
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < width; ++j) {
+          const int64_t col = begin + j;
+          const float want =
+              static_cast<float>(sums.data<int32_t>()[r * n + col]) * (q.scale * b_scale.data<float>()[col]) +
+              bias.data<float>()[col];
+          const float got = out[block].data<float>()[r * width + j];
+          ASSERT_LE(std::abs(got - want), std::abs(want) * 0x1p-23f)
+              << "block " << block << " row " << r << " column " << j << ": " << got << ", want " << want;
+          compared += sums.data<int32_t>()[r * n + col] != 0;
+        }
+      }
+      begin += width;
+    }
+    EXPECT_GT(compared, m * n / 2);
+  }
+}
+
 // Sibling products merged (graph::merge_sibling_products: wgi.split_columns on a rescaled MatMulInteger):
 // each output block holds its columns of the whole product, bit for bit, on the GEMV (which writes the blocks
 // itself, here also quantizing A) and on the tile kernel (the product, then one copy into the blocks); two
@@ -867,6 +955,22 @@ TEST(Quantize, ConstantWeightsArePackedFourPerWord) {
     EXPECT_FALSE(ref.kind == ops::TensorRef::Kind::Input && ref.index == 1) << "W bound widened";
   }
   EXPECT_EQ(conv.constants.at(0).byte_size(), size_t{8} * 14 * 4);  // 8 channels x ceil(54 / 4) words
+
+  // So the binding limit applies to the packed size: a B whose widened form exceeds the device's
+  // maxStorageBufferBindingSize plans where its packed one fits (a uint8 LM head on WebGPU's default limits).
+  gpu::Capabilities small = test::device().capabilities();
+  small.limits.max_storage_buffer_binding_size = 4096;
+  const Tensor wide = random_8bit(DType::UInt8, {64, 24}, 3);  // 6144 bytes widened, 1536 packed
+  std::vector<std::optional<NodeInput>> wide_in = {NodeInput{random_8bit(DType::UInt8, {2, 64}, 4)},
+                                                   NodeInput{wide, true}};
+  EXPECT_EQ(runtime::plan_node(small, node("MatMulInteger", 10), wide_in).launches.size(), 1u);
+  wide_in[1] = NodeInput{wide};  // a runtime B is read widened: refused, naming it
+  try {
+    runtime::plan_node(small, node("MatMulInteger", 10), wide_in);
+    ADD_FAILURE() << "a widened B over the binding limit planned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("maxStorageBufferBindingSize"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Quantize, DynamicQuantizeLinearOfAnEmptyTensor) {

@@ -35,9 +35,9 @@ int fold_scales_into_weights(Graph& g) {
       if (!p || editor.removed(p)) continue;
       Node& mm = node_at(g, p);
       // A MatMul with a constant float32 B, or a MatMulNBits with float32 scales (the dequantised weight is
-      // (code - zero point) * scale), read by it alone, or a rescaled MatMulInteger / ConvInteger (its weight's
-      // scale, one value or one per column; a copy where it is shared, which is small), and at most its
-      // fused bias: nothing after the product yet (a residual or activation would come before the scale).
+      // (code - zero point) * scale), read by it alone, or a rescaled MatMulInteger / ConvInteger (its
+      // weight's scale, one value or one per column; a copy where it is shared, which is small), and at most
+      // its fused bias: nothing after the product yet (a residual or activation would come before the scale).
       const bool nbits = is_matmul_nbits(mm), integer = is_scaled_integer_product(mm);
       if (!nbits && !integer &&
           (mm.info.op_type != "MatMul" || !mm.info.domain.empty() || mm.inputs.size() < 2 ||

@@ -61,6 +61,17 @@ bool fusable_matmul_nbits(const Node& p, ValueId y) {
   return !a.layer_norm_epsilon && !a.epilogue.residual;
 }
 
+// A MatMulInteger that quantizes its own A (wgi.quantize_a: fuse_dynamic_quantization_into_products) reading
+// `y` as that A, with no residual and no LayerNorm yet: it normalises A before quantizing it.
+bool fusable_quantizing_product(const Node& p, ValueId y) {
+  if (!is_scaled_integer_product(p) || p.info.op_type != "MatMulInteger" ||
+      !p.info.attributes.has(ops::kIntegerQuantizeAAttribute) ||
+      p.info.attributes.has(ops::kMatMulLayerNormEpsilonAttribute) || p.inputs.empty() || p.inputs[0] != y)
+    return false;
+  if (p.inputs.size() > ops::ScaledIntegerInput::kResidual) return false;  // a residual in its inputs
+  return std::find(p.inputs.begin() + 1, p.inputs.end(), y) == p.inputs.end();
+}
+
 // The LayerNormalization `ln` taken into product `p`: X becomes its A, scale and bias its inputs at
 // `scale_input` and the next, epsilon its attribute, and Y its last output (the other readers of Y read it
 // from the product, sorted after it at commit).
@@ -89,7 +100,8 @@ int fuse_layer_norm_into_products(Graph& g) {
     NodeId product;
     for (NodeId r : readers.of(y)) {
       const Node& reader = node_at(g, r);
-      if (!editor.removed(r) && (fusable_matmul(g, reader, y) || fusable_matmul_nbits(reader, y))) {
+      if (!editor.removed(r) && (fusable_matmul(g, reader, y) || fusable_matmul_nbits(reader, y) ||
+                                 fusable_quantizing_product(reader, y))) {
         product = r;
         break;
       }
@@ -97,7 +109,10 @@ int fuse_layer_norm_into_products(Graph& g) {
     if (!product) continue;
     Node& p = node_at(g, product);
     const float epsilon = ln.info.attributes.get_float("epsilon", 1e-5f);
-    if (is_matmul_nbits(p)) {
+    if (is_scaled_integer_product(p)) {
+      p.info.attributes.set(ops::kMatMulLayerNormEpsilonAttribute, epsilon);
+      take_layer_norm(g, ln, ops::IntegerLayerNormInput::kScale, p);
+    } else if (is_matmul_nbits(p)) {
       ops::NBitsAttributes a = ops::read_nbits_attributes(p.info);
       a.layer_norm_epsilon = epsilon;
       ops::write_nbits_attributes(a, p.info.attributes);

@@ -25,7 +25,7 @@ int fuse_residual_adds(Graph& g) {
       if (!p || editor.removed(p)) continue;
       Node& producer = node_at(g, p);
       const std::string& op = producer.info.op_type;
-      const bool nbits = is_matmul_nbits(producer);                    // R as its input 6, after its own
+      const bool nbits = is_matmul_nbits(producer);                     // R as its input 6, after its own
       const bool scaled_integer = is_scaled_integer_product(producer);  // R as its input 7
       const size_t residual_input = nbits            ? ops::kNBitsResidualInput
                                     : scaled_integer ? ops::ScaledIntegerInput::kResidual

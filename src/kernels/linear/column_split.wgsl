@@ -1,8 +1,7 @@
 // A product's output split into column blocks (GemmLaunchSpec::ColumnSplit in src/ops/gemm_launch.h: the
 // sibling products of one A merged into one): columns [0, split_end_0) are `output`, [split_end_0,
 // split_end_1) `output_1` and, with SPLIT_THIRD, [split_end_1, N) `output_2`, each stored [rows][its width].
-// `row` counts the product's rows over its batch ([batch][M] flattened). Included with COLUMNS = the
-// expression of N in the includer's uniforms (params.N in the float GEMVs, params.n in the integer one).
+// `row` counts the product's rows over its batch ([batch][M] flattened).
 fn store_split_column(row: u32, n: u32, v: f32) {
   let end_0 = params.split_end_0;
   let end_1 = params.split_end_1;
@@ -13,7 +12,7 @@ fn store_split_column(row: u32, n: u32, v: f32) {
   }
 #if SPLIT_THIRD
   else {
-    output_2[row * ({{COLUMNS}} - end_1) + n - end_1] = v;
+    output_2[row * (params.N - end_1) + n - end_1] = v;
   }
 #endif
 }

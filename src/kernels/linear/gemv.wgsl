@@ -19,7 +19,7 @@ const COLS: u32 = 256u / LANES;  // columns per workgroup
 
 #include "linear/gemm_common.wgsl"
 #if SPLIT_OUTPUTS
-#include "linear/column_split.wgsl" COLUMNS=params.N
+#include "linear/column_split.wgsl"
 #endif
 
 var<workgroup> partial: array<f32, ROWS * 256u>;  // [row][column][lane]

@@ -41,7 +41,7 @@ const CHUNK4: u32 = CHUNK / 4u;
 
 #include "linear/quantized_common.wgsl"
 #if SPLIT_OUTPUTS
-#include "linear/column_split.wgsl" COLUMNS=params.N
+#include "linear/column_split.wgsl"
 #endif
 
 // The tile is read up to the end of a column's last quad of words (a word's end without B_QUADS, which

@@ -3,7 +3,7 @@
 #interface
 
 #include "common/dispatch_grid.wgsl"
-#include "linear/column_split.wgsl" COLUMNS=params.N
+#include "linear/column_split.wgsl"
 
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

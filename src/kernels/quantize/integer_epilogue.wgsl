@@ -5,13 +5,13 @@
 // column_params holds (b_scale[c], bias[c]) pairs), then the fused residual (RESIDUAL: R of the output's
 // shape, read at the same index) and activation, as the float GEMMs' epilogue adds them. SPLIT_OUTPUTS
 // (SCALED only; sibling products merged, graph::merge_sibling_products): column c goes to its block's output
-// (linear/column_split.wgsl), `at` being row * params.n + c.
+// (linear/column_split.wgsl), `at` being row * params.N + c.
 // The includer declares `output` (and output_1, output_2 with SPLIT_OUTPUTS), params.y_zero_point / qmin /
 // qmax / act_lo / act_hi, and the bindings its defines read (multipliers; a_scale and column_params;
 // residual).
 #include "common/activation.wgsl"
 #if SPLIT_OUTPUTS
-#include "linear/column_split.wgsl" COLUMNS=params.n
+#include "linear/column_split.wgsl"
 #endif
 
 fn store_integer_result(at: u32, acc: i32, c: u32) {
@@ -32,7 +32,7 @@ fn store_integer_result(at: u32, acc: i32, c: u32) {
   y += residual[at];
 #endif
 #if SPLIT_OUTPUTS
-  store_split_column(at / params.n, c, fused_activation(y, params.act_lo, params.act_hi));
+  store_split_column(at / params.N, c, fused_activation(y, params.act_lo, params.act_hi));
 #else
   output[at] = fused_activation(y, params.act_lo, params.act_hi);
 #endif

@@ -18,6 +18,9 @@
 // scale for the tensor), computes the scale and zero point as that op does (quantize/dynamic_scale.wgsl) and
 // quantizes A's elements as it stages them (quantize/quantize_step.wgsl): the same bytes, scale and zero
 // point, so the same sums, without the op's launch.
+// A_LAYER_NORM (with QUANTIZE_A: a LayerNormalization before the quantization taken in too,
+// graph::fuse_layer_norm_into_products): `a` is the LayerNormalization's X, normalised (linear/layer_norm_a.wgsl)
+// before its range is reduced and as it is staged; workgroup 0 writes the normalised rows to `normalized`.
 //
 // A 128-invocation workgroup covers 128 / LANES columns, the LANES threads of a column striding through its
 // words; A's rows are staged in workgroup memory CHUNK words at a time (every column of the workgroup reads
@@ -46,8 +49,40 @@ var<workgroup> range_lo: array<f32, WORKGROUP>;
 var<workgroup> range_hi: array<f32, WORKGROUP>;
 var<workgroup> a_quantization: vec2<f32>;  // A's scale and zero point
 #endif
-var<workgroup> partial: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
-#include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=partial VALUES=ROWS STRIDE=WORKGROUP
+var<workgroup> lane_sums: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
+#include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=lane_sums VALUES=ROWS STRIDE=WORKGROUP
+
+#if QUANTIZE_A
+// Elements 4 w .. 4 w + 3 of row r of the float A (zero past K), normalised with A_LAYER_NORM.
+fn a_quad(r: u32, w: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (4u * w + j < params.K) {
+      v[j] = a[r * params.K + 4u * w + j];
+    }
+  }
+#if A_LAYER_NORM
+  return layer_norm4(r, v, 4u * w);
+#else
+  return v;
+#endif
+}
+#endif
+#if A_LAYER_NORM
+const LN_THREADS: u32 = WORKGROUP;
+var<workgroup> partial: array<f32, ROWS * LN_THREADS>;  // the row statistics' sums
+
+fn ln_x4(r: u32, k: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (k + j < params.K) {
+      v[j] = a[r * params.K + k + j];
+    }
+  }
+  return v;
+}
+#include "linear/layer_norm_a.wgsl"
+#endif
 
 // The sum of the four byte products of two words, as unsigned bytes.
 fn byte_dot(a: u32, b: u32) -> u32 {
@@ -65,13 +100,16 @@ fn byte_dot(a: u32, b: u32) -> u32 {
 // Word w of row r of A: elements 4 w .. 4 w + 3 (zero past K) as bytes, flipped to unsigned with A_FLIP.
 fn a_word(r: u32, w: u32) -> u32 {
   var word = 0u;
+#if QUANTIZE_A
+  let v = a_quad(r, w);
+#endif
   for (var j = 0u; j < 4u; j++) {
     let k = 4u * w + j;
-    if (k < params.k) {
+    if (k < params.K) {
 #if QUANTIZE_A
-      var byte = u32(quantize_step(a[r * params.k + k], a_quantization.x, a_quantization.y, 0.0, params.levels));
+      var byte = u32(quantize_step(v[j], a_quantization.x, a_quantization.y, 0.0, params.levels));
 #else
-      var byte = u32(a[r * params.k + k]) & 0xFFu;
+      var byte = u32(a[r * params.K + k]) & 0xFFu;
 #endif
 #if A_FLIP
       byte ^= 0x80u;
@@ -91,19 +129,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let lane = flat % LANES;
   let n = group * COLS + flat / LANES;
-  let read_n = min(n, params.n - 1u);  // columns past N (the last workgroup's) write nothing
+  let read_n = min(n, params.N - 1u);  // columns past N (the last workgroup's) write nothing
   let zb = u32(b_zero_point[read_n * params.b_zp_stride]) + params.b_offset;
 
 #if QUANTIZE_A
   // A's range, 0 included (DynamicQuantizeLinear's), NaNs skipped; the chunk loop's first barrier publishes
   // the scale and zero point.
+#if A_LAYER_NORM
+  layer_norm_statistics(flat, group == 0u);
+#endif
   var lo = 0.0;
   var hi = 0.0;
-  for (var i = flat; i < params.m * params.k; i += WORKGROUP) {
-    let v = a[i];
-    if (v == v) {
-      lo = min(lo, v);
-      hi = max(hi, v);
+  let k_quads = (params.K + 3u) / 4u;
+  for (var q = flat; q < params.M * k_quads; q += WORKGROUP) {
+    let v = a_quad(q / k_quads, q % k_quads);
+    for (var j = 0u; j < 4u; j++) {
+      if (4u * (q % k_quads) + j < params.K && v[j] == v[j]) {
+        lo = min(lo, v[j]);
+        hi = max(hi, v[j]);
+      }
     }
   }
   range_lo[flat] = lo;
@@ -127,7 +171,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var i = flat; i < ROWS * stage; i += WORKGROUP) {
       let r = i / stage;
       let w = i % stage;
-      a_words[r * CHUNK + w] = select(0u, a_word(r, w_base + w), r < params.m);
+      a_words[r * CHUNK + w] = select(0u, a_word(r, w_base + w), r < params.M);
     }
     workgroupBarrier();
     for (var w = lane; w < stage; w += LANES) {
@@ -140,20 +184,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
 
   for (var r = 0u; r < ROWS; r++) {
-    partial[r * WORKGROUP + flat] = sums[r];
+    lane_sums[r * WORKGROUP + flat] = sums[r];
   }
   sum_column_lanes(flat, lane, LANES);
 
-  if (lane == 0u && n < params.n) {
+  if (lane == 0u && n < params.N) {
     for (var r = 0u; r < ROWS; r++) {
-      if (r < params.m) {
+      if (r < params.M) {
 #if QUANTIZE_A
         let za = u32(a_quantization.y);
 #else
         let za = u32(a_zero_point[r * params.a_zp_stride]) + params.a_offset;
 #endif
-        let acc = partial[r * WORKGROUP + flat] - za * column_sums[n] + params.k * za * zb;
-        store_integer_result(r * params.n + n, i32(acc), n);
+        let acc = lane_sums[r * WORKGROUP + flat] - za * column_sums[n] + params.K * za * zb;
+        store_integer_result(r * params.N + n, i32(acc), n);
       }
     }
   }

@@ -27,14 +27,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let row0 = wid.y * TM;
   let col0 = wid.x * TN;
   var acc: array<vec4<i32>, 4>;  // rows 4 lid.y + i, columns 4 lid.x .. + 3
-  for (var k0 = 0u; k0 < params.k; k0 += TK) {
+  for (var k0 = 0u; k0 < params.K; k0 += TK) {
     for (var e = 0u; e < 16u; e++) {
       let idx = li + 64u * e;
       let r = row0 + idx / TK;
       let kk = k0 + idx % TK;
       var v = 0;
-      if (r < params.m && kk < params.k) {
-        v = a[a_base + r * params.k + kk] - a_zero_point[r * params.a_zp_stride];
+      if (r < params.M && kk < params.K) {
+        v = a[a_base + r * params.K + kk] - a_zero_point[r * params.a_zp_stride];
       }
       a_tile[idx] = v;
     }
@@ -47,14 +47,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       let kk = k0 + 4u * w;
       var word = 0u;
       var zp = 0;
-      let inside = c < params.n;
-      if (inside && kk < params.k) {
+      let inside = c < params.N;
+      if (inside && kk < params.K) {
         word = b[b_base + c * params.k_words + k0 / 4u + w];
         zp = b_zero_point[c * params.b_zp_stride];
       }
       for (var j = 0u; j < 4u; j++) {
         var v = 0;
-        if (inside && kk + j < params.k) {
+        if (inside && kk + j < params.K) {
           v = unpack_byte(word, j) - zp;
         }
         b_tile[(4u * w + j) * TN + idx / (TK / 4u)] = v;
@@ -66,8 +66,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       let kk = k0 + idx / TN;
       let c = col0 + idx % TN;
       var v = 0;
-      if (kk < params.k && c < params.n) {
-        v = b[b_base + kk * params.n + c] - b_zero_point[c * params.b_zp_stride];
+      if (kk < params.K && c < params.N) {
+        v = b[b_base + kk * params.N + c] - b_zero_point[c * params.b_zp_stride];
       }
       b_tile[idx] = v;
     }
@@ -82,13 +82,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     workgroupBarrier();
   }
-  let out_base = wid.z * params.m * params.n;
+  let out_base = wid.z * params.M * params.N;
   for (var i = 0u; i < 4u; i++) {
     let r = row0 + 4u * lid.y + i;
     for (var j = 0u; j < 4u; j++) {
       let c = col0 + 4u * lid.x + j;
-      if (r < params.m && c < params.n) {
-        store_integer_result(out_base + r * params.n + c, acc[i][j], c);
+      if (r < params.M && c < params.N) {
+        store_integer_result(out_base + r * params.N + c, acc[i][j], c);
       }
     }
   }
