@@ -19,6 +19,7 @@
 #   source .device/env.sh; bash bench/h200_campaign.sh decode_rnn    # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode        # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh decode_q4     # carry [".device"] (the decoder, as `decode`)
+#   source .device/env.sh; bash bench/h200_campaign.sh uint8         # carry [".device"] (packed as `models`)
 #   source .device/env.sh; bash bench/h200_campaign.sh pipelines_equal  # carry [".device"] (packed as `pipelines`)
 #   source .device/env.sh; bash bench/h200_campaign.sh tokens_decode     # carry [".device"] (packed as `tokens`)
 #   source .device/env.sh; bash bench/h200_campaign.sh tokens_pipelines  # carry [".device"] (packed as `tokens`)
@@ -109,7 +110,11 @@
 #         traces for bench/trace_diff.py).
 # files_models: the base models' variants made there by the recipe tools (tests/models/variants_*.py): the BART
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
-#         SigLIP in fp32 and fp16, each checked against onnxruntime CPU once.
+#         SigLIP in fp32, fp16, q4 and uint8, each checked against onnxruntime CPU once.
+# uint8:  the dynamically quantized (uint8) decoder step, DaViT-base and SigLIP-B made there against their fp32
+#         files, for each carried build, two rounds, inputs on the device; the uint8 files against ORT CPU.
+#         Packed as `models` (WGI_PACK_PEERS=0 WGI_PACK_MODELS="bart_decoder_cached_cross_base_opset17
+#         florence2_vision_base_opset17 siglip_vision_base_opset17"); ~5 min.
 # pipelines: Florence-2 end to end (issue 20's speed table): the base-size folder made there by
 #         tests/models/florence2_folder.py --base (seeded random weights) and its q4 encoder/decoder files,
 #         `wgi florence2 --runs` for <CAPTION> and <OD> at beams 1 and 3, 64 new tokens, beside transformers.js on
@@ -137,7 +142,7 @@
 set -uo pipefail
 modes="conv decode decode_q4 decode_rnn defaults f16_weights files_models files_tests fp16_profile gemv_sweep main
   layers models pipelines pipelines_equal profile quantized shaders splits sweep throughput throughput_ab tokens
-  table table_ort tokens_decode tokens_pipelines tuned variant_files variants"
+  table table_ort tokens_decode tokens_pipelines tuned uint8 variant_files variants"
 modes=$(echo $modes)  # one line, single spaces
 mode=${1:?usage: bench/h200_campaign.sh MODE (one of: $modes; each described above)}
 [[ " $modes " == *" $mode "* ]] || { echo "bench/h200_campaign.sh: unknown mode '$mode' (one of: $modes)" >&2; exit 2; }
@@ -227,6 +232,36 @@ set_step_dims() {
   local d
   dims=()
   for d in ${bench_dims[$1]:-}; do dims+=(--dim "$d"); done
+}
+# Each .onnx file of folder $1 (the variants made here) run by `wgi run` and by onnxruntime CPU on the same
+# random inputs (decoder dims: one new token after 8, 16 encoder tokens): the first output's relative L2.
+variants_against_ort() {
+  timeout "${VARIANTS_ORT_TIMEOUT:-150}" python3 - "$1" <<'PY'
+import glob, os, sys
+import numpy as np, onnxruntime as ort, subprocess, tempfile
+v = sys.argv[1]
+rng = np.random.default_rng(7)
+for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
+    s = ort.InferenceSession(f, providers=["CPUExecutionProvider"])
+    dims = {"batch": 1, "new_tokens": 1, "past_len": 8, "src_len": 16}
+    feeds, args, tmp = {}, [], tempfile.mkdtemp()
+    for i in s.get_inputs():
+        shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
+        x = rng.integers(0, 100, shape).astype(np.int64) if "int64" in i.type else \
+            rng.uniform(-1, 1, shape).astype(np.float32)
+        feeds[i.name] = x
+        np.save(os.path.join(tmp, i.name + ".npy"), x)
+        args += ["--input", i.name + "=" + os.path.join(tmp, i.name + ".npy")]
+    ref = dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+    r = subprocess.run(["wgi", "run", f, "--output-dir", tmp + "/out"] + args, capture_output=True, text=True)
+    if r.returncode:
+        print(os.path.basename(f), "wgi failed:", r.stderr[-300:]); continue
+    for name, want in ref.items():
+        got = np.load(os.path.join(tmp, "out", name.replace("/", "_") + ".npy")).astype(np.float64)
+        err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+        print(f"{os.path.basename(f)} {name}: relative L2 vs ORT CPU {err:.2e} (|ORT| {np.linalg.norm(want):.3e})")
+        break
+PY
 }
 wgi_bench_models() {
   for dir in "$models"/*; do
@@ -631,6 +666,7 @@ elif [[ $mode == files_models ]]; then
     for b in florence2_vision_base_opset17 siglip_vision_base_opset17; do
       timeout 120 python3 tests/models/variants_fp16.py "$models/$b/model.onnx" "$v/${b}_fp16.onnx"
       timeout 120 python3 tests/models/variants_weight_only.py "$models/$b/model.onnx" "$v/${b}_q4.onnx" --recipe q4
+      timeout 120 python3 tests/models/variants_dynamic.py "$models/$b/model.onnx" "$v/${b}_uint8.onnx" --recipe uint8
     done
     ls -la "$v"
     for round in 1 2; do
@@ -643,7 +679,7 @@ elif [[ $mode == files_models ]]; then
         done
       done
       for b in florence2_vision_base_opset17 siglip_vision_base_opset17; do
-        for f in "$models/$b/model.onnx" "$v/${b}_fp16.onnx" "$v/${b}_q4.onnx"; do
+        for f in "$models/$b/model.onnx" "$v/${b}_fp16.onnx" "$v/${b}_q4.onnx" "$v/${b}_uint8.onnx"; do
           stamp "round $round wgi bench $(basename "$f")"
           timeout 60 wgi bench "$f" --random-inputs 1 --dim batch=1 --runs 30 2>&1 | grep -E '^(run|graph|weights|memory)'
         done
@@ -663,34 +699,46 @@ elif [[ $mode == files_models ]]; then
       timeout 90 node "$ort_peers/ort_bench.js" "$f" webgpu 30 $(ort_shapes "$f") 2>&1 | tail -2
     done
     stamp correctness of the variants against onnxruntime CPU
-    timeout 150 python3 - "$v" "$models" <<'PY'
-import glob, os, sys
-import numpy as np, onnxruntime as ort, subprocess, tempfile
-v, models = sys.argv[1], sys.argv[2]
-rng = np.random.default_rng(7)
-for f in sorted(glob.glob(os.path.join(v, "*.onnx"))):
-    s = ort.InferenceSession(f, providers=["CPUExecutionProvider"])
-    dims = {"batch": 1, "new_tokens": 1, "past_len": 8, "src_len": 16}
-    feeds, args, tmp = {}, [], tempfile.mkdtemp()
-    for i in s.get_inputs():
-        shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
-        x = rng.integers(0, 100, shape).astype(np.int64) if "int64" in i.type else \
-            rng.uniform(-1, 1, shape).astype(np.float32)
-        feeds[i.name] = x
-        np.save(os.path.join(tmp, i.name + ".npy"), x)
-        args += ["--input", i.name + "=" + os.path.join(tmp, i.name + ".npy")]
-    ref = dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
-    r = subprocess.run(["wgi", "run", f, "--output-dir", tmp + "/out"] + args, capture_output=True, text=True)
-    if r.returncode:
-        print(os.path.basename(f), "wgi failed:", r.stderr[-300:]); continue
-    for name, want in ref.items():
-        got = np.load(os.path.join(tmp, "out", name.replace("/", "_") + ".npy")).astype(np.float64)
-        err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
-        print(f"{os.path.basename(f)} {name}: relative L2 vs ORT CPU {err:.2e} (|ORT| {np.linalg.norm(want):.3e})")
-        break
-PY
+    variants_against_ort "$v"
     stamp done
   } >"$out/files_models.txt" 2>&1
+elif [[ $mode == uint8 ]]; then
+  # Issue 19's q8 target (the dynamically quantized Florence-2-structure models on the GPU, time against
+  # fp32): the uint8 variants of the cached-cross decoder step, DaViT-base and SigLIP-B made here
+  # (tests/models/variants_dynamic.py), each folder's fp32 and uint8 file for `wgi` and each carried
+  # .device/bin/wgi_<variant>, two alternating rounds, inputs on the device; then the uint8 files against
+  # onnxruntime CPU. Packed as `models` (WGI_PACK_PEERS=0; the three folders suffice).
+  export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
+  mapfile -t builds < <(carried_builds)
+  names=(bart_decoder_cached_cross_base_opset17 florence2_vision_base_opset17 siglip_vision_base_opset17)
+  {
+    stamp_machine
+    stamp prepare; prepare_models
+    v=$models/variants_uint8
+    mkdir -p "$v"
+    for name in "${names[@]}"; do
+      [[ -d $models/$name ]] || continue
+      timeout 180 python3 tests/models/variants_dynamic.py "$models/$name/model.onnx" "$v/${name}_uint8.onnx" \
+        --recipe uint8 | tail -1
+    done
+    for round in 1 2; do
+      for build in "${builds[@]}"; do
+        for name in "${names[@]}"; do
+          [[ -d $models/$name ]] || continue
+          set_step_dims "$name"
+          [[ ${#dims[@]} -eq 0 ]] && dims=(--dim batch=1)
+          for f in "$models/$name/model.onnx" "$v/${name}_uint8.onnx"; do
+            stamp "round $round $build $name $(basename "$f")"
+            timeout 90 "$build" bench "$f" --random-inputs 1 "${dims[@]}" --runs 30 --device-inputs 2>&1 |
+              grep -E '^(run|graph|weights|plans|wgi: error)'
+          done
+        done
+      done
+    done
+    stamp "the uint8 files against onnxruntime CPU"
+    VARIANTS_ORT_TIMEOUT=240 variants_against_ort "$v"
+    stamp done
+  } >"$out/uint8.txt" 2>&1
 elif [[ $mode == throughput ]]; then
   export WGI_BACKEND=vulkan WGI_TUNING_CACHE=""
   names=(florence2_vision_base_opset17 siglip_vision_base_opset17 resnet50_opset17)
