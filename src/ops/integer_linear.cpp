@@ -435,16 +435,20 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   const int64_t b_matrix = b_const ? n * k_words : k * n;
   const std::vector<uint32_t> offsets = batch_offsets(s, b_matrix);
 
+  // The packed kernel takes the bytes as unsigned (integer_matmul.wgsl): an int8 operand's flipped (+128).
+  const bool a_signed = ctx.input(in.a).dtype == DType::Int8, b_signed = ctx.input(in.b).dtype == DType::Int8;
   KernelLaunch launch;
   launch.program.label = std::string(in.qlinear ? "qlinear_matmul" : "matmul_integer") +
                          (b_const ? "_packed" : "") + (rescale ? "_scaled" : "") +
-                         quant.activation.label_suffix() + residual_label_suffix(quant.residual);
+                         quant.activation.label_suffix() + residual_label_suffix(quant.residual) +
+                         (b_const && ctx.caps.features.packed_int8_dot ? "_dot4" : "");
   if (b_const) {
     const int64_t b_batches = element_count(s.b_batch);
     const uint8_t* bytes = raw_bytes(*b_const);
+    const uint8_t flip = b_signed ? 0x80 : 0x00;
     // B [batch, K, N] -> [batch, N, K] bytes.
     plan.constants.push_back(pack_rows(b_batches, n, k, [&](int64_t mat, int64_t col, int64_t i) {
-      return bytes[(mat * k + i) * n + col];
+      return static_cast<uint8_t>(bytes[(mat * k + i) * n + col] ^ flip);
     }));
   }
   plan.constants.push_back(Tensor::from_vector<int32_t>(
@@ -462,15 +466,22 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   const TensorRef whole = quant.split
                               ? plan.add_scratch(static_cast<uint64_t>(batches * m * n) * sizeof(float))
                               : TensorRef::output(0);
-  iface.read_write("output", rescale ? "f32" : "i32", whole).uniforms(integer_product_members({}));
+  iface.read_write("output", rescale ? "f32" : "i32", whole)
+      .uniforms(integer_product_members({{"a_offset", UniformType::U32},  // 128 where an operand is int8: its
+                                         {"b_offset", UniformType::U32}}));  // zero point on unsigned bytes
   bind_integer_residual(quant, iface);
   kernels::Defines defines = {{"B_PACKED", b_const ? "1" : "0"},
-                              {"B_SIGNED", ctx.input(in.b).dtype == DType::Int8 ? "1" : "0"}};
+                              {"B_SIGNED", b_signed ? "1" : "0"},
+                              {"A_FLIP", a_signed ? "1" : "0"},
+                              {"PACKED_DOT", ctx.caps.features.packed_int8_dot ? "1" : "0"}};
   add_integer_epilogue_defines(in.qlinear, quant, defines);
   launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl", defines);
   iface.bind(launch);
   UniformValues values = iface.values();
-  launch.uniform = set_integer_product_values(values, m, s, quant).bytes();
+  launch.uniform = set_integer_product_values(values, m, s, quant)
+                       .u32("a_offset", a_signed ? 128 : 0)
+                       .u32("b_offset", b_signed ? 128 : 0)
+                       .bytes();
   const auto tiles = [](int64_t v) { return static_cast<uint32_t>((v + 31) / 32); };
   if (tiles(m) > ctx.caps.limits.max_compute_workgroups_per_dimension) {
     ctx.fail("A has " + std::to_string(m) + " rows; wgi's integer kernel takes at most " +

@@ -334,6 +334,7 @@ TEST(Quantize, MatMulIntegerIsExact) {
       {{2, 6, 64}, {64, 64}, DType::Int8, DType::UInt8, 0, 2, true},
       {{37}, {37, 9}, DType::UInt8, DType::Int8, 1, 0, true},
       {{3, 40, 31}, {31}, DType::UInt8, DType::UInt8, 1, 1, false},
+      {{20, 70}, {70, 45}, DType::Int8, DType::Int8, 2, 2, true},  // the packed tile, int8 both sides
   };
   uint64_t seed = 50;
   for (const MatMulCase& c : cases) {
@@ -357,9 +358,9 @@ TEST(Quantize, MatMulIntegerIsExact) {
   }
 }
 
-// The GEMV for a few rows (integer_gemv.wgsl: bytes taken unsigned, the zero points' terms added from A's and
-// B's sums; with and without packed dot products) against the exact reference, as the tile kernel forced on
-// the same product: every mix of
+// The GEMV for a few rows and the tile kernel (integer_gemv.wgsl, integer_matmul.wgsl with a constant B:
+// bytes taken unsigned, the zero points' terms added from A's and B's sums; each with and without packed dot
+// products) against the exact reference: every mix of
 // uint8 and int8, zero points none / per tensor / per row / per column at both ends of the range, one to
 // eight rows, A's batch dims folded in, K not a multiple of 4 and K over several staged chunks, N unaligned.
 TEST(Quantize, MatMulIntegerGemvIsExact) {
@@ -382,19 +383,19 @@ TEST(Quantize, MatMulIntegerGemvIsExact) {
     if (c.a_zp) in[2] = NodeInput{random_8bit(c.a_type, c.a_zp == 1 ? Shape{} : Shape{m}, seed++)};
     if (c.b_zp) in[3] = NodeInput{random_8bit(c.b_type, c.b_zp == 1 ? Shape{} : Shape{n}, seed++), true};
     const Tensor want = test::matmul_integer_reference(a, b, zp_values(in[2]), zp_values(in[3]));
-    // "gemv_bytes": the GEMV planned as for a device without WGSL's packed 4x8 dot products (byte by byte).
-    for (const std::string kernel : {"gemv", "gemv_bytes", "tiled"}) {
+    // "_bytes": planned as for a device without WGSL's packed 4x8 dot products (byte by byte).
+    for (const std::string kernel : {"gemv", "gemv_bytes", "tiled", "tiled_bytes"}) {
+      const bool tiled = kernel.starts_with("tiled"), bytes = kernel.ends_with("_bytes");
       ops::NodeInfo n_node = node("MatMulInteger", 10);
-      n_node.attributes.set(ops::kForcedKernelAttribute, kernel == "tiled" ? kernel : std::string("gemv"));
+      n_node.attributes.set(ops::kForcedKernelAttribute, std::string(tiled ? "tiled" : "gemv"));
       runtime::NodeRunOptions options;
       options.capabilities = test::device().capabilities();
-      if (kernel == "gemv_bytes") options.capabilities->features.packed_int8_dot = false;
+      if (bytes) options.capabilities->features.packed_int8_dot = false;
       const ops::OpPlan plan = runtime::plan_node(*options.capabilities, n_node, in);
       ASSERT_EQ(plan.launches.size(), 1u);
       const std::string& label = plan.launches[0].program.label;
-      EXPECT_EQ(label.find("gemv") != std::string::npos, kernel != "tiled") << label;
-      EXPECT_EQ(label.find("_dot4") != std::string::npos,
-                kernel == "gemv" && test::device().features().packed_int8_dot)
+      EXPECT_EQ(label.find("gemv") != std::string::npos, !tiled) << label;
+      EXPECT_EQ(label.find("_dot4") != std::string::npos, !bytes && test::device().features().packed_int8_dot)
           << label;
       EXPECT_TRUE(identical(runtime::run_node(test::device(), n_node, in, options).at(0), want)) << kernel;
     }

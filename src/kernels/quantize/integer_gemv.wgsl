@@ -28,6 +28,7 @@
 // thread adds the zero-point terms and writes the M results.
 #include "common/dispatch_grid.wgsl"
 #include "quantize/unpack.wgsl"
+#include "quantize/byte_dot.wgsl"
 #if QUANTIZE_A
 #include "quantize/dynamic_scale.wgsl"
 #endif
@@ -41,7 +42,6 @@ const LANES: u32 = {{LANES}}u;  // threads per column, a power of two from 4 to 
 const WORKGROUP: u32 = 128u;
 const COLS: u32 = WORKGROUP / LANES;
 const CHUNK: u32 = 1024u / ROWS;  // words of each row staged per step: 4 KiB of A
-const ONES: u32 = 0x01010101u;
 
 var<workgroup> a_words: array<u32, ROWS * CHUNK>;
 #if QUANTIZE_A
@@ -84,18 +84,6 @@ fn ln_x4(r: u32, k: u32) -> vec4<f32> {
 #include "linear/layer_norm_a.wgsl"
 #endif
 
-// The sum of the four byte products of two words, as unsigned bytes.
-fn byte_dot(a: u32, b: u32) -> u32 {
-#if PACKED_DOT
-  return dot4U8Packed(a, b);
-#else
-  var s = 0u;
-  for (var j = 0u; j < 4u; j++) {
-    s += extractBits(a, 8u * j, 8u) * extractBits(b, 8u * j, 8u);
-  }
-  return s;
-#endif
-}
 
 // Word w of row r of A: elements 4 w .. 4 w + 3 (zero past K) as bytes, flipped to unsigned with A_FLIP.
 fn a_word(r: u32, w: u32) -> u32 {

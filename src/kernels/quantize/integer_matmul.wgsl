@@ -6,7 +6,15 @@
 // runtime [K, N] widened tensor. a_zp is per tensor (stride 0) or per row of A, b_zp per tensor or per column.
 // Each batch's element offsets into A and B come from a small table (numpy broadcasting resolved when
 // planned). A 32 x 32 output tile per workgroup of 8 x 8 invocations, 4 x 4 outputs each, K in slabs of 32.
+// With a constant B (B_PACKED) the tile's operands stay packed four bytes a word in workgroup memory, taken
+// as unsigned bytes (A_FLIP flips an int8 A's top bit as it is staged; the host packed an int8 B flipped), and
+// an invocation's 4 x 4 sums come from byte_dot (dot4U8Packed where the device has it): with za, zb the zero
+// points raised by those 128s (params.a_offset, params.b_offset) and K the reduction length,
+//   sum_k (a'_k - za)(b'_k - zb) = sum_k a'_k b'_k - zb sum_k a'_k - za sum_k b'_k + K za zb,
+// the row and column sums also from byte_dot, all in u32 arithmetic modulo 2^32 (integer_gemv.wgsl's scheme;
+// bytes past K or M / N are zero). A runtime B is read widened, element by element, zero points subtracted.
 #include "quantize/unpack.wgsl"
+#include "quantize/byte_dot.wgsl"
 
 #interface
 
@@ -16,6 +24,78 @@ const TM: u32 = 32u;
 const TN: u32 = 32u;
 const TK: u32 = 32u;
 
+#if B_PACKED
+const TKW: u32 = TK / 4u;                      // words of K per slab
+var<workgroup> a_words: array<u32, TM * TKW>;  // [TM][TKW] unsigned bytes, 0 outside A
+var<workgroup> b_words: array<u32, TN * TKW>;  // [TN][TKW] unsigned bytes, 0 outside B
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let a_base = batch_offsets[2u * wid.z];
+  let b_base = batch_offsets[2u * wid.z + 1u];
+  let row0 = wid.y * TM;
+  let col0 = wid.x * TN;
+  var acc: array<vec4<u32>, 4>;  // sum a' b': rows 4 lid.y + i, columns 4 lid.x .. + 3
+  var row_sums = vec4<u32>(0u);  // sum a' of the four rows
+  var col_sums = vec4<u32>(0u);  // sum b' of the four columns
+  for (var w0 = 0u; w0 < params.k_words; w0 += TKW) {
+    // 256 words of A and of B, 4 each per invocation.
+    for (var e = 0u; e < 4u; e++) {
+      let idx = li + 64u * e;
+      let r = row0 + idx / TKW;
+      let w = w0 + idx % TKW;
+      var word = 0u;
+      if (r < params.M && w < params.k_words) {
+        for (var j = 0u; j < 4u; j++) {
+          let kk = 4u * w + j;
+          if (kk < params.K) {
+            var byte = u32(a[a_base + r * params.K + kk]) & 0xFFu;
+#if A_FLIP
+            byte ^= 0x80u;
+#endif
+            word |= byte << (8u * j);
+          }
+        }
+      }
+      a_words[idx] = word;
+      let c = col0 + idx / TKW;
+      var b_word = 0u;
+      if (c < params.N && w < params.k_words) {
+        b_word = b[b_base + c * params.k_words + w];
+      }
+      b_words[idx] = b_word;
+    }
+    workgroupBarrier();
+    for (var w = 0u; w < TKW; w++) {
+      var bw: vec4<u32>;
+      for (var j = 0u; j < 4u; j++) {
+        bw[j] = b_words[(4u * lid.x + j) * TKW + w];
+        col_sums[j] += byte_dot(bw[j], ONES);
+      }
+      for (var i = 0u; i < 4u; i++) {
+        let aw = a_words[(4u * lid.y + i) * TKW + w];
+        row_sums[i] += byte_dot(aw, ONES);
+        acc[i] += vec4<u32>(byte_dot(aw, bw[0]), byte_dot(aw, bw[1]), byte_dot(aw, bw[2]), byte_dot(aw, bw[3]));
+      }
+    }
+    workgroupBarrier();
+  }
+  let out_base = wid.z * params.M * params.N;
+  for (var i = 0u; i < 4u; i++) {
+    let r = row0 + 4u * lid.y + i;
+    for (var j = 0u; j < 4u; j++) {
+      let c = col0 + 4u * lid.x + j;
+      if (r < params.M && c < params.N) {
+        let za = u32(a_zero_point[r * params.a_zp_stride]) + params.a_offset;
+        let zb = u32(b_zero_point[c * params.b_zp_stride]) + params.b_offset;
+        let sum = acc[i][j] - zb * row_sums[i] - za * col_sums[j] + params.K * za * zb;
+        store_integer_result(out_base + r * params.N + c, i32(sum), c);
+      }
+    }
+  }
+}
+#else
 var<workgroup> a_tile: array<i32, 1024>;  // [TM][TK], zero point subtracted, 0 outside A
 var<workgroup> b_tile: array<i32, 1024>;  // [TK][TN], zero point subtracted, 0 outside B
 
@@ -38,29 +118,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       }
       a_tile[idx] = v;
     }
-#if B_PACKED
-    // TK / 4 words per column: 256 words, 4 per invocation.
-    for (var e = 0u; e < 4u; e++) {
-      let idx = li + 64u * e;
-      let c = col0 + idx / (TK / 4u);
-      let w = idx % (TK / 4u);
-      let kk = k0 + 4u * w;
-      var word = 0u;
-      var zp = 0;
-      let inside = c < params.N;
-      if (inside && kk < params.K) {
-        word = b[b_base + c * params.k_words + k0 / 4u + w];
-        zp = b_zero_point[c * params.b_zp_stride];
-      }
-      for (var j = 0u; j < 4u; j++) {
-        var v = 0;
-        if (inside && kk + j < params.K) {
-          v = unpack_byte(word, j) - zp;
-        }
-        b_tile[(4u * w + j) * TN + idx / (TK / 4u)] = v;
-      }
-    }
-#else
     for (var e = 0u; e < 16u; e++) {
       let idx = li + 64u * e;
       let kk = k0 + idx / TN;
@@ -71,7 +128,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
       }
       b_tile[idx] = v;
     }
-#endif
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
       let b0 = kk * TN + 4u * lid.x;
@@ -93,3 +149,4 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
   }
 }
+#endif
