@@ -247,46 +247,42 @@ void append_dynamic_quantize_linear(const PlanContext& ctx, uint64_t n, TensorRe
   const bool single = n > 0 && groups == 1;
   const TensorRef partials = single ? TensorRef::zero() : plan.add_scratch(groups * 2 * sizeof(float));
 
-  for (bool final_step : {false, true}) {
-    if (single && final_step) break;
+  // The range over chunks, then (apply) every workgroup finishes it and quantizes its chunk; or both at once.
+  for (bool apply : {false, true}) {
+    if (single && apply) break;
     KernelLaunch launch;
-    launch.program.label = single       ? "dynamic_quantize_single"
-                           : final_step ? "dynamic_quantize_range_final"
-                                        : "dynamic_quantize_range";
+    launch.program.label = single  ? "dynamic_quantize_single"
+                           : apply ? "dynamic_quantize_apply"
+                                   : "dynamic_quantize_range";
     KernelInterface iface;
-    if (single) {
-      iface.read("values", "f32", x)
-          .read_write("scale_out", "f32", scale)
+    iface.read("values", "f32", x);
+    if (single || apply) {
+      if (apply) iface.read("partials", "f32", partials);
+      iface.read_write("scale_out", "f32", scale)
           .read_write("zero_point_out", "u32", zero_point)
           .read_write("y", "i32", y);
-    } else if (final_step) {
-      iface.read("values", "f32", partials)
-          .read_write("scale_out", "f32", scale)
-          .read_write("zero_point_out", "u32", zero_point);
     } else {
-      iface.read("values", "f32", x).read_write("partials", "f32", partials);
+      iface.read_write("partials", "f32", partials);
     }
-    iface.uniforms({{"count", UniformType::U32},  // elements of x (!FINAL) or partial pairs (FINAL)
-                    {"chunk", UniformType::U32},  // elements per workgroup (!FINAL)
+    iface.uniforms({{"count", UniformType::U32},  // elements of x
+                    {"chunk", UniformType::U32},  // elements per workgroup
                     // 255, from the uniform (the divisions are wgi_div_rn's, but a literal would invite the
                     // compiler to fold)
                     {"levels", UniformType::F32},
-                    {"_pad1", UniformType::Pad}});
-    launch.program.wgsl = iface.load_wgsl(
-        "quantize/dynamic_range.wgsl", {{"FINAL", final_step ? "1" : "0"}, {"SINGLE", single ? "1" : "0"}});
+                    {"groups", UniformType::U32}});  // partial pairs (APPLY)
+    launch.program.wgsl = iface.load_wgsl("quantize/dynamic_range.wgsl",
+                                          {{"APPLY", apply ? "1" : "0"}, {"SINGLE", single ? "1" : "0"}});
     launch.program.constants = {{"WG_SIZE", wg}};
     iface.bind(launch);
     launch.uniform = iface.values()
-                         .u32("count", static_cast<uint32_t>(final_step ? groups : n))
+                         .u32("count", static_cast<uint32_t>(n))
                          .u32("chunk", static_cast<uint32_t>(chunk))
                          .f32("levels", 255.0f)
+                         .u32("groups", static_cast<uint32_t>(groups))
                          .bytes();
-    launch.groups = {final_step ? 1u : static_cast<uint32_t>(groups), 1, 1};
+    launch.groups = {static_cast<uint32_t>(groups), 1, 1};
     plan.launches.push_back(std::move(launch));
   }
-  if (n > 0 && !single)
-    plan.launches.push_back(
-        make_quantize_launch(ctx, true, n, ScaleLayout{}, DType::UInt8, x, scale, zero_point, y));
 }
 
 void register_quantize_ops(OpRegistry& registry) {

@@ -1,11 +1,12 @@
-// DynamicQuantizeLinear's range (src/ops/quantize.cpp), in two launches of this file:
-//   !FINAL: each workgroup reduces a contiguous chunk of x to (min, max), written to partials[2 g], [2 g + 1];
-//   FINAL:  one workgroup reduces the partials and writes the uint8 scale and zero point of
-//           [min(0, min(x)), max(0, max(x))] exactly as ONNX's reference computes them in float32
-//           (quantize/dynamic_scale.wgsl)
+// DynamicQuantizeLinear (src/ops/quantize.cpp), in two launches of this file:
+//   !APPLY:  each workgroup reduces a contiguous chunk of x to (min, max), written to partials[2 g], [2 g + 1];
+//   APPLY:   each workgroup reduces the partials to x's range, computes the uint8 scale and zero point of
+//            [min(0, min(x)), max(0, max(x))] exactly as ONNX's reference computes them in float32
+//            (quantize/dynamic_scale.wgsl; workgroup 0 writes them) and quantizes its chunk of x into y as
+//            QuantizeLinear does (quantize/quantize_step.wgsl): every workgroup finds the same values, so the
+//            range's final step needs no launch of its own;
 // or, for an x of one chunk (a decoder step's activations), in one launch:
-//   SINGLE: one workgroup reduces x, writes the scale and zero point as FINAL does, then quantizes x into y
-//           as QuantizeLinear does (quantize/quantize_step.wgsl): the whole op, where it took three.
+//   SINGLE: one workgroup reduces x, writes the scale and zero point and quantizes x: the whole op.
 // NaN elements are skipped (min / max of WGSL may return either operand for NaN; an explicit test keeps the
 // range finite).
 #include "quantize/dynamic_scale.wgsl"
@@ -18,23 +19,21 @@ const MAX_WG: u32 = 1024u;
 var<workgroup> lo_shared: array<f32, MAX_WG>;
 var<workgroup> hi_shared: array<f32, MAX_WG>;
 
-#if SINGLE
-var<workgroup> quantization: vec2<f32>;
-#endif
+var<workgroup> quantization: vec2<f32>;  // the scale and zero point (SINGLE, APPLY)
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   // 0 is part of every range, so it is also the neutral start.
   var lo = 0.0;
   var hi = 0.0;
-#if FINAL
-  for (var j = lid; j < params.count; j += WG_SIZE) {
-    lo = min(lo, values[2u * j]);
-    hi = max(hi, values[2u * j + 1u]);
-  }
-#else
   let begin = wid.x * params.chunk;
   let end = min(begin + params.chunk, params.count);
+#if APPLY
+  for (var j = lid; j < params.groups; j += WG_SIZE) {
+    lo = min(lo, partials[2u * j]);
+    hi = max(hi, partials[2u * j + 1u]);
+  }
+#else
   for (var j = begin + lid; j < end; j += WG_SIZE) {
     let v = values[j];
     if (v == v) {
@@ -65,16 +64,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     y[j] = quantize_step(values[j], q.x, q.y, 0.0, params.levels);
   }
 #else
-  if (lid != 0u) {
-    return;
+#if APPLY
+  if (lid == 0u) {
+    quantization = dynamic_scale_and_zero_point(lo_shared[0], hi_shared[0], params.levels);
+    if (wid.x == 0u) {
+      scale_out[0] = quantization.x;
+      zero_point_out[0] = u32(quantization.y);
+    }
   }
-#if FINAL
-  let q = dynamic_scale_and_zero_point(lo_shared[0], hi_shared[0], params.levels);
-  scale_out[0] = q.x;
-  zero_point_out[0] = u32(q.y);
+  workgroupBarrier();
+  let q = quantization;
+  for (var j = begin + lid; j < end; j += WG_SIZE) {
+    y[j] = quantize_step(values[j], q.x, q.y, 0.0, params.levels);
+  }
 #else
-  partials[2u * wid.x] = lo_shared[0];
-  partials[2u * wid.x + 1u] = hi_shared[0];
+  if (lid == 0u) {
+    partials[2u * wid.x] = lo_shared[0];
+    partials[2u * wid.x + 1u] = hi_shared[0];
+  }
 #endif
 #endif
 }
