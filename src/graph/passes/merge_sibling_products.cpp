@@ -19,10 +19,45 @@ struct Sibling {
   int64_t n = 0;
 };
 
+// The fused activation's part of a grouping key.
+std::string epilogue_key(const ops::EpilogueAttributes& e) {
+  return e.activation + ":" + (e.activation_min ? std::to_string(*e.activation_min) : "") + ":" +
+         (e.activation_max ? std::to_string(*e.activation_max) : "");
+}
+
+// A rescaled MatMulInteger (wgi.scaled_output): A, a constant 2-D 8-bit B, A's zero point and scale (the same
+// values for every sibling: one DynamicQuantizeLinear's), B's zero point (optional) and scale and the bias
+// (optional), constants of one value or one per column; no residual, no forced kernel.
+std::optional<std::string> integer_sibling_key(const Graph& g, const Node& n, int64_t& columns) {
+  using In = ops::ScaledIntegerInput;
+  if (n.outputs.size() != 1 || n.outer_reads != 0 || n.inputs.size() <= In::kBScale ||
+      n.inputs.size() > In::kBias + 1 || g.value(n.inputs[0]).constant ||
+      n.info.attributes.has(ops::kIntegerQuantizeAAttribute) ||
+      n.info.attributes.has(ops::kSplitColumnsAttribute) ||
+      n.info.attributes.has(ops::kForcedKernelAttribute))
+    return std::nullopt;
+  const ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(n.info);
+  if (epilogue.residual) return std::nullopt;
+  const Tensor* b = constant_of(g, n, 1);
+  if (!b || b->rank() != 2 || (b->dtype() != DType::UInt8 && b->dtype() != DType::Int8)) return std::nullopt;
+  columns = b->shape()[1];
+  const auto per_column_or_one = [&](size_t i, DType dtype) {
+    const Tensor* t = constant_of(g, n, i);
+    return t && t->dtype() == dtype && (t->element_count() == 1 || t->element_count() == columns);
+  };
+  const bool has_b_zp = n.inputs.size() > 3 && n.inputs[3] != kNoValue;
+  const bool has_bias = n.inputs.size() > In::kBias && n.inputs[In::kBias] != kNoValue;
+  if ((has_b_zp && !per_column_or_one(3, b->dtype())) || !per_column_or_one(In::kBScale, DType::Float32) ||
+      (has_bias && !per_column_or_one(In::kBias, DType::Float32)))
+    return std::nullopt;
+  return "MatMulInteger|" + std::to_string(b->shape()[0]) + "|" +
+         std::to_string(static_cast<int>(b->dtype())) + "|" + std::to_string(n.inputs[2]) + "|" +
+         std::to_string(n.inputs[In::kAScale]) + "|" + std::to_string(has_b_zp) + "|" +
+         std::to_string(has_bias) + "|" + epilogue_key(epilogue);
+}
+
 // The grouping key of a product that can merge with others reading the same A (everything but N must
 // agree: the kind of op, K, the operands' types, which optional inputs it has, the epilogue), or nullopt.
-std::optional<std::string> integer_sibling_key(const Graph& g, const Node& n, int64_t& columns);
-
 std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& columns) {
   if (is_scaled_integer_product(n) && n.info.op_type == "MatMulInteger")
     return integer_sibling_key(g, n, columns);
@@ -31,10 +66,6 @@ std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& c
       n.outer_reads != 0 || n.inputs.empty() || n.inputs[0] == kNoValue || g.value(n.inputs[0]).constant)
     return std::nullopt;
   auto dtype_name = [](const Tensor* t) { return t ? std::to_string(static_cast<int>(t->dtype())) : "-"; };
-  auto epilogue_key = [](const ops::EpilogueAttributes& e) {
-    return e.activation + ":" + (e.activation_min ? std::to_string(*e.activation_min) : "") + ":" +
-           (e.activation_max ? std::to_string(*e.activation_max) : "");
-  };
   if (!nbits) {  // MatMul
     if (n.inputs.size() != 2 && n.inputs.size() != 3) return std::nullopt;
     const ops::LinearAttributes linear = ops::read_linear_attributes(n.info);
@@ -93,39 +124,6 @@ std::optional<std::string> sibling_key(const Graph& g, const Node& n, int64_t& c
          "|" + std::to_string(scales->rank()) + "|" + dtype_name(zp) + "|" +
          (zp ? std::to_string(zp->rank()) : "") + "|" + dtype_name(bias) + "|" +
          epilogue_key(attributes.epilogue);
-}
-
-// A rescaled MatMulInteger (wgi.scaled_output): A, a constant 2-D 8-bit B, A's zero point and scale (the same
-// values for every sibling: one DynamicQuantizeLinear's), B's zero point (optional) and scale and the bias
-// (optional), constants of one value or one per column; no residual, no forced kernel.
-std::optional<std::string> integer_sibling_key(const Graph& g, const Node& n, int64_t& columns) {
-  using In = ops::ScaledIntegerInput;
-  if (n.outputs.size() != 1 || n.outer_reads != 0 || n.inputs.size() <= In::kBScale ||
-      n.inputs.size() > In::kBias + 1 || g.value(n.inputs[0]).constant ||
-      n.info.attributes.has(ops::kIntegerQuantizeAAttribute) ||
-      n.info.attributes.has(ops::kSplitColumnsAttribute) ||
-      n.info.attributes.has(ops::kForcedKernelAttribute))
-    return std::nullopt;
-  const ops::EpilogueAttributes epilogue = ops::read_epilogue_attributes(n.info);
-  if (epilogue.residual) return std::nullopt;
-  const Tensor* b = constant_of(g, n, 1);
-  if (!b || b->rank() != 2 || (b->dtype() != DType::UInt8 && b->dtype() != DType::Int8)) return std::nullopt;
-  columns = b->shape()[1];
-  const auto per_column_or_one = [&](size_t i, DType dtype) {
-    const Tensor* t = constant_of(g, n, i);
-    return t && t->dtype() == dtype && (t->element_count() == 1 || t->element_count() == columns);
-  };
-  const bool has_b_zp = n.inputs.size() > 3 && n.inputs[3] != kNoValue;
-  const bool has_bias = n.inputs.size() > In::kBias && n.inputs[In::kBias] != kNoValue;
-  if ((has_b_zp && !per_column_or_one(3, b->dtype())) || !per_column_or_one(In::kBScale, DType::Float32) ||
-      (has_bias && !per_column_or_one(In::kBias, DType::Float32)))
-    return std::nullopt;
-  return "MatMulInteger|" + std::to_string(b->shape()[0]) + "|" +
-         std::to_string(static_cast<int>(b->dtype())) + "|" + std::to_string(n.inputs[2]) + "|" +
-         std::to_string(n.inputs[In::kAScale]) + "|" + std::to_string(has_b_zp) + "|" +
-         std::to_string(has_bias) + "|" + epilogue.activation + ":" +
-         (epilogue.activation_min ? std::to_string(*epilogue.activation_min) : "") + ":" +
-         (epilogue.activation_max ? std::to_string(*epilogue.activation_max) : "");
 }
 
 // A constant of one value or `n` values as `n` values [n] (one repeated).
