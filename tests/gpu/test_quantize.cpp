@@ -23,6 +23,7 @@
 #include "runtime/node_runner.h"
 #include "support/model_reference.h"
 #include "support/reference_integer.h"
+#include "support/reference_normalization.h"
 #include "support/run_node.h"
 #include "support/tensor_check.h"
 #include "support/test_device.h"
@@ -644,17 +645,9 @@ TEST(Quantize, MatMulIntegerNormalizingAndQuantizingItsOwnA) {
     const auto out = run(n_info, in);
     ASSERT_EQ(out.size(), products + 1);
     const Tensor& normalized = out.back();
-    test::Float64Array y{c.a, {}};
-    for (int64_t r = 0; r < m; ++r) {
-      const float* row = x.data<float>().data() + r * k;
-      double mean = 0, var = 0;
-      for (int64_t i = 0; i < k; ++i) mean += row[i];
-      mean /= static_cast<double>(k);
-      for (int64_t i = 0; i < k; ++i) var += (row[i] - mean) * (row[i] - mean);
-      const double inv_std = 1.0 / std::sqrt(var / static_cast<double>(k) + epsilon);
-      for (int64_t i = 0; i < k; ++i)
-        y.values.push_back((row[i] - mean) * inv_std * scale.data<float>()[i] + ln_bias.data<float>()[i]);
-    }
+    const test::NormReference ln =
+        test::layer_norm_reference(x, static_cast<int64_t>(c.a.size()) - 1, scale, &ln_bias, epsilon).y;
+    const test::Float64Array y{ln.shape, ln.values};
     EXPECT_TRUE(test::close_in_l2(normalized, y, 1e-6)) << "normalised X";
     const test::DynamicQuantized q = test::dynamic_quantize_reference(normalized);
     const Tensor sums = test::matmul_integer_reference(Tensor(DType::UInt8, {m, k}, q.y.bytes()), b,
