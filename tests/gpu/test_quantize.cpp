@@ -1118,7 +1118,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // agree exactly, until one element of one activation (of 192) quantizes one step apart
                       // (its scale differs by an ULP after the float32 attention); in a 2-layer decoder of
                       // width 32 that moves the logits by 2.9e-3 of relative L2 on SwiftShader and GLES.
-                      QuantizedModel{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2}),
+                      QuantizedModel{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2},
+                      // The tiny vision encoders and the ResNet (ConvInteger: stem, strided, downsample,
+                      // depthwise; MatMulInteger on the tile kernel for their dozens of rows): ~1e-7 measured.
+                      QuantizedModel{"florence2_vision_tiny_uint8.onnx", "florence2_vision_tiny_opset17"},
+                      QuantizedModel{"siglip_vision_tiny_uint8.onnx", "siglip_vision_tiny_opset17"},
+                      QuantizedModel{"resnet_tiny_uint8.onnx", "resnet_tiny_opset17"}),
     [](const auto& param_info) { return std::filesystem::path(param_info.param.file).stem().string(); });
 
 }  // namespace
