@@ -112,7 +112,8 @@
 #         decoder step in fp32, q4 and uint8 (wgi, and ORT's WebGPU EP on the same fp32 and q4 files), DaViT and
 #         SigLIP in fp32, fp16, q4 and uint8, each checked against onnxruntime CPU once.
 # uint8:  the dynamically quantized (uint8) decoder step, DaViT-base and SigLIP-B made there against their fp32
-#         files, for each carried build, two rounds, inputs on the device; the uint8 files against ORT CPU.
+#         files, for each carried build, two rounds (UINT8_ROUNDS), inputs on the device; the uint8 files
+#         against ORT CPU.
 #         Packed as `models` (WGI_PACK_PEERS=0 WGI_PACK_MODELS="bart_decoder_cached_cross_base_opset17
 #         florence2_vision_base_opset17 siglip_vision_base_opset17"); ~5 min.
 # pipelines: Florence-2 end to end (issue 20's speed table): the base-size folder made there by
@@ -721,7 +722,7 @@ elif [[ $mode == uint8 ]]; then
       timeout 180 python3 tests/models/variants_dynamic.py "$models/$name/model.onnx" "$v/${name}_uint8.onnx" \
         --recipe uint8 | tail -1
     done
-    for round in 1 2; do
+    for ((round = 1; round <= ${UINT8_ROUNDS:-2}; round++)); do
       for build in "${builds[@]}"; do
         for name in "${names[@]}"; do
           [[ -d $models/$name ]] || continue
