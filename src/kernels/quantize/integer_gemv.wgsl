@@ -53,18 +53,23 @@ var<workgroup> lane_sums: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
 #include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=lane_sums VALUES=ROWS STRIDE=WORKGROUP
 
 #if QUANTIZE_A
-// Elements 4 w .. 4 w + 3 of row r of the float A (zero past K), normalised with A_LAYER_NORM.
-fn a_quad(r: u32, w: u32) -> vec4<f32> {
+// Elements k .. k + 3 of row r of the float A, zero past K.
+fn a_x4(r: u32, k: u32) -> vec4<f32> {
   var v = vec4<f32>(0.0);
   for (var j = 0u; j < 4u; j++) {
-    if (4u * w + j < params.K) {
-      v[j] = a[r * params.K + 4u * w + j];
+    if (k + j < params.K) {
+      v[j] = a[r * params.K + k + j];
     }
   }
-#if A_LAYER_NORM
-  return layer_norm4(r, v, 4u * w);
-#else
   return v;
+}
+
+// Elements 4 w .. 4 w + 3 of row r of A as the product quantizes them: normalised with A_LAYER_NORM.
+fn a_quad(r: u32, w: u32) -> vec4<f32> {
+#if A_LAYER_NORM
+  return layer_norm4(r, a_x4(r, 4u * w), 4u * w);
+#else
+  return a_x4(r, 4u * w);
 #endif
 }
 #endif
@@ -73,13 +78,7 @@ const LN_THREADS: u32 = WORKGROUP;
 var<workgroup> partial: array<f32, ROWS * LN_THREADS>;  // the row statistics' sums
 
 fn ln_x4(r: u32, k: u32) -> vec4<f32> {
-  var v = vec4<f32>(0.0);
-  for (var j = 0u; j < 4u; j++) {
-    if (k + j < params.K) {
-      v[j] = a[r * params.K + k + j];
-    }
-  }
-  return v;
+  return a_x4(r, k);
 }
 #include "linear/layer_norm_a.wgsl"
 #endif
@@ -159,7 +158,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var i = flat; i < ROWS * stage; i += WORKGROUP) {
       let r = i / stage;
       let w = i % stage;
-      a_words[r * CHUNK + w] = select(0u, a_word(r, w_base + w), r < params.M);
+      var word = 0u;  // rows past M (ROWS is a bound) are zeros, their A never read
+      if (r < params.M) {
+        word = a_word(r, w_base + w);
+      }
+      a_words[r * CHUNK + w] = word;
     }
     workgroupBarrier();
     for (var w = lane; w < stage; w += LANES) {
