@@ -18,6 +18,8 @@ const MAX_WG: u32 = 1024u;
 
 var<workgroup> lo_shared: array<f32, MAX_WG>;
 var<workgroup> hi_shared: array<f32, MAX_WG>;
+#include "common/workgroup_reduce.wgsl" NAME=tree_min SLOTS=lo_shared TYPE=f32 COMBINE="min(a, b)"
+#include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=hi_shared TYPE=f32 COMBINE="max(a, b)"
 
 var<workgroup> quantization: vec2<f32>;  // the scale and zero point (SINGLE, APPLY)
 
@@ -42,19 +44,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
   }
 #endif
-  lo_shared[lid] = lo;
-  hi_shared[lid] = hi;
-  workgroupBarrier();
-  for (var stride = WG_SIZE / 2u; stride > 0u; stride = stride / 2u) {
-    if (lid < stride) {
-      lo_shared[lid] = min(lo_shared[lid], lo_shared[lid + stride]);
-      hi_shared[lid] = max(hi_shared[lid], hi_shared[lid + stride]);
-    }
-    workgroupBarrier();
-  }
+  lo = tree_min(lo, lid);
+  hi = tree_max(hi, lid);
 #if SINGLE
   if (lid == 0u) {
-    quantization = dynamic_scale_and_zero_point(lo_shared[0], hi_shared[0], params.levels);
+    quantization = dynamic_scale_and_zero_point(lo, hi, params.levels);
     scale_out[0] = quantization.x;
     zero_point_out[0] = u32(quantization.y);
   }
@@ -66,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 #else
 #if APPLY
   if (lid == 0u) {
-    quantization = dynamic_scale_and_zero_point(lo_shared[0], hi_shared[0], params.levels);
+    quantization = dynamic_scale_and_zero_point(lo, hi, params.levels);
     if (wid.x == 0u) {
       scale_out[0] = quantization.x;
       zero_point_out[0] = u32(quantization.y);
@@ -79,8 +73,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 #else
   if (lid == 0u) {
-    partials[2u * wid.x] = lo_shared[0];
-    partials[2u * wid.x + 1u] = hi_shared[0];
+    partials[2u * wid.x] = lo;
+    partials[2u * wid.x + 1u] = hi;
   }
 #endif
 #endif

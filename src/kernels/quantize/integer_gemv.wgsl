@@ -45,8 +45,11 @@ const CHUNK: u32 = 1024u / ROWS;  // words of each row staged per step: 4 KiB of
 
 var<workgroup> a_words: array<u32, ROWS * CHUNK>;
 #if QUANTIZE_A
+const WG_SIZE: u32 = WORKGROUP;  // the range's trees (common/workgroup_reduce.wgsl)
 var<workgroup> range_lo: array<f32, WORKGROUP>;
 var<workgroup> range_hi: array<f32, WORKGROUP>;
+#include "common/workgroup_reduce.wgsl" NAME=tree_min SLOTS=range_lo TYPE=f32 COMBINE="min(a, b)"
+#include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=range_hi TYPE=f32 COMBINE="max(a, b)"
 var<workgroup> a_quantization: vec2<f32>;  // A's scale and zero point
 #endif
 var<workgroup> lane_sums: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
@@ -137,17 +140,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-  range_lo[flat] = lo;
-  range_hi[flat] = hi;
-  for (var stride = WORKGROUP / 2u; stride > 0u; stride /= 2u) {
-    workgroupBarrier();
-    if (flat < stride) {
-      range_lo[flat] = min(range_lo[flat], range_lo[flat + stride]);
-      range_hi[flat] = max(range_hi[flat], range_hi[flat + stride]);
-    }
-  }
+  let a_lo = tree_min(lo, flat);
+  let a_hi = tree_max(hi, flat);
   if (flat == 0u) {
-    a_quantization = dynamic_scale_and_zero_point(range_lo[0], range_hi[0], params.levels);
+    a_quantization = dynamic_scale_and_zero_point(a_lo, a_hi, params.levels);
   }
 #endif
 
