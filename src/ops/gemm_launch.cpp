@@ -10,6 +10,7 @@
 #include "ops/fused_residual.h"
 #include "ops/gemm_tuning.h"
 #include "ops/kernel_interface.h"
+#include "ops/normalization.h"
 
 namespace wgi::ops {
 
@@ -611,10 +612,7 @@ UniformValues gemm_params_values(const KernelInterface& iface, const GemmLaunchS
         .f32("default_zero", q.default_zero);
   }
   if (spec.column_split) add_column_split_values(*spec.column_split, params);
-  if (const auto& ln = spec.a_layer_norm) {
-    params.f32("ln_epsilon", ln->epsilon)
-        .f32("ln_inv_k", static_cast<float>(1.0 / static_cast<double>(spec.k)));
-  }
+  if (const auto& ln = spec.a_layer_norm) set_layer_norm_a_values(ln->epsilon, spec.k, params);
   return params;
 }
 
@@ -641,17 +639,8 @@ KernelInterface gemm_interface(const GemmLaunchSpec& spec, const kernels::Define
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
       .read_write("output", out_element, spec.column_split ? spec.column_split->outputs[0] : spec.out);
   std::vector<UniformMember> members = gemm_params_members(has_row_maps(spec), q.has_value());
-  if (const auto& split = spec.column_split) {
-    for (size_t i = 1; i < split->outputs.size(); ++i)
-      iface.read_write("output_" + std::to_string(i), out_element, split->outputs[i]);
-    const std::vector<UniformMember> ends = column_split_members();
-    members.insert(members.end(), ends.begin(), ends.end());
-  }
-  if (const auto& ln = spec.a_layer_norm) {
-    iface.read("ln_params", "f32", ln->params).read_write("normalized", "f32", ln->normalized);
-    members.push_back({"ln_epsilon", UniformType::F32});
-    members.push_back({"ln_inv_k", UniformType::F32});
-  }
+  if (const auto& split = spec.column_split) bind_column_split_outputs(*split, out_element, iface, members);
+  if (const auto& ln = spec.a_layer_norm) bind_layer_norm_a(ln->params, ln->normalized, iface, members);
   iface.uniforms(std::move(members), "GemmParams");
   if (residual) add_residual_binding(iface, *spec.residual, out_element);
   if (q) {
@@ -1082,6 +1071,14 @@ std::vector<UniformMember> column_split_members() {
   return {{"split_end_0", UniformType::U32}, {"split_end_1", UniformType::U32}};
 }
 
+void bind_column_split_outputs(const GemmLaunchSpec::ColumnSplit& split, const std::string& element,
+                               KernelInterface& iface, std::vector<UniformMember>& members) {
+  for (size_t i = 1; i < split.outputs.size(); ++i)
+    iface.read_write("output_" + std::to_string(i), element, split.outputs[i]);
+  const std::vector<UniformMember> ends = column_split_members();
+  members.insert(members.end(), ends.begin(), ends.end());
+}
+
 void add_column_split_values(const GemmLaunchSpec::ColumnSplit& split, UniformValues& values) {
   const uint32_t end_0 = split.widths[0];
   const uint32_t end_1 = end_0 + split.widths[1];
@@ -1095,11 +1092,8 @@ KernelLaunch split_columns_launch(const PlanContext& ctx, const GemmLaunchSpec::
   kernels::Defines defines = {{"SPLIT_THIRD", split.widths.size() > 2 ? "1" : "0"}};
   KernelInterface iface;
   iface.read("product", "f32", product).read_write("output", "f32", split.outputs[0]);
-  for (size_t i = 1; i < split.outputs.size(); ++i)
-    iface.read_write("output_" + std::to_string(i), "f32", split.outputs[i]);
   std::vector<UniformMember> members = {{"N", UniformType::U32}, {"count", UniformType::U32}};
-  const std::vector<UniformMember> ends = column_split_members();
-  members.insert(members.end(), ends.begin(), ends.end());
+  bind_column_split_outputs(split, "f32", iface, members);
   iface.uniforms(std::move(members));
   KernelLaunch launch;
   launch.program.wgsl = iface.load_wgsl("linear/split_columns.wgsl", defines);

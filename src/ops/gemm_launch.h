@@ -324,6 +324,10 @@ KernelLaunch split_columns_launch(const PlanContext& ctx, const GemmLaunchSpec::
 // the last one's end N), and their values.
 std::vector<UniformMember> column_split_members();
 void add_column_split_values(const GemmLaunchSpec::ColumnSplit& split, UniformValues& values);
+// The blocks after the first (output_1, output_2; the first is the kernel's `output`) bound read-write as
+// `element`, and column_split_members appended to `members`: what linear/column_split.wgsl's includers bind.
+void bind_column_split_outputs(const GemmLaunchSpec::ColumnSplit& split, const std::string& element,
+                               KernelInterface& iface, std::vector<UniformMember>& members);
 
 // The launches for `spec` appended to `plan`: one, or two with a scratch buffer (appended to
 // plan.scratch_bytes) when choose_split_k splits K. Node attributes force; otherwise an entry of ctx's tuning

@@ -349,6 +349,9 @@ DType integer_output_type(const IntegerEpilogue& e) {
 // The zero points' strides and the epilogue.
 struct IntegerMatMulQuantization : IntegerEpilogue {
   uint32_t a_zp_stride = 0, b_zp_stride = 0;
+  // int8 operands: both matrix kernels take the bytes as unsigned, an int8 one's flipped (+128), its zero
+  // point raised by 128 (a_offset, b_offset).
+  bool a_signed = false, b_signed = false;
   // The 8-bit A and its zero point: the node's inputs, or where the DynamicQuantizeLinear launches for
   // wgi.quantize_a wrote them (kernels that do not quantize A themselves).
   TensorRef a, a_zero_point;
@@ -393,7 +396,9 @@ std::vector<UniformMember> integer_product_members(std::vector<UniformMember> me
                                     {"qmin", UniformType::I32},
                                     {"qmax", UniformType::I32},
                                     {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
-                                    {"act_hi", UniformType::F32}};
+                                    {"act_hi", UniformType::F32},
+                                    {"a_offset", UniformType::U32},   // 128 where A is int8
+                                    {"b_offset", UniformType::U32}};  // 128 where B is int8
   all.insert(all.end(), members.begin(), members.end());
   return all;
 }
@@ -412,7 +417,9 @@ UniformValues& set_integer_product_values(UniformValues& values, int64_t rows, c
       .i32("qmin", requant ? requant->qmin : 0)
       .i32("qmax", requant ? requant->qmax : 0)
       .f32("act_lo", quant.activation.min)
-      .f32("act_hi", quant.activation.max);
+      .f32("act_hi", quant.activation.max)
+      .u32("a_offset", quant.a_signed ? 128 : 0)
+      .u32("b_offset", quant.b_signed ? 128 : 0);
 }
 
 void add_integer_epilogue_defines(bool qlinear, const IntegerEpilogue& quant, kernels::Defines& defines) {
@@ -426,6 +433,16 @@ void add_integer_epilogue_defines(bool qlinear, const IntegerEpilogue& quant, ke
   quant.activation.add_defines(defines);
 }
 
+// The defines both matrix kernels test: the operands' signs, packed dot products, and the epilogue's.
+kernels::Defines integer_product_defines(const PlanContext& ctx, bool qlinear,
+                                         const IntegerMatMulQuantization& quant) {
+  kernels::Defines defines = {{"A_FLIP", quant.a_signed ? "1" : "0"},
+                              {"B_SIGNED", quant.b_signed ? "1" : "0"},
+                              {"PACKED_DOT", ctx.caps.features.packed_int8_dot ? "1" : "0"}};
+  add_integer_epilogue_defines(qlinear, quant, defines);
+  return defines;
+}
+
 void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, const IntegerMatMulShapes& s,
                                const IntegerMatMulQuantization& quant, OpPlan& plan) {
   const int64_t m = s.m, n = s.n, k = s.k, batches = s.batches;
@@ -435,8 +452,6 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   const int64_t b_matrix = b_const ? n * k_words : k * n;
   const std::vector<uint32_t> offsets = batch_offsets(s, b_matrix);
 
-  // The packed kernel takes the bytes as unsigned (integer_matmul.wgsl): an int8 operand's flipped (+128).
-  const bool a_signed = ctx.input(in.a).dtype == DType::Int8, b_signed = ctx.input(in.b).dtype == DType::Int8;
   KernelLaunch launch;
   launch.program.label = std::string(in.qlinear ? "qlinear_matmul" : "matmul_integer") +
                          (b_const ? "_packed" : "") + (rescale ? "_scaled" : "") +
@@ -445,8 +460,8 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   if (b_const) {
     const int64_t b_batches = element_count(s.b_batch);
     const uint8_t* bytes = raw_bytes(*b_const);
-    const uint8_t flip = b_signed ? 0x80 : 0x00;
-    // B [batch, K, N] -> [batch, N, K] bytes.
+    const uint8_t flip = quant.b_signed ? 0x80 : 0x00;
+    // B [batch, K, N] -> [batch, N, K] bytes, unsigned.
     plan.constants.push_back(pack_rows(b_batches, n, k, [&](int64_t mat, int64_t col, int64_t i) {
       return static_cast<uint8_t>(bytes[(mat * k + i) * n + col] ^ flip);
     }));
@@ -466,22 +481,14 @@ void add_integer_matmul_launch(const PlanContext& ctx, const MatMulInputs& in, c
   const TensorRef whole = quant.split
                               ? plan.add_scratch(static_cast<uint64_t>(batches * m * n) * sizeof(float))
                               : TensorRef::output(0);
-  iface.read_write("output", rescale ? "f32" : "i32", whole)
-      .uniforms(integer_product_members({{"a_offset", UniformType::U32},  // 128 where an operand is int8: its
-                                         {"b_offset", UniformType::U32}}));  // zero point on unsigned bytes
+  iface.read_write("output", rescale ? "f32" : "i32", whole).uniforms(integer_product_members({}));
   bind_integer_residual(quant, iface);
-  kernels::Defines defines = {{"B_PACKED", b_const ? "1" : "0"},
-                              {"B_SIGNED", b_signed ? "1" : "0"},
-                              {"A_FLIP", a_signed ? "1" : "0"},
-                              {"PACKED_DOT", ctx.caps.features.packed_int8_dot ? "1" : "0"}};
-  add_integer_epilogue_defines(in.qlinear, quant, defines);
+  kernels::Defines defines = integer_product_defines(ctx, in.qlinear, quant);
+  defines["B_PACKED"] = b_const ? "1" : "0";
   launch.program.wgsl = iface.load_wgsl("quantize/integer_matmul.wgsl", defines);
   iface.bind(launch);
   UniformValues values = iface.values();
-  launch.uniform = set_integer_product_values(values, m, s, quant)
-                       .u32("a_offset", a_signed ? 128 : 0)
-                       .u32("b_offset", b_signed ? 128 : 0)
-                       .bytes();
+  launch.uniform = set_integer_product_values(values, m, s, quant).bytes();
   const auto tiles = [](int64_t v) { return static_cast<uint32_t>((v + 31) / 32); };
   if (tiles(m) > ctx.caps.limits.max_compute_workgroups_per_dimension) {
     ctx.fail("A has " + std::to_string(m) + " rows; wgi's integer kernel takes at most " +
@@ -513,8 +520,7 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
                              int64_t rows, const IntegerMatMulQuantization& quant, OpPlan& plan) {
   const int64_t n = s.n, k = s.k, k_words = std::max<int64_t>(1, (k + 3) / 4);
   const bool quantize_a = quant.rescale && !quant.a_scale;  // A float32, quantized as it is staged
-  const bool a_signed = ctx.input(in.a).dtype == DType::Int8, b_signed = ctx.input(in.b).dtype == DType::Int8;
-  const uint8_t flip = b_signed ? 0x80 : 0x00;
+  const uint8_t flip = quant.b_signed ? 0x80 : 0x00;
   const uint8_t* bytes = raw_bytes(*ctx.constant(in.b));
   std::vector<int32_t> column_sums(static_cast<size_t>(n), 0);  // summed as the bytes are packed
   plan.constants.push_back(pack_rows(1, n, k, [&](int64_t, int64_t col, int64_t i) {
@@ -550,32 +556,20 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   iface.read_write("output", quant.rescale ? "f32" : "i32",
                    quant.split ? quant.split->outputs[0] : TensorRef::output(0));
   std::vector<UniformMember> members = {
-      {"a_offset", UniformType::U32},  // 128 where A is int8: its zero
-      {"b_offset", UniformType::U32},  // point on unsigned bytes
       {"tiles", UniformType::U32},
       // 255 (QUANTIZE_A's divisor, from the uniform as in dynamic_range.wgsl)
       {"levels", UniformType::F32}};
-  if (quant.split) {
-    for (size_t i = 1; i < quant.split->outputs.size(); ++i)
-      iface.read_write("output_" + std::to_string(i), "f32", quant.split->outputs[i]);
-    const std::vector<UniformMember> ends = column_split_members();
-    members.insert(members.end(), ends.begin(), ends.end());
-  }
+  if (quant.split) bind_column_split_outputs(*quant.split, "f32", iface, members);
   if (quant.gemv_layer_norm) {
     plan.constants.push_back(fused_layer_norm_params(ctx, *quant.gemv_layer_norm, k));
-    iface.read("ln_params", "f32", TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)))
-        .read_write("normalized", "f32", quant.normalized);
-    members.push_back({"ln_epsilon", UniformType::F32});
-    members.push_back({"ln_inv_k", UniformType::F32});
+    bind_layer_norm_a(TensorRef::constant(static_cast<uint32_t>(plan.constants.size() - 1)), quant.normalized,
+                      iface, members);
   }
   iface.uniforms(integer_product_members(std::move(members)));
   bind_integer_residual(quant, iface);
-  kernels::Defines defines = {{"ROWS", std::to_string(bound)},
-                              {"LANES", std::to_string(lanes)},
-                              {"A_FLIP", a_signed ? "1" : "0"},
-                              {"B_SIGNED", b_signed ? "1" : "0"},
-                              {"PACKED_DOT", ctx.caps.features.packed_int8_dot ? "1" : "0"}};
-  add_integer_epilogue_defines(in.qlinear, quant, defines);
+  kernels::Defines defines = integer_product_defines(ctx, in.qlinear, quant);
+  defines["ROWS"] = std::to_string(bound);
+  defines["LANES"] = std::to_string(lanes);
   if (quant.split) {
     defines["SPLIT_OUTPUTS"] = "1";
     defines["SPLIT_THIRD"] = quant.split->widths.size() > 2 ? "1" : "0";
@@ -584,15 +578,9 @@ void add_integer_gemv_launch(const PlanContext& ctx, const MatMulInputs& in, con
   launch.program.wgsl = iface.load_wgsl("quantize/integer_gemv.wgsl", defines);
   iface.bind(launch);
   UniformValues values = iface.values();
-  set_integer_product_values(values, rows, s, quant)
-      .u32("a_offset", a_signed ? 128 : 0)
-      .u32("b_offset", b_signed ? 128 : 0)
-      .u32("tiles", tiles)
-      .f32("levels", 255.0f);
+  set_integer_product_values(values, rows, s, quant).u32("tiles", tiles).f32("levels", 255.0f);
   if (quant.split) add_column_split_values(*quant.split, values);
-  if (quant.gemv_layer_norm)
-    values.f32("ln_epsilon", quant.gemv_layer_norm->epsilon)
-        .f32("ln_inv_k", static_cast<float>(1.0 / static_cast<double>(k)));
+  if (quant.gemv_layer_norm) set_layer_norm_a_values(quant.gemv_layer_norm->epsilon, k, values);
   launch.uniform = values.bytes();
   launch.groups = gpu::fold_workgroups(tiles, ctx.caps.limits.max_compute_workgroups_per_dimension);
   plan.launches.push_back(std::move(launch));
@@ -622,6 +610,8 @@ OpPlan plan_integer_matmul(const PlanContext& ctx, const MatMulInputs& in) {
   IntegerMatMulQuantization quant;
   quant.a = TensorRef::input(static_cast<uint32_t>(in.a));
   quant.a_zero_point = zero_point_ref(ctx, in.a_zp);
+  quant.a_signed = ctx.input(in.a).dtype == DType::Int8;  // a quantized float A is uint8
+  quant.b_signed = ctx.input(in.b).dtype == DType::Int8;
   if (!quantize_a)
     quant.a_zp_stride = zero_point_stride(ctx, in.a_zp, in.a, "A's zero point", s.m, "row of A");
   quant.b_zp_stride = zero_point_stride(ctx, in.b_zp, in.b, "B's zero point", s.n, "column of B");

@@ -361,17 +361,8 @@ KernelInterface quantized_interface(const QuantizedWeight& w, const kernels::Def
       {"default_zero", UniformType::F32},
       {"act_lo", UniformType::F32},  // the fused activation's clamp bounds
       {"act_hi", UniformType::F32}};
-  if (split) {
-    for (size_t i = 1; i < split->outputs.size(); ++i)
-      iface.read_write("output_" + std::to_string(i), "f32", split->outputs[i]);
-    const std::vector<UniformMember> ends = column_split_members();
-    members.insert(members.end(), ends.begin(), ends.end());
-  }
-  if (ln) {
-    iface.read("ln_params", "f32", ln->params).read_write("normalized", "f32", ln->normalized);
-    members.push_back({"ln_epsilon", UniformType::F32});
-    members.push_back({"ln_inv_k", UniformType::F32});
-  }
+  if (split) bind_column_split_outputs(*split, "f32", iface, members);
+  if (ln) bind_layer_norm_a(ln->params, ln->normalized, iface, members);
   iface.uniforms(std::move(members), "QuantizedMatMulParams");
   if (residual) add_residual_binding(iface, TensorRef::input(kNBitsResidualInput));
   return iface;
@@ -528,9 +519,7 @@ void append_quantized_launch(const PlanContext& ctx, QuantizedWeight& w, const N
       .f32("act_lo", activation.min)
       .f32("act_hi", activation.max);
   if (gemv_split) add_column_split_values(*gemv_split, values);
-  if (ln)
-    values.f32("ln_epsilon", ln->inputs.epsilon)
-        .f32("ln_inv_k", static_cast<float>(1.0 / static_cast<double>(w.k)));
+  if (ln) set_layer_norm_a_values(ln->inputs.epsilon, w.k, values);
   launch.uniform = values.bytes();
   launch.groups =
       gpu::fold_workgroups(uint64_t{tiles_n} * tiles_m, ctx.caps.limits.max_compute_workgroups_per_dimension);

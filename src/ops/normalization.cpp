@@ -687,6 +687,17 @@ FusedLayerNorm read_fused_layer_norm(const PlanContext& ctx, int64_t k, float ep
   return ln;
 }
 
+void bind_layer_norm_a(TensorRef params, TensorRef normalized, KernelInterface& iface,
+                       std::vector<UniformMember>& members) {
+  iface.read("ln_params", "f32", params).read_write("normalized", "f32", normalized);
+  members.push_back({"ln_epsilon", UniformType::F32});
+  members.push_back({"ln_inv_k", UniformType::F32});
+}
+
+void set_layer_norm_a_values(float epsilon, int64_t k, UniformValues& values) {
+  values.f32("ln_epsilon", epsilon).f32("ln_inv_k", static_cast<float>(1.0 / static_cast<double>(k)));
+}
+
 Tensor fused_layer_norm_params(const PlanContext& ctx, const FusedLayerNorm& ln, int64_t k) {
   Tensor params(DType::Float32, {2 * k});
   auto* values = reinterpret_cast<float*>(params.bytes().data());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ops/kernel_interface.h"
 #include "ops/op.h"
 
 namespace wgi::ops {
@@ -32,6 +33,12 @@ FusedLayerNorm read_fused_layer_norm(const PlanContext& ctx, int64_t k, float ep
                                      size_t bias_input);
 // Its K scales, then its K biases (zeros without one): one constant for a GEMV that normalises A itself.
 Tensor fused_layer_norm_params(const PlanContext& ctx, const FusedLayerNorm& ln, int64_t k);
+// What linear/layer_norm_a.wgsl reads where a GEMV normalises A itself: the bindings ln_params (`params`, as
+// fused_layer_norm_params makes it) and normalized (the rows it writes), and the uniform members ln_epsilon
+// and ln_inv_k appended to `members`; then their values for a row length of `k`.
+void bind_layer_norm_a(TensorRef params, TensorRef normalized, KernelInterface& iface,
+                       std::vector<UniformMember>& members);
+void set_layer_norm_a_values(float epsilon, int64_t k, UniformValues& values);
 // Its launch of its own, `rows` rows of K from `input` into `output`, where the product's kernel does not
 // normalise A itself.
 void append_fused_layer_norm(const PlanContext& ctx, const FusedLayerNorm& ln, int64_t rows, int64_t k,
