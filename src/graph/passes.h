@@ -174,7 +174,7 @@ int fuse_layer_norm_into_products(Graph& graph);
 // float32 result itself (wgi.scaled_output, ops/internal_ops.h), four launches fewer a product. Returns the
 // products fused.
 int fuse_dynamically_quantized_products(Graph& graph);
-// A DynamicQuantizeLinear whose only live reader is a rescaled MatMulInteger with a constant 2-D weight: the
+// A DynamicQuantizeLinear whose only reader is a rescaled MatMulInteger with a constant 2-D weight: the
 // product takes the float A and quantizes it itself (wgi.quantize_a; the integer GEMV as it stages A, one
 // launch fewer; other kernels with the quantization's launches first). Returns the quantizations taken in.
 int fuse_dynamic_quantization_into_products(Graph& graph);

@@ -3,14 +3,11 @@
 // scale from a DynamicQuantizeLinear:
 //   (Aq, a_scale, a_zp) = DynamicQuantizeLinear(A)
 //   Y = MatMulInteger(Aq, B, a_zp, b_zp, a_scale, b_scale, ...)      wgi.scaled_output
-// Where that product is the quantization's only live reader, it takes A itself (wgi.quantize_a, inputs 2 and
+// Where that product is the quantization's only reader, it takes A itself (wgi.quantize_a, inputs 2 and
 // 4 empty) and the DynamicQuantizeLinear goes: the integer GEMV (a decoder step's products) computes the
 // range, scale and zero point and quantizes A as it stages it, one launch where there were two; the other
 // kernels run the quantization's launches first (integer_linear.cpp), as before.
 #include "graph/passes.h"
-
-#include <vector>
-
 #include "graph/passes/match.h"
 #include "ops/internal_ops.h"
 
@@ -19,13 +16,6 @@ namespace wgi::graph {
 int fuse_dynamic_quantization_into_products(Graph& g) {
   NodeEditor editor(g);
   Readers readers(g);
-  // A node none of whose outputs is read: what the rescale fusion left of a scale product's Mul until
-  // remove_dead_nodes drops it.
-  const auto dead = [&](NodeId n) {
-    for (ValueId v : node_at(g, n).outputs)
-      if (is_read(g, readers, v)) return false;
-    return true;
-  };
   int count = 0;
   for (NodeId i : node_ids(g)) {
     const Node& product = node_at(g, i);
@@ -44,20 +34,9 @@ int fuse_dynamic_quantization_into_products(Graph& g) {
     const Tensor* b = constant_of(g, product, 1);
     if (!b || b->rank() != 2) continue;  // the GEMV's form; nothing to gain elsewhere
     bool only_reader = true;
-    std::vector<NodeId> dead_readers;
-    for (ValueId v : dq.outputs) {
-      if (is_graph_output(g, v)) only_reader = false;
-      for (NodeId r : readers.of(v)) {
-        if (r == i || editor.removed(r)) continue;
-        if (dead(r)) {
-          dead_readers.push_back(r);
-        } else {
-          only_reader = false;
-        }
-      }
-    }
+    for (ValueId v : dq.outputs)
+      only_reader = only_reader && (v == kNoValue || read_only_by(g, readers, v, i));
     if (!only_reader) continue;
-    for (NodeId r : dead_readers) editor.remove(r);
     Node& fused = node_at(g, i);
     fused.inputs[0] = dq.inputs[0];
     fused.inputs[2] = kNoValue;

@@ -11,7 +11,7 @@
 //   [Z = Add(Z, bias)]                           bias a float32 constant of one value per column / channel
 // The product gets wgi.scaled_output with a_scale, b_scale (and the bias) as inputs 4-6
 // (ops::ScaledIntegerInput) and writes Z in float32 itself (integer_linear.cpp): the Cast, the Mul by S and
-// the Add are gone, and S's Mul with them once no other node reads S.
+// the Add are gone, and S's Mul with them where that Mul was S's only reader.
 #include "graph/passes.h"
 
 #include <algorithm>
@@ -134,6 +134,7 @@ int fuse_dynamically_quantized_products(Graph& g) {
     if (!fused.info.output_names.empty()) fused.info.output_names = {g.value(out).name};
     editor.remove(cast_id);
     editor.remove(mul_id);
+    if (sole_reader(g, readers, s) == mul_id) editor.remove(s_id);
     ++count;
   }
   editor.commit();
