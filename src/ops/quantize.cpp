@@ -270,8 +270,9 @@ void append_dynamic_quantize_linear(const PlanContext& ctx, uint64_t n, TensorRe
                     // compiler to fold)
                     {"levels", UniformType::F32},
                     {"groups", UniformType::U32}});  // partial pairs (APPLY)
-    launch.program.wgsl = iface.load_wgsl("quantize/dynamic_range.wgsl",
-                                          {{"APPLY", apply ? "1" : "0"}, {"SINGLE", single ? "1" : "0"}});
+    launch.program.wgsl =
+        iface.load_wgsl("quantize/dynamic_range.wgsl",
+                        {{"APPLY", apply ? "1" : "0"}, {"QUANTIZE", single || apply ? "1" : "0"}});
     launch.program.constants = {{"WG_SIZE", wg}};
     iface.bind(launch);
     launch.uniform = iface.values()

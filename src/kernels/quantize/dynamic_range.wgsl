@@ -1,12 +1,10 @@
-// DynamicQuantizeLinear (src/ops/quantize.cpp), in two launches of this file:
-//   !APPLY:  each workgroup reduces a contiguous chunk of x to (min, max), written to partials[2 g], [2 g + 1];
-//   APPLY:   each workgroup reduces the partials to x's range, computes the uint8 scale and zero point of
-//            [min(0, min(x)), max(0, max(x))] exactly as ONNX's reference computes them in float32
-//            (quantize/dynamic_scale.wgsl; workgroup 0 writes them) and quantizes its chunk of x into y as
-//            QuantizeLinear does (quantize/quantize_step.wgsl): every workgroup finds the same values, so the
-//            range's final step needs no launch of its own;
-// or, for an x of one chunk (a decoder step's activations), in one launch:
-//   SINGLE: one workgroup reduces x, writes the scale and zero point and quantizes x: the whole op.
+// DynamicQuantizeLinear (src/ops/quantize.cpp). Each workgroup reduces to (min, max) a contiguous chunk of x
+// or, with APPLY, the partials a first launch wrote; then either writes its pair to partials[2 g], [2 g + 1]
+// or, with QUANTIZE, computes the uint8 scale and zero point of [min(0, min(x)), max(0, max(x))] exactly as
+// ONNX's reference computes them in float32 (quantize/dynamic_scale.wgsl; workgroup 0 writes them) and
+// quantizes its chunk of x into y as QuantizeLinear does (quantize/quantize_step.wgsl). So: an x of one chunk
+// (a decoder step's activations) in one launch (QUANTIZE), a larger one in two (the pairs, then APPLY and
+// QUANTIZE: every workgroup finds the same range, so its final step needs no launch of its own).
 // NaN elements are skipped (min / max of WGSL may return either operand for NaN; an explicit test keeps the
 // range finite).
 #include "quantize/dynamic_scale.wgsl"
@@ -20,8 +18,6 @@ var<workgroup> lo_shared: array<f32, MAX_WG>;
 var<workgroup> hi_shared: array<f32, MAX_WG>;
 #include "common/workgroup_reduce.wgsl" NAME=tree_min SLOTS=lo_shared TYPE=f32 COMBINE="min(a, b)"
 #include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=hi_shared TYPE=f32 COMBINE="max(a, b)"
-
-var<workgroup> quantization: vec2<f32>;  // the scale and zero point (SINGLE, APPLY)
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -46,28 +42,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 #endif
   lo = tree_min(lo, lid);
   hi = tree_max(hi, lid);
-#if SINGLE
-  if (lid == 0u) {
-    quantization = dynamic_scale_and_zero_point(lo, hi, params.levels);
-    scale_out[0] = quantization.x;
-    zero_point_out[0] = u32(quantization.y);
+#if QUANTIZE
+  // Every invocation has the same range, so the same scale and zero point.
+  let q = dynamic_scale_and_zero_point(lo, hi, params.levels);
+  if (wid.x == 0u && lid == 0u) {
+    scale_out[0] = q.x;
+    zero_point_out[0] = u32(q.y);
   }
-  workgroupBarrier();
-  let q = quantization;
-  for (var j = lid; j < params.count; j += WG_SIZE) {
-    y[j] = quantize_step(values[j], q.x, q.y, 0.0, params.levels);
-  }
-#else
-#if APPLY
-  if (lid == 0u) {
-    quantization = dynamic_scale_and_zero_point(lo, hi, params.levels);
-    if (wid.x == 0u) {
-      scale_out[0] = quantization.x;
-      zero_point_out[0] = u32(quantization.y);
-    }
-  }
-  workgroupBarrier();
-  let q = quantization;
   for (var j = begin + lid; j < end; j += WG_SIZE) {
     y[j] = quantize_step(values[j], q.x, q.y, 0.0, params.levels);
   }
@@ -76,6 +57,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     partials[2u * wid.x] = lo;
     partials[2u * wid.x + 1u] = hi;
   }
-#endif
 #endif
 }
