@@ -50,7 +50,7 @@ var<workgroup> range_lo: array<f32, WORKGROUP>;
 var<workgroup> range_hi: array<f32, WORKGROUP>;
 #include "common/workgroup_reduce.wgsl" NAME=tree_min SLOTS=range_lo TYPE=f32 COMBINE="min(a, b)"
 #include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=range_hi TYPE=f32 COMBINE="max(a, b)"
-var<workgroup> a_quantization: vec2<f32>;  // A's scale and zero point
+var<private> a_quantization: vec2<f32>;  // A's scale and zero point, the same in every invocation
 #endif
 var<workgroup> lane_sums: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
 #include "common/group_sums.wgsl" NAME=sum_column_lanes SLOTS=lane_sums VALUES=ROWS STRIDE=WORKGROUP
@@ -123,8 +123,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let zb = u32(b_zero_point[read_n * params.b_zp_stride]) + params.b_offset;
 
 #if QUANTIZE_A
-  // A's range, 0 included (DynamicQuantizeLinear's), NaNs skipped; the chunk loop's first barrier publishes
-  // the scale and zero point.
+  // A's range, 0 included (DynamicQuantizeLinear's), NaNs skipped.
 #if A_LAYER_NORM
   layer_norm_statistics(flat, group == 0u);
 #endif
@@ -140,11 +139,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-  let a_lo = tree_min(lo, flat);
-  let a_hi = tree_max(hi, flat);
-  if (flat == 0u) {
-    a_quantization = dynamic_scale_and_zero_point(a_lo, a_hi, params.levels);
-  }
+  a_quantization = dynamic_scale_and_zero_point(tree_min(lo, flat), tree_max(hi, flat), params.levels);
 #endif
 
   var sums: array<u32, ROWS>;  // sum a' b' - zb sum a', per row
