@@ -86,13 +86,15 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   const uint32_t tiles_m = rows / kMatrixF16Tile, tiles_n = np / kMatrixF16Tile;
 
   // A read as float32 by the product itself (A_F32: converted as it is staged), where whole 8-value chunks
-  // of its rows are 16-byte aligned; else cast to float16 [rows, kp], zero-padded, by a launch of its own.
-  bool a_f32 = spec.k % 8 == 0 || conv;  // a convolution's A is gathered element by element
+  // of its rows are 16-byte aligned, or a convolution's gathers (A_CONV); else cast to float16 [rows, kp],
+  // zero-padded, by a launch of its own.
+  bool a_f32 = conv ? !conv->nhwc_f16 : spec.k % 8 == 0;
   if (spec.a_row_map) {
     for (uint32_t stride : spec.a_row_map->strides) a_f32 = a_f32 && stride % 4 == 0;
   }
+  const bool a_chunks = a_f32 || conv;
   TensorRef a16 = spec.a;
-  if (!a_f32) {
+  if (!a_chunks) {
     a16 = plan.add_scratch(uint64_t{rows} * kp * sizeof(uint16_t));
     KernelLaunch cast;
     KernelInterface iface;
@@ -138,6 +140,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   const bool residual = !split && spec.residual.has_value();
   defines["SPLIT_K"] = split ? "1" : "0";
   defines["A_F32"] = a_f32 ? "1" : "0";
+  defines["A_CHUNKS"] = a_chunks ? "1" : "0";
   defines["A_CONV"] = conv ? "1" : "0";
   defines["OUT_COL_STRIDE"] = conv ? "1" : "0";
   // A cast to f16 first is packed (no map to read); a split's partial sums are written packed.
@@ -155,11 +158,8 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
     members.push_back({"out_col_stride", UniformType::U32});
   }
   KernelInterface iface;
-  iface.read("a",
-             conv    ? "f32"
-             : a_f32 ? "vec4<f32>"
-                     : "vec4<u32>",
-             a16)
+  const char* a_type = conv ? (a_f32 ? "f32" : "vec4<u32>") : a_f32 ? "vec4<f32>" : "vec4<u32>";
+  iface.read("a", a_type, a16)
       .read("b", "vec2<u32>", b16)
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
       .read("bias_rows", "f32", bias_rows_ref)
@@ -168,7 +168,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   if (residual) add_residual_binding(iface, *spec.residual, "f32");
   KernelLaunch gemm;
   gemm.program.wgsl = iface.load_wgsl("linear/gemm_matrix_f16.wgsl", defines);
-  gemm.program.label = std::string("gemm_matrix_f16") + (conv ? "_conv" : "") +
+  gemm.program.label = std::string("gemm_matrix_f16") + (conv ? (a_f32 ? "_conv" : "_conv_nhwc") : "") +
                        (a_f32 && spec.a_row_map ? "_rows" : "") +
                        (split            ? "_split"
                         : direct || conv ? ""
@@ -176,7 +176,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
                        residual_label_suffix(residual) + (split ? "" : spec.activation.label_suffix());
   iface.bind(gemm);
   GemmLaunchSpec padded_spec = spec;
-  padded_spec.a_row_stride = a_f32 ? spec.k : kp;  // the operands' row strides as read
+  padded_spec.a_row_stride = a_chunks ? spec.k : kp;  // the operands' row strides as read
   padded_spec.b_row_stride = np;
   UniformValues values = gemm_params_values(iface, padded_spec, tiles_m, tiles_n, splits, false);
   if (conv) {

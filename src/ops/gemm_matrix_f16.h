@@ -42,14 +42,17 @@ Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk);
 Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n);
 
 // A 2-D convolution run as the product (the kernel's A_CONV, ops/conv/matrix_f16.cpp): rows are output
-// pixels, columns output channels, K the weight's (c, kh, kw); A is gathered from the NCHW input as the
-// product stages it, and the output is written through spec.out_row_map plus `out_col_stride` per column.
+// pixels, columns output channels; A is gathered from spec.a as the product stages it, and the output is
+// written through spec.out_row_map plus `out_col_stride` per column. spec.a is the float32 NCHW input with K
+// the weight's (c, kh, kw), or with `nhwc_f16` the input as float16 NHWC (C a multiple of 8) with K (kh, kw,
+// c); B's K order must match.
 struct MatrixF16Conv {
   std::array<uint32_t, 4> input{};   // C, H, W, H * W
   std::array<uint32_t, 4> kernel{};  // KH, KW, dilation along H, along W
   std::array<uint32_t, 4> step{};    // stride along H, along W, leading pad along H, along W
   std::array<uint32_t, 4> output{};  // OH, OW, OH * OW, KH * KW
   uint32_t out_col_stride = 0;       // OH * OW: one output channel's plane
+  bool nhwc_f16 = false;
 };
 
 // Appends the launches for `spec` (the cast of A where needed, the product, the reduction of a K split) and

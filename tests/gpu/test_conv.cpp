@@ -1349,8 +1349,11 @@ gpu::Capabilities float16_compute_caps() {
 
 // A session computing in float16 (gpu::Capabilities::f16_compute: the H200 through dawn.node; no CPU adapter
 // here has it, so the kernel itself runs in tests/web/node_f16.mjs there) routes group-1 convs with a
-// constant weight and at least a wave of 128x128 output tiles to the subgroup-matrix product, 1x1 and the
-// stem included; smaller grids, depthwise convs, computed weights and forced kernels keep their routes.
+// constant weight, at least a wave of 128x128 output tiles and K (channels x taps) of at least 512 to the
+// subgroup-matrix product; smaller grids, shallower K (ResNet-50's stem and its 1x1 convs of 64 or 256
+// channels), depthwise convs, computed weights and forced kernels keep their routes. Where the input channels
+// are a multiple of 8 the product reads the input as float16 NHWC (`_nhwc`), which a launch before it writes;
+// otherwise (12 channels) it gathers from the NCHW input itself.
 TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
   const gpu::Capabilities f16 = float16_compute_caps();
   struct Case {
@@ -1360,10 +1363,12 @@ TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
     const char* expected;
   };
   const Case cases[] = {
-      {8, 256, 256, 56, 3, 1, 1, true, "", "gemm_matrix_f16_conv"},  // 196 x 2 tiles
-      {8, 256, 64, 56, 1, 1, 1, true, "", "gemm_matrix_f16_conv"},   // 1x1, 196 tiles
-      {8, 3, 64, 224, 7, 2, 1, true, "", "gemm_matrix_f16_conv"},    // the stem, 784 tiles
-      {2, 16, 24, 190, 3, 1, 1, true, "", "gemm_matrix_f16_conv_relu"},
+      {8, 256, 256, 56, 3, 1, 1, true, "", "gemm_matrix_f16_conv_nhwc"},  // 196 x 2 tiles
+      {8, 512, 64, 56, 1, 1, 1, true, "", "gemm_matrix_f16_conv_nhwc"},   // 1x1, 196 tiles, K 512
+      {8, 256, 64, 56, 1, 1, 1, true, "", "conv1x1_gemm"},                // K 256
+      {8, 3, 64, 224, 7, 2, 1, true, "", "conv_igemm"},                   // the stem: K 147
+      {8, 12, 64, 224, 7, 2, 1, true, "", "gemm_matrix_f16_conv"},        // 12 channels (NCHW), K 588
+      {2, 64, 24, 190, 3, 1, 1, true, "", "gemm_matrix_f16_conv_nhwc_relu"},
       {1, 256, 64, 56, 1, 1, 1, true, "", "conv1x1_gemm"},  // 25 tiles: less than a wave, no K split
       {8, 512, 512, 7, 3, 1, 1, true, "", "conv_igemm"},    // 4 x 4 tiles
       {8, 256, 256, 56, 3, 1, 256, true, "", "conv_depthwise_rows"},
@@ -1387,44 +1392,65 @@ TEST(ConvRouting, Float16ComputeTakesTheMatrixProductForGroupOneConvs) {
     ops::PlanContext ctx{node, descs, {nullptr, c.constant_weight ? &w : nullptr, &bias}, f16};
     const ops::OpPlan plan = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
     ASSERT_FALSE(plan.launches.empty());
-    EXPECT_EQ(plan.launches[0].program.label.rfind(c.expected, 0), 0u)
-        << "k" << c.k << " g" << c.g << " oc" << c.oc << ": " << plan.launches[0].program.label
-        << " (expected " << c.expected << "...)";
+    const bool nhwc = std::string(c.expected).find("_nhwc") != std::string::npos;
+    if (nhwc) {
+      ASSERT_EQ(plan.launches.size(), 2u) << c.expected;
+      EXPECT_EQ(plan.launches[0].program.label, "conv_nchw_to_nhwc_f16");
+    }
+    const std::string& label = plan.launches[nhwc ? 1 : 0].program.label;
+    EXPECT_EQ(label.rfind(c.expected, 0), 0u) << "k" << c.k << " g" << c.g << " ic" << c.ic << " oc" << c.oc
+                                              << ": " << label << " (expected " << c.expected << "...)";
   }
 }
 
 // An fp16 file's conv (X and W float16) in a float16-compute session: X is cast to float32 as for every
 // float16 op, the weight reaches the matrix product as the file holds it (its halves copied into the padded
-// [Kp, Np] constant, never widened), and the product is the conv route's.
+// [Kp, Np] constant, never widened), and the product is the conv route's. K's order follows the product's A:
+// (kh, kw, c) where it reads the input as NHWC (64 channels), the weight's own (c, kh, kw) otherwise (60).
 TEST(ConvRouting, Float16FileConvTakesTheMatrixProductWithItsHalfWeight) {
   const gpu::Capabilities f16 = float16_compute_caps();
-  ops::NodeInfo node{"fp16_conv", "Conv", "", 17, {}, {}, {}};
-  node.attributes.set("pads", Ints{1, 1, 1, 1});
-  const Shape w_shape = {40, 24, 3, 3};
-  std::vector<std::optional<ops::TensorDesc>> descs = {ops::TensorDesc{DType::Float16, {2, 24, 96, 96}},
-                                                       ops::TensorDesc{DType::Float16, w_shape}};
-  Tensor w(DType::Float16, w_shape);
-  auto* halves = reinterpret_cast<uint16_t*>(w.bytes().data());
-  for (int64_t i = 0; i < w.element_count(); ++i) halves[i] = static_cast<uint16_t>(0x3000 + i % 1000);
-  ops::PlanContext ctx{node, descs, {nullptr, &w}, f16};
-  const ops::OpPlan plan = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
-  bool product = false;
-  for (const auto& launch : plan.launches)
-    product = product || launch.program.label == "gemm_matrix_f16_conv";
-  EXPECT_TRUE(product) << "no gemm_matrix_f16_conv launch among " << plan.launches.size();
-  // B: [Kp, Np] = [256, 128] halves (K = 24 * 9 = 216 padded to the slab, 40 channels to the tile), row k
-  // holding W[n, k] for n < 40; no float32 copy of the weight.
-  const Tensor* b = nullptr;
-  for (const Tensor& c : plan.constants) {
-    EXPECT_NE(c.dtype(), DType::Float32) << "a float32 constant: the weight widened?";
-    if (c.dtype() == DType::Float16 && c.shape() == Shape{256, 128}) b = &c;
+  for (const int64_t channels : {64, 60}) {
+    SCOPED_TRACE(channels);
+    const bool nhwc = channels % 8 == 0;
+    ops::NodeInfo node{"fp16_conv", "Conv", "", 17, {}, {}, {}};
+    node.attributes.set("pads", Ints{1, 1, 1, 1});
+    const Shape w_shape = {40, channels, 3, 3};
+    std::vector<std::optional<ops::TensorDesc>> descs = {
+        ops::TensorDesc{DType::Float16, {2, channels, 96, 96}}, ops::TensorDesc{DType::Float16, w_shape}};
+    Tensor w(DType::Float16, w_shape);
+    auto* halves = reinterpret_cast<uint16_t*>(w.bytes().data());
+    for (int64_t i = 0; i < w.element_count(); ++i) halves[i] = static_cast<uint16_t>(0x3000 + i % 1000);
+    ops::PlanContext ctx{node, descs, {nullptr, &w}, f16};
+    const ops::OpPlan plan = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
+    const std::string product_label = nhwc ? "gemm_matrix_f16_conv_nhwc" : "gemm_matrix_f16_conv";
+    bool product = false, transform = false;
+    for (const auto& launch : plan.launches) {
+      product = product || launch.program.label == product_label;
+      transform = transform || launch.program.label == "conv_nchw_to_nhwc_f16";
+    }
+    EXPECT_TRUE(product) << "no " << product_label << " launch among " << plan.launches.size();
+    EXPECT_EQ(transform, nhwc);
+    // B: [Kp, Np] halves (K = channels * 9 padded to the 64-deep slab, 40 output channels to the 128-wide
+    // tile), row k holding W[n, c, kh, kw] for n < 40; no float32 copy of the weight.
+    const int64_t k_total = channels * 9, kp = (k_total + 63) / 64 * 64;
+    const Tensor* b = nullptr;
+    for (const Tensor& c : plan.constants) {
+      EXPECT_NE(c.dtype(), DType::Float32) << "a float32 constant: the weight widened?";
+      if (c.dtype() == DType::Float16 && c.shape() == Shape{kp, 128}) b = &c;
+    }
+    ASSERT_NE(b, nullptr);
+    const auto* packed = reinterpret_cast<const uint16_t*>(b->bytes().data());
+    for (int64_t c : {int64_t{0}, int64_t{5}, channels - 1}) {
+      for (int64_t tap : {0, 4, 8}) {
+        const int64_t k = nhwc ? tap * channels + c : c * 9 + tap;
+        for (int64_t n : {0, 13, 39})
+          EXPECT_EQ(packed[k * 128 + n], halves[(n * channels + c) * 9 + tap])
+              << c << ", " << tap << ", " << n;
+      }
+    }
+    EXPECT_EQ(packed[k_total * 128], 0u);  // past K
+    EXPECT_EQ(packed[40], 0u);             // past N
   }
-  ASSERT_NE(b, nullptr);
-  const auto* packed = reinterpret_cast<const uint16_t*>(b->bytes().data());
-  for (int64_t k : {0, 7, 215})
-    for (int64_t n : {0, 13, 39}) EXPECT_EQ(packed[k * 128 + n], halves[n * 216 + k]) << k << ", " << n;
-  EXPECT_EQ(packed[216 * 128], 0u);  // past K
-  EXPECT_EQ(packed[40], 0u);         // past N
 }
 
 }  // namespace

@@ -12,14 +12,19 @@
 //     for the subnormals).
 // No tolerance anywhere: every finite float16 has an exact float32, and the sums of one weight and zeros
 // are exact.
+// The other way, float32 -> float16: the layout change that the float16-compute convolutions read
+// (conv/nchw_to_nhwc_f16.wgsl), against a CPU transpose: each value one of its two float16 neighbours (WGSL
+// lets a conversion round either way), values beyond the float16 range exactly +-65504.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 
 #include "kernels/wgsl_library.h"
+#include "ops/conv/conv.h"
 #include "ops/gemm_launch.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
@@ -302,6 +307,54 @@ TEST(F16Bits, EveryHalfThroughTheImplicitGemmConv) {
     }
   }
   EXPECT_EQ(bad.count, 0) << bad.first;
+}
+
+// ---- float32 NCHW -> float16 NHWC (the float16-compute convolutions' input) ----
+
+TEST(F16Bits, NchwInputToHalfNhwc) {
+  constexpr uint32_t kImages = 2, kChannels = 16, kHeight = 5, kWidth = 7, kPlane = kHeight * kWidth;
+  const ops::OpRegistry registry = registry_with("NchwToNhwcF16", [](const ops::PlanContext& ctx) {
+    ops::OpPlan plan;
+    plan.outputs.push_back({DType::Float16, {kImages, kHeight, kWidth, kChannels}});
+    plan.launches.push_back(ops::nchw_to_nhwc_f16_launch(
+        ctx, ops::TensorRef::input(0), ops::TensorRef::output(0), kImages, kChannels, kPlane));
+    return plan;
+  });
+  // Seeded values of several magnitudes (subnormal halves included), and some beyond the float16 range.
+  Tensor x(DType::Float32, {kImages, kChannels, kHeight, kWidth});
+  auto values = x.data<float>();
+  uint32_t state = 12345;
+  for (size_t i = 0; i < values.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    const float unit = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;  // [-0.5, 0.5)
+    values[i] = unit * std::ldexp(1.0f, static_cast<int>(i % 37) - 20);      // 2^-21 .. 2^15
+  }
+  values[3] = 70000.0f;
+  values[100] = -1e30f;
+  values[200] = 65519.0f;
+  const ops::NodeInfo node{"nchw_to_nhwc", "NchwToNhwcF16", "wgi.test", 1, {}, {}, {}};
+  auto out = runtime::run_node(test::device(), node, Inputs{NodeInput{x}}, {}, registry);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].element_count(), x.element_count());
+  int bad = 0;
+  std::string first;
+  for (uint32_t n = 0; n < kImages; ++n) {
+    for (uint32_t c = 0; c < kChannels; ++c) {
+      for (uint32_t p = 0; p < kPlane; ++p) {
+        const double v = values[(n * kChannels + c) * kPlane + p];
+        uint16_t h = 0;
+        std::memcpy(&h, out[0].bytes().data() + 2 * ((n * kPlane + p) * kChannels + c), 2);
+        const double got = test::half_bits_to_double(h);
+        // One float16 step at v: 2^(e - 10) for normal halves, 2^-24 below.
+        const double step = std::ldexp(1.0, std::max(std::ilogb(std::max(std::abs(v), 1e-30)), -14) - 10);
+        const bool ok = std::abs(v) > 65504.0 ? got == std::copysign(65504.0, v) : std::abs(got - v) < step;
+        if (!ok && ++bad <= 8)
+          first += " (" + std::to_string(n) + ", " + std::to_string(c) + ", " + std::to_string(p) +
+                   "): " + std::to_string(got) + " for " + std::to_string(v);
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << first;
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 //    is refused with a message naming what the adapter lacks (through the API and web/cli.mjs, which also
 //    refuses a bad --precision), and the f16 cases are skipped, saying so.
 //   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench]
-// --bench: also times the target models' GEMM shapes, 4096^3, a 3x3 conv and two attentions in f16 and f32 in
+// --bench: also times the target models' GEMM shapes, 4096^3, ResNet-50's convs and two attentions in f16 and f32 in
 // the same process (GPU ms of each node from timestamp queries, the mean over chains of products) and prints a
 // table (docs/performance.md).
 import {spawnSync} from 'node:child_process';
@@ -65,25 +65,28 @@ const ATTENTION_CASES = [
   {name: 'attention_kt_1x2x70x48', attn: {b: 1, h: 2, tq: 70, tk: 70, d: 48, dv: 48, kt: true}},
   {name: 'attention_one_block_3x1x16x33_d8', attn: {b: 3, h: 1, tq: 16, tk: 33, d: 8, dv: 16}},
 ];
-// Convs on the matrix kernel (ops/conv/matrix_f16.cpp: A gathered from the NCHW input, the output written
-// NCHW through the bounce): `x` NCHW, `w` [OC, C, KH, KW], strides, pads (top, left, bottom, right),
-// dilations; ops as above (b bias, r Relu, res a residual Add before the Relu). Each has at least a wave
-// (132) of 128x128 output tiles, as the planner asks (ops/conv/choose.cpp); planes not a multiple of 16, K
-// not a multiple of 8 or of the 64-deep slab, output channels past a 128-wide tile, stride 2, dilation 2,
-// rectangular kernels and uneven pads, a batch of images.
+// Convs on the matrix kernel (ops/conv/matrix_f16.cpp: A gathered from the input as float16 NHWC where the
+// channels are a multiple of 8, else from the float32 NCHW input; the output written NCHW through the bounce)
+// `x` NCHW, `w` [OC, C, KH, KW], strides, pads (top, left, bottom, right), dilations; ops as above (b bias, r
+// Relu, res a residual Add before the Relu). Each has at least a wave (132) of 128x128 output tiles and K (C x
+// KH x KW) of at least 512, as the planner asks (ops/conv/choose.cpp); planes not a multiple of 16, K not a
+// multiple of the 64-deep slab, output channels past a 128-wide tile, stride 2, dilation 2, rectangular
+// kernels and uneven pads, a batch of images, 12 and 60 channels (the NCHW gather).
 const CONV_CASES = [
-  {name: 'conv_3x3_bias_relu_2x16x97x89_to_24', x: [2, 16, 97, 89], w: [24, 16, 3, 3], strides: [1, 1],
+  {name: 'conv_3x3_bias_relu_2x64x97x89_to_24', x: [2, 64, 97, 89], w: [24, 64, 3, 3], strides: [1, 1],
    pads: [1, 1, 1, 1], dilations: [1, 1], ops: 'br'},
-  {name: 'conv_1x1_bias_1x64x92x92_to_130', x: [1, 64, 92, 92], w: [130, 64, 1, 1], strides: [1, 1],
+  {name: 'conv_1x1_bias_1x512x92x92_to_130', x: [1, 512, 92, 92], w: [130, 512, 1, 1], strides: [1, 1],
    pads: [0, 0, 0, 0], dilations: [1, 1], ops: 'b'},
-  {name: 'conv_7x7_s2_stem_2x3x368x368_to_32', x: [2, 3, 368, 368], w: [32, 3, 7, 7], strides: [2, 2],
+  {name: 'conv_7x7_s2_stem_2x12x368x368_to_32', x: [2, 12, 368, 368], w: [32, 12, 7, 7], strides: [2, 2],
    pads: [3, 3, 3, 3], dilations: [1, 1], ops: 'br'},
-  {name: 'conv_3x3_dilated_1x40x130x130_to_48', x: [1, 40, 130, 130], w: [48, 40, 3, 3], strides: [1, 1],
+  {name: 'conv_3x3_dilated_1x64x130x130_to_48', x: [1, 64, 130, 130], w: [48, 64, 3, 3], strides: [1, 1],
    pads: [2, 2, 2, 2], dilations: [2, 2], ops: 'b'},
-  {name: 'conv_3x3_residual_relu_1x32x130x130_to_32', x: [1, 32, 130, 130], w: [32, 32, 3, 3], strides: [1, 1],
+  {name: 'conv_3x3_residual_relu_1x64x130x130_to_32', x: [1, 64, 130, 130], w: [32, 64, 3, 3], strides: [1, 1],
    pads: [1, 1, 1, 1], dilations: [1, 1], ops: 'bresr'},
-  {name: 'conv_3x5_s1x2_uneven_1x24x131x260_to_40', x: [1, 24, 131, 260], w: [40, 24, 3, 5], strides: [1, 2],
+  {name: 'conv_3x5_s1x2_uneven_1x40x131x260_to_40', x: [1, 40, 131, 260], w: [40, 40, 3, 5], strides: [1, 2],
    pads: [1, 2, 0, 1], dilations: [1, 1], ops: ''},
+  {name: 'conv_3x3_bias_1x60x130x130_to_24', x: [1, 60, 130, 130], w: [24, 60, 3, 3], strides: [1, 1],
+   pads: [1, 1, 1, 1], dilations: [1, 1], ops: 'b'},
 ];
 // The small test models in f16 against their float64 references (expected_*.npy, PyTorch in float64): the
 // error every output shows is printed (the accuracy of f16 GEMMs through a whole model); the bound, 2e-2, is
@@ -94,7 +97,8 @@ const MODELS = ['siglip_vision_tiny_opset17', 'florence2_vision_tiny_opset17', '
                 'bart_decoder_tiny_opset17', 'bart_decoder_cached_cross_tiny_opset17',
                 'siglip_vision_tiny_opset17/model_fp16.onnx'];
 
-// Chains of `chain` pairs of MatMuls (K -> N, then N -> K), timed by each node's timestamps: this Dawn gives
+// Chains of `chain` pairs of MatMuls (K -> N, then N -> K; `mlp`: each pair a transformer MLP block, with
+// the bias + Gelu and bias + residual epilogues), timed by each node's timestamps: this Dawn gives
 // them in 65.5 us steps, so the bench takes the mean over every node of ten runs (the steps' phase varies, and
 // the wall time of a run is mostly the transfers of A and the output).
 const BENCH = [
@@ -102,6 +106,10 @@ const BENCH = [
   {name: 'bench_1576x3072x768', a: [1576, 768], n: 3072, ops: '', chain: 8},
   {name: 'bench_2304x1024x1024', a: [2304, 1024], n: 1024, ops: '', chain: 8},
   {name: 'bench_4096x4096x4096', a: [4096, 4096], n: 4096, ops: '', chain: 4},
+  // DaViT-base's MLP blocks in stages 1 and 2 (768^2 image, batch 1: 192^2 and 96^2 tokens of 128 and 256
+  // channels): K = 128 and 256 products whose bias + Gelu and bias + residual epilogues go through the bounce.
+  {name: 'bench_davit_s1_mlp_36864x512x128', a: [36864, 128], n: 512, ops: '', chain: 2, mlp: true},
+  {name: 'bench_davit_s2_mlp_9216x1024x256', a: [9216, 256], n: 1024, ops: '', chain: 2, mlp: true},
   // A decoder step's MLP products (one row): the GEMV, bound by its weights' bytes (f16: half of f32's),
   // 16 products of 9.4 MB in f32, more than the L2 holds.
   {name: 'bench_gemv_1x3072x768', a: [1, 768], n: 3072, ops: '', chain: 8},
@@ -114,8 +122,18 @@ const ATTENTION_BENCH = [
   {name: 'bench_attention_davit_4096x144x32', attn: {b: 1024, h: 4, tq: 144, tk: 144, d: 32, dv: 32}},
   {name: 'bench_attention_siglip_96x197x64', attn: {b: 8, h: 12, tq: 197, tk: 197, d: 64, dv: 64}},
 ];
+// ResNet-50's group-1 convs at batch 8 whose grids take the matrix kernel, by their K (input channels x
+// taps): where the tensor cores' gain outweighs the NHWC copy and the bounced stores (ops/conv/choose.cpp).
 const CONV_BENCH = [
   {name: 'bench_conv3x3_8x256x56x56', x: [8, 256, 56, 56], w: [256, 256, 3, 3], strides: [1, 1], pads: [1, 1, 1, 1],
+   dilations: [1, 1], chain: 4},
+  {name: 'bench_conv1x1_8x64x56x56', x: [8, 64, 56, 56], w: [64, 64, 1, 1], strides: [1, 1], pads: [0, 0, 0, 0],
+   dilations: [1, 1], chain: 4},
+  {name: 'bench_conv1x1_8x256x56x56', x: [8, 256, 56, 56], w: [256, 256, 1, 1], strides: [1, 1], pads: [0, 0, 0, 0],
+   dilations: [1, 1], chain: 4},
+  {name: 'bench_conv3x3_8x64x56x56', x: [8, 64, 56, 56], w: [64, 64, 3, 3], strides: [1, 1], pads: [1, 1, 1, 1],
+   dilations: [1, 1], chain: 4},
+  {name: 'bench_conv1x1_8x512x28x28', x: [8, 512, 28, 28], w: [512, 512, 1, 1], strides: [1, 1], pads: [0, 0, 0, 0],
    dilations: [1, 1], chain: 4},
 ];
 
@@ -238,11 +256,30 @@ for i, c in enumerate(cases):
     y = "product"
     if c.get("chain"):
         x = "a"
+        if c.get("mlp"):
+            inits += [numpy_helper.from_array(np.array(v, np.float32), name)
+                      for v, name in ((2 ** 0.5, "sqrt2"), (1.0, "one"), (0.5, "half"))]
         for p in range(c["chain"]):
+            block_input = x
             for j, (rows, cols) in enumerate([(k, n), (n, k)]):
                 name = f"w{p}_{j}"
                 inits.append(numpy_helper.from_array((rng.uniform(-1, 1, (rows, cols)) / np.sqrt(rows)).astype(np.float32), name))
                 nodes.append(helper.make_node("MatMul", [x, name], [name + "_out"])); x = name + "_out"
+                if not c.get("mlp"):
+                    continue
+                # A transformer MLP block: bias and Gelu (Erf form) after the first product, bias and the
+                # block's input added after the second.
+                inits.append(numpy_helper.from_array(rng.uniform(-0.5, 0.5, (cols,)).astype(np.float32), name + "_b"))
+                nodes.append(helper.make_node("Add", [x, name + "_b"], [name + "_biased"])); x = name + "_biased"
+                if j == 0:
+                    nodes += [helper.make_node("Div", [x, "sqrt2"], [name + "_g0"]),
+                              helper.make_node("Erf", [name + "_g0"], [name + "_g1"]),
+                              helper.make_node("Add", [name + "_g1", "one"], [name + "_g2"]),
+                              helper.make_node("Mul", [x, name + "_g2"], [name + "_g3"]),
+                              helper.make_node("Mul", [name + "_g3", "half"], [name + "_gelu"])]
+                    x = name + "_gelu"
+                else:
+                    nodes.append(helper.make_node("Add", [x, block_input], [name + "_res"])); x = name + "_res"
         out_shape = list(a_shape)
         nodes.append(helper.make_node("Identity", [x], ["y"]))
         graph = helper.make_graph(nodes, c["name"], inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], inits)
@@ -405,8 +442,13 @@ if (!f16Matrices) {
     });
   }
   for (const c of CONV_CASES) {
-    await checkCase(c, /Conv/, (kernels) => kernels.every((k) => k.startsWith('gemm_matrix_f16_conv'))
-        ? '' : `Conv kernels ${kernels.join(', ')}: not the matrix kernel`);
+    // Input channels a multiple of 8: the input written as float16 NHWC first, then the product gathering
+    // 16-byte chunks of it (`_nhwc`); otherwise the product alone, gathering from the float32 NCHW input.
+    const nhwc = c.x[1] % 8 === 0;
+    const want = nhwc ? ['conv_nchw_to_nhwc_f16', 'gemm_matrix_f16_conv_nhwc'] : ['gemm_matrix_f16_conv'];
+    const right = (k, i) => k.startsWith(want[i]) && (nhwc || !k.includes('_nhwc'));
+    await checkCase(c, /Conv/, (kernels) => kernels.length === want.length && kernels.every(right)
+        ? '' : `Conv kernels ${kernels.join(', ')}: not ${want.join(', ')}`);
   }
   for (const c of ATTENTION_CASES) {
     await checkCase(c, /Attention/, (kernels) => kernels.every((k) => k.startsWith('attention_matrix_f16'))
@@ -472,12 +514,11 @@ if (!f16Matrices) {
   }
   if (bench) {
     write([...BENCH, ...ATTENTION_BENCH].map((c) => ({...c, noReference: true})).concat(CONV_BENCH));
-    console.log('| M x N x K | f32 kernel | f32 ms per node | f16 ms per node (cast + matrix kernel; GEMV) | ' +
+    console.log('| M x N x K | f32 kernel | f16 kernel | f32 ms per node | f16 ms per node | ' +
                 'f32 / f16 | f16 TFLOP/s (GEMV: weight GB/s) |');
-    console.log('|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|');
     for (const c of [...BENCH, ...CONV_BENCH, ...ATTENTION_BENCH]) {
-      const per = {};
-      let f32Kernel = '';
+      const per = {}, kernel = {};
       for (const precision of ['f32', 'f16']) {
         const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')), {precision, profiling: true});
         const feeds = feedsOf(c.name);
@@ -489,7 +530,7 @@ if (!f16Matrices) {
         for (let i = 0; i < 10; ++i) {
           await session.run(feeds);
           const nodes = session.stats().profile.filter((p) => /MatMul|Conv|Attention/.test(p.op));
-          if (precision === 'f32') f32Kernel = nodes[0]?.kernel ?? '';
+          kernel[precision] = nodes[0]?.kernel ?? '';
           for (const p of nodes) sum += p.gpu_ms;
           count += nodes.length;
         }
@@ -511,7 +552,7 @@ if (!f16Matrices) {
       const gemv = !c.attn && !c.w && c.a[0] <= 8;
       const rate = gemv ? `${(c.n * c.a[1] * 2 / per.f16 / 1e6).toFixed(0)} GB/s`
                         : (flops / per.f16 / 1e9).toFixed(1);
-      console.log(`| ${shape} | ${f32Kernel} | ${per.f32.toFixed(4)} | ${per.f16.toFixed(4)} | ` +
+      console.log(`| ${shape} | ${kernel.f32} | ${kernel.f16} | ${per.f32.toFixed(4)} | ${per.f16.toFixed(4)} | ` +
                   `${(per.f32 / per.f16).toFixed(2)} | ${rate} |`);
     }
   }

@@ -5,8 +5,8 @@ enable chromium_experimental_subgroup_matrix;
 // f16 operands, f32 accumulation: out[m, n] = epilogue(sum_k A[m, k] B[k, n]) (linear/gemm_common.wgsl), one
 // output matrix (a batch folded into M).
 //   A  [Mp, Kp] halves, row-major, written by linear/gemm_a_to_f16.wgsl: Mp a multiple of the 128-row tile,
-//      Kp of the 64-deep K slab (params.a_row_stride = Kp), zeros past M and K; or, with A_F32, the float32
-//      activation read directly (below).
+//      Kp of the 64-deep K slab (params.a_row_stride = Kp), zeros past M and K; or, with A_CHUNKS, gathered
+//      row by row: the float32 activation read directly (A_F32), or a convolution's input (A_CONV).
 //   B  [Kp, Np] halves, a constant prepacked at load (src/ops/gemm_matrix_f16.cpp): Np a multiple of the tile
 //      (params.b_row_stride = Np), zeros past K and N.
 // B's padding means none of its loads is guarded (nor A's when it is cast). 256 invocations = 8 subgroups of
@@ -23,11 +23,12 @@ enable chromium_experimental_subgroup_matrix;
 // out through workgroup memory, in bounds, through gemm_epilogue.
 // OUT_ROW_MAP (no DIRECT_STORE): output row m starts mixed_radix_offset(out_row_extents, out_row_strides, m)
 // elements in (DaViT's window reverse, written in place), where the epilogue also reads the residual.
-// A_CONV (with A_F32, OUT_ROW_MAP and OUT_COL_STRIDE): a 2-D convolution as this product (ops/conv/
-// matrix_f16.cpp): row m is output pixel (image, oh, ow), column n output channel, k = (c, kh, kw) in the
-// ONNX weight's order, so B is the weight [Cout, C*KH*KW] transposed; A[m, k] is gathered from the NCHW
-// float32 input `a` (zeros in the padding and past K), and element (m, n) is written to
-// mixed_radix_offset(out row map, m) + n * out_col_stride (NCHW: the pixel's offset, then channel planes).
+// A_CONV (with A_CHUNKS, OUT_ROW_MAP and OUT_COL_STRIDE): a 2-D convolution as this product (ops/conv/
+// matrix_f16.cpp): row m is output pixel (image, oh, ow), column n output channel; A[m, k] is gathered
+// (conv/matrix_f16_gather.wgsl: zeros in the padding and past K) from the NCHW float32 input with A_F32, k =
+// (c, kh, kw) in the ONNX weight's order, or from the input as float16 NHWC without it, k = (kh, kw, c); B is
+// the weight in the same k order, transposed. Element (m, n) is written to mixed_radix_offset(out row map, m)
+// + n * out_col_stride (NCHW: the pixel's offset, then channel planes).
 // SPLIT_K (with DIRECT_STORE, no bias rows): the grid covers params.k_splits chunks of whole slabs of K, chunk
 // by chunk; each workgroup writes its chunk's raw partial sums to `output` as [split][M][N] (directly or
 // through the bounce, no epilogue), and gemm_split_reduce.wgsl adds them and applies the epilogue.
@@ -87,7 +88,9 @@ struct AChunk {  // 8 values of A's row: lo = k .. k + 3, hi = k + 4 .. k + 7
 }
 #else
 alias AChunk = vec4<u32>;  // 8 halves
-alias ARows = vec4<u32>;   // unused: A's chunks come from a_word
+#endif
+#if !A_CHUNKS
+alias ARows = vec4<u32>;  // unused: A's chunks come from a_word
 #endif
 
 // One thread's share of a K slab, loaded from global memory: 4 chunks of A and 8 of B.
@@ -106,10 +109,11 @@ struct SlabChunks {
   b7: vec2<u32>,
 }
 
-#if A_F32
-// A_F32: A is the float32 activation itself (K a multiple of 8), rows params.a_row_stride apart or through A's
-// row map; each thread stages the same four rows in every slab (`rows`: where each starts, kNoRow past M),
-// 8 values a chunk, converted to f16 (saturating at +-65504) as they are stored; chunks past K are zeros.
+#if A_CHUNKS
+// A_CHUNKS: each thread stages the same four rows of A in every slab (`rows`: where each starts, kNoRow past
+// M), 8 values of a row a chunk (a_chunk; zeros past K): the convolution's gathers (A_CONV), or with A_F32
+// alone the float32 activation itself (K a multiple of 8), rows params.a_row_stride apart or through A's row
+// map. A_F32's chunks are converted to f16 (saturating at +-65504) as they are stored.
 const kNoRow: u32 = 0xFFFFFFFFu;
 
 #if A_CONV
@@ -136,7 +140,9 @@ fn a_chunk(row: u32, k: u32) -> AChunk {
   return AChunk(a[q], a[q + 1u]);
 }
 #endif
+#endif
 
+#if A_F32
 fn put_a_f32(d: u32, v: AChunk) {
   let lo = vec4<f16>(clamp(v.lo, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
   let hi = vec4<f16>(clamp(v.hi, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
@@ -148,7 +154,7 @@ fn put_a_f32(d: u32, v: AChunk) {
 // are stored into workgroup memory by put_slab after the previous slab's products (so their latency is
 // hidden behind them).
 fn fetch_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: ARows) -> SlabChunks {
-#if A_F32
+#if A_CHUNKS
   let k = k0 + (lid % 8u) * 8u;
   let a0 = a_chunk(rows.x, k);
   let a1 = a_chunk(rows.y, k);
@@ -255,7 +261,7 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   let srow = (sid / 4u) * 64u;  // the subgroup's rows and columns within the tile
   let scol = (sid % 4u) * 32u;
   let row0 = tile_row + srow;
-#if A_F32
+#if A_CHUNKS
   let a_rows = ARows(a_row_start(tile_row + lid / 8u), a_row_start(tile_row + 32u + lid / 8u),
                      a_row_start(tile_row + 64u + lid / 8u), a_row_start(tile_row + 96u + lid / 8u));
 #else

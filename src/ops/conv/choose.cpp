@@ -190,14 +190,21 @@ std::optional<ConvChoice> choose_implicit_gemm(const ConvRequest& r, const ConvT
   return std::nullopt;
 }
 
-// Float16 compute: the subgroup-matrix GEMM for the convs whose 128x128 output tiles fill a large GPU.
+// Float16 compute: the subgroup-matrix GEMM for the convs whose 128x128 output tiles fill a large GPU and
+// whose K (input channels x taps) is deep enough for the tensor cores to pay for the NHWC copy of the input
+// and the bounced stores: below 512 the float32 kernels were as fast or faster (K = 64: 3.5x faster; 256:
+// even; docs/performance.md, "ResNet-50's convs by K").
+inline constexpr int64_t kMatrixF16ConvMinK = 512;
+
 bool takes_matrix_f16(const ConvRequest& r, const gpu::Capabilities& caps) {
   const ConvGeometry& g = r.geometry;
   const uint64_t pixels = static_cast<uint64_t>(g.batch * g.height.output * g.width.output);
   const uint64_t tiles = ceil_div(pixels, uint64_t{kMatrixF16Tile}) *
                          ceil_div(static_cast<uint64_t>(g.out_channels), uint64_t{kMatrixF16Tile});
+  const int64_t k = g.in_channels * g.height.kernel * g.width.kernel;  // group 1
   return caps.f16_compute && r.forced_kernel.empty() && r.forced_rows == 0 && !r.gemm_kernel_forced &&
-         !r.transposed && g.groups == 1 && r.weight_known && tiles >= kMatrixF16WaveTiles;
+         !r.transposed && g.groups == 1 && r.weight_known && tiles >= kMatrixF16WaveTiles &&
+         k >= kMatrixF16ConvMinK;
 }
 
 }  // namespace

@@ -210,6 +210,10 @@ void add_implicit_gemm_launch(const PlanContext& ctx, const ConvGeometry& g, con
 // converted to float16 once (a plan constant); ctx's input 1 must be a constant.
 void add_matrix_f16_conv_launch(const PlanContext& ctx, const ConvGeometry& g, const ConvEpilogue& epilogue,
                                 OpPlan& plan);
+// Its first launch where the input channels are a multiple of 8: `input` (float32 NCHW, `images` x `channels`
+// x `plane` pixels) written to `output` as float16 NHWC (conv/nchw_to_nhwc_f16.wgsl), rounded and saturated.
+KernelLaunch nchw_to_nhwc_f16_launch(const PlanContext& ctx, TensorRef input, TensorRef output,
+                                     uint32_t images, uint32_t channels, uint32_t plane);
 
 // The direct kernels: conv2d_vec4.wgsl (`vec4`: W prepacked, so a constant) or conv2d.wgsl (any W).
 void add_direct_launch(const PlanContext& ctx, const ConvGeometry& g, bool vec4, const ConvEpilogue& epilogue,
