@@ -1,6 +1,7 @@
 #include "ops/gemm_matrix_f16.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -25,6 +26,20 @@ bool plain_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
                                         bias->element_count() >= spec.n && bias->dtype() == DType::Float32);
   return bias_rows && spec.alpha == 1.0f && (!spec.bias || spec.beta == 1.0f) && !spec.residual &&
          spec.activation.kind == FusedActivation::Kind::None && !spec.out_row_map;
+}
+
+// The epilogue RESIDUAL_ACC takes into the accumulators of interior tiles: a fused residual, then nothing
+// but at most a constant row-broadcast bias within the float16 range (split into two halves).
+bool residual_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
+  if (!spec.residual || spec.alpha != 1.0f || spec.activation.kind != FusedActivation::Kind::None ||
+      spec.out_row_map)
+    return false;
+  if (!spec.bias) return true;
+  if (!bias || spec.bias_stride_m != 0 || spec.bias_stride_n != 1 || spec.beta != 1.0f ||
+      bias->dtype() != DType::Float32 || bias->element_count() < spec.n)
+    return false;
+  const auto* values = reinterpret_cast<const float*>(bias->bytes().data());
+  return std::all_of(values, values + spec.n, [](float v) { return std::abs(v) <= 65504.0f; });
 }
 
 }  // namespace
@@ -79,6 +94,22 @@ Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n) {
   return out;
 }
 
+Tensor matrix_f16_bias_split(const Tensor& bias, int64_t n) {
+  const int64_t np = padded(static_cast<uint32_t>(n), kMatrixF16Tile);
+  Tensor out(DType::Float16, {32, np});
+  auto* dst = reinterpret_cast<uint16_t*>(out.bytes().data());
+  std::memset(dst, 0, static_cast<size_t>(32 * np) * sizeof(uint16_t));
+  for (int64_t r = 0; r < 16; ++r)
+    for (int64_t c = 0; c < 16; ++c) dst[r * np + c] = float_to_half(1.0f);
+  const auto* src = reinterpret_cast<const float*>(bias.bytes().data());
+  for (int64_t c = 0; c < n; ++c) {
+    const uint16_t hi = float_to_half(src[c]);
+    dst[16 * np + c] = hi;
+    dst[17 * np + c] = float_to_half(src[c] - half_to_float(hi));
+  }
+  return out;
+}
+
 void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
                             const Tensor* bias, OpPlan& plan, const MatrixF16Conv* conv) {
   const uint32_t rows = padded(spec.m, kMatrixF16Tile), kp = padded(spec.k, kMatrixF16Slab);
@@ -127,12 +158,20 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   // applies the whole epilogue.
   const uint32_t splits = conv ? 1 : matrix_f16_split_count(uint64_t{tiles_m} * tiles_n, spec.k);
   const bool split = splits > 1;
-  const bool direct = !conv && (split || plain_epilogue(spec, bias));
+  // Direct stores (subgroupMatrixStore to the output) only where some tile lies inside M x N: Dawn asks a
+  // buffer that a shader loads or stores subgroup matrices from to hold at least one whole matrix, which a
+  // smaller output may not (a split's partial sums are padded to it below).
+  const bool interior = spec.m >= kMatrixF16Tile && spec.n >= kMatrixF16Tile;
+  const bool direct = !conv && (split || (interior && plain_epilogue(spec, bias)));
+  const bool residual_acc = !conv && !split && interior && !direct && residual_epilogue(spec, bias);
   const bool bias_rows = !split && direct && spec.bias;
+  const bool bias_split = residual_acc && spec.bias;
+  // The bias's constant for the accumulators: f32 rows for DIRECT_STORE, float16 halves for RESIDUAL_ACC.
   TensorRef bias_rows_ref = TensorRef::zero();
-  if (bias_rows) {
+  if (bias_rows || bias_split) {
     bias_rows_ref = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
-    plan.constants.push_back(matrix_f16_bias_rows(*bias, spec.n));
+    plan.constants.push_back(bias_rows ? matrix_f16_bias_rows(*bias, spec.n)
+                                       : matrix_f16_bias_split(*bias, spec.n));
   }
 
   kernels::Defines defines = gemm_defines_off();
@@ -147,10 +186,15 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   row_map_defines(spec, a_f32, !split, defines);
   const bool row_maps = spec.a_row_map || spec.out_row_map;
   const TensorRef out =
-      split ? plan.add_scratch(uint64_t{splits} * spec.m * spec.n * sizeof(float)) : spec.out;
+      split
+          ? plan.add_scratch(std::max<uint64_t>(uint64_t{splits} * spec.m * spec.n, 16 * 16) * sizeof(float))
+          : spec.out;
   defines["RESIDUAL"] = residual ? "1" : "0";
   defines["DIRECT_STORE"] = direct ? "1" : "0";
+  defines["RESIDUAL_ACC"] = residual_acc ? "1" : "0";
+  defines["DIRECT_INTERIOR"] = direct || residual_acc ? "1" : "0";
   defines["BIAS_ROWS"] = bias_rows ? "1" : "0";
+  defines["BIAS_SPLIT"] = bias_split ? "1" : "0";
   std::vector<UniformMember> members = gemm_params_members(row_maps, false);
   if (conv) {
     for (const char* name : {"conv_input", "conv_kernel", "conv_step", "conv_output"})
@@ -162,7 +206,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   iface.read("a", a_type, a16)
       .read("b", "vec2<u32>", b16)
       .read("bias", "f32", spec.bias.value_or(TensorRef::zero()))
-      .read("bias_rows", "f32", bias_rows_ref)
+      .read(bias_split ? "bias_split" : "bias_rows", bias_split ? "f16" : "f32", bias_rows_ref)
       .read_write("output", "f32", out)
       .uniforms(std::move(members), "GemmParams");
   if (residual) add_residual_binding(iface, *spec.residual, "f32");
@@ -170,9 +214,9 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   gemm.program.wgsl = iface.load_wgsl("linear/gemm_matrix_f16.wgsl", defines);
   gemm.program.label = std::string("gemm_matrix_f16") + (conv ? (a_f32 ? "_conv" : "_conv_nhwc") : "") +
                        (a_f32 && spec.a_row_map ? "_rows" : "") +
-                       (split            ? "_split"
-                        : direct || conv ? ""
-                                         : "_bounce") +
+                       (split                            ? "_split"
+                        : direct || residual_acc || conv ? ""
+                                                         : "_bounce") +
                        residual_label_suffix(residual) + (split ? "" : spec.activation.label_suffix());
   iface.bind(gemm);
   GemmLaunchSpec padded_spec = spec;

@@ -40,6 +40,11 @@ uint32_t matrix_f16_split_count(uint64_t tiles, uint32_t k);
 Tensor matrix_f16_b(const Tensor& b, int64_t k, int64_t n, bool stored_nk);
 // A bias of N values as the kernel's accumulators start: float32 [16, Np], every row the bias, zeros past N.
 Tensor matrix_f16_bias_rows(const Tensor& bias, int64_t n);
+// A float32 bias of N values (each within the float16 range) as the residual-starting accumulators add it
+// (the kernel's BIAS_SPLIT): float16 [32, Np], a 16x16 block of ones in rows 0-15, the bias rounded to
+// float16 in row 16 and the rest of each value, rounded, in row 17 (their sum is the bias within 2^-22),
+// zeros elsewhere.
+Tensor matrix_f16_bias_split(const Tensor& bias, int64_t n);
 
 // A 2-D convolution run as the product (the kernel's A_CONV, ops/conv/matrix_f16.cpp): rows are output
 // pixels, columns output channels; A is gathered from spec.a as the product stages it, and the output is

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "gpu/large_gpu_capabilities.h"
@@ -113,6 +114,36 @@ TEST(GemmMatrixF16, BiasRowsRepeatTheBiasSixteenTimes) {
   }
 }
 
+// The residual-starting accumulators add the bias as ones x [hi; lo]: the two halves of each value sum to it
+// within 2^-22 relative (f32 accumulation of f16 products of 1 is exact), the ones fill one 16x16 block.
+TEST(GemmMatrixF16, BiasSplitIsTheBiasInTwoHalves) {
+  const int64_t n = 133;
+  Tensor bias(DType::Float32, {n});
+  for (int64_t i = 0; i < n; ++i)
+    bias.data<float>()[i] =
+        std::ldexp(static_cast<float>(i % 17) * 0.123457f - 1.0f, static_cast<int>(i % 29) - 14);
+  bias.data<float>()[5] = 65504.0f;
+  bias.data<float>()[6] = 3.1e-6f;  // a float16 subnormal's range
+  const Tensor split = ops::matrix_f16_bias_split(bias, n);
+  ASSERT_EQ(split.shape(), (Shape{32, 256}));
+  const auto* h = reinterpret_cast<const uint16_t*>(split.bytes().data());
+  for (int64_t r = 0; r < 32; ++r) {
+    for (int64_t c = 0; c < 256; ++c) {
+      const double v = ops::half_to_float(h[r * 256 + c]);
+      if (r < 16) {
+        ASSERT_EQ(v, c < 16 ? 1.0 : 0.0) << r << "," << c;
+      } else if (r == 16 && c < n) {
+        const double want = bias.data<float>()[c];
+        const double sum = v + ops::half_to_float(h[17 * 256 + c]);
+        ASSERT_LE(std::abs(sum - want), std::max(std::abs(want) * std::ldexp(1.0, -22), std::ldexp(1.0, -25)))
+            << c << ": " << sum << " for " << want;
+      } else if (r > 17 || c >= n) {
+        ASSERT_EQ(v, 0.0) << r << "," << c;
+      }
+    }
+  }
+}
+
 // K is split where the grid of 128x128 tiles is smaller than a large GPU's 132 SMs, into chunks of at least
 // four slabs (256): SigLIP-B's 197-token products (2 x 24 and 2 x 6 tiles) split, large grids and short K
 // do not.
@@ -162,6 +193,46 @@ TEST(GemmMatrixF16, PlansTheProductWithTheReductionOfASplitAndACastOfAWhereNeede
   EXPECT_EQ(labels(plan(197, 3072, 770)),
             (std::vector<std::string>{"gemm_a_to_f16", "gemm_matrix_f16_split", "gemm_split_reduce"}));
   EXPECT_EQ(labels(plan(1576, 3072, 100)), (std::vector<std::string>{"gemm_a_to_f16", "gemm_matrix_f16"}));
+  // No tile inside M x N: every tile bounces (a direct store's output must hold a whole 16x16 matrix, which
+  // Dawn checks when binding), and a split's partial sums are at least one matrix.
+  EXPECT_EQ(labels(plan(100, 200, 72)), std::vector<std::string>{"gemm_matrix_f16_bounce"});
+  const ops::OpPlan tiny_split = plan(9, 4, 1024);
+  EXPECT_EQ(labels(tiny_split), (std::vector<std::string>{"gemm_matrix_f16_split", "gemm_split_reduce"}));
+  EXPECT_NE(std::find(tiny_split.scratch_bytes.begin(), tiny_split.scratch_bytes.end(), uint64_t{1024}),
+            tiny_split.scratch_bytes.end());
+}
+
+// A fused residual (wgi.residual, input 3) and at most a constant row bias: interior tiles start their
+// accumulators from the residual (and the bias, as float16 halves) and store directly, so the label has no
+// "_bounce"; a bias beyond the float16 range, or an activation after the residual, keeps every tile bouncing.
+TEST(GemmMatrixF16, TakesAResidualAndBiasIntoTheAccumulators) {
+  const gpu::Capabilities caps = f16_caps();
+  auto plan = [&caps](float bias_value, const char* activation) {
+    ops::NodeInfo node;
+    node.name = "gemm_residual";
+    node.op_type = "Gemm";
+    node.opset = 17;
+    node.attributes.set("wgi.residual", int64_t{1});
+    if (*activation) node.attributes.set("wgi.activation", std::string(activation));
+    const int64_t m = 4096, n = 768, k = 3072;  // 32 x 6 tiles: no K split
+    const std::vector<std::optional<ops::TensorDesc>> descs{
+        ops::TensorDesc{DType::Float32, {m, k}}, ops::TensorDesc{DType::Float32, {k, n}},
+        ops::TensorDesc{DType::Float32, {n}}, ops::TensorDesc{DType::Float32, {m, n}}};
+    static std::vector<Tensor> constants;
+    constants = {Tensor(DType::Float32, {k, n}), Tensor(DType::Float32, {n})};
+    for (float& v : constants[1].data<float>()) v = bias_value;
+    ops::PlanContext ctx{node, descs, {nullptr, &constants[0], &constants[1], nullptr}, caps};
+    return ops::builtin_registry().find("", "Gemm", 17)->handler.plan(ctx);
+  };
+  const ops::OpPlan direct = plan(0.5f, "");
+  ASSERT_EQ(direct.launches.size(), 1u);
+  EXPECT_EQ(direct.launches[0].program.label, "gemm_matrix_f16_res");
+  const bool split_table = std::any_of(direct.constants.begin(), direct.constants.end(), [](const Tensor& t) {
+    return t.dtype() == DType::Float16 && t.shape() == Shape{32, 768};
+  });
+  EXPECT_TRUE(split_table) << "no [32, Np] float16 bias table";
+  EXPECT_EQ(plan(1e5f, "").launches.at(0).program.label, "gemm_matrix_f16_bounce_res");
+  EXPECT_EQ(plan(0.5f, "Relu").launches.at(0).program.label, "gemm_matrix_f16_bounce_res_relu");
 }
 
 }  // namespace

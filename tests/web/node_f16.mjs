@@ -34,6 +34,8 @@ const bench = args.includes('--bench');
 // float64 only). `split`: K is split over a grid of fewer than 132 tiles (gemm_matrix_f16_split, then
 // gemm_split_reduce applies the epilogue); the others run whole. `cast`: K is not a multiple of 8, so A is
 // cast to f16 by a launch of its own (gemm_a_to_f16); the others are read as f32 by the product.
+// `residualAcc`: a residual (and bias) taken into the accumulators of interior tiles, which store directly
+// (gemm_matrix_f16_res, no bounce), edge tiles bouncing through the epilogue.
 const CASES = [
   {name: 'matmul_bias_577x768x768', a: [577, 768], n: 768, ops: 'b', split: true},
   {name: 'matmul_100x200x72', a: [100, 72], n: 200, ops: ''},
@@ -41,13 +43,18 @@ const CASES = [
   {name: 'matmul_bias_residual_gelu_150x300x1000', a: [150, 1000], n: 300, ops: 'bresg', split: true},
   {name: 'matmul_bias_relu_300x261x136', a: [300, 136], n: 261, ops: 'br'},
   {name: 'matmul_bias_gelu_batch2_2x150x130x96', a: [2, 150, 96], n: 130, ops: 'bg'},
-  {name: 'matmul_bias_residual_200x256x200', a: [200, 200], n: 256, ops: 'bres'},
+  {name: 'matmul_bias_residual_200x256x200', a: [200, 200], n: 256, ops: 'bres', residualAcc: true},
+  {name: 'matmul_residual_300x400x256', a: [300, 256], n: 400, ops: 'res', residualAcc: true},
+  {name: 'matmul_bias_residual_1100x2100x96', a: [1100, 96], n: 2100, ops: 'bres', residualAcc: true},
   {name: 'gemm_transb_bias_129x100x70', a: [129, 70], n: 100, ops: 'bt', cast: true},
   {name: 'matmul_bias_gelu_330x300x1001', a: [330, 1001], n: 300, ops: 'bg', split: true, cast: true},
   // Many tiles (9 x 17), whole and partial: the direct stores and the bounce at a larger size.
   {name: 'matmul_bias_1100x2100x96', a: [1100, 96], n: 2100, ops: 'b'},
   {name: 'matmul_bias_relu_1100x2100x96', a: [1100, 96], n: 2100, ops: 'br'},
   {name: 'matmul_gemv_4x300x200', a: [4, 200], n: 300, ops: 'b', gemv: true},
+  // Outputs smaller than one 16x16 f32 matrix (1 KB): no direct stores (Dawn would refuse the binding).
+  {name: 'matmul_bias_12x16x40', a: [12, 40], n: 16, ops: 'b'},
+  {name: 'matmul_residual_14x16x32', a: [14, 32], n: 16, ops: 'res'},
 ];
 // Attention as exporters write it (MatMul(Q, K^T) -> Mul(scale) -> [Add(mask)] -> Softmax -> MatMul(., V),
 // fused into wgi's Attention node) on the f16 matrix kernel: q [b, h, tq, d], k [b, h, tk, d] (`kt`: given as
@@ -438,6 +445,8 @@ if (!f16Matrices) {
       if (!matrix) return `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
       if (split !== Boolean(c.split)) return `expected ${c.split ? 'a' : 'no'} K split`;
       if (cast !== Boolean(c.cast)) return `expected ${c.cast ? 'a' : 'no'} cast of A`;
+      const residualAcc = kernels.some((k) => k.startsWith('gemm_matrix_f16_res'));
+      if (residualAcc !== Boolean(c.residualAcc)) return `expected ${c.residualAcc ? '' : 'no '}residual in the accumulators`;
       return '';
     });
   }

@@ -21,6 +21,12 @@ enable chromium_experimental_subgroup_matrix;
 // BIAS_ROWS' [16, Np] rows of bias) workgroups whose tile lies inside M x N store their accumulators
 // straight to the output; other workgroups, and every workgroup without DIRECT_STORE, copy each accumulator
 // out through workgroup memory, in bounds, through gemm_epilogue.
+// RESIDUAL_ACC (with RESIDUAL, no DIRECT_STORE; an epilogue of a fused residual and at most a row-broadcast
+// bias): the accumulators of workgroups whose tile lies inside M x N start from the residual's tiles, plus,
+// with BIAS_SPLIT, the bias through one product: a 16x16 block of ones times the rows [bias_hi; bias_lo]
+// (`bias_split`, [32, Np] halves: the ones in rows 0-15, the bias's two float16 parts in rows 16 and 17, so
+// that their f32 sum is the bias within 2^-22), and those workgroups store directly; the others bounce
+// through gemm_epilogue, which adds both. DIRECT_INTERIOR is DIRECT_STORE or RESIDUAL_ACC.
 // OUT_ROW_MAP (no DIRECT_STORE): output row m starts mixed_radix_offset(out_row_extents, out_row_strides, m)
 // elements in (DaViT's window reverse, written in place), where the epilogue also reads the residual.
 // A_CONV (with A_CHUNKS, OUT_ROW_MAP and OUT_COL_STRIDE): a 2-D convolution as this product (ops/conv/
@@ -287,6 +293,34 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   var acc3_0 = subgroup_matrix_result<f32, 16, 16>();
   var acc3_1 = subgroup_matrix_result<f32, 16, 16>();
 #endif
+  let interior = tile_row + TILE <= params.M && tile_col + TILE <= params.N;
+#if RESIDUAL_ACC
+  if (interior) {
+    let r = row0 * params.N + col0;
+    acc0_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r, false, params.N);
+    acc0_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r + 16u, false, params.N);
+    acc1_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r + 16u * params.N, false, params.N);
+    acc1_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r + 16u * params.N + 16u, false, params.N);
+    acc2_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r + 32u * params.N, false, params.N);
+    acc2_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r + 32u * params.N + 16u, false, params.N);
+    acc3_0 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r + 48u * params.N, false, params.N);
+    acc3_1 = subgroupMatrixLoad<subgroup_matrix_result<f32, 16, 16>>(&residual, r + 48u * params.N + 16u, false, params.N);
+#if BIAS_SPLIT
+    let ones = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&bias_split, 0u, false, params.b_row_stride);
+    let b0 = 16u * params.b_row_stride + col0;
+    let bias0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&bias_split, b0, false, params.b_row_stride);
+    let bias1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&bias_split, b0 + 16u, false, params.b_row_stride);
+    acc0_0 = subgroupMatrixMultiplyAccumulate(ones, bias0, acc0_0);
+    acc0_1 = subgroupMatrixMultiplyAccumulate(ones, bias1, acc0_1);
+    acc1_0 = subgroupMatrixMultiplyAccumulate(ones, bias0, acc1_0);
+    acc1_1 = subgroupMatrixMultiplyAccumulate(ones, bias1, acc1_1);
+    acc2_0 = subgroupMatrixMultiplyAccumulate(ones, bias0, acc2_0);
+    acc2_1 = subgroupMatrixMultiplyAccumulate(ones, bias1, acc2_1);
+    acc3_0 = subgroupMatrixMultiplyAccumulate(ones, bias0, acc3_0);
+    acc3_1 = subgroupMatrixMultiplyAccumulate(ones, bias1, acc3_1);
+#endif
+  }
+#endif
   // One slab in workgroup memory; the next one's global loads are in flight while it is multiplied.
   if (k_begin < k_end) {
     put_slab(fetch_slab(k_begin, lid, tile_row, tile_col, a_rows), lid);
@@ -320,8 +354,8 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
     }
     workgroupBarrier();
   }
-#if DIRECT_STORE
-  if (tile_row + TILE <= params.M && tile_col + TILE <= params.N) {
+#if DIRECT_INTERIOR
+  if (interior) {
     let o = out_base + row0 * params.N + col0;
     subgroupMatrixStore(&output, o, acc0_0, false, params.N);
     subgroupMatrixStore(&output, o + 16u, acc0_1, false, params.N);
