@@ -14,10 +14,8 @@
 override WG_SIZE: u32 = 256;
 const MAX_WG: u32 = 1024u;
 
-var<workgroup> lo_shared: array<f32, MAX_WG>;
-var<workgroup> hi_shared: array<f32, MAX_WG>;
-#include "common/workgroup_reduce.wgsl" NAME=tree_min SLOTS=lo_shared TYPE=f32 COMBINE="min(a, b)"
-#include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=hi_shared TYPE=f32 COMBINE="max(a, b)"
+var<workgroup> range_slots: array<vec2<f32>, MAX_WG>;  // (min, max) pairs
+#include "common/workgroup_reduce.wgsl" NAME=tree_range SLOTS=range_slots TYPE=vec2<f32> COMBINE="vec2<f32>(min(a.x, b.x), max(a.y, b.y))"
 
 @compute @workgroup_size(WG_SIZE)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -40,8 +38,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
   }
 #endif
-  lo = tree_min(lo, lid);
-  hi = tree_max(hi, lid);
+  let range = tree_range(vec2<f32>(lo, hi), lid);
+  lo = range.x;
+  hi = range.y;
 #if QUANTIZE
   // Every invocation has the same range, so the same scale and zero point.
   let q = dynamic_scale_and_zero_point(lo, hi, params.levels);

@@ -45,11 +45,9 @@ const CHUNK: u32 = 1024u / ROWS;  // words of each row staged per step: 4 KiB of
 
 var<workgroup> a_words: array<u32, ROWS * CHUNK>;
 #if QUANTIZE_A
-const WG_SIZE: u32 = WORKGROUP;  // the range's trees (common/workgroup_reduce.wgsl)
-var<workgroup> range_lo: array<f32, WORKGROUP>;
-var<workgroup> range_hi: array<f32, WORKGROUP>;
-#include "common/workgroup_reduce.wgsl" NAME=tree_min SLOTS=range_lo TYPE=f32 COMBINE="min(a, b)"
-#include "common/workgroup_reduce.wgsl" NAME=tree_max SLOTS=range_hi TYPE=f32 COMBINE="max(a, b)"
+const WG_SIZE: u32 = WORKGROUP;  // the range's tree (common/workgroup_reduce.wgsl): (min, max) pairs
+var<workgroup> range_slots: array<vec2<f32>, WORKGROUP>;
+#include "common/workgroup_reduce.wgsl" NAME=tree_range SLOTS=range_slots TYPE=vec2<f32> COMBINE="vec2<f32>(min(a.x, b.x), max(a.y, b.y))"
 var<private> a_quantization: vec2<f32>;  // A's scale and zero point, the same in every invocation
 #endif
 var<workgroup> lane_sums: array<u32, ROWS * WORKGROUP>;  // [row][column][lane]
@@ -139,7 +137,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
     }
   }
-  a_quantization = dynamic_scale_and_zero_point(tree_min(lo, flat), tree_max(hi, flat), params.levels);
+  let range = tree_range(vec2<f32>(lo, hi), flat);
+  a_quantization = dynamic_scale_and_zero_point(range.x, range.y, params.levels);
 #endif
 
   var sums: array<u32, ROWS>;  // sum a' b' - zb sum a', per row
