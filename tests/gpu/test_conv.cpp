@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/registry.h"
 #include "runtime/node_runner.h"
@@ -1451,6 +1452,36 @@ TEST(ConvRouting, Float16FileConvTakesTheMatrixProductWithItsHalfWeight) {
     EXPECT_EQ(packed[k_total * 128], 0u);  // past K
     EXPECT_EQ(packed[40], 0u);             // past N
   }
+}
+
+// A 1-D conv (weight [OC, C, KW]) in a float16-compute session: the same NHWC route, its weight permuted to
+// [OC, KW, C] from its own three axes.
+TEST(ConvRouting, Float16OneDimensionalConvTakesTheNhwcProduct) {
+  const gpu::Capabilities f16 = float16_compute_caps();
+  ops::NodeInfo node{"conv1d", "Conv", "", 17, {}, {}, {}};
+  node.attributes.set("pads", Ints{4, 4});
+  const int64_t channels = 64, taps = 9, out_channels = 256;
+  const Shape w_shape = {out_channels, channels, taps};
+  std::vector<std::optional<ops::TensorDesc>> descs = {ops::TensorDesc{DType::Float32, {8, channels, 4096}},
+                                                       ops::TensorDesc{DType::Float32, w_shape}};
+  Tensor w(DType::Float32, w_shape);
+  for (int64_t i = 0; i < w.element_count(); ++i) w.data<float>()[i] = static_cast<float>(i % 1999) / 2048.0f;
+  ops::PlanContext ctx{node, descs, {nullptr, &w}, f16};
+  const ops::OpPlan plan = ops::builtin_registry().find("", "Conv", 17)->handler.plan(ctx);
+  ASSERT_EQ(plan.launches.size(), 2u);
+  EXPECT_EQ(plan.launches[0].program.label, "conv_nchw_to_nhwc_f16");
+  EXPECT_EQ(plan.launches[1].program.label, "gemm_matrix_f16_conv_nhwc");
+  const Tensor* b = nullptr;  // [Kp, Np] = [576, 256] halves, row k = tap * C + c
+  for (const Tensor& c : plan.constants)
+    if (c.dtype() == DType::Float16 && c.shape() == Shape{576, 256}) b = &c;
+  ASSERT_NE(b, nullptr);
+  const auto* packed = reinterpret_cast<const uint16_t*>(b->bytes().data());
+  for (int64_t c : {0, 9, 63})
+    for (int64_t t : {0, 5, 8})
+      for (int64_t n : {0, 77, 255})
+        EXPECT_EQ(packed[(t * channels + c) * 256 + n],
+                  ops::float_to_half(w.data<float>()[(n * channels + c) * taps + t]))
+            << c << ", " << t << ", " << n;
 }
 
 }  // namespace

@@ -21,12 +21,11 @@ namespace wgi::ops {
 
 namespace {
 
-// [OC, IC, KH, KW] -> [OC, KH, KW, IC], in the weight's own type (float32 or float16: elements moved).
-Tensor weight_channels_last(const Tensor& w) {
-  const Shape& s = w.shape();
-  const int64_t oc = s[0], ic = s[1], taps = s[2] * s[3];
+// The weight [OC, IC, taps...] (a 1-D conv's has one tap axis) as [OC, taps, IC], in its own type (float32
+// or float16: elements moved).
+Tensor weight_channels_last(const Tensor& w, int64_t oc, int64_t ic, int64_t taps) {
   const size_t size = dtype_size(w.dtype());
-  Tensor out(w.dtype(), {oc, s[2], s[3], ic});
+  Tensor out(w.dtype(), {oc, taps, ic});
   const std::byte* src = w.bytes().data();
   std::byte* dst = out.bytes().data();
   for (int64_t o = 0; o < oc; ++o)
@@ -92,7 +91,8 @@ void add_matrix_f16_conv_launch(const PlanContext& ctx, const ConvGeometry& g, c
   spec.a = plan.add_scratch(uint64_t(g.batch * g.in_channels * g.height.input * g.width.input) * 2);
   plan.launches.push_back(nchw_to_nhwc_f16_launch(ctx, TensorRef::input(0), spec.a, u32(g.batch),
                                                   u32(g.in_channels), u32(g.height.input * g.width.input)));
-  append_matrix_f16_gemm(ctx, spec, weight_channels_last(*weight), /*b_nk=*/true, nullptr, plan, &conv);
+  append_matrix_f16_gemm(ctx, spec, weight_channels_last(*weight, g.out_channels, g.in_channels, taps),
+                         /*b_nk=*/true, nullptr, plan, &conv);
 }
 
 }  // namespace wgi::ops
