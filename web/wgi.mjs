@@ -173,26 +173,7 @@ export class Session {
     return serialized(async () => {
       const M = this.M;
       if (!this.handle) throw new Error('wgi: session was freed');
-      for (const [name, feed] of Object.entries(feeds)) {
-        const dtype = feed.dtype || dtypeOf(feed.data);
-        const bytes = new Uint8Array(feed.data.buffer, feed.data.byteOffset, feed.data.byteLength);
-        const dims = Int32Array.from(feed.dims);
-        const nameBytes = new TextEncoder().encode(name + '\0');
-        const typeBytes = new TextEncoder().encode(dtype + '\0');
-        const block = M._malloc(bytes.length + 4 * dims.length + nameBytes.length + typeBytes.length + 8);
-        const dimsPtr = (block + 3) & ~3;
-        const dataPtr = dimsPtr + 4 * dims.length;
-        const namePtr = dataPtr + bytes.length;
-        const typePtr = namePtr + nameBytes.length;
-        M.HEAP32.set(dims, dimsPtr >> 2);
-        M.HEAPU8.set(bytes, dataPtr);
-        M.HEAPU8.set(nameBytes, namePtr);
-        M.HEAPU8.set(typeBytes, typePtr);
-        const rc = M._wgi_web_session_set_input(this.handle, namePtr, typePtr, dimsPtr, dims.length, dataPtr,
-                                                bytes.length);
-        M._free(block);
-        if (rc !== 0) throw new Error(lastError(M));
-      }
+      this.#setInputs(feeds);
       const count = await M.ccall('wgi_web_session_run', 'number', ['number'], [this.handle], {async: true});
       if (count < 0) throw new Error(lastError(M));
       const outputs = {};
@@ -208,6 +189,45 @@ export class Session {
       }
       return outputs;
     });
+  }
+
+  // For timing the GPU's work without transfers (`node web/cli.mjs bench --device-inputs`): runs with the
+  // inputs kept on the device and every output left there, not returned. `feeds` (as run's) are uploaded once
+  // and reused by the calls that pass none. Resolves when the GPU is done.
+  runOnDevice(feeds = null) {
+    return serialized(async () => {
+      const M = this.M;
+      if (!this.handle) throw new Error('wgi: session was freed');
+      if (feeds) this.#setInputs(feeds);
+      const count = await M.ccall('wgi_web_session_run_on_device', 'number', ['number'], [this.handle],
+                                  {async: true});
+      if (count < 0) throw new Error(lastError(M));
+    });
+  }
+
+  // Copies `feeds` into the wasm session as the next run's inputs.
+  #setInputs(feeds) {
+    const M = this.M;
+    for (const [name, feed] of Object.entries(feeds)) {
+      const dtype = feed.dtype || dtypeOf(feed.data);
+      const bytes = new Uint8Array(feed.data.buffer, feed.data.byteOffset, feed.data.byteLength);
+      const dims = Int32Array.from(feed.dims);
+      const nameBytes = new TextEncoder().encode(name + '\0');
+      const typeBytes = new TextEncoder().encode(dtype + '\0');
+      const block = M._malloc(bytes.length + 4 * dims.length + nameBytes.length + typeBytes.length + 8);
+      const dimsPtr = (block + 3) & ~3;
+      const dataPtr = dimsPtr + 4 * dims.length;
+      const namePtr = dataPtr + bytes.length;
+      const typePtr = namePtr + nameBytes.length;
+      M.HEAP32.set(dims, dimsPtr >> 2);
+      M.HEAPU8.set(bytes, dataPtr);
+      M.HEAPU8.set(nameBytes, namePtr);
+      M.HEAPU8.set(typeBytes, typePtr);
+      const rc = M._wgi_web_session_set_input(this.handle, namePtr, typePtr, dimsPtr, dims.length, dataPtr,
+                                              bytes.length);
+      M._free(block);
+      if (rc !== 0) throw new Error(lastError(M));
+    }
   }
 
   // {load_ms, last_plan_ms, weight_bytes, peak_activation_bytes, plans, nodes, dispatches, pipelines (the

@@ -31,6 +31,7 @@ struct WebEnvironment {
 struct WebSession {
   std::unique_ptr<wgi::Session> session;
   std::map<std::string, wgi::Tensor> inputs;
+  std::map<std::string, wgi::Value> device_inputs;  // wgi_web_session_run_on_device's, uploaded once
   std::vector<std::pair<std::string, wgi::Tensor>> outputs;
   std::string text;  // the last string handed to JavaScript
 };
@@ -164,6 +165,28 @@ EMSCRIPTEN_KEEPALIVE int wgi_web_session_run(WebSession* web) {
         for (auto& [name, tensor] : web->session->run(inputs))
           web->outputs.emplace_back(name, std::move(tensor));
         return static_cast<int>(web->outputs.size());
+      },
+      -1);
+}
+
+// Runs the model with its inputs already on the device and every output left there (async), for timing the
+// GPU's work without transfers: the inputs set since the last run are uploaded first and reused by the calls
+// after it; the outputs are not returned (output_info and output_data see none). Returns once the GPU is
+// done: the number of outputs, or -1.
+EMSCRIPTEN_KEEPALIVE int wgi_web_session_run_on_device(WebSession* web) {
+  return guarded(
+      [&]() {
+        if (!web->inputs.empty()) {
+          web->device_inputs.clear();
+          for (const auto& [name, tensor] : web->inputs) web->device_inputs[name] = web->session->upload(tensor);
+          web->inputs.clear();
+        }
+        web->outputs.clear();
+        wgi::RunOptions keep;
+        keep.all_outputs_on_device = true;
+        const size_t count = web->session->run(web->device_inputs, keep).size();
+        web->session->synchronize();
+        return static_cast<int>(count);
       },
       -1);
 }

@@ -193,6 +193,40 @@ await check('cli/bench --profile', async () => {
   return /^ +[0-9.]+ ms {2}x[0-9]+ {2}[a-z]/m.test(r.out) ? '' : `no kernel rows: ${r.out}`;
 });
 
+// --device-inputs: the inputs uploaded once, the outputs left on the device (Session.runOnDevice); the same
+// session's ordinary run afterwards still returns the right outputs, and runOnDevice with no inputs ever given
+// is refused naming the input.
+await check('cli/bench --device-inputs', async () => {
+  const r = runCli(['bench', path.join(convBnRelu, 'model.onnx'), '--dim', 'N=2', '--runs', '3', '--warmup', '0',
+                    '--device-inputs', '--json']);
+  if (r.code !== 0) return `exit ${r.code}: ${r.err}`;
+  const b = JSON.parse(r.out);
+  return b.device_inputs === true && b.times_ms.length === 3 && b.median_ms > 0 ? '' : `unexpected ${r.out}`;
+});
+
+await check('api/runOnDevice', async () => {
+  const dir = path.join(models, 'gemm_chain');
+  const session = await wgi.Session.create(read(path.join(dir, 'model.onnx')));
+  try {
+    let refusal = '';
+    try {
+      await session.runOnDevice();
+    } catch (e) {
+      refusal = String(e.message || e);
+    }
+    if (!/input 'x' is missing/.test(refusal)) return `runOnDevice without inputs: '${refusal}', expected a refusal naming x`;
+    const x = decodeNpy(read(path.join(dir, 'input_x.npy')));
+    await session.runOnDevice({x: {data: x.data, dims: x.dims}});
+    await session.runOnDevice();
+    const got = await session.run({x: {data: x.data, dims: x.dims}});
+    const want = decodeNpy(read(path.join(dir, 'expected_y.npy')));
+    const error = relativeL2(got.y, want);
+    return error <= 1e-4 ? '' : `relative L2 ${error} after runs on the device`;
+  } finally {
+    await session.free();
+  }
+});
+
 await check('cli/bad inputs are refused with a message', async () => {
   const bad = path.join(tmp, 'bad.npy');
   fs.writeFileSync(bad, 'not numpy');
