@@ -1449,8 +1449,10 @@ TEST(ConvRouting, Float16FileConvTakesTheMatrixProductWithItsHalfWeight) {
               << c << ", " << tap << ", " << n;
       }
     }
-    EXPECT_EQ(packed[k_total * 128], 0u);  // past K
-    EXPECT_EQ(packed[40], 0u);             // past N
+    if (k_total < kp) {
+      EXPECT_EQ(packed[k_total * 128], 0u);  // past K (60 channels: 540 of 576 rows)
+    }
+    EXPECT_EQ(packed[40], 0u);  // past N
   }
 }
 
