@@ -44,6 +44,12 @@ check "check q4 variant" 0 "all 262 nodes can run" -- "$wgi" check \
   "$models/variants/bart_decoder_tiny_opset17_q4/model.onnx" --dim batch=1 --dim new_tokens=1 --dim src_len=5 --dim past_len=3
 check "check unknown contrib op" 1 "FancyContribOp \(com.microsoft opset 1\): op missing" -- "$wgi" check \
   "$models/variants/unknown_contrib/model.onnx"
+# --precision f16: the plan of a float16-compute session on a large GPU (no such adapter here), its attention
+# and products on subgroup matrices; refused without --device-limits large.
+check "check --precision f16" 0 "attention_matrix_f16" -- "$wgi" check \
+  "$models/siglip_vision_tiny_opset17/model.onnx" --dim batch=2 --device-limits large --precision f16 --kernels
+check "check --precision f16 default limits" 1 "--precision f16 needs --device-limits large" -- "$wgi" check \
+  "$models/gemm_chain/model.onnx" --precision f16
 
 check "run" 0 "y: float32 \[5, 8\], min" -- "$wgi" run "$models/gemm_chain/model.onnx" \
   --input "x=$models/gemm_chain/input_x.npy" --output-dir "$work/run"

@@ -3,7 +3,9 @@
 // the whole model is also planned for those shapes with WebGPU's default limits (--device-limits large: a
 // large GPU's; --kernels lists the kernels planned), which catches unsupported attribute values and element
 // types, and then held to the buffer limits `wgi run` applies (every tensor a GPU node uses, and its scratch,
-// within maxBufferSize; every binding within maxStorageBufferBindingSize).
+// within maxBufferSize; every binding within maxStorageBufferBindingSize). --precision f16 (with
+// --device-limits large) plans as a float16-compute session on such a GPU would: the kernels it lists are
+// those an H200 runs through dawn.node.
 #include <iostream>
 #include <map>
 #include <memory>
@@ -146,6 +148,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     std::vector<std::string> dims;
     bool kernels = false;
     std::string device_limits = "default";
+    std::string precision = "f32";
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("check", "List every node of an ONNX model that wgi cannot run, and why");
@@ -156,7 +159,16 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "Plan for WebGPU's default limits (default) or a large discrete GPU's (large: the H200's "
                   "limits, subgroups)")
       ->check(CLI::IsMember({"default", "large"}));
+  cmd->add_option(
+         "--precision", opts->precision,
+         "Plan as a session of this precision would (f16: with --device-limits large, as that GPU with "
+         "shader-f16 and subgroup matrices, e.g. through dawn.node; docs/float16.md)")
+      ->check(CLI::IsMember({"f32", "f16"}));
   cmd->callback([opts, &exit_code] {
+    if (opts->precision == "f16" && opts->device_limits != "large")
+      throw Error(
+          "--precision f16 needs --device-limits large: only a large GPU's adapter has "
+          "the features f16 compute needs");
     const auto dims = parse_dims(opts->dims);
     graph::Graph g = onnx::import_model_file(opts->model);
     std::map<std::string, int> histogram;
@@ -210,8 +222,12 @@ void add_check_command(CLI::App& app, int& exit_code) {
       element_count(input.desc.shape);  // a wgi::Error for a shape whose element count overflows
       descs.push_back(input);
     }
-    const gpu::Capabilities caps =
+    gpu::Capabilities caps =
         opts->device_limits == "large" ? gpu::large_gpu_capabilities() : gpu::default_capabilities();
+    if (opts->precision == "f16") {  // the features a session asks for precision f16 (runtime/session.cpp)
+      caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+      caps.f16_compute = true;
+    }
     std::vector<std::string> errors;
     runtime::NodePlans plans = runtime::plan_nodes(g, registry, caps, descs, {}, &errors);
     if (errors.empty()) errors = buffer_limit_errors(g, plans, caps.limits);
