@@ -87,6 +87,12 @@ Capabilities large_gpu_capabilities() {
   return c;
 }
 
+Capabilities large_gpu_f16_capabilities() {
+  Capabilities c = large_gpu_capabilities();
+  c.features.shader_f16 = c.features.subgroup_matrix_f16 = true;
+  return c;
+}
+
 namespace {
 
 std::string lower_case(std::string s) {

@@ -19,25 +19,27 @@ uint32_t padded(uint32_t v, uint32_t multiple) {
   return ceil_div(std::max<uint32_t>(v, 1), multiple) * multiple;
 }
 
-// The epilogue the kernel's direct stores apply: at most a bias broadcast over rows, taken into the
-// accumulators (the bias rows), nothing after.
-bool plain_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
-  const bool bias_rows = !spec.bias || (bias && spec.bias_stride_m == 0 && spec.bias_stride_n == 1 &&
-                                        bias->element_count() >= spec.n && bias->dtype() == DType::Float32);
-  return bias_rows && spec.alpha == 1.0f && (!spec.bias || spec.beta == 1.0f) && !spec.residual &&
-         spec.activation.kind == FusedActivation::Kind::None && !spec.out_row_map;
+// What the accumulators can start from or take in as they are (no alpha, no activation, no output row map),
+// with no bias or a constant float32 one of N values broadcast over rows at beta 1.
+bool accumulator_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
+  const bool row_bias =
+      !spec.bias || (bias && spec.bias_stride_m == 0 && spec.bias_stride_n == 1 && spec.beta == 1.0f &&
+                     bias->element_count() >= spec.n && bias->dtype() == DType::Float32);
+  return row_bias && spec.alpha == 1.0f && spec.activation.kind == FusedActivation::Kind::None &&
+         !spec.out_row_map;
 }
 
-// The epilogue RESIDUAL_ACC takes into the accumulators of interior tiles: a fused residual, then nothing
-// but at most a constant row-broadcast bias within the float16 range (split into two halves).
+// The epilogue the kernel's direct stores apply: at most the bias, taken into the accumulators (the bias
+// rows), nothing after.
+bool plain_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
+  return !spec.residual && accumulator_epilogue(spec, bias);
+}
+
+// The epilogue RESIDUAL_ACC takes into the accumulators of interior tiles: a fused residual and at most a
+// bias within the float16 range (split into two halves).
 bool residual_epilogue(const GemmLaunchSpec& spec, const Tensor* bias) {
-  if (!spec.residual || spec.alpha != 1.0f || spec.activation.kind != FusedActivation::Kind::None ||
-      spec.out_row_map)
-    return false;
+  if (!spec.residual || !accumulator_epilogue(spec, bias)) return false;
   if (!spec.bias) return true;
-  if (!bias || spec.bias_stride_m != 0 || spec.bias_stride_n != 1 || spec.beta != 1.0f ||
-      bias->dtype() != DType::Float32 || bias->element_count() < spec.n)
-    return false;
   const auto* values = reinterpret_cast<const float*>(bias->bytes().data());
   return std::all_of(values, values + spec.n, [](float v) { return std::abs(v) <= 65504.0f; });
 }

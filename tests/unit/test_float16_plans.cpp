@@ -78,8 +78,7 @@ TEST(Float16Plans, Float16ExportsPlanTheKernelsOfTheirFloat32Models) {
 // of A; the same device computing in f32 plans none.
 TEST(Float16Plans, AnF16SessionPlansConstantWeightGemmsOnSubgroupMatrices) {
   const fs::path model = kModels / "siglip_vision_tiny_opset17/model.onnx";
-  gpu::Capabilities caps = gpu::large_gpu_capabilities();
-  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  gpu::Capabilities caps = gpu::large_gpu_f16_capabilities();
   const auto count = [](const std::map<std::string, int>& kernels, const std::string& prefix) {
     int n = 0;
     for (const auto& [label, launches] : kernels) n += label.rfind(prefix, 0) == 0 ? launches : 0;
@@ -104,8 +103,7 @@ TEST(Float16Plans, AnF16SessionPlansConstantWeightGemmsOnSubgroupMatrices) {
 // reads K and V in place where f32's row kernel copies them).
 TEST(Float16Plans, AnF16SessionPlansDaVitsWindowGemmsOnSubgroupMatrices) {
   const fs::path model = kModels / "florence2_vision_tiny_opset17/model.onnx";
-  gpu::Capabilities caps = gpu::large_gpu_capabilities();
-  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  gpu::Capabilities caps = gpu::large_gpu_f16_capabilities();
   const auto f32 = planned_kernels(model, caps);
   caps.f16_compute = true;
   const auto f16 = planned_kernels(model, caps);
@@ -127,8 +125,7 @@ TEST(Float16Plans, AnF16SessionPlansDaVitsWindowGemmsOnSubgroupMatrices) {
 // converted once at planning; the same device computing in float32 plans the same GEMVs on float32 weights.
 TEST(Float16Plans, AnF16SessionsGemvsReadTheirWeightsAsFloat16) {
   const fs::path model = kModels / "bart_decoder_cached_cross_tiny_opset17/model.onnx";
-  gpu::Capabilities caps = gpu::large_gpu_capabilities();
-  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  gpu::Capabilities caps = gpu::large_gpu_f16_capabilities();
   const auto gemvs = [](const std::map<std::string, int>& kernels, bool half) {
     int n = 0;
     for (const auto& [label, launches] : kernels) {

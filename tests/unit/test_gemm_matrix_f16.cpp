@@ -18,8 +18,7 @@ namespace wgi {
 namespace {
 
 gpu::Capabilities f16_caps() {
-  gpu::Capabilities caps = gpu::large_gpu_capabilities();
-  caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
+  gpu::Capabilities caps = gpu::large_gpu_f16_capabilities();
   caps.f16_compute = true;
   return caps;
 }

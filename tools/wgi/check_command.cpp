@@ -222,12 +222,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
       element_count(input.desc.shape);  // a wgi::Error for a shape whose element count overflows
       descs.push_back(input);
     }
-    gpu::Capabilities caps =
-        opts->device_limits == "large" ? gpu::large_gpu_capabilities() : gpu::default_capabilities();
-    if (opts->precision == "f16") {  // the features a session asks for precision f16 (runtime/session.cpp)
-      caps.features.shader_f16 = caps.features.subgroups = caps.features.subgroup_matrix_f16 = true;
-      caps.f16_compute = true;
-    }
+    gpu::Capabilities caps = opts->precision == "f16"         ? gpu::large_gpu_f16_capabilities()
+                             : opts->device_limits == "large" ? gpu::large_gpu_capabilities()
+                                                              : gpu::default_capabilities();
+    caps.f16_compute = opts->precision == "f16";  // as a precision f16 session sets it (runtime/session.cpp)
     std::vector<std::string> errors;
     runtime::NodePlans plans = runtime::plan_nodes(g, registry, caps, descs, {}, &errors);
     if (errors.empty()) errors = buffer_limit_errors(g, plans, caps.limits);
