@@ -22,7 +22,8 @@
 #   source .device/env.sh; bash bench/node_campaign.sh probe   # there: the subgroup-matrix GEMM round:
 #       bench/sgm_gemm_probe.mjs's variants (WGI_PROBE_VARIANTS, space-separated, or its default list) with
 #       Dawn's robustness on (as Chrome) and off (native wgi's toggles; WGI_PROBE_TOGGLE_SETS="robust native"),
-#       wgi's own kernels (tests/web/node_f16.mjs --bench; WGI_PROBE_WGI=0 leaves it out), PyTorch's fp16 /
+#       wgi's own kernels (tests/web/node_f16.mjs --bench; WGI_PROBE_WGI=0 leaves it out; again with the build
+#       in .device/node/web_base/ when there is one: a kernel change A/B), PyTorch's fp16 /
 #       fp32 4096^3 and 3x3 conv in the same call, and the GPU's clocks, power and throttle reasons sampled
 #       every 200 ms throughout. Results: $OUT/probe.txt, $OUT/smi.csv
 #   source .device/env.sh; bash bench/node_campaign.sh f16ab   # there, packed as for `run` plus builds of
@@ -305,6 +306,16 @@ PY
       stamp "wgi's kernel (tests/web/node_f16.mjs --bench), native toggles"
       WGI_PYTHON=python3 timeout 150 node tests/web/node_f16.mjs --backend vulkan \
         --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16\|^PASS\|^FAIL"
+      # A kernel change against the build before it, in the same call: .device/node/web_base/ (as for f16ab).
+      if [[ -f .device/node/web_base/wgi.js ]]; then
+        stamp "the same with .device/node/web_base's build"
+        cp build/web/wgi.js build/web/wgi.wasm /tmp/
+        cp .device/node/web_base/wgi.js build/web/
+        xz -dc .device/node/web_base/wgi.wasm.xz >build/web/wgi.wasm
+        WGI_PYTHON=python3 timeout 150 node tests/web/node_f16.mjs --backend vulkan \
+          --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16\|^FAIL"
+        cp /tmp/wgi.js /tmp/wgi.wasm build/web/
+      fi
     fi
     stamp done
   } >"$out/probe.txt" 2>&1

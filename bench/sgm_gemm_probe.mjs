@@ -89,6 +89,13 @@ function blocked16(b, K, N) {
   return out;
 }
 
+// X [R, C] row-major as chunks of 8 rows of one column: [R/8][C][8] (at / bt).
+function columnChunks8(x, R, C) {
+  const out = new Uint16Array(x.length);
+  for (let r = 0; r < R; ++r) for (let c = 0; c < C; ++c) out[(Math.floor(r / 8) * C + c) * 8 + (r % 8)] = x[r * C + c];
+  return out;
+}
+
 // The kernel text of a variant: tile rows TM x cols TN per workgroup of 4 subgroups laid out 2 x 2; each
 // subgroup owns (TM/2) x (TN/2) = AM x AN matrices of 16x16.
 function kernel(variant) {
@@ -188,14 +195,24 @@ ${store}}`,
 //         (subgroupMatrixStore): the driver's stores instead of 16-bit scalar ones [0]
 //   halves  1: (single buffer) A's slab loaded and stored before B's is loaded: half the staging registers
 //         live at once [0]
+//   at bt  1: (16-byte loads, no edge) A (at) or B (bt) in memory as chunks of 8 halves down a column
+//         (A [M/8][K][8], B [K/8][N][8]; a cast kernel or the weight's prepack would write them): each lane
+//         stores its 8 halves into 8 rows, consecutive lanes into consecutive halves of a row, so the 16-bit
+//         workgroup stores are free of bank conflicts with static indices [0]
+//   rot   1: (16- or 8-byte loads, row-major operands) each lane stores its words starting at a lane-dependent
+//         one (the vector rotated by selects, no dynamic index): the lanes whose chunks share banks store
+//         different words at each step, free of bank conflicts [0]
 // Diagnostics (their products are wrong by design: not checked, timed only):
 //   nostage 1: the first slab is staged once and every K step multiplies it again: no global loads, no
 //         stores, no barriers in the loop (the ceiling of matrix loads from workgroup memory + MMAs) [0]
 //   nomma   1: every slab is staged as usual, but only one MMA a slab uses it (the staging's own cost) [0]
+//   sd      (with pf) the staging taken apart: 1: the slabs' global loads without their stores (folded into a
+//         value the kernel writes only if it matches a constant); 2: every store to a conflict-free place
+//         (consecutive lanes, consecutive halves); 3: no barriers in the K loop [0]
 // Global loads are 16 bytes per invocation (vec4<u32>: 8 halves, or vec4<f32> with af32); stores into
 // workgroup memory are f16 scalars (subgroupMatrixLoad reads array<f16>).
 function tileKernel(spec) {
-  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0, lw: 16, edge: 0, eguard: 1, estore: 0, halves: 0, nostage: 0, nomma: 0, pf: 0, perm: 0, mstage: 0 };
+  const o = { sg: 8, sgr: 4, tm: 128, tn: 128, ks: 32, pad: 8, db: 1, af32: 0, bdirect: 0, lw: 16, edge: 0, eguard: 1, estore: 0, halves: 0, nostage: 0, nomma: 0, pf: 0, perm: 0, mstage: 0, at: 0, bt: 0, rot: 0, sd: 0 };
   for (const kv of spec.split(',').filter(Boolean)) {
     const [k, v] = kv.split('=');
     if (!(k in o)) throw new Error('unknown tile parameter ' + k);
@@ -213,11 +230,11 @@ function tileKernel(spec) {
   // perm: lane i of a subgroup stores its 8 halves in the order that puts the 32 lanes of each 16-bit store on
   // 32 different banks: lanes whose 16-byte chunks fall on the same 4 banks (the same 16-byte column of the
   // 128-byte bank row) store different words of them at each step; `rank` numbers those lanes 0..3.
-  const bankRanks = (chunksPerRow, strideHalves) => {
+  const bankRanks = (chunksPerRow, strideHalves, chunkBytes = 16) => {
     const seen = new Map(), ranks = [];
     for (let i = 0; i < 32; ++i) {
-      const g = ((Math.floor(i / chunksPerRow) * strideHalves * 2 + (i % chunksPerRow) * 16) / 16) % 8;
-      ranks.push((seen.get(g) ?? 0) % 4);
+      const g = ((Math.floor(i / chunksPerRow) * strideHalves * 2 + (i % chunksPerRow) * chunkBytes) / chunkBytes) % (128 / chunkBytes);
+      ranks.push((seen.get(g) ?? 0) % (chunkBytes / 4));
       seen.set(g, (seen.get(g) ?? 0) + 1);
     }
     return ranks;
@@ -228,8 +245,31 @@ function tileKernel(spec) {
     const bits = (from) => ranks.slice(from, from + 16).reduce((a, r, i) => a + r * 4 ** i, 0);
     return `fn ${name}(lane: u32) -> u32 { return (select(${bits(16)}u, ${bits(0)}u, lane < 16u) >> ((lane % 16u) * 2u)) & 3u; }\n`;
   };
-  const storeHalves = (t, v, rankTable) => {
+  const storeHalves = (t, v, rankTable, loadIndex, colStride) => {
     let out = '';
+    if (o.sd === 2) {  // conflict-free, wrong places: consecutive lanes, consecutive halves
+      const slab = t === 'ta' ? aSlab : bSlab;
+      for (let w = 0; w < words; ++w) {
+        const word = words === 1 ? v : `${v}.${'xyzw'[w]}`;
+        for (let h = 0; h < 2; ++h)
+          out += ` ${t}[buf * ${slab}u + ${(loadIndex * halves + 2 * w + h) * threads}u + lid] = bitcast<vec2<f16>>(${word}).${'xy'[h]};`;
+      }
+      return out + '\n';
+    }
+    if (colStride) {  // at / bt: half j of the chunk into row j
+      for (let w = 0; w < words; ++w)
+        out += ` { let h = bitcast<vec2<f16>>(${v}.${'xyzw'[w]}); ${t}[d + ${2 * w * colStride}u] = h.x; ${t}[d + ${(2 * w + 1) * colStride}u] = h.y; }`;
+      return out + '\n';
+    }
+    if (o.rot && (words === 4 || words === 2)) {
+      out += ` let r = ${rankTable}(lid % 32u);`;
+      out += words === 4
+        ? ` let v1 = select(${v}, ${v}.yzwx, (r & 1u) != 0u); let v2 = select(v1, v1.zwxy, (r & 2u) != 0u);`
+        : ` let v2 = select(${v}, ${v}.yx, r != 0u);`;
+      for (let w = 0; w < words; ++w)
+        out += ` { let w = (${w}u + r) & ${words - 1}u; let h = bitcast<vec2<f16>>(v2.${'xyzw'[w]}); ${t}[d + 2u * w] = h.x; ${t}[d + 2u * w + 1u] = h.y; }`;
+      return out + '\n';
+    }
     if (o.perm && words === 4) {
       out += ` let k = ${rankTable}(lid % 32u);`;
       for (let j = 0; j < 8; ++j)
@@ -244,6 +284,9 @@ function tileKernel(spec) {
   };
   if (!Number.isInteger(aLoads) || !Number.isInteger(bLoads) || !Number.isInteger(am) || !Number.isInteger(an))
     throw new Error('tile ' + spec + ' does not divide evenly');
+  if ((o.at || o.bt) && (words !== 4 || o.edge || o.af32 || o.bdirect || o.mstage))
+    throw new Error('at / bt need 16-byte loads of f16 data, no edge, bdirect or mstage');
+  if (o.sd && !o.pf) throw new Error('sd needs pf');
   const bufs = o.db ? 2 : 1;
   const aSlab = o.tm * sa, bSlab = o.ks * sb;
   let decl = '', mma = '', store = '', loads = '', direct = '';
@@ -285,7 +328,12 @@ function tileKernel(spec) {
       : `      let r${j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&tb, bbase + kk * ${sb}u + scol + ${16 * j}u, false, ${sb}u);\n`;
   }
   // Registers of one slab's global loads, then their stores into buffer `buf`.
-  let fetch = '', put = '', fetchB = '', putB = '';
+  let fetch = '', put = '', fetchB = '', putB = '', fold = '';
+  // sd=1: a loaded value's words xor-ed together (keeps the loads live without storing them).
+  const foldWords = (v, n, f32) => {
+    const c = (w) => (n === 1 ? v : `${v}.${'xyzw'[w]}`);
+    return Array.from({ length: n }, (_, w) => (f32 ? `bitcast<u32>(${c(w)})` : c(w))).join(' ^ ');
+  };
   const aChunksPerRow = o.ks / aPer, bChunksPerRow = o.tn / halves;
   for (let t = 0; t < aLoads; ++t) {
     fetch += `    let ca${t} = (${t}u * ${threads}u + lid);\n`;
@@ -293,23 +341,31 @@ function tileKernel(spec) {
       const zero = o.af32 ? 'vec4<f32>()' : `${wordType}()`;
       fetch += `    { let r = min(wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u, p.m - 1u);\n`;
       fetch += `      ga${t} = select(${zero}, av[(r * p.k + k0 + (ca${t} % ${aChunksPerRow}u) * ${aPer}u) / ${aPer}u], wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u < p.m); }\n`;
+    } else if (o.at) {
+      fetch += `    ga${t} = av[(wg.y * ${o.tm / 8}u + ca${t} / ${o.ks}u) * p.k + k0 + ca${t} % ${o.ks}u];\n`;
     } else {
       fetch += `    ga${t} = av[((wg.y * ${o.tm}u + ca${t} / ${aChunksPerRow}u) * p.k + k0 + (ca${t} % ${aChunksPerRow}u) * ${aPer}u) / ${aPer}u];\n`;
     }
-    const dst = `buf * ${aSlab}u + (ca${t} / ${aChunksPerRow}u) * ${sa}u + (ca${t} % ${aChunksPerRow}u) * ${aPer}u`;
+    const dst = o.at ? `buf * ${aSlab}u + (ca${t} / ${o.ks}u) * ${8 * sa}u + ca${t} % ${o.ks}u`
+                     : `buf * ${aSlab}u + (ca${t} / ${aChunksPerRow}u) * ${sa}u + (ca${t} % ${aChunksPerRow}u) * ${aPer}u`;
     put += `    { let ca${t} = (${t}u * ${threads}u + lid); let d = ${dst};\n`;
     if (o.af32) {
       put += `      ta[d] = f16(ga${t}.x); ta[d + 1u] = f16(ga${t}.y); ta[d + 2u] = f16(ga${t}.z); ta[d + 3u] = f16(ga${t}.w); }\n`;
     } else {
-      put += `     ${storeHalves('ta', `ga${t}`, 'RANK_A')}    }\n`;
+      put += `     ${storeHalves('ta', `ga${t}`, 'RANK_A', t, o.at ? sa : 0)}    }\n`;
     }
+    if (o.sd === 1) fold += ` sink ^= ${foldWords(`ga${t}`, o.af32 ? 4 : words, o.af32)};`;
   }
   for (let t = 0; t < (o.bdirect ? 0 : bLoads); ++t) {
     fetchB += `    let cb${t} = (${t}u * ${threads}u + lid);\n`;
-    fetchB += `    gb${t} = bv[((k0 + cb${t} / ${bChunksPerRow}u) * ${o.edge ? 'p.np' : 'p.n'} + wg.x * ${o.tn}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u) / ${halves}u];\n`;
-    const dst = `buf * ${bSlab}u + (cb${t} / ${bChunksPerRow}u) * ${sb}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u`;
+    fetchB += o.bt
+      ? `    gb${t} = bv[(k0 / 8u + cb${t} / ${o.tn}u) * p.n + wg.x * ${o.tn}u + cb${t} % ${o.tn}u];\n`
+      : `    gb${t} = bv[((k0 + cb${t} / ${bChunksPerRow}u) * ${o.edge ? 'p.np' : 'p.n'} + wg.x * ${o.tn}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u) / ${halves}u];\n`;
+    const dst = o.bt ? `buf * ${bSlab}u + (cb${t} / ${o.tn}u) * ${8 * sb}u + cb${t} % ${o.tn}u`
+                     : `buf * ${bSlab}u + (cb${t} / ${bChunksPerRow}u) * ${sb}u + (cb${t} % ${bChunksPerRow}u) * ${halves}u`;
     putB += `    { let cb${t} = (${t}u * ${threads}u + lid); let d = ${dst};\n`;
-    putB += `     ${storeHalves('tb', `gb${t}`, 'RANK_B')}    }\n`;
+    putB += `     ${storeHalves('tb', `gb${t}`, 'RANK_B', t, o.bt ? sb : 0)}    }\n`;
+    if (o.sd === 1) fold += ` sink ^= ${foldWords(`gb${t}`, words, false)};`;
   }
   let regs = '';
   for (let t = 0; t < aLoads; ++t) regs += `  var ga${t}: ${o.af32 ? 'vec4<f32>' : wordType};\n`;
@@ -343,6 +399,7 @@ ${loads}${mma}    }\n`;
   // matrices with mstage: one loop, the fetch and the store of either form.
   const fetchAt = (k) => (o.mstage ? mfetch.replaceAll('KZ', k) : `    fetch_slab(${k}, lid, wg);\n`);
   const putSlab = o.mstage ? mput : '    put_slab(0u, lid);\n';
+  const loopBarrier = o.sd === 3 ? '' : '    workgroupBarrier();\n';
   const loop = o.mstage || o.pf
     ? `${mdecl}${fetchAt('0u')}${putSlab}  workgroupBarrier();
   let cur = 0u;
@@ -350,11 +407,9 @@ ${loads}${mma}    }\n`;
     let more = k0 + ${o.ks}u < p.k;
     if (more) {
 ${fetchAt(`(k0 + ${o.ks}u)`)}    }
-${compute}    workgroupBarrier();
-    if (more) {
-${putSlab}    }
-    workgroupBarrier();
-  }\n`
+${compute}${loopBarrier}    if (more) {
+${o.sd === 1 ? `   ${fold}\n` : putSlab}    }
+${loopBarrier}  }\n${o.sd === 1 ? '  if (sink == 0x9e3779b9u) { c[0] = 1.0; }\n' : ''}`
     : o.nostage
     ? `  fetch_slab(0u, lid, wg);
   put_slab(0u, lid);
@@ -399,7 +454,8 @@ ${compute}    if (more) { put_slab(1u - cur, lid); }
 ${compute}    workgroupBarrier();
   }\n`;
   return {
-    TM: o.tm, TN: o.tn, KS: o.ks, threads, diagnostic: !!(o.nostage || o.nomma), af32: !!o.af32, bBlocks: !!o.bdirect, edge: !!o.edge,
+    TM: o.tm, TN: o.tn, KS: o.ks, threads, diagnostic: !!(o.nostage || o.nomma || o.sd), af32: !!o.af32,
+    aCols8: !!o.at, bCols8: !!o.bt, bBlocks: !!o.bdirect, edge: !!o.edge,
     padRows: !!o.edge && !o.eguard, biasRows: !!o.edge && o.estore === 1,
     code: `enable f16;
 enable chromium_experimental_subgroup_matrix;${o.edge ? '\nenable subgroups;' : ''}
@@ -414,7 +470,7 @@ var<workgroup> bounce: array<f32, ${o.sg * 256}>;` : ''}${o.edge && o.estore ===
 @group(0) @binding(5) var<storage, read> biasm: array<f32>;` : ''}
 var<workgroup> ta: array<f16, ${bufs * aSlab}>;
 ${o.bdirect ? '' : `var<workgroup> tb: array<f16, ${bufs * bSlab}>;`}
-${o.perm ? `${rankFn('RANK_A', bankRanks(aChunksPerRow, sa))}${rankFn('RANK_B', bankRanks(bChunksPerRow, sb))}` : ''}${o.mstage ? '' : regs.replace(/  var /g, 'var<private> ')}${fn}
+${o.perm || o.rot ? `${rankFn('RANK_A', bankRanks(aChunksPerRow, sa, 2 * aPer))}${rankFn('RANK_B', bankRanks(bChunksPerRow, sb, 2 * halves))}` : ''}${o.sd === 1 ? 'var<private> sink: u32;\n' : ''}${o.mstage ? '' : regs.replace(/  var /g, 'var<private> ')}${fn}
 @compute @workgroup_size(${threads})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(subgroup_id) sid: u32,
         @builtin(local_invocation_index) lid: u32${o.edge ? `,
@@ -428,7 +484,7 @@ ${decl}${loop}${o.edge && o.estore === 1 ? `  if ((wg.y + 1u) * ${o.tm}u <= p.m 
 }
 
 async function probe(variant) {
-  const { code, TM, TN, KS, af32, bBlocks, edge, padRows, biasRows, diagnostic } =
+  const { code, TM, TN, KS, af32, bBlocks, edge, padRows, biasRows, diagnostic, aCols8, bCols8 } =
     variant.startsWith('tile:') ? tileKernel(variant.slice(5)) : kernel(variant);
   const module = device.createShaderModule({ code });
   const info = await module.getCompilationInfo();
@@ -462,8 +518,8 @@ async function probe(variant) {
       device.queue.writeBuffer(buf, 0, data);
       return buf;
     };
-    const ba = mk(af32 ? Float32Array.from(ap, fromHalf) : ap, GPUBufferUsage.STORAGE);
-    const bb = mk(bBlocks ? blocked16(bh, K, N) : edge ? bpad : bh, GPUBufferUsage.STORAGE);
+    const ba = mk(af32 ? Float32Array.from(ap, fromHalf) : aCols8 ? columnChunks8(ap, M, K) : ap, GPUBufferUsage.STORAGE);
+    const bb = mk(bBlocks ? blocked16(bh, K, N) : bCols8 ? columnChunks8(bh, K, N) : edge ? bpad : bh, GPUBufferUsage.STORAGE);
     const bc = device.createBuffer({ size: M * N * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const bp = mk(new Uint32Array([M, N, Kp, Np]), GPUBufferUsage.UNIFORM);
     const entries = [
