@@ -73,7 +73,8 @@ constexpr uint32_t kMaxValueDim = 512;  // 8 accumulators per thread x 64 thread
 // attention_tiled.wgsl: one query row per invocation, keys staged 32 at a time; its q row and accumulator are
 // registers, so the head sizes are compiled in and bounded.
 constexpr int64_t kTiledMaxHeadDim = 64;
-constexpr int64_t kTiledKeysPerChunk = 32;
+// Keys staged per chunk: DaViT's 144 keys fill nine chunks of 16 (chunks of 32 left the fifth half padding).
+constexpr int64_t kTiledKeysPerChunk = 16;
 constexpr int64_t kTiledMaxQueriesPerWorkgroup = 256;
 constexpr int64_t kTiledMinQueries = 32;  // below, most of a 32-row workgroup would idle: attention.wgsl
 // ... and it must fill the GPU: SigLIP-B's 12 heads x 197 queries (48 tiled workgroups of 64) ran slower
@@ -789,7 +790,8 @@ void build_fused_plan(const PlanContext& ctx, const AttentionProblem& p, const A
                                           {{"K_TRANSPOSED", k_t},
                                            {"HEAD_DIM", std::to_string(p.d)},
                                            {"VALUE_DIM", std::to_string(p.dv)},
-                                           {"QUERIES_PER_WORKGROUP", std::to_string(choice.tiled_queries)}});
+                                           {"QUERIES_PER_WORKGROUP", std::to_string(choice.tiled_queries)},
+                                           {"KEYS_PER_CHUNK", std::to_string(kTiledKeysPerChunk)}});
   } else {
     launch.program.wgsl = iface.load_wgsl("attention/attention.wgsl",
                                           {{"K_TRANSPOSED", k_t}, {"SPLIT_KEYS", split ? "1" : "0"}});

@@ -1,9 +1,10 @@
 // Fused attention for many query rows and small heads (window attention: 144 queries and keys per window,
 // head size 32): out = softmax(scale * Q K^T + mask) V with one query row per invocation and BQ rows per
-// workgroup. The workgroup stages BKV keys and their values in workgroup memory, and every invocation runs
-// its own online softmax over them (running max and sum in registers; no cross-invocation reduction, so one
-// barrier pair per chunk instead of attention.wgsl's several per row). All invocations of a workgroup read
-// the same K / V element at once: a broadcast, no bank conflicts.
+// workgroup. The workgroup stages BKV keys (KEYS_PER_CHUNK, from src/ops/attention.cpp) and their values in
+// workgroup memory, and every invocation runs its own online softmax over them (running max and sum in
+// registers; no cross-invocation reduction, so one barrier pair per chunk instead of attention.wgsl's
+// several per row). All invocations of a workgroup read the same K / V element at once: a broadcast, no bank
+// conflicts.
 // - BQ (a multiple of 32, at most 256) covers a head's queries in one workgroup where they fit, so its keys
 //   and values are staged once per head, not once per 64 queries (DaViT: 144 queries, BQ 160).
 // - Head dims are padded to whole vec4s (D4, DV4: zeros), so a workgroup-memory read serves four FMAs, and
@@ -16,7 +17,7 @@
 #include "attention/attention_common.wgsl"
 
 const BQ: u32 = {{QUERIES_PER_WORKGROUP}}u;  // query rows per workgroup, one per invocation
-const BKV: u32 = 32u;                         // keys staged per chunk
+const BKV: u32 = {{KEYS_PER_CHUNK}}u;         // keys staged per chunk
 const D: u32 = {{HEAD_DIM}}u;
 const DV: u32 = {{VALUE_DIM}}u;
 const D4: u32 = (D + 3u) / 4u;  // vec4s per key row, zero-padded
@@ -83,10 +84,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var scores: array<f32, BKV>;
       var chunk_max = NO_SCORE;
       for (var j = 0u; j < BKV; j++) {
-        var s = 0.0;
+        // Four independent FMA chains (a dot per vec4 then an add would be five dependent instructions).
+        var d = vec4<f32>(0.0);
         for (var c = 0u; c < D4; c++) {
-          s += dot(q_row[c], k_tile[j][c]);
+          d = fma(q_row[c], k_tile[j][c], d);
         }
+        var s = (d.x + d.y) + (d.z + d.w);
         if (j >= n) {
           s = NO_SCORE;
         } else if (params.has_mask != 0u) {
