@@ -70,8 +70,8 @@ namespace attention {
 namespace {
 
 constexpr uint32_t kMaxValueDim = 512;  // 8 accumulators per thread x 64 threads (attention.wgsl)
-// attention_tiled.wgsl: one query row per invocation, keys staged 32 at a time; its q row and accumulator are
-// registers, so the head sizes are compiled in and bounded.
+// attention_tiled.wgsl: one query row per invocation, keys staged a chunk at a time; its q row and
+// accumulator are registers, so the head sizes are compiled in and bounded.
 constexpr int64_t kTiledMaxHeadDim = 64;
 // Keys staged per chunk: DaViT's 144 keys fill nine chunks of 16 (chunks of 32 left the fifth half padding).
 constexpr int64_t kTiledKeysPerChunk = 16;
