@@ -424,9 +424,9 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   if (!forced.empty() && forced != "rows" && forced != "tiled" && forced != "gemm" && forced != "matrix")
     throw Error("unknown wgi.kernel '" + forced + "' (expected rows, tiled, gemm or matrix)");
 
-  // Keys and values staged as whole vec4s (head dims padded).
-  const uint64_t tiled_storage =
-      static_cast<uint64_t>(kTiledKeysPerChunk * ((p.d + 3) / 4 + (p.dv + 3) / 4) * 4) * sizeof(float);
+  // Keys and values staged as whole vec4s (head dims padded, at least one: a head of size 0 scores 0).
+  const int64_t d4 = std::max<int64_t>(1, (p.d + 3) / 4), dv4 = std::max<int64_t>(1, (p.dv + 3) / 4);
+  const uint64_t tiled_storage = static_cast<uint64_t>(kTiledKeysPerChunk * (d4 + dv4) * 4) * sizeof(float);
   const int64_t tiled_queries = tiled_queries_per_workgroup(p.tq, limits);
   std::string why_not_tiled;
   if (tiled_queries == 0) {
@@ -466,8 +466,8 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   std::string why_not_matrix;
   if (!caps.f16_compute) {
     why_not_matrix = "a session computing in f16 (SessionOptions::precision f16, on subgroup matrices)";
-  } else if (p.d > kMatrixMaxHeadDim || p.dv > kMatrixMaxHeadDim) {
-    why_not_matrix = "head sizes up to " + std::to_string(kMatrixMaxHeadDim) + "; Q·K has " +
+  } else if (p.d > kMatrixMaxHeadDim || p.dv > kMatrixMaxHeadDim || p.d == 0) {
+    why_not_matrix = "head sizes from 1 to " + std::to_string(kMatrixMaxHeadDim) + "; Q·K has " +
                      std::to_string(p.d) + " and V " + std::to_string(p.dv);
   } else if (matrix_storage > storage_limit) {
     why_not_matrix = std::to_string(matrix_storage) + " bytes of workgroup memory; the device allows " +
@@ -853,6 +853,12 @@ OpPlan plan_attention(const PlanContext& ctx) {
   if (p.batch() * p.tq == 0 || p.dv == 0) return plan;
   for (size_t i = 0; i < 3; ++i) to_u32(ctx, element_count(ctx.input(i).shape), "a tensor's element count");
   to_u32(ctx, element_count(p.out_shape), "a tensor's element count");
+  // No keys: the unfused graph's softmax of an empty row is empty and its product with V's 0 rows is 0 (the
+  // kernels would divide 0 by 0).
+  if (p.tk == 0) {
+    data_movement::add_fill_launch(ctx, plan, TensorRef::output(0), element_count(p.out_shape), 0u);
+    return plan;
+  }
   AttentionChoice choice;
   try {
     choice = choose_attention_plan(p, ctx.caps);

@@ -343,9 +343,17 @@ TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
   ASSERT_TRUE(wide.choice) << wide.error;
   EXPECT_EQ(wide.choice->kernel, AttentionKernel::Rows);
   a.kernel = "matrix";
-  EXPECT_NE(choose(a, in, h200_f16()).error.find("wgi.kernel = matrix needs head sizes up to 64; Q·K has 80"),
-            std::string::npos)
+  EXPECT_NE(
+      choose(a, in, h200_f16()).error.find("wgi.kernel = matrix needs head sizes from 1 to 64; Q·K has 80"),
+      std::string::npos)
       << choose(a, in, h200_f16()).error;
+  // Heads of size 0 (every score 0): the matrices would have no columns, so the f32 plan, which pads them.
+  Inputs empty_heads;
+  for (int i = 0; i < 2; ++i) empty_heads.add({3, 5, 77, 0});
+  empty_heads.add({3, 5, 77, 8});
+  const Chosen empty = choose(ops::AttentionAttributes{}, empty_heads, h200_f16());
+  ASSERT_TRUE(empty.choice) << empty.error;
+  EXPECT_EQ(empty.choice->kernel, AttentionKernel::Rows);
   // Heads of 40 over 77 tokens with a mask per batch entry: the matrix kernel reads the mask per element.
   ops::AttentionAttributes masked;
   Inputs masked_in;

@@ -20,8 +20,8 @@ const BQ: u32 = {{QUERIES_PER_WORKGROUP}}u;  // query rows per workgroup, one pe
 const BKV: u32 = {{KEYS_PER_CHUNK}}u;         // keys staged per chunk
 const D: u32 = {{HEAD_DIM}}u;
 const DV: u32 = {{VALUE_DIM}}u;
-const D4: u32 = (D + 3u) / 4u;  // vec4s per key row, zero-padded
-const DV4: u32 = (DV + 3u) / 4u;
+const D4: u32 = max((D + 3u) / 4u, 1u);  // vec4s per key row, zero-padded (a head of size 0: one of zeros)
+const DV4: u32 = max((DV + 3u) / 4u, 1u);
 const NO_SCORE: f32 = -3.4028234e38;
 
 var<workgroup> k_tile: array<array<vec4<f32>, D4>, BKV>;
