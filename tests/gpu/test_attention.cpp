@@ -266,7 +266,7 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"long_keys", {1, 2, 3, 16}, {1, 2, 600, 16}, {1, 2, 600, 5}, Shape{600}, false, 8.0f},
         AttentionCase{"decoder_step", {2, 4, 1, 8}, {2, 4, 33, 8}, {2, 4, 33, 8}, std::nullopt, false},
         // Degenerate sizes: no keys (zeros, as the unfused MatMul of an empty softmax gives), heads of size 0
-        // (every score 0: the mean of V's rows, plus the mask's weights).
+        // (every score 0 before the mask: softmax(mask) V).
         AttentionCase{"no_keys", {2, 3, 5, 8}, {2, 3, 0, 8}, {2, 3, 0, 6}, std::nullopt, false},
         AttentionCase{"head_size_0", {2, 3, 5, 0}, {2, 3, 7, 0}, {2, 3, 7, 6}, Shape{5, 7}, false},
         // Few query rows over many keys: the row kernel splits the keys over workgroups (19 parts of 32 for
