@@ -424,8 +424,9 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   if (!forced.empty() && forced != "rows" && forced != "tiled" && forced != "gemm" && forced != "matrix")
     throw Error("unknown wgi.kernel '" + forced + "' (expected rows, tiled, gemm or matrix)");
 
-  // Keys and values staged as whole vec4s (head dims padded, at least one: a head of size 0 scores 0).
-  const int64_t d4 = std::max<int64_t>(1, (p.d + 3) / 4), dv4 = std::max<int64_t>(1, (p.dv + 3) / 4);
+  // Keys and values staged as whole vec4s (head dims padded; a head of size 0, scoring 0, as one vec4; an
+  // empty V plans no launch, plan_attention).
+  const int64_t d4 = std::max<int64_t>(1, (p.d + 3) / 4), dv4 = (p.dv + 3) / 4;
   const uint64_t tiled_storage = static_cast<uint64_t>(kTiledKeysPerChunk * (d4 + dv4) * 4) * sizeof(float);
   const int64_t tiled_queries = tiled_queries_per_workgroup(p.tq, limits);
   std::string why_not_tiled;

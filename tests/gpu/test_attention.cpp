@@ -134,7 +134,7 @@ TEST_P(AttentionTest, MatchesFloat64Reference) {
   if (mask) inputs.push_back(NodeInput{*mask});
   Shape shape;
   auto ref = attention_reference(q, k, v, mask ? &*mask : nullptr, c.k_transposed, scale, shape);
-  const int64_t d = c.q.back(), dv = c.v.back();
+  const int64_t d = c.q.back(), dv = c.v.back(), tk = c.k_transposed ? c.k.back() : c.k[c.k.size() - 2];
   std::vector<std::string> kernels = {""};
   if (dv <= 512) kernels.push_back("rows");
   if (d <= 64 && dv <= 64) kernels.push_back("tiled");
@@ -144,7 +144,6 @@ TEST_P(AttentionTest, MatchesFloat64Reference) {
     if (!kernel.empty()) node.attributes.set("wgi.kernel", kernel);
     const ops::OpPlan plan = runtime::plan_node(test::device().capabilities(), node, inputs);
     const std::string& label = plan.launches.at(0).program.label;
-    const int64_t tk = c.k_transposed ? c.k.back() : c.k[c.k.size() - 2];
     if (tk == 0) {  // whatever kernel was asked for: the output is zeros
       EXPECT_EQ(label, "fill");
       EXPECT_EQ(plan.launches.size(), 1u);

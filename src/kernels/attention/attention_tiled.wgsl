@@ -21,7 +21,7 @@ const BKV: u32 = {{KEYS_PER_CHUNK}}u;         // keys staged per chunk
 const D: u32 = {{HEAD_DIM}}u;
 const DV: u32 = {{VALUE_DIM}}u;
 const D4: u32 = max((D + 3u) / 4u, 1u);  // vec4s per key row, zero-padded (a head of size 0: one of zeros)
-const DV4: u32 = max((DV + 3u) / 4u, 1u);
+const DV4: u32 = (DV + 3u) / 4u;  // DV >= 1: an empty V plans no launch
 const NO_SCORE: f32 = -3.4028234e38;
 
 var<workgroup> k_tile: array<array<vec4<f32>, D4>, BKV>;
