@@ -113,6 +113,17 @@ mkdir -p "$out"
 start=$SECONDS
 stamp() { echo "## [$((SECONDS - start)) s] $*"; }
 median() { sed -n 's/^run: *median \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
+# with_build DIR COMMAND...: runs COMMAND with the build in DIR (.device/node/web_<name>: another commit's, or
+# the tree's before a kernel change) in build/web, then puts the change's back.
+with_build() {
+  local d=$1
+  shift
+  cp build/web/wgi.js build/web/wgi.wasm /tmp/
+  cp "$d/wgi.js" build/web/
+  xz -dc "$d/wgi.wasm.xz" >build/web/wgi.wasm
+  "$@"
+  cp /tmp/wgi.js /tmp/wgi.wasm build/web/
+}
 # Standard input without Tint's warnings (the deprecated subgroupMatrix spellings, their source lines).
 without_tint_warnings() { grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"; }
 runs=30 warmup=3
@@ -140,13 +151,22 @@ fi
 
 # f16check: a change's first device call in one command (packed as for `run`, the change's build in
 # .device/node/web/ and the tree's before it in .device/node/web_base/): tests/web/node_f16.mjs --bench with
-# native wgi's toggles (correctness first: the f16 kernels compile nowhere else), then `f16ab` on
+# native wgi's toggles (correctness first: the f16 kernels compile nowhere else; its bench again with each
+# other build in .device/node/web_*/), then `f16ab` on
 # WGI_NODE_MODELS (default SigLIP-B and DaViT-base) with profiles. Results: $OUT/node_f16.txt,
 # $OUT/f16ab.txt, $OUT/f16ab_table.md and the per-run logs as $OUT/ab_logs.tgz (at most 8 files come back).
 if [[ $mode == f16check ]]; then
   WGI_PYTHON=python3 timeout 240 node tests/web/node_f16.mjs --backend vulkan \
     --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench >"$out/node_f16.txt" 2>&1
   grep -E '^(PASS|FAIL|\||node_f16)' "$out/node_f16.txt" | cut -c1-260
+  for d in .device/node/web_*/; do  # the bench again with each other build (web_base: the tree's before)
+    d=${d%/}
+    [[ -f $d/wgi.js ]] || continue
+    WGI_PYTHON=python3 with_build "$d" timeout 150 node tests/web/node_f16.mjs --backend vulkan \
+      --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only >"$out/node_f16_${d##*/}.txt" 2>&1
+    echo "the bench with ${d##*/}'s build:"
+    grep -E '^(FAIL|\||node_f16)' "$out/node_f16_${d##*/}.txt" | cut -c1-260
+  done
   ab=/tmp/wgi-node-f16check
   OUT=$ab WGI_NODE_MODELS=${WGI_NODE_MODELS:-siglip_vision_base_opset17 florence2_vision_base_opset17} \
     WGI_NODE_BUDGET_S=${WGI_NODE_BUDGET_S:-250} WGI_AB_PROFILE=1 bash "$0" f16ab >/dev/null 2>&1
@@ -309,12 +329,9 @@ PY
       # A kernel change against the build before it, in the same call: .device/node/web_base/ (as for f16ab).
       if [[ -f .device/node/web_base/wgi.js ]]; then
         stamp "the same with .device/node/web_base's build"
-        cp build/web/wgi.js build/web/wgi.wasm /tmp/
-        cp .device/node/web_base/wgi.js build/web/
-        xz -dc .device/node/web_base/wgi.wasm.xz >build/web/wgi.wasm
-        WGI_PYTHON=python3 timeout 150 node tests/web/node_f16.mjs --backend vulkan \
-          --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16\|^FAIL"
-        cp /tmp/wgi.js /tmp/wgi.wasm build/web/
+        WGI_PYTHON=python3 with_build .device/node/web_base timeout 150 node tests/web/node_f16.mjs \
+          --backend vulkan --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only 2>&1 |
+          grep "^|\|node_f16\|^FAIL"
       fi
     fi
     stamp done

@@ -57,6 +57,14 @@ std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capab
   return "";
 }
 
+bool matrix_f16_tall_tile(uint64_t tiles, uint32_t splits, const gpu::Limits& limits) {
+  constexpr uint32_t kTallInvocations = 512;
+  return splits == 1 && tiles >= kMatrixF16TallMinTiles &&
+         limits.max_compute_invocations_per_workgroup >= kTallInvocations &&
+         limits.max_compute_workgroup_size_x >= kTallInvocations &&
+         limits.max_compute_workgroup_storage_size >= kMatrixF16TallStorageBytes;
+}
+
 uint32_t matrix_f16_split_count(uint64_t tiles, uint32_t k) {
   constexpr uint64_t kMinChunk = 4 * kMatrixF16Slab;
   if (tiles == 0 || tiles >= kMatrixF16WaveTiles || k < 2 * kMinChunk) return 1;
@@ -114,9 +122,16 @@ Tensor matrix_f16_bias_split(const Tensor& bias, int64_t n) {
 
 void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, const Tensor& b, bool b_nk,
                             const Tensor* bias, OpPlan& plan, const MatrixF16Conv* conv) {
-  const uint32_t rows = padded(spec.m, kMatrixF16Tile), kp = padded(spec.k, kMatrixF16Slab);
-  const uint32_t np = padded(spec.n, kMatrixF16Tile);
-  const uint32_t tiles_m = rows / kMatrixF16Tile, tiles_n = np / kMatrixF16Tile;
+  const uint32_t kp = padded(spec.k, kMatrixF16Slab), np = padded(spec.n, kMatrixF16Tile);
+  const uint32_t tiles_n = np / kMatrixF16Tile;
+  // A split writes raw partial sums ([split][M][N], stored directly where a tile is whole); the reduction
+  // applies the whole epilogue.
+  const uint64_t tiles_128 = uint64_t{padded(spec.m, kMatrixF16Tile) / kMatrixF16Tile} * tiles_n;
+  const uint32_t splits = conv ? 1 : matrix_f16_split_count(tiles_128, spec.k);
+  const bool split = splits > 1;
+  const bool tall = matrix_f16_tall_tile(tiles_128, splits, ctx.caps.limits);
+  const uint32_t tile_rows = tall ? kMatrixF16TallRows : kMatrixF16Tile;
+  const uint32_t rows = padded(spec.m, tile_rows), tiles_m = rows / tile_rows;
 
   // A read as float32 by the product itself (A_F32: converted as it is staged), where whole 8-value chunks
   // of its rows are 16-byte aligned, or a convolution's gathers (A_CONV); else cast to float16 [rows, kp],
@@ -156,14 +171,10 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
 
   const TensorRef b16 = TensorRef::constant(static_cast<uint32_t>(plan.constants.size()));
   plan.constants.push_back(matrix_f16_b(b, spec.k, spec.n, b_nk));
-  // A split writes raw partial sums ([split][M][N], stored directly where a tile is whole); the reduction
-  // applies the whole epilogue.
-  const uint32_t splits = conv ? 1 : matrix_f16_split_count(uint64_t{tiles_m} * tiles_n, spec.k);
-  const bool split = splits > 1;
   // Direct stores (subgroupMatrixStore to the output) only where some tile lies inside M x N: Dawn asks a
   // buffer that a shader loads or stores subgroup matrices from to hold at least one whole matrix, which a
   // smaller output may not (a split's partial sums are padded to it below).
-  const bool interior = spec.m >= kMatrixF16Tile && spec.n >= kMatrixF16Tile;
+  const bool interior = spec.m >= tile_rows && spec.n >= kMatrixF16Tile;
   const bool direct = !conv && (split || (interior && plain_epilogue(spec, bias)));
   const bool residual_acc = !conv && !split && interior && !direct && residual_epilogue(spec, bias);
   const bool bias_rows = !split && direct && spec.bias;
@@ -180,6 +191,7 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
   (split ? FusedActivation{} : spec.activation).add_defines(defines);  // a split's reduction applies it
   const bool residual = !split && spec.residual.has_value();
   defines["SPLIT_K"] = split ? "1" : "0";
+  defines["TALL_TILE"] = tall ? "1" : "0";
   defines["A_F32"] = a_f32 ? "1" : "0";
   defines["A_CHUNKS"] = a_chunks ? "1" : "0";
   defines["A_CONV"] = conv ? "1" : "0";
@@ -219,7 +231,8 @@ void append_matrix_f16_gemm(const PlanContext& ctx, const GemmLaunchSpec& spec, 
                        (split                            ? "_split"
                         : direct || residual_acc || conv ? ""
                                                          : "_bounce") +
-                       residual_label_suffix(residual) + (split ? "" : spec.activation.label_suffix());
+                       residual_label_suffix(residual) + (split ? "" : spec.activation.label_suffix()) +
+                       (tall ? "_tall" : "");
   iface.bind(gemm);
   GemmLaunchSpec padded_spec = spec;
   padded_spec.a_row_stride = a_chunks ? spec.k : kp;  // the operands' row strides as read

@@ -23,6 +23,23 @@ inline constexpr uint32_t kMatrixF16Slab = 64;
 // Output tiles that fill one wave of a large GPU (the H100's and H200's 132 SMs): fewer leave SMs idle.
 inline constexpr uint64_t kMatrixF16WaveTiles = 132;
 
+// The tall tile: 256 rows x 128 columns, 512 invocations, K slabs of 32 (the kernel's TALL_TILE), for
+// products of at least kMatrixF16TallMinTiles 128x128 tiles: a product loads a quarter fewer operand bytes
+// (what bounds the kernel) and half as many workgroups pay the prologue and the bounced stores
+// (docs/performance.md, "The f16 GEMM's tall tile"); smaller grids keep the 128-row tile, whose workgroups
+// fill the waves more evenly.
+inline constexpr uint32_t kMatrixF16TallRows = 256;
+inline constexpr uint32_t kMatrixF16TallSlab = 32;
+inline constexpr uint64_t kMatrixF16TallMinTiles = 4 * kMatrixF16WaveTiles;
+// Workgroup memory of the tall tile: A's slab (256 rows of 32 + 8 halves), B's (32 rows of 128 + 8 halves)
+// and one 16x16 f32 accumulator per subgroup.
+inline constexpr uint32_t kMatrixF16TallStorageBytes = kMatrixF16TallRows * (kMatrixF16TallSlab + 8) * 2 +
+                                                       kMatrixF16TallSlab * (kMatrixF16Tile + 8) * 2 +
+                                                       16 * 256 * 4;
+
+// Whether a product of `tiles` 128x128 tiles, not split, takes the tall tile on a device with `limits`.
+bool matrix_f16_tall_tile(uint64_t tiles, uint32_t splits, const gpu::Limits& limits);
+
 // Why `spec` (a constant B given to the op, as gemm_launch_spec plans it) does not run on the matrix kernel
 // on `caps` ("" if it does): f16 compute off, a forced kernel, a quantized B, a batch of products, strided
 // views (row maps are taken), A stored [K, M], or M <= 8 (the GEMV reads the weight once, which is what

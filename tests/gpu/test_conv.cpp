@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/large_gpu_capabilities.h"
 #include "ops/float16.h"
 #include "ops/fused_activation.h"
 #include "ops/registry.h"
@@ -1338,12 +1339,7 @@ TEST(ConvRouting, BenchmarkShapesOnTheH200ACompatDeviceAndSwiftShader) {
 
 // An H200's limits through dawn.node, computing in float16 (planned from descriptions only: no GPU).
 gpu::Capabilities float16_compute_caps() {
-  gpu::Capabilities f16 = gpu::default_capabilities();
-  f16.limits.max_compute_invocations_per_workgroup = 1024;
-  f16.limits.max_compute_workgroup_size_x = 1024;
-  f16.limits.max_compute_workgroup_storage_size = 49152;
-  f16.limits.max_storage_buffer_binding_size = (1ull << 32) - 1;
-  f16.limits.max_buffer_size = 1ull << 36;
+  gpu::Capabilities f16 = gpu::large_gpu_f16_capabilities();
   f16.f16_compute = true;
   return f16;
 }

@@ -157,6 +157,24 @@ TEST(GemmMatrixF16, SplitsKOverSmallGridsOnly) {
   EXPECT_EQ(ops::matrix_f16_split_count(0, 4096), 1u);
 }
 
+// The tall tile (256 x 128, 512 invocations) for grids of at least four waves of 128x128 tiles, unsplit, on a
+// device that allows its workgroup; the 128-row tile otherwise.
+TEST(GemmMatrixF16, TakesTheTallTileForLargeGridsOnly) {
+  const gpu::Limits large = f16_caps().limits;
+  EXPECT_TRUE(ops::matrix_f16_tall_tile(32 * 32, 1, large));  // 4096^3
+  EXPECT_TRUE(ops::matrix_f16_tall_tile(4 * 132, 1, large));
+  EXPECT_FALSE(ops::matrix_f16_tall_tile(4 * 132 - 1, 1, large));
+  EXPECT_FALSE(ops::matrix_f16_tall_tile(13 * 24, 1, large));  // 1576 x 3072: 2.4 waves
+  EXPECT_FALSE(ops::matrix_f16_tall_tile(32 * 32, 2, large));
+  gpu::Limits narrow = large;
+  narrow.max_compute_invocations_per_workgroup = 256;
+  EXPECT_FALSE(ops::matrix_f16_tall_tile(32 * 32, 1, narrow));
+  gpu::Limits small_memory = large;
+  small_memory.max_compute_workgroup_storage_size = 44032;  // the 128-row tile's
+  EXPECT_FALSE(ops::matrix_f16_tall_tile(32 * 32, 1, small_memory));
+  EXPECT_LE(ops::kMatrixF16TallStorageBytes, 48u * 1024u);
+}
+
 // A MatMul with a constant B as an f16 session plans it: the product (reading A as float32 where K is a
 // multiple of 8, else after a cast of A to float16), and with a K split the reduction, which then applies the
 // epilogue (here the bias of a Gemm) to [splits][M][N] partial sums.
@@ -188,6 +206,14 @@ TEST(GemmMatrixF16, PlansTheProductWithTheReductionOfASplitAndACastOfAWhereNeede
   EXPECT_EQ(uint64_t{split.launches[0].groups.x} * split.launches[0].groups.y * split.launches[0].groups.z,
             uint64_t{2 * 24 * 3});
   EXPECT_EQ(labels(plan(1576, 3072, 768)), std::vector<std::string>{"gemm_matrix_f16"});
+  // 33 x 18 tiles of 128 rows (4.5 waves): 17 x 18 tiles of 256 rows.
+  const ops::OpPlan tall = plan(4100, 2304, 512);
+  EXPECT_EQ(labels(tall), std::vector<std::string>{"gemm_matrix_f16_tall"});
+  EXPECT_EQ(uint64_t{tall.launches[0].groups.x} * tall.launches[0].groups.y * tall.launches[0].groups.z,
+            uint64_t{17 * 18});
+  EXPECT_NE(tall.launches[0].program.wgsl.str().find("const TILE_M: u32 = 256u;"), std::string::npos);
+  EXPECT_EQ(labels(plan(4100, 2304, 510)),
+            (std::vector<std::string>{"gemm_a_to_f16", "gemm_matrix_f16_tall"}));
   // K = 770: rows of A are not whole 16-byte chunks, so A is cast first (and K still splits).
   EXPECT_EQ(labels(plan(197, 3072, 770)),
             (std::vector<std::string>{"gemm_a_to_f16", "gemm_matrix_f16_split", "gemm_split_reduce"}));

@@ -11,7 +11,7 @@
 //  - elsewhere (SwiftShader: no CPU adapter here has shader-f16 or subgroup matrices): a session asking for f16
 //    is refused with a message naming what the adapter lacks (through the API and web/cli.mjs, which also
 //    refuses a bad --precision), and the f16 cases are skipped, saying so.
-//   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench]
+//   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench | --bench-only]
 // --bench: also times the target models' GEMM shapes, 4096^3, ResNet-50's convs and two attentions in f16 and f32 in
 // the same process (GPU ms of each node from timestamp queries, the mean over chains of products) and prints a
 // table (docs/performance.md).
@@ -26,7 +26,9 @@ const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const backend = option('--backend', process.env.WGI_BACKEND || 'swiftshader');
 const toggles = option('--toggles', process.env.WGI_DAWN_TOGGLES || '');
-const bench = args.includes('--bench');
+// --bench-only: the bench alone (a kernel change's A/B on the GPU machine, where the checks ran already).
+const benchOnly = args.includes('--bench-only');
+const bench = benchOnly || args.includes('--bench');
 
 // name, A's shape, N, and the epilogue: bias (b), Relu (r), Gelu (g: Erf form), residual (res), Gemm with
 // transB (t). Edge tiles in M, N and K, a batch folded into M, each epilogue path (direct stores with the bias
@@ -35,7 +37,8 @@ const bench = args.includes('--bench');
 // gemm_split_reduce applies the epilogue); the others run whole. `cast`: K is not a multiple of 8, so A is
 // cast to f16 by a launch of its own (gemm_a_to_f16); the others are read as f32 by the product.
 // `residualAcc`: a residual (and bias) taken into the accumulators of interior tiles, which store directly
-// (gemm_matrix_f16_res, no bounce), edge tiles bouncing through the epilogue.
+// (gemm_matrix_f16_res, no bounce), edge tiles bouncing through the epilogue. `tall`: a grid of at least four
+// waves of 128x128 tiles (528) takes the 256x128 tile (`_tall`: 512 invocations, K slabs of 32).
 const CASES = [
   {name: 'matmul_bias_577x768x768', a: [577, 768], n: 768, ops: 'b', split: true},
   {name: 'matmul_100x200x72', a: [100, 72], n: 200, ops: ''},
@@ -55,6 +58,12 @@ const CASES = [
   // Outputs smaller than one 16x16 f32 matrix (1 KB): no direct stores (Dawn would refuse the binding).
   {name: 'matmul_bias_12x16x40', a: [12, 40], n: 16, ops: 'b'},
   {name: 'matmul_residual_14x16x32', a: [14, 32], n: 16, ops: 'res'},
+  // The tall tile: edge tiles in M (3000 = 11 x 256 + 184), N and K (72 = 2 slabs of 32 + 8), each epilogue.
+  {name: 'matmul_bias_tall_3000x2900x72', a: [3000, 72], n: 2900, ops: 'b', tall: true},
+  {name: 'matmul_bias_residual_tall_2900x3000x200', a: [2900, 200], n: 3000, ops: 'bres', residualAcc: true,
+   tall: true},
+  {name: 'matmul_bias_gelu_tall_batch2_2x1500x2900x70', a: [2, 1500, 70], n: 2900, ops: 'bg', cast: true,
+   tall: true},
 ];
 // Attention as exporters write it (MatMul(Q, K^T) -> Mul(scale) -> [Add(mask)] -> Softmax -> MatMul(., V),
 // fused into wgi's Attention node) on the f16 matrix kernel: q [b, h, tq, d], k [b, h, tk, d] (`kt`: given as
@@ -85,7 +94,9 @@ const CONV_CASES = [
   {name: 'conv_1x1_bias_1x512x92x92_to_130', x: [1, 512, 92, 92], w: [130, 512, 1, 1], strides: [1, 1],
    pads: [0, 0, 0, 0], dilations: [1, 1], ops: 'b'},
   {name: 'conv_7x7_s2_stem_2x12x368x368_to_32', x: [2, 12, 368, 368], w: [32, 12, 7, 7], strides: [2, 2],
-   pads: [3, 3, 3, 3], dilations: [1, 1], ops: 'br'},
+   pads: [3, 3, 3, 3], dilations: [1, 1], ops: 'br', tall: true},  // 2 x 184^2 pixels: 529 tiles of 128
+  {name: 'conv_3x3_bias_2x64x200x200_to_40', x: [2, 64, 200, 200], w: [40, 64, 3, 3], strides: [1, 1],
+   pads: [1, 1, 1, 1], dilations: [1, 1], ops: 'b', tall: true},  // K 576, 625 tiles of 128
   {name: 'conv_3x3_dilated_1x64x130x130_to_48', x: [1, 64, 130, 130], w: [48, 64, 3, 3], strides: [1, 1],
    pads: [2, 2, 2, 2], dilations: [2, 2], ops: 'b'},
   {name: 'conv_3x3_residual_relu_1x64x130x130_to_32', x: [1, 64, 130, 130], w: [32, 64, 3, 3], strides: [1, 1],
@@ -117,6 +128,8 @@ const BENCH = [
   // channels): K = 128 and 256 products whose bias + Gelu and bias + residual epilogues go through the bounce.
   {name: 'bench_davit_s1_mlp_36864x512x128', a: [36864, 128], n: 512, ops: '', chain: 2, mlp: true},
   {name: 'bench_davit_s2_mlp_9216x1024x256', a: [9216, 256], n: 1024, ops: '', chain: 2, mlp: true},
+  // Stage 3's at batch 8 (8 x 48^2 tokens of 512 channels): K = 512 and 2048.
+  {name: 'bench_davit_s3_b8_mlp_18432x2048x512', a: [18432, 512], n: 2048, ops: '', chain: 2, mlp: true},
   // A decoder step's MLP products (one row): the GEMV, bound by its weights' bytes (f16: half of f32's),
   // 16 products of 9.4 MB in f32, more than the L2 holds.
   {name: 'bench_gemv_1x3072x768', a: [1, 768], n: 3072, ops: '', chain: 8},
@@ -360,7 +373,11 @@ const f16Matrices = has('shader-f16') && has('chromium-experimental-subgroup-mat
 console.log(`adapter: ${adapter.vendor} ${adapter.device} ${adapter.description}; f16 subgroup matrices: ` +
             (f16Matrices ? 'yes' : 'no'));
 // Without f16 only the first case's model is used (the refusals below): its float64 references are not made.
-write(f16Matrices ? [...CASES, ...CONV_CASES, ...ATTENTION_CASES] : CASES.slice(0, 1));
+if (benchOnly && !f16Matrices) {
+  console.log('node_f16 --bench-only: the adapter has no f16 subgroup matrices: nothing to time');
+  process.exit(1);
+}
+if (!benchOnly) write(f16Matrices ? [...CASES, ...CONV_CASES, ...ATTENTION_CASES] : CASES.slice(0, 1));
 
 if (!f16Matrices) {
   try {
@@ -402,123 +419,131 @@ if (!f16Matrices) {
   console.log('SKIP f16/florence2_tiny <OD> (every session in f16): needs shader-f16 and subgroup matrices ' +
               '(tests/web/pipeline_tests.mjs checks the refusal here)');
 } else {
-  // Runs case `c` in f16 (first run and replay) against its float64 reference; the kernels of the profiled
-  // nodes whose op matches `ops` must exist and pass `kernelProblem` ('' when right).
-  const checkCase = async (c, ops, kernelProblem, bound = 2e-3) => {
-    const t0 = Date.now();
-    try {
-      const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')),
-                                               {precision: 'f16', profiling: true});
-      const want = decodeNpy(read(path.join(dir, c.name, 'expected.npy')));
-      const feeds = feedsOf(c.name);
-      let problem = '', detail = '';
-      for (const pass of ['first run', 'replay']) {
+  if (!benchOnly) {
+    // Runs case `c` in f16 (first run and replay) against its float64 reference; the kernels of the profiled
+    // nodes whose op matches `ops` must exist and pass `kernelProblem` ('' when right).
+    const checkCase = async (c, ops, kernelProblem, bound = 2e-3) => {
+      const t0 = Date.now();
+      try {
+        const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')),
+                                                 {precision: 'f16', profiling: true});
+        const want = decodeNpy(read(path.join(dir, c.name, 'expected.npy')));
+        const feeds = feedsOf(c.name);
+        let problem = '', detail = '';
+        for (const pass of ['first run', 'replay']) {
+          const got = await session.run(feeds);
+          const error = relativeL2(got.y, want);
+          detail += `${pass} ${error.toExponential(2)} `;
+          if (!(error <= bound)) problem ||= `${pass}: relative L2 error ${error} > ${bound} against float64`;
+        }
+        const kernels = session.stats().profile.filter((p) => ops.test(p.op)).flatMap((p) => p.kernel.split('+'));
+        if (!kernels.length) problem ||= `no ${ops} node in the profile (nothing checked)`;
+        problem ||= kernelProblem(kernels);
+        await session.free();
+        report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);
+      } catch (e) {
+        report(false, `f16/${c.name}`, String(e && e.stack || e));
+      }
+    };
+    const tallProblem = (c, kernels) => {
+      const tall = kernels.some((k) => k.startsWith('gemm_matrix_f16') && k.endsWith('_tall'));
+      return tall === Boolean(c.tall) ? '' : `expected ${c.tall ? 'the' : 'no'} tall tile`;
+    };
+    for (const c of CASES) {
+      await checkCase(c, /MatMul|Gemm/, (kernels) => {
+        // The matrix path's launches (the cast of A, the product, with a K split the reduction), and nothing
+        // else on those nodes.
+        const matrix = kernels.some((k) => k.startsWith('gemm_matrix_f16')) &&
+                       kernels.every((k) => k.startsWith('gemm_matrix_f16') || k === 'gemm_a_to_f16' ||
+                                            k.startsWith('gemm_split_reduce'));
+        const split = kernels.some((k) => k.startsWith('gemm_matrix_f16_split'));
+        const cast = kernels.includes('gemm_a_to_f16');
+        // M <= 8: the GEMV, reading the float32 weight converted to float16 at planning (B_F16, "_bf16").
+        if (c.gemv) {
+          if (matrix) return 'M <= 8 ran on the matrix kernel, not the GEMV';
+          return kernels.some((k) => k.startsWith('gemv') && k.includes('_bf16'))
+            ? '' : `GEMM kernels ${kernels.join(', ')}: no GEMV reading its weight as float16`;
+        }
+        if (!matrix) return `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
+        if (split !== Boolean(c.split)) return `expected ${c.split ? 'a' : 'no'} K split`;
+        if (cast !== Boolean(c.cast)) return `expected ${c.cast ? 'a' : 'no'} cast of A`;
+        const residualAcc = kernels.some((k) => k.startsWith('gemm_matrix_f16_res'));
+        if (residualAcc !== Boolean(c.residualAcc)) {
+          return `expected ${c.residualAcc ? '' : 'no '}residual in the accumulators`;
+        }
+        return tallProblem(c, kernels);
+      });
+    }
+    for (const c of CONV_CASES) {
+      // Input channels a multiple of 8: the input written as float16 NHWC first, then the product gathering
+      // 16-byte chunks of it (`_nhwc`); otherwise the product alone, gathering from the float32 NCHW input.
+      const nhwc = c.x[1] % 8 === 0;
+      const want = nhwc ? ['conv_nchw_to_nhwc_f16', 'gemm_matrix_f16_conv_nhwc'] : ['gemm_matrix_f16_conv'];
+      const right = (k, i) => k.startsWith(want[i]) && (nhwc || !k.includes('_nhwc'));
+      await checkCase(c, /Conv/, (kernels) => kernels.length === want.length && kernels.every(right)
+          ? tallProblem(c, kernels) : `Conv kernels ${kernels.join(', ')}: not ${want.join(', ')}`);
+    }
+    for (const c of ATTENTION_CASES) {
+      await checkCase(c, /Attention/, (kernels) => kernels.every((k) => k.startsWith('attention_matrix_f16'))
+          ? '' : `Attention kernels ${kernels.join(', ')}: not the matrix kernel`, 4e-3);
+    }
+    const models = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/models');
+    for (const name of MODELS) {
+      const t0 = Date.now();
+      const [modelDir, modelFile = 'model.onnx'] = name.split('/');
+      try {
+        const files = fs.readdirSync(path.join(models, modelDir));
+        const feeds = {}, wants = {};
+        for (const f of files) {
+          if (f.startsWith('input_')) feeds[f.slice(6, -4)] = decodeNpy(read(path.join(models, modelDir, f)));
+          if (f.startsWith('expected_')) wants[f.slice(9, -4)] = decodeNpy(read(path.join(models, modelDir, f)));
+        }
+        const session = await wgi.Session.create(read(path.join(models, modelDir, modelFile)),
+                                                 {precision: 'f16', profiling: true});
         const got = await session.run(feeds);
-        const error = relativeL2(got.y, want);
-        detail += `${pass} ${error.toExponential(2)} `;
-        if (!(error <= bound)) problem ||= `${pass}: relative L2 error ${error} > ${bound} against float64`;
+        const kernels = session.stats().profile.flatMap((p) => p.kernel.split('+'));
+        const matrix = kernels.filter((k) => k.startsWith('gemm_matrix_f16')).length;
+        const attentions = kernels.filter((k) => k.startsWith('attention_matrix_f16')).length;
+        const halfGemvs = kernels.filter((k) => k.startsWith('gemv') && k.includes('_bf16')).length;
+        await session.free();
+        let problem = matrix || halfGemvs ? '' : 'no GEMM ran on the matrix kernel or on a float16-weight GEMV';
+        let detail = `${matrix} matrix GEMMs, ${halfGemvs} float16-weight GEMVs, ${attentions} matrix attentions;`;
+        if (!Object.keys(wants).length) problem ||= 'no expected_*.npy: nothing compared';
+        for (const [output, want] of Object.entries(wants)) {
+          const error = got[output] ? relativeL2(got[output], want) : Infinity;
+          detail += ` ${output} ${error.toExponential(2)}`;
+          if (!(error <= 2e-2)) problem ||= `${output}: relative L2 error ${error} > 2e-2 against float64`;
+        }
+        report(!problem, `f16/model/${name}`, problem || `${detail} (${Date.now() - t0} ms)`);
+      } catch (e) {
+        report(false, `f16/model/${name}`, String(e && e.stack || e));
       }
-      const kernels = session.stats().profile.filter((p) => ops.test(p.op)).flatMap((p) => p.kernel.split('+'));
-      if (!kernels.length) problem ||= `no ${ops} node in the profile (nothing checked)`;
-      problem ||= kernelProblem(kernels);
-      await session.free();
-      report(!problem, `f16/${c.name}`, problem || `${detail}[${kernels.join(', ')}] ${Date.now() - t0} ms`);
-    } catch (e) {
-      report(false, `f16/${c.name}`, String(e && e.stack || e));
     }
-  };
-  for (const c of CASES) {
-    await checkCase(c, /MatMul|Gemm/, (kernels) => {
-      // The matrix path's launches (the cast of A, the product, with a K split the reduction), and nothing
-      // else on those nodes.
-      const matrix = kernels.some((k) => k.startsWith('gemm_matrix_f16')) &&
-                     kernels.every((k) => k.startsWith('gemm_matrix_f16') || k === 'gemm_a_to_f16' ||
-                                          k.startsWith('gemm_split_reduce'));
-      const split = kernels.some((k) => k.startsWith('gemm_matrix_f16_split'));
-      const cast = kernels.includes('gemm_a_to_f16');
-      // M <= 8: the GEMV, reading the float32 weight converted to float16 at planning (B_F16, "_bf16").
-      if (c.gemv) {
-        if (matrix) return 'M <= 8 ran on the matrix kernel, not the GEMV';
-        return kernels.some((k) => k.startsWith('gemv') && k.includes('_bf16'))
-          ? '' : `GEMM kernels ${kernels.join(', ')}: no GEMV reading its weight as float16`;
+    // Florence-2's pipeline with every session in f16 (web/wgi.mjs Florence2, options.precision): the tiny
+    // folder's <OD> (greedy, as expected_od.json, transformers.js on onnxruntime) gives the reference's ids.
+    {
+      const t0 = Date.now();
+      const folder = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/pipelines/florence2_tiny');
+      try {
+        const files = {};
+        for (const name of ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
+                            'tokenizer_config.json', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx',
+                            'onnx/encoder_model.onnx', 'onnx/decoder_model_merged.onnx']) {
+          files[name] = read(path.join(folder, name));
+        }
+        const want = JSON.parse(fs.readFileSync(path.join(folder, 'expected_od.json'), 'utf8'));
+        const {Florence2} = await import('../../web/wgi.mjs');
+        const model = await Florence2.create(files, {precision: 'f16'});
+        const r = await model.generate(read(path.join(folder, 'image.png')),
+                                       {task: '<OD>', maxNewTokens: want.max_new_tokens, numBeams: 1});
+        await model.free();
+        const same = JSON.stringify(r.generated_ids) === JSON.stringify(want.generated_ids);
+        report(same, 'f16/florence2_tiny <OD> (every session in f16)',
+               same ? `${r.generated_ids.length} ids as the reference (${Date.now() - t0} ms)`
+                    : `ids ${JSON.stringify(r.generated_ids)} != ${JSON.stringify(want.generated_ids)}`);
+      } catch (e) {
+        report(false, 'f16/florence2_tiny <OD> (every session in f16)', String(e && e.stack || e));
       }
-      if (!matrix) return `GEMM kernels ${kernels.join(', ')}: not the matrix kernel`;
-      if (split !== Boolean(c.split)) return `expected ${c.split ? 'a' : 'no'} K split`;
-      if (cast !== Boolean(c.cast)) return `expected ${c.cast ? 'a' : 'no'} cast of A`;
-      const residualAcc = kernels.some((k) => k.startsWith('gemm_matrix_f16_res'));
-      if (residualAcc !== Boolean(c.residualAcc)) return `expected ${c.residualAcc ? '' : 'no '}residual in the accumulators`;
-      return '';
-    });
-  }
-  for (const c of CONV_CASES) {
-    // Input channels a multiple of 8: the input written as float16 NHWC first, then the product gathering
-    // 16-byte chunks of it (`_nhwc`); otherwise the product alone, gathering from the float32 NCHW input.
-    const nhwc = c.x[1] % 8 === 0;
-    const want = nhwc ? ['conv_nchw_to_nhwc_f16', 'gemm_matrix_f16_conv_nhwc'] : ['gemm_matrix_f16_conv'];
-    const right = (k, i) => k.startsWith(want[i]) && (nhwc || !k.includes('_nhwc'));
-    await checkCase(c, /Conv/, (kernels) => kernels.length === want.length && kernels.every(right)
-        ? '' : `Conv kernels ${kernels.join(', ')}: not ${want.join(', ')}`);
-  }
-  for (const c of ATTENTION_CASES) {
-    await checkCase(c, /Attention/, (kernels) => kernels.every((k) => k.startsWith('attention_matrix_f16'))
-        ? '' : `Attention kernels ${kernels.join(', ')}: not the matrix kernel`, 4e-3);
-  }
-  const models = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/models');
-  for (const name of MODELS) {
-    const t0 = Date.now();
-    const [modelDir, modelFile = 'model.onnx'] = name.split('/');
-    try {
-      const files = fs.readdirSync(path.join(models, modelDir));
-      const feeds = {}, wants = {};
-      for (const f of files) {
-        if (f.startsWith('input_')) feeds[f.slice(6, -4)] = decodeNpy(read(path.join(models, modelDir, f)));
-        if (f.startsWith('expected_')) wants[f.slice(9, -4)] = decodeNpy(read(path.join(models, modelDir, f)));
-      }
-      const session = await wgi.Session.create(read(path.join(models, modelDir, modelFile)),
-                                               {precision: 'f16', profiling: true});
-      const got = await session.run(feeds);
-      const kernels = session.stats().profile.flatMap((p) => p.kernel.split('+'));
-      const matrix = kernels.filter((k) => k.startsWith('gemm_matrix_f16')).length;
-      const attentions = kernels.filter((k) => k.startsWith('attention_matrix_f16')).length;
-      const halfGemvs = kernels.filter((k) => k.startsWith('gemv') && k.includes('_bf16')).length;
-      await session.free();
-      let problem = matrix || halfGemvs ? '' : 'no GEMM ran on the matrix kernel or on a float16-weight GEMV';
-      let detail = `${matrix} matrix GEMMs, ${halfGemvs} float16-weight GEMVs, ${attentions} matrix attentions;`;
-      if (!Object.keys(wants).length) problem ||= 'no expected_*.npy: nothing compared';
-      for (const [output, want] of Object.entries(wants)) {
-        const error = got[output] ? relativeL2(got[output], want) : Infinity;
-        detail += ` ${output} ${error.toExponential(2)}`;
-        if (!(error <= 2e-2)) problem ||= `${output}: relative L2 error ${error} > 2e-2 against float64`;
-      }
-      report(!problem, `f16/model/${name}`, problem || `${detail} (${Date.now() - t0} ms)`);
-    } catch (e) {
-      report(false, `f16/model/${name}`, String(e && e.stack || e));
-    }
-  }
-  // Florence-2's pipeline with every session in f16 (web/wgi.mjs Florence2, options.precision): the tiny
-  // folder's <OD> (greedy, as expected_od.json, transformers.js on onnxruntime) gives the reference's ids.
-  {
-    const t0 = Date.now();
-    const folder = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/pipelines/florence2_tiny');
-    try {
-      const files = {};
-      for (const name of ['config.json', 'generation_config.json', 'preprocessor_config.json', 'tokenizer.json',
-                          'tokenizer_config.json', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx',
-                          'onnx/encoder_model.onnx', 'onnx/decoder_model_merged.onnx']) {
-        files[name] = read(path.join(folder, name));
-      }
-      const want = JSON.parse(fs.readFileSync(path.join(folder, 'expected_od.json'), 'utf8'));
-      const {Florence2} = await import('../../web/wgi.mjs');
-      const model = await Florence2.create(files, {precision: 'f16'});
-      const r = await model.generate(read(path.join(folder, 'image.png')),
-                                     {task: '<OD>', maxNewTokens: want.max_new_tokens, numBeams: 1});
-      await model.free();
-      const same = JSON.stringify(r.generated_ids) === JSON.stringify(want.generated_ids);
-      report(same, 'f16/florence2_tiny <OD> (every session in f16)',
-             same ? `${r.generated_ids.length} ids as the reference (${Date.now() - t0} ms)`
-                  : `ids ${JSON.stringify(r.generated_ids)} != ${JSON.stringify(want.generated_ids)}`);
-    } catch (e) {
-      report(false, 'f16/florence2_tiny <OD> (every session in f16)', String(e && e.stack || e));
     }
   }
   if (bench) {

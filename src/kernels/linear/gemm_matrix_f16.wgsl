@@ -4,15 +4,17 @@ enable chromium_experimental_subgroup_matrix;
 // GEMM on subgroup matrices (tensor cores through WebGPU: Dawn's chromium-experimental-subgroup-matrix),
 // f16 operands, f32 accumulation: out[m, n] = epilogue(sum_k A[m, k] B[k, n]) (linear/gemm_common.wgsl), one
 // output matrix (a batch folded into M).
-//   A  [Mp, Kp] halves, row-major, written by linear/gemm_a_to_f16.wgsl: Mp a multiple of the 128-row tile,
+//   A  [Mp, Kp] halves, row-major, written by linear/gemm_a_to_f16.wgsl: Mp a multiple of the tile's rows,
 //      Kp of the 64-deep K slab (params.a_row_stride = Kp), zeros past M and K; or, with A_CHUNKS, gathered
 //      row by row: the float32 activation read directly (A_F32), or a convolution's input (A_CONV).
 //   B  [Kp, Np] halves, a constant prepacked at load (src/ops/gemm_matrix_f16.cpp): Np a multiple of the tile
 //      (params.b_row_stride = Np), zeros past K and N.
 // B's padding means none of its loads is guarded (nor A's when it is cast). 256 invocations = 8 subgroups of
-// 32 laid out 2 x 4 over the 128x128 workgroup tile; each subgroup owns 64x32 outputs in 4x2 accumulators of
-// 16x16. Each K slab is staged in workgroup memory with its rows padded by 8 halves (strides 72 and 136:
-// 16-byte aligned, and not a multiple of 128 bytes, which the matrix loads need to avoid bank conflicts);
+// 32 laid out 2 x 4 over the 128x128 workgroup tile, or with TALL_TILE 512 = 16 laid out 4 x 4 over 256x128
+// (for the largest products: a quarter fewer bytes loaded per product, in K slabs of 32 to fit workgroup
+// memory); each subgroup owns 64x32 outputs in 4x2 accumulators of 16x16. Each K slab is staged in workgroup
+// memory with its rows padded by 8 halves (A's stride 72 or 40, B's 136: 16-byte aligned, and not a multiple
+// of 128 bytes, which the matrix loads need to avoid bank conflicts);
 // A's global loads are 16 bytes, B's 8 (four halves: consecutive invocations then store consecutive 8-byte
 // groups of the slab's row, with fewer workgroup-memory bank conflicts among the 16-bit stores than 16-byte
 // groups give), and the next slab's are issued before the current slab's products (WGSL has no asynchronous
@@ -42,14 +44,25 @@ enable chromium_experimental_subgroup_matrix;
 
 #include "linear/gemm_common.wgsl"
 
-const TILE: u32 = 128u;
+#if TALL_TILE
+const TILE_M: u32 = 256u;  // 16 subgroups laid out 4 x 4
+const SLAB: u32 = 32u;     // what fits 48 KiB of workgroup memory with 256 rows
+const THREADS: u32 = 512u;
+#else
+const TILE_M: u32 = 128u;  // 8 subgroups laid out 2 x 4
 const SLAB: u32 = 64u;
-const A_STRIDE: u32 = 72u;   // SLAB + 8 halves
-const B_STRIDE: u32 = 136u;  // TILE + 8 halves
+const THREADS: u32 = 256u;
+#endif
+const TILE_N: u32 = 128u;
+const A_STRIDE: u32 = SLAB + 8u;    // halves
+const B_STRIDE: u32 = TILE_N + 8u;  // halves
+const A_ROW_CHUNKS: u32 = SLAB / 8u;              // 8-half chunks of A in a slab's row
+const A_PASS_ROWS: u32 = THREADS / A_ROW_CHUNKS;  // rows of A the threads stage a chunk each of at once
+const B_ROW_CHUNKS: u32 = TILE_N / 4u;            // 4-half chunks of B in a slab's row
 
-var<workgroup> a_slab: array<f16, 9216>;  // 128 rows x A_STRIDE
-var<workgroup> b_slab: array<f16, 8704>;  // 64 rows x B_STRIDE
-var<workgroup> bounce: array<f32, 2048>;  // one 16x16 accumulator per subgroup
+var<workgroup> a_slab: array<f16, TILE_M * A_STRIDE>;
+var<workgroup> b_slab: array<f16, SLAB * B_STRIDE>;
+var<workgroup> bounce: array<f32, THREADS * 8u>;  // one 16x16 accumulator per subgroup of 32
 
 // The eight halves of `w` at a_slab[d ..], the four of B's at b_slab[d ..]. Written out, as the loads below:
 // arrays indexed in loops may be kept in local memory by the driver's compiler.
@@ -77,14 +90,22 @@ fn put_b(d: u32, w: vec2<u32>) {
   b_slab[d + 3u] = h1.y;
 }
 
-// Index of A's chunk `c` (of 8 halves, a vec4<u32>: 128 rows x 8 chunks per slab) and B's (of 4 halves, a
-// vec2<u32>: 64 rows x 32 chunks).
+// Index of A's chunk `c` (of 8 halves, a vec4<u32>: TILE_M rows x A_ROW_CHUNKS per slab) and B's (of 4
+// halves, a vec2<u32>: SLAB rows x B_ROW_CHUNKS), and where each is staged.
 fn a_word(c: u32, k0: u32, tile_row: u32) -> u32 {
-  return ((tile_row + c / 8u) * params.a_row_stride + k0 + (c % 8u) * 8u) / 8u;
+  return ((tile_row + c / A_ROW_CHUNKS) * params.a_row_stride + k0 + (c % A_ROW_CHUNKS) * 8u) / 8u;
 }
 
 fn b_word(c: u32, k0: u32, tile_col: u32) -> u32 {
-  return ((k0 + c / 32u) * params.b_row_stride + tile_col + (c % 32u) * 4u) / 4u;
+  return ((k0 + c / B_ROW_CHUNKS) * params.b_row_stride + tile_col + (c % B_ROW_CHUNKS) * 4u) / 4u;
+}
+
+fn a_slot(c: u32) -> u32 {
+  return (c / A_ROW_CHUNKS) * A_STRIDE + (c % A_ROW_CHUNKS) * 8u;
+}
+
+fn b_slot(c: u32) -> u32 {
+  return (c / B_ROW_CHUNKS) * B_STRIDE + (c % B_ROW_CHUNKS) * 4u;
 }
 
 #if A_F32
@@ -99,25 +120,28 @@ alias AChunk = vec4<u32>;  // 8 halves
 alias ARows = vec4<u32>;  // unused: A's chunks come from a_word
 #endif
 
-// One thread's share of a K slab, loaded from global memory: 4 chunks of A and 8 of B.
+// One thread's share of a K slab, loaded from global memory: chunks THREADS apart, 4 of A and 8 of B (2 and 2
+// with TALL_TILE). Members, not arrays: arrays indexed in loops may be kept in local memory.
 struct SlabChunks {
   a0: AChunk,
   a1: AChunk,
-  a2: AChunk,
-  a3: AChunk,
   b0: vec2<u32>,
   b1: vec2<u32>,
+#if !TALL_TILE
+  a2: AChunk,
+  a3: AChunk,
   b2: vec2<u32>,
   b3: vec2<u32>,
   b4: vec2<u32>,
   b5: vec2<u32>,
   b6: vec2<u32>,
   b7: vec2<u32>,
+#endif
 }
 
 #if A_CHUNKS
-// A_CHUNKS: each thread stages the same four rows of A in every slab (`rows`: where each starts, kNoRow past
-// M), 8 values of a row a chunk (a_chunk; zeros past K): the convolution's gathers (A_CONV), or with A_F32
+// A_CHUNKS: each thread stages the same four rows of A (two with TALL_TILE) in every slab (`rows`: where each
+// starts, kNoRow past M), 8 values of a row a chunk (a_chunk; zeros past K): the convolution's gathers (A_CONV), or with A_F32
 // alone the float32 activation itself (K a multiple of 8), rows params.a_row_stride apart or through A's row
 // map. A_F32's chunks are converted to f16 (saturating at +-65504) as they are stored.
 const kNoRow: u32 = 0xFFFFFFFFu;
@@ -148,56 +172,67 @@ fn a_chunk(row: u32, k: u32) -> AChunk {
 #endif
 #endif
 
-#if A_F32
-fn put_a_f32(d: u32, v: AChunk) {
-  let lo = vec4<f16>(clamp(v.lo, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
-  let hi = vec4<f16>(clamp(v.hi, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
-  put_a(d, vec4<u32>(bitcast<u32>(lo.xy), bitcast<u32>(lo.zw), bitcast<u32>(hi.xy), bitcast<u32>(hi.zw)));
-}
-#endif
-
-// The global loads of the K slab at k0 of the tile at (tile_row, tile_col), all twelve issued together; they
+// The global loads of the K slab at k0 of the tile at (tile_row, tile_col), all issued together; they
 // are stored into workgroup memory by put_slab after the previous slab's products (so their latency is
 // hidden behind them).
 fn fetch_slab(k0: u32, lid: u32, tile_row: u32, tile_col: u32, rows: ARows) -> SlabChunks {
+  var s: SlabChunks;
 #if A_CHUNKS
-  let k = k0 + (lid % 8u) * 8u;
-  let a0 = a_chunk(rows.x, k);
-  let a1 = a_chunk(rows.y, k);
-  let a2 = a_chunk(rows.z, k);
-  let a3 = a_chunk(rows.w, k);
-#else
-  let a0 = a[a_word(lid, k0, tile_row)];
-  let a1 = a[a_word(lid + 256u, k0, tile_row)];
-  let a2 = a[a_word(lid + 512u, k0, tile_row)];
-  let a3 = a[a_word(lid + 768u, k0, tile_row)];
+  let k = k0 + (lid % A_ROW_CHUNKS) * 8u;
+  s.a0 = a_chunk(rows.x, k);
+  s.a1 = a_chunk(rows.y, k);
+#if !TALL_TILE
+  s.a2 = a_chunk(rows.z, k);
+  s.a3 = a_chunk(rows.w, k);
 #endif
-  return SlabChunks(a0, a1, a2, a3, b[b_word(lid, k0, tile_col)], b[b_word(lid + 256u, k0, tile_col)],
-                    b[b_word(lid + 512u, k0, tile_col)], b[b_word(lid + 768u, k0, tile_col)],
-                    b[b_word(lid + 1024u, k0, tile_col)], b[b_word(lid + 1280u, k0, tile_col)],
-                    b[b_word(lid + 1536u, k0, tile_col)], b[b_word(lid + 1792u, k0, tile_col)]);
+#else
+  s.a0 = a[a_word(lid, k0, tile_row)];
+  s.a1 = a[a_word(lid + THREADS, k0, tile_row)];
+#if !TALL_TILE
+  s.a2 = a[a_word(lid + 2u * THREADS, k0, tile_row)];
+  s.a3 = a[a_word(lid + 3u * THREADS, k0, tile_row)];
+#endif
+#endif
+  s.b0 = b[b_word(lid, k0, tile_col)];
+  s.b1 = b[b_word(lid + THREADS, k0, tile_col)];
+#if !TALL_TILE
+  s.b2 = b[b_word(lid + 2u * THREADS, k0, tile_col)];
+  s.b3 = b[b_word(lid + 3u * THREADS, k0, tile_col)];
+  s.b4 = b[b_word(lid + 4u * THREADS, k0, tile_col)];
+  s.b5 = b[b_word(lid + 5u * THREADS, k0, tile_col)];
+  s.b6 = b[b_word(lid + 6u * THREADS, k0, tile_col)];
+  s.b7 = b[b_word(lid + 7u * THREADS, k0, tile_col)];
+#endif
+  return s;
+}
+
+fn put_a_chunk(d: u32, v: AChunk) {
+#if A_F32
+  let lo = vec4<f16>(clamp(v.lo, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+  let hi = vec4<f16>(clamp(v.hi, vec4<f32>(-65504.0), vec4<f32>(65504.0)));
+  put_a(d, vec4<u32>(bitcast<u32>(lo.xy), bitcast<u32>(lo.zw), bitcast<u32>(hi.xy), bitcast<u32>(hi.zw)));
+#else
+  put_a(d, v);
+#endif
 }
 
 fn put_slab(s: SlabChunks, lid: u32) {
-#if A_F32
-  put_a_f32((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a0);
-  put_a_f32(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a1);
-  put_a_f32(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a2);
-  put_a_f32(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a3);
-#else
-  put_a((lid / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a0);
-  put_a(((lid + 256u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a1);
-  put_a(((lid + 512u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a2);
-  put_a(((lid + 768u) / 8u) * A_STRIDE + (lid % 8u) * 8u, s.a3);
+  put_a_chunk(a_slot(lid), s.a0);
+  put_a_chunk(a_slot(lid + THREADS), s.a1);
+#if !TALL_TILE
+  put_a_chunk(a_slot(lid + 2u * THREADS), s.a2);
+  put_a_chunk(a_slot(lid + 3u * THREADS), s.a3);
 #endif
-  put_b((lid / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b0);
-  put_b(((lid + 256u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b1);
-  put_b(((lid + 512u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b2);
-  put_b(((lid + 768u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b3);
-  put_b(((lid + 1024u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b4);
-  put_b(((lid + 1280u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b5);
-  put_b(((lid + 1536u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b6);
-  put_b(((lid + 1792u) / 32u) * B_STRIDE + (lid % 32u) * 4u, s.b7);
+  put_b(b_slot(lid), s.b0);
+  put_b(b_slot(lid + THREADS), s.b1);
+#if !TALL_TILE
+  put_b(b_slot(lid + 2u * THREADS), s.b2);
+  put_b(b_slot(lid + 3u * THREADS), s.b3);
+  put_b(b_slot(lid + 4u * THREADS), s.b4);
+  put_b(b_slot(lid + 5u * THREADS), s.b5);
+  put_b(b_slot(lid + 6u * THREADS), s.b6);
+  put_b(b_slot(lid + 7u * THREADS), s.b7);
+#endif
 }
 
 // One accumulator of the subgroup written to the output's [row, row + 16) x [col, col + 16), in bounds, by its
@@ -240,7 +275,7 @@ fn bounce_out(acc: subgroup_matrix_result<f32, 16, 16>, sid: u32, lane: u32, lan
   workgroupBarrier();
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sid: u32,
         @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) lanes: u32) {
@@ -262,14 +297,20 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   let k_begin = min(all_slabs, split * slabs_per_chunk) * SLAB;
   let k_end = min(all_slabs * SLAB, k_begin + slabs_per_chunk * SLAB);
   let out_base = split * params.M * params.N;
-  let tile_row = (tile / params.tiles_n) * TILE;
-  let tile_col = (tile % params.tiles_n) * TILE;
+  let tile_row = (tile / params.tiles_n) * TILE_M;
+  let tile_col = (tile % params.tiles_n) * TILE_N;
   let srow = (sid / 4u) * 64u;  // the subgroup's rows and columns within the tile
   let scol = (sid % 4u) * 32u;
   let row0 = tile_row + srow;
 #if A_CHUNKS
-  let a_rows = ARows(a_row_start(tile_row + lid / 8u), a_row_start(tile_row + 32u + lid / 8u),
-                     a_row_start(tile_row + 64u + lid / 8u), a_row_start(tile_row + 96u + lid / 8u));
+  let a_row = tile_row + lid / A_ROW_CHUNKS;
+#if TALL_TILE
+  let a_rows = ARows(a_row_start(a_row), a_row_start(a_row + A_PASS_ROWS), a_row_start(kNoRow),
+                     a_row_start(kNoRow));
+#else
+  let a_rows = ARows(a_row_start(a_row), a_row_start(a_row + A_PASS_ROWS), a_row_start(a_row + 2u * A_PASS_ROWS),
+                     a_row_start(a_row + 3u * A_PASS_ROWS));
+#endif
 #else
   let a_rows = vec4<u32>(0u);
 #endif
@@ -293,7 +334,7 @@ fn main(@builtin(workgroup_id) workgroup_id: vec3<u32>, @builtin(num_workgroups)
   var acc3_0 = subgroup_matrix_result<f32, 16, 16>();
   var acc3_1 = subgroup_matrix_result<f32, 16, 16>();
 #endif
-  let interior = tile_row + TILE <= params.M && tile_col + TILE <= params.N;
+  let interior = tile_row + TILE_M <= params.M && tile_col + TILE_N <= params.N;
 #if RESIDUAL_ACC
   if (interior) {
     let r = row0 * params.N + col0;
