@@ -27,6 +27,27 @@ const NO_SCORE: f32 = -3.4028234e38;
 var<workgroup> k_tile: array<array<vec4<f32>, D4>, BKV>;
 var<workgroup> v_tile: array<array<vec4<f32>, DV4>, BKV>;
 
+// K's element (key start + j, head dim c) of the matrix at `base`; 0 past the chunk's n keys and past D. The
+// staging builds each vec4 from four of these (rather than writing a vector's components by a loop index).
+fn key_element(base: u32, start: u32, j: u32, c: u32, n: u32) -> f32 {
+  if (j >= n || c >= D) {
+    return 0.0;
+  }
+#if K_TRANSPOSED
+  return k[base + c * params.k_row_stride + start + j];
+#else
+  return k[base + (start + j) * params.k_row_stride + c];
+#endif
+}
+
+// V's likewise; 0 past the chunk's n keys and past Dv.
+fn value_element(base: u32, start: u32, j: u32, c: u32, n: u32) -> f32 {
+  if (j >= n || c >= DV) {
+    return 0.0;
+  }
+  return v[base + (start + j) * params.v_row_stride + c];
+}
+
 @compute @workgroup_size(BQ)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -56,28 +77,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var e = lid; e < BKV * D4; e += BQ) {
       let j = e / D4;
       let c0 = (e % D4) * 4u;
-      var value = vec4<f32>(0.0);
-      for (var c = c0; c < min(c0 + 4u, D); c++) {
-        if (j < n) {
-#if K_TRANSPOSED
-          value[c - c0] = k[bases.k + c * params.k_row_stride + start + j];
-#else
-          value[c - c0] = k[bases.k + (start + j) * params.k_row_stride + c];
-#endif
-        }
-      }
-      k_tile[j][c0 / 4u] = value;
+      let kb = bases.k;
+      k_tile[j][c0 / 4u] = vec4<f32>(key_element(kb, start, j, c0, n), key_element(kb, start, j, c0 + 1u, n),
+                                     key_element(kb, start, j, c0 + 2u, n), key_element(kb, start, j, c0 + 3u, n));
     }
     for (var e = lid; e < BKV * DV4; e += BQ) {
       let j = e / DV4;
       let c0 = (e % DV4) * 4u;
-      var value = vec4<f32>(0.0);
-      for (var c = c0; c < min(c0 + 4u, DV); c++) {
-        if (j < n) {
-          value[c - c0] = v[bases.v + (start + j) * params.v_row_stride + c];
-        }
-      }
-      v_tile[j][c0 / 4u] = value;
+      let vb = bases.v;
+      v_tile[j][c0 / 4u] = vec4<f32>(value_element(vb, start, j, c0, n), value_element(vb, start, j, c0 + 1u, n),
+                                     value_element(vb, start, j, c0 + 2u, n), value_element(vb, start, j, c0 + 3u, n));
     }
     workgroupBarrier();
     if (has_row) {
