@@ -86,7 +86,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let c0 = (e % DV4) * 4u;
       let vb = bases.v;
       v_tile[j][c0 / 4u] = vec4<f32>(value_element(vb, start, j, c0, n), value_element(vb, start, j, c0 + 1u, n),
-                                     value_element(vb, start, j, c0 + 2u, n), value_element(vb, start, j, c0 + 3u, n));
+                                     value_element(vb, start, j, c0 + 2u, n),
+                                     value_element(vb, start, j, c0 + 3u, n));
     }
     workgroupBarrier();
     if (has_row) {

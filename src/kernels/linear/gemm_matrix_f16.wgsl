@@ -141,9 +141,10 @@ struct SlabChunks {
 
 #if A_CHUNKS
 // A_CHUNKS: each thread stages the same four rows of A (two with TALL_TILE) in every slab (`rows`: where each
-// starts, kNoRow past M), 8 values of a row a chunk (a_chunk; zeros past K): the convolution's gathers (A_CONV), or with A_F32
-// alone the float32 activation itself (K a multiple of 8), rows params.a_row_stride apart or through A's row
-// map. A_F32's chunks are converted to f16 (saturating at +-65504) as they are stored.
+// starts, kNoRow past M), 8 values of a row a chunk (a_chunk; zeros past K): the convolution's gathers
+// (A_CONV), or with A_F32 alone the float32 activation itself (K a multiple of 8), rows params.a_row_stride
+// apart or through A's row map. A_F32's chunks are converted to f16 (saturating at +-65504) as they are
+// stored.
 const kNoRow: u32 = 0xFFFFFFFFu;
 
 #if A_CONV
