@@ -640,6 +640,10 @@ TEST(Quantize, MatMulIntegerNormalizingAndQuantizingItsOwnA) {
         << plan.launches.back().program.label;
     if (in_gemv) {
       EXPECT_EQ(plan.launches.size(), 1u);
+      // What the planner counted before fusing (ops/integer_linear.cpp, integer_gemv_storage_buffers) is
+      // what the launch binds: a, b, B's zero point, the column sums and parameters, each output, the
+      // LayerNorm's parameters and the normalised rows.
+      EXPECT_EQ(plan.launches.back().bindings.size(), 5 + products + 2);
     }
 
     const auto out = run(n_info, in);
