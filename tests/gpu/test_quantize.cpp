@@ -1114,20 +1114,21 @@ TEST(QuantizedModel, WeightsTakeAQuarterOfTheirFloatSize) {
 
 INSTANTIATE_TEST_SUITE_P(
     DynamicQuantization, QuantizedModelTest,
-    ::testing::Values(QuantizedModel{"tiny_transformer_uint8.onnx", "tiny_transformer_opset17"},
-                      QuantizedModel{"tiny_transformer_int8.onnx", "tiny_transformer_opset17"},
-                      QuantizedModel{"small_cnn_uint8.onnx", "small_cnn_opset17"},
-                      QuantizedModel{"small_cnn_int8.onnx", "small_cnn_opset17"},
-                      // Traced node by node: every integer product of the first layer and most of the second
-                      // agree exactly, until one element of one activation (of 192) quantizes one step apart
-                      // (its scale differs by an ULP after the float32 attention); in a 2-layer decoder of
-                      // width 32 that moves the logits by 2.9e-3 of relative L2 on SwiftShader and GLES.
-                      QuantizedModel{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2},
-                      // The tiny vision encoders and the ResNet (ConvInteger: stem, strided, downsample,
-                      // depthwise; MatMulInteger on the tile kernel for their dozens of rows): ~1e-7 measured.
-                      QuantizedModel{"florence2_vision_tiny_uint8.onnx", "florence2_vision_tiny_opset17"},
-                      QuantizedModel{"siglip_vision_tiny_uint8.onnx", "siglip_vision_tiny_opset17"},
-                      QuantizedModel{"resnet_tiny_uint8.onnx", "resnet_tiny_opset17"}),
+    ::testing::Values(
+        QuantizedModel{"tiny_transformer_uint8.onnx", "tiny_transformer_opset17"},
+        QuantizedModel{"tiny_transformer_int8.onnx", "tiny_transformer_opset17"},
+        QuantizedModel{"small_cnn_uint8.onnx", "small_cnn_opset17"},
+        QuantizedModel{"small_cnn_int8.onnx", "small_cnn_opset17"},
+        // Traced node by node: every integer product of the first layer and most of the second
+        // agree exactly, until one element of one activation (of 192) quantizes one step apart
+        // (its scale differs by an ULP after the float32 attention); in a 2-layer decoder of
+        // width 32 that moves the logits by 2.9e-3 of relative L2 on SwiftShader and GLES.
+        QuantizedModel{"bart_decoder_tiny_uint8.onnx", "bart_decoder_tiny_opset17", 1e-2},
+        // The tiny vision encoders and the ResNet (ConvInteger: stem, strided, downsample,
+        // depthwise; MatMulInteger on the tile kernel for their dozens of rows): ~1e-7 measured.
+        QuantizedModel{"florence2_vision_tiny_uint8.onnx", "florence2_vision_tiny_opset17"},
+        QuantizedModel{"siglip_vision_tiny_uint8.onnx", "siglip_vision_tiny_opset17"},
+        QuantizedModel{"resnet_tiny_uint8.onnx", "resnet_tiny_opset17"}),
     [](const auto& param_info) { return std::filesystem::path(param_info.param.file).stem().string(); });
 
 }  // namespace
