@@ -178,7 +178,8 @@ EMSCRIPTEN_KEEPALIVE int wgi_web_session_run_on_device(WebSession* web) {
       [&]() {
         if (!web->inputs.empty()) {
           web->device_inputs.clear();
-          for (const auto& [name, tensor] : web->inputs) web->device_inputs[name] = web->session->upload(tensor);
+          for (const auto& [name, tensor] : web->inputs)
+            web->device_inputs[name] = web->session->upload(tensor);
           web->inputs.clear();
         }
         web->outputs.clear();

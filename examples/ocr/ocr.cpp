@@ -115,7 +115,8 @@ std::vector<TextLine> Reader::read(const Image& image) {
   const auto start = std::chrono::steady_clock::now();
   float sx = 1, sy = 1;
   wgi::Tensor det_in = detection_input(image, 960, sx, sy);
-  if (progress_) progress_("detecting text in " + std::to_string(image.width) + "x" + std::to_string(image.height));
+  if (progress_)
+    progress_("detecting text in " + std::to_string(image.width) + "x" + std::to_string(image.height));
   auto t = std::chrono::steady_clock::now();
   auto det_out = detection_.run({{detection_.inputs().at(0).name, det_in}});
   timings_.detection_ms = ms_since(t);

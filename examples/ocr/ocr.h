@@ -49,7 +49,9 @@ class Reader {
   // The sessions and the raw model steps, public for tests that compare them with another runtime.
   wgi::Session& detection_session() { return detection_; }
   wgi::Session& recognition_session() { return recognition_; }
-  wgi::Session* classification_session() { return classification_.empty() ? nullptr : &classification_.front(); }
+  wgi::Session* classification_session() {
+    return classification_.empty() ? nullptr : &classification_.front();
+  }
   static wgi::Tensor classification_input(const Image& crop);
   static wgi::Tensor detection_input(const Image& image, int max_side, float& scale_x, float& scale_y);
   static wgi::Tensor recognition_input(const Image& crop);

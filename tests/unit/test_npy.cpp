@@ -35,7 +35,8 @@ std::string npy_file(const std::string& header_dict, const std::string& data) {
 
 std::string float_bytes(const std::vector<float>& values) {
   std::string s(values.size() * 4, '\0');
-  if (!values.empty()) std::memcpy(s.data(), values.data(), s.size());  // an empty vector's data() may be null
+  if (!values.empty())
+    std::memcpy(s.data(), values.data(), s.size());  // an empty vector's data() may be null
   return s;
 }
 
