@@ -58,10 +58,9 @@ std::string matrix_f16_gemm_problem(const GemmLaunchSpec& spec, const gpu::Capab
 }
 
 bool matrix_f16_tall_tile(uint64_t tiles, uint32_t splits, const gpu::Limits& limits) {
-  constexpr uint32_t kTallInvocations = 512;
   return splits == 1 && tiles >= kMatrixF16TallMinTiles &&
-         limits.max_compute_invocations_per_workgroup >= kTallInvocations &&
-         limits.max_compute_workgroup_size_x >= kTallInvocations &&
+         limits.max_compute_invocations_per_workgroup >= kMatrixF16TallInvocations &&
+         limits.max_compute_workgroup_size_x >= kMatrixF16TallInvocations &&
          limits.max_compute_workgroup_storage_size >= kMatrixF16TallStorageBytes;
 }
 

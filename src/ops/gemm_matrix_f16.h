@@ -30,12 +30,13 @@ inline constexpr uint64_t kMatrixF16WaveTiles = 132;
 // fill the waves more evenly.
 inline constexpr uint32_t kMatrixF16TallRows = 256;
 inline constexpr uint32_t kMatrixF16TallSlab = 32;
+inline constexpr uint32_t kMatrixF16TallInvocations = 512;  // 16 subgroups of 32
 inline constexpr uint64_t kMatrixF16TallMinTiles = 4 * kMatrixF16WaveTiles;
 // Workgroup memory of the tall tile: A's slab (256 rows of 32 + 8 halves), B's (32 rows of 128 + 8 halves)
 // and one 16x16 f32 accumulator per subgroup.
 inline constexpr uint32_t kMatrixF16TallStorageBytes = kMatrixF16TallRows * (kMatrixF16TallSlab + 8) * 2 +
                                                        kMatrixF16TallSlab * (kMatrixF16Tile + 8) * 2 +
-                                                       16 * 256 * 4;
+                                                       kMatrixF16TallInvocations / 32 * 16 * 16 * 4;
 
 // Whether a product of `tiles` 128x128 tiles, not split, takes the tall tile on a device with `limits`.
 bool matrix_f16_tall_tile(uint64_t tiles, uint32_t splits, const gpu::Limits& limits);
