@@ -22,8 +22,9 @@
 #   source .device/env.sh; bash bench/node_campaign.sh probe   # there: the subgroup-matrix GEMM round:
 #       bench/sgm_gemm_probe.mjs's variants (WGI_PROBE_VARIANTS, space-separated, or its default list) with
 #       Dawn's robustness on (as Chrome) and off (native wgi's toggles; WGI_PROBE_TOGGLE_SETS="robust native"),
-#       wgi's own kernels (tests/web/node_f16.mjs --bench; WGI_PROBE_WGI=0 leaves it out; again with the build
-#       in .device/node/web_base/ when there is one: a kernel change A/B), PyTorch's fp16 /
+#       wgi's own kernels (tests/web/node_f16.mjs --bench; WGI_PROBE_WGI=0 leaves it out; again with each
+#       build in .device/node/web_*/, e.g. web_base: a kernel change A/B, logs $OUT/node_f16_<name>.txt),
+#       PyTorch's fp16 /
 #       fp32 4096^3 and 3x3 conv in the same call, and the GPU's clocks, power and throttle reasons sampled
 #       every 200 ms throughout. Results: $OUT/probe.txt, $OUT/smi.csv
 #   source .device/env.sh; bash bench/node_campaign.sh f16ab   # there, packed as for `run` plus builds of
@@ -124,6 +125,19 @@ with_build() {
   "$@"
   cp /tmp/wgi.js /tmp/wgi.wasm build/web/
 }
+# node_f16's bench alone with each build in .device/node/web_*/ (web_base: the tree's before a kernel change;
+# A/B in one call): the raw log as $out/node_f16_<name>.txt, the table on standard output.
+bench_other_builds() {
+  local d
+  for d in .device/node/web_*/; do
+    d=${d%/}
+    [[ -f $d/wgi.js ]] || continue
+    WGI_PYTHON=python3 with_build "$d" timeout 150 node tests/web/node_f16.mjs --backend vulkan \
+      --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only >"$out/node_f16_${d##*/}.txt" 2>&1
+    echo "the bench with ${d##*/}'s build:"
+    grep -E '^(FAIL|\||node_f16)' "$out/node_f16_${d##*/}.txt" | cut -c1-260
+  done
+}
 # Standard input without Tint's warnings (the deprecated subgroupMatrix spellings, their source lines).
 without_tint_warnings() { grep -v "deprecated\|^ *\^\|subgroupMatrix\|^$\|^warning:\|Compilation log\|warning(s) generated"; }
 runs=30 warmup=3
@@ -159,14 +173,7 @@ if [[ $mode == f16check ]]; then
   WGI_PYTHON=python3 timeout 240 node tests/web/node_f16.mjs --backend vulkan \
     --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench >"$out/node_f16.txt" 2>&1
   grep -E '^(PASS|FAIL|\||node_f16)' "$out/node_f16.txt" | cut -c1-260
-  for d in .device/node/web_*/; do  # the bench again with each other build (web_base: the tree's before)
-    d=${d%/}
-    [[ -f $d/wgi.js ]] || continue
-    WGI_PYTHON=python3 with_build "$d" timeout 150 node tests/web/node_f16.mjs --backend vulkan \
-      --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only >"$out/node_f16_${d##*/}.txt" 2>&1
-    echo "the bench with ${d##*/}'s build:"
-    grep -E '^(FAIL|\||node_f16)' "$out/node_f16_${d##*/}.txt" | cut -c1-260
-  done
+  bench_other_builds
   ab=/tmp/wgi-node-f16check
   OUT=$ab WGI_NODE_MODELS=${WGI_NODE_MODELS:-siglip_vision_base_opset17 florence2_vision_base_opset17} \
     WGI_NODE_BUDGET_S=${WGI_NODE_BUDGET_S:-250} WGI_AB_PROFILE=1 bash "$0" f16ab >/dev/null 2>&1
@@ -327,12 +334,8 @@ PY
       WGI_PYTHON=python3 timeout 150 node tests/web/node_f16.mjs --backend vulkan \
         --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench 2>&1 | grep "^|\|node_f16\|^PASS\|^FAIL"
       # A kernel change against the build before it, in the same call: .device/node/web_base/ (as for f16ab).
-      if [[ -f .device/node/web_base/wgi.js ]]; then
-        stamp "the same with .device/node/web_base's build"
-        WGI_PYTHON=python3 with_build .device/node/web_base timeout 150 node tests/web/node_f16.mjs \
-          --backend vulkan --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only 2>&1 |
-          grep "^|\|node_f16\|^FAIL"
-      fi
+      stamp "the same with each build in .device/node/web_*/"
+      bench_other_builds
     fi
     stamp done
   } >"$out/probe.txt" 2>&1
