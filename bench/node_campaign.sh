@@ -42,7 +42,8 @@
 # `pack` with WGI_PACK_DECODERS=1 also carries the BART-base decoders for bench/h200_campaign.sh's `table` (issue
 # 21's table: native wgi against PyTorch), which runs in the same call; `table_ort` in the second one.
 # WGI_NODE_MODELS (space-separated names under .device/models) narrows run, f16 and f16ab to those models;
-# WGI_AB_PROFILE=1 adds --profile to f16ab's benches (GPU time per op type and node in each log).
+# WGI_AB_PROFILE=1 adds --profile to f16ab's benches (GPU time per op type and node in each log);
+# WGI_AB_BATCHES (default "1 8") the batch sizes they run.
 set -uo pipefail
 mode=${1:?usage: bench/node_campaign.sh pack|run|tiny}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -236,7 +237,7 @@ if [[ $mode == f16ab ]]; then
     for name in "${names[@]}"; do
       model=$models/$name/model.onnx
       [[ -f $model ]] || { echo "## $name missing"; continue; }
-      for batch in 1 8; do
+      for batch in ${WGI_AB_BATCHES:-1 8}; do
         for round in 1 2 f32; do
           for d in "${builds[@]}"; do
             b=$(basename "$d")
@@ -265,7 +266,7 @@ if [[ $mode == f16ab ]]; then
     echo
     printf '|---|---|---|'; for d in "${builds[@]}"; do printf -- '---|'; done; echo
     for name in "${names[@]}"; do
-      for batch in 1 8; do
+      for batch in ${WGI_AB_BATCHES:-1 8}; do
         printf '| %s | %s | %s |' "$name" "$batch" "${ab[$name.$batch.$(basename "${builds[0]}").f32]:--}"
         for d in "${builds[@]}"; do
           b=$(basename "$d")
