@@ -117,8 +117,8 @@ const MODELS = ['siglip_vision_tiny_opset17', 'florence2_vision_tiny_opset17', '
 
 // Chains of `chain` pairs of MatMuls (K -> N, then N -> K; `mlp`: each pair a transformer MLP block, with
 // the bias + Gelu and bias + residual epilogues), timed by each node's timestamps: this Dawn gives
-// them in 65.5 us steps, so the bench takes the mean over every node of ten runs (the steps' phase varies, and
-// the wall time of a run is mostly the transfers of A and the output).
+// them in 65.5 us steps, so the bench takes each run's mean over its nodes (the steps' phase varies), and the
+// median of eleven runs (the wall time of a run is mostly the transfers of A and the output).
 const BENCH = [
   {name: 'bench_197x3072x768', a: [197, 768], n: 3072, ops: '', chain: 8},
   {name: 'bench_1576x3072x768', a: [1576, 768], n: 3072, ops: '', chain: 8},
@@ -566,15 +566,17 @@ if (!f16Matrices) {
         // take a few hundred ms of load to come back (docs/performance.md, "The f16 GEMM taken apart").
         const warmEnd = performance.now() + 500;
         for (let i = 0; i < 3 || performance.now() < warmEnd; ++i) await session.run(feeds);
-        let sum = 0, count = 0;
-        for (let i = 0; i < 10; ++i) {
+        // Each run's mean GPU time per node, then the median run: a run slowed by the clocks or by another
+        // process moves a mean over runs, not the median.
+        const perRun = [];
+        for (let i = 0; i < 11; ++i) {
           await session.run(feeds);
           const nodes = session.stats().profile.filter((p) => /MatMul|Conv|Attention/.test(p.op));
           kernel[precision] = nodes[0]?.kernel ?? '';
-          for (const p of nodes) sum += p.gpu_ms;
-          count += nodes.length;
+          if (nodes.length) perRun.push(nodes.reduce((sum, p) => sum + p.gpu_ms, 0) / nodes.length);
         }
-        per[precision] = sum / count;
+        perRun.sort((a, b) => a - b);
+        per[precision] = perRun.length ? perRun[perRun.length >> 1] : NaN;
         await session.free();
       }
       // A conv's product: M = output pixels, N = output channels, K = C * KH * KW (same-size outputs here).
