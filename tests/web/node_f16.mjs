@@ -11,7 +11,7 @@
 //  - elsewhere (SwiftShader: no CPU adapter here has shader-f16 or subgroup matrices): a session asking for f16
 //    is refused with a message naming what the adapter lacks (through the API and web/cli.mjs, which also
 //    refuses a bad --precision), and the f16 cases are skipped, saying so.
-//   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench | --bench-only]
+//   node tests/web/node_f16.mjs [--backend vulkan] [--toggles A,B] [--bench | --bench-only] [--only REGEX]
 // --bench: also times the target models' GEMM shapes, 4096^3, ResNet-50's convs and two attentions in f16 and f32 in
 // the same process (GPU ms of each node from timestamp queries, the mean over chains of products) and prints a
 // table (docs/performance.md).
@@ -29,6 +29,10 @@ const toggles = option('--toggles', process.env.WGI_DAWN_TOGGLES || '');
 // --bench-only: the bench alone (a kernel change's A/B on the GPU machine, where the checks ran already).
 const benchOnly = args.includes('--bench-only');
 const bench = benchOnly || args.includes('--bench');
+// --only REGEX: on an adapter with f16 subgroup matrices, only the checks and bench shapes whose names match
+// (e.g. `attention`: one kernel family's A/B in a short device call).
+const only = option('--only', '');
+const selected = (name) => !only || new RegExp(only).test(name);
 
 // name, A's shape, N, and the epilogue: bias (b), Relu (r), Gelu (g: Erf form), residual (res), Gemm with
 // transB (t). Edge tiles in M, N and K, a batch folded into M, each epilogue path (direct stores with the bias
@@ -455,7 +459,7 @@ if (!f16Matrices) {
       const tall = kernels.some((k) => k.startsWith('gemm_matrix_f16') && k.endsWith('_tall'));
       return tall === want ? '' : `expected ${want ? 'the' : 'no'} tall tile`;
     };
-    for (const c of CASES) {
+    for (const c of CASES.filter((c) => selected(c.name))) {
       await checkCase(c, /MatMul|Gemm/, (kernels) => {
         // The matrix path's launches (the cast of A, the product, with a K split the reduction), and nothing
         // else on those nodes.
@@ -480,7 +484,7 @@ if (!f16Matrices) {
         return tallProblem(c, kernels);
       });
     }
-    for (const c of CONV_CASES) {
+    for (const c of CONV_CASES.filter((c) => selected(c.name))) {
       // Input channels a multiple of 8: the input written as float16 NHWC first, then the product gathering
       // 16-byte chunks of it (`_nhwc`); otherwise the product alone, gathering from the float32 NCHW input.
       const nhwc = c.x[1] % 8 === 0;
@@ -489,12 +493,12 @@ if (!f16Matrices) {
       await checkCase(c, /Conv/, (kernels) => kernels.length === want.length && kernels.every(right)
           ? tallProblem(c, kernels) : `Conv kernels ${kernels.join(', ')}: not ${want.join(', ')}`);
     }
-    for (const c of ATTENTION_CASES) {
+    for (const c of ATTENTION_CASES.filter((c) => selected(c.name))) {
       await checkCase(c, /Attention/, (kernels) => kernels.every((k) => k.startsWith('attention_matrix_f16'))
           ? '' : `Attention kernels ${kernels.join(', ')}: not the matrix kernel`, 4e-3);
     }
     const models = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/models');
-    for (const name of MODELS) {
+    for (const name of MODELS.filter(selected)) {
       const t0 = Date.now();
       const [modelDir, modelFile = 'model.onnx'] = name.split('/');
       try {
@@ -527,7 +531,7 @@ if (!f16Matrices) {
     }
     // Florence-2's pipeline with every session in f16 (web/wgi.mjs Florence2, options.precision): the tiny
     // folder's <OD> (greedy, as expected_od.json, transformers.js on onnxruntime) gives the reference's ids.
-    {
+    if (selected('florence2_tiny')) {
       const t0 = Date.now();
       const folder = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/pipelines/florence2_tiny');
       try {
@@ -557,7 +561,7 @@ if (!f16Matrices) {
     console.log('| M x N x K | f32 kernel | f16 kernel | f32 ms per node | f16 ms per node | ' +
                 'f32 / f16 | f16 TFLOP/s (GEMV: weight GB/s) |');
     console.log('|---|---|---|---|---|---|---|');
-    for (const c of [...BENCH, ...CONV_BENCH, ...ATTENTION_BENCH]) {
+    for (const c of [...BENCH, ...CONV_BENCH, ...ATTENTION_BENCH].filter((c) => selected(c.name))) {
       const per = {}, kernel = {};
       for (const precision of ['f32', 'f16']) {
         const session = await wgi.Session.create(read(path.join(dir, c.name, 'model.onnx')), {precision, profiling: true});
