@@ -381,6 +381,11 @@ if (benchOnly && !f16Matrices) {
   console.log('node_f16 --bench-only: the adapter has no f16 subgroup matrices: nothing to time');
   process.exit(1);
 }
+if (only && ![...CASES, ...CONV_CASES, ...ATTENTION_CASES, ...BENCH, ...CONV_BENCH, ...ATTENTION_BENCH]
+                   .some((c) => selected(c.name)) && !MODELS.some(selected) && !selected('florence2_tiny')) {
+  console.log(`node_f16: --only ${only} matches no check and no bench shape`);
+  process.exit(2);
+}
 if (!benchOnly) write(f16Matrices ? [...CASES, ...CONV_CASES, ...ATTENTION_CASES] : CASES.slice(0, 1));
 
 if (!f16Matrices) {
