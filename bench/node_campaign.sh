@@ -134,7 +134,8 @@ bench_other_builds() {
     d=${d%/}
     [[ -f $d/wgi.js ]] || continue
     WGI_PYTHON=python3 with_build "$d" timeout 150 node tests/web/node_f16.mjs --backend vulkan \
-      --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only >"$out/node_f16_${d##*/}.txt" 2>&1
+      --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only ${WGI_F16_ONLY:+--only "$WGI_F16_ONLY"} \
+      >"$out/node_f16_${d##*/}.txt" 2>&1
     echo "the bench with ${d##*/}'s build:"
     grep -E '^(FAIL|\||node_f16)' "$out/node_f16_${d##*/}.txt" | cut -c1-260
   done
@@ -170,11 +171,15 @@ fi
 # other build in .device/node/web_*/), then `f16ab` on
 # WGI_NODE_MODELS (default SigLIP-B and DaViT-base) with profiles. Results: $OUT/node_f16.txt,
 # $OUT/f16ab.txt, $OUT/f16ab_table.md and the per-run logs as $OUT/ab_logs.tgz (at most 8 files come back).
+# WGI_F16_ONLY=REGEX: node_f16's checks and bench shapes narrowed to those names (its --only), and no f16ab
+# (a kernel family's A/B in a call of a few minutes, no models carried).
 if [[ $mode == f16check ]]; then
   WGI_PYTHON=python3 timeout 240 node tests/web/node_f16.mjs --backend vulkan \
-    --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench >"$out/node_f16.txt" 2>&1
+    --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench ${WGI_F16_ONLY:+--only "$WGI_F16_ONLY"} \
+    >"$out/node_f16.txt" 2>&1
   grep -E '^(PASS|FAIL|\||node_f16)' "$out/node_f16.txt" | cut -c1-260
   bench_other_builds
+  [[ -n ${WGI_F16_ONLY:-} ]] && exit 0
   ab=/tmp/wgi-node-f16check
   OUT=$ab WGI_NODE_MODELS=${WGI_NODE_MODELS:-siglip_vision_base_opset17 florence2_vision_base_opset17} \
     WGI_NODE_BUDGET_S=${WGI_NODE_BUDGET_S:-250} WGI_AB_PROFILE=1 bash "$0" f16ab >/dev/null 2>&1
