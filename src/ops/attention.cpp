@@ -476,16 +476,17 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   }
   if (forced == "matrix" && !why_not_matrix.empty())
     throw Error("wgi.kernel = matrix needs " + why_not_matrix);
-  // Not where the f32 tiled kernel runs: DaViT's window attention (heads of 32 over 144 keys) ran slower on
-  // this kernel than tiled (docs/performance.md, "Attention on subgroup matrices in f16").
-  const bool matrix = forced == "matrix" || (forced.empty() && why_not_matrix.empty() &&
-                                             p.tq >= kMatrixMinQueries && !tiled_by_rule);
-  const bool tiled = forced == "tiled" || (!matrix && tiled_by_rule);
   // Many long rows (SigLIP-B at batch 8: 96 heads of 197 x 197) are products the fast GEMMs run near their
-  // rate, where the fused kernels compute each score once per query row at a few TFLOP/s.
-  const bool scores_as_gemm =
-      forced == "gemm" || (forced.empty() && !matrix && gemm_views && p.tq >= kGemmMinRows &&
-                           p.tk >= kGemmMinRows && !p.has_mask && p.batch() * p.tq >= kGemmMinQueryRows);
+  // rate, where the f32 fused kernels compute each score once per query row at a few TFLOP/s.
+  const bool gemm_by_rule = forced.empty() && gemm_views && p.tq >= kGemmMinRows && p.tk >= kGemmMinRows &&
+                            !p.has_mask && p.batch() * p.tq >= kGemmMinQueryRows;
+  // Not where the f32 plan runs the tiled kernel: DaViT's window attention (heads of 32 over 144 keys) ran
+  // slower on this kernel than tiled (docs/performance.md, "Attention on subgroup matrices in f16"); where
+  // the f32 plan runs GEMMs (SigLIP-B at batch 8) this kernel was 1.7-1.9x faster (same section).
+  const bool matrix = forced == "matrix" || (forced.empty() && why_not_matrix.empty() &&
+                                             p.tq >= kMatrixMinQueries && !(tiled_by_rule && !gemm_by_rule));
+  const bool tiled = forced == "tiled" || (!matrix && tiled_by_rule);
+  const bool scores_as_gemm = forced == "gemm" || (!matrix && gemm_by_rule);
 
   AttentionChoice c;
   c.k_transposed = p.k_transposed;

@@ -330,6 +330,14 @@ TEST(AttentionPlan, MatrixKernelInF16SessionsWithItsSubgroupsPerWorkgroup) {
   EXPECT_EQ(sig.choice->matrix_subgroups, 4);
   EXPECT_EQ(sig.choice->matrix_keys_per_chunk, 32);
   EXPECT_TRUE(sig.choice->matrix_vec4);
+  // At batch 8 too: 96 heads, which the f32 plan runs as GEMMs (SiglipRunsRowsAloneAndGemmsInABatch), not
+  // on the tiled kernel, whose invocation count alone would have sent DaViT's windows there.
+  const Chosen sig8 = choose(siglip_attributes(), siglip_inputs(8), h200_f16());
+  ASSERT_TRUE(sig8.choice) << sig8.error;
+  EXPECT_EQ(sig8.choice->kernel, AttentionKernel::MatrixF16);
+  EXPECT_EQ(sig8.choice->matrix_subgroups, 4);
+  EXPECT_EQ(sig8.choice->workgroups, 96 * 4);
+  EXPECT_EQ(sig8.choice->copied, (Flags{false, false, false}));
   EXPECT_EQ(ops::attention::matrix_attention_subgroups(144), 3);
   EXPECT_EQ(ops::attention::matrix_attention_subgroups(16), 1);
   EXPECT_EQ(ops::attention::matrix_attention_subgroups(17), 2);
