@@ -483,8 +483,9 @@ AttentionChoice choose_attention_plan(const AttentionProblem& p, const gpu::Capa
   // Not where the f32 plan runs the tiled kernel: DaViT's window attention (heads of 32 over 144 keys) ran
   // slower on this kernel than tiled (docs/performance.md, "Attention on subgroup matrices in f16"); where
   // the f32 plan runs GEMMs (SigLIP-B at batch 8) this kernel was 1.7-1.9x faster (same section).
+  const bool f32_plan_tiled = tiled_by_rule && !gemm_by_rule;
   const bool matrix = forced == "matrix" || (forced.empty() && why_not_matrix.empty() &&
-                                             p.tq >= kMatrixMinQueries && !(tiled_by_rule && !gemm_by_rule));
+                                             p.tq >= kMatrixMinQueries && !f32_plan_tiled);
   const bool tiled = forced == "tiled" || (!matrix && tiled_by_rule);
   const bool scores_as_gemm = forced == "gemm" || (!matrix && gemm_by_rule);
 

@@ -32,7 +32,8 @@ const bench = benchOnly || args.includes('--bench');
 // --only REGEX: on an adapter with f16 subgroup matrices, only the checks and bench shapes whose names match
 // (e.g. `attention`: one kernel family's A/B in a short device call).
 const only = option('--only', '');
-const selected = (name) => !only || new RegExp(only).test(name);
+const onlyPattern = only ? new RegExp(only) : null;
+const selected = (name) => !onlyPattern || onlyPattern.test(name);
 
 // name, A's shape, N, and the epilogue: bias (b), Relu (r), Gelu (g: Erf form), residual (res), Gemm with
 // transB (t). Edge tiles in M, N and K, a batch folded into M, each epilogue path (direct stores with the bias
@@ -115,6 +116,8 @@ const CONV_CASES = [
 // far above the ~1e-3 that f16 operands give and far below a wrong layer's error (order 1).
 // An fp16 file (weights float16, used as they are) against its float32 model's reference too.
 // A decoder step (6 rows: every product on the GEMV) checks the GEMVs' float16 weights through a model.
+// The name --only matches for the Florence-2 pipeline check (every session in f16).
+const PIPELINE_CHECK = 'florence2_tiny';
 const MODELS = ['siglip_vision_tiny_opset17', 'florence2_vision_tiny_opset17', 'tiny_transformer_opset17',
                 'bart_decoder_tiny_opset17', 'bart_decoder_cached_cross_tiny_opset17',
                 'siglip_vision_tiny_opset17/model_fp16.onnx'];
@@ -382,7 +385,7 @@ if (benchOnly && !f16Matrices) {
   process.exit(1);
 }
 if (only && ![...CASES, ...CONV_CASES, ...ATTENTION_CASES, ...BENCH, ...CONV_BENCH, ...ATTENTION_BENCH]
-                   .some((c) => selected(c.name)) && !MODELS.some(selected) && !selected('florence2_tiny')) {
+                   .some((c) => selected(c.name)) && !MODELS.some(selected) && !selected(PIPELINE_CHECK)) {
   console.log(`node_f16: --only ${only} matches no check and no bench shape`);
   process.exit(2);
 }
@@ -536,7 +539,7 @@ if (!f16Matrices) {
     }
     // Florence-2's pipeline with every session in f16 (web/wgi.mjs Florence2, options.precision): the tiny
     // folder's <OD> (greedy, as expected_od.json, transformers.js on onnxruntime) gives the reference's ids.
-    if (selected('florence2_tiny')) {
+    if (selected(PIPELINE_CHECK)) {
       const t0 = Date.now();
       const folder = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../data/pipelines/florence2_tiny');
       try {
