@@ -129,15 +129,16 @@ with_build() {
 # node_f16's bench alone with each build in .device/node/web_*/ (web_base: the tree's before a kernel change;
 # A/B in one call): the raw log as $out/node_f16_<name>.txt, the table on standard output.
 bench_other_builds() {
-  local d
+  local d flag=--bench-only
+  [[ ${WGI_CHECK_ALL_BUILDS:-0} == 1 ]] && flag=--bench
   for d in .device/node/web_*/; do
     d=${d%/}
     [[ -f $d/wgi.js ]] || continue
     WGI_PYTHON=python3 with_build "$d" timeout 150 node tests/web/node_f16.mjs --backend vulkan \
-      --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench-only ${WGI_F16_ONLY:+--only "$WGI_F16_ONLY"} \
+      --toggles "$toggles,disable_robustness,disable_workgroup_init" $flag ${WGI_F16_ONLY:+--only "$WGI_F16_ONLY"} \
       >"$out/node_f16_${d##*/}.txt" 2>&1
     echo "the bench with ${d##*/}'s build:"
-    grep -E '^(FAIL|\||node_f16)' "$out/node_f16_${d##*/}.txt" | cut -c1-260
+    grep -E '^(PASS|FAIL|\||node_f16)' "$out/node_f16_${d##*/}.txt" | cut -c1-260
   done
 }
 # Standard input without Tint's warnings (the deprecated subgroupMatrix spellings, their source lines).
@@ -173,6 +174,8 @@ fi
 # $OUT/f16ab.txt, $OUT/f16ab_table.md and the per-run logs as $OUT/ab_logs.tgz (at most 8 files come back).
 # WGI_F16_ONLY=REGEX: node_f16's checks and bench shapes narrowed to those names (its --only), and no f16ab
 # (a kernel family's A/B in a call of a few minutes, no models carried).
+# WGI_CHECK_ALL_BUILDS=1: the other builds run node_f16's checks too, not only its bench (kernel variants that
+# change what a check covers)
 if [[ $mode == f16check ]]; then
   WGI_PYTHON=python3 timeout 240 node tests/web/node_f16.mjs --backend vulkan \
     --toggles "$toggles,disable_robustness,disable_workgroup_init" --bench ${WGI_F16_ONLY:+--only "$WGI_F16_ONLY"} \

@@ -18,6 +18,7 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DEFAULT_DAWN_NODE = path.join(repo, 'third_party/dawn-node');
 const DEFAULT_MODULE = path.join(repo, 'build/web/wgi.js');
 const DEFAULT_SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+const UNQUANTISED_TIMESTAMPS = 'timestamp_quantization';  // the Dawn toggle disabled by default
 
 let state = null;  // {options, gpu} once setup() ran
 
@@ -35,11 +36,18 @@ export function resolveOptions(options = {}, env = process.env) {
     throw new Error(`wgi node: backend '${backend}' is not available through dawn.node: expected vulkan or ` +
                     'swiftshader (the WebAssembly build asks for a core-feature adapter, which GL ES is not)');
   }
+  const toggles = list(options.toggles ?? env.WGI_DAWN_TOGGLES);
+  // Dawn rounds timestamps to 65.536 us by default (timing-attack hardening for the web), which makes the
+  // per-node profiles of stats() coarse; native wgi disables it too (src/gpu/device.cpp). Enabling the toggle
+  // keeps it.
+  const disableToggles = list(options.disableToggles ?? env.WGI_DAWN_DISABLE_TOGGLES);
+  if (!toggles.includes(UNQUANTISED_TIMESTAMPS) && !disableToggles.includes(UNQUANTISED_TIMESTAMPS))
+    disableToggles.push(UNQUANTISED_TIMESTAMPS);
   return {
     backend,
     adapter: options.adapter ?? env.WGI_ADAPTER ?? '',
-    toggles: list(options.toggles ?? env.WGI_DAWN_TOGGLES),
-    disableToggles: list(options.disableToggles ?? env.WGI_DAWN_DISABLE_TOGGLES),
+    toggles,
+    disableToggles,
     dawnFlags: list(options.dawnFlags),
     dawnNode: options.dawnNode ?? env.WGI_DAWN_NODE ?? DEFAULT_DAWN_NODE,
     moduleUrl: options.moduleUrl === undefined ? pathToFileURL(DEFAULT_MODULE)

@@ -193,6 +193,25 @@ await check('cli/bench --profile', async () => {
   return /^ +[0-9.]+ ms {2}x[0-9]+ {2}[a-z]/m.test(r.out) ? '' : `no kernel rows: ${r.out}`;
 });
 
+// Dawn's timestamp quantisation (65.536 us steps) is off by default under Node (web/node.mjs), as natively:
+// with it on, every node's time of two runs is a multiple of 32.768 us. Unless the toggle is enabled on
+// purpose, which keeps it.
+await check('cli/bench --profile: timestamps not quantised', async () => {
+  const args = ['bench', path.join(convBnRelu, 'model.onnx'), '--dim', 'N=1', '--runs', '2', '--warmup', '0',
+                '--profile', '--json'];
+  const stepMs = 0.065536 / 2;
+  const quantised = (r) => JSON.parse(r.out).profile.every((n) => Math.abs(n.gpu_ms / stepMs -
+                                                                           Math.round(n.gpu_ms / stepMs)) < 1e-6);
+  const r = runCli(args);
+  if (r.code !== 0) return `exit ${r.code}: ${r.err}`;
+  const profile = JSON.parse(r.out).profile;
+  if (!profile || !profile.length) return `no profile: ${r.out}`;
+  if (quantised(r)) return `every node's time is a multiple of ${stepMs} ms: ${r.out}`;
+  const kept = runCli([...args, '--toggles', 'timestamp_quantization']);
+  if (kept.code !== 0) return `with the toggle enabled: exit ${kept.code}: ${kept.err}`;
+  return quantised(kept) ? '' : `enabling timestamp_quantization did not quantise: ${kept.out}`;
+});
+
 // --device-inputs: the inputs uploaded once, the outputs left on the device (Session.runOnDevice); the same
 // session's ordinary run afterwards still returns the right outputs, and runOnDevice with no inputs ever given
 // is refused naming the input.
