@@ -143,11 +143,12 @@ const BENCH = [
 ];
 // Issue 21's conv: 3x3, 256 -> 256 channels, 8 images of 56x56, a chain of 4.
 // Attention at the vision models' shapes: DaViT-base's stage-1 windows at batch 4 (4 x 256 windows x 4 heads
-// of 32 over 144 tokens) and SigLIP-B's heads at batch 8 (8 x 12 heads of 64 over 197 tokens); FLOPs count
-// QK^T and PV.
+// of 32 over 144 tokens) and SigLIP-B's heads at batch 8 (8 x 12 heads of 64 over 197 tokens), and at batch
+// 64 (a node of ~0.5 ms, less exposed to the timestamps' resolution); FLOPs count QK^T and PV.
 const ATTENTION_BENCH = [
   {name: 'bench_attention_davit_4096x144x32', attn: {b: 1024, h: 4, tq: 144, tk: 144, d: 32, dv: 32}},
   {name: 'bench_attention_siglip_96x197x64', attn: {b: 8, h: 12, tq: 197, tk: 197, d: 64, dv: 64}},
+  {name: 'bench_attention_siglip_768x197x64', attn: {b: 64, h: 12, tq: 197, tk: 197, d: 64, dv: 64}},
 ];
 // ResNet-50's group-1 convs at batch 8 whose grids take the matrix kernel, by their K (input channels x
 // taps): where the tensor cores' gain outweighs the NHWC copy and the bounced stores (ops/conv/choose.cpp).
