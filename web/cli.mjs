@@ -20,7 +20,7 @@ class UsageError extends Error {}
 
 const DAWN_OPTIONS = {
   '--toggles': {value: 'A,B', help: 'Dawn toggles to enable (default: WGI_DAWN_TOGGLES), e.g. allow_unsafe_apis'},
-  '--disable-toggles': {value: 'A,B', help: 'Dawn toggles to disable (default: WGI_DAWN_DISABLE_TOGGLES)'},
+  '--disable-toggles': {value: 'A,B', help: 'Dawn toggles to disable (default: WGI_DAWN_DISABLE_TOGGLES); timestamp_quantization is disabled unless --toggles names it'},
   '--backend': {value: 'NAME', help: 'vulkan or swiftshader (default: WGI_BACKEND, else vulkan)'},
   '--adapter': {value: 'NAME', help: "dawn.node's adapter= choice: the adapter name (default: WGI_ADAPTER)"},
   '--dawn-flag': {value: 'FLAG', repeat: true, help: 'Any other dawn.node create() flag, e.g. validate=1 (repeatable)'},

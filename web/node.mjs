@@ -18,7 +18,7 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DEFAULT_DAWN_NODE = path.join(repo, 'third_party/dawn-node');
 const DEFAULT_MODULE = path.join(repo, 'build/web/wgi.js');
 const DEFAULT_SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
-const UNQUANTISED_TIMESTAMPS = 'timestamp_quantization';  // the Dawn toggle disabled by default
+const TIMESTAMP_QUANTISATION = 'timestamp_quantization';  // a Dawn toggle, disabled by default here
 
 let state = null;  // {options, gpu} once setup() ran
 
@@ -41,8 +41,8 @@ export function resolveOptions(options = {}, env = process.env) {
   // per-node profiles of stats() coarse; native wgi disables it too (src/gpu/device.cpp). Enabling the toggle
   // keeps it.
   const disableToggles = list(options.disableToggles ?? env.WGI_DAWN_DISABLE_TOGGLES);
-  if (!toggles.includes(UNQUANTISED_TIMESTAMPS) && !disableToggles.includes(UNQUANTISED_TIMESTAMPS))
-    disableToggles.push(UNQUANTISED_TIMESTAMPS);
+  if (!toggles.includes(TIMESTAMP_QUANTISATION) && !disableToggles.includes(TIMESTAMP_QUANTISATION))
+    disableToggles.push(TIMESTAMP_QUANTISATION);
   return {
     backend,
     adapter: options.adapter ?? env.WGI_ADAPTER ?? '',
