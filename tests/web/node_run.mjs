@@ -200,16 +200,22 @@ await check('cli/bench --profile: timestamps not quantised', async () => {
   const args = ['bench', path.join(convBnRelu, 'model.onnx'), '--dim', 'N=1', '--runs', '2', '--warmup', '0',
                 '--profile', '--json'];
   const stepMs = 0.065536 / 2;
-  const quantised = (r) => JSON.parse(r.out).profile.every((n) => Math.abs(n.gpu_ms / stepMs -
-                                                                           Math.round(n.gpu_ms / stepMs)) < 1e-6);
-  const r = runCli(args);
-  if (r.code !== 0) return `exit ${r.code}: ${r.err}`;
-  const profile = JSON.parse(r.out).profile;
-  if (!profile || !profile.length) return `no profile: ${r.out}`;
-  if (quantised(r)) return `every node's time is a multiple of ${stepMs} ms: ${r.out}`;
-  const kept = runCli([...args, '--toggles', 'timestamp_quantization']);
-  if (kept.code !== 0) return `with the toggle enabled: exit ${kept.code}: ${kept.err}`;
-  return quantised(kept) ? '' : `enabling timestamp_quantization did not quantise: ${kept.out}`;
+  const onSteps = (profile) =>
+    profile.every((n) => Math.abs(n.gpu_ms / stepMs - Math.round(n.gpu_ms / stepMs)) < 1e-6);
+  // Each run's profile, or why there is none (an empty one would make either answer vacuous).
+  const profileOf = (r, what) => {
+    if (r.code !== 0) return {problem: `${what}: exit ${r.code}: ${r.err}`};
+    const profile = JSON.parse(r.out).profile;
+    return profile && profile.length ? {profile} : {problem: `${what}: no profile: ${r.out}`};
+  };
+  const plain = profileOf(runCli(args), 'by default');
+  if (plain.problem) return plain.problem;
+  if (onSteps(plain.profile))
+    return `every node's time is a multiple of ${stepMs} ms: ${JSON.stringify(plain.profile)}`;
+  const kept = profileOf(runCli([...args, '--toggles', 'timestamp_quantization']), 'with the toggle enabled');
+  if (kept.problem) return kept.problem;
+  return onSteps(kept.profile)
+      ? '' : `enabling timestamp_quantization did not quantise: ${JSON.stringify(kept.profile)}`;
 });
 
 // --device-inputs: the inputs uploaded once, the outputs left on the device (Session.runOnDevice); the same
